@@ -1,0 +1,33 @@
+# webcrawler: two commands for a fresh machine.
+#   make demo   set up, then crawl the bundled synthetic web and print a report
+#   make test   set up, then run every test
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup demo test bench clean
+
+setup: $(STAMP)
+
+# The virtualenv and every Python package; python3-venv from Debian if the
+# interpreter lacks it.
+$(STAMP): requirements.txt setup.py
+	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
+	  (apt-get update -qq && apt-get install -y -qq python3-venv) >/dev/null && \
+	  $(PYTHON) -m venv $(VENV); }
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $(STAMP)
+
+demo: setup
+	$(PY) -m bench.demo
+
+test: setup
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+bench: setup
+	$(PY) -m bench.crawl_vs_scrapy
+
+clean:
+	rm -rf $(VENV) out jobs

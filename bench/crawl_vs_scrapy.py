@@ -1,0 +1,142 @@
+"""Whole-crawl benchmark: our ``web`` spider versus a plain Scrapy CrawlSpider.
+
+Both crawl the same synthetic web in the same run, alternating, ``--runs``
+times; the table gives medians of pages/s (from the test web's access log:
+responses served between the first request start and the last response end)
+and peak RSS (``wait4`` rusage of the crawl process), and their ratios.
+
+    python -m bench.crawl_vs_scrapy --hosts 200 --pages 20 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.testweb import WebConfig, read_access_log, start_testweb
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRAPY = str(Path(sys.executable).with_name("scrapy"))
+
+
+@dataclass
+class CrawlRun:
+    name: str
+    pages: int
+    seconds: float
+    peak_rss_mb: float
+
+    @property
+    def pages_per_second(self) -> float:
+        return self.pages / self.seconds if self.seconds > 0 else 0.0
+
+
+def run_measured(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> float:
+    """Run ``cmd`` to completion; return its peak RSS in MB (from wait4)."""
+    with open(cwd / "crawl.log", "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                raise TimeoutError(f"crawl exceeded {timeout}s: {cmd}")
+            time.sleep(0.05)  # polling a child process, not synchronising a test
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        tail = (cwd / "crawl.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"crawl failed ({proc.returncode}): {cmd}\n{tail}")
+    return usage.ru_maxrss / 1024.0
+
+
+def pages_and_seconds(access_log: Path, since: float) -> tuple[int, float]:
+    entries = [e for e in read_access_log(access_log) if e.start >= since]
+    entries = [e for e in entries if not e.path.startswith("/robots.txt")]
+    if not entries:
+        return 0, 0.0
+    return len(entries), max(e.end for e in entries) - min(e.start for e in entries)
+
+
+def crawl_ours(web, workdir: Path, depth: int, concurrency: int, timeout: float) -> CrawlRun:
+    since = time.time()
+    cmd = [
+        SCRAPY, "crawl", "web", "-a", f"seeds={web.seeds_file}",
+        "-s", f"DNS_HOSTS={web.hosts_file}", "-s", f"DEPTH_LIMIT={depth}",
+        "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO",
+        "-s", f"JOBDIR={workdir / 'job'}",
+    ]
+    rss = run_measured(cmd, ROOT, dict(os.environ), timeout)
+    pages, seconds = pages_and_seconds(web.access_log, since)
+    return CrawlRun("webcrawler", pages, seconds, rss)
+
+
+def crawl_stock(web, workdir: Path, depth: int, concurrency: int, timeout: float) -> CrawlRun:
+    since = time.time()
+    spider = workdir / "stock_spider.py"
+    shutil.copy(ROOT / "bench" / "stock_spider.py", spider)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [
+        SCRAPY, "runspider", str(spider), "-a", f"seeds={web.seeds_file}",
+        "-s", "TWISTED_DNS_RESOLVER=extensions.resolver.HostsFileResolver",
+        "-s", f"DNS_HOSTS={web.hosts_file}", "-s", f"DEPTH_LIMIT={depth}",
+        "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO",
+    ]
+    rss = run_measured(cmd, workdir, env, timeout)
+    pages, seconds = pages_and_seconds(web.access_log, since)
+    return CrawlRun("stock scrapy", pages, seconds, rss)
+
+
+def median_run(runs: list[CrawlRun]) -> CrawlRun:
+    return CrawlRun(
+        runs[0].name,
+        int(statistics.median(r.pages for r in runs)),
+        statistics.median(r.seconds for r in runs),
+        statistics.median(r.peak_rss_mb for r in runs),
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=200)
+    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--links", type=int, default=8)
+    parser.add_argument("--depth", type=int, default=8)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    args = parser.parse_args(argv)
+
+    config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links)
+    with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
+        workdir = Path(tmp)
+        with start_testweb(config, workdir / "web") as web:
+            ours, stock = [], []
+            for run in range(args.runs):
+                for name, crawl, sink in (("ours", crawl_ours, ours), ("stock", crawl_stock, stock)):
+                    rundir = workdir / f"{name}-{run}"
+                    rundir.mkdir()
+                    sink.append(crawl(web, rundir, args.depth, args.concurrency, args.timeout))
+    a, b = median_run(ours), median_run(stock)
+    print(f"whole crawl: {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
+          f"CONCURRENT_REQUESTS={args.concurrency}, medians of {args.runs} runs")
+    print(f"{'crawler':<14}{'pages':>8}{'seconds':>10}{'pages/s':>10}{'peak RSS MB':>13}")
+    for r in (a, b):
+        print(f"{r.name:<14}{r.pages:>8}{r.seconds:>10.2f}{r.pages_per_second:>10.1f}{r.peak_rss_mb:>13.1f}")
+    ratio_speed = a.pages_per_second / b.pages_per_second if b.pages_per_second else float("nan")
+    ratio_rss = a.peak_rss_mb / b.peak_rss_mb if b.peak_rss_mb else float("nan")
+    print(f"{'ratio ours/stock':<14}{'':>8}{'':>10}{ratio_speed:>10.2f}{ratio_rss:>13.2f}")
+
+
+if __name__ == "__main__":
+    main()

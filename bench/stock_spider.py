@@ -1,0 +1,30 @@
+"""A plain Scrapy CrawlSpider on stock settings: the baseline our crawler is
+measured against. Run with ``scrapy runspider`` from outside the project so
+that none of our settings apply (the bench adds only the hosts-file resolver,
+without which stock Scrapy cannot reach the synthetic web's names).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule
+
+
+class StockSpider(CrawlSpider):
+    name = "stock"
+    rules = (Rule(LinkExtractor(), callback="parse_page", follow=True),)
+
+    def __init__(self, seeds: str = "", **kwargs: Any):
+        super().__init__(**kwargs)
+        with open(seeds, encoding="utf-8") as handle:
+            self.start_urls = [
+                line.strip() for line in handle if line.strip() and not line.startswith("#")
+            ]
+
+    def parse_start_url(self, response, **kwargs: Any) -> Any:
+        return self.parse_page(response)
+
+    def parse_page(self, response) -> dict[str, Any]:
+        return {"url": response.url, "status": response.status, "length": len(response.body)}

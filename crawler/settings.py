@@ -1,0 +1,18 @@
+"""Per-project settings of the webcrawler Scrapy project.
+
+Every webcrawler component and its defaults are switched on by one add-on
+(:mod:`extensions.addon`, defaults in :mod:`extensions.defaults`); this file
+holds only what a project really changes. Override per run with
+``-s NAME=VALUE``.
+"""
+
+BOT_NAME = "webcrawler"
+
+SPIDER_MODULES = ["crawler.spiders"]
+NEWSPIDER_MODULE = "crawler.spiders"
+
+ADDONS = {"extensions.addon.WebcrawlerAddon": 0}
+
+# Project overrides go below, e.g.:
+# DOWNLOAD_DELAY = 1.0
+# DEPTH_LIMIT = 20

@@ -1,0 +1,122 @@
+"""The ``web`` spider: fetch, hand each document to its processing modules,
+follow the links they find.
+
+``scrapy crawl web -a seeds=FILE_OR_URLS [-a allowed_domains=a.test,b.org]``
+
+The spider stays thin on purpose: what to do with a document is decided by
+the processing modules registered for its MIME type (``PROCESSORS``), which
+URLs may be crawled by the URL filter (``URL_FILTER_*``), and in which order
+and how politely by the frontier (the scheduler).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import scrapy
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+
+from crawler.items import PageItem
+from extensions.processors.registry import ProcessorRegistry
+from extensions.urls.canonical import InvalidURL, canonicalize
+from extensions.urls.filters import UrlFilter
+from extensions.urls.seeds import SeedsError, iter_seed_lines
+
+logger = logging.getLogger(__name__)
+
+
+def split_list(value: str | list[str] | None) -> list[str]:
+    """``"a.test, b.org"`` -> ``["a.test", "b.org"]``; lists pass through."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    return [part.strip().lower() for part in value if part and part.strip()]
+
+
+class WebSpider(scrapy.Spider):
+    """A general-purpose crawler spider driven by seeds and settings."""
+
+    name = "web"
+
+    def __init__(self, seeds: str | None = None, allowed_domains: Any = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        if not seeds:
+            raise SeedsError("seeds: missing; run `scrapy crawl web -a seeds=FILE_OR_URLS`")
+        # Read the seeds now, so that a missing file fails the crawl at start
+        # with a non-zero exit instead of running an empty crawl.
+        self.seed_lines: list[str] = list(iter_seed_lines(seeds))
+        self.allowed_domains: list[str] = split_list(allowed_domains)
+        self.url_filter: UrlFilter | None = None
+        self.processors: ProcessorRegistry | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.url_filter = UrlFilter.from_crawler(crawler)
+        spider.url_filter.set_allowed_domains(spider.allowed_domains)
+        spider.processors = ProcessorRegistry.from_crawler(crawler)
+        return spider
+
+    async def start(self) -> AsyncIterator[Any]:
+        for request in self.seed_requests():
+            yield request
+
+    def seed_requests(self) -> Iterator[scrapy.Request]:
+        """Canonical, filtered seed requests; invalid seeds are counted and skipped."""
+        stats = self.crawler.stats
+        for raw in self.seed_lines:
+            try:
+                url = canonicalize(raw)
+            except InvalidURL as err:
+                stats.inc_value("seeds/invalid")
+                logger.warning("Skipping invalid seed %r: %s", raw, err)
+                continue
+            if not self.url_filter.check(url, 0, stats):
+                stats.inc_value("seeds/filtered")
+                continue
+            stats.inc_value("seeds/accepted")
+            yield scrapy.Request(url)
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        """One item per document; requests for the links its processors found."""
+        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1")
+        links: list[str] = []
+        processed: dict[str, Any] = {}
+        if 200 <= response.status < 300:
+            mime = content_type.split(";", 1)[0].strip().lower()
+            for processor in self.processors.for_type(mime):
+                found = processor.process(response)
+                if found:
+                    links.extend(found.pop("links", ()))
+                    processed.update(found)
+        depth = response.meta.get("depth", 0)
+        yield self.page_item(response, content_type, depth, len(links), processed)
+        stats = self.crawler.stats
+        for url in links:
+            if self.url_filter.check(url, depth + 1, stats):
+                yield scrapy.Request(url)
+
+    def page_item(
+        self, response: Response, content_type: str, depth: int, outlinks: int,
+        processed: dict[str, Any],
+    ) -> PageItem:
+        request = response.request
+        referer = request.headers.get(b"Referer") if request is not None else None
+        first_url = response.meta.get("redirect_urls", [response.url])[0]
+        return PageItem(
+            url=first_url,
+            final_url=response.url,
+            status=response.status,
+            content_type=content_type,
+            length=len(response.body),
+            fetched_at=datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+            depth=depth,
+            referer=referer.decode("latin-1") if referer else None,
+            outlinks=outlinks,
+            processed=processed,
+        )

@@ -1,0 +1,45 @@
+"""One Scrapy add-on that switches on every webcrawler component.
+
+A project lists ``extensions.addon.WebcrawlerAddon`` in ``ADDONS`` and gets
+the Mercator frontier, our middlewares, pipelines and extensions with the
+defaults of :mod:`extensions.defaults`. The defaults are applied at Scrapy's
+``addon`` priority, so ``settings.py`` (``project``) and ``-s`` (``cmdline``)
+still win; components are added to Scrapy's component dictionaries only where
+the user has not placed them already, so a user can disable one by setting
+its order to ``None``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy.settings import BaseSettings
+from scrapy.utils.misc import load_object
+
+from extensions import defaults
+
+#: Component dictionaries: setting name -> {class path: order}.
+COMPONENTS: dict[str, dict[str, int]] = {
+    "DOWNLOADER_MIDDLEWARES": {},
+    "SPIDER_MIDDLEWARES": {},
+    "ITEM_PIPELINES": {},
+    "EXTENSIONS": {},
+}
+
+
+def default_settings() -> dict[str, Any]:
+    """Every upper-case name of :mod:`extensions.defaults` with its value."""
+    return {name: getattr(defaults, name) for name in dir(defaults) if name.isupper()}
+
+
+class WebcrawlerAddon:
+    """Applies :mod:`extensions.defaults` and registers our components."""
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        for name, value in default_settings().items():
+            settings.set(name, value, "addon")
+        for setting, components in COMPONENTS.items():
+            for path, order in components.items():
+                settings.setdefault_in_component_priority_dict(
+                    setting, load_object(path), order
+                )

@@ -1,0 +1,169 @@
+"""Settings to :class:`~extensions.frontier.scheduler.Frontier` arguments.
+
+Called only from ``Frontier.from_crawler``: the one place that reads
+settings, resolves class paths and reaches into the engine. Invalid values
+fail here, at start, naming the setting and its value.
+
+Settings (defaults in :mod:`extensions.defaults`, section ``# --- Frontier``):
+``FRONTIER_BACK_QUEUES`` (0: 3 x ``CONCURRENT_REQUESTS``),
+``FRONTIER_BLOOM_ERROR_RATE``, ``FRONTIER_BLOOM_INITIAL_CAPACITY``,
+``FRONTIER_CHECKPOINT_INTERVAL``, ``FRONTIER_FRONT_QUEUES``,
+``FRONTIER_FRONT_QUEUE_WEIGHTS`` (empty: level + 1),
+``FRONTIER_POLITENESS_FACTOR``, ``FRONTIER_PRIORITIZER``,
+``FRONTIER_QUEUE_BUFFER``, ``FRONTIER_REFILL_BUDGET``,
+``FRONTIER_SEEN_BACKEND`` ("exact" or "bloom"), ``FRONTIER_SEEN_CACHE_SIZE``,
+``FRONTIER_SQLITE_CACHE_MB``, ``FRONTIER_STORE``; and Scrapy's own
+``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_DOMAIN``,
+``CONCURRENT_REQUESTS_PER_IP``, ``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``,
+``JOBDIR``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.asyncio import call_later, create_looping_call
+from scrapy.utils.defer import _schedule_coro
+from scrapy.utils.job import job_dir
+from scrapy.utils.misc import build_from_crawler, load_object
+
+from extensions import defaults
+from extensions.frontier.front import BiasedSelector
+from extensions.frontier.hostkey import HostKey
+from extensions.frontier.politeness import Politeness
+from extensions.frontier.urlseen import BloomSeen
+from extensions.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+DB_NAME = "frontier.sqlite3"
+BLOOM_NAME = "frontier.bloom"
+
+
+def _with_defaults(settings: Any) -> Any:
+    """The crawler's settings with our ``FRONTIER_*`` defaults filled in, so
+    the frontier also works with only ``SCHEDULER`` set (no add-on)."""
+    settings = settings.copy()
+    settings.frozen = False
+    for name in dir(defaults):
+        if name.startswith("FRONTIER_") and settings.get(name) is None:
+            settings.set(name, getattr(defaults, name), "default")
+    return settings
+
+
+def _positive_int(settings: Any, name: str, minimum: int = 1) -> int:
+    value = settings.getint(name)
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {settings.get(name)!r}")
+    return value
+
+
+def _non_negative(settings: Any, name: str) -> float:
+    value = settings.getfloat(name)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {settings.get(name)!r}")
+    return value
+
+
+def _store(crawler: Crawler) -> tuple[Any, Path | None, Path | None]:
+    """The store, the directory it lives in, and a directory to remove at close."""
+    settings = _with_defaults(crawler.settings)
+    store_cls = load_object(settings.get("FRONTIER_STORE"))
+    jobdir = job_dir(settings)
+    if not issubclass(store_cls, SQLiteStore):
+        store = build_from_crawler(store_cls, crawler) if hasattr(store_cls, "from_crawler") else store_cls()
+        return store, Path(jobdir) if jobdir else None, None
+    directory = Path(jobdir) if jobdir else Path(tempfile.mkdtemp(prefix="frontier-"))
+    cache_mb = _positive_int(settings, "FRONTIER_SQLITE_CACHE_MB")
+    return store_cls(directory / DB_NAME, cache_mb=cache_mb), directory, None if jobdir else directory
+
+
+def _bloom(settings: Any) -> BloomSeen | None:
+    backend = settings.get("FRONTIER_SEEN_BACKEND", "exact")
+    if backend == "exact":
+        return None
+    if backend != "bloom":
+        raise ValueError(f'FRONTIER_SEEN_BACKEND must be "exact" or "bloom", got {backend!r}')
+    return BloomSeen(
+        initial_capacity=_positive_int(settings, "FRONTIER_BLOOM_INITIAL_CAPACITY"),
+        error_rate=settings.getfloat("FRONTIER_BLOOM_ERROR_RATE"),
+    )
+
+
+def _engine_hooks(crawler: Crawler) -> dict[str, Any]:
+    """Wake-up, in-progress view and error handling through the engine.
+
+    Scrapy has no public "poll the scheduler again" call: the engine's
+    ``_slot.nextcall.schedule()`` is what its own downloads use, so the
+    frontier uses it too, guarded for an engine without a slot."""
+
+    def engine() -> Any:
+        try:
+            return crawler.engine
+        except (AttributeError, RuntimeError):  # not set before the crawl starts
+            return None
+
+    def slot() -> Any:
+        return getattr(engine(), "_slot", None)
+
+    def wake() -> None:
+        if (current := slot()) is not None:
+            current.nextcall.schedule()
+
+    def in_progress() -> Any:
+        current = slot()
+        return None if current is None else current.inprogress
+
+    def on_store_error(err: Exception) -> None:
+        current = engine()
+        if current is not None and current.spider is not None:
+            _schedule_coro(current.close_spider_async(reason="frontier_store_error"))
+
+    return {"wake": wake, "in_progress": in_progress, "on_store_error": on_store_error}
+
+
+def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
+    """Every argument of ``Frontier.__init__`` from the crawler's settings."""
+    settings = _with_defaults(crawler.settings)
+    front_queues = _positive_int(settings, "FRONTIER_FRONT_QUEUES")
+    back_queues = settings.getint("FRONTIER_BACK_QUEUES") or 3 * _positive_int(
+        settings, "CONCURRENT_REQUESTS"
+    )
+    if back_queues < 1:
+        raise ValueError(f"FRONTIER_BACK_QUEUES must be >= 0, got {settings.get('FRONTIER_BACK_QUEUES')!r}")
+    per_ip = settings.getint("CONCURRENT_REQUESTS_PER_IP")
+    weights = settings.getlist("FRONTIER_FRONT_QUEUE_WEIGHTS")
+    prioritizer_cls = load_object(settings.get("FRONTIER_PRIORITIZER"))
+    store, directory, cleanup = _store(crawler)
+    bloom = _bloom(settings)
+    return {
+        "store": store,
+        "front_queues": front_queues,
+        "back_queues": back_queues,
+        "queue_buffer": _positive_int(settings, "FRONTIER_QUEUE_BUFFER"),
+        "prioritizer": prioritizer_cls(levels=front_queues),
+        "selector": BiasedSelector([int(w) for w in weights]) if weights else None,
+        "politeness": Politeness(
+            delay=_non_negative(settings, "DOWNLOAD_DELAY"),
+            factor=_non_negative(settings, "FRONTIER_POLITENESS_FACTOR"),
+            concurrency=per_ip or _positive_int(settings, "CONCURRENT_REQUESTS_PER_DOMAIN"),
+            slots=settings.getdict("DOWNLOAD_SLOTS"),
+        ),
+        "seen_cache_size": _positive_int(settings, "FRONTIER_SEEN_CACHE_SIZE", 0),
+        "bloom": bloom,
+        "bloom_path": directory / BLOOM_NAME if bloom is not None and directory else None,
+        "hostkey": HostKey(per_ip=bool(per_ip)),
+        "refill_budget": _positive_int(settings, "FRONTIER_REFILL_BUDGET"),
+        "clock": time.monotonic,
+        "wall_clock": time.time,
+        "call_later": call_later,
+        "stats": crawler.stats,
+        "looping_call": create_looping_call,
+        "checkpoint_interval": _non_negative(settings, "FRONTIER_CHECKPOINT_INTERVAL"),
+        "cleanup_dir": cleanup,
+        **_engine_hooks(crawler),
+    }

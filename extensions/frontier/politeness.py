@@ -1,0 +1,128 @@
+"""Politeness arithmetic, in Mercator's sense: per host, at most ``limit``
+fetches in flight, and the next fetch waits until the END of the previous one
+plus a gap::
+
+    gap = max(DOWNLOAD_DELAY, Crawl-delay of the host (robots.txt, if known),
+              FRONTIER_POLITENESS_FACTOR x duration of the last fetch)
+
+(Scrapy's downloader measures its delay start-to-start; ours is end-to-start,
+so a slow host is automatically given more room.) Pure: no Scrapy, no clock;
+callers pass times. Per-host overrides (Scrapy's ``DOWNLOAD_SLOTS`` ``delay``
+and ``concurrency``) are honoured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+INFINITY = float("inf")
+
+
+def politeness_gap(
+    delay: float, crawl_delay: float | None, factor: float, last_duration: float
+) -> float:
+    """The wait after a fetch of a host ends, before the next may start."""
+    return max(delay, crawl_delay or 0.0, factor * max(last_duration, 0.0))
+
+
+@dataclass(slots=True)
+class HostState:
+    """What politeness remembers about one host."""
+
+    in_flight: int = 0
+    next_allowed: float = 0.0
+    last_duration: float = 0.0
+    last_end: float | None = None
+
+
+class Politeness:
+    """Per-host in-flight counts and next-allowed times."""
+
+    def __init__(
+        self,
+        delay: float = 0.0,
+        factor: float = 0.0,
+        concurrency: int = 1,
+        slots: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        if delay < 0 or factor < 0 or concurrency < 1:
+            raise ValueError(
+                f"politeness needs delay >= 0, factor >= 0, concurrency >= 1; got "
+                f"delay={delay!r} factor={factor!r} concurrency={concurrency!r}"
+            )
+        self.delay = delay
+        self.factor = factor
+        self.concurrency = concurrency
+        self.slots: dict[str, Mapping[str, Any]] = dict(slots or {})
+        self.crawl_delays: dict[str, float] = {}
+        self.hosts: dict[str, HostState] = {}
+
+    def limit(self, host: str) -> int:
+        """How many fetches of ``host`` may be in flight at once."""
+        return int(self.slots.get(host, {}).get("concurrency", self.concurrency))
+
+    def gap(self, host: str, last_duration: float) -> float:
+        """The end-to-start gap of ``host`` after a fetch of that duration."""
+        delay = float(self.slots.get(host, {}).get("delay", self.delay))
+        return politeness_gap(delay, self.crawl_delays.get(host), self.factor, last_duration)
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        """Record (or, with None, forget) the robots.txt Crawl-delay of a host.
+        A longer delay also pushes an already computed next-allowed time."""
+        if seconds is None or seconds <= 0:
+            self.crawl_delays.pop(host, None)
+            return
+        self.crawl_delays[host] = float(seconds)
+        state = self.hosts.get(host)
+        if state is not None and state.last_end is not None:
+            gap = self.gap(host, state.last_duration)
+            state.next_allowed = max(state.next_allowed, state.last_end + gap)
+
+    def ready_at(self, host: str) -> float:
+        """When ``host`` may start its next fetch (inf while at its limit)."""
+        state = self.hosts.get(host)
+        if state is None:
+            return 0.0
+        if state.in_flight >= self.limit(host):
+            return INFINITY
+        return state.next_allowed
+
+    def started(self, host: str, now: float) -> None:
+        """A fetch of ``host`` was handed to the downloader at ``now``."""
+        state = self.hosts.get(host)
+        if state is None:
+            state = self.hosts[host] = HostState()
+        state.in_flight += 1
+
+    def finished(self, host: str, end: float, duration: float) -> float:
+        """A fetch of ``host`` ended at ``end`` after ``duration`` seconds;
+        return the host's new next-allowed time."""
+        state = self.hosts.get(host)
+        if state is None:
+            state = self.hosts[host] = HostState()
+        state.in_flight = max(0, state.in_flight - 1)
+        state.last_duration = duration
+        state.last_end = end
+        state.next_allowed = max(state.next_allowed, end + self.gap(host, duration))
+        return state.next_allowed
+
+    def observed(self, host: str, end: float, duration: float) -> None:
+        """A fetch of ``host`` we did not schedule (robots.txt) ended: it
+        counts for the gap but not for the in-flight limit."""
+        state = self.hosts.get(host)
+        if state is not None:
+            state.next_allowed = max(state.next_allowed, end + self.gap(host, duration))
+
+    def prune(self, now: float, keep: set[str] | frozenset[str] = frozenset()) -> int:
+        """Forget idle hosts whose next-allowed time has passed (memory
+        stays bounded by recent activity); return how many were forgotten."""
+        idle = [
+            host
+            for host, state in self.hosts.items()
+            if not state.in_flight and state.next_allowed <= now and host not in keep
+        ]
+        for host in idle:
+            del self.hosts[host]
+        return len(idle)

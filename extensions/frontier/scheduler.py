@@ -1,0 +1,500 @@
+"""The Mercator URL frontier as Scrapy's scheduler.
+
+``SCHEDULER = "extensions.frontier.scheduler.Frontier"``. A request travels:
+
+1. ``enqueue_request``: fingerprint (host-local, of the canonical URL); the
+   URL-seen test (cache, optional Bloom filter, the URL table's primary key;
+   ``dont_filter`` bypasses it); the prioritiser picks a level; the URL row is
+   written (status queued) and the entry appended to that front queue.
+2. ``next_request``: free back queues are refilled from the front queues
+   (biased selector, Mercator's rule); the host heap yields the earliest host
+   that is due; its back queue's head is handed to the engine (status
+   inflight). If nothing is due, a single timer wakes the engine at the next
+   due time (Scrapy only polls on events and a 5 s heartbeat).
+3. Fetch end (``request_left_downloader``, or ``request_dropped``, or the
+   request leaving the engine without reaching the downloader): the host's
+   next fetch is allowed at end + gap (:mod:`.politeness`). When the engine
+   has finished with the request (its callbacks' output is scheduled), the
+   row becomes done or failed.
+
+Persistence: the URL table is authoritative and every change is committed
+every ``FRONTIER_CHECKPOINT_INTERVAL`` seconds; a clean close (Ctrl-C too)
+spills the buffers and the same command resumes; after ``kill -9`` the
+queues are rebuilt from the URL rows. The design is in
+:mod:`extensions.frontier.resume`, the schema in :mod:`extensions.store.sqlite`.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable, Container
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.core.scheduler import BaseScheduler
+
+from extensions.frontier.back import BackQueues
+from extensions.frontier.codec import decode, encode
+from extensions.frontier.fingerprint import url_fingerprint
+from extensions.frontier.front import BiasedSelector, FrontQueues
+from extensions.frontier.hostheap import HostHeap
+from extensions.frontier.hostkey import HostKey
+from extensions.frontier.politeness import INFINITY, Politeness
+from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
+from extensions.frontier.resume import load_bloom, rebuild_queues, record_shape, save_bloom, shape_changed
+from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
+from extensions.store.base import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.spiders import Spider
+
+logger = logging.getLogger(__name__)
+
+
+
+@dataclass(slots=True)
+class InFlight:
+    """A request handed to the engine and not yet finished."""
+
+    entry: Entry
+    host: str
+    started: float
+    released: bool = False
+    ok: bool = False
+
+
+class DictStats:
+    """Stats for a frontier driven without a crawler."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self.values[key] = self.values.get(key, start) + count
+
+    def set_value(self, key: str, value: Any) -> None:
+        self.values[key] = value
+
+    def get_value(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+class Frontier(BaseScheduler):
+    """Scrapy scheduler: front queues, back queues, host heap, URL-seen."""
+
+    def __init__(
+        self,
+        store: FrontierStore,
+        *,
+        front_queues: int = 8,
+        back_queues: int = 48,
+        queue_buffer: int = 256,
+        prioritizer: Prioritizer | None = None,
+        selector: BiasedSelector | None = None,
+        politeness: Politeness | None = None,
+        seen_cache_size: int = 65536,
+        bloom: BloomSeen | None = None,
+        bloom_path: Path | None = None,
+        hostkey: HostKey | None = None,
+        refill_budget: int = 1024,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        call_later: Callable[..., Any] | None = None,
+        wake: Callable[[], None] | None = None,
+        in_progress: Callable[[], Container[Request] | None] | None = None,
+        stats: Any = None,
+        looping_call: Callable[[Callable[[], None]], Any] | None = None,
+        checkpoint_interval: float = 0.0,
+        on_store_error: Callable[[Exception], None] | None = None,
+        cleanup_dir: Path | None = None,
+    ) -> None:
+        self.store = store
+        self.front = FrontQueues(store, front_queues, queue_buffer, selector)
+        self.back = BackQueues(store, back_queues, queue_buffer)
+        self.heap = HostHeap()
+        self.prioritizer = prioritizer or DepthPrioritizer(front_queues)
+        self.politeness = politeness or Politeness()
+        self.seen = URLSeen(store.urls, seen_cache_size, bloom)
+        self.bloom, self.bloom_path = bloom, bloom_path
+        self.hostkey = hostkey or HostKey()
+        self.refill_budget = refill_budget
+        self.clock, self.wall_clock = clock, wall_clock
+        self.call_later, self.wake = call_later, wake
+        self.in_progress = in_progress or (lambda: None)
+        self.stats = stats if stats is not None else DictStats()
+        self.looping_call, self.checkpoint_interval = looping_call, checkpoint_interval
+        self.on_store_error = on_store_error
+        self.cleanup_dir = cleanup_dir
+        self.spider: Spider | None = None
+        self.inflight: dict[Request, InFlight] = {}
+        self.memory_only: dict[int, Request] = {}
+        self.excluded: set[int] = set()  # excluded while queued: skip at dequeue
+        self._known_hosts = LRUCache(4096)
+        self._timer: Any = None
+        self._timer_due = INFINITY
+        self._loop: Any = None
+        self._checkpoints = 0
+        self._logged: set[str] = set()
+
+    # -- construction from a crawler ----------------------------------------
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Frontier:
+        from extensions.frontier.config import frontier_kwargs  # noqa: PLC0415
+
+        frontier = cls(**frontier_kwargs(crawler))
+        crawler.signals.connect(frontier.request_left_downloader, signals.request_left_downloader)
+        crawler.signals.connect(frontier.request_dropped, signals.request_dropped)
+        crawler.signals.connect(frontier.response_received, signals.response_received)
+        # a redirect or retry replaces the response before response_received
+        crawler.signals.connect(frontier.response_received, signals.response_downloaded)
+        crawler.signals.connect(frontier.robots_parsed, signals.robots_parsed)
+        return frontier
+
+    # -- Scrapy's scheduler interface ----------------------------------------
+    def open(self, spider: Spider | None) -> None:
+        """Open the store (raising FrontierStoreError naming the file),
+        resume or rebuild, start checkpointing."""
+        self.spider = spider
+        self.store.open()
+        for queue in self.front.queues + self.back.queues:
+            queue.drop_buffers()  # empty before open; this syncs the counts
+        if shape_changed(self.store, self.front, self.back):
+            logger.info("Queue counts changed; rebuilding the frontier queues")
+            self.store.clean = False
+        self.politeness.crawl_delays.update(self.store.hosts.crawl_delays())
+        if self.store.clean:
+            self._restore_clean()
+        else:
+            self._rebuild()
+        load_bloom(self.store, self.bloom, self.bloom_path)
+        self._update_gauges()
+        if len(self):
+            logger.info("Resuming crawl (%d requests in the frontier, %s)", len(self), self.store.location)
+        if self.looping_call is not None and self.checkpoint_interval > 0:
+            self._loop = self.looping_call(self.checkpoint)
+            self._loop.start(self.checkpoint_interval, now=False)
+
+    def close(self, reason: str) -> None:
+        """Pause cleanly: requeue what is unfinished, spill buffers, commit."""
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._cancel_timer()
+        self._sweep()
+        for record in self.inflight.values():
+            self.store.urls.set_status([record.entry.fingerprint], Status.QUEUED, only_from=Status.INFLIGHT)
+            self.store.queues.push_front(f"front/{self.front.level_of(record.entry)}", [record.entry.fingerprint])
+        self.inflight.clear()
+        for queue in self.front.queues:
+            queue.spill()
+        self.back.spill()
+        record_shape(self.store, self.front, self.back)
+        self._update_gauges()
+        self._save_bloom()
+        self.store.close(clean=True)
+        if self.cleanup_dir is not None:
+            shutil.rmtree(self.cleanup_dir, ignore_errors=True)
+        logger.info("Frontier closed (%s): %d requests left", reason, self.stats.get_value("frontier/queued", 0))
+
+    def __len__(self) -> int:
+        return len(self.front) + len(self.back)
+
+    def has_pending_requests(self) -> bool:
+        return len(self) > 0
+
+    def enqueue_request(self, request: Request) -> bool:
+        """URL-seen test, prioritiser, front queue. ``dont_filter`` bypasses
+        the URL-seen test, except on start requests: Scrapy marks
+        ``start_urls`` requests ``dont_filter``, but a resumed crawl must not
+        fetch its seeds again."""
+        fp, host = url_fingerprint(request.url, request.method, request.body)
+        bypass = request.dont_filter and not request.meta.get("is_start_request")
+        if not bypass:
+            hits = self.seen.cache_hits
+            known = self.seen.known(fp)
+            cached = self.seen.cache_hits > hits
+            self.stats.inc_value("frontier/seen_cache_hit" if cached else "frontier/seen_cache_miss")
+            if known:
+                return self._duplicate()
+        host = self.hostkey.host_of(request) or host
+        depth = int(request.meta.get("depth", 0))
+        level = self.prioritizer.level(request.priority, depth, request.meta)
+        entry = encode(request, fp, host, level, self.spider)
+        now = self.wall_clock()
+        if bypass:
+            self.store.urls.requeue(entry, now)
+            self.seen.remember(fp)
+        elif not self.seen.add(entry, now):
+            return self._duplicate()
+        if entry.flags & FLAG_MEMORY:
+            self.memory_only[fp] = request
+            self._count_once("unserializable", "Request %s cannot be serialised; kept in memory only", request)
+        if not self._known_hosts.hit(host):
+            self._known_hosts.add(host)
+            self.store.hosts.add_hosts([host])
+        self.front.push(entry)
+        self.stats.inc_value("frontier/enqueued")
+        return True
+
+    def next_request(self) -> Request | None:
+        now = self.clock()
+        self._sweep()
+        self._refill()
+        while (host := self.heap.pop_due(now)) is not None:
+            request = self._dispatch(host, now)
+            if request is not None:
+                return request
+        self._arm_timer(now)
+        return None
+
+    # -- dispatch ------------------------------------------------------------
+    def _dispatch(self, host: str, now: float) -> Request | None:
+        """Take the head of ``host``'s back queue; None if it was unusable."""
+        if host not in self.back.queue_of:
+            return None
+        entry = self.back.pop(host)
+        request = None if entry is None else self._request_of(entry)
+        if request is not None:  # before a refill can give the host a queue again
+            self.politeness.started(host, now)
+        if entry is None or not self.back.length(host):
+            self.back.release(host)
+            self._refill()  # Mercator: an emptied back queue refills at once
+        else:
+            self._reschedule(host)
+        if entry is None or request is None:
+            return None
+        self.inflight[request] = InFlight(entry, host, now)
+        self.store.urls.set_status([entry.fingerprint], Status.INFLIGHT)
+        self.stats.inc_value("frontier/dequeued")
+        return request
+
+    def _request_of(self, entry: Entry) -> Request | None:
+        fp = entry.fingerprint
+        if fp in self.excluded:
+            self.excluded.discard(fp)
+            return None
+        if entry.flags & FLAG_MEMORY:
+            request = self.memory_only.pop(fp, None)
+            if request is None:
+                self._count_once("lost", "Request for %s was memory-only and is gone", entry.url)
+                self.store.urls.set_status([fp], Status.FAILED)
+            return request
+        try:
+            return decode(entry, self.spider)
+        except Exception as err:  # noqa: BLE001 - one bad row must not end the crawl
+            self._count_once("undecodable", "Cannot rebuild the request for %s: %s", entry.url, err)
+            self.store.urls.set_status([fp], Status.FAILED)
+            return None
+
+    def _reschedule(self, host: str) -> None:
+        """Put ``host`` on the heap if it has a back queue and may fetch."""
+        if host in self.back.queue_of:
+            ready = self.politeness.ready_at(host)
+            if ready < INFINITY:
+                self.heap.schedule(host, ready)
+            else:
+                self.heap.remove(host)
+
+    def _refill(self) -> None:
+        if not self.back.free or not len(self.front):
+            return
+        assigned, _ = self.back.refill(self.front, self.refill_budget, self._key_of)
+        for host in assigned:
+            self._reschedule(host)
+        self.stats.set_value("frontier/back_queues", self.back.in_use())
+
+    def _key_of(self, entry: Entry) -> str:
+        return self.hostkey.key(entry.host)
+
+    # -- the wake-up timer ---------------------------------------------------
+    def _arm_timer(self, now: float) -> None:
+        """One pending timer, at the earliest due time (now when a refill
+        ran out of budget); a later request for an earlier time replaces it."""
+        due = self.heap.next_time()
+        if self.back.free and len(self.front):
+            due = now
+        if due is None or self.call_later is None or self.wake is None:
+            return
+        if self._timer is not None and self._timer_due <= due:
+            return
+        self._cancel_timer()
+        self._timer_due = due
+        self._timer = self.call_later(max(0.0, due - now), self._on_timer)
+        self.stats.inc_value("frontier/wakeups_scheduled")
+
+    def _on_timer(self) -> None:
+        self._timer, self._timer_due = None, INFINITY
+        if self.wake is not None:
+            self.wake()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            if getattr(self._timer, "active", lambda: True)():
+                self._timer.cancel()
+            self._timer, self._timer_due = None, INFINITY
+
+    # -- fetch end -------------------------------------------------------------
+    def fetch_finished(self, request: Request, duration: float | None = None, ok: bool = True) -> None:
+        """A fetch of a request we handed out ended (also for direct drivers
+        such as tests and the benchmark)."""
+        record = self.inflight.get(request)
+        if record is not None:
+            record.ok = record.ok or ok
+        self._release(request, duration)
+
+    def request_left_downloader(self, request: Request, spider: Spider | None = None) -> None:
+        self._release(request, request.meta.get("download_latency"))
+
+    def response_received(self, response: Any, request: Request, spider: Spider | None = None) -> None:
+        record = self.inflight.get(request)
+        if record is not None:
+            record.ok = True
+
+    def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
+        if request in self.inflight:
+            self._release(request, None)
+            self._finish(request)
+
+    def _release(self, request: Request, duration: float | None) -> None:
+        now = self.clock()
+        record = self.inflight.get(request)
+        if record is None:
+            host = self.hostkey.of_request(request)
+            self.politeness.observed(host, now, duration or 0.0)
+            if host in self.heap:
+                self._reschedule(host)
+            return
+        if not record.released:
+            record.released = True
+            taken = now - record.started if duration is None else float(duration)
+            self.politeness.finished(record.host, now, taken)
+            self._reschedule(record.host)
+        if self.in_progress() is None:  # no engine to tell us when it is done
+            self._finish(request)
+
+    def _sweep(self) -> None:
+        """Finish requests the engine no longer holds (including those a
+        downloader middleware refused before they reached the downloader)."""
+        in_progress = self.in_progress()
+        if in_progress is None or not self.inflight:
+            return
+        for request in [r for r in self.inflight if r not in in_progress]:
+            self._release(request, None)
+            self._finish(request)
+
+    def _finish(self, request: Request) -> None:
+        record = self.inflight.pop(request, None)
+        if record is None:
+            return
+        status = Status.DONE if record.ok else Status.FAILED
+        self.store.urls.set_status(
+            [record.entry.fingerprint], status, self.wall_clock(), only_from=Status.INFLIGHT
+        )
+        self.stats.inc_value(f"frontier/{status.name.lower()}")
+
+    # -- hooks for robots.txt and other components ---------------------------
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        """The robots.txt Crawl-delay of a host (None to forget it)."""
+        self.politeness.set_crawl_delay(host, seconds)
+        self.store.hosts.set_crawl_delay(host, seconds if seconds and seconds > 0 else None)
+        if host in self.heap:
+            self._reschedule(host)
+
+    def robots_parsed(self, robotparser: Any, request: Request) -> None:
+        """Scrapy's robots.txt middleware parsed a file: take its Crawl-delay."""
+        parser = getattr(robotparser, "rp", None)
+        crawl_delay = getattr(parser, "crawl_delay", None)
+        if crawl_delay is None:
+            return
+        user_agent = request.headers.get(b"User-Agent", b"*").decode("latin-1", "replace")
+        try:
+            seconds = crawl_delay(user_agent)
+        except Exception:  # noqa: BLE001 - a parser quirk must not end the crawl
+            return
+        if seconds:
+            self.set_crawl_delay(self.hostkey.of_request(request), float(seconds))
+
+    def mark_excluded(self, url: str) -> None:
+        """Record that ``url`` must not be fetched (robots.txt, a filter): a
+        queued URL is skipped at dequeue, an unknown one is never enqueued."""
+        fp, host = url_fingerprint(url)
+        status = self.store.urls.status_of(fp)
+        if status is None:
+            self.seen.add(Entry(fp, url, host), self.wall_clock())
+        elif status == Status.QUEUED:
+            self.excluded.add(fp)
+        self.store.urls.set_status([fp], Status.EXCLUDED)
+        self.seen.remember(fp)
+        self.stats.inc_value("frontier/excluded")
+
+    # -- checkpoints, resume, rebuild ----------------------------------------
+    def checkpoint(self) -> None:
+        """Commit everything so far (and save the Bloom filter)."""
+        try:
+            self._sweep()
+            self.politeness.prune(self.clock(), keep=set(self.back.queue_of))
+            self._update_gauges()
+            self._save_bloom()
+            self.stats.inc_value("frontier/checkpoints")
+        except (FrontierStoreError, OSError) as err:
+            logger.error("Frontier checkpoint failed: %s", err)
+            if self.on_store_error is not None:
+                self.on_store_error(err)
+            else:
+                raise
+
+    def _save_bloom(self) -> None:
+        self._checkpoints += 1
+        save_bloom(self.store, self.bloom, self.bloom_path, f"{self._checkpoints}-{self.wall_clock():.6f}")
+
+    def _restore_clean(self) -> None:
+        try:
+            hosts = self.back.restore(self._key_of)
+        except ValueError as err:
+            logger.info("Back queues inconsistent (%s); rebuilding", err)
+            self.back.drop_buffers()
+            self._rebuild()
+            return
+        for host in hosts:
+            self._reschedule(host)
+
+    def _rebuild(self) -> None:
+        self.heap = HostHeap()
+        total = rebuild_queues(self.store, self.front, self.back)
+        self.stats.set_value("frontier/rebuilt", total)
+        logger.warning(
+            "The frontier in %s was not closed cleanly; rebuilt its queues from %d URL rows",
+            self.store.location, total,
+        )
+
+    # -- stats and introspection ---------------------------------------------
+    def _duplicate(self) -> bool:
+        self.stats.inc_value("frontier/duplicates")
+        return False
+
+    def _count_once(self, key: str, message: str, *args: Any) -> None:
+        self.stats.inc_value(f"frontier/{key}")
+        if key not in self._logged:
+            self._logged.add(key)
+            logger.warning(message + " (further cases only counted in frontier/%s)", *args, key)
+
+    def _update_gauges(self) -> None:
+        stats = self.stats
+        stats.set_value("frontier/back_queues", self.back.in_use())
+        stats.set_value("frontier/hosts", self.store.hosts.host_count())
+        stats.set_value("frontier/queued", len(self))
+        stats.set_value("frontier/inflight", len(self.inflight))
+        if self.bloom is not None:
+            stats.set_value("frontier/bloom_size", self.bloom.size_bytes())
+
+    def entries_in_memory(self) -> int:
+        """Request entries the frontier holds in memory (buffers + in flight)."""
+        return self.front.in_memory() + self.back.in_memory() + len(self.inflight) + len(self.memory_only)
+
+    def fingerprints_in_memory(self) -> int:
+        """Fingerprints held in memory (the URL-seen cache and skip set)."""
+        return len(self.seen.cache) + len(self.excluded)

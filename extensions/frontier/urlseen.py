@@ -1,0 +1,144 @@
+"""The URL-seen test: a cache of popular fingerprints, an optional Bloom
+filter, and the exact set on disk (the URL table's primary key).
+
+Mercator kept a small in-memory cache of popular fingerprints in front of a
+sorted fingerprint file; most links point at a few popular pages, so most
+duplicate tests end in the cache. Here:
+
+1. :class:`LRUCache` (``FRONTIER_SEEN_CACHE_SIZE`` fingerprints): a hit is a
+   duplicate (``frontier/seen_cache_hit``), no disk access.
+2. With ``FRONTIER_SEEN_BACKEND = "bloom"``, :class:`BloomSeen` (pybloom-live's
+   ScalableBloomFilter): "maybe seen" counts as a duplicate without a disk
+   read -- a false positive (rate ``FRONTIER_BLOOM_ERROR_RATE``) loses a new
+   URL, the trade Mercator's Bloom variant made. It is saved next to the
+   database at each checkpoint, tagged with the checkpoint number; a filter
+   that does not match the database's tag is rebuilt from the URL table.
+3. The URL table's ``insert_new`` (an ``INSERT OR IGNORE`` on the primary
+   key) is the exact, final answer, and records the URL.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pybloom_live import ScalableBloomFilter
+
+from extensions.store.base import Entry, SeenSet, URLTable
+
+
+class LRUCache:
+    """A bounded set of keys, least recently used evicted first."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(0, int(capacity))
+        self._keys: OrderedDict[object, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def hit(self, key: object) -> bool:
+        """Whether ``key`` is cached (refreshing it)."""
+        if key in self._keys:
+            self._keys.move_to_end(key)
+            return True
+        return False
+
+    def add(self, key: object) -> None:
+        if not self.capacity:
+            return
+        self._keys[key] = None
+        self._keys.move_to_end(key)
+        if len(self._keys) > self.capacity:
+            self._keys.popitem(last=False)
+
+
+class BloomSeen:
+    """A scalable Bloom filter of fingerprints, persisted to a file."""
+
+    def __init__(self, initial_capacity: int = 1_000_000, error_rate: float = 0.001) -> None:
+        if not 0 < error_rate < 1 or initial_capacity < 1:
+            raise ValueError(
+                "FRONTIER_BLOOM_ERROR_RATE must be in (0, 1) and "
+                f"FRONTIER_BLOOM_INITIAL_CAPACITY >= 1; got {error_rate!r}, {initial_capacity!r}"
+            )
+        self.filter = ScalableBloomFilter(
+            initial_capacity=initial_capacity,
+            error_rate=error_rate,
+            mode=ScalableBloomFilter.SMALL_SET_GROWTH,
+        )
+        self.dirty = False
+
+    def add_if_new(self, fingerprints: Sequence[int]) -> list[bool]:
+        new = [not self.filter.add(fp) for fp in fingerprints]
+        self.dirty = self.dirty or any(new)
+        return new
+
+    def size_bytes(self) -> int:
+        return sum(len(f.bitarray) // 8 for f in self.filter.filters)
+
+    def save(self, path: Path, tag: str) -> None:
+        """Write atomically (temp file + rename), tagged with ``tag``."""
+        temp = path.with_suffix(".tmp")
+        with temp.open("wb") as f:
+            f.write(tag.encode().ljust(32))
+            self.filter.tofile(f)
+        os.replace(temp, path)
+        self.dirty = False
+
+    def load(self, path: Path, tag: str) -> bool:
+        """Load ``path`` if it carries ``tag``; False if absent or stale."""
+        try:
+            with path.open("rb") as f:
+                if f.read(32).decode(errors="replace").strip() != tag:
+                    return False
+                self.filter = ScalableBloomFilter.fromfile(f)
+        except (OSError, ValueError, EOFError) as err:
+            del err  # a missing or damaged filter is rebuilt from the URL table
+            return False
+        return True
+
+    def rebuild(self, fingerprints: Iterable[int]) -> int:
+        count = 0
+        for fp in fingerprints:
+            self.filter.add(fp)
+            count += 1
+        self.dirty = True
+        return count
+
+
+class URLSeen:
+    """Cache, optional pre-filter, then the URL table."""
+
+    def __init__(self, urls: URLTable, cache_size: int, prefilter: SeenSet | None = None) -> None:
+        self.urls = urls
+        self.cache = LRUCache(cache_size)
+        self.prefilter = prefilter
+        self.cache_hits = 0
+        self.cache_misses = 0
+
+    def known(self, fingerprint: int) -> bool:
+        """True when the fingerprint is certainly (cache) or probably
+        (Bloom) seen, without a disk access; False means 'ask the table'."""
+        if self.cache.hit(fingerprint):
+            self.cache_hits += 1
+            return True
+        self.cache_misses += 1
+        if self.prefilter is not None and not self.prefilter.add_if_new([fingerprint])[0]:
+            self.cache.add(fingerprint)
+            return True
+        return False
+
+    def add(self, entry: Entry, now: float) -> bool:
+        """Record ``entry`` in the URL table; whether it was new there."""
+        new = self.urls.insert_new([entry], now)[0]
+        self.cache.add(entry.fingerprint)
+        return new
+
+    def remember(self, fingerprint: int) -> None:
+        """Note a fingerprint that bypassed the test (``dont_filter``)."""
+        self.cache.add(fingerprint)
+        if self.prefilter is not None:
+            self.prefilter.add_if_new([fingerprint])

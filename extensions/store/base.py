@@ -1,0 +1,195 @@
+"""The frontier's storage seams, split by concern as Frontera split them.
+
+The frontier (:mod:`extensions.frontier.scheduler`) keeps only fixed-size
+buffers in memory and talks to storage through four narrow protocols:
+
+* :class:`RequestQueues` -- named FIFO queues of 64-bit fingerprints
+  (``front/0`` .. ``front/K-1``, ``back/0`` .. ``back/B-1``). They only give
+  order; what a fingerprint means lives in the URL table.
+* :class:`URLTable` -- every known URL, keyed by its fingerprint, holding all
+  that is needed to rebuild its request (see :class:`Entry`) and its status.
+  It is authoritative: the queues can always be rebuilt from its rows with
+  status ``queued``/``inflight``. Its key set is also the exact URL-seen set
+  (:meth:`URLTable.insert_new` is an add-if-new over a batch).
+* :class:`SeenSet` -- an add-if-new set of fingerprints used as a fast
+  pre-filter in front of the URL table (a Bloom filter in memory; Redis sets
+  or bitmaps later).
+* :class:`HostTable` -- per-host state that must survive a resume: the
+  robots.txt Crawl-delay and the count of distinct hosts.
+
+A :class:`FrontierStore` bundles one of each with the lifecycle the frontier
+needs: open (raising :class:`FrontierStoreError` naming the file), checkpoint
+(make everything so far durable), close (clean or not) and a ``clean`` flag
+telling whether the previous run closed cleanly.
+
+Implementations: :mod:`extensions.store.sqlite` (the default, one file in
+``JOBDIR``) and :mod:`extensions.store.memory` (tests). A Redis store maps
+queues to lists (RPUSH/LPOP/LPUSH), the URL table to hashes, the seen set to
+SADD or a bitmap and the host table to a hash; the host heap stays in the
+frontier's memory (or a sorted set when several processes share hosts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from enum import IntEnum
+from typing import NamedTuple, Protocol, runtime_checkable
+
+
+class FrontierStoreError(RuntimeError):
+    """The frontier's store cannot be opened or written (corrupt file, full
+    disk, wrong schema). Raised at start so a crawl never silently starts
+    empty; the message names the file."""
+
+
+class Status(IntEnum):
+    """Status of a URL row. Stored as a small int; the SQLite store also
+    offers a view with the text (see :mod:`extensions.store.sqlite`)."""
+
+    QUEUED = 0
+    INFLIGHT = 1
+    DONE = 2
+    FAILED = 3
+    EXCLUDED = 4
+
+
+#: Entry.flags bits.
+FLAG_DONT_FILTER = 1
+FLAG_BLOB = 2  # the request is in Entry.blob (request_to_dict + pickle)
+FLAG_MEMORY = 4  # the request could not be serialised; kept in memory only
+FLAG_HAS_DEPTH = 8  # request.meta had a 'depth' key
+
+
+class Entry(NamedTuple):
+    """One URL as the frontier stores it: compact fields for the common case
+    (a GET of ``url`` with the spider's default callback), ``blob`` for the
+    rest. ``level`` is the front queue the prioritiser chose."""
+
+    fingerprint: int
+    url: str
+    host: str
+    level: int = 0
+    priority: int = 0
+    depth: int = 0
+    referer: str | None = None
+    flags: int = 0
+    extra: str | None = None  # JSON of the compact meta keys and callback names
+    blob: bytes | None = None
+
+
+@runtime_checkable
+class RequestQueues(Protocol):
+    """Named FIFO queues of fingerprints (signed 64-bit ints)."""
+
+    def push(self, name: str, fingerprints: Sequence[int]) -> None:
+        """Append at the tail, in order."""
+
+    def push_front(self, name: str, fingerprints: Sequence[int]) -> None:
+        """Put back at the head, so that ``fingerprints[0]`` pops first."""
+
+    def pop(self, name: str, count: int) -> list[int]:
+        """Remove and return up to ``count`` fingerprints from the head."""
+
+    def length(self, name: str) -> int:
+        """How many fingerprints ``name`` holds."""
+
+    def clear(self) -> None:
+        """Empty every queue (before a rebuild from the URL table)."""
+
+
+@runtime_checkable
+class URLTable(Protocol):
+    """Every known URL by fingerprint; authoritative for resume."""
+
+    def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
+        """Add-if-new: insert each entry whose fingerprint is unknown with
+        status queued; return, per entry, whether it was new."""
+
+    def requeue(self, entry: Entry, now: float) -> None:
+        """Insert or overwrite ``entry`` with status queued (``dont_filter``)."""
+
+    def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
+        """The entries of the known ``fingerprints``."""
+
+    def set_status(
+        self,
+        fingerprints: Iterable[int],
+        status: Status,
+        now: float | None = None,
+        only_from: Status | None = None,
+    ) -> None:
+        """Set the status (and, given ``now``, the last-fetched time); with
+        ``only_from``, only rows currently in that status change."""
+
+    def status_of(self, fingerprint: int) -> Status | None:
+        """The status of one URL, None if unknown."""
+
+    def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        """``(fingerprint, level)`` of every queued or in-flight URL, in
+        discovery order (to rebuild the queues)."""
+
+    def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        """``(fingerprint, level)`` of every known URL (to rebuild a Bloom filter)."""
+
+    def requeue_inflight(self) -> int:
+        """Every in-flight URL back to queued; return how many."""
+
+    def count_by_status(self) -> dict[Status, int]:
+        """How many URLs in each status."""
+
+
+@runtime_checkable
+class SeenSet(Protocol):
+    """An add-if-new set of fingerprints (possibly probabilistic)."""
+
+    def add_if_new(self, fingerprints: Sequence[int]) -> list[bool]:
+        """Add each fingerprint; True where it was (probably) not there."""
+
+    def size_bytes(self) -> int:
+        """Memory (or storage) the set takes, for ``frontier/bloom_size``."""
+
+
+@runtime_checkable
+class HostTable(Protocol):
+    """Per-host state that survives a resume."""
+
+    def add_hosts(self, hosts: Iterable[str]) -> int:
+        """Record hosts; return how many were new."""
+
+    def host_count(self) -> int:
+        """How many distinct hosts are known."""
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        """Remember a host's robots.txt Crawl-delay (None: forget it)."""
+
+    def crawl_delays(self) -> dict[str, float]:
+        """Every host with a known Crawl-delay."""
+
+
+@runtime_checkable
+class FrontierStore(Protocol):
+    """One of each store concern plus the lifecycle the frontier needs."""
+
+    queues: RequestQueues
+    urls: URLTable
+    hosts: HostTable
+    #: Whether the previous run closed cleanly (False on a fresh store with
+    #: no data is fine: there is nothing to rebuild).
+    clean: bool
+    #: Where the store lives (a file name, a Redis URL), for messages.
+    location: str
+
+    def open(self) -> None:
+        """Open or create; raise :class:`FrontierStoreError` naming the file."""
+
+    def checkpoint(self) -> None:
+        """Make every change so far durable (one transaction commit)."""
+
+    def close(self, clean: bool = True) -> None:
+        """Checkpoint, record whether this was a clean close, release."""
+
+    def get_meta(self, key: str) -> str | None:
+        """A small persistent string (schema version, settings used)."""
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a small persistent string (durable at the next checkpoint)."""

@@ -1,0 +1,144 @@
+"""An in-memory frontier store with the same behaviour as the SQLite one.
+
+For tests and for runs that need no persistence. Nothing survives the
+process; :meth:`MemoryStore.checkpoint` only snapshots nothing. ``clean`` is
+always True (a new store has nothing to rebuild).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import count
+
+from extensions.store.base import Entry, Status
+
+
+class MemoryStore:
+    """Queues as deques, the URL table as a dict, hosts as a dict."""
+
+    def __init__(self) -> None:
+        self.location = "memory"
+        self.clean = True
+        self.queues = self.urls = self.hosts = self
+        self._queues: dict[str, deque[int]] = {}
+        self._rows: dict[int, list] = {}  # fingerprint -> [entry, status, seq, fetched]
+        self._hosts: dict[str, float | None] = {}
+        self._meta: dict[str, str] = {}
+        self._seq = count(1)
+
+    def open(self) -> None:
+        """Nothing to open."""
+
+    def checkpoint(self) -> None:
+        """Nothing to make durable."""
+
+    def close(self, clean: bool = True) -> None:
+        self.clean = clean
+
+    def get_meta(self, key: str) -> str | None:
+        return self._meta.get(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._meta[key] = value
+
+    # -- RequestQueues -------------------------------------------------------
+    def push(self, name: str, fingerprints: Sequence[int]) -> None:
+        self._queues.setdefault(name, deque()).extend(fingerprints)
+
+    def push_front(self, name: str, fingerprints: Sequence[int]) -> None:
+        self._queues.setdefault(name, deque()).extendleft(reversed(fingerprints))
+
+    def pop(self, name: str, count: int) -> list[int]:
+        queue = self._queues.get(name)
+        if not queue:
+            return []
+        return [queue.popleft() for _ in range(min(count, len(queue)))]
+
+    def length(self, name: str) -> int:
+        return len(self._queues.get(name, ()))
+
+    def clear(self) -> None:
+        self._queues.clear()
+
+    # -- URLTable ----------------------------------------------------------
+    def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
+        result = []
+        for entry in entries:
+            new = entry.fingerprint not in self._rows
+            if new:
+                self._rows[entry.fingerprint] = [entry, Status.QUEUED, next(self._seq), None]
+            result.append(new)
+        return result
+
+    def requeue(self, entry: Entry, now: float) -> None:
+        row = self._rows.get(entry.fingerprint)
+        fetched = row[3] if row else None
+        self._rows[entry.fingerprint] = [entry, Status.QUEUED, next(self._seq), fetched]
+
+    def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
+        return {fp: self._rows[fp][0] for fp in fingerprints if fp in self._rows}
+
+    def set_status(
+        self,
+        fingerprints: Iterable[int],
+        status: Status,
+        now: float | None = None,
+        only_from: Status | None = None,
+    ) -> None:
+        for fp in fingerprints:
+            row = self._rows.get(fp)
+            if row is None or (only_from is not None and row[1] != only_from):
+                continue
+            row[1] = status
+            if now is not None:
+                row[3] = now
+
+    def status_of(self, fingerprint: int) -> Status | None:
+        row = self._rows.get(fingerprint)
+        return None if row is None else row[1]
+
+    def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        pending = [
+            (row[2], fp, row[0].level)
+            for fp, row in self._rows.items()
+            if row[1] in (Status.QUEUED, Status.INFLIGHT)
+        ]
+        for _, fp, level in sorted(pending):
+            yield fp, level
+
+    def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        for fp, row in list(self._rows.items()):
+            yield fp, row[0].level
+
+    def requeue_inflight(self) -> int:
+        count = 0
+        for row in self._rows.values():
+            if row[1] == Status.INFLIGHT:
+                row[1] = Status.QUEUED
+                count += 1
+        return count
+
+    def count_by_status(self) -> dict[Status, int]:
+        counts: dict[Status, int] = {}
+        for row in self._rows.values():
+            counts[row[1]] = counts.get(row[1], 0) + 1
+        return counts
+
+    # -- HostTable ---------------------------------------------------------
+    def add_hosts(self, hosts: Iterable[str], now: float = 0.0) -> int:
+        new = 0
+        for host in hosts:
+            if host not in self._hosts:
+                self._hosts[host] = None
+                new += 1
+        return new
+
+    def host_count(self) -> int:
+        return len(self._hosts)
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        self._hosts[host] = seconds
+
+    def crawl_delays(self) -> dict[str, float]:
+        return {host: delay for host, delay in self._hosts.items() if delay is not None}

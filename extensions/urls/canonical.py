@@ -1,0 +1,132 @@
+"""Canonical URLs and link resolution: one spelling per document.
+
+Mercator's URL-seen test only works if the same document always has the same
+URL string. :func:`canonicalize` is w3lib's ``canonicalize_url`` (query
+arguments sorted, percent-escapes normalised, non-ASCII encoded, IDN host to
+punycode, dot segments resolved, fragment dropped, lower-case host) plus what
+it leaves out: the default port is removed (``:80`` for http, ``:443`` for
+https), an empty userinfo (``http://:@h/``) is removed, and URLs no crawler
+can fetch (no scheme, no host, a bad port, a host that is not a host name)
+raise :class:`InvalidURL` instead of passing through.
+
+:func:`resolve` turns an ``href`` into an absolute URL: ``urljoin`` (RFC 3986
+section 5.2, which it passes for all section 5.4 examples) after the
+whitespace clean-up browsers do.
+
+Both run for every link of every page. Results of :func:`canonicalize` are
+cached (a site's navigation links repeat on every page), and the extra checks
+after w3lib are string operations on an already safe ASCII URL.
+Pure: no Scrapy.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from ipaddress import IPv6Address
+from urllib.parse import urljoin, urlsplit
+
+from w3lib.url import canonicalize_url
+
+__all__ = ["InvalidURL", "canonicalize", "host_of", "resolve"]
+
+#: Distinct URLs whose canonical form is kept (about 300 bytes each).
+CACHE_SIZE = 16384
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# A registered name after w3lib (lower-case, punycode, percent-escaped):
+# RFC 3986 reg-name characters only. Anything else (a space, a non-ASCII
+# label IDNA refused, a stray bracket) cannot be looked up in the DNS.
+_REG_NAME = re.compile(r"[a-z0-9._~!$&'()*+,;=%-]+")
+# Browsers strip C0 controls and space around an href and drop tab/CR/LF
+# anywhere in it (WHATWG URL parser, "basic URL parser" steps 1-3).
+_STRIP = "".join(map(chr, range(0x21)))
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+# For http(s), browsers read a backslash before the query as a slash.
+_SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
+_BEFORE_QUERY = re.compile(r"[^?#]*")
+
+
+class InvalidURL(ValueError):
+    """A URL that cannot be canonicalised, hence not crawled."""
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def canonicalize(url: str, encoding: str | None = None) -> str:
+    """The canonical form of an absolute URL; :class:`InvalidURL` if none.
+
+    ``encoding`` is the page's, for non-ASCII query strings (what a browser
+    sends); the path is always UTF-8. Idempotent: a canonical URL is its own
+    canonical form.
+    """
+    try:
+        canonical = canonicalize_url(url, encoding=encoding)
+        parts = urlsplit(canonical)
+        port = parts.port  # ValueError for a port out of range or not a number
+    except (ValueError, UnicodeError) as err:
+        raise InvalidURL(f"cannot canonicalise {url!r}: {err}") from err
+    scheme, netloc = parts.scheme, parts.netloc
+    if not scheme:
+        raise InvalidURL(f"no scheme in {url!r}")
+    host = parts.hostname
+    if not host:
+        raise InvalidURL(f"no host in {url!r}")
+    if not _REG_NAME.fullmatch(host) and not _is_ipv6(host, netloc):
+        raise InvalidURL(f"invalid host {host!r} in {url!r}")
+    clean = netloc
+    if port is not None and _DEFAULT_PORTS.get(scheme) == port:
+        clean = clean.rpartition(":")[0]
+    if "@" in clean:  # "http://:@h/" is "http://h/", "http://u:@h/" is "http://u@h/"
+        userinfo, _, hostport = clean.rpartition("@")
+        if userinfo.endswith(":") or not userinfo:
+            userinfo = userinfo[:-1]
+            clean = f"{userinfo}@{hostport}" if userinfo else hostport
+    if clean is netloc and canonical.startswith(scheme):
+        return canonical
+    # netloc follows "scheme://" in a URL with a host; the rest is kept as is.
+    return f"{scheme}://{clean}{canonical[len(scheme) + 3 + len(netloc):]}"
+
+
+def _is_ipv6(host: str, netloc: str) -> bool:
+    """A bracketed IPv6 literal (urlsplit's hostname drops the brackets)."""
+    if "[" not in netloc:
+        return False
+    try:
+        IPv6Address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def resolve(base: str, href: str) -> str:
+    """``href`` made absolute against ``base`` (RFC 3986 section 5.2).
+
+    First, as browsers do (HTML attributes often carry them): surrounding
+    C0 controls and spaces are stripped, tabs/newlines inside removed, and
+    for http(s) backslashes before the query read as slashes. The result is
+    not canonical: pass it to :func:`canonicalize`. :class:`InvalidURL` if
+    the reference cannot be parsed (a broken IPv6 literal).
+    """
+    href = href.strip(_STRIP)
+    if "\t" in href or "\n" in href or "\r" in href:
+        href = href.translate(_TAB_NEWLINE)
+    if "\\" in href:
+        href = _backslashes_to_slashes(base, href)
+    try:
+        return urljoin(base, href)
+    except ValueError as err:
+        raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {err}") from err
+
+
+def _backslashes_to_slashes(base: str, href: str) -> str:
+    scheme = _SCHEME.match(href)
+    effective = scheme.group() if scheme else base[:6]
+    if not effective.lower().startswith(("http:", "https:")):
+        return href
+    end = _BEFORE_QUERY.match(href).end()
+    return href[:end].replace("\\", "/") + href[end:]
+
+
+def host_of(url: str) -> str:
+    """The lower-case host of ``url`` without port or brackets ('' if none)."""
+    return urlsplit(url).hostname or ""
