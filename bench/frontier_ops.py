@@ -10,6 +10,11 @@ the table shows the median of ``--runs``.
     python -m bench.frontier_ops                       # 1e5 and 1e6, 3 runs
     python -m bench.frontier_ops --sizes 1e7 --runs 1  # the 10 M point
     python -m bench.frontier_ops --sizes 1e5 --seen bloom --store memory
+    python -m bench.frontier_ops --schedulers ours,stock,stock-jobdir  # side by side
+
+``stock`` is Scrapy's own scheduler (memory priority queues, RFPDupeFilter),
+``stock-jobdir`` the same with ``JOBDIR`` (pickled disk queues; the
+fingerprint set stays in memory), driven the same way for the same N.
 
 Phases: *enqueue* (N new URLs), *seen* (re-offer up to ``--seen-ops``
 known URLs in random order: the URL-seen test on duplicates, mostly cache
@@ -23,6 +28,7 @@ import argparse
 import json
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -31,7 +37,54 @@ import time
 from pathlib import Path
 
 
+class _StockDriver:
+    """Scrapy's stock scheduler behind the frontier's driving interface."""
+
+    def __init__(self, directory: Path, jobdir: bool) -> None:
+        from scrapy import Spider  # noqa: PLC0415
+        from scrapy.core.scheduler import Scheduler  # noqa: PLC0415
+        from scrapy.utils.test import get_crawler  # noqa: PLC0415
+
+        # DownloaderAwarePriorityQueue (2.19's default) needs a running
+        # engine; ScrapyPriorityQueue is the same queues without it.
+        settings = {"SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue"}
+        if jobdir:
+            settings["JOBDIR"] = str(directory / "job")
+        crawler = get_crawler(Spider, settings)
+        crawler.spider = Spider.from_crawler(crawler, "bench")
+        self.scheduler = Scheduler.from_crawler(crawler)
+        self.scheduler.open(crawler.spider)
+        self.directory = directory
+
+    def enqueue_request(self, request) -> bool:  # noqa: ANN001
+        return self.scheduler.enqueue_request(request)
+
+    def next_request(self):  # noqa: ANN201
+        return self.scheduler.next_request()
+
+    def fetch_finished(self, request, duration: float = 0.0) -> None:  # noqa: ANN001
+        pass
+
+    def checkpoint(self) -> None:
+        pass
+
+    def entries_in_memory(self) -> int:
+        return len(self.scheduler.mqs) if self.scheduler.mqs is not None else 0
+
+    def close(self, reason: str) -> None:
+        self.scheduler.close(reason)
+
+    def disk_mb(self) -> float:
+        return sum(f.stat().st_size for f in self.directory.rglob("*") if f.is_file()) / 2**20
+
+
 def _child(args: argparse.Namespace) -> dict:
+    if args.scheduler != "ours":
+        return _drive(args, None)
+    return _drive(args, "ours")
+
+
+def _drive(args: argparse.Namespace, ours: str | None) -> dict:
     from scrapy import Request  # noqa: PLC0415 - keep the parent process light
 
     from extensions.frontier.politeness import Politeness  # noqa: PLC0415
@@ -45,12 +98,16 @@ def _child(args: argparse.Namespace) -> dict:
     store = MemoryStore() if args.store == "memory" else SQLiteStore(directory / "f.sqlite3")
     now = [0.0]
     bloom = BloomSeen(initial_capacity=1_000_000, error_rate=0.001) if args.seen == "bloom" else None
-    frontier = Frontier(
-        store, front_queues=8, back_queues=args.back_queues, queue_buffer=args.buffer,
-        politeness=Politeness(), seen_cache_size=args.cache, bloom=bloom,
-        clock=lambda: now[0], wall_clock=time.time,
-    )
-    frontier.open(None)
+    if ours is None:
+        store.close(clean=True)
+        frontier = _StockDriver(directory, jobdir=args.scheduler == "stock-jobdir")
+    else:
+        frontier = Frontier(
+            store, front_queues=8, back_queues=args.back_queues, queue_buffer=args.buffer,
+            politeness=Politeness(), seen_cache_size=args.cache, bloom=bloom,
+            clock=lambda: now[0], wall_clock=time.time,
+        )
+        frontier.open(None)
 
     def url(i: int) -> str:
         return f"http://h{(i * 7919) % hosts}.example/p/{i}"
@@ -95,12 +152,9 @@ def _child(args: argparse.Namespace) -> dict:
     result["dequeued"] = dequeued
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result["entries_in_memory"] = frontier.entries_in_memory()
-    db = directory / "f.sqlite3"
-    result["db_mb"] = db.stat().st_size / 2**20 if db.exists() else 0.0
     frontier.close("finished")
-    for path in directory.iterdir():
-        path.unlink()
-    directory.rmdir()
+    result["db_mb"] = sum(f.stat().st_size for f in directory.rglob("*") if f.is_file()) / 2**20
+    shutil.rmtree(directory, ignore_errors=True)
     return result
 
 
@@ -112,6 +166,9 @@ def _parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--buffer", type=int, default=256, help="FRONTIER_QUEUE_BUFFER")
     parser.add_argument("--back-queues", type=int, default=48)
     parser.add_argument("--cache", type=int, default=65536, help="FRONTIER_SEEN_CACHE_SIZE")
+    parser.add_argument("--schedulers", default="ours",
+                        help="comma-separated: ours, stock, stock-jobdir (default ours)")
+    parser.add_argument("--scheduler", default="ours", help=argparse.SUPPRESS)
     parser.add_argument("--seen", choices=["exact", "bloom"], default="exact")
     parser.add_argument("--store", choices=["sqlite", "memory"], default="sqlite")
     parser.add_argument("--seen-ops", type=int, default=100_000)
@@ -131,29 +188,36 @@ def main(argv: list[str] | None = None) -> None:
         return
     passthrough = []
     for name, value in vars(args).items():
-        if name not in {"sizes", "runs", "child", "size"} and value is not None:
+        if name not in {"sizes", "runs", "child", "size", "schedulers", "scheduler"} and value is not None:
             passthrough += [f"--{name.replace('_', '-')}", str(value)]
     root = Path(__file__).resolve().parents[1]
-    header = f"{'N':>10} {'enqueue/s':>10} {'seen/s':>10} {'dequeue/s':>10} {'peak RSS MB':>12} {'DB MB':>8}"
+    header = f"{'scheduler':<13} {'N':>10} {'enqueue/s':>10} {'seen/s':>10} {'dequeue/s':>10} {'peak RSS MB':>12} {'DB MB':>8}"
     print(f"frontier_ops: store={args.store} seen={args.seen} hosts={args.hosts} "
           f"buffer={args.buffer} runs={args.runs} (median)")
     print(header)
     for size in args.sizes.split(","):
-        results = []
-        for _ in range(args.runs):
-            out = subprocess.run(
-                [sys.executable, "-m", "bench.frontier_ops", "--child", "--size", size, *passthrough],
-                capture_output=True, text=True, cwd=root, check=True,
-            )
-            results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        for scheduler in args.schedulers.split(","):
+            _report(root, size, scheduler, args.runs, passthrough)
 
-        def median(key: str) -> float:
-            return statistics.median(r[key] for r in results)
 
-        partial = "" if all(r["dequeued"] == r["enqueued"] == r["size"] for r in results) else " (bounded)"
-        print(f"{int(float(size)):>10} {median('enqueue_ops'):>10.0f} {median('seen_ops'):>10.0f} "
-              f"{median('dequeue_ops'):>10.0f} {median('peak_rss_mb'):>12.1f} {median('db_mb'):>8.1f}{partial}",
-              flush=True)
+def _report(root: Path, size: str, scheduler: str, runs: int, passthrough: list[str]) -> None:
+    """Median of ``runs`` fresh child processes for one (size, scheduler)."""
+    results = []
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, "-m", "bench.frontier_ops", "--child", "--size", size,
+             "--scheduler", scheduler, *passthrough],
+            capture_output=True, text=True, cwd=root, check=True,
+        )
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in results)
+
+    partial = "" if all(r["dequeued"] == r["enqueued"] == r["size"] for r in results) else " (bounded)"
+    print(f"{scheduler:<13} {int(float(size)):>10} {median('enqueue_ops'):>10.0f} {median('seen_ops'):>10.0f} "
+          f"{median('dequeue_ops'):>10.0f} {median('peak_rss_mb'):>12.1f} {median('db_mb'):>8.1f}{partial}",
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,11 @@ NEWSPIDER_MODULE = "crawler.spiders"
 
 ADDONS = {"extensions.addon.WebcrawlerAddon": 0}
 
+# Read by Scrapy before add-ons run, so it lives here: hosts(5) overrides
+# from DNS_HOSTS (-s DNS_HOSTS=FILE), everything else via Scrapy's caching
+# threaded resolver.
+TWISTED_DNS_RESOLVER = "extensions.resolver.HostsFileResolver"
+
 # Project overrides go below, e.g.:
 # DOWNLOAD_DELAY = 1.0
 # DEPTH_LIMIT = 20

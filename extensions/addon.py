@@ -23,7 +23,11 @@ COMPONENTS: dict[str, dict[str, int]] = {
     "DOWNLOADER_MIDDLEWARES": {},
     "SPIDER_MIDDLEWARES": {},
     "ITEM_PIPELINES": {},
-    "EXTENSIONS": {},
+    # 500: after Scrapy's built-in extensions (CoreStats sets finish_reason first)
+    "EXTENSIONS": {
+        "extensions.progress.ProgressReporter": 500,
+        "extensions.output.warc.WarcWriter": 500,
+    },
 }
 
 

@@ -26,12 +26,33 @@ TELNETCONSOLE_ENABLED = False
 USER_AGENT = "webcrawler/0.1 (+https://github.com/webcrawler/webcrawler)"
 
 
+# --- DNS (extensions.resolver) ----------------------------------------------
+# CAUTION: Scrapy builds the resolver from the process's settings before
+# add-ons run, so TWISTED_DNS_RESOLVER is set in crawler/settings.py and
+# DNS_HOSTS works from there or from -s, not from this module.
+DNS_HOSTS = ""  # hosts(5) file whose entries override DNS; empty: none
+DNS_HOSTS_FALLBACK_RESOLVER = "scrapy.resolver.CachingThreadedResolver"
+
+
+# --- Progress report (extensions.progress) ----------------------------------
+LOGSTATS_INTERVAL = 0  # ProgressReporter replaces Scrapy's LogStats
+PROGRESS_INTERVAL = 30.0  # seconds between progress lines; 0: summary only
+PROGRESS_REPORT_FILE = ""  # JSON report written at spider_closed; empty: none
+
+
+# --- WARC output (extensions.output.warc) -----------------------------------
+WARC_DIR = ""  # empty: WARC output off
+WARC_MAX_SIZE = 1024**3  # bytes; start a new file once exceeded
+WARC_PREFIX = "webcrawler"
+
+
 # --- Frontier ---------------------------------------------------------------
 # The Mercator frontier (extensions.frontier.scheduler.Frontier, set as
 # SCHEDULER by the add-on). It also reads CONCURRENT_REQUESTS(_PER_DOMAIN,
 # _PER_IP), DOWNLOAD_DELAY, DOWNLOAD_SLOTS and JOBDIR with Scrapy's meanings;
 # its delay runs from the END of a host's last fetch (the downloader's from
 # its start). See extensions/frontier/config.py for each setting.
+SCHEDULER = "extensions.frontier.scheduler.Frontier"
 FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's advice)
 FRONTIER_BLOOM_ERROR_RATE = 0.001
 FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000

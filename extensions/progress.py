@@ -1,0 +1,179 @@
+"""Progress log and final report of a crawl (replaces Scrapy's LogStats).
+
+:class:`ProgressReporter` logs, every ``PROGRESS_INTERVAL`` seconds (0: never)::
+
+    Progress: 1234 pages (56.7 pages/s, 60.1 overall), queue 789, 42 hosts, 3 errors
+
+and at ``spider_closed`` a summary line, plus, with ``PROGRESS_REPORT_FILE``,
+a JSON report written atomically (temporary file, then ``os.replace``).
+
+Definitions:
+
+* pages: responses received by the engine (``response_received``), except
+  the robots.txt fetches of Scrapy's robots middleware (a request to
+  ``/robots.txt`` with meta ``dont_obey_robotstxt``); a robots.txt a spider
+  asks for itself is a page.
+* hosts: distinct host names among those pages.
+* errors: ``downloader/exception_count`` (failed fetches) plus pages with
+  status >= 500.
+* duplicates: ``dupefilter/filtered`` + ``frontier/duplicates`` +
+  ``contentseen/duplicates``, those present.
+* queue: ``len()`` of the engine's scheduler, or ``null`` if it has none.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from scrapy import signals
+from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.httpobj import urlparse_cached
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+DUPLICATE_STATS = ("dupefilter/filtered", "frontier/duplicates", "contentseen/duplicates")
+
+
+def is_robots_fetch(request: Request) -> bool:
+    """The robots middleware's own fetch, which is not a page of the crawl."""
+    return bool(request.meta.get("dont_obey_robotstxt")) and \
+        urlparse_cached(request).path == "/robots.txt"
+
+
+def json_safe(value: Any) -> Any:
+    """Stats values as JSON: datetimes as ISO strings, unknown types as str."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [json_safe(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
+    """A reader sees the old report or the new one, never half of one."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(temporary, path)
+
+
+class ProgressReporter:
+    """Counts pages, hosts and errors; logs progress and writes the report."""
+
+    def __init__(self, stats: StatsCollector, interval: float, report_file: Path | None,
+                 queue_size: Callable[[], int | None] = lambda: None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.stats = stats
+        self.interval = interval
+        self.report_file = report_file
+        self.queue_size = queue_size
+        self.clock = clock
+        self.pages = 0
+        self.server_errors = 0
+        self.hosts: set[str] = set()
+        self.started = clock()
+        self.last_tick, self.last_pages = self.started, 0
+        self.task: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        interval = crawler.settings.getfloat("PROGRESS_INTERVAL", 30.0)
+        if interval < 0:
+            raise ValueError(f"PROGRESS_INTERVAL={interval!r}: must be >= 0 (0 disables)")
+        path = crawler.settings.get("PROGRESS_REPORT_FILE")
+        reporter = cls(crawler.stats, interval, Path(path) if path else None,
+                       queue_size=lambda: scheduler_length(crawler))
+        crawler.signals.connect(reporter.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(reporter.response_received, signal=signals.response_received)
+        crawler.signals.connect(reporter.spider_closed, signal=signals.spider_closed)
+        return reporter
+
+    def spider_opened(self) -> None:
+        self.started = self.last_tick = self.clock()
+        if self.interval:
+            self.task = create_looping_call(self.log_progress)
+            self.task.start(self.interval, now=False)
+
+    def response_received(self, response: Response, request: Request) -> None:
+        if is_robots_fetch(request):
+            return
+        self.pages += 1
+        if response.status >= 500:
+            self.server_errors += 1
+        host = urlparse_cached(response).hostname
+        if host:
+            self.hosts.add(host)
+
+    @property
+    def errors(self) -> int:
+        return self.stats.get_value("downloader/exception_count", 0) + self.server_errors
+
+    def log_progress(self) -> None:
+        now = self.clock()
+        recent = (self.pages - self.last_pages) / max(now - self.last_tick, 1e-9)
+        self.last_tick, self.last_pages = now, self.pages
+        queue = self.queue_size()
+        logger.info("Progress: %d pages (%.1f pages/s, %.1f overall), queue %s, %d hosts, %d errors",
+                    self.pages, recent, self.overall_rate(now),
+                    "?" if queue is None else queue, len(self.hosts), self.errors)
+
+    def overall_rate(self, now: float) -> float:
+        return self.pages / max(now - self.started, 1e-9)
+
+    def spider_closed(self, reason: str) -> None:
+        if self.task is not None and self.task.running:
+            self.task.stop()
+        report = self.report(reason)
+        logger.info("Finished (%s): %d pages in %.1f s (%.1f pages/s), %d hosts, %d errors, "
+                    "%d duplicates, queue %s", reason, report["pages"], report["elapsed"],
+                    report["pages_per_second"], report["hosts"], report["errors"],
+                    report["duplicates"], report["queue"])
+        if self.report_file is not None:
+            try:
+                write_json_atomically(self.report_file, report)
+            except OSError as err:
+                logger.error("PROGRESS_REPORT_FILE=%s: cannot write report: %s", self.report_file, err)
+
+    def report(self, reason: str) -> dict[str, Any]:
+        """The final report; ``stats`` is the whole stats dict as JSON."""
+        now = self.clock()
+        return {
+            "pages": self.pages,
+            "hosts": len(self.hosts),
+            "errors": self.errors,
+            "duplicates": sum(self.stats.get_value(key, 0) for key in DUPLICATE_STATS),
+            "elapsed": round(now - self.started, 3),
+            "pages_per_second": round(self.overall_rate(now), 3),
+            "queue": self.queue_size(),
+            "finish_reason": reason,
+            "stats": json_safe(self.stats.get_stats()),
+        }
+
+
+def scheduler_length(crawler: Crawler) -> int | None:
+    """Requests waiting in the scheduler (Scrapy 2.19: ``engine.scheduler``,
+    earlier: ``engine._slot.scheduler``); None where that is unknown."""
+    engine = getattr(crawler, "engine", None)
+    scheduler = getattr(engine, "scheduler", None)
+    if scheduler is None:
+        scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+    try:
+        return len(scheduler) if scheduler is not None else None
+    except Exception:  # no __len__, or a store already closed at spider_closed
+        return None
