@@ -1,0 +1,163 @@
+"""Ground truth: what a correct crawler fetches from the synthetic web.
+
+A breadth-first search over :class:`~bench.testweb.model.SiteModel` with
+Scrapy's depth semantics (seeds at depth 0, a link one deeper than its page,
+a redirect as deep as the request it answers, nothing deeper than
+``depth_limit`` requested), robots.txt read with Protego for the crawler's
+user agent, and the crawler's link rules (no links from non-2xx or non-HTML
+responses, none marked nofollow, none over 2083 characters, http(s) only).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from urllib.parse import urljoin, urlsplit
+
+from protego import Protego
+
+from bench.testweb.model import (
+    MIRROR_HOST, USER_AGENT, Page, SiteModel, canonical_url,
+)
+from bench.testweb.special import TRAP_PREFIXES
+
+MAX_URL_LENGTH = 2083
+MAX_REDIRECTS = 20
+REDIRECT_STATUSES = (301, 302, 303, 307, 308)
+
+
+@dataclass
+class Truth:
+    """Canonical URLs by what a correct crawl does with them."""
+
+    fetched: set[str] = field(default_factory=set)
+    robots: set[str] = field(default_factory=set)
+    disallowed: set[str] = field(default_factory=set)
+    nofollow: set[str] = field(default_factory=set)
+    traps: set[str] = field(default_factory=set)
+    duplicates: dict[str, str] = field(default_factory=dict)
+    near_duplicates: dict[str, str] = field(default_factory=dict)
+    depth: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def regular(self) -> set[str]:
+        return self.fetched - self.traps
+
+    @property
+    def regular_max_depth(self) -> int:
+        return max((self.depth[url] for url in self.regular), default=0)
+
+    def summary(self) -> dict[str, object]:
+        """Counts and sorted URL lists, for the CLI's JSON."""
+        lists = {name: sorted(getattr(self, name))
+                 for name in ("fetched", "robots", "disallowed", "nofollow", "traps")}
+        counts = {name: len(urls) for name, urls in lists.items()}
+        counts.update(regular=len(self.regular), duplicates=len(self.duplicates),
+                      near_duplicates=len(self.near_duplicates))
+        return {"counts": counts, "regular_max_depth": self.regular_max_depth, **lists,
+                "duplicates": self.duplicates, "near_duplicates": self.near_duplicates,
+                "depth": self.depth}
+
+
+class RobotsRules:
+    """robots.txt per host, fetched from the model, cached like a crawler does."""
+
+    def __init__(self, model: SiteModel, robots_5xx: str) -> None:
+        if robots_5xx not in ("allow", "disallow"):
+            raise ValueError(f"robots_5xx must be 'allow' or 'disallow', not {robots_5xx!r}")
+        self.model, self.robots_5xx = model, robots_5xx
+        self.parsers: dict[str, Protego | bool] = {}
+
+    def allowed(self, url: str) -> bool:
+        host = urlsplit(url).hostname or ""
+        if host not in self.parsers:
+            self.parsers[host] = self._load(host)
+        rules = self.parsers[host]
+        return rules if isinstance(rules, bool) else rules.can_fetch(url, USER_AGENT)
+
+    def _load(self, host: str) -> Protego | bool:
+        page = self.model.page(host, "/robots.txt")
+        if page.status >= 500:
+            return self.robots_5xx == "allow"
+        if page.status >= 400:
+            return True
+        return Protego.parse(page.body.decode("utf-8", "replace"))
+
+
+def page_links(page: Page, url: str, follow_nofollow: bool) -> tuple[list[str], list[str]]:
+    """(followed, nofollow) absolute links of a 2xx HTML page."""
+    if not (200 <= page.status < 300 and page.is_html):
+        return [], []
+    base = page.base or url
+    followed, skipped = [], []
+    for link in page.links:
+        absolute = urljoin(base, link.href.strip())
+        blocked = (link.nofollow or page.nofollow_all) and not follow_nofollow
+        (skipped if blocked else followed).append(absolute)
+    return followed, skipped
+
+
+def fetchable(url: str) -> bool:
+    return len(url) <= MAX_URL_LENGTH and urlsplit(url).scheme in ("http", "https")
+
+
+def compute_truth(model: SiteModel, seeds: list[str] | None = None, depth_limit: int = 10,
+                  robots_5xx: str = "allow", follow_nofollow: bool = False) -> Truth:
+    """Breadth-first search from ``seeds`` (default: the model's seed URLs)."""
+    truth, robots = Truth(), RobotsRules(model, robots_5xx)
+    seen: set[str] = set()
+    nofollow_targets: set[str] = set()
+    queue: deque[tuple[str, int, int]] = deque()  # (url, depth, redirects so far)
+    for seed in seeds if seeds is not None else model.seeds:
+        enqueue(queue, seen, seed, 0, 0)
+    while queue:
+        url, depth, hops = queue.popleft()
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        truth.robots.add(f"{parts.scheme}://{parts.netloc}/robots.txt")
+        if not robots.allowed(url):
+            truth.disallowed.add(url)
+            continue
+        truth.fetched.add(url)
+        truth.depth[url] = depth
+        target = url[len(parts.scheme) + 3 + len(parts.netloc):] or "/"
+        page = model.page(host, target)
+        classify(model, truth, url, host, target, page)
+        if page.status in REDIRECT_STATUSES and page.location and hops < MAX_REDIRECTS:
+            enqueue(queue, seen, urljoin(url, page.location), depth, hops + 1)
+            continue
+        followed, skipped = page_links(page, url, follow_nofollow)
+        if depth < depth_limit:
+            nofollow_targets.update(c for c in map(safe_canonical, skipped) if c)
+            for link in followed:
+                enqueue(queue, seen, link, depth + 1, 0)
+    truth.nofollow = nofollow_targets - truth.fetched - truth.disallowed
+    truth.duplicates = {u: o for u, o in truth.duplicates.items() if o in truth.fetched}
+    truth.near_duplicates = {u: o for u, o in truth.near_duplicates.items() if o in truth.fetched}
+    return truth
+
+
+def safe_canonical(url: str) -> str | None:
+    if not fetchable(url):
+        return None
+    try:
+        return canonical_url(url)
+    except ValueError:
+        return None
+
+
+def enqueue(queue: deque[tuple[str, int, int]], seen: set[str], url: str, depth: int, hops: int) -> None:
+    canonical = safe_canonical(url)
+    if canonical and canonical not in seen:
+        seen.add(canonical)
+        queue.append((canonical, depth, hops))
+
+
+def classify(model: SiteModel, truth: Truth, url: str, host: str, target: str, page: Page) -> None:
+    """Record trap, duplicate and near-duplicate pages."""
+    if host == "trap.test" and target.startswith(TRAP_PREFIXES):
+        truth.traps.add(url)
+    if host == MIRROR_HOST and page.status == 200:
+        truth.duplicates[url] = model.url(model.mirrored_host, target)
+    if page.near_duplicate_of:
+        truth.near_duplicates[url] = model.url(host, page.near_duplicate_of)
