@@ -14,8 +14,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench.testweb import WebConfig, start_testweb
+from extensions.urls.canonical import canonicalize
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
@@ -29,7 +31,6 @@ def crawl_command(web, out: Path, depth: int) -> list[str]:
         "-s", f"DNS_HOSTS={web.hosts_file}",
         "-s", f"DEPTH_LIMIT={depth}",
         "-s", "CONCURRENT_REQUESTS=32",
-        "-s", "ALLOW_PRIVATE_ADDRESSES=True",
         "-s", f"WARC_DIR={out / 'warc'}",
         "-s", f"PROGRESS_REPORT_FILE={out / 'report.json'}",
         "-s", "PROGRESS_INTERVAL=2",
@@ -38,18 +39,27 @@ def crawl_command(web, out: Path, depth: int) -> list[str]:
     ]
 
 
-def print_report(out: Path, truth_urls: set[str]) -> None:
+LABELS = {
+    "pages": "pages fetched", "hosts": "hosts", "errors": "errors (5xx, failures)",
+    "duplicates": "duplicate URLs", "elapsed": "time (s)", "pages_per_second": "pages/s",
+}
+
+
+def print_report(out: Path, truth: Any, fetched: set[str]) -> None:
+    """The crawl's own report, then how it compares with the ground truth."""
     report = json.loads((out / "report.json").read_text())
-    items = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines() if line]
-    fetched = {item["url"] for item in items}
-    reached = len(truth_urls & fetched)
+    items = sum(1 for line in (out / "pages.jsonl").read_text().splitlines() if line)
     print("\nwebcrawler demo report")
-    for key in ("pages", "hosts", "errors", "duplicates", "elapsed", "pages_per_second"):
+    for key, label in LABELS.items():
         value = report.get(key)
-        print(f"  {key.replace('_', ' '):<18} {value:.2f}" if isinstance(value, float)
-              else f"  {key.replace('_', ' '):<18} {value}")
-    print(f"  {'ground truth':<18} {reached}/{len(truth_urls)} reachable allowed pages fetched")
-    print(f"  output             {out}/pages.jsonl, {out}/warc/, {out}/crawl.log")
+        print(f"  {label:<24} {value:.2f}" if isinstance(value, float) else f"  {label:<24} {value}")
+    reached = len(set(truth.fetched) & fetched)
+    dups = sum(1 for url in truth.duplicates if url in fetched)
+    print(f"  {'items written':<24} {items}")
+    print(f"  {'ground truth':<24} {reached}/{len(truth.fetched)} reachable allowed URLs fetched, "
+          f"{len(fetched - set(truth.fetched))} outside it")
+    print(f"  {'duplicate documents':<24} {dups} fetched pages duplicate another (content-seen comes later)")
+    print(f"  {'output':<24} {out}/pages.jsonl, {out}/warc/, {out}/crawl.log")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"crawl failed with exit code {result.returncode}; see {args.out}/crawl.log")
             return result.returncode
         truth = web.truth(depth_limit=args.depth, robots_5xx="allow")
-    print_report(args.out, set(truth.fetched))
+        fetched = {canonicalize(f"http://{e.host}:{web.port}{e.path}")
+                   for e in web.entries() if e.path != "/robots.txt"}
+    print_report(args.out, truth, fetched)
     return 0
 
 

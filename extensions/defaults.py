@@ -26,6 +26,34 @@ TELNETCONSOLE_ENABLED = False
 USER_AGENT = "webcrawler/0.1 (+https://github.com/webcrawler/webcrawler)"
 
 
+# --- URL filter -------------------------------------------------------------
+# extensions.urls.filters.UrlFilter, built by the web spider; refusals are
+# counted as urlfilter/filtered/<scheme|domain|deny|length|depth|user>.
+URL_FILTER_CLASS = ""  # dotted path of a class with allows(url) -> bool
+URL_FILTER_DENY: list[str] = []  # regexes searched in the canonical URL
+URL_FILTER_MAX_DEPTH = 0  # 0: use DEPTH_LIMIT (0 there too: unlimited)
+URL_FILTER_MAX_LENGTH = 2083
+URL_FILTER_SCHEMES = ["http", "https"]
+
+
+# --- Processing modules -----------------------------------------------------
+# extensions.processors.registry.ProcessorRegistry: MIME pattern (exact or
+# fnmatch wildcard) -> processor classes, each built once per crawl.
+LINKS_IGNORE_NOFOLLOW = False
+PROCESSING_MODULES = {
+    "text/html": [
+        "extensions.processors.html_links.HtmlLinkExtractor",
+        "extensions.processors.tag_counter.TagCounter",
+    ],
+    "application/xhtml+xml": [
+        "extensions.processors.html_links.HtmlLinkExtractor",
+        "extensions.processors.tag_counter.TagCounter",
+    ],
+    "image/*": ["extensions.processors.image_stats.ImageStats"],
+}
+TAG_COUNTER_MAX_TAGS = 50
+
+
 # --- DNS (extensions.resolver) ----------------------------------------------
 # CAUTION: Scrapy builds the resolver from the process's settings before
 # add-ons run, so TWISTED_DNS_RESOLVER is set in crawler/settings.py and

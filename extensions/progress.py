@@ -9,7 +9,8 @@ a JSON report written atomically (temporary file, then ``os.replace``).
 
 Definitions:
 
-* pages: responses received by the engine (``response_received``), except
+* pages: responses downloaded (``response_downloaded``: every fetch, so a
+  redirect and each retried 5xx count, as the server saw them), except
   the robots.txt fetches of Scrapy's robots middleware (a request to
   ``/robots.txt`` with meta ``dont_obey_robotstxt``); a robots.txt a spider
   asks for itself is a page.
@@ -100,7 +101,7 @@ class ProgressReporter:
         reporter = cls(crawler.stats, interval, Path(path) if path else None,
                        queue_size=lambda: scheduler_length(crawler))
         crawler.signals.connect(reporter.spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(reporter.response_received, signal=signals.response_received)
+        crawler.signals.connect(reporter.response_received, signal=signals.response_downloaded)
         crawler.signals.connect(reporter.spider_closed, signal=signals.spider_closed)
         return reporter
 

@@ -4,7 +4,7 @@ follow the links they find.
 ``scrapy crawl web -a seeds=FILE_OR_URLS [-a allowed_domains=a.test,b.org]``
 
 The spider stays thin on purpose: what to do with a document is decided by
-the processing modules registered for its MIME type (``PROCESSORS``), which
+the processing modules registered for its MIME type (``PROCESSING_MODULES``), which
 URLs may be crawled by the URL filter (``URL_FILTER_*``), and in which order
 and how politely by the frontier (the scheduler).
 """
@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import scrapy
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
@@ -57,10 +58,16 @@ class WebSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.url_filter = UrlFilter.from_crawler(crawler)
-        spider.url_filter.set_allowed_domains(spider.allowed_domains)
-        spider.processors = ProcessorRegistry.from_crawler(crawler)
+        # Scrapy builds the spider before add-ons apply their settings and
+        # before stats exist; our components are built when the spider opens.
+        crawler.signals.connect(spider.build_components, signals.spider_opened)
         return spider
+
+    def build_components(self) -> None:
+        """The URL filter and processing modules, from the final settings."""
+        self.url_filter = UrlFilter.from_crawler(self.crawler)
+        self.url_filter.set_allowed_domains(self.allowed_domains)
+        self.processors = ProcessorRegistry.from_crawler(self.crawler)
 
     async def start(self) -> AsyncIterator[Any]:
         for request in self.seed_requests():
@@ -89,11 +96,8 @@ class WebSpider(scrapy.Spider):
         processed: dict[str, Any] = {}
         if 200 <= response.status < 300:
             mime = content_type.split(";", 1)[0].strip().lower()
-            for processor in self.processors.for_type(mime):
-                found = processor.process(response)
-                if found:
-                    links.extend(found.pop("links", ()))
-                    processed.update(found)
+            processed = self.processors.run(response, mime)
+            links = processed.pop("links", [])
         depth = response.meta.get("depth", 0)
         yield self.page_item(response, content_type, depth, len(links), processed)
         stats = self.crawler.stats

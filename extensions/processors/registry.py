@@ -1,0 +1,171 @@
+"""Processing modules chosen by MIME type: Mercator's extensibility seam.
+
+Mercator handed each downloaded document to the processing modules
+registered for its MIME type (link extraction, tag counting, image
+statistics, ...). ``PROCESSING_MODULES`` maps a MIME pattern (exact, or
+fnmatch-style such as ``image/*`` and ``*/*``) to a list of class paths.
+Each class is built once per crawl with ``build_from_crawler``; a document's
+processors are the exact match's first, then every matching wildcard's, in
+setting order, without duplicates, and the list is cached per MIME type.
+
+A processor returns fields to merge into the item's ``processed`` dict; the
+``"links"`` key (canonical absolute URLs) is popped by the spider and
+followed. :meth:`ProcessorRegistry.run` isolates processors from each other:
+one raising is logged once per class and counted
+(``processors/errors/<ClassName>``), and the crawl goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Any, Protocol
+
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.misc import build_from_crawler, load_object
+
+from extensions import defaults
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+__all__ = ["LateStats", "Processor", "ProcessorRegistry"]
+
+logger = logging.getLogger(__name__)
+
+_HTML = [
+    "extensions.processors.html_links.HtmlLinkExtractor",
+    "extensions.processors.tag_counter.TagCounter",
+]
+#: Used when neither the add-on nor the project sets ``PROCESSING_MODULES``.
+_MODULES: dict[str, list[str]] = getattr(defaults, "PROCESSING_MODULES", {
+    "text/html": _HTML,
+    "application/xhtml+xml": _HTML,
+    "image/*": ["extensions.processors.image_stats.ImageStats"],
+})
+
+
+class Processor(Protocol):
+    """A processing module: reads a response, returns fields (or None)."""
+
+    def process(self, response: Response) -> dict[str, Any] | None: ...
+
+
+class LateStats:
+    """The crawler's stats collector, looked up at each use.
+
+    The spider builds its processors in its own ``from_crawler``, before
+    Scrapy 2.19 creates ``crawler.stats``; holding the crawler and reading
+    its stats when a counter moves works whenever the processor is built.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
+        self.crawler.stats.inc_value(key, count, start)
+
+    def get_value(self, key: str, default: Any = None) -> Any:
+        return self.crawler.stats.get_value(key, default)
+
+
+class ProcessorRegistry:
+    """Processors per MIME type, each instance shared by the whole crawl."""
+
+    def __init__(self, modules: dict[str, list[Processor]], stats: Any = None) -> None:
+        self.patterns: list[tuple[str, list[Processor]]] = [
+            (pattern.strip().lower(), processors) for pattern, processors in modules.items()
+        ]
+        self.stats = stats
+        self._by_type: dict[str, list[Processor]] = {}
+        self._failed: set[type] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ProcessorRegistry:
+        settings = crawler.settings
+        raw = settings.get("PROCESSING_MODULES")
+        try:
+            modules = _MODULES if raw is None else settings.getdict("PROCESSING_MODULES")
+        except (ValueError, TypeError) as err:  # JSONDecodeError is a ValueError
+            raise ValueError(f"PROCESSING_MODULES must be a dict or JSON object, got {raw!r}") from err
+        built: dict[Any, Processor | None] = {}  # one instance per class path
+        instances: dict[str, list[Processor]] = {}
+        for pattern, paths in modules.items():
+            if isinstance(paths, str):
+                paths = [paths]
+            processors = (_build(crawler, path, built) for path in paths or ())
+            instances[pattern] = [p for p in processors if p is not None]
+        return cls(instances, LateStats(crawler))
+
+    def for_type(self, mime: str) -> list[Processor]:
+        """The processors of ``mime`` (lower-case, no parameters), cached."""
+        found = self._by_type.get(mime)
+        if found is None:
+            found = self._by_type[mime] = self._match(mime)
+        return found
+
+    def _match(self, mime: str) -> list[Processor]:
+        exact = [p for pattern, ps in self.patterns if pattern == mime for p in ps]
+        wild = [
+            p for pattern, ps in self.patterns
+            if pattern != mime and _is_wildcard(pattern) and fnmatchcase(mime, pattern)
+            for p in ps
+        ]
+        result: list[Processor] = []
+        for processor in exact + wild:
+            if not any(processor is seen for seen in result):
+                result.append(processor)
+        return result
+
+    def run(self, response: Response, mime: str) -> dict[str, Any]:
+        """Merged results of ``mime``'s processors; a failing one is skipped."""
+        merged: dict[str, Any] = {}
+        links: list[str] = []
+        for processor in self.for_type(mime):
+            try:
+                found = processor.process(response)
+            except Exception as err:  # noqa: BLE001 - one bad module must not end the crawl
+                self._failure(processor, response, err)
+                continue
+            if found:
+                links.extend(found.get("links", ()))
+                merged.update(found)
+        if links or "links" in merged:
+            merged["links"] = list(dict.fromkeys(links))
+        return merged
+
+    def _failure(self, processor: Processor, response: Response, err: Exception) -> None:
+        kind = type(processor)
+        if self.stats is not None:
+            self.stats.inc_value(f"processors/errors/{kind.__name__}")
+        if kind not in self._failed:
+            self._failed.add(kind)
+            logger.error(
+                "Processor %s failed on %s (further failures only counted in "
+                "processors/errors/%s): %r", kind.__name__, response.url, kind.__name__, err,
+                exc_info=err,
+            )
+
+
+def _is_wildcard(pattern: str) -> bool:
+    return any(char in pattern for char in "*?[")
+
+
+def _build(crawler: Crawler, path: Any, built: dict[Any, Processor | None]) -> Processor | None:
+    """The single instance of class ``path``; None if it raised NotConfigured.
+    A bad path fails at start."""
+    if path in built:
+        return built[path]
+    try:
+        processor = build_from_crawler(load_object(path), crawler)
+    except NotConfigured as err:
+        logger.info("Processor %s disabled: %s", path, err)
+        built[path] = None
+        return None
+    except (ImportError, NameError, ValueError, AttributeError, TypeError) as err:
+        raise ValueError(f"PROCESSING_MODULES: cannot build {path!r}: {err}") from err
+    if not callable(getattr(processor, "process", None)):
+        raise ValueError(f"PROCESSING_MODULES: {path!r} has no process(response) method")
+    built[path] = processor
+    return processor

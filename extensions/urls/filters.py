@@ -1,0 +1,165 @@
+"""Mercator's URL filter: which discovered URLs may enter the frontier.
+
+Mercator let the user plug in a filter deciding, per extracted link, whether
+it is worth crawling. :class:`UrlFilter` is that filter: built-in tests
+(scheme, allowed domains, deny regexes, URL length, link depth) followed by
+an optional user class (``URL_FILTER_CLASS``) with ``allows(url) -> bool``.
+
+It runs for every link of every page, so the built-in tests are ordered
+cheapest first, the deny patterns are one precompiled alternation, and the
+domain test walks the host's suffixes through a set instead of comparing
+against every allowed domain. Only refusals are counted
+(``urlfilter/filtered/<reason>``); acceptance is the common case and free.
+
+Settings (defaults in :mod:`extensions.defaults`, section ``# --- URL filter``):
+``URL_FILTER_CLASS``, ``URL_FILTER_DENY``, ``URL_FILTER_MAX_DEPTH`` (0: use
+``DEPTH_LIMIT``; 0 there too: unlimited), ``URL_FILTER_MAX_LENGTH``,
+``URL_FILTER_SCHEMES``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from scrapy.utils.misc import build_from_crawler, load_object
+
+from extensions import defaults
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["UrlFilter", "UserUrlFilter"]
+
+# Fallbacks for a crawl without the add-on (or before defaults.py holds them).
+_SCHEMES: list[str] = getattr(defaults, "URL_FILTER_SCHEMES", ["http", "https"])
+_MAX_LENGTH: int = getattr(defaults, "URL_FILTER_MAX_LENGTH", 2083)
+_MAX_DEPTH: int = getattr(defaults, "URL_FILTER_MAX_DEPTH", 0)
+
+
+class UserUrlFilter(Protocol):
+    """What ``URL_FILTER_CLASS`` must provide."""
+
+    def allows(self, url: str) -> bool: ...
+
+
+class UrlFilter:
+    """Decides whether a canonical URL at a given link depth may be crawled.
+
+    URLs are expected canonical (:func:`extensions.urls.canonical.canonicalize`):
+    lower-case scheme and host, no fragment, so string tests are exact.
+    """
+
+    def __init__(
+        self,
+        schemes: Iterable[str],
+        deny_patterns: Iterable[str],
+        max_length: int,
+        max_depth: int,
+        user_filter: UserUrlFilter | None = None,
+    ) -> None:
+        self.schemes: frozenset[str] = frozenset(s.lower() for s in schemes)
+        patterns = [p for p in deny_patterns if p]
+        self.deny: re.Pattern[str] | None = (
+            re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+        )
+        self.max_length = max_length
+        self.max_depth = max_depth
+        self.user_filter = user_filter
+        self.allowed_domains: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> UrlFilter:
+        settings = crawler.settings
+        schemes = settings.getlist("URL_FILTER_SCHEMES", _SCHEMES)
+        deny = settings.getlist("URL_FILTER_DENY", [])
+        for pattern in deny:
+            try:
+                re.compile(pattern)
+            except re.error as err:
+                raise ValueError(
+                    f"URL_FILTER_DENY: invalid regular expression {pattern!r}: {err}"
+                ) from err
+        max_length = _non_negative_int(settings, "URL_FILTER_MAX_LENGTH", _MAX_LENGTH)
+        max_depth = _non_negative_int(settings, "URL_FILTER_MAX_DEPTH", _MAX_DEPTH)
+        if not max_depth:
+            max_depth = _non_negative_int(settings, "DEPTH_LIMIT", 0)
+        user_filter = _build_user_filter(crawler, settings.get("URL_FILTER_CLASS"))
+        return cls(schemes, deny, max_length, max_depth, user_filter)
+
+    def set_allowed_domains(self, domains: Iterable[str]) -> None:
+        """Restrict to these domains and their subdomains; empty: unrestricted."""
+        self.allowed_domains = frozenset(
+            d.strip().lower().strip(".") for d in domains if d and d.strip()
+        )
+
+    def reason(self, url: str, depth: int) -> str | None:
+        """Why ``url`` found at link depth ``depth`` is refused; None if accepted."""
+        scheme, sep, rest = url.partition("://")
+        if not sep or scheme not in self.schemes:
+            return "scheme"
+        if self.max_length and len(url) > self.max_length:
+            return "length"
+        if self.max_depth and depth > self.max_depth:
+            return "depth"
+        if self.allowed_domains and not self._domain_allowed(rest):
+            return "domain"
+        if self.deny is not None and self.deny.search(url):
+            return "deny"
+        if self.user_filter is not None and not self.user_filter.allows(url):
+            return "user"
+        return None
+
+    def check(self, url: str, depth: int, stats: Any = None) -> bool:
+        """True if ``url`` may be crawled; a refusal is counted in ``stats``."""
+        why = self.reason(url, depth)
+        if why is None:
+            return True
+        if stats is not None:
+            stats.inc_value(f"urlfilter/filtered/{why}")
+        return False
+
+    def _domain_allowed(self, after_scheme: str) -> bool:
+        # The host of a canonical URL: up to the path, after any userinfo,
+        # before any port. IPv6 literals keep their brackets and never match
+        # a domain name, which is right for a domain restriction.
+        end = len(after_scheme)
+        for stop in "/?#":
+            index = after_scheme.find(stop, 0, end)
+            if index >= 0:
+                end = index
+        host = after_scheme[:end].rpartition("@")[2]
+        if not host.startswith("["):
+            host = host.partition(":")[0]
+        allowed = self.allowed_domains
+        while True:
+            if host in allowed:
+                return True
+            dot = host.find(".")
+            if dot < 0:
+                return False
+            host = host[dot + 1:]
+
+
+def _non_negative_int(settings: Any, name: str, default: int) -> int:
+    try:
+        value = settings.getint(name, default)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be an integer >= 0, got {settings.get(name)!r}") from err
+    if value < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {settings.get(name)!r}")
+    return value
+
+
+def _build_user_filter(crawler: Crawler, path: Any) -> UserUrlFilter | None:
+    """The ``URL_FILTER_CLASS`` instance, or None; a bad path fails at start."""
+    if not path:
+        return None
+    try:
+        user_filter = build_from_crawler(load_object(path), crawler)
+    except (ImportError, NameError, ValueError, AttributeError, TypeError) as err:
+        raise ValueError(f"URL_FILTER_CLASS: cannot build {path!r}: {err}") from err
+    if not callable(getattr(user_filter, "allows", None)):
+        raise ValueError(f"URL_FILTER_CLASS: {path!r} has no allows(url) method")
+    return user_filter

@@ -1,0 +1,36 @@
+"""Shared fixtures: the synthetic test web, started as a real subprocess."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extensions.urls.canonical import canonicalize
+
+
+@pytest.fixture
+def start_web(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """Start a synthetic web of its own for this test (own access log)."""
+    from bench.testweb import WebConfig, start_testweb  # noqa: PLC0415
+    with ExitStack() as stack:
+
+        def start(**config: Any) -> Any:
+            workdir = tmp_path / f"web{len(stack._exit_callbacks)}"
+            return stack.enter_context(start_testweb(WebConfig(**config), workdir))
+
+        yield start
+
+
+def fetched_urls(web: Any, include_robots: bool = False) -> Counter[str]:
+    """Canonical URLs the test web served (from its access log), with counts."""
+    counts: Counter[str] = Counter()
+    for entry in web.entries():
+        if not include_robots and entry.path == "/robots.txt":
+            continue
+        counts[canonicalize(f"http://{entry.host}:{web.port}{entry.path}")] += 1
+    return counts

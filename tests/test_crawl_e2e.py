@@ -1,0 +1,189 @@
+"""``scrapy crawl web`` end to end against the synthetic test web.
+
+One crawl of a small synthetic web (module scope) is checked against the
+web's own ground truth and access log: coverage, no URL twice, robots.txt,
+traps, items, WARC output and the report. Bad inputs get their own crawls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from bench.testweb import WebConfig, start_testweb
+from extensions.urls.canonical import canonicalize
+from tests.conftest import fetched_urls
+from tests.crawlrun import CrawlResult, run_web_crawl
+
+DEPTH = 8
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """(web, truth, result, fetched counts) of one whole crawl."""
+    tmp = tmp_path_factory.mktemp("e2e")
+    with start_testweb(WebConfig(hosts=12, pages=12, links=6, seed=7), tmp / "web") as web:
+        result = run_web_crawl(
+            tmp / "crawl", str(web.seeds_file),
+            settings={
+                "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": DEPTH,
+                "CONCURRENT_REQUESTS": 32, "WARC_DIR": tmp / "warc",
+                "WARC_MAX_SIZE": 200_000, "PROGRESS_INTERVAL": 1,
+            },
+        )
+        truth = web.truth(depth_limit=DEPTH, robots_5xx="allow")
+        yield web, truth, result, fetched_urls(web)
+
+
+def test_crawl_exits_cleanly_and_finishes(crawl: Any) -> None:
+    _, _, result, _ = crawl
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.report["finish_reason"] == "finished"
+
+
+def test_every_reachable_allowed_page_is_fetched(crawl: Any) -> None:
+    _, truth, _, fetched = crawl
+    missing = set(truth.regular) - set(fetched)
+    assert not missing, sorted(missing)[:20]
+
+
+def test_nothing_outside_the_ground_truth_is_fetched(crawl: Any) -> None:
+    _, truth, _, fetched = crawl
+    extra = set(fetched) - set(truth.fetched)
+    assert not extra, sorted(extra)[:20]
+
+
+def test_no_url_is_fetched_twice_except_retries_of_5xx(crawl: Any) -> None:
+    web, _, result, fetched = crawl
+    answers: dict[str, list[int]] = {}
+    for entry in sorted(web.entries(), key=lambda e: e.start):
+        if entry.path != "/robots.txt":
+            url = canonicalize(f"http://{entry.host}:{web.port}{entry.path}")
+            answers.setdefault(url, []).append(entry.status)
+    retried = {url: statuses for url, statuses in answers.items() if len(statuses) > 1}
+    assert retried, "the test web has 5xx pages that Scrapy retries"
+    retry_times = result.stats.get("retry/max_reached", 0) + 1  # RETRY_TIMES=2 -> 3 fetches
+    for url, statuses in retried.items():
+        assert all(status >= 500 for status in statuses[:-1]), (url, statuses)
+        assert len(statuses) <= 3, (url, statuses)
+    assert retry_times > 1
+
+
+def test_no_disallowed_path_is_fetched(crawl: Any) -> None:
+    _, truth, _, fetched = crawl
+    assert truth.disallowed, "the test web must have disallowed links"
+    assert not set(fetched) & set(truth.disallowed)
+
+
+def test_nofollow_targets_are_not_fetched(crawl: Any) -> None:
+    _, truth, _, fetched = crawl
+    assert truth.nofollow, "the test web must have nofollow-only pages"
+    assert not set(fetched) & set(truth.nofollow)
+
+
+def test_traps_are_bounded_by_the_depth_limit(crawl: Any) -> None:
+    _, truth, _, fetched = crawl
+    trap_fetches = set(fetched) & set(truth.traps)
+    assert trap_fetches, "the crawl must have entered the traps"
+    assert all(truth.depth[url] <= DEPTH for url in trap_fetches)
+
+
+def test_one_item_per_fetched_document_with_its_fields(crawl: Any) -> None:
+    web, _, result, fetched = crawl
+    items = result.items
+    urls = Counter(item["url"] for item in items)
+    assert all(n == 1 for n in urls.values())
+    redirected = {item["final_url"] for item in items if item["final_url"] != item["url"]}
+    assert set(urls) | redirected <= set(fetched)
+    for item in items:
+        assert item["url"] == canonicalize(item["url"])
+        assert isinstance(item["status"], int) and item["fetched_at"]
+        assert item["length"] >= 0 and item["depth"] <= DEPTH
+        assert item["outlinks"] >= 0
+    roots = [i for i in items if i["url"].endswith(".test:%d/" % web.port) and i["status"] == 200]
+    assert roots and all(i["outlinks"] > 0 for i in roots)
+    assert any(i["referer"] for i in items)
+
+
+def test_processing_modules_fill_items_by_mime_type(crawl: Any) -> None:
+    _, _, result, _ = crawl
+    images = [i for i in result.items if i["content_type"].startswith("image/")]
+    assert images, "the test web links images"
+    for item in images:
+        image = item["processed"]["image"]
+        assert image["format"] in {"gif", "png", "jpeg"} and image["width"] > 0
+    html = [i for i in result.items if i["content_type"].startswith("text/html") and i["status"] == 200]
+    linking = {"a", "area", "link", "frame", "iframe"}
+    assert html and all(linking & set(i["processed"]["tags"]) for i in html if i["outlinks"])
+
+
+def test_warc_files_hold_a_request_and_response_per_fetch(crawl: Any) -> None:
+    _, _, result, fetched = crawl
+    files = sorted((result.workdir.parent / "warc").glob("*.warc.gz"))
+    assert len(files) > 1, "WARC_MAX_SIZE must rotate files"
+    responses: set[str] = set()
+    requests = 0
+    for path in files:
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream):
+                uri = record.rec_headers.get_header("WARC-Target-URI")
+                if record.rec_type == "response" and not uri.endswith("/robots.txt"):
+                    responses.add(canonicalize(uri))
+                requests += record.rec_type == "request"
+    assert responses == set(fetched)
+    assert requests >= len(responses)
+
+
+def test_report_counts_what_the_web_served(crawl: Any) -> None:
+    web, _, result, fetched = crawl
+    report = result.report
+    assert report["pages"] == sum(fetched.values())
+    assert report["hosts"] == len({e.host for e in web.entries()})
+    assert report["pages_per_second"] > 0
+    assert "Progress:" in result.log
+
+
+def _crawl(tmp_path: Path, seeds: str, web: Any | None = None, **settings: Any) -> CrawlResult:
+    if web is not None:
+        settings.setdefault("DNS_HOSTS", web.hosts_file)
+    return run_web_crawl(tmp_path / "crawl", seeds, settings=settings, timeout=120)
+
+
+def test_missing_seeds_file_is_a_clear_error(tmp_path: Path) -> None:
+    result = _crawl(tmp_path, str(tmp_path / "no-such-seeds.txt"))
+    assert result.returncode != 0
+    assert "seeds: file not found" in result.log + (tmp_path / "crawl" / "stdout.txt").read_text()
+
+
+def test_invalid_seeds_are_skipped_and_counted(tmp_path: Path, start_web: Any) -> None:
+    web = start_web(hosts=3, pages=3, links=2)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(
+        "# comment\n\nhttp://\nhttp://exa mple.test/\nftp://h0000.test/x\n"
+        f"{web.url('h0000.test', '/')}\n"
+    )
+    result = _crawl(tmp_path, str(seeds), web, DEPTH_LIMIT=1)
+    assert result.returncode == 0, result.log[-2000:]
+    assert result.stats["seeds/invalid"] == 2
+    assert result.stats["seeds/filtered"] == 1
+    assert result.stats["seeds/accepted"] == 1
+    truth = web.truth(depth_limit=1, seeds=[web.url("h0000.test", "/")])
+    assert set(fetched_urls(web)) == set(truth.fetched)
+
+
+def test_allowed_domains_limit_the_crawl(tmp_path: Path, start_web: Any) -> None:
+    web = start_web(hosts=6, pages=4, links=4)
+    result = run_web_crawl(
+        tmp_path / "crawl", web.url("h0000.test", "/"),
+        settings={"DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 3},
+        spider_args={"allowed_domains": "h0000.test"},
+    )
+    assert result.returncode == 0, result.log[-2000:]
+    hosts = {e.host for e in web.entries()}
+    assert hosts == {"h0000.test"}
+    assert result.stats.get("urlfilter/filtered/domain", 0) > 0

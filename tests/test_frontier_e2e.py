@@ -1,0 +1,144 @@
+"""The frontier in real crawls of the synthetic web: politeness and resume.
+
+Politeness is read off the test web's access log (server-side times, so a
+gap there is never shorter than the crawler's own). Resume kills the crawl
+with SIGKILL several times at random moments and checks the union of all
+runs against the ground truth.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import fetched_urls
+from tests.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
+
+DELAY = 0.15
+
+
+def _by_host(entries: list[Any]) -> dict[str, list[Any]]:
+    hosts: dict[str, list[Any]] = defaultdict(list)
+    for entry in sorted(entries, key=lambda e: e.start):
+        hosts[entry.host].append(entry)
+    return hosts
+
+
+@pytest.fixture(scope="module")
+def polite_crawl(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from bench.testweb import WebConfig, start_testweb
+
+    tmp = tmp_path_factory.mktemp("polite")
+    with start_testweb(WebConfig(hosts=40, pages=8, links=5, seed=3), tmp / "web") as web:
+        result = run_web_crawl(
+            tmp / "crawl", str(web.seeds_file),
+            settings={"DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 6,
+                      "CONCURRENT_REQUESTS": 64, "DOWNLOAD_DELAY": DELAY},
+        )
+        truth = web.truth(depth_limit=6, robots_5xx="allow")
+        yield web, truth, result, web.entries()
+
+
+def test_never_two_requests_in_flight_to_one_host(polite_crawl: Any) -> None:
+    _, _, result, entries = polite_crawl
+    assert result.returncode == 0, result.log[-3000:]
+    for host, fetches in _by_host(entries).items():
+        for before, after in zip(fetches, fetches[1:]):
+            assert after.start >= before.end, (host, before, after)
+
+
+def test_never_a_gap_shorter_than_the_delay(polite_crawl: Any) -> None:
+    _, _, _, entries = polite_crawl
+    checked = 0
+    for host, fetches in _by_host(entries).items():
+        pages = [e for e in fetches if e.path != "/robots.txt"]
+        for before, after in zip(pages, pages[1:]):
+            assert after.start - before.end >= DELAY, (host, before, after)
+            checked += 1
+    assert checked > 100
+
+
+def test_robots_crawl_delay_is_honoured(polite_crawl: Any) -> None:
+    web, truth, _, entries = polite_crawl
+    delays = web.crawl_delays()  # host -> Crawl-delay for our user agent
+    assert delays
+    checked = 0
+    for host, fetches in _by_host(entries).items():
+        if host not in delays:
+            continue
+        pages = [e for e in fetches if e.path != "/robots.txt"]
+        for before, after in zip(pages, pages[1:]):
+            assert after.start - before.end >= max(DELAY, delays[host]), (host, before, after)
+            checked += 1
+    assert checked
+
+
+def test_concurrency_is_used_across_hosts(polite_crawl: Any) -> None:
+    _, _, _, entries = polite_crawl
+    events = sorted([(e.start, 1) for e in entries] + [(e.end, -1) for e in entries])
+    level = peak = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    assert peak >= 8
+
+
+def test_polite_crawl_still_reaches_the_ground_truth(polite_crawl: Any) -> None:
+    web, truth, _, _ = polite_crawl
+    fetched = fetched_urls(web)
+    assert set(truth.regular) <= set(fetched) <= set(truth.fetched)
+    assert max(fetched.values()) == 1
+
+
+def test_sigkill_at_random_moments_then_resume_fetches_exactly_the_truth(
+    tmp_path: Path, start_web: Any,
+) -> None:
+    web = start_web(hosts=15, pages=15, links=5, seed=11)
+    interval = 0.5
+    settings = {
+        "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 6, "CONCURRENT_REQUESTS": 16,
+        "DOWNLOAD_DELAY": 0.05, "JOBDIR": tmp_path / "job",
+        "FRONTIER_CHECKPOINT_INTERVAL": interval,
+    }
+    truth = web.truth(depth_limit=6, robots_5xx="allow")
+    rng = random.Random(5)
+    kills: list[float] = []
+    for run in range(3):
+        proc = start_web_crawl(tmp_path / f"run{run}", str(web.seeds_file), settings)
+        served = len(web.entries())
+        target = served + rng.randint(5, 40)
+        deadline = time.monotonic() + 60
+        while len(web.entries()) < target and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the access log for a kill moment
+        if proc.poll() is not None:
+            break
+        kills.append(time.time())
+        kill_crawl(proc, signal.SIGKILL)
+    assert kills, "the crawl ended before it could be killed"
+    final = run_web_crawl(tmp_path / "final", str(web.seeds_file), settings, timeout=180)
+    assert final.returncode == 0, final.log[-3000:]
+    fetched = fetched_urls(web)
+    assert set(truth.regular) <= set(fetched) <= set(truth.fetched)
+    # A URL fetched twice was in flight, or fetched after the last
+    # checkpoint, when a kill came.
+    firsts: dict[str, float] = {}
+    for entry in sorted(web.entries(), key=lambda e: e.start):
+        if entry.path == "/robots.txt":
+            continue
+        url = next(iter(fetched_urls_of(web, [entry])))
+        if url in firsts and fetched[url] > 1:
+            first = firsts[url]
+            assert any(k - interval - 1.0 <= first <= k for k in kills), (url, first, kills)
+        firsts.setdefault(url, entry.start)
+
+
+def fetched_urls_of(web: Any, entries: list[Any]) -> set[str]:
+    from extensions.urls.canonical import canonicalize
+
+    return {canonicalize(f"http://{e.host}:{web.port}{e.path}") for e in entries}
