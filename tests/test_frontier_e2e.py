@@ -79,21 +79,32 @@ def test_robots_crawl_delay_is_honoured(polite_crawl: Any) -> None:
     assert checked
 
 
-def test_concurrency_is_used_across_hosts(polite_crawl: Any) -> None:
+def test_hosts_are_fetched_in_parallel_within_their_delays(polite_crawl: Any) -> None:
+    """Politeness per host, not a global throttle: the crawl takes far less
+    than the delays of all hosts laid end to end."""
     _, _, _, entries = polite_crawl
-    events = sorted([(e.start, 1) for e in entries] + [(e.end, -1) for e in entries])
-    level = peak = 0
-    for _, step in events:
-        level += step
-        peak = max(peak, level)
-    assert peak >= 8
+    pages = [e for e in entries if e.path != "/robots.txt"]
+    serial = sum((len(fetches) - 1) * DELAY for fetches in _by_host(pages).values())
+    elapsed = max(e.end for e in pages) - min(e.start for e in pages)
+    assert elapsed < serial / 4, (elapsed, serial)
 
 
 def test_polite_crawl_still_reaches_the_ground_truth(polite_crawl: Any) -> None:
     web, truth, _, _ = polite_crawl
     fetched = fetched_urls(web)
     assert set(truth.regular) <= set(fetched) <= set(truth.fetched)
-    assert max(fetched.values()) == 1
+    assert not repeats_other_than_retries(web)
+
+
+def repeats_other_than_retries(web: Any) -> dict[str, list[int]]:
+    """URLs fetched more than once where an earlier answer was not a 5xx
+    (Scrapy's RetryMiddleware fetches a 5xx page again, on purpose)."""
+    answers: dict[str, list[int]] = defaultdict(list)
+    for entry in sorted(web.entries(), key=lambda e: e.start):
+        if entry.path != "/robots.txt":
+            answers[next(iter(fetched_urls_of(web, [entry])))].append(entry.status)
+    return {url: statuses for url, statuses in answers.items()
+            if any(status < 500 for status in statuses[:-1])}
 
 
 def test_sigkill_at_random_moments_then_resume_fetches_exactly_the_truth(
@@ -118,24 +129,24 @@ def test_sigkill_at_random_moments_then_resume_fetches_exactly_the_truth(
             time.sleep(0.05)  # polling the access log for a kill moment
         if proc.poll() is not None:
             break
-        kills.append(time.time())
         kill_crawl(proc, signal.SIGKILL)
+        kills.append(time.time())  # after the process is gone: nothing starts later
     assert kills, "the crawl ended before it could be killed"
     final = run_web_crawl(tmp_path / "final", str(web.seeds_file), settings, timeout=180)
     assert final.returncode == 0, final.log[-3000:]
     fetched = fetched_urls(web)
     assert set(truth.regular) <= set(fetched) <= set(truth.fetched)
-    # A URL fetched twice was in flight, or fetched after the last
-    # checkpoint, when a kill came.
+    # A URL fetched again (not a retry of a 5xx) was in flight, or fetched
+    # after the last checkpoint, when a kill came.
+    repeated = repeats_other_than_retries(web)
     firsts: dict[str, float] = {}
     for entry in sorted(web.entries(), key=lambda e: e.start):
-        if entry.path == "/robots.txt":
-            continue
         url = next(iter(fetched_urls_of(web, [entry])))
-        if url in firsts and fetched[url] > 1:
+        if url in repeated and url in firsts:
             first = firsts[url]
             assert any(k - interval - 1.0 <= first <= k for k in kills), (url, first, kills)
         firsts.setdefault(url, entry.start)
+    assert len(repeated) <= len(kills) * 16 * 2
 
 
 def fetched_urls_of(web: Any, entries: list[Any]) -> set[str]:

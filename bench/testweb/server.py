@@ -9,8 +9,10 @@ access log keeps the target as requested. Slow pages wait with
 holds up other connections.
 
 Access log: one TSV line per response (``start end host path status
-bytes``; ``start`` when the request head arrived, ``end`` when the last byte
-was handed to the socket, both ``time.time()``; ``bytes`` counts the body),
+bytes``; ``start`` when the request head arrived, ``end`` just before the last
+byte was handed to the socket (before, not after: a process preempted after
+the write would stamp a time later than the client's receipt, and
+politeness gaps read off the log must be lower bounds), both ``time.time()``; ``bytes`` counts the body),
 buffered and written every :data:`FLUSH_INTERVAL` seconds, on a request for
 :data:`FLUSH_PATH` (on any host, not logged) and at shutdown.
 """
@@ -204,13 +206,15 @@ class HttpProtocol(asyncio.Protocol):
             self.busy = asyncio.get_running_loop().create_task(self.answer_slowly(request, page))
             return None
         body = b"" if request.method == "HEAD" else page.body
+        end = time.time()  # before the write: the process may be preempted after it
         self.transport.write(response_head(page, request.keep_alive) + body)
-        self.server.log.add(request.start, time.time(), request.host, request.target, page.status, len(body))
+        self.server.log.add(request.start, end, request.host, request.target, page.status, len(body))
         return self.finish(request)
 
     async def answer_slowly(self, request: Request, page: Page) -> None:
         if page.delay:
             await asyncio.sleep(page.delay)
+        end = time.time()
         self.transport.write(response_head(page, request.keep_alive))
         sent = 0
         if request.method != "HEAD":
@@ -219,9 +223,10 @@ class HttpProtocol(asyncio.Protocol):
                 await self.writable.wait()
                 if self.closing:
                     return
+                end = time.time()
                 self.transport.write(chunk)
                 sent += len(chunk)
-        self.server.log.add(request.start, time.time(), request.host, request.target, page.status, sent)
+        self.server.log.add(request.start, end, request.host, request.target, page.status, sent)
         self.busy = None
         self.finish(request)
         self.process()
