@@ -68,17 +68,25 @@ def pages_and_seconds(access_log: Path, since: float) -> tuple[int, float]:
     return len(entries), max(e.end for e in entries) - min(e.start for e in entries)
 
 
-def crawl_ours(web, workdir: Path, depth: int, concurrency: int, timeout: float) -> CrawlRun:
+def crawl_ours(web, workdir: Path, depth: int, concurrency: int, timeout: float,
+               extra: tuple[str, ...] = (), name: str = "webcrawler") -> CrawlRun:
     since = time.time()
     cmd = [
         SCRAPY, "crawl", "web", "-a", f"seeds={web.seeds_file}",
         "-s", f"DNS_HOSTS={web.hosts_file}", "-s", f"DEPTH_LIMIT={depth}",
         "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO",
-        "-s", f"JOBDIR={workdir / 'job'}",
+        "-s", f"JOBDIR={workdir / 'job'}", *extra,
     ]
     rss = run_measured(cmd, ROOT, dict(os.environ), timeout)
     pages, seconds = pages_and_seconds(web.access_log, since)
-    return CrawlRun("webcrawler", pages, seconds, rss)
+    return CrawlRun(name, pages, seconds, rss)
+
+
+def crawl_stock_scheduler(web, workdir: Path, depth: int, concurrency: int, timeout: float) -> CrawlRun:
+    """Our spider and settings with Scrapy's own scheduler (and JOBDIR
+    disk queues): isolates what the frontier costs or gains."""
+    return crawl_ours(web, workdir, depth, concurrency, timeout,
+                      ("-s", "SCHEDULER=scrapy.core.scheduler.Scheduler"), "stock scheduler")
 
 
 def crawl_stock(web, workdir: Path, depth: int, concurrency: int, timeout: float) -> CrawlRun:
@@ -121,21 +129,28 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
         workdir = Path(tmp)
         with start_testweb(config, workdir / "web") as web:
-            ours, stock = [], []
+            ours, stock, stock_scheduler = [], [], []
             for run in range(args.runs):
-                for name, crawl, sink in (("ours", crawl_ours, ours), ("stock", crawl_stock, stock)):
+                for name, crawl, sink in (("ours", crawl_ours, ours), ("stock", crawl_stock, stock),
+                                          ("stocksched", crawl_stock_scheduler, stock_scheduler)):
                     rundir = workdir / f"{name}-{run}"
                     rundir.mkdir()
                     sink.append(crawl(web, rundir, args.depth, args.concurrency, args.timeout))
-    a, b = median_run(ours), median_run(stock)
+    a, b, c = median_run(ours), median_run(stock), median_run(stock_scheduler)
     print(f"whole crawl: {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
           f"CONCURRENT_REQUESTS={args.concurrency}, medians of {args.runs} runs")
-    print(f"{'crawler':<14}{'pages':>8}{'seconds':>10}{'pages/s':>10}{'peak RSS MB':>13}")
-    for r in (a, b):
-        print(f"{r.name:<14}{r.pages:>8}{r.seconds:>10.2f}{r.pages_per_second:>10.1f}{r.peak_rss_mb:>13.1f}")
+    print(f"{'crawler':<16}{'pages':>8}{'seconds':>10}{'pages/s':>10}{'peak RSS MB':>13}")
+    for r in (a, b, c):
+        print(f"{r.name:<16}{r.pages:>8}{r.seconds:>10.2f}{r.pages_per_second:>10.1f}{r.peak_rss_mb:>13.1f}")
     ratio_speed = a.pages_per_second / b.pages_per_second if b.pages_per_second else float("nan")
     ratio_rss = a.peak_rss_mb / b.peak_rss_mb if b.peak_rss_mb else float("nan")
-    print(f"{'ratio ours/stock':<14}{'':>8}{'':>10}{ratio_speed:>10.2f}{ratio_rss:>13.2f}")
+    print(f"{'ours/stock':<16}{'':>8}{'':>10}{ratio_speed:>10.2f}{ratio_rss:>13.2f}")
+    if c.pages_per_second and c.peak_rss_mb:
+        print(f"{'ours/stock sched':<16}{'':>8}{'':>10}{a.pages_per_second / c.pages_per_second:>10.2f}"
+              f"{a.peak_rss_mb / c.peak_rss_mb:>13.2f}")
+    print("webcrawler: our spider + frontier (1 request per host, politeness);"
+          " stock scrapy: a plain CrawlSpider on Scrapy's defaults;"
+          " stock scheduler: our spider with Scrapy's own scheduler")
 
 
 if __name__ == "__main__":

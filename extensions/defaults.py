@@ -40,6 +40,7 @@ URL_FILTER_SCHEMES = ["http", "https"]
 # extensions.processors.registry.ProcessorRegistry: MIME pattern (exact or
 # fnmatch wildcard) -> processor classes, each built once per crawl.
 LINKS_IGNORE_NOFOLLOW = False
+LINKS_RECENT_CACHE_SIZE = 65536  # links the spider yielded lately; 0: off
 PROCESSING_MODULES = {
     "text/html": [
         "extensions.processors.html_links.HtmlLinkExtractor",

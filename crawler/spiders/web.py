@@ -25,6 +25,7 @@ from crawler.items import PageItem
 from extensions.processors.registry import ProcessorRegistry
 from extensions.urls.canonical import InvalidURL, canonicalize
 from extensions.urls.filters import UrlFilter
+from extensions.urls.recent import RecentLinks
 from extensions.urls.seeds import SeedsError, iter_seed_lines
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class WebSpider(scrapy.Spider):
         self.allowed_domains: list[str] = split_list(allowed_domains)
         self.url_filter: UrlFilter | None = None
         self.processors: ProcessorRegistry | None = None
+        self.recent_links = RecentLinks(0)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
@@ -68,6 +70,7 @@ class WebSpider(scrapy.Spider):
         self.url_filter = UrlFilter.from_crawler(self.crawler)
         self.url_filter.set_allowed_domains(self.allowed_domains)
         self.processors = ProcessorRegistry.from_crawler(self.crawler)
+        self.recent_links = RecentLinks(self.crawler.settings.getint("LINKS_RECENT_CACHE_SIZE"))
 
     async def start(self) -> AsyncIterator[Any]:
         for request in self.seed_requests():
@@ -101,9 +104,14 @@ class WebSpider(scrapy.Spider):
         depth = response.meta.get("depth", 0)
         yield self.page_item(response, content_type, depth, len(links), processed)
         stats = self.crawler.stats
+        recent = self.recent_links
         for url in links:
-            if self.url_filter.check(url, depth + 1, stats):
+            if not self.url_filter.check(url, depth + 1, stats):
+                continue
+            if recent.fresh(url, depth + 1):
                 yield scrapy.Request(url)
+            else:
+                stats.inc_value("links/recent_duplicates")
 
     def page_item(
         self, response: Response, content_type: str, depth: int, outlinks: int,

@@ -1,0 +1,47 @@
+"""Links the spider yielded recently: a cheap URL-seen test before Scrapy.
+
+Most links of a page were seen before (site navigation, links to host
+roots): in a crawl of the synthetic web four of five yielded requests are
+duplicates the frontier's URL-seen test throws away. Each of those costs a
+trip through Scrapy's spider middlewares, the scraper's output tasks and the
+engine before it reaches the frontier. Mercator tests URL-seen in the link
+path; this bounded LRU does the same for links this process already passed
+on, so only new ones become requests. It is a cache, not the test: a link it
+has forgotten still goes to the frontier, which decides exactly.
+
+A link is only held back if it was passed on at the same or a smaller
+depth: one first seen too deep for ``DEPTH_LIMIT`` must pass when it turns
+up closer to the seeds. Pure: no Scrapy.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+
+class RecentLinks:
+    """Bounded LRU of canonical URL -> the least depth it was passed on at."""
+
+    def __init__(self, size: int) -> None:
+        if size < 0:
+            raise ValueError(f"LINKS_RECENT_CACHE_SIZE must be >= 0, got {size!r}")
+        self.size = size
+        self.depths: OrderedDict[str, int] = OrderedDict()
+
+    def fresh(self, url: str, depth: int) -> bool:
+        """True if ``url`` at ``depth`` must be passed on (and remember it)."""
+        if not self.size:
+            return True
+        depths = self.depths
+        known = depths.get(url)
+        if known is not None:
+            depths.move_to_end(url)
+            if known <= depth:
+                return False
+        depths[url] = depth
+        if len(depths) > self.size:
+            depths.popitem(last=False)
+        return True
+
+    def __len__(self) -> int:
+        return len(self.depths)
