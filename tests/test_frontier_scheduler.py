@@ -30,6 +30,8 @@ def test_duplicate_urls_are_dropped_and_counted(store):
     assert frontier.stats.get_value("frontier/enqueued") == 1
     assert frontier.stats.get_value("frontier/seen_cache_hit") == 2
     assert len(frontier) == 1
+    frontier.checkpoint()
+    assert frontier.stats.get_value("frontier/seen_cache_hit_rate") == round(2 / 3, 4)
 
 
 def test_duplicates_are_found_on_disk_when_the_cache_is_cold(store):

@@ -488,6 +488,10 @@ class Frontier(BaseScheduler):
         stats.set_value("frontier/hosts", self.store.hosts.host_count())
         stats.set_value("frontier/queued", len(self))
         stats.set_value("frontier/inflight", len(self.inflight))
+        hits = stats.get_value("frontier/seen_cache_hit", 0)
+        lookups = hits + stats.get_value("frontier/seen_cache_miss", 0)
+        if lookups:
+            stats.set_value("frontier/seen_cache_hit_rate", round(hits / lookups, 4))
         if self.bloom is not None:
             stats.set_value("frontier/bloom_size", self.bloom.size_bytes())
 
