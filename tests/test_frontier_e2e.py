@@ -153,3 +153,18 @@ def fetched_urls_of(web: Any, entries: list[Any]) -> set[str]:
     from extensions.urls.canonical import canonicalize
 
     return {canonicalize(f"http://{e.host}:{web.port}{e.path}") for e in entries}
+
+
+def test_corrupt_frontier_database_stops_the_crawl_at_start_with_a_clear_error(
+    tmp_path: Path, start_web: Any,
+) -> None:
+    web = start_web(hosts=2, pages=2, links=1)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "frontier.sqlite3").write_bytes(b"not a database " * 400)
+    result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file),
+                           {"DNS_HOSTS": web.hosts_file, "JOBDIR": job}, timeout=120)
+    assert result.returncode != 0
+    assert "cannot open the frontier database" in result.log
+    assert str(job / "frontier.sqlite3") in result.log
+    assert not [e for e in web.entries() if e.path != "/robots.txt"]
