@@ -26,7 +26,9 @@ demo: setup
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
+# Benchmarks (figures in the README); extra packages only they need.
 bench: setup
+	$(PY) -m pip install -q -r requirements-bench.txt
 	$(PY) -m bench.crawl_vs_scrapy
 
 clean:
