@@ -1,15 +1,21 @@
 """Memory versus crawl size: our ``web`` spider against stock Scrapy.
 
 Three crawlers crawl the same synthetic web, one subprocess each, alternating
-``--runs`` times, each bounded by ``CLOSESPIDER_PAGECOUNT=--max-pages``, a
-wall-clock ``--timeout`` and the same ``CONCURRENT_REQUESTS``, with no depth
-limit so the frontier keeps growing:
+``--runs`` times, each bounded by ``--max-pages`` pages fetched (see below)
+and a wall-clock ``--timeout``, all with the same ``CONCURRENT_REQUESTS`` and
+no depth limit so the frontier keeps growing:
 
 * ours: ``scrapy crawl web`` with JOBDIR (the frontier's queues are on disk
   either way);
 * stock: a plain CrawlSpider (``bench/stock_spider.py``) on Scrapy's memory
   queues;
 * stock+JOBDIR: the same spider with ``JOBDIR``, so Scrapy's disk queues.
+
+Each crawl is stopped (SIGINT: Scrapy's graceful shutdown) once the test web
+has served ``--max-pages`` pages to it, so all three stop at the same size
+although only ours fetches robots.txt; ``CLOSESPIDER_PAGECOUNT`` (which
+counts robots.txt) is set above that, with room for every host's robots.txt,
+as a backstop.
 
 Every 0.5 s the crawl process's RSS is sampled (psutil) together with the
 pages fetched so far (lines the test web appended to its access log since the
@@ -22,7 +28,7 @@ The table (medians over runs) is printed and written next to the plot with
 the suffix ``.txt``; the plot (PNG) shows RSS against pages fetched, one line
 per crawler and run, with each run's peak RSS as a marker at its end.
 
-    python -m bench.rss_growth --hosts 1000 --pages 60 --max-pages 40000 \\
+    python -m bench.rss_growth --hosts 4000 --pages 60 --max-pages 40000 \\
         --runs 1 --out out/rss_growth.png
 """
 
@@ -33,6 +39,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -49,6 +56,7 @@ from bench.testweb import WebConfig, start_testweb
 CRAWLERS = ("ours", "stock", "stock+JOBDIR")
 SAMPLE_INTERVAL = 0.5  # seconds between RSS samples
 POLL_INTERVAL = 0.05  # seconds between wait4 polls of the crawl process
+ROBOTS_ALLOWANCE = 100  # CLOSESPIDER_PAGECOUNT room beyond one robots.txt per host
 STATUS_INTERVAL = 15.0  # seconds between progress lines on stderr
 CHECKPOINT_FRACTIONS = (1 / 8, 1 / 4, 1 / 2, 3 / 4)
 ENQUEUED_STAT = {"ours": "frontier/enqueued", "stock": "scheduler/enqueued",
@@ -67,7 +75,7 @@ class CrawlResult:
     """One crawl: its RSS curve and what it had done when it ended."""
 
     name: str
-    status: str = "ok"  # "ok", "timeout" or "exit N"
+    status: str = "ok"  # "ok", "timeout" or "exit N"; "+stopped": by the harness
     samples: list[Sample] = field(default_factory=list)
     peak_rss_mb: float = 0.0
     pages: int = 0
@@ -113,8 +121,9 @@ def current_rss_mb(process: psutil.Process) -> float | None:
 
 
 def run_sampled(name: str, cmd: list[str], cwd: Path, env: dict[str, str],
-                log_path: Path, web, timeout: float) -> CrawlResult:
-    """Run ``cmd`` to completion (or ``timeout``), sampling RSS and pages.
+                log_path: Path, web, stop_at: int, timeout: float) -> CrawlResult:
+    """Run ``cmd`` to completion (or ``timeout``), sampling RSS and pages;
+    SIGINT it once it has fetched ``stop_at`` pages.
 
     A single polling loop: ``wait4(WNOHANG)`` every POLL_INTERVAL so the
     exit status and ``ru_maxrss`` are caught as soon as the crawl ends, and
@@ -123,6 +132,7 @@ def run_sampled(name: str, cmd: list[str], cwd: Path, env: dict[str, str],
     result, counter = CrawlResult(name), PageCounter(web)
     started = time.monotonic()
     next_sample = next_status = started
+    stopped = False
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     process = psutil.Process(proc.pid)
@@ -141,6 +151,9 @@ def run_sampled(name: str, cmd: list[str], cwd: Path, env: dict[str, str],
             rss = current_rss_mb(process)
             if rss is not None:
                 result.samples.append(Sample(now - started, counter.update(), rss))
+            if counter.pages >= stop_at and not stopped:
+                proc.send_signal(signal.SIGINT)
+                stopped = True
         if now >= next_status:
             next_status += STATUS_INTERVAL
             print_status(result, now - started)
@@ -149,6 +162,8 @@ def run_sampled(name: str, cmd: list[str], cwd: Path, env: dict[str, str],
     code = os.waitstatus_to_exitcode(status)
     if result.status == "ok" and code != 0:
         result.status = f"exit {code}"
+    if stopped:
+        result.status += "+stopped"
     result.pages = counter.update()
     counter.close()
     result.peak_rss_mb = max([usage.ru_maxrss / 1024.0] + [s.rss_mb for s in result.samples])
@@ -168,7 +183,8 @@ def crawl_command(name: str, web, rundir: Path, args: argparse.Namespace
     common = [
         "-a", f"seeds={web.seeds_file}", "-s", f"DNS_HOSTS={web.hosts_file}",
         "-s", "DEPTH_LIMIT=0", "-s", f"CONCURRENT_REQUESTS={args.concurrency}",
-        "-s", f"CLOSESPIDER_PAGECOUNT={args.max_pages}", "-s", "LOG_LEVEL=INFO",
+        "-s", f"CLOSESPIDER_PAGECOUNT={args.max_pages + args.hosts + ROBOTS_ALLOWANCE}",
+        "-s", "LOG_LEVEL=INFO",
     ]
     if name == "ours":
         cmd = [SCRAPY, "crawl", "web", *common, "-s", f"JOBDIR={rundir / 'job'}",
@@ -202,11 +218,11 @@ def crawl(name: str, web, rundir: Path, args: argparse.Namespace) -> CrawlResult
     rundir.mkdir(parents=True)
     cmd, cwd, env = crawl_command(name, web, rundir, args)
     print(f"{name}: starting in {rundir}", file=sys.stderr, flush=True)
-    result = run_sampled(name, cmd, cwd, env, rundir / "crawl.log", web, args.timeout)
+    result = run_sampled(name, cmd, cwd, env, rundir / "crawl.log", web, args.max_pages, args.timeout)
     result.urls = urls_discovered(name, rundir)
     print(f"{name}: {result.status}, {result.pages} pages, peak {result.peak_rss_mb:.0f} MB, "
           f"{result.seconds:.0f} s", file=sys.stderr, flush=True)
-    if result.status != "ok":
+    if not result.status.startswith("ok"):
         tail = (rundir / "crawl.log").read_text(errors="replace")[-1500:]
         print(f"{name}: crawl log tail:\n{tail}", file=sys.stderr, flush=True)
     shutil.rmtree(rundir / "job", ignore_errors=True)  # disk queues can be large
@@ -240,7 +256,7 @@ def table(results: dict[str, list[CrawlResult]], checkpoints: list[int],
     header = f"{'':<24}" + "".join(f"{n:>14}" for n in CRAWLERS) + f"{'ours/stock':>12}{'ours/s+JOBDIR':>15}"
     lines = [
         f"RSS growth: {args.hosts} hosts x {args.pages} pages, links {args.links}, "
-        f"CONCURRENT_REQUESTS={args.concurrency}, CLOSESPIDER_PAGECOUNT={args.max_pages}, "
+        f"CONCURRENT_REQUESTS={args.concurrency}, stopped at {args.max_pages} pages, "
         f"DEPTH_LIMIT=0, medians of {args.runs} run(s)", header,
     ]
     for label, values, spec in rows:
@@ -283,10 +299,10 @@ def plot(results: dict[str, list[CrawlResult]], path: Path, args: argparse.Names
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--hosts", type=int, default=4000)
     parser.add_argument("--pages", type=int, default=60)
     parser.add_argument("--links", type=int, default=8)
-    parser.add_argument("--max-pages", type=int, default=40000, help="CLOSESPIDER_PAGECOUNT")
+    parser.add_argument("--max-pages", type=int, default=40000, help="pages at which each crawl is stopped")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per crawl")
