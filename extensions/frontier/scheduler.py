@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from functools import partial
 import time
 from collections.abc import Callable, Container
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
 from extensions.frontier.resume import load_bloom, rebuild_queues, record_shape, save_bloom, shape_changed
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
 from extensions.store.base import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
+from extensions.signals import host_assigned
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -140,6 +142,7 @@ class Frontier(BaseScheduler):
         self._loop: Any = None
         self._checkpoints = 0
         self._logged: set[str] = set()
+        self.on_host_assigned: Callable[..., Any] | None = None  # DNS prefetch hook
 
     # -- construction from a crawler ----------------------------------------
     @classmethod
@@ -153,6 +156,7 @@ class Frontier(BaseScheduler):
         # a redirect or retry replaces the response before response_received
         crawler.signals.connect(frontier.response_received, signals.response_downloaded)
         crawler.signals.connect(frontier.robots_parsed, signals.robots_parsed)
+        frontier.on_host_assigned = partial(crawler.signals.send_catch_log, host_assigned)
         return frontier
 
     # -- Scrapy's scheduler interface ----------------------------------------
@@ -305,6 +309,8 @@ class Frontier(BaseScheduler):
         assigned, _ = self.back.refill(self.front, self.refill_budget, self._key_of)
         for host in assigned:
             self._reschedule(host)
+            if self.on_host_assigned is not None:
+                self.on_host_assigned(host=host)
         self.stats.set_value("frontier/back_queues", self.back.in_use())
 
     def _key_of(self, entry: Entry) -> str:
