@@ -34,6 +34,9 @@ def crawl_command(web, out: Path, depth: int) -> list[str]:
         "-s", f"WARC_DIR={out / 'warc'}",
         "-s", f"PROGRESS_REPORT_FILE={out / 'report.json'}",
         "-s", "PROGRESS_INTERVAL=2",
+        # robots.txt answering 5xx (one host does): retry after 1 s, 2 s, ...
+        # and treat as absent after 5 s instead of RFC 9309's 30 days
+        "-s", "ROBOTSTXT_RETRY_DELAY=1", "-s", "ROBOTSTXT_UNREACHABLE_PERIOD=5",
         "-s", f"JOBDIR={out / 'job'}",
         "-s", f"LOG_FILE={out / 'crawl.log'}",
     ]

@@ -185,6 +185,8 @@ def crawl_command(name: str, web, rundir: Path, args: argparse.Namespace
         "-s", "DEPTH_LIMIT=0", "-s", f"CONCURRENT_REQUESTS={args.concurrency}",
         "-s", f"CLOSESPIDER_PAGECOUNT={args.max_pages + args.hosts + ROBOTS_ALLOWANCE}",
         "-s", "LOG_LEVEL=INFO",
+        # ours: the 503 robots.txt host is retried, then allowed after 2 s
+        "-s", "ROBOTSTXT_RETRY_DELAY=0.5", "-s", "ROBOTSTXT_UNREACHABLE_PERIOD=2",
     ]
     if name == "ours":
         cmd = [SCRAPY, "crawl", "web", *common, "-s", f"JOBDIR={rundir / 'job'}",

@@ -19,8 +19,12 @@ from scrapy.utils.misc import load_object
 from extensions import defaults
 
 #: Component dictionaries: setting name -> {class path: order}.
-COMPONENTS: dict[str, dict[str, int]] = {
-    "DOWNLOADER_MIDDLEWARES": {},
+COMPONENTS: dict[str, dict[str, int | None]] = {
+    "DOWNLOADER_MIDDLEWARES": {
+        # ours replaces Scrapy's robots.txt middleware, at its place (100)
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "extensions.robots.middleware.RobotsMiddleware": 100,
+    },
     "SPIDER_MIDDLEWARES": {},
     "ITEM_PIPELINES": {},
     # 500: after Scrapy's built-in extensions (CoreStats sets finish_reason first)

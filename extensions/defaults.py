@@ -96,3 +96,17 @@ FRONTIER_SEEN_BACKEND = "exact"  # or "bloom"
 FRONTIER_SEEN_CACHE_SIZE = 65536  # popular fingerprints kept in memory
 FRONTIER_SQLITE_CACHE_MB = 64
 FRONTIER_STORE = "extensions.store.sqlite.SQLiteStore"
+
+
+# --- robots.txt (extensions.robots.middleware, RFC 9309) --------------------
+# ROBOTSTXT_OBEY (above) switches it; ROBOTSTXT_USER_AGENT (Scrapy's) names
+# the product token groups are matched by (default: USER_AGENT's first token).
+ROBOTSTXT_CACHE_SIZE = 100_000  # origins whose robots.txt stays cached (LRU)
+ROBOTSTXT_CACHE_TTL = 86400.0  # seconds a fetched robots.txt holds
+ROBOTSTXT_MAX_CRAWL_DELAY = 60.0  # Crawl-delay is clamped to this (seconds)
+ROBOTSTXT_MAX_REDIRECTS = 5  # more: unavailable (no restrictions)
+ROBOTSTXT_MAX_SIZE = 500 * 1024  # bytes parsed; the rest is ignored
+ROBOTSTXT_RETRY_DELAY = 60.0  # first retry of an unreachable robots.txt; doubles
+ROBOTSTXT_RETRY_MAX_DELAY = 86400.0  # cap of that back-off
+ROBOTSTXT_SITEMAP_SEEDS = False  # crawl the Sitemap: URLs robots.txt lists
+ROBOTSTXT_UNREACHABLE_PERIOD = 30 * 86400.0  # then: no restrictions

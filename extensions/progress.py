@@ -50,6 +50,8 @@ DUPLICATE_STATS = ("dupefilter/filtered", "frontier/duplicates", "contentseen/du
 
 def is_robots_fetch(request: Request) -> bool:
     """The robots middleware's own fetch, which is not a page of the crawl."""
+    if request.meta.get("robotstxt_fetch"):  # ours, also after its redirects
+        return True
     return bool(request.meta.get("dont_obey_robotstxt")) and \
         urlparse_cached(request).path == "/robots.txt"
 

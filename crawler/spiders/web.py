@@ -20,6 +20,8 @@ import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
+from scrapy.utils.gz import gunzip
+from scrapy.utils.sitemap import Sitemap
 
 from crawler.items import PageItem
 from extensions.processors.registry import ProcessorRegistry
@@ -112,6 +114,51 @@ class WebSpider(scrapy.Spider):
                 yield scrapy.Request(url)
             else:
                 stats.inc_value("links/recent_duplicates")
+
+    def sitemap_requests(self, urls: list[str]) -> Iterator[scrapy.Request]:
+        """Requests for sitemaps (robots.txt ``Sitemap:`` lines), as seeds."""
+        for raw in urls:
+            try:
+                url = canonicalize(raw)
+            except InvalidURL:
+                self.crawler.stats.inc_value("sitemaps/invalid")
+                continue
+            if self.url_filter.check(url, 0, self.crawler.stats):
+                yield scrapy.Request(url, callback=self.parse_sitemap, meta={"depth": 0})
+
+    def parse_sitemap(self, response: Response) -> Iterator[Any]:
+        """A sitemap or sitemap index (sitemaps.org, gzip allowed): its item,
+        and requests for the URLs it lists (nested sitemaps to this method)."""
+        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1")
+        body = response.body
+        if body[:2] == b"\x1f\x8b":
+            try:
+                body = gunzip(body, max_size=self.crawler.settings.getint("DOWNLOAD_MAXSIZE"))
+            except (OSError, ValueError):
+                body = b""
+        try:
+            sitemap = Sitemap(body) if 200 <= response.status < 300 and body else None
+        except Exception:  # noqa: BLE001 - malformed XML is a counted skip
+            sitemap = None
+        if sitemap is None:
+            self.crawler.stats.inc_value("sitemaps/unparsable")
+            yield self.page_item(response, content_type, 0, 0, {})
+            return
+        urls = [entry["loc"] for entry in sitemap if entry.get("loc")]
+        self.crawler.stats.inc_value("sitemaps/parsed")
+        yield self.page_item(response, content_type, 0, len(urls), {"sitemap": sitemap.type})
+        if sitemap.type == "sitemapindex":
+            yield from self.sitemap_requests(urls)
+            return
+        stats = self.crawler.stats
+        for raw in urls:
+            try:
+                url = canonicalize(raw)
+            except InvalidURL:
+                stats.inc_value("sitemaps/invalid")
+                continue
+            if self.url_filter.check(url, 1, stats) and self.recent_links.fresh(url, 1):
+                yield scrapy.Request(url, meta={"depth": 1})
 
     def page_item(
         self, response: Response, content_type: str, depth: int, outlinks: int,

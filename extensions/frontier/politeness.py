@@ -113,7 +113,20 @@ class Politeness:
         counts for the gap but not for the in-flight limit."""
         state = self.hosts.get(host)
         if state is not None:
+            state.last_duration, state.last_end = duration, end
             state.next_allowed = max(state.next_allowed, end + self.gap(host, duration))
+
+    def hold(self, host: str, until: float) -> None:
+        """No fetch of ``host`` may start before ``until`` (a back-off)."""
+        state = self.hosts.get(host)
+        if state is None:
+            state = self.hosts[host] = HostState()
+        state.next_allowed = max(state.next_allowed, until)
+
+    def wait(self, host: str, now: float) -> float:
+        """Seconds until ``host``'s next fetch may start, in-flight aside."""
+        state = self.hosts.get(host)
+        return 0.0 if state is None else max(0.0, state.next_allowed - now)
 
     def prune(self, now: float, keep: set[str] | frozenset[str] = frozenset()) -> int:
         """Forget idle hosts whose next-allowed time has passed (memory

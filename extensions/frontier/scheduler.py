@@ -68,6 +68,8 @@ class InFlight:
     started: float
     released: bool = False
     ok: bool = False
+    postponed: bool = False  # back to the frontier when it finishes
+    excluded: bool = False  # refused before the fetch (robots.txt)
 
 
 class DictStats:
@@ -396,6 +398,13 @@ class Frontier(BaseScheduler):
         record = self.inflight.pop(request, None)
         if record is None:
             return
+        if record.postponed:
+            self.store.urls.set_status([record.entry.fingerprint], Status.QUEUED, only_from=Status.INFLIGHT)
+            self.front.push(record.entry)
+            self.stats.inc_value("frontier/postponed")
+            return
+        if record.excluded:
+            return
         status = Status.DONE if record.ok else Status.FAILED
         self.store.urls.set_status(
             [record.entry.fingerprint], status, self.wall_clock(), only_from=Status.INFLIGHT
@@ -423,6 +432,42 @@ class Frontier(BaseScheduler):
             return
         if seconds:
             self.set_crawl_delay(self.hostkey.of_request(request), float(seconds))
+
+    def postpone(self, request: Request, delay: float) -> bool:
+        """Give a request handed out back to the frontier, and hold its host
+        for ``delay`` seconds (robots.txt unreachable: retry later). False if
+        the request is not ours."""
+        record = self.inflight.get(request)
+        if record is None:
+            return False
+        record.postponed = True
+        self.politeness.hold(record.host, self.clock() + max(0.0, delay))
+        self._release(request, 0.0)
+        return True
+
+    def exclude(self, request: Request) -> None:
+        """A request handed out must not be fetched (robots.txt): record it
+        excluded and free its host at once, without a politeness gap, since
+        nothing was fetched."""
+        self.mark_excluded(request.url)
+        record = self.inflight.get(request)
+        if record is not None:
+            record.excluded = True
+        if record is not None and not record.released:
+            record.released = True
+            state = self.politeness.hosts.get(record.host)
+            if state is not None:
+                state.in_flight = max(0, state.in_flight - 1)
+            self._reschedule(record.host)
+
+    def wait_for(self, request: Request) -> float:
+        """Seconds until the host of ``request`` may be fetched again (after a
+        robots.txt fetch the first page waits the usual gap)."""
+        return self.politeness.wait(self.hostkey.of_request(request), self.clock())
+
+    def host_of(self, request: Request) -> str:
+        """The politeness key of ``request`` (Scrapy's downloader slot key)."""
+        return self.hostkey.of_request(request)
 
     def mark_excluded(self, url: str) -> None:
         """Record that ``url`` must not be fetched (robots.txt, a filter): a

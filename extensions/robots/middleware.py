@@ -1,0 +1,274 @@
+"""robots.txt exclusion as a downloader middleware, by RFC 9309.
+
+Replaces Scrapy's ``RobotsTxtMiddleware`` (the add-on disables it) and obeys
+the same switch, ``ROBOTSTXT_OBEY``. Differences that matter for a broad
+crawl:
+
+* status rules of RFC 9309 (:mod:`extensions.robots.rules`): a 5xx or a
+  network error disallows the host for now and the frontier gets the
+  request back for a retry with exponential back-off, instead of Scrapy's
+  "allow everything"; after ``ROBOTSTXT_UNREACHABLE_PERIOD`` the host is
+  treated as having no robots.txt;
+* a bounded LRU cache (``ROBOTSTXT_CACHE_SIZE`` origins) whose entries expire
+  (``ROBOTSTXT_CACHE_TTL``), where Scrapy keeps every parser forever;
+* politeness: a host's first page waits the frontier's usual gap after its
+  robots.txt fetch, and the robots.txt ``Crawl-delay`` (clamped by
+  ``ROBOTSTXT_MAX_CRAWL_DELAY``) becomes the host's delay in the frontier;
+* excluded URLs are marked so in the frontier's URL database, and hosts are
+  never charged a politeness gap for a URL that was not fetched;
+* ``Sitemap:`` lines are recorded (stats, log) and, with
+  ``ROBOTSTXT_SITEMAP_SEEDS``, scheduled for the spider's ``parse_sitemap``.
+
+Requests waiting for one origin's robots.txt wait on one fetch (single
+flight) without blocking any other host. With a scheduler other than the
+frontier the middleware still decides, but cannot postpone: a request for an
+unreachable host is dropped and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import defer, reactor, task
+
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Response
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
+
+from extensions.robots.rules import Kind, RobotsRules, decode_body, kind_of_status, product_token
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+DAY = 86400.0
+ROBOTS_FETCH = "robotstxt_fetch"  # meta key: this request fetches a robots.txt
+
+
+class RobotsCache:
+    """Origin -> :class:`RobotsRules`, least recently used evicted first."""
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"ROBOTSTXT_CACHE_SIZE must be at least 1, not {size}")
+        self.size = size
+        self._rules: OrderedDict[str, RobotsRules] = OrderedDict()
+        self.evictions = 0
+
+    def get(self, origin: str) -> RobotsRules | None:
+        rules = self._rules.get(origin)
+        if rules is not None:
+            self._rules.move_to_end(origin)
+        return rules
+
+    def put(self, origin: str, rules: RobotsRules) -> None:
+        self._rules[origin] = rules
+        self._rules.move_to_end(origin)
+        while len(self._rules) > self.size:
+            self._rules.popitem(last=False)
+            self.evictions += 1
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+
+class RobotsMiddleware:
+    """Fetch, cache and apply each origin's robots.txt before its pages."""
+
+    DOWNLOAD_PRIORITY = 1000
+
+    def __init__(self, crawler: Crawler, clock: Callable[[], float] = time.monotonic) -> None:
+        settings = crawler.settings
+        if not settings.getbool("ROBOTSTXT_OBEY"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.clock = clock
+        self.token = product_token(settings.get("ROBOTSTXT_USER_AGENT"), settings.get("USER_AGENT"))
+        self.cache = RobotsCache(settings.getint("ROBOTSTXT_CACHE_SIZE", 100_000))
+        self.ttl = settings.getfloat("ROBOTSTXT_CACHE_TTL", DAY)
+        self.max_size = settings.getint("ROBOTSTXT_MAX_SIZE", 500 * 1024)
+        self.max_redirects = settings.getint("ROBOTSTXT_MAX_REDIRECTS", 5)
+        self.retry_delay = settings.getfloat("ROBOTSTXT_RETRY_DELAY", 60.0)
+        self.retry_max_delay = settings.getfloat("ROBOTSTXT_RETRY_MAX_DELAY", DAY)
+        self.unreachable_period = settings.getfloat("ROBOTSTXT_UNREACHABLE_PERIOD", 30 * DAY)
+        self.max_crawl_delay = settings.getfloat("ROBOTSTXT_MAX_CRAWL_DELAY", 60.0)
+        self.sitemap_seeds = settings.getbool("ROBOTSTXT_SITEMAP_SEEDS", False)
+        self._pending: dict[str, defer.Deferred[RobotsRules]] = {}
+        self._logged: set[str] = set()
+        self.sitemaps: set[str] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
+        return cls(crawler)
+
+    # -- the decision ---------------------------------------------------------
+    async def process_request(self, request: Request, spider: Any = None) -> None:
+        """Let ``request`` through, or raise IgnoreRequest (excluded, postponed)."""
+        parts = urlparse_cached(request)
+        if request.meta.get("dont_obey_robotstxt") or parts.scheme not in ("http", "https"):
+            return
+        origin = f"{parts.scheme}://{parts.netloc}"
+        rules = self.cache.get(origin)
+        fetched = False
+        if rules is None or rules.expires <= self.clock():
+            rules = await self._rules_for(origin, rules)
+            fetched = True
+        else:
+            self.stats.inc_value("robotstxt/cache_hits")
+        if rules.kind is Kind.UNREACHABLE:
+            self._postpone(request, origin, rules)
+        if not rules.allowed(request.url):
+            self._exclude(request)
+        if fetched:
+            await self._polite_pause(request)
+
+    def _exclude(self, request: Request) -> None:
+        self.stats.inc_value("robotstxt/forbidden")
+        logger.debug("Forbidden by robots.txt: %s", request)
+        frontier = self._frontier()
+        if frontier is not None:
+            frontier.exclude(request)
+        raise IgnoreRequest("Forbidden by robots.txt")
+
+    def _postpone(self, request: Request, origin: str, rules: RobotsRules) -> None:
+        wait = max(0.0, rules.expires - self.clock())
+        frontier = self._frontier()
+        if frontier is not None and frontier.postpone(request, wait):
+            self.stats.inc_value("robotstxt/postponed")
+            raise IgnoreRequest(f"robots.txt of {origin} unreachable; retrying in {wait:.0f}s")
+        self.stats.inc_value("robotstxt/unreachable_dropped")
+        self._log_once(origin, "robots.txt of %s unreachable and the scheduler cannot postpone; "
+                               "dropping its requests", origin)
+        raise IgnoreRequest(f"robots.txt of {origin} unreachable")
+
+    async def _polite_pause(self, request: Request) -> None:
+        """After a robots.txt fetch, the page waits the host's usual gap."""
+        frontier = self._frontier()
+        wait = frontier.wait_for(request) if frontier is not None else 0.0
+        if wait > 0:
+            await maybe_deferred_to_future(task.deferLater(reactor, wait, lambda: None))
+
+    def _frontier(self) -> Any:
+        scheduler = getattr(self.crawler.engine, "scheduler", None)
+        return scheduler if hasattr(scheduler, "postpone") else None
+
+    # -- fetching (single flight per origin) ---------------------------------
+    async def _rules_for(self, origin: str, previous: RobotsRules | None) -> RobotsRules:
+        pending = self._pending.get(origin)
+        if pending is not None:
+            self.stats.inc_value("robotstxt/waited")
+            waiter: defer.Deferred[RobotsRules] = defer.Deferred()
+            pending.addBoth(lambda result: (waiter.callback(result), result)[1])
+            return await maybe_deferred_to_future(waiter)
+        pending = self._pending[origin] = defer.Deferred()
+        try:
+            rules = await self._fetch(origin, previous)
+        except Exception as err:  # noqa: BLE001 - any failure is "unreachable"
+            rules = self._unreachable(origin, previous, f"{type(err).__name__}: {err}")
+        finally:
+            del self._pending[origin]
+        self.cache.put(origin, rules)
+        self.stats.set_value("robotstxt/cache_size", len(self.cache))
+        self.stats.set_value("robotstxt/cache_evictions", self.cache.evictions)
+        try:
+            await self._apply(origin, rules)
+        finally:
+            pending.callback(rules)
+        return rules
+
+    async def _fetch(self, origin: str, previous: RobotsRules | None) -> RobotsRules:
+        robots = Request(
+            f"{origin}/robots.txt",
+            priority=self.DOWNLOAD_PRIORITY,
+            callback=NO_CALLBACK,
+            dont_filter=True,
+            meta={"dont_obey_robotstxt": True, "dont_retry": True, ROBOTS_FETCH: True,
+                  "redirect_ttl": self.max_redirects},
+        )
+        self.stats.inc_value("robotstxt/request_count")
+        try:
+            response = await self.crawler.engine.download_async(robots)
+        except IgnoreRequest as err:  # too many redirects, or refused: unavailable
+            self.stats.inc_value("robotstxt/unavailable")
+            logger.debug("robots.txt of %s unavailable (%s): no restrictions", origin, err)
+            return RobotsRules(Kind.UNAVAILABLE, self.token, self.clock() + self.ttl)
+        return self._from_response(origin, previous, response)
+
+    def _from_response(self, origin: str, previous: RobotsRules | None, response: Response) -> RobotsRules:
+        status = response.status
+        self.stats.inc_value("robotstxt/response_count")
+        self.stats.inc_value(f"robotstxt/response_status_count/{status}")
+        kind = kind_of_status(status)
+        now = self.clock()
+        if kind is Kind.UNREACHABLE:
+            return self._unreachable(origin, previous, f"status {status}")
+        if kind is Kind.UNAVAILABLE:
+            self.stats.inc_value("robotstxt/unavailable")
+            return RobotsRules(Kind.UNAVAILABLE, self.token, now + self.ttl, status=status)
+        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1") or None
+        body = response.body
+        if len(body) > self.max_size:
+            self.stats.inc_value("robotstxt/truncated")
+        text = decode_body(body, content_type, self.max_size)
+        if body and not text:
+            self.stats.inc_value("robotstxt/not_text")
+        try:
+            return RobotsRules.parse(text, self.token, now + self.ttl, status)
+        except Exception as err:  # noqa: BLE001 - a parser bug must not stop the crawl
+            self.stats.inc_value("robotstxt/parse_errors")
+            self._log_once(origin, "Cannot parse robots.txt of %s (%s): no restrictions", origin, err)
+            return RobotsRules(Kind.UNAVAILABLE, self.token, now + self.ttl, status=status)
+
+    def _unreachable(self, origin: str, previous: RobotsRules | None, reason: str) -> RobotsRules:
+        """Disallow for now and retry with exponential back-off, until the
+        host has been unreachable for ``ROBOTSTXT_UNREACHABLE_PERIOD``."""
+        now = self.clock()
+        since = previous.unreachable_since if previous is not None else None
+        since = now if since is None else since
+        failures = (previous.failures if previous is not None else 0) + 1
+        self.stats.inc_value("robotstxt/unreachable")
+        if now - since >= self.unreachable_period:
+            self.stats.inc_value("robotstxt/unreachable_expired")
+            self._log_once(origin, "robots.txt of %s unreachable for %.0fs (%s): no restrictions now",
+                           origin, now - since, reason)
+            return RobotsRules(Kind.UNAVAILABLE, self.token, now + self.ttl,
+                               unreachable_since=since, failures=failures)
+        delay = min(self.retry_delay * 2 ** (failures - 1), self.retry_max_delay)
+        logger.info("robots.txt of %s unreachable (%s): its URLs wait, retry in %.1fs",
+                    origin, reason, delay)
+        return RobotsRules(Kind.UNREACHABLE, self.token, now + delay,
+                           unreachable_since=since, failures=failures)
+
+    # -- what a fetched robots.txt gives the rest of the crawler -------------
+    async def _apply(self, origin: str, rules: RobotsRules) -> None:
+        frontier = self._frontier()
+        if frontier is not None and rules.kind is not Kind.UNREACHABLE:
+            delay = rules.crawl_delay()
+            if delay is not None:
+                self.stats.inc_value("robotstxt/crawl_delays")
+                delay = min(delay, self.max_crawl_delay)
+            frontier.set_crawl_delay(frontier.host_of(Request(origin + "/")), delay)
+        new = [url for url in rules.sitemaps if url not in self.sitemaps]
+        if not new:
+            return
+        self.sitemaps.update(new)
+        self.stats.set_value("robotstxt/sitemaps", len(self.sitemaps))
+        logger.info("robots.txt of %s lists sitemaps: %s", origin, ", ".join(new))
+        spider = self.crawler.spider
+        if self.sitemap_seeds and hasattr(spider, "sitemap_requests"):
+            for request in spider.sitemap_requests(new):
+                self.crawler.engine.crawl(request)
+
+    def _log_once(self, origin: str, message: str, *args: Any) -> None:
+        if origin not in self._logged:
+            self._logged.add(origin)
+            logger.warning(message, *args)

@@ -1,0 +1,214 @@
+"""robots.txt decisions (extensions.robots.rules), with RFC 9309's own examples."""
+
+from __future__ import annotations
+
+import pytest
+
+from extensions.robots.rules import (
+    Kind,
+    RobotsRules,
+    decode_body,
+    is_text,
+    kind_of_status,
+    product_token,
+)
+
+HOST = "http://www.example.com"
+
+# RFC 9309 section 5.1, "Simple Example", verbatim.
+RFC_5_1 = """\
+User-Agent: *
+Disallow: *.gif$
+Disallow: /example/
+Allow: /publications/
+
+User-Agent: foobot
+Disallow:/
+Allow:/example/page.html
+Allow:/example/allowed.gif
+
+User-Agent: barbot
+User-Agent: bazbot
+Disallow: /example/page.html
+
+User-Agent: quxbot
+
+EOF
+"""
+
+# RFC 9309 section 5.2, "Longest Match", verbatim.
+RFC_5_2 = """\
+User-Agent: foobot
+Allow: /example/page/
+Disallow: /example/page/disallowed.gif
+"""
+
+
+def rules(text: str, token: str) -> RobotsRules:
+    return RobotsRules.parse(text, token, expires=0.0)
+
+
+@pytest.mark.parametrize(
+    ("token", "path", "allowed"),
+    [
+        # "*": the group for every crawler without a group of its own
+        ("otherbot", "/", True),
+        ("otherbot", "/example/", False),
+        ("otherbot", "/example/page.html", False),
+        ("otherbot", "/publications/", True),
+        ("otherbot", "/images/a.gif", False),
+        ("otherbot", "/images/a.gif?x=1", True),  # "$" anchors the end
+        # foobot: everything disallowed but the two allowed paths
+        ("foobot", "/", False),
+        ("foobot", "/example/page.html", True),
+        ("foobot", "/example/allowed.gif", True),
+        ("foobot", "/example/other.html", False),
+        # barbot and bazbot share one group (consecutive user-agent lines)
+        ("barbot", "/example/page.html", False),
+        ("barbot", "/example/other.html", True),
+        ("bazbot", "/example/page.html", False),
+        ("bazbot", "/publications/", True),
+        # quxbot's group is empty: no restrictions, not the "*" group
+        ("quxbot", "/example/", True),
+        ("quxbot", "/a.gif", True),
+        # product tokens match case-insensitively
+        ("FooBot", "/", False),
+        ("FOOBOT", "/example/page.html", True),
+    ],
+)
+def test_rfc9309_simple_example(token: str, path: str, allowed: bool) -> None:
+    assert rules(RFC_5_1, token).allowed(HOST + path) is allowed
+
+
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("/example/page/", True),
+        ("/example/page/other.html", True),
+        ("/example/page/disallowed.gif", False),  # the longer (more specific) rule wins
+    ],
+)
+def test_rfc9309_longest_match(path: str, allowed: bool) -> None:
+    assert rules(RFC_5_2, "foobot").allowed(HOST + path) is allowed
+
+
+def test_rfc9309_equivalent_allow_and_disallow_allow_wins() -> None:
+    text = "User-agent: *\nDisallow: /page\nAllow: /page\n"
+    assert rules(text, "bot").allowed(HOST + "/page")
+
+
+def test_rfc9309_special_characters() -> None:
+    text = ("User-agent: *\nDisallow: /\nAllow: /this/*/exactly\n"
+            "Allow: /that/path/exactly$\n# Allow: /comment\n")
+    parsed = rules(text, "bot")
+    assert parsed.allowed(HOST + "/this/a/b/exactly")  # "*": any characters
+    assert parsed.allowed(HOST + "/that/path/exactly")
+    assert not parsed.allowed(HOST + "/that/path/exactlynot")  # "$": the end
+    assert not parsed.allowed(HOST + "/comment")  # "#": a comment, not a rule
+    assert not parsed.allowed(HOST + "/other")
+
+
+@pytest.mark.parametrize(
+    ("rule", "path"),
+    [  # RFC 9309 section 2.2.2: percent-encoded and UTF-8 paths match alike
+        ("/foo/bar?baz=quz", "/foo/bar?baz=quz"),
+        ("/foo/bar/\u30c4", "/foo/bar/%E3%83%84"),
+        ("/foo/bar/%E3%83%84", "/foo/bar/%E3%83%84"),
+        ("/foo/bar/%62%61%7A", "/foo/bar/%62%61%7A"),
+    ],
+)
+def test_rfc9309_percent_encoding(rule: str, path: str) -> None:
+    parsed = rules(f"User-agent: *\nDisallow: {rule}\n", "bot")
+    assert not parsed.allowed(HOST + path)
+    assert parsed.allowed(HOST + "/foo/other")
+
+
+def test_robots_txt_itself_is_always_allowed() -> None:
+    assert rules("User-agent: *\nDisallow: /\n", "bot").allowed(HOST + "/robots.txt")
+
+
+def test_product_token_from_settings() -> None:
+    ua = "webcrawler/0.1 (+https://github.com/webcrawler/webcrawler)"
+    assert product_token(None, ua) == "webcrawler"
+    assert product_token("", ua) == "webcrawler"
+    assert product_token("MyBot", ua) == "mybot"
+    assert product_token(None, None) == "*"
+
+
+def test_group_selection_by_product_token_not_full_user_agent() -> None:
+    text = ("User-agent: webcrawler-news\nDisallow: /\n\n"
+            "User-agent: webcrawler\nDisallow: /private/\n\n"
+            "User-agent: *\nDisallow: /p/\n")
+    parsed = rules(text, product_token(None, "webcrawler/0.1 (+https://x.test/)"))
+    assert parsed.allowed(HOST + "/p/1.html")  # not the * group
+    assert not parsed.allowed(HOST + "/private/a.html")  # the webcrawler group
+    assert parsed.allowed(HOST + "/")  # not the webcrawler-news group
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [(200, Kind.RULES), (204, Kind.RULES), (301, Kind.UNAVAILABLE), (400, Kind.UNAVAILABLE),
+     (401, Kind.UNAVAILABLE), (403, Kind.UNAVAILABLE), (404, Kind.UNAVAILABLE),
+     (429, Kind.UNAVAILABLE), (500, Kind.UNREACHABLE), (503, Kind.UNREACHABLE)],
+)
+def test_status_rules(status: int, kind: Kind) -> None:
+    assert kind_of_status(status) is kind
+
+
+def test_unavailable_allows_everything_unreachable_nothing() -> None:
+    assert RobotsRules(Kind.UNAVAILABLE, "bot", 0.0).allowed(HOST + "/private/")
+    assert not RobotsRules(Kind.UNREACHABLE, "bot", 0.0).allowed(HOST + "/")
+
+
+def test_bom_and_crlf() -> None:
+    text = decode_body(b"\xef\xbb\xbfUser-agent: *\r\nDisallow: /private/\r\n", "text/plain")
+    parsed = rules(text, "bot")
+    assert not parsed.allowed(HOST + "/private/a.html")
+    assert parsed.allowed(HOST + "/public.html")
+
+
+def test_cut_at_limit_drops_the_partial_line() -> None:
+    head = b"User-agent: *\nDisallow: /private/\n"
+    body = head + b"Disallow: /p/\n"
+    cut = len(head) + 11  # inside "Disallow: /p/"
+    text = decode_body(body, "text/plain", max_size=cut)
+    assert text == head.decode()
+    parsed = rules(text, "bot")
+    assert parsed.allowed(HOST + "/p/1.html")
+    assert parsed.allowed(HOST + "/pub.html")  # not "Disallow: /p" half-read
+    assert not parsed.allowed(HOST + "/private/x")
+
+
+def test_rules_beyond_500_kib_are_ignored() -> None:
+    padding = b"# " + b"x" * 98 + b"\n"
+    body = b"User-agent: *\nDisallow: /private/\n" + padding * 5200 + b"Disallow: /p/\n"
+    assert len(body) > 500 * 1024
+    parsed = rules(decode_body(body, "text/plain"), "bot")
+    assert not parsed.allowed(HOST + "/private/a")
+    assert parsed.allowed(HOST + "/p/1.html")
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "text"),
+    [("text/plain", b"a", True), ("text/plain; charset=utf-8", b"a", True),
+     ("image/png", b"\x89PNG\r\n", False), ("text/html", b"<html>", True),
+     (None, b"User-agent: *", True), (None, b"\x89PNG\x00\x00", False),
+     ("application/octet-stream", b"User-agent: *", True)],
+)
+def test_non_text_bodies_are_empty(content_type: str | None, body: bytes, text: bool) -> None:
+    assert is_text(content_type, body) is text
+    assert bool(decode_body(body, content_type)) is text
+
+
+def test_non_text_robots_allows_everything() -> None:
+    text = decode_body(b"\x89PNG\r\n\x1a\nUser-agent: *\nDisallow: /\n", "image/png")
+    assert rules(text, "bot").allowed(HOST + "/private/")
+
+
+def test_crawl_delay_and_sitemaps() -> None:
+    text = ("User-agent: *\nCrawl-delay: 2\n\nUser-agent: webcrawler\nCrawl-delay: 0.5\n"
+            "Sitemap: http://a.test/s1.xml\nSitemap: http://a.test/s2.xml\n")
+    assert rules(text, "webcrawler").crawl_delay() == 0.5
+    assert rules(text, "other").crawl_delay() == 2.0
+    assert rules("User-agent: *\nDisallow:\n", "x").crawl_delay() is None
+    assert rules(text, "x").sitemaps == ["http://a.test/s1.xml", "http://a.test/s2.xml"]
