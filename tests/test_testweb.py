@@ -15,8 +15,9 @@ from scrapy.utils.response import get_base_url
 
 from bench.testweb import SiteModel, WebConfig, compute_truth, start_testweb
 from bench.testweb.media import DIMENSIONS
-from bench.testweb.model import USER_AGENT, host_name, robots_variant
-from bench.testweb.truth import page_links
+from bench.testweb.model import USER_AGENT, Page, host_name, robots_variant
+from bench.testweb.robots_hosts import sitemap_locations
+from bench.testweb.truth import fetch_robots, page_links
 
 CONFIG = WebConfig(hosts=12, pages=10, links=6, seed=1, slow_delay=0.3)
 
@@ -294,3 +295,218 @@ def test_nofollow_links_are_followed_on_request(web):
 def test_default_config_reaches_every_page_shallowly():
     truth = compute_truth(SiteModel(WebConfig(), 8080))
     assert truth.regular_max_depth <= 7
+
+
+# --- robots.txt edge-case hosts (RFC 9309) ------------------------------------------
+
+ROBOTS_SITE = ("/", "/allowed.html", "/private/secret.html", "/p/1.html", "/p/2.html", "/p/3.html", "/p/4.html")
+PRIVATE_ONLY = {"/private/secret.html"}
+EXPECTED_DISALLOWED = {  # variant -> site paths an RFC 9309 crawler with our user agent skips
+    "bom": PRIVATE_ONLY, "big": PRIVATE_ONLY, "html": set(), "redirect": PRIVATE_ONLY,
+    "redirect5": PRIVATE_ONLY, "loop": set(), "401": set(), "403": set(), "500": set(),
+    "flaky": PRIVATE_ONLY, "agents": PRIVATE_ONLY, "delay": PRIVATE_ONLY,
+    "sitemap": PRIVATE_ONLY, "slow": PRIVATE_ONLY,
+}
+
+
+def robots_host(variant: str) -> str:
+    return f"robots-{variant}.test"
+
+
+def follow_redirects(web, host: str, path: str, limit: int = 10) -> list[tuple[str, int]]:
+    """(path, status) of each answer, following ``Location`` on the same port."""
+    hops = []
+    for _ in range(limit):
+        status, headers, _ = get(web, host, path)
+        hops.append((path, status))
+        if status not in (301, 302, 307, 308):
+            break
+        path = target_of(urljoin(web.url(host, path), headers["Location"]))
+    return hops
+
+
+def test_robots_hosts_are_served_and_resolvable_but_linked_from_nowhere(web, truth):
+    assert web.robots_hosts() == [robots_host(variant) for variant in EXPECTED_DISALLOWED]
+    hosts = web.hosts_file.read_text()
+    for host in web.robots_hosts():
+        assert f"127.0.0.1\t{host}\n" in hosts
+        status, _, body = get(web, host, "/")
+        assert status == 200 and all(f'href="{path}"'.encode() in body for path in ROBOTS_SITE[1:])
+    assert not any(urlsplit(url).hostname.startswith("robots-") for url in truth.fetched | truth.robots)
+
+
+def test_bom_robots_has_a_bom_and_crlf_lines(web):
+    status, _, body = get(web, robots_host("bom"), "/robots.txt")
+    assert status == 200 and body == b"\xef\xbb\xbfUser-agent: *\r\nDisallow: /private/\r\n"
+    # the fixture discriminates: a parser that keeps the BOM misses the group
+    assert Protego.parse(body.decode()).can_fetch(web.url(robots_host("bom"), "/private/secret.html"), USER_AGENT)
+
+
+def test_big_robots_puts_a_rule_past_the_500_kib_cut(web):
+    status, headers, body = get(web, robots_host("big"), "/robots.txt")
+    assert status == 200 and 590_000 < len(body) < 620_000
+    assert body.startswith(b"User-agent: *\nDisallow: /private/\n")
+    assert body.index(b"\nDisallow: /p/\n") > 524288 and b"Disallow: /p/" not in body[:512000]
+    page = web.url(robots_host("big"), "/p/1.html")
+    assert Protego.parse(body[:512000].decode()).can_fetch(page, USER_AGENT)
+    assert not Protego.parse(body.decode()).can_fetch(page, USER_AGENT)
+
+
+def test_non_text_robots_is_a_png_that_looks_like_rules(web):
+    status, headers, body = get(web, robots_host("html"), "/robots.txt")
+    assert status == 200 and headers["Content-Type"] == "image/png"
+    assert body.startswith(b"\x89PNG\r\n\x1a\n") and body.endswith(b"IEND\xaeB`\x82")
+    rules = Protego.parse(body.decode("utf-8", "replace"))  # what a crawler ignoring the type reads
+    assert not rules.can_fetch(web.url(robots_host("html"), "/private/secret.html"), USER_AGENT)
+
+
+def test_robots_redirect_reaches_the_real_robots_on_the_same_host(web):
+    hops = follow_redirects(web, robots_host("redirect"), "/robots.txt")
+    assert hops == [("/robots.txt", 301), ("/real-robots.txt", 200)]
+    assert get(web, robots_host("redirect"), "/real-robots.txt")[2] == b"User-agent: *\nDisallow: /private/\n"
+
+
+def test_robots_redirect_chain_is_exactly_five_redirects(web):
+    hops = follow_redirects(web, robots_host("redirect5"), "/robots.txt")
+    assert [status for _, status in hops] == [301, 302, 307, 308, 301, 200]
+    assert get(web, robots_host("redirect5"), hops[-1][0])[2] == b"User-agent: *\nDisallow: /private/\n"
+    assert get(web, robots_host("redirect5"), "/robots-2.txt")[1]["Location"].startswith("http://")
+
+
+def test_robots_redirect_loop_never_ends(web):
+    hops = follow_redirects(web, robots_host("loop"), "/robots.txt", limit=6)
+    assert [path for path, _ in hops] == ["/robots.txt", "/robots2.txt"] * 3
+    assert {status for _, status in hops} == {302}
+
+
+@pytest.mark.parametrize("variant", ["401", "403", "500"])
+def test_robots_error_hosts_answer_their_status_every_time(web, variant):
+    assert [get(web, robots_host(variant), "/robots.txt")[0] for _ in range(3)] == [int(variant)] * 3
+    assert get(web, robots_host(variant), "/p/1.html")[0] == 200
+
+
+def test_flaky_robots_answers_503_until_its_failures_are_used_up(web):
+    web.reset()
+    host, failures = robots_host("flaky"), CONFIG.robots_flaky_failures
+    statuses = [get(web, host, "/robots.txt")[0] for _ in range(failures + 2)]
+    assert statuses == [503] * failures + [200, 200]
+    assert get(web, host, "/robots.txt")[2] == b"User-agent: *\nDisallow: /private/\n"
+    logged = [e.status for e in web.entries() if e.host == host and e.path == "/robots.txt"]
+    assert logged[-(failures + 3):] == statuses + [200]
+    web.reset()
+    assert get(web, host, "/robots.txt")[0] == (503 if failures else 200)
+
+
+def test_flaky_robots_failures_come_from_the_config(start_web):
+    web = start_web(hosts=2, pages=2, robots_flaky_failures=1)
+    assert [get(web, robots_host("flaky"), "/robots.txt")[0] for _ in range(3)] == [503, 200, 200]
+    assert get(web, robots_host("flaky"), "/p/1.html")[0] == 200
+
+
+def test_agents_robots_groups_by_exact_product_token(web):
+    host = robots_host("agents")
+    body = get(web, host, "/robots.txt")[2].decode()
+    assert body.index("User-agent: WebCrawler-News") < body.index("User-agent: webcrawler\n")
+    rules = Protego.parse(body)
+    ours = {path for path in ROBOTS_SITE if not rules.can_fetch(web.url(host, path), USER_AGENT)}
+    assert ours == PRIVATE_ONLY
+    assert not rules.can_fetch(web.url(host, "/"), "otherbot/2.0")
+    assert not rules.can_fetch(web.url(host, "/p/1.html"), "somebot/1.0")
+    assert not rules.can_fetch(web.url(host, "/allowed.html"), "webcrawler-news/1.0")
+
+
+def test_delay_robots_gives_our_group_its_own_crawl_delay(web):
+    assert web.crawl_delays()[robots_host("delay")] == 0.5
+    assert web.crawl_delays("somebot")[robots_host("delay")] == 2.0
+
+
+def test_sitemap_robots_lists_two_sitemaps_with_unlinked_pages(web):
+    import xml.etree.ElementTree as ElementTree  # noqa: PLC0415 - only this test parses XML
+
+    host = robots_host("sitemap")
+    rules = Protego.parse(get(web, host, "/robots.txt")[2].decode())
+    sitemaps = list(rules.sitemaps)
+    assert sitemaps == [web.url(host, "/sitemap.xml"), web.url(host, "/sitemap-pages.xml")]
+    namespace = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+    listed = []
+    for sitemap in sitemaps:
+        status, headers, body = get(web, host, target_of(sitemap))
+        root = ElementTree.fromstring(body)
+        assert status == 200 and root.tag == f"{namespace}urlset"
+        listed += [loc.text for loc in root.iter(f"{namespace}loc")]
+    assert listed == sitemap_locations(SiteModel(CONFIG, web.port))
+    assert listed[:3] == [web.url(host, f"/s/{n}.html") for n in (1, 2, 3)]
+    assert all(get(web, host, target_of(url))[0] == 200 for url in listed)
+    assert b"/s/" not in get(web, host, "/")[2]
+
+
+def test_slow_robots_is_delayed_and_its_pages_are_not(web):
+    host = robots_host("slow")
+    assert get(web, host, "/robots.txt")[0] == get(web, host, "/p/2.html")[0] == 200
+    entries = {e.path: e for e in web.entries() if e.host == host}
+    robots, page = entries["/robots.txt"], entries["/p/2.html"]
+    assert robots.end - robots.start >= CONFIG.slow_delay * 0.95
+    assert page.end - page.start < CONFIG.slow_delay / 2
+
+
+# --- ground truth for the robots hosts ------------------------------------------------
+
+@pytest.mark.parametrize("variant", list(EXPECTED_DISALLOWED))
+def test_truth_of_each_robots_host_follows_rfc_9309(web, variant):
+    host = robots_host(variant)
+    truth = web.truth(seeds=[web.url(host)])
+    disallowed = {web.url(host, path) for path in EXPECTED_DISALLOWED[variant]}
+    assert truth.disallowed == disallowed
+    assert truth.fetched == {web.url(host, path) for path in ROBOTS_SITE} - disallowed
+    assert web.url(host, "/robots.txt") in truth.robots
+
+
+def test_truth_of_an_unreachable_robots_follows_the_5xx_policy(web):
+    root = web.url(robots_host("500"))
+    truth = web.truth(seeds=[root], robots_5xx="disallow")
+    assert truth.fetched == set() and truth.disallowed == {root}
+
+
+def test_truth_robots_urls_include_redirect_hops(web):
+    host = robots_host("redirect5")
+    truth = web.truth(seeds=[web.url(host)])
+    assert {web.url(host, f"/robots-{n}.txt") for n in range(1, 6)} <= truth.robots
+    loop = robots_host("loop")
+    assert web.truth(seeds=[web.url(loop)]).robots == {web.url(loop, "/robots.txt"), web.url(loop, "/robots2.txt")}
+
+
+def test_truth_of_all_robots_hosts_seeded_together_is_the_union(web):
+    together = web.truth(seeds=[web.url(host) for host in web.robots_hosts()])
+    for host in web.robots_hosts():
+        alone = web.truth(seeds=[web.url(host)])
+        assert {url for url in together.fetched if urlsplit(url).hostname == host} == alone.fetched
+
+
+def test_truth_seeded_with_sitemap_pages_still_obeys_robots(web):
+    host = robots_host("sitemap")
+    truth = web.truth(seeds=[web.url(host), *sitemap_locations(web.model)])
+    assert {web.url(host, f"/s/{n}.html") for n in (1, 2, 3)} <= truth.fetched
+    assert truth.disallowed == {web.url(host, "/private/secret.html")}
+
+
+class RedirectChainModel:
+    """A narrow fake of SiteModel: robots.txt is ``redirects`` redirects from its rules."""
+
+    def __init__(self, redirects: int) -> None:
+        self.redirects = redirects
+
+    def url(self, host: str, path: str) -> str:
+        return f"http://{host}{path}"
+
+    def page(self, host: str, target: str) -> Page:
+        number = 0 if target == "/robots.txt" else int(target.removeprefix("/hop-").removesuffix(".txt"))
+        if number < self.redirects:
+            return Page(301, location=f"/hop-{number + 1}.txt")
+        return Page(200, "text/plain", b"User-agent: *\nDisallow: /\n")
+
+
+def test_five_redirects_are_followed_and_a_sixth_makes_robots_unavailable():
+    five = fetch_robots(RedirectChainModel(5), "a.test")  # type: ignore[arg-type]
+    assert five.status == 200 and five.text and len(five.urls) == 6
+    six = fetch_robots(RedirectChainModel(6), "a.test")  # type: ignore[arg-type]
+    assert six.status == 0 and six.text is None and not six.unreachable and len(six.urls) == 6

@@ -22,12 +22,13 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slow-delay", type=float, default=defaults.slow_delay)
     parser.add_argument("--crawl-delay", type=float, default=defaults.crawl_delay)
     parser.add_argument("--big-page-mb", type=float, default=defaults.big_page_mb)
+    parser.add_argument("--robots-flaky-failures", type=int, default=defaults.robots_flaky_failures)
 
 
 def config_from(args: argparse.Namespace) -> WebConfig:
     return WebConfig(hosts=args.hosts, pages=args.pages, links=args.links, seed=args.seed,
                      slow_delay=args.slow_delay, crawl_delay=args.crawl_delay,
-                     big_page_mb=args.big_page_mb)
+                     big_page_mb=args.big_page_mb, robots_flaky_failures=args.robots_flaky_failures)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,8 +15,8 @@ from pathlib import Path
 from types import TracebackType
 
 from bench.testweb.model import SiteModel, WebConfig
-from bench.testweb.server import FLUSH_PATH, Entry, read_access_log
-from bench.testweb.truth import Truth, compute_truth
+from bench.testweb.server import FLUSH_PATH, RESET_PATH, Entry, read_access_log
+from bench.testweb.truth import Truth, compute_truth, fetch_robots
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 STOP_TIMEOUT = 10.0
@@ -63,11 +63,23 @@ class TestWeb:
     def url(self, host: str, path: str = "/") -> str:
         return self.model.url(host, path)
 
+    def robots_hosts(self) -> list[str]:
+        """The ``robots-<variant>.test`` hosts (:mod:`bench.testweb.robots_hosts`);
+        linked from nowhere, in the hosts file, seeded by the tests that want them."""
+        return list(self.model.robots_hosts)
+
     def flush(self) -> None:
         """Make the access log on disk hold every response completed so far."""
+        self._control(FLUSH_PATH)
+
+    def reset(self) -> None:
+        """Forget the server's state: robots-flaky.test answers 503 again."""
+        self._control(RESET_PATH)
+
+    def _control(self, path: str) -> None:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
-            connection.request("GET", FLUSH_PATH, headers={"Host": "h0000.test"})
+            connection.request("GET", path, headers={"Host": "h0000.test"})
             connection.getresponse().read()
         finally:
             connection.close()
@@ -78,6 +90,9 @@ class TestWeb:
 
     def truth(self, depth_limit: int = 10, robots_5xx: str = "allow",
               follow_nofollow: bool = False, seeds: list[str] | None = None) -> Truth:
+        """What a correct crawl fetches from ``seeds`` (default: the web's seeds;
+        ``[web.url("robots-bom.test")]`` for one robots host); ``robots_5xx``
+        (``allow`` or ``disallow``) is the policy for a robots.txt that answers 5xx."""
         return compute_truth(self.model, seeds, depth_limit, robots_5xx, follow_nofollow)
 
     def crawl_delays(self, user_agent: str = "webcrawler") -> dict[str, float]:
@@ -86,9 +101,9 @@ class TestWeb:
 
         delays = {}
         for host in self.model.hosts:
-            page = self.model.robots(host)
-            if page.status == 200:
-                delay = Protego.parse(page.body.decode()).crawl_delay(user_agent)
+            fetch = fetch_robots(self.model, host)
+            if fetch.text:
+                delay = Protego.parse(fetch.text).crawl_delay(user_agent)
                 if delay:
                     delays[host] = float(delay)
         return delays

@@ -30,6 +30,11 @@ Hosts (see :class:`SiteModel`):
 * ``trap.test``: an infinite calendar, ever deeper paths, session ids.
 * ``mirror0.test``: byte-identical copy of ``h0001.test``.
 * ``slow.test``: every page but robots.txt is delayed by ``slow_delay``.
+* ``robots-<variant>.test`` (:mod:`bench.testweb.robots_hosts`): one RFC 9309
+  robots.txt edge case each (BOM, over 500 KiB, non-text, redirects, a loop,
+  401/403/500, a flaky 503, user-agent groups, Crawl-delay, Sitemap, a slow
+  robots.txt). Linked from nowhere: tests seed them, so they never change the
+  default ground truth.
 """
 
 from __future__ import annotations
@@ -50,6 +55,10 @@ SPECIAL_HOST = "special.test"
 TRAP_HOST = "trap.test"
 MIRROR_HOST = "mirror0.test"
 SLOW_HOST = "slow.test"
+ROBOTS_VARIANTS = ("bom", "big", "html", "redirect", "redirect5", "loop", "401", "403", "500",
+                   "flaky", "agents", "delay", "sitemap", "slow")
+ROBOTS_HOSTS = tuple(f"robots-{variant}.test" for variant in ROBOTS_VARIANTS)
+ROBOTS_FLAKY_HOST = "robots-flaky.test"
 TREE_FANOUT = 4
 CRAWL_DELAY_HOSTS = (3, 13, 23)
 SEARCH_VALUES = 3  # search pages per host: SEARCH_VALUES ** 2
@@ -74,6 +83,7 @@ class WebConfig:
     slow_delay: float = 1.0
     crawl_delay: float = 0.2
     big_page_mb: float = 5.5
+    robots_flaky_failures: int = 2  # 503s robots-flaky.test answers before its robots.txt
 
     def cli_args(self) -> list[str]:
         """The ``serve``/``truth`` command-line flags for this config."""
@@ -82,6 +92,7 @@ class WebConfig:
             "--links", str(self.links), "--seed", str(self.seed),
             "--slow-delay", str(self.slow_delay), "--crawl-delay", str(self.crawl_delay),
             "--big-page-mb", str(self.big_page_mb),
+            "--robots-flaky-failures", str(self.robots_flaky_failures),
         ]
 
 
@@ -218,8 +229,10 @@ class SiteModel:
 
     def __post_init__(self) -> None:
         regular = [host_name(i) for i in range(self.config.hosts)]
-        self.hosts = regular + [SPECIAL_HOST, TRAP_HOST, MIRROR_HOST, SLOW_HOST]
+        self.robots_hosts = list(ROBOTS_HOSTS)
+        self.hosts = regular + [SPECIAL_HOST, TRAP_HOST, MIRROR_HOST, SLOW_HOST] + self.robots_hosts
         self._known = frozenset(self.hosts)
+        self._robots_known = frozenset(self.robots_hosts)
         self.mirrored_host = host_name(1 if self.config.hosts > 1 else 0)
         self.page = lru_cache(maxsize=8192)(self._page)  # type: ignore[method-assign]
 
@@ -242,12 +255,14 @@ class SiteModel:
 
     def _page(self, host: str, target: str) -> Page:
         """The page at canonical ``target`` (path and query) of ``host``."""
-        from bench.testweb import special  # special pages build on this module
+        from bench.testweb import robots_hosts, special  # both build on this module
 
         if host == MIRROR_HOST:
             host = self.mirrored_host
         if host not in self._known:
             return not_found(target)
+        if host in self._robots_known:  # some of them serve more than one robots file
+            return robots_hosts.robots_host_page(self, host, target) or not_found(target)
         if target == "/robots.txt":
             return self.robots(host)
         index = host_index(host)
@@ -256,6 +271,9 @@ class SiteModel:
         return special.special_page(self, host, target) or not_found(target)
 
     def robots(self, host: str) -> Page:
+        """The first answer for ``host``'s ``/robots.txt`` (redirects not followed)."""
+        if host in self._robots_known:
+            return self.page(host, "/robots.txt")
         index = host_index(host)
         if index is not None:
             return robots_page(robots_variant(index, self.config.hosts), self.config)

@@ -15,6 +15,12 @@ the write would stamp a time later than the client's receipt, and
 politeness gaps read off the log must be lower bounds), both ``time.time()``; ``bytes`` counts the body),
 buffered and written every :data:`FLUSH_INTERVAL` seconds, on a request for
 :data:`FLUSH_PATH` (on any host, not logged) and at shutdown.
+
+Server state: the model is a pure function, except for one path. The first
+``config.robots_flaky_failures`` requests (GET or HEAD, any connection) for
+``robots-flaky.test/robots.txt`` since the server started, or since the
+last request for :data:`RESET_PATH` (on any host, not logged), get a 503;
+later ones the model's 200. The access log shows each answer's status.
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import NamedTuple
 
-from bench.testweb.model import Page, SiteModel, WebConfig, canonical_url
+from bench.testweb.model import ROBOTS_FLAKY_HOST, Page, SiteModel, WebConfig, canonical_url
 
 FLUSH_PATH = "/__testweb/flush"
+RESET_PATH = "/__testweb/reset"
 FLUSH_INTERVAL = 0.5
 MAX_HEAD = 65536
 _SIMPLE_TARGET = re.compile(r"/[A-Za-z0-9/_~-]*(?:\.[A-Za-z0-9]+)?")
@@ -125,11 +132,21 @@ def response_head(page: Page, keep_alive: bool) -> bytes:
 
 
 class WebServer:
-    """The shared state of all connections: the model and the access log."""
+    """The shared state of all connections: the model, the access log and the
+    robots.txt request counts behind robots-flaky.test's 503s."""
 
     def __init__(self, model: SiteModel, log: AccessLog) -> None:
         self.model, self.log = model, log
         self.connections: set[HttpProtocol] = set()
+        self.robots_requests: dict[str, int] = {}  # host -> robots.txt requests since reset
+
+    def control(self, path: str) -> bytes:
+        """Act on a control path; the body to answer with."""
+        if path == RESET_PATH:
+            self.robots_requests.clear()
+            return b"reset\n"
+        self.log.flush()
+        return b"flushed\n"
 
     def lookup(self, request: Request) -> Page:
         target = request.target
@@ -142,7 +159,16 @@ class WebServer:
         host = request.host
         if not self.model.knows(host):
             return self.model.page("unknown.invalid", target)
+        if host == ROBOTS_FLAKY_HOST and target == "/robots.txt":
+            return self.flaky_robots(host)
         return self.model.page(host, target)
+
+    def flaky_robots(self, host: str) -> Page:
+        """503 for the first ``robots_flaky_failures`` requests since reset, then the model's page."""
+        count = self.robots_requests[host] = self.robots_requests.get(host, 0) + 1
+        if count <= self.model.config.robots_flaky_failures:
+            return Page(503, "text/plain", b"robots.txt temporarily unavailable\n")
+        return self.model.page(host, "/robots.txt")
 
 
 class HttpProtocol(asyncio.Protocol):
@@ -196,10 +222,10 @@ class HttpProtocol(asyncio.Protocol):
             self.answer(request)
 
     def answer(self, request: Request) -> None:
-        if request.target == FLUSH_PATH:
-            self.server.log.flush()
-            self.transport.write(response_head(Page(200, "text/plain", b"flushed\n"), request.keep_alive)
-                                 + (b"" if request.method == "HEAD" else b"flushed\n"))
+        if request.target in (FLUSH_PATH, RESET_PATH):
+            reply = self.server.control(request.target)
+            self.transport.write(response_head(Page(200, "text/plain", reply), request.keep_alive)
+                                 + (b"" if request.method == "HEAD" else reply))
             return self.finish(request)
         page = self.server.lookup(request)
         if page.delay or page.stream:

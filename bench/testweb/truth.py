@@ -3,16 +3,22 @@
 A breadth-first search over :class:`~bench.testweb.model.SiteModel` with
 Scrapy's depth semantics (seeds at depth 0, a link one deeper than its page,
 a redirect as deep as the request it answers, nothing deeper than
-``depth_limit`` requested), robots.txt read with Protego for the crawler's
-user agent, and the crawler's link rules (no links from non-2xx or non-HTML
-responses, none marked nofollow, none over 2083 characters, http(s) only).
+``depth_limit`` requested), robots.txt fetched as RFC 9309 says
+(:func:`fetch_robots`) and read with Protego for the crawler's user agent,
+and the crawler's link rules (no links from non-2xx or non-HTML responses,
+none marked nofollow, none over 2083 characters, http(s) only).
+
+The ``robots-<variant>.test`` hosts (:mod:`bench.testweb.robots_hosts`) are
+linked from nowhere; pass their roots as ``seeds`` to get what a crawl seeded
+with them fetches, e.g. ``compute_truth(model, [model.url("robots-500.test",
+"/")], robots_5xx="disallow")``.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from protego import Protego
 
@@ -24,6 +30,9 @@ from bench.testweb.special import TRAP_PREFIXES
 MAX_URL_LENGTH = 2083
 MAX_REDIRECTS = 20
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
+ROBOTS_MAX_BYTES = 512000  # RFC 9309 2.5: parse at least 500 KiB; we parse exactly that
+ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -59,6 +68,49 @@ class Truth:
                 "depth": self.depth}
 
 
+@dataclass
+class RobotsFetch:
+    """What an RFC 9309 crawler gets for one host's robots.txt.
+
+    ``status`` is the last answer's (0 when redirects looped or went on past
+    :data:`ROBOTS_MAX_REDIRECTS`: unavailable, which RFC 9309 treats like a
+    4xx); ``text`` the rules to parse, set only for a 2xx (empty for a
+    non-text body); ``urls`` every URL fetched, ``/robots.txt`` first.
+    """
+
+    status: int
+    text: str | None
+    urls: list[str]
+
+    @property
+    def unreachable(self) -> bool:
+        """A 5xx: the crawler's ``robots_5xx`` policy decides."""
+        return self.status >= 500
+
+
+def fetch_robots(model: SiteModel, host: str) -> RobotsFetch:
+    """``host``'s robots.txt as RFC 9309 reads it: up to five redirects (to any
+    host), a loop is unavailable, 4xx means no rules, a 2xx body is cut at
+    :data:`ROBOTS_MAX_BYTES` and loses a UTF-8 BOM, a non-``text/*`` body is
+    empty. A server-side 503 (robots-flaky.test) is not modelled: its 200."""
+    url = canonical_url(model.url(host, "/robots.txt"))
+    urls: list[str] = []
+    while url not in urls and len(urls) <= ROBOTS_MAX_REDIRECTS:
+        urls.append(url)
+        parts = urlsplit(url)
+        page = model.page(parts.hostname or "", urlunsplit(("", "", parts.path or "/", parts.query, "")))
+        if page.status in REDIRECT_STATUSES and page.location:
+            url = canonical_url(urljoin(url, page.location))
+            continue
+        if not 200 <= page.status < 300:
+            return RobotsFetch(page.status, None, urls)
+        if not page.content_type.startswith("text/"):
+            return RobotsFetch(page.status, "", urls)
+        body = page.body[:ROBOTS_MAX_BYTES].removeprefix(UTF8_BOM)
+        return RobotsFetch(page.status, body.decode("utf-8", "replace"), urls)
+    return RobotsFetch(0, None, urls)
+
+
 class RobotsRules:
     """robots.txt per host, fetched from the model, cached like a crawler does."""
 
@@ -67,6 +119,7 @@ class RobotsRules:
             raise ValueError(f"robots_5xx must be 'allow' or 'disallow', not {robots_5xx!r}")
         self.model, self.robots_5xx = model, robots_5xx
         self.parsers: dict[str, Protego | bool] = {}
+        self.fetches: dict[str, RobotsFetch] = {}
 
     def allowed(self, url: str) -> bool:
         host = urlsplit(url).hostname or ""
@@ -76,12 +129,12 @@ class RobotsRules:
         return rules if isinstance(rules, bool) else rules.can_fetch(url, USER_AGENT)
 
     def _load(self, host: str) -> Protego | bool:
-        page = self.model.page(host, "/robots.txt")
-        if page.status >= 500:
+        fetch = self.fetches[host] = fetch_robots(self.model, host)
+        if fetch.unreachable:
             return self.robots_5xx == "allow"
-        if page.status >= 400:
+        if fetch.text is None:
             return True
-        return Protego.parse(page.body.decode("utf-8", "replace"))
+        return Protego.parse(fetch.text)
 
 
 def page_links(page: Page, url: str, follow_nofollow: bool) -> tuple[list[str], list[str]]:
@@ -115,7 +168,9 @@ def compute_truth(model: SiteModel, seeds: list[str] | None = None, depth_limit:
         parts = urlsplit(url)
         host = parts.hostname or ""
         truth.robots.add(f"{parts.scheme}://{parts.netloc}/robots.txt")
-        if not robots.allowed(url):
+        allowed = robots.allowed(url)
+        truth.robots.update(robots.fetches[host].urls)  # with redirect hops
+        if not allowed:
             truth.disallowed.add(url)
             continue
         truth.fetched.add(url)
