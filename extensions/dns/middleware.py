@@ -1,0 +1,155 @@
+"""The address policy before any fetch, and DNS prefetch.
+
+:class:`AddressPolicyMiddleware` (downloader middleware, order 50: before
+the robots.txt middlewares, so a refused URL never fetches robots.txt
+either) looks at each request's host before it is downloaded:
+
+* a literal IP is judged by the address policy directly (a connection to a
+  literal never asks the resolver);
+* a host name is resolved through the reactor's installed resolver (which
+  warms its cache for the connection that follows), and the answer judged.
+
+A refusal or a failed lookup is an ``IgnoreRequest`` whose message names the
+host and the reason. Redirects are new requests and pass here again, so a
+redirect from a public name to a private one is refused as well. The
+resolver (:class:`extensions.dns.resolver.CachingResolver`) applies the same
+policy at connection time, which covers an answer that changed in between.
+
+Prefetch: when the frontier gives a host a back queue (signal
+:data:`extensions.signals.host_assigned`), its name is looked up at once, so
+the lookup is usually done before the host's first request gets here.
+
+Stats: ``dns/refused_private`` (requests refused by the policy),
+``dns/prefetches``, ``dns/prefetch_failures``; the lookups themselves are
+counted by the resolver.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.python.failure import Failure
+
+from extensions.dns.policy import AddressPolicy, describe_refusal, is_ip_literal, policy_from_settings
+from extensions.dns.resolver import AddressRefusedError
+from extensions.signals import host_assigned
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+    from twisted.internet.defer import Deferred
+    from typing_extensions import Self
+
+    from extensions.resolver import SimpleResolver
+
+logger = logging.getLogger(__name__)
+
+REFUSED_STAT = "dns/refused_private"
+PREFETCH_STAT, PREFETCH_FAILED_STAT = "dns/prefetches", "dns/prefetch_failures"
+LOGGED_HOSTS_LIMIT = 10000  # refused hosts remembered for log-once
+
+
+def settled(lookup: Deferred[str]) -> tuple[bool, Any]:
+    """(True, address or exception) if ``lookup`` has fired, else (False, None).
+
+    A cache hit fires at once; judging it here saves the event-loop round
+    trip an ``await`` costs on every request.
+    """
+    box: list[Any] = []
+
+    def keep(result: Any) -> Any:
+        box.append(result)
+        return result
+
+    lookup.addBoth(keep)
+    if not box:
+        return False, None
+    lookup.addErrback(lambda _: None)  # the caller handles it
+    result = box[0]
+    return True, result.value if isinstance(result, Failure) else result
+
+
+class AddressPolicyMiddleware:
+    """Refuses requests to non-public addresses and to names that do not resolve."""
+
+    def __init__(self, resolver: SimpleResolver, policy: AddressPolicy, stats: StatsCollector):
+        self.resolver = resolver
+        self.policy = policy
+        self.stats = stats
+        self.logged_hosts: set[str] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        from twisted.internet import reactor  # noqa: PLC0415 - the installed one
+
+        middleware = cls(reactor.resolver, policy_from_settings(crawler.settings), crawler.stats)
+        crawler.signals.connect(middleware.prefetch, signal=host_assigned)
+        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        return middleware
+
+    def process_request(self, request: Request) -> Coroutine[Any, Any, None] | None:
+        host = urlparse_cached(request).hostname
+        if not host:
+            return None
+        if is_ip_literal(host):
+            self.judge(host, request, host)
+            return None
+        lookup = self.resolver.getHostByName(host)
+        done, outcome = settled(lookup)
+        if done:
+            self.judge(outcome, request, host)
+            return None
+        return self.wait_and_judge(lookup, request, host)
+
+    async def wait_and_judge(self, lookup: Deferred[str], request: Request, host: str) -> None:
+        try:
+            outcome: Any = await maybe_deferred_to_future(lookup)
+        except Exception as err:  # judged below: every failure refuses the request
+            outcome = err
+        self.judge(outcome, request, host)
+
+    def judge(self, outcome: str | BaseException, request: Request, host: str) -> None:
+        """Return if ``outcome`` (an address, or the lookup's error) allows the fetch."""
+        if isinstance(outcome, AddressRefusedError):
+            self.refuse(request, host, str(outcome), outcome)
+        if isinstance(outcome, BaseException):
+            logger.error("Ignoring %s: %s", request, outcome)
+            raise IgnoreRequest(f"Ignoring {request.url}: {outcome}") from outcome
+        category = self.policy.refusal(outcome)
+        if category is not None:
+            self.refuse(request, host, describe_refusal(host, outcome, category))
+
+    def refuse(self, request: Request, host: str, reason: str,
+               cause: BaseException | None = None) -> None:
+        """Count, log once per host, and raise the IgnoreRequest."""
+        self.stats.inc_value(REFUSED_STAT)
+        if host not in self.logged_hosts:
+            if len(self.logged_hosts) >= LOGGED_HOSTS_LIMIT:
+                self.logged_hosts.clear()
+            self.logged_hosts.add(host)
+            logger.warning("Refusing %s: %s; further refusals of %s are only counted (%s)",
+                           request, reason, host, REFUSED_STAT)
+        raise IgnoreRequest(f"Refused {request.url}: {reason}") from cause
+
+    def prefetch(self, host: str) -> None:
+        """Start resolving a host the frontier will fetch soon (literal IPs need none)."""
+        if not host or is_ip_literal(host):
+            return
+        self.stats.inc_value(PREFETCH_STAT)
+        self.resolver.getHostByName(host).addErrback(self.prefetch_failed)
+
+    def prefetch_failed(self, failure: Failure) -> None:
+        self.stats.inc_value(PREFETCH_FAILED_STAT)
+
+    def spider_closed(self) -> None:
+        publish = getattr(self.resolver, "publish_stats", None)  # CachingResolver's
+        if publish is not None:
+            publish()

@@ -1,0 +1,116 @@
+"""Which addresses a crawl may connect to (``ALLOW_PRIVATE_ADDRESSES``).
+
+A broad crawler follows links written by strangers; a link (or a DNS answer,
+or a redirect) to ``127.0.0.1``, ``10.0.0.5`` or ``169.254.169.254`` would
+make it fetch from the crawling machine's own network. By default only
+global unicast addresses are allowed. :class:`AddressPolicy` is plain code
+with no I/O: the resolver applies it to every answer and the downloader
+middleware to literal-IP URLs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+#: (attribute of an ``ipaddress`` address, the word for it in messages),
+#: checked in this order: ``is_private`` also holds for loopback and
+#: link-local addresses, so the more precise words come first.
+CATEGORIES = (
+    ("is_unspecified", "unspecified"),
+    ("is_loopback", "loopback"),
+    ("is_link_local", "link-local"),
+    ("is_multicast", "multicast"),
+    ("is_private", "private"),
+    ("is_reserved", "reserved"),
+)
+
+
+def parse_address(text: str) -> IPAddress | None:
+    """``text`` as an IP address (brackets of an IPv6 URL host allowed), else None."""
+    try:
+        return ipaddress.ip_address(text.strip("[]"))
+    except ValueError:
+        return None
+
+
+def is_ip_literal(host: str) -> bool:
+    return parse_address(host) is not None
+
+
+def address_category(address: IPAddress) -> str | None:
+    """The non-public category of ``address`` ("loopback", ...), or None if global.
+
+    An IPv4-mapped IPv6 address (``::ffff:127.0.0.1``) is judged as the IPv4
+    address it carries, since that is where a socket would connect.
+    """
+    mapped = getattr(address, "ipv4_mapped", None)
+    if mapped is not None:
+        address = mapped
+    for attribute, word in CATEGORIES:
+        if getattr(address, attribute):
+            return word
+    # shared (100.64/10), 6to4 relays and the like: not private, not global
+    return None if address.is_global else "non-global"
+
+
+class AddressPolicy:
+    """Refuses non-public addresses unless allowed.
+
+    ``allow_private`` lifts the refusal altogether; ``allowed_networks`` lifts
+    it for addresses inside those networks only (a staging network, or a test
+    emulating a public host on loopback).
+    """
+
+    def __init__(self, allow_private: bool = False, allowed_networks: Iterable[IPNetwork] = ()):
+        self.allow_private = allow_private
+        self.allowed_networks: tuple[IPNetwork, ...] = tuple(allowed_networks)
+
+    def refusal(self, address: str) -> str | None:
+        """Why ``address`` is refused ("loopback", "private", ...), or None if allowed."""
+        if self.allow_private:
+            return None
+        parsed = parse_address(address)
+        if parsed is None:
+            return "unparsable"
+        if any(parsed in network for network in self.allowed_networks):
+            return None
+        mapped = getattr(parsed, "ipv4_mapped", None)
+        if mapped is not None and any(mapped in network for network in self.allowed_networks):
+            return None
+        return address_category(parsed)
+
+
+def parse_networks(value: Iterable[str], setting: str = "ALLOWED_ADDRESS_NETWORKS") -> list[IPNetwork]:
+    """CIDR strings as networks; an invalid one is an error naming the setting."""
+    networks = []
+    for text in value:
+        try:
+            networks.append(ipaddress.ip_network(text.strip(), strict=False))
+        except ValueError as err:
+            raise ValueError(f"{setting}={text!r}: not a network in CIDR notation: {err}") from err
+    return networks
+
+
+def policy_from_settings(settings: Any) -> AddressPolicy:
+    """The policy ``ALLOW_PRIVATE_ADDRESSES`` and ``ALLOWED_ADDRESS_NETWORKS`` ask for.
+
+    Called from ``from_crawler`` of the resolver and the middleware; a
+    comma-separated string (``-s ALLOWED_ADDRESS_NETWORKS=a/8,b/16``) works too.
+    """
+    networks = [text for text in settings.getlist("ALLOWED_ADDRESS_NETWORKS") if text.strip()]
+    return AddressPolicy(settings.getbool("ALLOW_PRIVATE_ADDRESSES", False), parse_networks(networks))
+
+
+def describe_refusal(host: str, address: str, category: str) -> str:
+    """The message of a refusal: which host, which address, what lifts it."""
+    article = "an" if category[0] in "aeiou" else "a"
+    what = f"is {article} {category} address" if host == address else \
+        f"resolves to {address}, {article} {category} address"
+    return f"{host} {what} (refused; ALLOW_PRIVATE_ADDRESSES or ALLOWED_ADDRESS_NETWORKS lift this)"

@@ -1,0 +1,374 @@
+"""A caching asynchronous resolver (``TWISTED_DNS_RESOLVER``).
+
+Scrapy's default resolver asks the C library in a thread per lookup and
+caches forever. :class:`CachingResolver` instead sends DNS queries itself
+(``twisted.names``, UDP, a fresh source port per query) to
+``DNS_NAMESERVERS``, and answers from a bounded LRU cache that honours the
+records' TTLs. In order, a lookup is answered by:
+
+1. the ``DNS_HOSTS`` file (and, when the system's nameservers are used, the
+   system's /etc/hosts, as the C library would);
+2. the cache: an address, or a cached NXDOMAIN / no-A-record answer;
+3. the query already in flight for the name, if any (single-flight: one
+   query per name however many callers wait);
+4. a new query.
+
+Every address returned passes the address policy (:mod:`extensions.dns.policy`)
+first, so a name that resolves to a private address never connects, whether
+it was reached by a link, a redirect, or a DNS answer that changed between
+the middleware's check and the connection (DNS rebinding).
+
+Failures are :class:`DnsLookupError` (a Twisted ``DNSLookupError``, which
+Scrapy treats as a download error) naming the host and the reason.
+
+Scrapy builds this resolver from the process's settings before add-ons run,
+so every setting's fallback here is the value of :mod:`extensions.defaults`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+
+from scrapy.resolver import dnscache as scrapy_dnscache
+from twisted.internet import defer
+from twisted.internet.error import DNSLookupError
+from twisted.internet.interfaces import IResolverSimple
+from twisted.names import client, dns
+from twisted.names import error as dns_errors
+from zope.interface import implementer
+
+from extensions import defaults
+from extensions.dns.cache import CacheEntry, DnsCache, LatencySample, clamp_ttl
+from extensions.dns.policy import AddressPolicy, describe_refusal, parse_address, policy_from_settings
+from extensions.resolver import HostsTable, StatsSink, load_hosts_file, normalise_name
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from twisted.internet.defer import Deferred
+    from twisted.python.failure import Failure
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_RESOLV_CONF = "/etc/resolv.conf"
+SYSTEM_HOSTS = "/etc/hosts"
+MAX_CNAME_CHAIN = 8
+PUBLISH_EVERY = 64  # lookup-time stats are recomputed every this many queries
+
+LOOKUPS, CACHE_HITS, QUERIES = "dns/lookups", "dns/cache_hits", "dns/queries"
+FAILURES, HOSTS_FILE_HITS = "dns/failures", "dns/hosts_file/hit"
+TIME_MEAN, TIME_P99 = "dns/lookup_time_mean_ms", "dns/lookup_time_p99_ms"
+
+#: reason -> what the error message says about it
+REASONS = {
+    "nxdomain": "NXDOMAIN (no such domain)",
+    "no_address": "no A record",
+    "timeout": "timeout (no answer from the nameservers)",
+    "servfail": "SERVFAIL (the nameserver failed)",
+    "refused": "REFUSED by the nameserver",
+    "error": "DNS error",
+    "private_address": "refused address",
+}
+
+
+class DnsLookupError(DNSLookupError):
+    """A failed lookup: ``host`` and ``reason`` (a key of :data:`REASONS`).
+
+    ``negative_ttl`` is how long the answer may be cached (NXDOMAIN and no A
+    record), None when it must not be (timeouts, server failures).
+    """
+
+    def __init__(self, host: str, reason: str, detail: str = "", negative_ttl: float | None = None):
+        text = REASONS.get(reason, reason) + (f": {detail}" if detail else "")
+        super().__init__(f"{host}: {text}")
+        self.host, self.reason, self.negative_ttl = host, reason, negative_ttl
+
+
+class AddressRefusedError(DnsLookupError):
+    """``host`` resolved to ``address``, which the address policy refuses."""
+
+    def __init__(self, host: str, address: str, category: str):
+        DNSLookupError.__init__(self, describe_refusal(host, address, category))
+        self.host, self.reason, self.negative_ttl = host, "private_address", None
+        self.address, self.category = address, category
+
+
+class Answer(NamedTuple):
+    address: str
+    ttl: float
+
+
+class TtlBounds(NamedTuple):
+    """``DNS_MIN_TTL``, ``DNS_MAX_TTL`` and ``DNS_NEGATIVE_TTL`` (seconds)."""
+
+    minimum: float = defaults.DNS_MIN_TTL
+    maximum: float = defaults.DNS_MAX_TTL
+    negative: float = defaults.DNS_NEGATIVE_TTL
+
+
+def parse_nameserver(text: str) -> tuple[str, int]:
+    """``"ip"``, ``"ip:port"``, ``"[ipv6]:port"`` or ``"ipv6"`` as (ip, port)."""
+    text = text.strip()
+    host, port = text, "53"
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.lstrip(":") or "53"
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    address = parse_address(host)
+    if address is None or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"DNS_NAMESERVERS={text!r}: expected ip[:port]")
+    return str(address), int(port)
+
+
+def soa_ttl(authority: Iterable[dns.RRHeader]) -> float | None:
+    """RFC 2308: a negative answer lives min(SOA TTL, SOA minimum), if there is an SOA."""
+    for record in authority:
+        if record.type == dns.SOA:
+            return min(record.ttl, record.payload.minimum)
+    return None
+
+
+def follow_chain(name: str, answers: Iterable[dns.RRHeader]) -> tuple[Answer | None, str, float]:
+    """(answer, last name, TTL so far) following CNAMEs inside one answer section."""
+    records = [r for r in answers if r.cls == dns.IN and r.type in (dns.A, dns.CNAME)]
+    current, ttl = name, float("inf")
+    for _ in range(MAX_CNAME_CHAIN + 1):
+        owned = [r for r in records if r.name.name.decode("ascii", "replace").lower() == current]
+        address = next((r for r in owned if r.type == dns.A), None)
+        if address is not None:
+            return Answer(address.payload.dottedQuad(), min(ttl, address.ttl)), current, ttl
+        alias = next((r for r in owned if r.type == dns.CNAME), None)
+        if alias is None:
+            break
+        ttl = min(ttl, alias.ttl)
+        current = alias.payload.name.name.decode("ascii", "replace").lower()
+    return None, current, ttl
+
+
+class NameserverQuerier:
+    """Asks nameservers for a name's A record, with per-try timeouts and retries.
+
+    ``timeout`` (``DNS_TIMEOUT``) bounds the whole lookup: it is split into
+    ``retries + 1`` rounds, each of which tries every nameserver once.
+    ``on_query`` is called once per question sent (a retransmission after a
+    per-try timeout is the same question and is not counted again).
+    """
+
+    def __init__(self, client_resolver: client.Resolver, timeout: float, retries: int,
+                 on_query: Callable[[], None] = lambda: None):
+        self.client = client_resolver
+        self.timeout = timeout
+        self.retries = retries
+        self.on_query = on_query
+
+    def per_try_timeouts(self) -> tuple[float, ...]:
+        servers = max(1, len(self.client.servers) + len(self.client.dynServers))
+        return (self.timeout / ((self.retries + 1) * servers),) * (self.retries + 1)
+
+    def resolve(self, name: str, hops: int = 0) -> Deferred[Answer]:
+        """The first A record of ``name`` (CNAMEs followed), or a DnsLookupError."""
+        self.on_query()
+        d = self.client.queryUDP([dns.Query(name, dns.A, dns.IN)], self.per_try_timeouts())
+        d.addCallback(self.client.filterAnswers)  # rcode -> error; truncated -> TCP
+        d.addCallbacks(self.answered, self.failed, callbackArgs=(name, hops), errbackArgs=(name,))
+        return d
+
+    def answered(self, sections: tuple[list[Any], list[Any], list[Any]], name: str,
+                 hops: int) -> Answer | Deferred[Answer]:
+        answers, authority, _ = sections
+        answer, last, ttl = follow_chain(name, answers)
+        if answer is not None:
+            return answer
+        if last != name and hops < MAX_CNAME_CHAIN:  # an alias whose target was not included
+            d = self.resolve(last, hops + 1)
+            d.addCallback(lambda found: Answer(found.address, min(found.ttl, ttl)))
+            return d
+        raise DnsLookupError(name, "no_address", negative_ttl=soa_ttl(authority))
+
+    def failed(self, failure: Failure, name: str) -> Failure:
+        err = failure.value
+        if isinstance(err, DnsLookupError):
+            return failure
+        if isinstance(err, dns_errors.DNSNameError):
+            message = err.args[0] if err.args else None
+            raise DnsLookupError(name, "nxdomain", negative_ttl=soa_ttl(
+                getattr(message, "authority", ()))) from err
+        if isinstance(err, (defer.TimeoutError, dns_errors.DNSQueryTimeoutError)):
+            raise DnsLookupError(name, "timeout", f"{self.timeout:g} s") from err
+        if isinstance(err, dns_errors.DNSServerError):
+            raise DnsLookupError(name, "servfail") from err
+        if isinstance(err, dns_errors.DNSQueryRefusedError):
+            raise DnsLookupError(name, "refused") from err
+        raise DnsLookupError(name, "error", f"{type(err).__name__}: {err}") from err
+
+
+@implementer(IResolverSimple)
+class CachingResolver:
+    """``TWISTED_DNS_RESOLVER``: hosts file, TTL cache, single-flight queries, address policy.
+
+    Stats (in every running crawler's collector): ``dns/lookups``,
+    ``dns/cache_hits``, ``dns/hosts_file/hit``, ``dns/queries``,
+    ``dns/failures`` and ``dns/failures/<reason>``, and the time of lookups
+    that had to wait for a nameserver, ``dns/lookup_time_mean_ms`` (all of
+    them) and ``dns/lookup_time_p99_ms`` (of the latest 1024).
+    """
+
+    def __init__(self, reactor: Any, querier: NameserverQuerier, cache: DnsCache,
+                 hosts: HostsTable | None = None, policy: AddressPolicy | None = None,
+                 stats: StatsSink | None = None, ttl: TtlBounds = TtlBounds(),
+                 clock: Callable[[], float] = time.monotonic):
+        self.reactor = reactor
+        self.querier = querier
+        self.cache = cache
+        self.hosts: HostsTable = hosts or HostsTable()
+        self.policy: AddressPolicy = policy or AddressPolicy()
+        self.stats: StatsSink = stats or StatsSink()
+        self.ttl = ttl
+        self.clock = clock
+        self.in_flight: dict[str, list[Deferred[str]]] = {}
+        self.lookup_times = LatencySample()
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, reactor: Any,
+                     clock: Callable[[], float] = time.monotonic) -> Self:
+        settings = crawler.settings
+        stats = StatsSink(crawler)
+        nameservers = [parse_nameserver(text) for text in settings.getlist(
+            "DNS_NAMESERVERS", defaults.DNS_NAMESERVERS) if text.strip()]
+        querier = NameserverQuerier(
+            build_client(reactor, nameservers), positive(settings, "DNS_TIMEOUT", 60.0),
+            int(non_negative(settings, "DNS_RETRIES", defaults.DNS_RETRIES)),
+            on_query=lambda: stats.inc(QUERIES))
+        size = int(non_negative(settings, "DNS_CACHE_SIZE", defaults.DNS_CACHE_SIZE))
+        ttl = TtlBounds(non_negative(settings, "DNS_MIN_TTL", defaults.DNS_MIN_TTL),
+                        non_negative(settings, "DNS_MAX_TTL", defaults.DNS_MAX_TTL),
+                        non_negative(settings, "DNS_NEGATIVE_TTL", defaults.DNS_NEGATIVE_TTL))
+        if ttl.minimum > ttl.maximum:
+            raise ValueError(f"DNS_MIN_TTL={ttl.minimum!r} exceeds DNS_MAX_TTL={ttl.maximum!r}")
+        cache = DnsCache(size if settings.getbool("DNSCACHE_ENABLED", True) else 0)
+        hosts = hosts_table(settings.get("DNS_HOSTS"), system=not nameservers)
+        resolver = cls(reactor, querier, cache, hosts, policy_from_settings(settings), stats, ttl,
+                       clock)
+        logger.info("DNS: nameservers %s, cache %d names, TTL %g..%g s, timeout %g s, %d retries",
+                    ", ".join(f"{ip}:{port}" for ip, port in nameservers) or SYSTEM_RESOLV_CONF,
+                    size, ttl.minimum, ttl.maximum, querier.timeout, querier.retries)
+        return resolver
+
+    def install_on_reactor(self) -> None:
+        self.reactor.installResolver(self)
+
+    def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> Deferred[str]:
+        """The address of ``name``; ``timeout`` is ignored in favour of DNS_TIMEOUT."""
+        self.stats.inc(LOOKUPS)
+        key = normalise_name(name)
+        address = self.hosts.lookup(key)
+        if address is not None:
+            self.stats.inc(HOSTS_FILE_HITS)
+            return self.checked(key, address)
+        entry = self.cache.get(key, self.clock())
+        if entry is not None:
+            self.stats.inc(CACHE_HITS)
+            if entry.negative:
+                return self.failure(DnsLookupError(key, entry.reason or "error"))
+            return self.checked(key, entry.address or "")
+        return self.join_or_query(key)
+
+    def checked(self, name: str, address: str) -> Deferred[str]:
+        """``address`` if the policy allows it, else an AddressRefusedError."""
+        category = self.policy.refusal(address)
+        if category is None:
+            return defer.succeed(address)
+        return self.failure(AddressRefusedError(name, address, category))
+
+    def failure(self, error: DnsLookupError) -> Deferred[str]:
+        self.stats.inc(FAILURES)
+        self.stats.inc(f"{FAILURES}/{error.reason}")
+        return defer.fail(error)
+
+    def join_or_query(self, name: str) -> Deferred[str]:
+        waiter: Deferred[str] = defer.Deferred()
+        waiters = self.in_flight.get(name)
+        if waiters is not None:
+            waiters.append(waiter)
+            return waiter
+        self.in_flight[name] = [waiter]
+        started = self.clock()
+        d = self.querier.resolve(name)
+        d.addCallbacks(self.resolved, self.unresolved, callbackArgs=(name, started),
+                       errbackArgs=(name, started))
+        return waiter
+
+    def resolved(self, answer: Answer, name: str, started: float) -> None:
+        now = self.clock()
+        self.record_time(now - started)
+        ttl = clamp_ttl(answer.ttl, self.ttl.minimum, self.ttl.maximum)
+        self.cache.put(name, CacheEntry(now + ttl, address=answer.address))
+        scrapy_dnscache[name] = answer.address  # Scrapy's per-IP download slots read it
+        for waiter in self.in_flight.pop(name, ()):
+            if not waiter.called:  # a caller may have cancelled its wait
+                self.checked(name, answer.address).chainDeferred(waiter)
+
+    def unresolved(self, failure: Failure, name: str, started: float) -> None:
+        now = self.clock()
+        self.record_time(now - started)
+        error = failure.value
+        if not isinstance(error, DnsLookupError):  # a bug, not a DNS answer: still fail cleanly
+            error = DnsLookupError(name, "error", f"{type(error).__name__}: {error}")
+        if error.negative_ttl is not None or error.reason in ("nxdomain", "no_address"):
+            ttl = self.ttl.negative if error.negative_ttl is None else error.negative_ttl
+            ttl = clamp_ttl(ttl, self.ttl.minimum, self.ttl.maximum)
+            self.cache.put(name, CacheEntry(now + ttl, reason=error.reason))
+        for waiter in self.in_flight.pop(name, ()):
+            if not waiter.called:
+                self.failure(error).chainDeferred(waiter)
+
+    def record_time(self, seconds: float) -> None:
+        self.lookup_times.add(seconds * 1000.0)
+        if self.lookup_times.count <= PUBLISH_EVERY or not self.lookup_times.count % PUBLISH_EVERY:
+            self.publish_stats()
+
+    def publish_stats(self) -> None:
+        """Set the lookup-time stats from the sample (also called at spider close)."""
+        if self.lookup_times.count:
+            self.stats.set(TIME_MEAN, round(self.lookup_times.mean, 3))
+            self.stats.set(TIME_P99, round(self.lookup_times.percentile(0.99), 3))
+
+
+def build_client(reactor: Any, nameservers: list[tuple[str, int]]) -> client.Resolver:
+    """A twisted.names client for ``nameservers``, or for /etc/resolv.conf if none."""
+    if nameservers:
+        return client.Resolver(servers=nameservers, reactor=reactor)
+    return client.Resolver(resolv=SYSTEM_RESOLV_CONF, reactor=reactor)
+
+
+def hosts_table(path: str | None, system: bool) -> HostsTable:
+    """``DNS_HOSTS`` entries, then (``system``) those of /etc/hosts the file lacks."""
+    table = load_hosts_file(path) if path else HostsTable()
+    if path:
+        logger.info("DNS_HOSTS=%s: %d names, %d malformed lines skipped",
+                    path, len(table), table.malformed)
+    if system and Path(SYSTEM_HOSTS).is_file():
+        extra = load_hosts_file(SYSTEM_HOSTS)
+        for family, entries in ((table.ipv4, extra.ipv4), (table.ipv6, extra.ipv6)):
+            for name, address in entries.items():
+                family.setdefault(name, address)
+    return table
+
+
+def positive(settings: Any, name: str, default: float) -> float:
+    value = settings.getfloat(name, default)
+    if value <= 0:
+        raise ValueError(f"{name}={value!r}: must be > 0")
+    return value
+
+
+def non_negative(settings: Any, name: str, default: float) -> float:
+    value = settings.getfloat(name, default)
+    if value < 0:
+        raise ValueError(f"{name}={value!r}: must be >= 0")
+    return value
