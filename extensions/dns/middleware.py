@@ -87,10 +87,12 @@ class AddressPolicyMiddleware:
         self.logged_hosts: set[str] = set()
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        from twisted.internet import reactor  # noqa: PLC0415 - the installed one
-
-        middleware = cls(reactor.resolver, policy_from_settings(crawler.settings), crawler.stats)
+    def from_crawler(cls, crawler: Crawler, resolver: SimpleResolver | None = None) -> Self:
+        """``resolver``: the installed reactor's unless given (tests run their own reactor)."""
+        if resolver is None:
+            from twisted.internet import reactor  # noqa: PLC0415 - the installed one
+            resolver = reactor.resolver
+        middleware = cls(resolver, policy_from_settings(crawler.settings), crawler.stats)
         crawler.signals.connect(middleware.prefetch, signal=host_assigned)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware

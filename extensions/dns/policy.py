@@ -20,15 +20,15 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 #: (attribute of an ``ipaddress`` address, the word for it in messages),
-#: checked in this order: ``is_private`` also holds for loopback and
-#: link-local addresses, so the more precise words come first.
+#: checked in this order: ``is_private`` also holds for loopback, link-local
+#: and reserved (240/4) addresses, so the more precise words come first.
 CATEGORIES = (
     ("is_unspecified", "unspecified"),
     ("is_loopback", "loopback"),
     ("is_link_local", "link-local"),
     ("is_multicast", "multicast"),
-    ("is_private", "private"),
     ("is_reserved", "reserved"),
+    ("is_private", "private"),
 )
 
 
