@@ -75,7 +75,7 @@ def crawl_ours(web, workdir: Path, depth: int, concurrency: int, timeout: float,
         SCRAPY, "crawl", "web", "-a", f"seeds={web.seeds_file}",
         "-s", f"DNS_HOSTS={web.hosts_file}", "-s", f"DEPTH_LIMIT={depth}",
         "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO",
-        "-s", f"JOBDIR={workdir / 'job'}", *extra,
+        "-s", f"JOBDIR={workdir / 'job'}", "-s", "ALLOW_PRIVATE_ADDRESSES=True", *extra,
         # the 503 robots.txt host: give up after 2 s (stock Scrapy allows at once)
         "-s", "ROBOTSTXT_RETRY_DELAY=0.5", "-s", "ROBOTSTXT_UNREACHABLE_PERIOD=2",
     ]

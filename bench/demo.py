@@ -29,6 +29,7 @@ def crawl_command(web, out: Path, depth: int) -> list[str]:
         "-a", f"seeds={web.seeds_file}",
         "-O", str(out / "pages.jsonl"),
         "-s", f"DNS_HOSTS={web.hosts_file}",
+        "-s", "ALLOW_PRIVATE_ADDRESSES=True",  # the synthetic web is on loopback
         "-s", f"DEPTH_LIMIT={depth}",
         "-s", "CONCURRENT_REQUESTS=32",
         "-s", f"WARC_DIR={out / 'warc'}",

@@ -190,6 +190,7 @@ def crawl_command(name: str, web, rundir: Path, args: argparse.Namespace
     ]
     if name == "ours":
         cmd = [SCRAPY, "crawl", "web", *common, "-s", f"JOBDIR={rundir / 'job'}",
+               "-s", "ALLOW_PRIVATE_ADDRESSES=True",  # the test web is on loopback
                "-s", f"PROGRESS_REPORT_FILE={rundir / 'report.json'}"]
         return cmd, ROOT, dict(os.environ)
     # Outside the project (no scrapy.cfg) so none of our settings apply;

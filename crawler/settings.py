@@ -13,10 +13,10 @@ NEWSPIDER_MODULE = "crawler.spiders"
 
 ADDONS = {"extensions.addon.WebcrawlerAddon": 0}
 
-# Read by Scrapy before add-ons run, so it lives here: hosts(5) overrides
-# from DNS_HOSTS (-s DNS_HOSTS=FILE), everything else via Scrapy's caching
-# threaded resolver.
-TWISTED_DNS_RESOLVER = "extensions.resolver.HostsFileResolver"
+# Read by Scrapy before add-ons run, so it lives here: our caching
+# asynchronous resolver (DNS_NAMESERVERS, DNS_HOSTS, DNS_CACHE_SIZE, TTLs and
+# the address policy; see the DNS group of extensions/defaults.py).
+TWISTED_DNS_RESOLVER = "extensions.dns.resolver.CachingResolver"
 
 # Project overrides go below, e.g.:
 # DOWNLOAD_DELAY = 1.0

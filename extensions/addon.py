@@ -21,6 +21,8 @@ from extensions import defaults
 #: Component dictionaries: setting name -> {class path: order}.
 COMPONENTS: dict[str, dict[str, int | None]] = {
     "DOWNLOADER_MIDDLEWARES": {
+        # the address policy before robots.txt (100): a refused URL fetches nothing
+        "extensions.dns.middleware.AddressPolicyMiddleware": 50,
         # ours replaces Scrapy's robots.txt middleware, at its place (100)
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
         "extensions.robots.middleware.RobotsMiddleware": 100,

@@ -55,12 +55,23 @@ PROCESSING_MODULES = {
 TAG_COUNTER_MAX_TAGS = 50
 
 
-# --- DNS (extensions.resolver) ----------------------------------------------
+# --- DNS (extensions.dns) --------------------------------------------------
+# extensions.dns.resolver.CachingResolver (TWISTED_DNS_RESOLVER, set in
+# crawler/settings.py) and extensions.dns.middleware.AddressPolicyMiddleware.
 # CAUTION: Scrapy builds the resolver from the process's settings before
-# add-ons run, so TWISTED_DNS_RESOLVER is set in crawler/settings.py and
-# DNS_HOSTS works from there or from -s, not from this module.
+# add-ons run, so the resolver reads these from settings.py or -s only, with
+# the values below as its fallbacks. Scrapy's DNS_TIMEOUT (seconds for a whole
+# lookup, retries included) and DNSCACHE_ENABLED keep their meanings.
+ALLOW_PRIVATE_ADDRESSES = False  # True: fetch loopback, private, link-local... addresses too
+ALLOWED_ADDRESS_NETWORKS: list[str] = []  # CIDRs allowed even when not public
+DNS_CACHE_SIZE = 10000  # names (LRU); answers and NXDOMAINs
 DNS_HOSTS = ""  # hosts(5) file whose entries override DNS; empty: none
-DNS_HOSTS_FALLBACK_RESOLVER = "scrapy.resolver.CachingThreadedResolver"
+DNS_HOSTS_FALLBACK_RESOLVER = "scrapy.resolver.CachingThreadedResolver"  # HostsFileResolver only
+DNS_MAX_TTL = 86400  # seconds; record TTLs are clamped to [DNS_MIN_TTL, DNS_MAX_TTL]
+DNS_MIN_TTL = 60
+DNS_NAMESERVERS: list[str] = []  # "ip[:port]" (or one comma-separated string); empty: /etc/resolv.conf
+DNS_NEGATIVE_TTL = 300  # seconds an NXDOMAIN is cached when the answer has no SOA
+DNS_RETRIES = 2  # extra rounds over the nameservers after a per-try timeout
 
 
 # --- Progress report (extensions.progress) ----------------------------------

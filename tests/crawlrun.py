@@ -52,6 +52,7 @@ def crawl_command(
         # it quickly and give up (no restrictions) after a second, not 30 days
         "ROBOTSTXT_RETRY_DELAY": 0.2,
         "ROBOTSTXT_UNREACHABLE_PERIOD": 1.0,
+        "ALLOW_PRIVATE_ADDRESSES": True,  # the test webs are on loopback
         **(settings or {}),
     }
     for name, value in merged.items():
