@@ -121,7 +121,8 @@ class AddressPolicyMiddleware:
     def judge(self, outcome: str | BaseException, request: Request, host: str) -> None:
         """Return if ``outcome`` (an address, or the lookup's error) allows the fetch."""
         if isinstance(outcome, AddressRefusedError):
-            self.refuse(request, host, str(outcome), outcome)
+            self.refuse(request, host, describe_refusal(host, outcome.address, outcome.category),
+                        outcome)
         if isinstance(outcome, BaseException):
             logger.error("Ignoring %s: %s", request, outcome)
             raise IgnoreRequest(f"Ignoring {request.url}: {outcome}") from outcome
