@@ -23,3 +23,5 @@ class PageItem(scrapy.Item):
     referer = scrapy.Field()
     outlinks = scrapy.Field()
     processed = scrapy.Field()
+    importance = scrapy.Field()  # AOPIC history: cash that flowed through the page
+    links = scrapy.Field()  # accepted outlinks, for the pipelines; removed before export

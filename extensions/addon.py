@@ -28,7 +28,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.robots.middleware.RobotsMiddleware": 100,
     },
     "SPIDER_MIDDLEWARES": {},
-    "ITEM_PIPELINES": {},
+    # links: last, after every pipeline that judges the page
+    "ITEM_PIPELINES": {"extensions.pipelines.links.LinkScheduler": 900},
     # 500: after Scrapy's built-in extensions (CoreStats sets finish_reason first)
     "EXTENSIONS": {
         "extensions.progress.ProgressReporter": 500,

@@ -93,6 +93,9 @@ WARC_PREFIX = "webcrawler"
 # its delay runs from the END of a host's last fetch (the downloader's from
 # its start). See extensions/frontier/config.py for each setting.
 SCHEDULER = "extensions.frontier.scheduler.Frontier"
+FRONTIER_AOPIC = True  # AOPIC cash decides priority (extensions.aopic.ledger)
+FRONTIER_AOPIC_INITIAL_CASH = 1.0  # cash of each seed
+FRONTIER_AOPIC_TAX = 0.1  # share of a fetched page's cash that goes to Lambda
 FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's advice)
 FRONTIER_BLOOM_ERROR_RATE = 0.001
 FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000
@@ -100,7 +103,7 @@ FRONTIER_CHECKPOINT_INTERVAL = 5.0  # seconds between commits of the URL databas
 FRONTIER_FRONT_QUEUES = 8
 FRONTIER_FRONT_QUEUE_WEIGHTS: list[int] = []  # empty: level i weighs i + 1
 FRONTIER_POLITENESS_FACTOR = 0.0  # x the last fetch's duration; Mercator used 10
-FRONTIER_PRIORITIZER = "extensions.frontier.prioritizer.DepthPrioritizer"
+FRONTIER_PRIORITIZER = "extensions.frontier.prioritizer.CashPrioritizer"  # depth without AOPIC
 FRONTIER_QUEUE_BUFFER = 256  # entries per head/tail buffer; Mercator used 600
 FRONTIER_REFILL_BUDGET = 1024  # front-to-back moves per scheduler call
 FRONTIER_SEEN_BACKEND = "exact"  # or "bloom"

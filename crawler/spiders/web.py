@@ -58,6 +58,7 @@ class WebSpider(scrapy.Spider):
         self.url_filter: UrlFilter | None = None
         self.processors: ProcessorRegistry | None = None
         self.recent_links = RecentLinks(0)
+        self.links_via_pipeline = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
@@ -73,6 +74,10 @@ class WebSpider(scrapy.Spider):
         self.url_filter.set_allowed_domains(self.allowed_domains)
         self.processors = ProcessorRegistry.from_crawler(self.crawler)
         self.recent_links = RecentLinks(self.crawler.settings.getint("LINKS_RECENT_CACHE_SIZE"))
+        pipelines = self.crawler.settings.getdict("ITEM_PIPELINES")
+        self.links_via_pipeline = any(
+            str(path).endswith("pipelines.links.LinkScheduler") or getattr(path, "__name__", "") == "LinkScheduler"
+            for path, order in pipelines.items() if order is not None)
 
     async def start(self) -> AsyncIterator[Any]:
         for request in self.seed_requests():
@@ -104,12 +109,16 @@ class WebSpider(scrapy.Spider):
             processed = self.processors.run(response, mime)
             links = processed.pop("links", [])
         depth = response.meta.get("depth", 0)
-        yield self.page_item(response, content_type, depth, len(links), processed)
+        item = self.page_item(response, content_type, depth, len(links), processed)
         stats = self.crawler.stats
+        accepted = [url for url in links if self.url_filter.check(url, depth + 1, stats)]
+        if self.links_via_pipeline:
+            item["links"] = accepted  # scheduled by LinkScheduler after the verdicts
+            yield item
+            return
+        yield item
         recent = self.recent_links
-        for url in links:
-            if not self.url_filter.check(url, depth + 1, stats):
-                continue
+        for url in accepted:
             if recent.fresh(url, depth + 1):
                 yield scrapy.Request(url)
             else:

@@ -31,6 +31,7 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from extensions import defaults
+from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.front import BiasedSelector
 from extensions.frontier.hostkey import HostKey
 from extensions.frontier.politeness import Politeness
@@ -165,5 +166,8 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
         "looping_call": create_looping_call,
         "checkpoint_interval": _non_negative(settings, "FRONTIER_CHECKPOINT_INTERVAL"),
         "cleanup_dir": cleanup,
+        "ledger": AOPICLedger(store, settings.getfloat("FRONTIER_AOPIC_INITIAL_CASH"),
+                              settings.getfloat("FRONTIER_AOPIC_TAX"))
+        if settings.getbool("FRONTIER_AOPIC") else None,
         **_engine_hooks(crawler),
     }

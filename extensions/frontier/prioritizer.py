@@ -9,6 +9,7 @@ Scrapy, so a later AOPIC prioritiser (cash in ``meta``) is a drop-in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -56,3 +57,31 @@ class FlatPrioritizer:
 
     def level(self, priority: int, depth: int, meta: Mapping[str, Any]) -> int:
         return self.levels - 1
+
+
+class CashPrioritizer:
+    """AOPIC: URLs with more cash go to higher levels (the default).
+
+    ``level = clamp(levels // 2 + floor(log2(cash / mean)) + priority // priority_step)``
+    where ``mean`` is the average cash per known page: a page with the mean
+    sits in the middle, each doubling buys a level. The frontier passes
+    ``aopic_cash`` and ``aopic_mean`` in ``meta``; a URL without cash (a
+    redirect target) counts as average. Without AOPIC (no cash in meta) it
+    is the :class:`DepthPrioritizer`.
+    """
+
+    def __init__(self, levels: int = 8, priority_step: int = 1) -> None:
+        if levels < 1 or priority_step < 1:
+            raise ValueError(f"CashPrioritizer needs levels, priority_step >= 1; got {levels!r}, {priority_step!r}")
+        self.levels = levels
+        self.priority_step = priority_step
+        self.fallback = DepthPrioritizer(levels)
+
+    def level(self, priority: int, depth: int, meta: Mapping[str, Any]) -> int:
+        cash = meta.get("aopic_cash")
+        if cash is None:
+            return self.fallback.level(priority, depth, meta)
+        mean = meta.get("aopic_mean") or 1.0
+        ratio = cash / mean if cash > 0 else 1.0
+        raw = self.levels // 2 + math.floor(math.log2(ratio)) + priority // self.priority_step
+        return min(self.levels - 1, max(0, raw))

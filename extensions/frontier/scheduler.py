@@ -30,7 +30,7 @@ import logging
 import shutil
 from functools import partial
 import time
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +50,7 @@ from extensions.frontier.resume import load_bloom, rebuild_queues, record_shape,
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
 from extensions.store.base import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
 from extensions.signals import host_assigned
+from extensions.aopic.ledger import AOPICLedger
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -116,6 +117,7 @@ class Frontier(BaseScheduler):
         checkpoint_interval: float = 0.0,
         on_store_error: Callable[[Exception], None] | None = None,
         cleanup_dir: Path | None = None,
+        ledger: AOPICLedger | None = None,
     ) -> None:
         self.store = store
         self.front = FrontQueues(store, front_queues, queue_buffer, selector)
@@ -134,6 +136,7 @@ class Frontier(BaseScheduler):
         self.looping_call, self.checkpoint_interval = looping_call, checkpoint_interval
         self.on_store_error = on_store_error
         self.cleanup_dir = cleanup_dir
+        self.ledger = ledger
         self.spider: Spider | None = None
         self.inflight: dict[Request, InFlight] = {}
         self.memory_only: dict[int, Request] = {}
@@ -173,6 +176,8 @@ class Frontier(BaseScheduler):
             logger.info("Queue counts changed; rebuilding the frontier queues")
             self.store.clean = False
         self.politeness.crawl_delays.update(self.store.hosts.crawl_delays())
+        if self.ledger is not None:
+            self.ledger.load()
         if self.store.clean:
             self._restore_clean()
         else:
@@ -199,6 +204,8 @@ class Frontier(BaseScheduler):
             queue.spill()
         self.back.spill()
         record_shape(self.store, self.front, self.back)
+        if self.ledger is not None:
+            self.ledger.save()
         self._update_gauges()
         self._save_bloom()
         self.store.close(clean=True)
@@ -228,7 +235,7 @@ class Frontier(BaseScheduler):
                 return self._duplicate()
         host = self.hostkey.host_of(request) or host
         depth = int(request.meta.get("depth", 0))
-        level = self.prioritizer.level(request.priority, depth, request.meta)
+        level = self.prioritizer.level(request.priority, depth, self._cash_meta(request, fp))
         entry = encode(request, fp, host, level, self.spider)
         now = self.wall_clock()
         if bypass:
@@ -245,6 +252,14 @@ class Frontier(BaseScheduler):
         self.front.push(entry)
         self.stats.inc_value("frontier/enqueued")
         return True
+
+    def _cash_meta(self, request: Request, fp: int) -> Any:
+        """What the prioritiser sees: the request's meta, plus AOPIC's cash."""
+        if self.ledger is None:
+            return request.meta
+        if request.meta.get("is_start_request") and not self.ledger.cash_of(fp):
+            self.ledger.seed(fp)
+        return {"aopic_cash": self.ledger.cash_of(fp), "aopic_mean": self.ledger.mean_cash()}
 
     def next_request(self) -> Request | None:
         now = self.clock()
@@ -283,6 +298,14 @@ class Frontier(BaseScheduler):
         if fp in self.excluded:
             self.excluded.discard(fp)
             return None
+        if self.ledger is not None:
+            # AOPIC promotions leave a stale copy in a lower queue: only the
+            # first copy of a still-queued URL is fetched.
+            if self.store.urls.status_of(fp) != Status.QUEUED:
+                self.stats.inc_value("frontier/stale_copies")
+                return None
+            if self.ledger.maybe_crawl_lambda(self.ledger.cash_of(fp)):
+                self.stats.inc_value("aopic/lambda_crawls")
         if entry.flags & FLAG_MEMORY:
             request = self.memory_only.pop(fp, None)
             if request is None:
@@ -469,6 +492,56 @@ class Frontier(BaseScheduler):
         """The politeness key of ``request`` (Scrapy's downloader slot key)."""
         return self.hostkey.of_request(request)
 
+    # -- AOPIC -----------------------------------------------------------------
+    def take_cash(self, url: str) -> tuple[float, float]:
+        """The page at ``url`` was fetched: move its cash to its history;
+        return ``(cash, history)`` (zeros without AOPIC)."""
+        if self.ledger is None:
+            return 0.0, 0.0
+        fp, _ = url_fingerprint(url)
+        return self.ledger.take(fp)
+
+    def distribute(self, url: str, outlinks: Sequence[str]) -> float:
+        """AOPIC credit assignment for a fetched page: its cash to its history,
+        the tax to Lambda, the rest split over ``outlinks`` (known or new);
+        queued URLs whose cash crosses a level move up. Return the history."""
+        if self.ledger is None:
+            return 0.0
+        cash, history = self.take_cash(url)
+        share = self.ledger.split(cash, len(outlinks))
+        if share > 0:
+            self.credit([url_fingerprint(link)[0] for link in outlinks], share)
+        return history
+
+    def credit(self, fingerprints: Sequence[int], amount: float) -> None:
+        """Add ``amount`` of cash to each URL; promote queued ones whose level rises."""
+        ledger = self.ledger
+        if ledger is None or not fingerprints:
+            return
+        changes = ledger.credit_many([(fp, amount) for fp in fingerprints])
+        mean = ledger.mean_cash()
+        level_of = self.prioritizer.level
+        rising = [fp for fp, (before, after) in zip(fingerprints, changes)
+                  if before > 0 and level_of(0, 0, {"aopic_cash": after, "aopic_mean": mean})
+                  > level_of(0, 0, {"aopic_cash": before, "aopic_mean": mean})]
+        if rising:
+            self._promote(rising, mean)
+
+    def _promote(self, fingerprints: list[int], mean: float) -> None:
+        entries = self.store.urls.get_many(fingerprints)
+        now = self.wall_clock()
+        for fp, entry in entries.items():
+            if fp in self.memory_only or self.store.urls.status_of(fp) != Status.QUEUED:
+                continue
+            meta = {"aopic_cash": self.ledger.cash_of(fp), "aopic_mean": mean}
+            level = self.prioritizer.level(entry.priority, entry.depth, meta)
+            if level <= entry.level:
+                continue
+            moved = entry._replace(level=level)
+            self.store.urls.requeue(moved, now)
+            self.front.push(moved)
+            self.stats.inc_value("aopic/promoted")
+
     def mark_excluded(self, url: str) -> None:
         """Record that ``url`` must not be fetched (robots.txt, a filter): a
         queued URL is skipped at dequeue, an unknown one is never enqueued."""
@@ -486,6 +559,8 @@ class Frontier(BaseScheduler):
     def checkpoint(self) -> None:
         """Commit everything so far (and save the Bloom filter)."""
         try:
+            if self.ledger is not None:
+                self.ledger.save()
             self._sweep()
             self.politeness.prune(self.clock(), keep=set(self.back.queue_of))
             self._update_gauges()
@@ -545,6 +620,9 @@ class Frontier(BaseScheduler):
             stats.set_value("frontier/seen_cache_hit_rate", round(hits / lookups, 4))
         if self.bloom is not None:
             stats.set_value("frontier/bloom_size", self.bloom.size_bytes())
+        if self.ledger is not None:
+            stats.set_value("aopic/lambda_cash", round(self.ledger.lambda_cash, 6))
+            stats.set_value("aopic/pages_with_cash", self.ledger.rows)
 
     def entries_in_memory(self) -> int:
         """Request entries the frontier holds in memory (buffers + in flight)."""

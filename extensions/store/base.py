@@ -167,12 +167,31 @@ class HostTable(Protocol):
 
 
 @runtime_checkable
+class CashTable(Protocol):
+    """AOPIC's per-URL cash, history and dividend mark (see
+    :mod:`extensions.aopic.ledger`); rows exist only for URLs given cash."""
+
+    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float]]:
+        """``(cash, history, mark)`` of the known ``fingerprints``."""
+
+    def put_cash(self, rows: Sequence[tuple[int, float, float, float]]) -> None:
+        """Insert or overwrite ``(fingerprint, cash, history, mark)`` rows."""
+
+    def cash_count(self) -> int:
+        """How many URLs have a cash row (Lambda's dividend is split among them)."""
+
+    def cash_totals(self) -> tuple[float, float, float]:
+        """Sums of cash, history and mark over all rows (for the conservation check)."""
+
+
+@runtime_checkable
 class FrontierStore(Protocol):
     """One of each store concern plus the lifecycle the frontier needs."""
 
     queues: RequestQueues
     urls: URLTable
     hosts: HostTable
+    cash: CashTable
     #: Whether the previous run closed cleanly (False on a fresh store with
     #: no data is fine: there is nothing to rebuild).
     clean: bool

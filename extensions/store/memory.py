@@ -20,7 +20,8 @@ class MemoryStore:
     def __init__(self) -> None:
         self.location = "memory"
         self.clean = True
-        self.queues = self.urls = self.hosts = self
+        self.queues = self.urls = self.hosts = self.cash = self
+        self._cash: dict[int, tuple[float, float, float]] = {}
         self._queues: dict[str, deque[int]] = {}
         self._rows: dict[int, list] = {}  # fingerprint -> [entry, status, seq, fetched]
         self._hosts: dict[str, float | None] = {}
@@ -41,6 +42,21 @@ class MemoryStore:
 
     def set_meta(self, key: str, value: str) -> None:
         self._meta[key] = value
+
+    # -- CashTable (AOPIC) ---------------------------------------------------
+    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float]]:
+        return {fp: self._cash[fp] for fp in fingerprints if fp in self._cash}
+
+    def put_cash(self, rows: Sequence[tuple[int, float, float, float]]) -> None:
+        for fp, cash, history, mark in rows:
+            self._cash[fp] = (cash, history, mark)
+
+    def cash_count(self) -> int:
+        return len(self._cash)
+
+    def cash_totals(self) -> tuple[float, float, float]:
+        values = self._cash.values()
+        return (sum(v[0] for v in values), sum(v[1] for v in values), sum(v[2] for v in values))
 
     # -- RequestQueues -------------------------------------------------------
     def push(self, name: str, fingerprints: Sequence[int]) -> None:

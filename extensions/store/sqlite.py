@@ -78,6 +78,9 @@ CREATE TABLE IF NOT EXISTS queue_items (
 CREATE TABLE IF NOT EXISTS hosts (
   host TEXT PRIMARY KEY, crawl_delay REAL, first_seen REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cash (
+  fingerprint INTEGER PRIMARY KEY, cash REAL NOT NULL, history REAL NOT NULL,
+  mark REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS statuses (status INTEGER PRIMARY KEY, name TEXT NOT NULL);
 INSERT OR IGNORE INTO statuses VALUES
   (0, 'queued'), (1, 'inflight'), (2, 'done'), (3, 'failed'), (4, 'excluded');
@@ -85,8 +88,8 @@ CREATE VIEW IF NOT EXISTS urls_readable AS
   SELECT u.fingerprint, u.url, u.host, s.name AS status, u.level, u.priority,
          u.depth, datetime(u.discovered, 'unixepoch') AS discovered,
          datetime(u.fetched, 'unixepoch') AS fetched, u.referer, u.flags,
-         u.extra, length(u.blob) AS blob_bytes
-  FROM urls u JOIN statuses s USING (status);
+         u.extra, length(u.blob) AS blob_bytes, c.cash, c.history
+  FROM urls u JOIN statuses s USING (status) LEFT JOIN cash c USING (fingerprint);
 """
 
 _ENTRY_COLUMNS = "fingerprint, url, host, level, priority, depth, referer, flags, extra, blob"
@@ -105,7 +108,7 @@ class SQLiteStore:
         self.cache_mb = cache_mb
         self.max_mb = max_mb  # a quota: beyond it writes fail as on a full disk
         self.clean = True
-        self.queues = self.urls = self.hosts = self
+        self.queues = self.urls = self.hosts = self.cash = self
         self._db: sqlite3.Connection | None = None
         self._lengths: dict[str, int] = {}
         self._bounds: dict[str, list[int]] = {}  # queue -> [first seq, last seq]
@@ -199,6 +202,30 @@ class SQLiteStore:
 
     def set_meta(self, key: str, value: str) -> None:
         self._require().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # -- CashTable (AOPIC) ---------------------------------------------------
+    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float]]:
+        db, found = self._require(), {}
+        for start in range(0, len(fingerprints), _CHUNK):
+            chunk = fingerprints[start:start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for fp, cash, history, mark in db.execute(
+                f"SELECT fingerprint, cash, history, mark FROM cash WHERE fingerprint IN ({marks})", chunk
+            ):
+                found[fp] = (cash, history, mark)
+        return found
+
+    def put_cash(self, rows: Sequence[tuple[int, float, float, float]]) -> None:
+        self._require().executemany("INSERT OR REPLACE INTO cash VALUES (?, ?, ?, ?)", rows)
+
+    def cash_count(self) -> int:
+        return self._require().execute("SELECT COUNT(*) FROM cash").fetchone()[0]
+
+    def cash_totals(self) -> tuple[float, float, float]:
+        row = self._require().execute(
+            "SELECT COALESCE(SUM(cash), 0), COALESCE(SUM(history), 0), COALESCE(SUM(mark), 0) FROM cash"
+        ).fetchone()
+        return float(row[0]), float(row[1]), float(row[2])
 
     # -- RequestQueues -------------------------------------------------------
     def push(self, name: str, fingerprints: Sequence[int]) -> None:

@@ -1,0 +1,158 @@
+"""AOPIC's cash ledger (Abiteboul, Preda and Cobena, WWW 2003).
+
+Every seed starts with cash ``X``. Fetching page P moves P's cash to its
+history (the importance estimate), takes a tax (default 10%) to the virtual
+page Lambda and splits the rest equally among P's outlinks, known or new; a
+page without outlinks (or a duplicate, whose links are not followed) gives
+all of it to Lambda. When Lambda holds more cash than the page about to be
+fetched, Lambda is "crawled": its cash is spread equally over every known
+page.
+
+Spreading over millions of rows at once would stall the crawl, so the spread
+is lazy: a global dividend per page ``D`` grows by ``lambda / N`` and each
+row keeps the ``mark`` (the value of ``D``) up to which it was paid; a row's
+cash is ``cash + (D - mark)``, settled whenever the row is touched. Rows are
+created with ``mark = D`` (a page joins after the dividends paid so far).
+
+Conservation (checked by :meth:`AOPICLedger.totals`)::
+
+    sum of cash over rows + unpaid dividends + Lambda == cash put in (seeds)
+
+History is the record of cash that flowed through each page; in OPIC it
+keeps growing (the importance of page i is ``history_i / sum of history``),
+so it is reported beside the conserved quantity, not inside it.
+
+The ledger keeps its scalars (Lambda, ``D``, cash put in, row count) in the
+store's meta table and its rows in the store's cash table, so it is resumed
+with the frontier and is as durable as the last checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+META_KEY = "aopic"
+
+
+@dataclass
+class LedgerTotals:
+    """The conserved sum and its parts."""
+
+    cash: float  # settled cash on rows
+    unpaid: float  # dividends spread but not yet settled on rows
+    lambda_cash: float
+    put_in: float
+    history: float
+    rows: int
+
+    @property
+    def conserved(self) -> float:
+        return self.cash + self.unpaid + self.lambda_cash
+
+
+class AOPICLedger:
+    """Cash, history and Lambda over a store with a cash table."""
+
+    def __init__(self, store: Any, initial_cash: float = 1.0, tax: float = 0.1) -> None:
+        if initial_cash <= 0 or not 0.0 <= tax < 1.0:
+            raise ValueError(f"AOPIC needs initial cash > 0 and 0 <= tax < 1; got {initial_cash!r}, {tax!r}")
+        self.store = store
+        self.initial_cash = initial_cash
+        self.tax = tax
+        self.lambda_cash = 0.0
+        self.dividend = 0.0  # D: Lambda's spread per page so far
+        self.put_in = 0.0
+        self.rows = 0
+        self.lambda_crawls = 0
+
+    # -- persistence ----------------------------------------------------------
+    def load(self) -> None:
+        """Read the scalars saved with the store (a resumed crawl)."""
+        saved = self.store.get_meta(META_KEY)
+        if saved:
+            values = [float(v) for v in saved.split(",")]
+            self.lambda_cash, self.dividend, self.put_in, rows, crawls = values
+            self.rows, self.lambda_crawls = int(rows), int(crawls)
+        else:
+            self.rows = self.store.cash.cash_count()
+
+    def save(self) -> None:
+        """Write the scalars (made durable by the store's next checkpoint)."""
+        self.store.set_meta(META_KEY, ",".join(repr(v) for v in (
+            self.lambda_cash, self.dividend, self.put_in, float(self.rows), float(self.lambda_crawls))))
+
+    # -- reads ------------------------------------------------------------------
+    def cash_of(self, fingerprint: int) -> float:
+        """Current cash of a URL (0 for a URL never given any)."""
+        row = self.store.cash.get_cash([fingerprint]).get(fingerprint)
+        return 0.0 if row is None else row[0] + (self.dividend - row[2])
+
+    def history_of(self, fingerprint: int) -> float:
+        row = self.store.cash.get_cash([fingerprint]).get(fingerprint)
+        return 0.0 if row is None else row[1]
+
+    def mean_cash(self) -> float:
+        """Average cash per known page: the scale the prioritiser compares to."""
+        return self.put_in / self.rows if self.rows else self.initial_cash
+
+    # -- writes -----------------------------------------------------------------
+    def seed(self, fingerprint: int) -> tuple[float, float]:
+        """Give a seed its initial cash (new cash put into the system)."""
+        self.put_in += self.initial_cash
+        return self.credit_many([(fingerprint, self.initial_cash)])[0]
+
+    def credit_many(self, amounts: list[tuple[int, float]]) -> list[tuple[float, float]]:
+        """Add cash to URLs, creating rows for new ones; return each URL's
+        ``(cash before, cash after)`` (a URL credited twice: in order)."""
+        fps = list({fp for fp, _ in amounts})
+        rows = self.store.cash.get_cash(fps)
+        changed: dict[int, tuple[float, float, float]] = {}
+        result = []
+        dividend = self.dividend
+        for fp, amount in amounts:
+            row = changed.get(fp) or rows.get(fp)
+            if row is None:
+                self.rows += 1
+                before, history = 0.0, 0.0
+            else:
+                before, history = row[0] + (dividend - row[2]), row[1]
+            after = before + amount
+            changed[fp] = (after, history, dividend)
+            result.append((before, after))
+        self.store.cash.put_cash([(fp, c, h, m) for fp, (c, h, m) in changed.items()])
+        return result
+
+    def take(self, fingerprint: int) -> tuple[float, float]:
+        """Page fetched: its cash moves to its history; return ``(cash, history)``."""
+        row = self.store.cash.get_cash([fingerprint]).get(fingerprint)
+        if row is None:
+            return 0.0, 0.0
+        cash = row[0] + (self.dividend - row[2])
+        history = row[1] + cash
+        self.store.cash.put_cash([(fingerprint, 0.0, history, self.dividend)])
+        return cash, history
+
+    def split(self, cash: float, outlinks: int) -> float:
+        """Tax to Lambda and the share of each outlink (none: all to Lambda)."""
+        if outlinks <= 0:
+            self.lambda_cash += cash
+            return 0.0
+        tax = cash * self.tax
+        self.lambda_cash += tax
+        return (cash - tax) / outlinks
+
+    def maybe_crawl_lambda(self, rival_cash: float) -> bool:
+        """Crawl Lambda if it holds more than ``rival_cash`` (the page chosen
+        next): its cash is spread equally over every known page."""
+        if self.lambda_cash <= 0 or self.lambda_cash < rival_cash or not self.rows:
+            return False
+        self.dividend += self.lambda_cash / self.rows
+        self.lambda_cash = 0.0
+        self.lambda_crawls += 1
+        return True
+
+    def totals(self) -> LedgerTotals:
+        cash, history, marks = self.store.cash.cash_totals()
+        unpaid = self.rows * self.dividend - marks
+        return LedgerTotals(cash, unpaid, self.lambda_cash, self.put_in, history, self.rows)
