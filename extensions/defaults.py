@@ -28,11 +28,13 @@ USER_AGENT = "webcrawler/0.1 (+https://github.com/webcrawler/webcrawler)"
 
 # --- URL filter -------------------------------------------------------------
 # extensions.urls.filters.UrlFilter, built by the web spider; refusals are
-# counted as urlfilter/filtered/<scheme|domain|deny|length|depth|user>.
+# counted as urlfilter/filtered/<scheme|domain|deny|length|depth|repeats|query|user>.
 URL_FILTER_CLASS = ""  # dotted path of a class with allows(url) -> bool
 URL_FILTER_DENY: list[str] = []  # regexes searched in the canonical URL
 URL_FILTER_MAX_DEPTH = 0  # 0: use DEPTH_LIMIT (0 there too: unlimited)
 URL_FILTER_MAX_LENGTH = 2083
+URL_FILTER_MAX_QUERY_PARAMS = 12  # more query arguments: refused (0: no limit)
+URL_FILTER_MAX_SEGMENT_REPEATS = 3  # a path segment seen more often: refused (0: no limit)
 URL_FILTER_SCHEMES = ["http", "https"]
 
 

@@ -180,3 +180,32 @@ def test_check_counts_each_refusal_by_reason_and_not_acceptances() -> None:
 
 def test_check_without_stats_still_refuses() -> None:
     assert not plain(max_depth=1).check("http://a.test/", 2)
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://trap.test/deep/a/a/a/", None),
+        ("http://trap.test/deep/a/a/a/a/", "repeats"),
+        ("http://a.test/x/y/x/y/x/y/x/y/z.html", "repeats"),
+        ("http://a.test/a/b/c/d/e/f/g/h.html", None),  # deep but no repetition
+        ("http://a.test/s?" + "&".join(f"k{i}=1" for i in range(12)), None),
+        ("http://a.test/s?" + "&".join(f"k{i}=1" for i in range(13)), "query"),
+        ("http://a.test/a&b&c&d&e&f&g&h&i&j&k&l&m/", None),  # "&" in a path is not a query
+    ],
+)
+def test_trap_defences_with_default_limits(url: str, reason: str | None) -> None:
+    assert make_filter().reason(url, 1) == reason
+
+
+def test_trap_defences_are_counted_and_can_be_switched_off() -> None:
+    stats: dict[str, int] = {}
+
+    class Stats:
+        def inc_value(self, key: str) -> None:
+            stats[key] = stats.get(key, 0) + 1
+
+    url = "http://trap.test/deep/a/a/a/a/a/"
+    assert not make_filter().check(url, 1, Stats())
+    assert stats == {"urlfilter/filtered/repeats": 1}
+    assert make_filter(URL_FILTER_MAX_SEGMENT_REPEATS=0).check(url, 1)

@@ -36,6 +36,8 @@ __all__ = ["UrlFilter", "UserUrlFilter"]
 _SCHEMES: list[str] = getattr(defaults, "URL_FILTER_SCHEMES", ["http", "https"])
 _MAX_LENGTH: int = getattr(defaults, "URL_FILTER_MAX_LENGTH", 2083)
 _MAX_DEPTH: int = getattr(defaults, "URL_FILTER_MAX_DEPTH", 0)
+_MAX_REPEATS: int = getattr(defaults, "URL_FILTER_MAX_SEGMENT_REPEATS", 0)
+_MAX_PARAMS: int = getattr(defaults, "URL_FILTER_MAX_QUERY_PARAMS", 0)
 
 
 class UserUrlFilter(Protocol):
@@ -58,6 +60,8 @@ class UrlFilter:
         max_length: int,
         max_depth: int,
         user_filter: UserUrlFilter | None = None,
+        max_segment_repeats: int = 0,
+        max_query_params: int = 0,
     ) -> None:
         self.schemes: frozenset[str] = frozenset(s.lower() for s in schemes)
         patterns = [p for p in deny_patterns if p]
@@ -67,6 +71,8 @@ class UrlFilter:
         self.max_length = max_length
         self.max_depth = max_depth
         self.user_filter = user_filter
+        self.max_segment_repeats = max_segment_repeats
+        self.max_query_params = max_query_params
         self.allowed_domains: frozenset[str] = frozenset()
 
     @classmethod
@@ -86,7 +92,9 @@ class UrlFilter:
         if not max_depth:
             max_depth = _non_negative_int(settings, "DEPTH_LIMIT", 0)
         user_filter = _build_user_filter(crawler, settings.get("URL_FILTER_CLASS"))
-        return cls(schemes, deny, max_length, max_depth, user_filter)
+        return cls(schemes, deny, max_length, max_depth, user_filter,
+                   _non_negative_int(settings, "URL_FILTER_MAX_SEGMENT_REPEATS", _MAX_REPEATS),
+                   _non_negative_int(settings, "URL_FILTER_MAX_QUERY_PARAMS", _MAX_PARAMS))
 
     def set_allowed_domains(self, domains: Iterable[str]) -> None:
         """Restrict to these domains and their subdomains; empty: unrestricted."""
@@ -105,6 +113,11 @@ class UrlFilter:
             return "depth"
         if self.allowed_domains and not self._domain_allowed(rest):
             return "domain"
+        if self.max_segment_repeats and self._repeats(rest) > self.max_segment_repeats:
+            return "repeats"
+        if self.max_query_params and rest.count("&", rest.find("?")) + 1 > self.max_query_params \
+                and "?" in rest:
+            return "query"
         if self.deny is not None and self.deny.search(url):
             return "deny"
         if self.user_filter is not None and not self.user_filter.allows(url):
@@ -119,6 +132,20 @@ class UrlFilter:
         if stats is not None:
             stats.inc_value(f"urlfilter/filtered/{why}")
         return False
+
+    @staticmethod
+    def _repeats(after_scheme: str) -> int:
+        """How often the most repeated path segment occurs (a trap's
+        ``/a/b/a/b/a/b/`` or ``/x/x/x/``); cheap when the path is short."""
+        path = after_scheme.partition("?")[0]
+        slash = path.find("/")
+        if slash < 0 or path.count("/", slash) < 3:
+            return 1
+        counts: dict[str, int] = {}
+        for segment in path[slash + 1:].split("/"):
+            if segment:
+                counts[segment] = counts.get(segment, 0) + 1
+        return max(counts.values(), default=0)
 
     def _domain_allowed(self, after_scheme: str) -> bool:
         # The host of a canonical URL: up to the path, after any userinfo,
