@@ -42,6 +42,7 @@ URL_FILTER_SCHEMES = ["http", "https"]
 # extensions.processors.registry.ProcessorRegistry: MIME pattern (exact or
 # fnmatch wildcard) -> processor classes, each built once per crawl.
 LINKS_IGNORE_NOFOLLOW = False
+LINKS_PATH_ASCENDING = False  # also crawl the directories above each fetched URL
 LINKS_RECENT_CACHE_SIZE = 65536  # links the spider yielded lately; 0: off
 PROCESSING_MODULES = {
     "text/html": [
@@ -103,6 +104,7 @@ FRONTIER_BLOOM_ERROR_RATE = 0.001
 FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000
 FRONTIER_CHECKPOINT_INTERVAL = 5.0  # seconds between commits of the URL database
 FRONTIER_FRONT_QUEUES = 8
+FRONTIER_HOST_BUDGET = 0  # most URLs accepted per host (a trap defence); 0: unlimited
 FRONTIER_FRONT_QUEUE_WEIGHTS: list[int] = []  # empty: level i weighs i + 1
 FRONTIER_POLITENESS_FACTOR = 0.0  # x the last fetch's duration; Mercator used 10
 FRONTIER_PRIORITIZER = "extensions.frontier.prioritizer.CashPrioritizer"  # depth without AOPIC

@@ -25,6 +25,7 @@ from scrapy.utils.sitemap import Sitemap
 
 from crawler.items import PageItem
 from extensions.processors.registry import ProcessorRegistry
+from extensions.urls.ascending import ancestors
 from extensions.urls.canonical import InvalidURL, canonicalize
 from extensions.urls.filters import UrlFilter
 from extensions.urls.recent import RecentLinks
@@ -59,6 +60,7 @@ class WebSpider(scrapy.Spider):
         self.processors: ProcessorRegistry | None = None
         self.recent_links = RecentLinks(0)
         self.links_via_pipeline = False
+        self.path_ascending = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
@@ -74,6 +76,7 @@ class WebSpider(scrapy.Spider):
         self.url_filter.set_allowed_domains(self.allowed_domains)
         self.processors = ProcessorRegistry.from_crawler(self.crawler)
         self.recent_links = RecentLinks(self.crawler.settings.getint("LINKS_RECENT_CACHE_SIZE"))
+        self.path_ascending = self.crawler.settings.getbool("LINKS_PATH_ASCENDING")
         pipelines = self.crawler.settings.getdict("ITEM_PIPELINES")
         self.links_via_pipeline = any(
             str(path).endswith("pipelines.links.LinkScheduler") or getattr(path, "__name__", "") == "LinkScheduler"
@@ -108,6 +111,8 @@ class WebSpider(scrapy.Spider):
             mime = content_type.split(";", 1)[0].strip().lower()
             processed = self.processors.run(response, mime)
             links = processed.pop("links", [])
+            if self.path_ascending:
+                links = links + ancestors(response.url)
         depth = response.meta.get("depth", 0)
         item = self.page_item(response, content_type, depth, len(links), processed)
         stats = self.crawler.stats

@@ -169,5 +169,6 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
         "ledger": AOPICLedger(store, settings.getfloat("FRONTIER_AOPIC_INITIAL_CASH"),
                               settings.getfloat("FRONTIER_AOPIC_TAX"))
         if settings.getbool("FRONTIER_AOPIC") else None,
+        "host_budget": _positive_int(settings, "FRONTIER_HOST_BUDGET", 0),
         **_engine_hooks(crawler),
     }

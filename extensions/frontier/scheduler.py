@@ -27,6 +27,7 @@ queues are rebuilt from the URL rows. The design is in
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 import shutil
 from functools import partial
 import time
@@ -118,6 +119,7 @@ class Frontier(BaseScheduler):
         on_store_error: Callable[[Exception], None] | None = None,
         cleanup_dir: Path | None = None,
         ledger: AOPICLedger | None = None,
+        host_budget: int = 0,
     ) -> None:
         self.store = store
         self.front = FrontQueues(store, front_queues, queue_buffer, selector)
@@ -137,6 +139,8 @@ class Frontier(BaseScheduler):
         self.on_store_error = on_store_error
         self.cleanup_dir = cleanup_dir
         self.ledger = ledger
+        self.host_budget = host_budget  # URLs accepted per host; 0: unlimited
+        self._host_counts: OrderedDict[str, int] = OrderedDict()  # LRU over the store
         self.spider: Spider | None = None
         self.inflight: dict[Request, InFlight] = {}
         self.memory_only: dict[int, Request] = {}
@@ -241,6 +245,8 @@ class Frontier(BaseScheduler):
         if bypass:
             self.store.urls.requeue(entry, now)
             self.seen.remember(fp)
+        elif self.host_budget and self._over_budget(fp, host):
+            return False
         elif not self.seen.add(entry, now):
             return self._duplicate()
         if entry.flags & FLAG_MEMORY:
@@ -252,6 +258,23 @@ class Frontier(BaseScheduler):
         self.front.push(entry)
         self.stats.inc_value("frontier/enqueued")
         return True
+
+    def _over_budget(self, fp: int, host: str) -> bool:
+        """Per-host page budget (a trap defence): refuse a host's new URLs
+        once it has ``host_budget`` known ones. Counts live in a bounded LRU
+        over the store's per-host range count."""
+        counts = self._host_counts
+        count = counts.pop(host, None)
+        if count is None:
+            count = self.store.urls.count_host(fp, host)
+        if count >= self.host_budget:
+            counts[host] = count
+            self.stats.inc_value("frontier/host_budget_refused")
+            return True
+        counts[host] = count + 1
+        if len(counts) > 65536:
+            counts.popitem(last=False)
+        return False
 
     def _cash_meta(self, request: Request, fp: int) -> Any:
         """What the prioritiser sees: the request's meta, plus AOPIC's cash."""

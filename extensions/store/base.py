@@ -131,6 +131,10 @@ class URLTable(Protocol):
     def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
         """``(fingerprint, level)`` of every known URL (to rebuild a Bloom filter)."""
 
+    def count_host(self, fingerprint: int, host: str) -> int:
+        """How many URLs of ``host`` are known; ``fingerprint`` is any of its
+        URLs' (their shared high bits make this a range scan)."""
+
     def requeue_inflight(self) -> int:
         """Every in-flight URL back to queued; return how many."""
 

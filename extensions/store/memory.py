@@ -127,6 +127,9 @@ class MemoryStore:
         for fp, row in list(self._rows.items()):
             yield fp, row[0].level
 
+    def count_host(self, fingerprint: int, host: str) -> int:
+        return sum(1 for row in self._rows.values() if row[0].host == host)
+
     def requeue_inflight(self) -> int:
         count = 0
         for row in self._rows.values():

@@ -350,6 +350,13 @@ class SQLiteStore:
         while rows := cursor.fetchmany(batch):
             yield from rows
 
+    def count_host(self, fingerprint: int, host: str) -> int:
+        lo = (fingerprint >> 40) << 40  # the host's fingerprints share their top 24 bits
+        return self._require().execute(
+            "SELECT COUNT(*) FROM urls WHERE fingerprint BETWEEN ? AND ? AND host = ?",
+            (lo, lo + (1 << 40) - 1, host),
+        ).fetchone()[0]
+
     def requeue_inflight(self) -> int:
         return self._require().execute("UPDATE urls SET status=0 WHERE status=1").rowcount
 

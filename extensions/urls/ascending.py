@@ -1,0 +1,23 @@
+"""Path-ascending crawling: from a fetched URL, also its ancestor directories.
+
+``http://a.test/x/y/page.html`` -> ``http://a.test/x/y/``, ``http://a.test/x/``,
+``http://a.test/``. Finds pages nothing links to (directory listings, index
+pages of orphaned sections), as Cothey's path-ascending crawler did; off by
+default (``LINKS_PATH_ASCENDING``) because it also finds what sites hide.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+
+def ancestors(url: str) -> list[str]:
+    """The directories above ``url``, nearest first (query and fragment dropped)."""
+    parts = urlsplit(url)
+    segments = parts.path.split("/")[1:]  # "" for "/", last one is the file or ""
+    result = []
+    for keep in range(len(segments) - 1, -1, -1):
+        path = "/" + "".join(segment + "/" for segment in segments[:keep])
+        if path != parts.path or parts.query:
+            result.append(urlunsplit((parts.scheme, parts.netloc, path, "", "")))
+    return list(dict.fromkeys(result))
