@@ -201,3 +201,15 @@ class LoopReactor:
 
     def outcome(self, deferred: Deferred[Any], timeout: float = 10.0) -> Any:
         return self.outcomes([deferred], timeout)[0]
+
+
+class PublishedStats:
+    """A crawler's stats as they stand once the resolver has published its
+    local counts (as it does when the spider idles or closes)."""
+
+    def __init__(self, resolver: Any, collector: Any):
+        self.resolver, self.collector = resolver, collector
+
+    def get_value(self, key: str) -> Any:
+        self.resolver.publish_stats()
+        return self.collector.get_value(key)

@@ -21,7 +21,7 @@ from extensions.dns.middleware import AddressPolicyMiddleware
 from extensions.dns.resolver import CachingResolver
 from extensions.resolver import HostsFileResolver, parse_hosts
 from extensions.signals import host_assigned
-from tests.dnsserver import DnsServer, LoopReactor
+from tests.dnsserver import DnsServer, LoopReactor, PublishedStats
 
 
 @pytest.fixture
@@ -44,8 +44,8 @@ class Setup:
         self.loop = loop
         self.crawler = get_crawler(settings_dict={
             "DNS_NAMESERVERS": server.nameserver, "DNS_TIMEOUT": 5, **settings})
-        self.stats = self.crawler.stats
         self.resolver = CachingResolver.from_crawler(self.crawler, loop.reactor)
+        self.stats = PublishedStats(self.resolver, self.crawler.stats)
         self.middleware = AddressPolicyMiddleware.from_crawler(self.crawler, resolver=self.resolver)
 
     def fetch(self, url: str) -> tuple[bool, Any]:

@@ -17,8 +17,8 @@ from scrapy.resolver import dnscache as scrapy_dnscache
 from scrapy.utils.test import get_crawler
 from twisted.internet.error import DNSLookupError
 
-from extensions.dns.resolver import AddressRefusedError, CachingResolver, DnsLookupError
-from tests.dnsserver import DnsServer, LoopReactor
+from extensions.dns.resolver import FLUSH_EVERY, AddressRefusedError, CachingResolver, DnsLookupError
+from tests.dnsserver import DnsServer, LoopReactor, PublishedStats
 
 
 class Clock:
@@ -48,12 +48,13 @@ def server() -> Iterator[DnsServer]:
 
 
 def build(loop: LoopReactor, server: DnsServer, clock: Any = time.monotonic,
-          **settings: Any) -> tuple[CachingResolver, Any]:
+          **settings: Any) -> tuple[CachingResolver, PublishedStats]:
     """A resolver from crawler settings (as Scrapy builds it) and that crawler's stats."""
     crawler = get_crawler(settings_dict={
         "DNS_NAMESERVERS": [server.nameserver], "ALLOW_PRIVATE_ADDRESSES": True,
         "DNS_TIMEOUT": 5, **settings})
-    return CachingResolver.from_crawler(crawler, loop.reactor, clock=clock), crawler.stats
+    resolver = CachingResolver.from_crawler(crawler, loop.reactor, clock=clock)
+    return resolver, PublishedStats(resolver, crawler.stats)
 
 
 def test_concurrent_lookups_send_one_query_per_name(loop: LoopReactor, server: DnsServer) -> None:
@@ -236,6 +237,21 @@ def test_stats_count_lookups_and_time_the_slow_ones(loop: LoopReactor, server: D
     # 10 timed lookups, one of them at least 200 ms: p99 is that one
     assert stats.get_value("dns/lookup_time_p99_ms") >= 200
     assert 20 <= stats.get_value("dns/lookup_time_mean_ms") < 200
+
+
+def test_cache_hits_reach_the_stats_without_a_stats_call_per_lookup(
+        loop: LoopReactor, server: DnsServer) -> None:
+    server.answer("hot.test", "192.0.2.5")
+    resolver, stats = build(loop, server)
+    loop.outcome(resolver.getHostByName("hot.test"))  # the query's end adds the counts
+    assert stats.collector.get_value("dns/lookups") == 1
+    for _ in range(FLUSH_EVERY - 1):
+        resolver.getHostByName("hot.test")
+    assert stats.collector.get_value("dns/cache_hits") is None  # counted locally so far
+    resolver.getHostByName("hot.test")  # the FLUSH_EVERY-th since the last flush adds them
+    assert stats.collector.get_value("dns/lookups") == 1 + FLUSH_EVERY
+    assert stats.collector.get_value("dns/cache_hits") == FLUSH_EVERY - 1
+    assert stats.get_value("dns/cache_hits") == FLUSH_EVERY  # and publish_stats the rest
 
 
 def test_a_cancelled_waiter_leaves_the_others_their_answer(

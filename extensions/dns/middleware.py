@@ -94,7 +94,8 @@ class AddressPolicyMiddleware:
             resolver = reactor.resolver
         middleware = cls(resolver, policy_from_settings(crawler.settings), crawler.stats)
         crawler.signals.connect(middleware.prefetch, signal=host_assigned)
-        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(middleware.publish_stats, signal=signals.spider_idle)
+        crawler.signals.connect(middleware.publish_stats, signal=signals.spider_closed)
         return middleware
 
     def process_request(self, request: Request) -> Coroutine[Any, Any, None] | None:
@@ -152,7 +153,8 @@ class AddressPolicyMiddleware:
     def prefetch_failed(self, failure: Failure) -> None:
         self.stats.inc_value(PREFETCH_FAILED_STAT)
 
-    def spider_closed(self) -> None:
-        publish = getattr(self.resolver, "publish_stats", None)  # CachingResolver's
+    def publish_stats(self) -> None:
+        """Have the resolver bring its stats up to date (CachingResolver counts locally)."""
+        publish = getattr(self.resolver, "publish_stats", None)
         if publish is not None:
             publish()

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+VERDICTS_KEPT = 65536
 
 #: (attribute of an ``ipaddress`` address, the word for it in messages),
 #: checked in this order: ``is_private`` also holds for loopback, link-local
@@ -71,11 +72,26 @@ class AddressPolicy:
     def __init__(self, allow_private: bool = False, allowed_networks: Iterable[IPNetwork] = ()):
         self.allow_private = allow_private
         self.allowed_networks: tuple[IPNetwork, ...] = tuple(allowed_networks)
+        self.verdicts: dict[str, str | None] = {}
 
     def refusal(self, address: str) -> str | None:
-        """Why ``address`` is refused ("loopback", "private", ...), or None if allowed."""
+        """Why ``address`` is refused ("loopback", "private", ...), or None if allowed.
+
+        Verdicts are remembered (parsing an address costs microseconds, and
+        every lookup and literal-IP request asks), up to VERDICTS_KEPT.
+        """
         if self.allow_private:
             return None
+        try:
+            return self.verdicts[address]
+        except KeyError:
+            pass
+        if len(self.verdicts) >= VERDICTS_KEPT:
+            self.verdicts.clear()
+        verdict = self.verdicts[address] = self.judge(address)
+        return verdict
+
+    def judge(self, address: str) -> str | None:
         parsed = parse_address(address)
         if parsed is None:
             return "unparsable"
