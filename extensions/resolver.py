@@ -6,9 +6,12 @@ file in hosts(5) format; :class:`HostsFileResolver`, set as Scrapy's
 ``TWISTED_DNS_RESOLVER``, answers those names from the file and hands every
 other name to an inner resolver (``DNS_HOSTS_FALLBACK_RESOLVER``, by default
 Scrapy's ``CachingThreadedResolver`` with its ``DNSCACHE_ENABLED``,
-``DNSCACHE_SIZE`` and ``DNS_TIMEOUT`` meanings). The inner resolver is the
-seam: a later caching asynchronous resolver (``DNS_NAMESERVERS``) replaces it
-without touching the overrides.
+``DNSCACHE_SIZE`` and ``DNS_TIMEOUT`` meanings).
+
+The project's own ``TWISTED_DNS_RESOLVER`` is now
+:class:`extensions.dns.resolver.CachingResolver`, which reads ``DNS_HOSTS``
+itself through :class:`HostsTable`; this class remains for putting the
+overrides in front of any other resolver (stock Scrapy runs use it).
 
 Scrapy's HTTP/1.1 handler connects with ``reactor.connectTCP(hostname, ...)``,
 which resolves through the installed ``IResolverSimple``; that path opens an

@@ -178,7 +178,7 @@ def test_least_recently_used_name_is_evicted_at_the_bound(
 
 def test_hosts_file_answers_before_dns(loop: LoopReactor, server: DnsServer, tmp_path: Path) -> None:
     hosts = tmp_path / "hosts"
-    hosts.write_text("192.0.2.50 pinned.test\n")
+    hosts.write_text("192.0.2.50 pinned.test\nnot-an-address bogus.test\n")
     server.answer("pinned.test", "192.0.2.99")
     server.answer("other.test", "192.0.2.98")
     resolver, stats = build(loop, server, DNS_HOSTS=str(hosts))
@@ -186,6 +186,7 @@ def test_hosts_file_answers_before_dns(loop: LoopReactor, server: DnsServer, tmp
     assert loop.outcome(resolver.getHostByName("other.test")) == "192.0.2.98"
     assert server.count("pinned.test") == 0 and server.count("other.test") == 1
     assert stats.get_value("dns/hosts_file/hit") == 1
+    assert stats.get_value("dns/hosts_file/malformed") == 1
 
 
 def test_cname_chain_is_followed_with_the_shortest_ttl(

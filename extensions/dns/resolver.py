@@ -63,6 +63,7 @@ FLUSH_EVERY = 1024  # lookups counted locally before they are added to the stats
 
 LOOKUPS, CACHE_HITS, QUERIES = "dns/lookups", "dns/cache_hits", "dns/queries"
 FAILURES, HOSTS_FILE_HITS = "dns/failures", "dns/hosts_file/hit"
+HOSTS_FILE_MALFORMED = "dns/hosts_file/malformed"
 TIME_MEAN, TIME_P99 = "dns/lookup_time_mean_ms", "dns/lookup_time_p99_ms"
 
 #: reason -> what the error message says about it
@@ -354,6 +355,8 @@ class CachingResolver:
         """Bring every stat up to date (the middleware calls it when the spider idles and closes)."""
         self.flush_counts()
         self.publish_times()
+        if self.hosts.malformed:
+            self.stats.set(HOSTS_FILE_MALFORMED, self.hosts.malformed)
 
     def publish_times(self) -> None:
         """Set the lookup-time stats from the sample."""
