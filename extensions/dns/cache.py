@@ -44,9 +44,6 @@ class DnsCache:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def __contains__(self, name: str) -> bool:
-        return name in self.entries
-
     def get(self, name: str, now: float) -> CacheEntry | None:
         """The live entry for ``name`` (now most recently used), or None."""
         entry = self.entries.get(name)

@@ -244,7 +244,6 @@ class CachingResolver:
     def from_crawler(cls, crawler: Any, reactor: Any,
                      clock: Callable[[], float] = time.monotonic) -> Self:
         settings = crawler.settings
-        stats = StatsSink(crawler)
         nameservers = [parse_nameserver(text) for text in settings.getlist(
             "DNS_NAMESERVERS", defaults.DNS_NAMESERVERS) if text.strip()]
         querier = NameserverQuerier(
@@ -258,8 +257,8 @@ class CachingResolver:
             raise ValueError(f"DNS_MIN_TTL={ttl.minimum!r} exceeds DNS_MAX_TTL={ttl.maximum!r}")
         cache = DnsCache(size if settings.getbool("DNSCACHE_ENABLED", True) else 0)
         hosts = hosts_table(settings.get("DNS_HOSTS"), system=not nameservers)
-        resolver = cls(reactor, querier, cache, hosts, policy_from_settings(settings), stats, ttl,
-                       clock)
+        resolver = cls(reactor, querier, cache, hosts, policy_from_settings(settings),
+                       StatsSink(crawler), ttl, clock)
         querier.on_query = partial(resolver.count, QUERIES)
         logger.info("DNS: nameservers %s, cache %d names, TTL %g..%g s, timeout %g s, %d retries",
                     ", ".join(f"{ip}:{port}" for ip, port in nameservers) or SYSTEM_RESOLV_CONF,
