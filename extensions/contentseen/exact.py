@@ -1,0 +1,224 @@
+"""The exact content-seen test: every body fingerprint seen, with its first URL.
+
+:class:`ContentSeen` answers "was this content fetched before, and under
+which URL?" for 64-bit fingerprints (:mod:`extensions.contentseen.fingerprint`)
+in bounded memory. Everything is persisted in one SQLite file chosen by the
+caller (``JOBDIR/contentseen.sqlite3`` in a crawl), so a resumed crawl still
+knows every flushed fingerprint::
+
+    CREATE TABLE content_seen (
+      fingerprint INTEGER PRIMARY KEY,  -- signed 64-bit (SQLite's INTEGER):
+                                        -- the table's B-tree is keyed by it
+      url         TEXT NOT NULL);       -- the first URL with this content
+    CREATE TABLE content_seen_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+                                        -- schema (version)
+
+Memory: an LRU table of at most ``memory_entries`` fingerprints plus a write
+batch of at most ``batch_size`` new ones. Mercator kept new fingerprints in
+a hash table and merged it into a sorted disk file when it filled; SQLite's
+B-tree already is that sorted file and does the merge incrementally, so what
+memory must still do is (1) hold the unflushed batch, inserted in one
+transaction (one WAL commit per ``batch_size`` documents, not per document),
+and (2) answer the look-ups that repeat. Duplicate content is strongly
+clustered in time (a mirror is crawled while its original is, error and
+parking pages repeat in bursts), which favours recency: an LRU keeps both
+fingerprints just added and those just hit, and lets the old ones go to
+disk. Its cost is a dict move per hit; a miss (new content, the common case)
+is one B-tree look-up on the file, which stays in the OS page cache
+(``bench/contentseen_cost.py`` measures it at a million fingerprints).
+
+Durability: WAL with ``synchronous=NORMAL``. :meth:`ContentSeen.flush`
+commits the batch; after a crash (``kill -9``) the file holds everything up
+to the last flush, so at most the unflushed batch is lost (an operating-system
+crash may also lose the last commits). Not thread-safe: one caller, e.g. an
+item pipeline on the reactor thread. Pure: no Scrapy.
+
+:func:`open_database` and :class:`ContentStoreError` are shared with
+:mod:`extensions.contentseen.nearindex`, which may use the same file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import OrderedDict
+from pathlib import Path
+
+from extensions.contentseen.fingerprint import to_signed64
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS content_seen (
+  fingerprint INTEGER PRIMARY KEY, url TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS content_seen_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+"""
+
+
+class ContentStoreError(RuntimeError):
+    """A content-seen store cannot be opened or written; the message names the file."""
+
+
+def open_database(path: Path, cache_kib: int = 8192) -> sqlite3.Connection:
+    """A connection to ``path`` in WAL mode, autocommit (callers use BEGIN/COMMIT).
+
+    Raises :class:`ContentStoreError` naming the file when it is not a usable
+    SQLite database.
+    """
+    try:
+        connection = sqlite3.connect(path, isolation_level=None)
+    except sqlite3.Error as err:
+        raise ContentStoreError(f"cannot open content-seen store {path}: {err}") from err
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute("PRAGMA busy_timeout=10000")
+        connection.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
+    except sqlite3.Error as err:
+        connection.close()
+        raise ContentStoreError(f"cannot open content-seen store {path}: {err}") from err
+    return connection
+
+
+def check_schema(connection: sqlite3.Connection, path: Path, table: str, script: str,
+                 expected: dict[str, str]) -> dict[str, str]:
+    """Create the tables if new; check the stored ``meta`` values match ``expected``.
+
+    Returns the meta table's contents. Raises :class:`ContentStoreError` on a
+    corrupt file or a mismatch (a store written with another schema or layout).
+    """
+    try:
+        connection.executescript(script)
+        meta = dict(connection.execute(f"SELECT key, value FROM {table}"))
+        if not meta:
+            connection.executemany(f"INSERT INTO {table} VALUES (?, ?)", expected.items())
+            return dict(expected)
+    except sqlite3.Error as err:
+        raise ContentStoreError(f"content-seen store {path} is unusable: {err}") from err
+    for key, value in expected.items():
+        if meta.get(key) != value:
+            raise ContentStoreError(
+                f"content-seen store {path} has {key}={meta.get(key)!r}, expected {value!r}")
+    return meta
+
+
+class ContentSeen:
+    """The set of content fingerprints seen, each with the first URL it came from.
+
+    Promises: :meth:`add_or_get` returns the URL that first recorded a
+    fingerprint, in this run or (after :meth:`flush`) any earlier run on the
+    same file; memory holds at most ``memory_entries + batch_size``
+    fingerprints; :meth:`flush` makes every addition so far durable, and a
+    full batch flushes itself.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, path: Path,
+                 memory_entries: int = 65536, batch_size: int = 1024) -> None:
+        if memory_entries < 1 or batch_size < 1:
+            raise ValueError(f"memory_entries ({memory_entries}) and batch_size ({batch_size}) must be >= 1")
+        self.connection, self.path = connection, path
+        self.memory_entries, self.batch_size = memory_entries, batch_size
+        self.memory: OrderedDict[int, str] = OrderedDict()  # LRU, signed fingerprint -> first URL
+        self.pending: dict[int, str] = {}  # added since the last flush
+        self.counters = dict.fromkeys(
+            ("lookups", "memory_hits", "disk_hits", "added", "duplicates", "flushes", "evictions"), 0)
+
+    @classmethod
+    def open(cls, path: Path, memory_entries: int = 65536, batch_size: int = 1024,
+             cache_kib: int = 8192) -> ContentSeen:
+        """Open (or create) the store at ``path``; ``cache_kib`` is SQLite's page cache."""
+        connection = open_database(path, cache_kib)
+        try:
+            check_schema(connection, path, "content_seen_meta", _SCHEMA, {"schema": SCHEMA_VERSION})
+            return cls(connection, path, memory_entries, batch_size)
+        except (ContentStoreError, ValueError):
+            connection.close()
+            raise
+
+    def add_or_get(self, fingerprint: int, url: str) -> str:
+        """The first URL recorded for ``fingerprint``; records ``url`` if there is none.
+
+        The content is a duplicate when the result is not ``url`` itself.
+        """
+        key = to_signed64(fingerprint)
+        first = self._lookup(key)
+        if first is None:
+            self._add(key, url)
+            return url
+        if first != url:
+            self.counters["duplicates"] += 1
+        return first
+
+    def duplicate_of(self, fingerprint: int, url: str) -> str | None:
+        """:meth:`add_or_get`, as the item field: the first URL, or None if ``url`` is it."""
+        first = self.add_or_get(fingerprint, url)
+        return None if first == url else first
+
+    def get(self, fingerprint: int) -> str | None:
+        """The first URL recorded for ``fingerprint``, without recording anything."""
+        return self._lookup(to_signed64(fingerprint))
+
+    def flush(self) -> None:
+        """Commit the pending batch in one transaction."""
+        if not self.pending:
+            return
+        try:
+            self.connection.execute("BEGIN")
+            self.connection.executemany(
+                "INSERT OR IGNORE INTO content_seen VALUES (?, ?)", self.pending.items())
+            self.connection.execute("COMMIT")
+        except sqlite3.Error as err:
+            if self.connection.in_transaction:
+                self.connection.execute("ROLLBACK")
+            raise ContentStoreError(f"cannot write content-seen store {self.path}: {err}") from err
+        self.pending.clear()
+        self.counters["flushes"] += 1
+
+    def close(self) -> None:
+        """Flush and close the file; the object is unusable afterwards."""
+        try:
+            self.flush()
+        finally:
+            self.connection.close()
+
+    def stats(self) -> dict[str, int]:
+        """Counters since open, plus the current memory sizes (gauges)."""
+        return {**self.counters, "memory_entries": len(self.memory), "pending": len(self.pending)}
+
+    def __enter__(self) -> ContentSeen:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _lookup(self, key: int) -> str | None:
+        self.counters["lookups"] += 1
+        first = self.memory.get(key)
+        if first is not None:
+            self.memory.move_to_end(key)
+            self.counters["memory_hits"] += 1
+            return first
+        first = self.pending.get(key)
+        if first is None:
+            row = self.connection.execute(
+                "SELECT url FROM content_seen WHERE fingerprint = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            first = row[0]
+            self.counters["disk_hits"] += 1
+        else:
+            self.counters["memory_hits"] += 1
+        self._remember(key, first)
+        return first
+
+    def _add(self, key: int, url: str) -> None:
+        self.counters["added"] += 1
+        self.pending[key] = url
+        self._remember(key, url)
+        if len(self.pending) >= self.batch_size:
+            self.flush()
+
+    def _remember(self, key: int, url: str) -> None:
+        self.memory[key] = url
+        if len(self.memory) > self.memory_entries:
+            self.memory.popitem(last=False)
+            self.counters["evictions"] += 1

@@ -1,0 +1,284 @@
+"""Near-duplicate look-up: which stored simhash is within Hamming distance k?
+
+:class:`NearDuplicateIndex` finds, without scanning, every stored 64-bit
+simhash within distance ``k`` (default 3) of a query, using Manku, Jain and
+Das Sarma's permuted tables (WWW 2007, section 3): split the 64 bits into
+``b`` blocks; two simhashes within distance ``k`` differ in at most ``k``
+blocks, so they agree exactly on at least ``b - k`` of them. Keep one table
+per choice of ``b - k`` blocks, keyed by those blocks' bits: a query looks up
+its own key in each of the ``C(b, b - k)`` tables and checks only the
+fingerprints found there (the candidates) for the real distance. The
+look-up is exact: nothing within ``k`` is missed, nothing farther is
+returned.
+
+Layout (default ``b = 5``, ``k = 3``): blocks of 13, 13, 13, 13 and 12 bits;
+``C(5, 2) = 10`` tables keyed by 2 blocks (25 or 26 bits). A random query
+meets about ``10 * N / 2**25.6`` candidates: 0.2 at a million stored
+fingerprints, 2 at ten million. The alternatives, measured by
+``bench/contentseen_cost.py``: ``b = 4`` has 4 tables keyed by 16 bits
+(61 candidates per look-up at a million: each must be read from disk and
+checked) and ``b = 6`` has Manku's 20 tables keyed by 3 blocks of 10-11 bits
+(0.005 candidates at a million, but twice the rows and the seeks of ``b =
+5``). Ten tables keep both the candidates and the index size (ten key rows
+per document) small up to tens of millions of pages.
+
+Storage, one SQLite file chosen by the caller (it may be the exact set's)::
+
+    CREATE TABLE near_docs (
+      id       INTEGER PRIMARY KEY,  -- document number, never reused
+      simhash  INTEGER NOT NULL,     -- signed 64-bit
+      group_id INTEGER NOT NULL,     -- id of the group's first document
+      url      TEXT NOT NULL);       -- the first URL with this simhash
+    CREATE TABLE near_keys (
+      key INTEGER NOT NULL,          -- table number << 48 | that table's block bits
+      doc INTEGER NOT NULL,          -- near_docs.id
+      PRIMARY KEY (key, doc)) WITHOUT ROWID;  -- one B-tree holds all tables
+    CREATE TABLE near_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+      -- schema, distance, blocks (a file is bound to its layout),
+      -- reserved_id (no id below it may be handed out again)
+
+One look-up is one SQL statement (``key IN (...)`` joined to the documents)
+plus the in-memory write buffer: documents added since the last flush, at
+most ``buffer_entries``, with their keys in a dict. A full buffer flushes
+itself in one transaction; :meth:`flush` commits it on demand (WAL,
+``synchronous=NORMAL``: a crash loses at most the unflushed buffer). Group
+ids are never reused, even after a crash: the ids a run may hand out before
+its next flush are reserved on disk first.
+
+Groups: a new document joins the group of its closest match (ties: the
+earliest document) and is stored, so a group can grow by chains of small
+edits; groups are not merged when a document is near two of them. A
+document identical (distance 0) to a stored one is not stored again: it
+would add nothing to later look-ups. Not thread-safe. Pure: no Scrapy.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from itertools import combinations
+from math import comb
+from pathlib import Path
+from typing import NamedTuple
+
+from extensions.contentseen.exact import ContentStoreError, check_schema, open_database
+from extensions.contentseen.fingerprint import from_signed64, to_signed64
+
+SCHEMA_VERSION = "1"
+DEFAULT_DISTANCE = 3
+DEFAULT_BLOCKS = 5
+TABLE_SHIFT = 48  # key = table number << TABLE_SHIFT | block bits
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS near_docs (
+  id INTEGER PRIMARY KEY, simhash INTEGER NOT NULL, group_id INTEGER NOT NULL, url TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS near_keys (
+  key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (key, doc)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS near_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+"""
+
+
+class Match(NamedTuple):
+    """A stored document near a query."""
+
+    doc_id: int
+    group_id: int
+    url: str
+    distance: int
+
+
+class BlockLayout:
+    """Which bits key each permuted table (pure arithmetic, no storage).
+
+    ``blocks`` contiguous blocks of 64 bits (the first ``64 % blocks`` one
+    bit wider); one table per choice of ``blocks - distance`` blocks.
+    """
+
+    def __init__(self, distance: int = DEFAULT_DISTANCE, blocks: int = DEFAULT_BLOCKS) -> None:
+        if not 0 <= distance < blocks <= 64:
+            raise ValueError(f"need 0 <= distance < blocks <= 64, not distance={distance}, blocks={blocks}")
+        self.distance, self.blocks = distance, blocks
+        widths = [64 // blocks + (i < 64 % blocks) for i in range(blocks)]
+        starts = [sum(widths[:i]) for i in range(blocks)]
+        self.block_bits = list(zip(starts, widths))  # (lowest bit, width)
+        self.tables = list(combinations(range(blocks), blocks - distance))
+        self.key_bits = max(sum(widths[i] for i in table) for table in self.tables)
+        if self.key_bits > TABLE_SHIFT or len(self.tables) > 1 << (63 - TABLE_SHIFT):
+            raise ValueError(f"{blocks} blocks for distance {distance} make keys too wide; use more blocks")
+        assert len(self.tables) == comb(blocks, blocks - distance)
+
+    def keys(self, simhash: int) -> list[int]:
+        """One key per table: the table number and the bits of its blocks."""
+        values = [(simhash >> start) & ((1 << width) - 1) for start, width in self.block_bits]
+        keys = []
+        for number, table in enumerate(self.tables):
+            key = 0
+            for block in table:
+                key = (key << self.block_bits[block][1]) | values[block]
+            keys.append((number << TABLE_SHIFT) | key)
+        return keys
+
+    def expected_candidates(self, stored: int) -> float:
+        """Random-query candidates per look-up with ``stored`` uniform simhashes."""
+        return sum(stored / 2 ** sum(self.block_bits[b][1] for b in table) for table in self.tables)
+
+
+class NearDuplicateIndex:
+    """Stored simhashes with their first URL and group, searchable within distance k.
+
+    Promises: :meth:`add_or_match` sees every document added before it, in
+    this run or (after :meth:`flush`) an earlier run on the same file; memory
+    holds at most ``buffer_entries`` unflushed documents; a file keeps the
+    layout (``distance``, ``blocks``) it was created with.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, path: Path, layout: BlockLayout,
+                 next_id: int, buffer_entries: int = 4096) -> None:
+        if buffer_entries < 1:
+            raise ValueError(f"buffer_entries must be >= 1, not {buffer_entries}")
+        self.connection, self.path, self.layout = connection, path, layout
+        self.buffer_entries = buffer_entries
+        self.next_id = next_id
+        self.pending_docs: dict[int, tuple[int, int, str]] = {}  # id -> (simhash, group, url)
+        self.pending_keys: dict[int, list[int]] = {}  # key -> ids
+        self.counters = dict.fromkeys(
+            ("lookups", "candidates", "disk_candidates", "max_candidates", "near_duplicates",
+             "identical", "stored", "flushes"), 0)
+        placeholders = ", ".join("?" * len(layout.tables))
+        self._query = (
+            "SELECT d.id, d.simhash, d.group_id, d.url FROM near_keys k "
+            f"JOIN near_docs d ON d.id = k.doc WHERE k.key IN ({placeholders})")
+        self._reserve()
+
+    @classmethod
+    def open(cls, path: Path, distance: int = DEFAULT_DISTANCE, blocks: int = DEFAULT_BLOCKS,
+             buffer_entries: int = 4096, cache_kib: int = 16384) -> NearDuplicateIndex:
+        """Open (or create) the index at ``path``; an existing file must have the same layout."""
+        layout = BlockLayout(distance, blocks)
+        connection = open_database(path, cache_kib)
+        expected = {"schema": SCHEMA_VERSION, "distance": str(distance), "blocks": str(blocks)}
+        try:
+            meta = check_schema(connection, path, "near_meta", _SCHEMA, expected)
+            next_id = int(meta.get("reserved_id", 1))  # above every id ever handed out
+            return cls(connection, path, layout, next_id, buffer_entries)
+        except (ContentStoreError, ValueError):
+            connection.close()
+            raise
+
+    def match(self, simhash: int) -> Match | None:
+        """The closest stored document within the distance (ties: the earliest), or None."""
+        self.counters["lookups"] += 1
+        keys = self.layout.keys(simhash)
+        best = self._best(simhash, self._buffer_candidates(keys))
+        if best is None or best.distance > 0:  # the disk holds only earlier (smaller) ids
+            best = self._best(simhash, self._disk_candidates(keys), best)
+        return best
+
+    def near(self, simhash: int) -> list[Match]:
+        """Every stored document within the distance, closest (then earliest) first."""
+        self.counters["lookups"] += 1
+        keys = self.layout.keys(simhash)
+        candidates = self._buffer_candidates(keys) + self._disk_candidates(keys)
+        self._count_candidates(candidates)
+        matches = [Match(doc_id, group_id, url, (simhash ^ other).bit_count())
+                   for doc_id, other, group_id, url in candidates]
+        return sorted((found for found in matches if found.distance <= self.layout.distance),
+                      key=lambda found: (found.distance, found.doc_id))
+
+    def add_or_match(self, simhash: int, url: str) -> tuple[int, str | None]:
+        """``(group_id, near_duplicate_of)`` for a new document, which is stored.
+
+        ``near_duplicate_of`` is the URL of the closest stored document within
+        the distance, whose group the document joins; None (and a new group,
+        numbered by the document's id) when there is none.
+        """
+        found = self.match(simhash)
+        if found is not None:
+            self.counters["near_duplicates"] += 1
+            if found.distance == 0:
+                self.counters["identical"] += 1
+                return found.group_id, found.url
+        doc_id = self.next_id
+        self.next_id += 1
+        group_id = doc_id if found is None else found.group_id
+        self._store(doc_id, simhash, group_id, url)
+        return (group_id, None) if found is None else (group_id, found.url)
+
+    def flush(self) -> None:
+        """Commit the buffered documents and their keys in one transaction."""
+        if not self.pending_docs:
+            return
+        docs = [(doc_id, to_signed64(simhash), group, url)
+                for doc_id, (simhash, group, url) in self.pending_docs.items()]
+        # key order: consecutive inserts touch neighbouring B-tree pages
+        rows = sorted((key, doc_id) for key, ids in self.pending_keys.items() for doc_id in ids)
+        self._write(docs, rows)
+        self.pending_docs.clear()
+        self.pending_keys.clear()
+        self.counters["flushes"] += 1
+
+    def close(self) -> None:
+        """Flush and close the file; the object is unusable afterwards."""
+        try:
+            self.flush()
+        finally:
+            self.connection.close()
+
+    def stats(self) -> dict[str, int]:
+        """Counters since open, plus the buffer size (a gauge)."""
+        return {**self.counters, "buffered": len(self.pending_docs)}
+
+    def __enter__(self) -> NearDuplicateIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _buffer_candidates(self, keys: list[int]) -> list[tuple[int, int, int, str]]:
+        ids = {doc_id for key in keys for doc_id in self.pending_keys.get(key, ())}
+        return [(doc_id, *self.pending_docs[doc_id]) for doc_id in ids]
+
+    def _disk_candidates(self, keys: list[int]) -> list[tuple[int, int, int, str]]:
+        rows = self.connection.execute(self._query, keys).fetchall()
+        unique = {row[0]: (row[0], from_signed64(row[1]), row[2], row[3]) for row in rows}
+        self.counters["disk_candidates"] += len(unique)
+        return list(unique.values())
+
+    def _best(self, simhash: int, candidates: list[tuple[int, int, int, str]],
+              best: Match | None = None) -> Match | None:
+        self._count_candidates(candidates)
+        for doc_id, other, group_id, url in candidates:
+            distance = (simhash ^ other).bit_count()
+            if distance <= self.layout.distance and (
+                    best is None or (distance, doc_id) < (best.distance, best.doc_id)):
+                best = Match(doc_id, group_id, url, distance)
+        return best
+
+    def _count_candidates(self, candidates: list[tuple[int, int, int, str]]) -> None:
+        self.counters["candidates"] += len(candidates)
+        self.counters["max_candidates"] = max(self.counters["max_candidates"], len(candidates))
+
+    def _store(self, doc_id: int, simhash: int, group_id: int, url: str) -> None:
+        self.counters["stored"] += 1
+        self.pending_docs[doc_id] = (simhash, group_id, url)
+        for key in self.layout.keys(simhash):
+            self.pending_keys.setdefault(key, []).append(doc_id)
+        if len(self.pending_docs) >= self.buffer_entries:
+            self.flush()
+
+    def _reserve(self) -> None:
+        """Persist that ids below ``next_id + buffer_entries`` may be in use."""
+        self._write([], [])
+
+    def _write(self, docs: list[tuple[int, int, int, str]], rows: list[tuple[int, int]]) -> None:
+        reserved = str(self.next_id + self.buffer_entries)
+        try:
+            self.connection.execute("BEGIN")
+            self.connection.executemany("INSERT INTO near_docs VALUES (?, ?, ?, ?)", docs)
+            self.connection.executemany("INSERT OR IGNORE INTO near_keys VALUES (?, ?)", rows)
+            self.connection.execute(
+                "INSERT OR REPLACE INTO near_meta VALUES ('reserved_id', ?)", (reserved,))
+            self.connection.execute("COMMIT")
+        except sqlite3.Error as err:
+            if self.connection.in_transaction:
+                self.connection.execute("ROLLBACK")
+            raise ContentStoreError(f"cannot write content-seen store {self.path}: {err}") from err

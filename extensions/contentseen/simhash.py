@@ -1,0 +1,179 @@
+"""64-bit simhash (Charikar) over word shingles, vectorised with numpy.
+
+Features are the overlapping ``shingle_words``-word shingles of the visible
+text, counted with multiplicity. Each shingle is hashed to 64 bits; bit ``i``
+of the simhash is 1 when more than half of the shingle hashes have bit ``i``
+set (every shingle weighs 1). Similar texts share most shingles, so most bit
+votes agree and the Hamming distance is small: Manku, Jain and Das Sarma
+(WWW 2007) call two pages near-duplicates within distance 3.
+
+Tokens: the text is lower-cased; ASCII letters and every non-ASCII character
+form words, everything else separates them. With ``fold_digits`` (the
+default) every ASCII digit counts as ``0``: copies of one page differ in
+dates, counters, prices and ids far more often than in words, and a short
+page whose only change is a timestamp would otherwise move many bits. A digit
+run keeps its length, so ``2026`` still differs from ``7``.
+
+Vectorised: no Python loop per token or shingle. The text becomes one
+``uint8`` array; a token's hash is a polynomial hash over its bytes taken
+from prefix sums (``sum(b[j] * P**j)``, mod 2**64, divided by ``P**start`` via
+the inverse of the odd ``P``), then MurmurHash3's 64-bit finaliser; a
+shingle's hash mixes its tokens' hashes with odd constants and finalises
+again; the 64 bit counts come from one ``bincount`` of the shingle bytes.
+Long texts are processed in chunks cut at spaces, so the cached power tables
+stay at :data:`CHUNK_BYTES` entries. Cost is linear: see
+``bench/contentseen_cost.py``. Pure: numpy only, no Scrapy.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+
+DEFAULT_SHINGLE_WORDS: Final = 3
+MAX_SHINGLE_WORDS: Final = 16
+CHUNK_BYTES: Final = 1 << 16
+MASK64: Final = (1 << 64) - 1
+
+_U64 = np.uint64
+_PRIME: Final = 0x100000001B3  # odd, so invertible mod 2**64
+_SPACE: Final = 32
+
+
+def _translation(fold_digits: bool) -> bytes:
+    """Byte map: A-Z to a-z, digits to 0 (if folding), other ASCII to a space."""
+    table = bytearray(range(256))
+    for code in range(128):
+        char = chr(code)
+        if char.isdigit() and fold_digits:
+            table[code] = ord("0")
+        elif char.isalpha():
+            table[code] = ord(char.lower())
+        elif not char.isdigit():
+            table[code] = _SPACE
+    return bytes(table)
+
+
+_TRANSLATIONS: Final = {True: _translation(True), False: _translation(False)}
+
+
+def _splitmix64(state: int) -> tuple[int, int]:
+    state = (state + 0x9E3779B97F4A7C15) & MASK64
+    value = state
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & MASK64
+    return state, value ^ (value >> 31)
+
+
+def _multipliers(count: int, seed: int = 0x51A5) -> np.ndarray:
+    values, state = [], seed
+    for _ in range(count):
+        state, value = _splitmix64(state)
+        values.append(value | 1)
+    return np.array(values, dtype=_U64)
+
+
+_SHINGLE_MULTIPLIERS: Final = _multipliers(MAX_SHINGLE_WORDS)
+
+
+def _power_table(base: int) -> np.ndarray:
+    """``base ** j mod 2**64`` for ``j`` in ``0..CHUNK_BYTES``."""
+    factors = np.full(CHUNK_BYTES + 1, base, dtype=_U64)
+    factors[0] = 1
+    return np.cumprod(factors, dtype=_U64)
+
+
+_POWERS: Final = _power_table(_PRIME)
+_INVERSE_POWERS: Final = _power_table(pow(_PRIME, -1, 1 << 64))
+
+# bit b of byte value v, for turning per-byte histograms into per-bit counts
+_BYTE_BITS: Final = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)
+_BYTE_OFFSETS: Final = np.arange(8, dtype=np.intp) * 256
+
+
+def _fmix64(values: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser, element-wise (wraps mod 2**64)."""
+    values = values ^ (values >> _U64(33))
+    values *= _U64(0xFF51AFD7ED558CCD)
+    values ^= values >> _U64(33)
+    values *= _U64(0xC4CEB9FE1A85EC53)
+    values ^= values >> _U64(33)
+    return values
+
+
+def normalised_bytes(text: str, fold_digits: bool = True) -> np.ndarray:
+    """``text`` lower-cased, UTF-8, separators as spaces (see module docstring)."""
+    data = text.lower().encode("utf-8", "surrogatepass").translate(_TRANSLATIONS[fold_digits])
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def token_hashes(data: np.ndarray) -> np.ndarray:
+    """One 64-bit hash per word of :func:`normalised_bytes` output, in order."""
+    parts, start = [], 0
+    while len(data) - start > CHUNK_BYTES:
+        window = data[start:start + CHUNK_BYTES]
+        spaces = np.flatnonzero(window == _SPACE)
+        cut = start + (int(spaces[-1]) + 1 if len(spaces) else CHUNK_BYTES)
+        parts.append(_chunk_token_hashes(data[start:cut]))
+        start = cut
+    parts.append(_chunk_token_hashes(data[start:]))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _chunk_token_hashes(data: np.ndarray) -> np.ndarray:
+    length = len(data)
+    padded = np.zeros(length + 2, dtype=bool)
+    padded[1:-1] = data != _SPACE
+    edges = np.flatnonzero(padded[1:] != padded[:-1])
+    starts, ends = edges[0::2], edges[1::2]
+    prefix = np.zeros(length + 1, dtype=_U64)
+    np.cumsum(data * _POWERS[:length], out=prefix[1:])
+    return _fmix64((prefix[ends] - prefix[starts]) * _INVERSE_POWERS[starts])
+
+
+def shingle_hashes(tokens: np.ndarray, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> np.ndarray:
+    """One 64-bit hash per overlapping ``shingle_words``-token shingle.
+
+    Fewer tokens than ``shingle_words`` make one shingle of all of them.
+    """
+    if not 1 <= shingle_words <= MAX_SHINGLE_WORDS:
+        raise ValueError(f"shingle_words must be 1..{MAX_SHINGLE_WORDS}, not {shingle_words}")
+    if len(tokens) == 0:
+        return tokens
+    width = min(shingle_words, len(tokens))
+    count = len(tokens) - width + 1
+    mixed = tokens[:count] * _SHINGLE_MULTIPLIERS[0]
+    for offset in range(1, width):
+        mixed += tokens[offset:offset + count] * _SHINGLE_MULTIPLIERS[offset]
+    return _fmix64(mixed)
+
+
+def bit_votes(hashes: np.ndarray) -> np.ndarray:
+    """How many of ``hashes`` have each of the 64 bits set (index = bit)."""
+    as_bytes = hashes.view(np.uint8).reshape(-1, 8)
+    if len(hashes) < 256:  # unpacking is cheaper than a 2048-bin histogram
+        bits = np.unpackbits(as_bytes, axis=1, bitorder="little")
+        return bits.sum(axis=0, dtype=np.int64)
+    histogram = np.bincount((as_bytes + _BYTE_OFFSETS).ravel(), minlength=2048)
+    return (histogram.reshape(8, 256) @ _BYTE_BITS).ravel()
+
+
+def simhash_of(hashes: np.ndarray) -> int:
+    """The simhash of feature hashes (``uint64``, little-endian host assumed)."""
+    if len(hashes) == 0:
+        return 0
+    majority = bit_votes(hashes) * 2 > len(hashes)
+    return int.from_bytes(np.packbits(majority, bitorder="little").tobytes(), "little")
+
+
+def simhash(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS, fold_digits: bool = True) -> int:
+    """The unsigned 64-bit simhash of ``text`` (0 for text without words)."""
+    with np.errstate(over="ignore"):
+        tokens = token_hashes(normalised_bytes(text, fold_digits))
+        return simhash_of(shingle_hashes(tokens, shingle_words))
+
+
+def hamming(first: int, second: int) -> int:
+    """The number of bits in which two 64-bit values differ."""
+    return (first ^ second).bit_count()

@@ -1,0 +1,73 @@
+"""The visible text of an HTML body, whitespace-normalised.
+
+What a reader sees is what near-duplicate detection compares: markup,
+attributes, comments, processing instructions and the content of
+``<script>``, ``<style>``, ``<noscript>`` and ``<template>`` are dropped; the
+``<title>`` is kept (it is shown, and it tells pages of one template apart).
+Text nodes are joined with a space, so words in adjacent blocks
+(``<li>a</li><li>b</li>``) never run together; the price is that a word
+split by an inline tag (``W<b>ord</b>``) becomes two, which is the same in
+every copy of a page and so harmless for fingerprints.
+
+The caller names the encoding (Scrapy's ``response.encoding``, which already
+weighed the HTTP header, a BOM and ``<meta charset>``); bytes that do not
+decode become U+FFFD rather than an error. Pure: lxml only, no Scrapy.
+"""
+
+from __future__ import annotations
+
+import codecs
+
+from lxml import etree
+
+DROPPED_ELEMENTS = ("script", "style", "noscript", "template")
+
+_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
+
+
+def normalise_whitespace(text: str) -> str:
+    """Runs of any Unicode whitespace (``\\xa0`` too) as one space, ends stripped."""
+    return " ".join(text.split())
+
+
+def decode_body(body: bytes, encoding: str | None = None) -> str:
+    """``body`` as text in ``encoding`` (UTF-8 when unknown or not a codec)."""
+    try:
+        codec = codecs.lookup(encoding or "utf-8").name
+    except LookupError:
+        codec = "utf-8"
+    return body.decode(codec, "replace")
+
+
+def visible_text(body: bytes, encoding: str | None = None) -> str:
+    """The whitespace-normalised visible text of the HTML document ``body``.
+
+    Never raises on bad input: an empty or unparsable body gives ``""``.
+    """
+    root = _parse(decode_body(body, encoding))
+    if root is None:
+        return ""
+    etree.strip_elements(root, *DROPPED_ELEMENTS, with_tail=False)
+    return normalise_whitespace(" ".join(root.itertext()))
+
+
+def _parse(text: str) -> etree._Element | None:
+    if not text.strip():
+        return None
+    try:
+        return etree.fromstring(text, _PARSER)
+    except ValueError:
+        # lxml refuses str input that declares its own encoding (<?xml
+        # encoding=...?>); the text is already decoded, so hand it over as UTF-8.
+        return _parse_utf8(text.encode("utf-8"))
+    except etree.LxmlError:
+        return None
+
+
+def _parse_utf8(data: bytes) -> etree._Element | None:
+    parser = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True,
+                              encoding="utf-8")
+    try:
+        return etree.fromstring(data, parser)
+    except (ValueError, etree.LxmlError):
+        return None

@@ -1,0 +1,84 @@
+"""Content-seen on the synthetic web's pages: designed duplicates and
+near-duplicates are found, independent pages are not grouped
+(ground truth: bench.testweb.neardup_truth)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.testweb.model import SiteModel, WebConfig
+from bench.testweb.neardup_truth import NearDuplicateTruth, family, near_duplicate_truth
+from extensions.contentseen import ContentSeen, NearDuplicateIndex, simhash, text_fingerprint, visible_text
+from extensions.contentseen.fingerprint import bytes_fingerprint
+
+PORT = 8000
+
+
+@pytest.fixture(scope="module")
+def truth() -> NearDuplicateTruth:
+    return near_duplicate_truth(SiteModel(WebConfig(), PORT))
+
+
+@pytest.fixture(scope="module")
+def crawl(truth, tmp_path_factory):
+    """What the pipeline would record for each page, in crawl order."""
+    directory = tmp_path_factory.mktemp("contentseen")
+    seen = ContentSeen.open(directory / "content.sqlite3", memory_entries=256, batch_size=64)
+    index = NearDuplicateIndex.open(directory / "content.sqlite3", buffer_entries=64)
+    records = {}
+    for url, page in truth.pages.items():
+        text = visible_text(page.body, "utf-8")
+        duplicate_of = seen.duplicate_of(bytes_fingerprint(page.body), url)
+        group, near = index.add_or_match(simhash(text), url)
+        records[url] = {"duplicate_of": duplicate_of, "group": group, "near_duplicate_of": near,
+                        "normalised": text_fingerprint(text)}
+    seen.close()
+    index.close()
+    return records
+
+
+def scores(truth, crawl) -> tuple[int, int, int, int]:
+    true_pos = false_pos = false_neg = negatives = 0
+    for first, second, label in truth.labelled_pairs():
+        grouped = crawl[first]["group"] == crawl[second]["group"]
+        true_pos += grouped and label
+        false_pos += grouped and not label
+        false_neg += label and not grouped
+        negatives += not label
+    return true_pos, false_pos, false_neg, negatives
+
+
+def test_the_ground_truth_has_both_kinds_of_pairs(truth):
+    assert len(truth.positives) >= 40 and len(truth.positives - truth.exact) == 2
+    assert sum(family(url) is None for url in truth.pages) > 1000
+
+
+def test_near_duplicate_recall_and_precision_on_the_test_web(truth, crawl):
+    true_pos, false_pos, false_neg, negatives = scores(truth, crawl)
+    recall = true_pos / (true_pos + false_neg)
+    precision = true_pos / (true_pos + false_pos)
+    assert negatives > 500000
+    assert recall >= 0.95 and precision >= 0.95, (true_pos, false_pos, false_neg)
+
+
+def test_designed_near_duplicates_point_at_a_copy_of_their_text(truth, crawl):
+    for pair in truth.positives - truth.exact:
+        copy, original = sorted(pair, key=list(truth.pages).index, reverse=True)
+        assert crawl[copy]["group"] == crawl[original]["group"]
+        assert crawl[copy]["near_duplicate_of"] is not None
+        assert crawl[copy]["duplicate_of"] is None  # not byte-identical
+
+
+def test_mirror_pages_are_exact_duplicates_of_the_first_url(truth, crawl):
+    for pair in truth.exact:
+        later, first = sorted(pair, key=list(truth.pages).index, reverse=True)
+        assert crawl[later]["duplicate_of"] == first
+        assert crawl[later]["normalised"] == crawl[first]["normalised"]
+        assert crawl[later]["near_duplicate_of"] == first
+
+
+def test_independent_pages_are_neither_duplicates_nor_grouped(truth, crawl):
+    independent = [url for url in truth.pages if family(url) is None
+                   and not any(url in pair for pair in truth.positives)]
+    assert all(crawl[url]["duplicate_of"] is None and crawl[url]["near_duplicate_of"] is None
+               for url in independent)
