@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.testweb import WebConfig, start_testweb
+from extensions import defaults
 from extensions.urls.canonical import canonicalize
+from extensions.urls.filters import UrlFilter
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
@@ -57,10 +59,16 @@ def print_report(out: Path, truth: Any, fetched: set[str]) -> None:
     for key, label in LABELS.items():
         value = report.get(key)
         print(f"  {label:<24} {value:.2f}" if isinstance(value, float) else f"  {label:<24} {value}")
-    reached = len(set(truth.fetched) & fetched)
+    # the ground truth knows robots.txt and the depth limit, not the URL
+    # filter's trap defences (repeated path segments, too many arguments)
+    url_filter = UrlFilter(["http", "https"], [], 2083, 0, None,
+                           defaults.URL_FILTER_MAX_SEGMENT_REPEATS, defaults.URL_FILTER_MAX_QUERY_PARAMS)
+    expected = {url for url in truth.fetched if url_filter.reason(url, 0) is None}
+    reached = len(expected & fetched)
     dups = sum(1 for url in truth.duplicates if url in fetched)
     print(f"  {'items written':<24} {items}")
-    print(f"  {'ground truth':<24} {reached}/{len(truth.fetched)} reachable allowed URLs fetched, "
+    print(f"  {'ground truth':<24} {reached}/{len(expected)} reachable allowed URLs fetched "
+          f"({len(set(truth.fetched) - expected)} trap URLs cut by the URL filter), "
           f"{len(fetched - set(truth.fetched))} outside it")
     print(f"  {'duplicate documents':<24} {dups} fetched pages duplicate another (content-seen comes later)")
     print(f"  {'output':<24} {out}/pages.jsonl, {out}/warc/, {out}/crawl.log")
