@@ -23,12 +23,14 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crawl-delay", type=float, default=defaults.crawl_delay)
     parser.add_argument("--big-page-mb", type=float, default=defaults.big_page_mb)
     parser.add_argument("--robots-flaky-failures", type=int, default=defaults.robots_flaky_failures)
+    parser.add_argument("--powerlaw-pages", type=int, default=defaults.powerlaw_pages)
 
 
 def config_from(args: argparse.Namespace) -> WebConfig:
     return WebConfig(hosts=args.hosts, pages=args.pages, links=args.links, seed=args.seed,
                      slow_delay=args.slow_delay, crawl_delay=args.crawl_delay,
-                     big_page_mb=args.big_page_mb, robots_flaky_failures=args.robots_flaky_failures)
+                     big_page_mb=args.big_page_mb, robots_flaky_failures=args.robots_flaky_failures,
+                     powerlaw_pages=args.powerlaw_pages)
 
 
 def main(argv: list[str] | None = None) -> int:

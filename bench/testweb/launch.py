@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
-from bench.testweb.model import SiteModel, WebConfig
+from bench.testweb.model import SiteModel, WebConfig, canonical_url
 from bench.testweb.server import FLUSH_PATH, RESET_PATH, Entry, read_access_log
 from bench.testweb.truth import Truth, compute_truth, fetch_robots
 
@@ -67,6 +67,24 @@ class TestWeb:
         """The ``robots-<variant>.test`` hosts (:mod:`bench.testweb.robots_hosts`);
         linked from nowhere, in the hosts file, seeded by the tests that want them."""
         return list(self.model.robots_hosts)
+
+    def powerlaw_seeds(self) -> list[str]:
+        """Canonical seed URLs of the power-law hosts (:mod:`bench.testweb.powerlaw`)."""
+        from bench.testweb import powerlaw  # noqa: PLC0415 - only importance runs need it
+
+        return [canonical_url(self.url(powerlaw.node_host(n), powerlaw.node_path(n)))
+                for n in powerlaw.seed_nodes(self.config.powerlaw_pages)]
+
+    def powerlaw_graph(self) -> dict[str, list[str]]:
+        """The power-law link graph as canonical URL -> canonical out-link URLs
+        (empty unless ``powerlaw_pages`` > 0)."""
+        from bench.testweb import powerlaw  # noqa: PLC0415
+
+        config = self.config
+        graph = powerlaw.build_graph(config.seed, config.powerlaw_pages, config.links)
+        urls = [canonical_url(self.url(powerlaw.node_host(n), powerlaw.node_path(n)))
+                for n in range(len(graph))]
+        return {urls[node]: [urls[t] for t in targets] for node, targets in enumerate(graph)}
 
     def flush(self) -> None:
         """Make the access log on disk hold every response completed so far."""

@@ -35,6 +35,9 @@ Hosts (see :class:`SiteModel`):
   401/403/500, a flaky 503, user-agent groups, Crawl-delay, Sitemap, a slow
   robots.txt). Linked from nowhere: tests seed them, so they never change the
   default ground truth.
+* ``pl0000.test`` ... (:mod:`bench.testweb.powerlaw`): only when
+  ``powerlaw_pages`` > 0, a Zipf-skewed link graph for AOPIC's importance
+  benchmark; linked from nowhere (seeded with its own roots).
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ class WebConfig:
     crawl_delay: float = 0.2
     big_page_mb: float = 5.5
     robots_flaky_failures: int = 2  # 503s robots-flaky.test answers before its robots.txt
+    powerlaw_pages: int = 0  # pages of the power-law hosts pl0000.test...; 0: none
 
     def cli_args(self) -> list[str]:
         """The ``serve``/``truth`` command-line flags for this config."""
@@ -93,6 +97,7 @@ class WebConfig:
             "--slow-delay", str(self.slow_delay), "--crawl-delay", str(self.crawl_delay),
             "--big-page-mb", str(self.big_page_mb),
             "--robots-flaky-failures", str(self.robots_flaky_failures),
+            "--powerlaw-pages", str(self.powerlaw_pages),
         ]
 
 
@@ -228,11 +233,16 @@ class SiteModel:
     hosts: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
+        from bench.testweb import powerlaw  # builds on this module
+
         regular = [host_name(i) for i in range(self.config.hosts)]
         self.robots_hosts = list(ROBOTS_HOSTS)
-        self.hosts = regular + [SPECIAL_HOST, TRAP_HOST, MIRROR_HOST, SLOW_HOST] + self.robots_hosts
+        self.powerlaw_hosts = powerlaw.host_names(self.config.powerlaw_pages)
+        self.hosts = (regular + [SPECIAL_HOST, TRAP_HOST, MIRROR_HOST, SLOW_HOST] + self.robots_hosts
+                      + self.powerlaw_hosts)
         self._known = frozenset(self.hosts)
         self._robots_known = frozenset(self.robots_hosts)
+        self._powerlaw_known = frozenset(self.powerlaw_hosts)
         self.mirrored_host = host_name(1 if self.config.hosts > 1 else 0)
         self.page = lru_cache(maxsize=8192)(self._page)  # type: ignore[method-assign]
 
@@ -255,7 +265,7 @@ class SiteModel:
 
     def _page(self, host: str, target: str) -> Page:
         """The page at canonical ``target`` (path and query) of ``host``."""
-        from bench.testweb import robots_hosts, special  # both build on this module
+        from bench.testweb import powerlaw, robots_hosts, special  # all build on this module
 
         if host == MIRROR_HOST:
             host = self.mirrored_host
@@ -263,6 +273,8 @@ class SiteModel:
             return not_found(target)
         if host in self._robots_known:  # some of them serve more than one robots file
             return robots_hosts.robots_host_page(self, host, target) or not_found(target)
+        if host in self._powerlaw_known:  # robots.txt included: a 404
+            return powerlaw.powerlaw_page(self, host, target) or not_found(target)
         if target == "/robots.txt":
             return self.robots(host)
         index = host_index(host)
