@@ -98,6 +98,7 @@ WARC_PREFIX = "webcrawler"
 SCHEDULER = "extensions.frontier.scheduler.Frontier"
 FRONTIER_AOPIC = True  # AOPIC cash decides priority (extensions.aopic.ledger)
 FRONTIER_AOPIC_INITIAL_CASH = 1.0  # cash of each seed
+FRONTIER_AOPIC_REVISITS = 0  # OPIC passes: fetch each page up to 1 + this many times
 FRONTIER_AOPIC_TAX = 0.1  # share of a fetched page's cash that goes to Lambda
 FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's advice)
 FRONTIER_BLOOM_ERROR_RATE = 0.001

@@ -34,7 +34,7 @@ def test_the_seeds_example_splits_cash_after_tax(store: Any) -> None:
     """The seeds' worked example: 100 credits, 10 links, 10% tax -> 9 each."""
     ledger = AOPICLedger(store, initial_cash=100.0, tax=0.1)
     ledger.seed(1)
-    cash, history = ledger.take(1)
+    cash, history, _ = ledger.take(1)
     assert (cash, history) == (100.0, 100.0)
     share = ledger.split(cash, 10)
     assert share == pytest.approx(9.0)
@@ -48,7 +48,7 @@ def test_the_seeds_example_splits_cash_after_tax(store: Any) -> None:
 def test_a_page_without_outlinks_gives_everything_to_lambda(store: Any) -> None:
     ledger = AOPICLedger(store)
     ledger.seed(1)
-    cash, _ = ledger.take(1)
+    cash, _, _ = ledger.take(1)
     assert ledger.split(cash, 0) == 0.0
     assert ledger.lambda_cash == pytest.approx(1.0)
     assert_conserved(ledger)
@@ -58,7 +58,7 @@ def test_lambda_is_crawled_when_richest_and_spreads_over_every_page(store: Any) 
     ledger = AOPICLedger(store, initial_cash=1.0, tax=0.5)
     for fp in (1, 2, 3, 4):
         ledger.seed(fp)
-    cash, _ = ledger.take(1)
+    cash, _, _ = ledger.take(1)
     share = ledger.split(cash, 1)  # 0.5 to Lambda, 0.5 to page 2
     ledger.credit_many([(2, share)])
     assert not ledger.maybe_crawl_lambda(rival_cash=1.5)  # page 2 is richer
@@ -83,7 +83,7 @@ def test_cash_is_conserved_over_a_random_crawl(store: Any) -> None:
     for _ in range(2000):
         page = rng.choice(known)
         ledger.maybe_crawl_lambda(ledger.cash_of(page))
-        cash, _ = ledger.take(page)
+        cash, _, _ = ledger.take(page)
         history_flow += cash
         links = [rng.choice(known) for _ in range(rng.randint(0, 4))]
         for _ in range(rng.randint(0, 3)):
@@ -207,3 +207,33 @@ def test_crawl_conserves_cash_and_exports_importance(start_web: Any, tmp_path: A
     assert count == rows
     assert math.isclose(cash + (rows * dividend - marks) + lambda_cash, put_in, rel_tol=1e-9)
     assert fetched_history >= len(pages) * 0.9
+
+
+def test_revisits_fetch_each_page_again_up_to_the_setting(store: Any) -> None:
+    """OPIC passes: with FRONTIER_AOPIC_REVISITS=2 every page is fetched
+    three times, each revisit adding the cash it gathered to its history."""
+    clock = Clock()
+    frontier = make_frontier(store, clock, ledger=AOPICLedger(store), prioritizer=CashPrioritizer(8),
+                             revisits=2)
+    graph = {"http://a.test/": ["http://b.test/", "http://c.test/"],
+             "http://b.test/": ["http://a.test/", "http://c.test/"],
+             "http://c.test/": ["http://a.test/"]}
+    frontier.enqueue_request(Request("http://a.test/", meta={"is_start_request": True}))
+    fetches: list[str] = []
+    for _ in range(1000):
+        request = frontier.next_request()
+        if request is None:
+            if not frontier.has_pending_requests():
+                break
+            clock.advance(0.05)
+            continue
+        fetches.append(request.url)
+        frontier.distribute(request.url, graph[request.url])
+        for url in graph[request.url]:
+            frontier.enqueue_request(Request(url))
+        frontier.fetch_finished(request, duration=0.0)
+    assert sorted(fetches) == sorted(list(graph) * 3)
+    assert frontier.stats.get_value("aopic/revisits") == 6
+    assert_conserved(frontier.ledger)
+    histories = {url: frontier.ledger.history_of(url_fingerprint(url)[0]) for url in graph}
+    assert histories["http://a.test/"] > histories["http://c.test/"] > 0  # a has two in-links

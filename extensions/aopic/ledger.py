@@ -83,10 +83,10 @@ class AOPICLedger:
             self.lambda_cash, self.dividend, self.put_in, float(self.rows), float(self.lambda_crawls))))
 
     # -- reads ------------------------------------------------------------------
-    def cash_of(self, fingerprint: int) -> float:
-        """Current cash of a URL (0 for a URL never given any)."""
+    def cash_of(self, fingerprint: int) -> float | None:
+        """Current cash of a URL (None for a URL never given any)."""
         row = self.store.cash.get_cash([fingerprint]).get(fingerprint)
-        return 0.0 if row is None else row[0] + (self.dividend - row[2])
+        return None if row is None else row[0] + (self.dividend - row[2])
 
     def history_of(self, fingerprint: int) -> float:
         row = self.store.cash.get_cash([fingerprint]).get(fingerprint)
@@ -97,41 +97,45 @@ class AOPICLedger:
         return self.put_in / self.rows if self.rows else self.initial_cash
 
     # -- writes -----------------------------------------------------------------
-    def seed(self, fingerprint: int) -> tuple[float, float]:
+    def seed(self, fingerprint: int) -> tuple[float, float, bool]:
         """Give a seed its initial cash (new cash put into the system)."""
         self.put_in += self.initial_cash
         return self.credit_many([(fingerprint, self.initial_cash)])[0]
 
-    def credit_many(self, amounts: list[tuple[int, float]]) -> list[tuple[float, float]]:
+    def credit_many(self, amounts: list[tuple[int, float]]) -> list[tuple[float, float, bool]]:
         """Add cash to URLs, creating rows for new ones; return each URL's
-        ``(cash before, cash after)`` (a URL credited twice: in order)."""
+        ``(cash before, cash after, had a row)`` (a URL credited twice: in order)."""
         fps = list({fp for fp, _ in amounts})
         rows = self.store.cash.get_cash(fps)
-        changed: dict[int, tuple[float, float, float]] = {}
+        changed: dict[int, tuple[float, float, float, int]] = {}
         result = []
         dividend = self.dividend
         for fp, amount in amounts:
             row = changed.get(fp) or rows.get(fp)
+            existed = row is not None
             if row is None:
                 self.rows += 1
-                before, history = 0.0, 0.0
+                before, history, visits = 0.0, 0.0, 0
             else:
-                before, history = row[0] + (dividend - row[2]), row[1]
+                before, history, visits = row[0] + (dividend - row[2]), row[1], row[3]
             after = before + amount
-            changed[fp] = (after, history, dividend)
-            result.append((before, after))
-        self.store.cash.put_cash([(fp, c, h, m) for fp, (c, h, m) in changed.items()])
+            changed[fp] = (after, history, dividend, visits)
+            result.append((before, after, existed))
+        self.store.cash.put_cash([(fp, *row) for fp, row in changed.items()])
         return result
 
-    def take(self, fingerprint: int) -> tuple[float, float]:
-        """Page fetched: its cash moves to its history; return ``(cash, history)``."""
+    def take(self, fingerprint: int) -> tuple[float, float, int]:
+        """Page fetched: its cash moves to its history; return ``(cash,
+        history, visits)`` with this visit counted."""
         row = self.store.cash.get_cash([fingerprint]).get(fingerprint)
         if row is None:
-            return 0.0, 0.0
+            self.rows += 1
+            self.store.cash.put_cash([(fingerprint, 0.0, 0.0, self.dividend, 1)])
+            return 0.0, 0.0, 1
         cash = row[0] + (self.dividend - row[2])
         history = row[1] + cash
-        self.store.cash.put_cash([(fingerprint, 0.0, history, self.dividend)])
-        return cash, history
+        self.store.cash.put_cash([(fingerprint, 0.0, history, self.dividend, row[3] + 1)])
+        return cash, history, row[3] + 1
 
     def split(self, cash: float, outlinks: int) -> float:
         """Tax to Lambda and the share of each outlink (none: all to Lambda)."""

@@ -170,5 +170,6 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
                               settings.getfloat("FRONTIER_AOPIC_TAX"))
         if settings.getbool("FRONTIER_AOPIC") else None,
         "host_budget": _positive_int(settings, "FRONTIER_HOST_BUDGET", 0),
+        "revisits": _positive_int(settings, "FRONTIER_AOPIC_REVISITS", 0),
         **_engine_hooks(crawler),
     }

@@ -64,10 +64,10 @@ class CashPrioritizer:
 
     ``level = clamp(levels // 2 + floor(log2(cash / mean)) + priority // priority_step)``
     where ``mean`` is the average cash per known page: a page with the mean
-    sits in the middle, each doubling buys a level. The frontier passes
-    ``aopic_cash`` and ``aopic_mean`` in ``meta``; a URL without cash (a
-    redirect target) counts as average. Without AOPIC (no cash in meta) it
-    is the :class:`DepthPrioritizer`.
+    sits in the middle, each doubling buys a level, no cash is the bottom.
+    The frontier passes ``aopic_cash`` and ``aopic_mean`` in ``meta``; a URL
+    the ledger does not know (a redirect target) and a crawl without AOPIC
+    get the :class:`DepthPrioritizer`'s level.
     """
 
     def __init__(self, levels: int = 8, priority_step: int = 1) -> None:
@@ -81,7 +81,8 @@ class CashPrioritizer:
         cash = meta.get("aopic_cash")
         if cash is None:
             return self.fallback.level(priority, depth, meta)
+        if cash <= 0:  # fetched and not credited since (a revisit)
+            return 0
         mean = meta.get("aopic_mean") or 1.0
-        ratio = cash / mean if cash > 0 else 1.0
-        raw = self.levels // 2 + math.floor(math.log2(ratio)) + priority // self.priority_step
+        raw = self.levels // 2 + math.floor(math.log2(cash / mean)) + priority // self.priority_step
         return min(self.levels - 1, max(0, raw))

@@ -120,6 +120,7 @@ class Frontier(BaseScheduler):
         cleanup_dir: Path | None = None,
         ledger: AOPICLedger | None = None,
         host_budget: int = 0,
+        revisits: int = 0,
     ) -> None:
         self.store = store
         self.front = FrontQueues(store, front_queues, queue_buffer, selector)
@@ -139,6 +140,7 @@ class Frontier(BaseScheduler):
         self.on_store_error = on_store_error
         self.cleanup_dir = cleanup_dir
         self.ledger = ledger
+        self.revisits = revisits  # AOPIC: fetches of a page beyond the first
         self.host_budget = host_budget  # URLs accepted per host; 0: unlimited
         self._host_counts: OrderedDict[str, int] = OrderedDict()  # LRU over the store
         self.spider: Spider | None = None
@@ -282,7 +284,10 @@ class Frontier(BaseScheduler):
             return request.meta
         if request.meta.get("is_start_request") and not self.ledger.cash_of(fp):
             self.ledger.seed(fp)
-        return {"aopic_cash": self.ledger.cash_of(fp), "aopic_mean": self.ledger.mean_cash()}
+        cash = self.ledger.cash_of(fp)
+        if cash is None:  # not given cash by a page (a redirect target): by depth
+            return request.meta
+        return {"aopic_cash": cash, "aopic_mean": self.ledger.mean_cash()}
 
     def next_request(self) -> Request | None:
         now = self.clock()
@@ -327,7 +332,7 @@ class Frontier(BaseScheduler):
             if self.store.urls.status_of(fp) != Status.QUEUED:
                 self.stats.inc_value("frontier/stale_copies")
                 return None
-            if self.ledger.maybe_crawl_lambda(self.ledger.cash_of(fp)):
+            if self.ledger.maybe_crawl_lambda(self.ledger.cash_of(fp) or 0.0):
                 self.stats.inc_value("aopic/lambda_crawls")
         if entry.flags & FLAG_MEMORY:
             request = self.memory_only.pop(fp, None)
@@ -522,7 +527,7 @@ class Frontier(BaseScheduler):
         if self.ledger is None:
             return 0.0, 0.0
         fp, _ = url_fingerprint(url)
-        return self.ledger.take(fp)
+        return self.ledger.take(fp)[:2]
 
     def distribute(self, url: str, outlinks: Sequence[str]) -> float:
         """AOPIC credit assignment for a fetched page: its cash to its history,
@@ -530,11 +535,28 @@ class Frontier(BaseScheduler):
         queued URLs whose cash crosses a level move up. Return the history."""
         if self.ledger is None:
             return 0.0
-        cash, history = self.take_cash(url)
+        fp, _ = url_fingerprint(url)
+        cash, history, visits = self.ledger.take(fp)
         share = self.ledger.split(cash, len(outlinks))
         if share > 0:
             self.credit([url_fingerprint(link)[0] for link in outlinks], share)
+        if visits <= self.revisits:
+            self._revisit(fp)
         return history
+
+    def _revisit(self, fp: int) -> None:
+        """OPIC revisits pages: back into the frontier at the level its cash
+        (none, just after the fetch) earns; credits move it up as they come."""
+        entry = self.store.urls.get_many([fp]).get(fp)
+        if entry is None or fp in self.memory_only:
+            return
+        cash = self.ledger.cash_of(fp) or 0.0
+        level = self.prioritizer.level(entry.priority, entry.depth,
+                                       {"aopic_cash": cash, "aopic_mean": self.ledger.mean_cash()})
+        again = entry._replace(level=level)
+        self.store.urls.requeue(again, self.wall_clock())
+        self.front.push(again)
+        self.stats.inc_value("aopic/revisits")
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL; promote queued ones whose level rises."""
@@ -544,8 +566,8 @@ class Frontier(BaseScheduler):
         changes = ledger.credit_many([(fp, amount) for fp in fingerprints])
         mean = ledger.mean_cash()
         level_of = self.prioritizer.level
-        rising = [fp for fp, (before, after) in zip(fingerprints, changes)
-                  if before > 0 and level_of(0, 0, {"aopic_cash": after, "aopic_mean": mean})
+        rising = [fp for fp, (before, after, existed) in zip(fingerprints, changes)
+                  if existed and level_of(0, 0, {"aopic_cash": after, "aopic_mean": mean})
                   > level_of(0, 0, {"aopic_cash": before, "aopic_mean": mean})]
         if rising:
             self._promote(rising, mean)
@@ -556,7 +578,7 @@ class Frontier(BaseScheduler):
         for fp, entry in entries.items():
             if fp in self.memory_only or self.store.urls.status_of(fp) != Status.QUEUED:
                 continue
-            meta = {"aopic_cash": self.ledger.cash_of(fp), "aopic_mean": mean}
+            meta = {"aopic_cash": self.ledger.cash_of(fp) or 0.0, "aopic_mean": mean}
             level = self.prioritizer.level(entry.priority, entry.depth, meta)
             if level <= entry.level:
                 continue

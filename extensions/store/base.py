@@ -175,11 +175,11 @@ class CashTable(Protocol):
     """AOPIC's per-URL cash, history and dividend mark (see
     :mod:`extensions.aopic.ledger`); rows exist only for URLs given cash."""
 
-    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float]]:
-        """``(cash, history, mark)`` of the known ``fingerprints``."""
+    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float, int]]:
+        """``(cash, history, mark, visits)`` of the known ``fingerprints``."""
 
-    def put_cash(self, rows: Sequence[tuple[int, float, float, float]]) -> None:
-        """Insert or overwrite ``(fingerprint, cash, history, mark)`` rows."""
+    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
+        """Insert or overwrite ``(fingerprint, cash, history, mark, visits)`` rows."""
 
     def cash_count(self) -> int:
         """How many URLs have a cash row (Lambda's dividend is split among them)."""

@@ -21,7 +21,7 @@ class MemoryStore:
         self.location = "memory"
         self.clean = True
         self.queues = self.urls = self.hosts = self.cash = self
-        self._cash: dict[int, tuple[float, float, float]] = {}
+        self._cash: dict[int, tuple[float, float, float, int]] = {}
         self._queues: dict[str, deque[int]] = {}
         self._rows: dict[int, list] = {}  # fingerprint -> [entry, status, seq, fetched]
         self._hosts: dict[str, float | None] = {}
@@ -44,12 +44,12 @@ class MemoryStore:
         self._meta[key] = value
 
     # -- CashTable (AOPIC) ---------------------------------------------------
-    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float]]:
+    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float, int]]:
         return {fp: self._cash[fp] for fp in fingerprints if fp in self._cash}
 
-    def put_cash(self, rows: Sequence[tuple[int, float, float, float]]) -> None:
-        for fp, cash, history, mark in rows:
-            self._cash[fp] = (cash, history, mark)
+    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
+        for fp, cash, history, mark, visits in rows:
+            self._cash[fp] = (cash, history, mark, visits)
 
     def cash_count(self) -> int:
         return len(self._cash)

@@ -80,7 +80,7 @@ CREATE TABLE IF NOT EXISTS hosts (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cash (
   fingerprint INTEGER PRIMARY KEY, cash REAL NOT NULL, history REAL NOT NULL,
-  mark REAL NOT NULL) WITHOUT ROWID;
+  mark REAL NOT NULL, visits INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS statuses (status INTEGER PRIMARY KEY, name TEXT NOT NULL);
 INSERT OR IGNORE INTO statuses VALUES
   (0, 'queued'), (1, 'inflight'), (2, 'done'), (3, 'failed'), (4, 'excluded');
@@ -88,7 +88,7 @@ CREATE VIEW IF NOT EXISTS urls_readable AS
   SELECT u.fingerprint, u.url, u.host, s.name AS status, u.level, u.priority,
          u.depth, datetime(u.discovered, 'unixepoch') AS discovered,
          datetime(u.fetched, 'unixepoch') AS fetched, u.referer, u.flags,
-         u.extra, length(u.blob) AS blob_bytes, c.cash, c.history
+         u.extra, length(u.blob) AS blob_bytes, c.cash, c.history, c.visits
   FROM urls u JOIN statuses s USING (status) LEFT JOIN cash c USING (fingerprint);
 """
 
@@ -204,19 +204,20 @@ class SQLiteStore:
         self._require().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     # -- CashTable (AOPIC) ---------------------------------------------------
-    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float]]:
+    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float, int]]:
         db, found = self._require(), {}
         for start in range(0, len(fingerprints), _CHUNK):
             chunk = fingerprints[start:start + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            for fp, cash, history, mark in db.execute(
-                f"SELECT fingerprint, cash, history, mark FROM cash WHERE fingerprint IN ({marks})", chunk
+            for fp, cash, history, mark, visits in db.execute(
+                f"SELECT fingerprint, cash, history, mark, visits FROM cash WHERE fingerprint IN ({marks})",
+                chunk,
             ):
-                found[fp] = (cash, history, mark)
+                found[fp] = (cash, history, mark, visits)
         return found
 
-    def put_cash(self, rows: Sequence[tuple[int, float, float, float]]) -> None:
-        self._require().executemany("INSERT OR REPLACE INTO cash VALUES (?, ?, ?, ?)", rows)
+    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
+        self._require().executemany("INSERT OR REPLACE INTO cash VALUES (?, ?, ?, ?, ?)", rows)
 
     def cash_count(self) -> int:
         return self._require().execute("SELECT COUNT(*) FROM cash").fetchone()[0]
