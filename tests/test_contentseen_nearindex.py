@@ -36,17 +36,22 @@ def planted_web(rng: random.Random, stored: int = 50000, centres: int = 400) -> 
     return ordered
 
 
-@pytest.mark.parametrize("reopen", [False, True], ids=["buffer-and-disk", "after-reopen"])
-def test_near_finds_exactly_the_stored_simhashes_within_distance_3(tmp_path, reopen):
+@pytest.mark.parametrize(("reopen", "buffer_entries", "levels"), [
+    (False, 7000, 2), (True, 7000, 2), (False, 100, 4), (True, 100, 4),
+], ids=["buffer-and-disk", "after-reopen", "four-levels", "four-levels-after-reopen"])
+def test_near_finds_exactly_the_stored_simhashes_within_distance_3(tmp_path, reopen, buffer_entries, levels):
     rng = random.Random(3)
     values = planted_web(rng)
     path = tmp_path / "near.sqlite3"
-    index = NearDuplicateIndex.open(path, buffer_entries=7000)
+    index = NearDuplicateIndex.open(path, buffer_entries=buffer_entries)
     for number, value in enumerate(values):
         index.add_or_match(value, f"u{number}")
     if reopen:
         index.close()
-        index = NearDuplicateIndex.open(path, buffer_entries=7000)
+        index = NearDuplicateIndex.open(path, buffer_entries=buffer_entries)
+    assert index.stats()["levels"] == levels
+    stored_rows = index.connection.execute("SELECT COUNT(*) FROM near_keys").fetchone()[0]
+    assert sum(index.levels.sizes) == stored_rows
     stored = np.array(values, dtype=np.uint64)
     queries = [flip(rng.choice(values), rng.randrange(5), rng) for _ in range(1500)]
     queries += [rng.getrandbits(64) for _ in range(500)]

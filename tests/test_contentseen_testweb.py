@@ -8,8 +8,9 @@ import pytest
 
 from bench.testweb.model import SiteModel, WebConfig
 from bench.testweb.neardup_truth import NearDuplicateTruth, family, near_duplicate_truth
-from extensions.contentseen import ContentSeen, NearDuplicateIndex, simhash, text_fingerprint, visible_text
+from extensions.contentseen import ContentSeen, NearDuplicateIndex, text_fingerprint, visible_text
 from extensions.contentseen.fingerprint import bytes_fingerprint
+from extensions.contentseen.simhash import simhash
 
 PORT = 8000
 

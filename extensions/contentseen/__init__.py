@@ -7,12 +7,13 @@ A library of plain objects for a pipeline to call synchronously per response
     fingerprint = text_fingerprint(text)                        # .fingerprint (or
                                                                 # bytes_fingerprint(body))
     duplicate_of = content_seen.duplicate_of(fingerprint, url)  # .exact
-    simhash_value = simhash(text)                               # .simhash
+    simhash_value = simhash(text)                               # .simhash.simhash
     group_id, near_duplicate_of = near_index.add_or_match(simhash_value, url)  # .nearindex
 
-``ContentSeen.open(path, ...)`` and ``NearDuplicateIndex.open(path, ...)``
-take the SQLite file from the caller (one file may hold both); both have
-``flush()``, ``close()`` and ``stats()``.
+The function ``simhash`` is not re-exported here: it would hide the module
+of the same name. ``ContentSeen.open(path, ...)`` and
+``NearDuplicateIndex.open(path, ...)`` take the SQLite file from the caller
+(one file may hold both); both have ``flush()``, ``close()`` and ``stats()``.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from extensions.contentseen.fingerprint import (
     text_fingerprint,
 )
 from extensions.contentseen.nearindex import BlockLayout, Match, NearDuplicateIndex
-from extensions.contentseen.simhash import hamming, simhash
+from extensions.contentseen.simhash import hamming
 from extensions.contentseen.text import visible_text
 
 __all__ = [
     "MODES", "NORMALISED", "RAW", "BlockLayout", "ContentSeen", "ContentStoreError", "Match",
-    "NearDuplicateIndex", "body_fingerprint", "bytes_fingerprint", "hamming", "simhash",
-    "text_fingerprint", "visible_text",
+    "NearDuplicateIndex", "body_fingerprint", "bytes_fingerprint", "hamming", "text_fingerprint",
+    "visible_text",
 ]

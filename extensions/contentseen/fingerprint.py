@@ -22,7 +22,7 @@ from typing import Final
 
 import mmh3
 
-from extensions.contentseen.text import normalise_whitespace, visible_text
+from extensions.contentseen.text import visible_text
 
 RAW: Final = "raw"
 NORMALISED: Final = "normalised"
@@ -36,8 +36,10 @@ def bytes_fingerprint(data: bytes) -> int:
 
 
 def text_fingerprint(text: str) -> int:
-    """The fingerprint of ``text`` after whitespace normalisation."""
-    return bytes_fingerprint(normalise_whitespace(text).encode("utf-8", "surrogatepass"))
+    """The fingerprint of ``text`` as given: pass :func:`visible_text`'s output,
+    which is already whitespace-normalised (normalising again would cost as
+    much as the hash; :func:`normalise_whitespace` does it for other text)."""
+    return bytes_fingerprint(text.encode("utf-8", "surrogatepass"))
 
 
 def body_fingerprint(body: bytes, mode: str = RAW, encoding: str | None = None) -> int:

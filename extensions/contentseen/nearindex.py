@@ -30,20 +30,24 @@ Storage, one SQLite file chosen by the caller (it may be the exact set's)::
       group_id INTEGER NOT NULL,     -- id of the group's first document
       url      TEXT NOT NULL);       -- the first URL with this simhash
     CREATE TABLE near_keys (
-      key INTEGER NOT NULL,          -- table number << 48 | that table's block bits
-      doc INTEGER NOT NULL,          -- near_docs.id
-      PRIMARY KEY (key, doc)) WITHOUT ROWID;  -- one B-tree holds all tables
+      level INTEGER NOT NULL,        -- LSM level (see LeveledKeys)
+      key   INTEGER NOT NULL,        -- table number << 48 | that table's block bits
+      doc   INTEGER NOT NULL,        -- near_docs.id
+      PRIMARY KEY (level, key, doc)) WITHOUT ROWID;  -- one B-tree, all tables
     CREATE TABLE near_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
       -- schema, distance, blocks (a file is bound to its layout),
-      -- reserved_id (no id below it may be handed out again)
+      -- reserved_id (no id below it may be handed out again),
+      -- levels (JSON: rows and move cursor per level)
 
-One look-up is one SQL statement (``key IN (...)`` joined to the documents)
-plus the in-memory write buffer: documents added since the last flush, at
-most ``buffer_entries``, with their keys in a dict. A full buffer flushes
-itself in one transaction; :meth:`flush` commits it on demand (WAL,
-``synchronous=NORMAL``: a crash loses at most the unflushed buffer). Group
-ids are never reused, even after a crash: the ids a run may hand out before
-its next flush are reserved on disk first.
+One look-up is one SQL statement (``level IN (...) AND key IN (...)``
+joined to the documents: ``levels * tables`` B-tree seeks) plus the
+in-memory write buffer: documents added since the last flush, at most
+``buffer_entries``, with their keys in a dict. A full buffer flushes itself
+in one transaction; :meth:`flush` commits it on demand (WAL,
+``synchronous=NORMAL``: a crash loses at most the unflushed buffer). Key
+rows go to disk through :class:`LeveledKeys`, so a flush's cost does not
+grow with the index. Group ids are never reused, even after a crash: the
+ids a run may hand out before its next flush are reserved on disk first.
 
 Groups: a new document joins the group of its closest match (ties: the
 earliest document) and is stored, so a group can grow by chains of small
@@ -54,7 +58,9 @@ would add nothing to later look-ups. Not thread-safe. Pure: no Scrapy.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import time
 from itertools import combinations
 from math import comb
 from pathlib import Path
@@ -67,12 +73,16 @@ SCHEMA_VERSION = "1"
 DEFAULT_DISTANCE = 3
 DEFAULT_BLOCKS = 5
 TABLE_SHIFT = 48  # key = table number << TABLE_SHIFT | block bits
+LEVEL_RATIO = 8  # level L + 1 holds up to LEVEL_RATIO times the rows of level L
+LEVEL0_FLUSHES = 4  # level 0 holds up to this many full flushes
+MIN_KEY = -(1 << 63)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS near_docs (
   id INTEGER PRIMARY KEY, simhash INTEGER NOT NULL, group_id INTEGER NOT NULL, url TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS near_keys (
-  key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (key, doc)) WITHOUT ROWID;
+  level INTEGER NOT NULL, key INTEGER NOT NULL, doc INTEGER NOT NULL,
+  PRIMARY KEY (level, key, doc)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS near_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 """
 
@@ -122,6 +132,89 @@ class BlockLayout:
         return sum(stored / 2 ** sum(self.block_bits[b][1] for b in table) for table in self.tables)
 
 
+class LeveledKeys:
+    """The key rows of all permuted tables on disk, as levels of one B-tree.
+
+    A small log-structured merge tree (O'Neil et al. 1996) inside SQLite:
+    random keys inserted into one big B-tree dirty one page per row, so a
+    flush of 4096 documents (40 960 rows) into a million documents' index
+    rewrote ~27 000 pages. Here each flush goes into level 0 (at most
+    ``level0_rows`` rows, a few MB that stay in SQLite's cache); level ``L``
+    holds at most ``level0_rows * LEVEL_RATIO**L`` rows, and at each flush an
+    over-full level moves as many rows as the flush added, the next slice in
+    key order (a cursor cycles through the key space), to level ``L + 1``.
+    A slice is contiguous in both levels, so a flush writes about
+    ``rows * (1 + LEVEL_RATIO * levels) / rows_per_page`` pages whatever the
+    size of the index, and never stalls for a whole-level merge. A look-up
+    seeks every level (``levels * tables`` seeks, one statement). Sizes and
+    cursors are in ``near_meta`` (``levels``), written in the flush's
+    transaction, so a crash leaves every row in exactly one level.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, level0_rows: int,
+                 sizes: list[int] | None = None, cursors: list[int] | None = None) -> None:
+        self.connection, self.level0_rows = connection, level0_rows
+        self.sizes = sizes or [0]
+        self.cursors = cursors or [MIN_KEY] * len(self.sizes)
+        self.moved = 0  # rows moved between levels since open
+
+    @classmethod
+    def from_meta(cls, connection: sqlite3.Connection, level0_rows: int, text: str | None) -> LeveledKeys:
+        state = json.loads(text) if text else {}
+        return cls(connection, level0_rows, state.get("sizes"), state.get("cursors"))
+
+    def meta(self) -> str:
+        return json.dumps({"sizes": self.sizes, "cursors": self.cursors})
+
+    def restore(self, text: str) -> None:
+        """Go back to the state :meth:`meta` returned (after a rolled-back flush)."""
+        state = json.loads(text)
+        self.sizes, self.cursors = state["sizes"], state["cursors"]
+
+    def capacity(self, level: int) -> int:
+        return self.level0_rows * LEVEL_RATIO ** level
+
+    def query(self, tables: int) -> str:
+        """The look-up statement for ``tables`` keys over every level."""
+        levels = ", ".join(map(str, range(len(self.sizes))))
+        return ("SELECT d.id, d.simhash, d.group_id, d.url FROM near_keys k "
+                f"JOIN near_docs d ON d.id = k.doc WHERE k.level IN ({levels}) "
+                f"AND k.key IN ({', '.join('?' * tables)})")
+
+    def insert(self, rows: list[tuple[int, int]]) -> None:
+        """Add ``(key, doc)`` rows to level 0, then move slices down over-full levels.
+
+        Call inside the caller's transaction.
+        """
+        self.sizes[0] += self.connection.executemany(
+            "INSERT OR IGNORE INTO near_keys VALUES (0, ?, ?)", rows).rowcount
+        level = 0
+        while level < len(self.sizes) and self.sizes[level] > self.capacity(level):
+            self._move_slice(level, max(len(rows), 1))
+            level += 1
+
+    def _move_slice(self, level: int, rows: int) -> None:
+        """Move the next ``rows`` rows (whole keys) in key order from ``level`` to ``level + 1``."""
+        if level + 1 == len(self.sizes):
+            self.sizes.append(0)
+            self.cursors.append(MIN_KEY)
+        cursor = self.cursors[level]
+        boundary = self.connection.execute(
+            "SELECT key FROM near_keys WHERE level = ? AND key >= ? ORDER BY key LIMIT 1 OFFSET ?",
+            (level, cursor, rows)).fetchone()
+        if boundary is None:  # the slice reaches the end of the key space: wrap around
+            where, params, self.cursors[level] = "level = ? AND key >= ?", (level, cursor), MIN_KEY
+        else:
+            upper = max(boundary[0], cursor + 1)
+            where, params, self.cursors[level] = "level = ? AND key >= ? AND key < ?", (level, cursor, upper), upper
+        moved = self.connection.execute(
+            f"INSERT OR IGNORE INTO near_keys SELECT ?, key, doc FROM near_keys WHERE {where} ORDER BY key",
+            (level + 1, *params)).rowcount
+        self.sizes[level] -= self.connection.execute(f"DELETE FROM near_keys WHERE {where}", params).rowcount
+        self.sizes[level + 1] += moved
+        self.moved += moved
+
+
 class NearDuplicateIndex:
     """Stored simhashes with their first URL and group, searchable within distance k.
 
@@ -132,46 +225,43 @@ class NearDuplicateIndex:
     """
 
     def __init__(self, connection: sqlite3.Connection, path: Path, layout: BlockLayout,
-                 next_id: int, buffer_entries: int = 4096) -> None:
+                 next_id: int, buffer_entries: int = 4096, levels: str | None = None) -> None:
         if buffer_entries < 1:
             raise ValueError(f"buffer_entries must be >= 1, not {buffer_entries}")
         self.connection, self.path, self.layout = connection, path, layout
         self.buffer_entries = buffer_entries
         self.next_id = next_id
+        level0_rows = LEVEL0_FLUSHES * buffer_entries * len(layout.tables)
+        self.levels = LeveledKeys.from_meta(connection, level0_rows, levels)
         self.pending_docs: dict[int, tuple[int, int, str]] = {}  # id -> (simhash, group, url)
         self.pending_keys: dict[int, list[int]] = {}  # key -> ids
         self.counters = dict.fromkeys(
             ("lookups", "candidates", "disk_candidates", "max_candidates", "near_duplicates",
-             "identical", "stored", "flushes"), 0)
-        placeholders = ", ".join("?" * len(layout.tables))
-        self._query = (
-            "SELECT d.id, d.simhash, d.group_id, d.url FROM near_keys k "
-            f"JOIN near_docs d ON d.id = k.doc WHERE k.key IN ({placeholders})")
+             "identical", "stored", "flushes", "max_flush_ms"), 0)
+        self._query = self.levels.query(len(layout.tables))
         self._reserve()
 
     @classmethod
     def open(cls, path: Path, distance: int = DEFAULT_DISTANCE, blocks: int = DEFAULT_BLOCKS,
-             buffer_entries: int = 4096, cache_kib: int = 16384) -> NearDuplicateIndex:
-        """Open (or create) the index at ``path``; an existing file must have the same layout."""
+             buffer_entries: int = 4096, cache_kib: int = 16384, mmap_mib: int = 0) -> NearDuplicateIndex:
+        """Open (or create) the index at ``path``; an existing file must have the same layout.
+
+        ``cache_kib`` and ``mmap_mib``: see :func:`~extensions.contentseen.exact.open_database`.
+        """
         layout = BlockLayout(distance, blocks)
-        connection = open_database(path, cache_kib)
+        connection = open_database(path, cache_kib, mmap_mib)
         expected = {"schema": SCHEMA_VERSION, "distance": str(distance), "blocks": str(blocks)}
         try:
             meta = check_schema(connection, path, "near_meta", _SCHEMA, expected)
             next_id = int(meta.get("reserved_id", 1))  # above every id ever handed out
-            return cls(connection, path, layout, next_id, buffer_entries)
+            return cls(connection, path, layout, next_id, buffer_entries, meta.get("levels"))
         except (ContentStoreError, ValueError):
             connection.close()
             raise
 
     def match(self, simhash: int) -> Match | None:
         """The closest stored document within the distance (ties: the earliest), or None."""
-        self.counters["lookups"] += 1
-        keys = self.layout.keys(simhash)
-        best = self._best(simhash, self._buffer_candidates(keys))
-        if best is None or best.distance > 0:  # the disk holds only earlier (smaller) ids
-            best = self._best(simhash, self._disk_candidates(keys), best)
-        return best
+        return self._match(simhash, self.layout.keys(simhash))
 
     def near(self, simhash: int) -> list[Match]:
         """Every stored document within the distance, closest (then earliest) first."""
@@ -191,7 +281,8 @@ class NearDuplicateIndex:
         the distance, whose group the document joins; None (and a new group,
         numbered by the document's id) when there is none.
         """
-        found = self.match(simhash)
+        keys = self.layout.keys(simhash)
+        found = self._match(simhash, keys)
         if found is not None:
             self.counters["near_duplicates"] += 1
             if found.distance == 0:
@@ -200,7 +291,7 @@ class NearDuplicateIndex:
         doc_id = self.next_id
         self.next_id += 1
         group_id = doc_id if found is None else found.group_id
-        self._store(doc_id, simhash, group_id, url)
+        self._store(doc_id, simhash, group_id, url, keys)
         return (group_id, None) if found is None else (group_id, found.url)
 
     def flush(self) -> None:
@@ -210,7 +301,8 @@ class NearDuplicateIndex:
         docs = [(doc_id, to_signed64(simhash), group, url)
                 for doc_id, (simhash, group, url) in self.pending_docs.items()]
         # key order: consecutive inserts touch neighbouring B-tree pages
-        rows = sorted((key, doc_id) for key, ids in self.pending_keys.items() for doc_id in ids)
+        keys = self.pending_keys
+        rows = [(key, doc_id) for key in sorted(keys) for doc_id in keys[key]]
         self._write(docs, rows)
         self.pending_docs.clear()
         self.pending_keys.clear()
@@ -225,13 +317,21 @@ class NearDuplicateIndex:
 
     def stats(self) -> dict[str, int]:
         """Counters since open, plus the buffer size (a gauge)."""
-        return {**self.counters, "buffered": len(self.pending_docs)}
+        return {**self.counters, "buffered": len(self.pending_docs), "levels": len(self.levels.sizes),
+                "level_moves": self.levels.moved}
 
     def __enter__(self) -> NearDuplicateIndex:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _match(self, simhash: int, keys: list[int]) -> Match | None:
+        self.counters["lookups"] += 1
+        best = self._best(simhash, self._buffer_candidates(keys))
+        if best is None or best.distance > 0:  # the disk holds only earlier (smaller) ids
+            best = self._best(simhash, self._disk_candidates(keys), best)
+        return best
 
     def _buffer_candidates(self, keys: list[int]) -> list[tuple[int, int, int, str]]:
         ids = {doc_id for key in keys for doc_id in self.pending_keys.get(key, ())}
@@ -257,10 +357,10 @@ class NearDuplicateIndex:
         self.counters["candidates"] += len(candidates)
         self.counters["max_candidates"] = max(self.counters["max_candidates"], len(candidates))
 
-    def _store(self, doc_id: int, simhash: int, group_id: int, url: str) -> None:
+    def _store(self, doc_id: int, simhash: int, group_id: int, url: str, keys: list[int]) -> None:
         self.counters["stored"] += 1
         self.pending_docs[doc_id] = (simhash, group_id, url)
-        for key in self.layout.keys(simhash):
+        for key in keys:
             self.pending_keys.setdefault(key, []).append(doc_id)
         if len(self.pending_docs) >= self.buffer_entries:
             self.flush()
@@ -270,15 +370,22 @@ class NearDuplicateIndex:
         self._write([], [])
 
     def _write(self, docs: list[tuple[int, int, int, str]], rows: list[tuple[int, int]]) -> None:
+        started = time.perf_counter()
         reserved = str(self.next_id + self.buffer_entries)
+        levels_before = self.levels.meta()
         try:
             self.connection.execute("BEGIN")
             self.connection.executemany("INSERT INTO near_docs VALUES (?, ?, ?, ?)", docs)
-            self.connection.executemany("INSERT OR IGNORE INTO near_keys VALUES (?, ?)", rows)
-            self.connection.execute(
-                "INSERT OR REPLACE INTO near_meta VALUES ('reserved_id', ?)", (reserved,))
+            if rows:
+                self.levels.insert(rows)
+            self.connection.executemany("INSERT OR REPLACE INTO near_meta VALUES (?, ?)",
+                                        [("reserved_id", reserved), ("levels", self.levels.meta())])
             self.connection.execute("COMMIT")
         except sqlite3.Error as err:
             if self.connection.in_transaction:
                 self.connection.execute("ROLLBACK")
+            self.levels.restore(levels_before)
             raise ContentStoreError(f"cannot write content-seen store {self.path}: {err}") from err
+        self._query = self.levels.query(len(self.layout.tables))
+        elapsed_ms = round((time.perf_counter() - started) * 1000)
+        self.counters["max_flush_ms"] = max(self.counters["max_flush_ms"], elapsed_ms)

@@ -7,6 +7,16 @@ set (every shingle weighs 1). Similar texts share most shingles, so most bit
 votes agree and the Hamming distance is small: Manku, Jain and Das Sarma
 (WWW 2007) call two pages near-duplicates within distance 3.
 
+How far an edit moves it: changing one word changes ``shingle_words``
+shingles, and each bit flips with probability about ``atan(sqrt(2 *
+changed / shingles)) / pi``. With 3-word shingles one changed word stays
+within distance 3 in ~70 % of 300-word pages, ~93 % of 1000-word pages and
+~99 % of 3000-word pages (``tests/test_contentseen_simhash.py``); two
+unrelated texts differ in ~32 bits, and never in fewer than 14 in the tests.
+Two-word shingles tolerate edits better but bring pages that share
+boilerplate and common word pairs within distance 3 (47 false pairs among
+4880 test-web pages against 1 for three words), so three is the default.
+
 Tokens: the text is lower-cased; ASCII letters and every non-ASCII character
 form words, everything else separates them. With ``fold_digits`` (the
 default) every ASCII digit counts as ``0``: copies of one page differ in
@@ -128,7 +138,8 @@ def _chunk_token_hashes(data: np.ndarray) -> np.ndarray:
     edges = np.flatnonzero(padded[1:] != padded[:-1])
     starts, ends = edges[0::2], edges[1::2]
     prefix = np.zeros(length + 1, dtype=_U64)
-    np.cumsum(data * _POWERS[:length], out=prefix[1:])
+    np.multiply(data, _POWERS[:length], out=prefix[1:])
+    np.cumsum(prefix[1:], out=prefix[1:])
     return _fmix64((prefix[ends] - prefix[starts]) * _INVERSE_POWERS[starts])
 
 
@@ -151,11 +162,13 @@ def shingle_hashes(tokens: np.ndarray, shingle_words: int = DEFAULT_SHINGLE_WORD
 
 def bit_votes(hashes: np.ndarray) -> np.ndarray:
     """How many of ``hashes`` have each of the 64 bits set (index = bit)."""
-    as_bytes = hashes.view(np.uint8).reshape(-1, 8)
-    if len(hashes) < 256:  # unpacking is cheaper than a 2048-bin histogram
-        bits = np.unpackbits(as_bytes, axis=1, bitorder="little")
-        return bits.sum(axis=0, dtype=np.int64)
-    histogram = np.bincount((as_bytes + _BYTE_OFFSETS).ravel(), minlength=2048)
+    as_bytes = hashes.view(np.uint8)
+    if len(hashes) < 1024:  # unpacking is cheaper than a 2048-bin histogram
+        bits = np.unpackbits(as_bytes, bitorder="little").reshape(-1, 64)
+        return np.add.reduce(bits, axis=0, dtype=np.uint32).astype(np.int64)
+    indexes = as_bytes.reshape(-1, 8).astype(np.intp)
+    indexes += _BYTE_OFFSETS
+    histogram = np.bincount(indexes.ravel(), minlength=2048)
     return (histogram.reshape(8, 256) @ _BYTE_BITS).ravel()
 
 
