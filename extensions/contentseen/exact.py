@@ -58,14 +58,12 @@ class ContentStoreError(RuntimeError):
     """A content-seen store cannot be opened or written; the message names the file."""
 
 
-def open_database(path: Path, cache_kib: int = 8192, mmap_mib: int = 0) -> sqlite3.Connection:
+def open_database(path: Path, cache_kib: int = 8192) -> sqlite3.Connection:
     """A connection to ``path`` in WAL mode, autocommit (callers use BEGIN/COMMIT).
 
-    ``cache_kib`` is SQLite's page cache (private memory). ``mmap_mib`` > 0
-    reads the file through a memory map of that size instead of ``pread``:
-    look-ups that miss the cache get faster, but the pages touched then count
-    in the process's RSS (they are the OS page cache's, shared and
-    reclaimable), so it is off by default. Raises :class:`ContentStoreError` naming the file when it is not a usable
+    ``cache_kib`` is SQLite's page cache (private memory, the bound on what
+    the file costs in RSS; pages beyond it come from the OS page cache).
+    Raises :class:`ContentStoreError` naming the file when it is not a usable
     SQLite database.
     """
     try:
@@ -77,7 +75,6 @@ def open_database(path: Path, cache_kib: int = 8192, mmap_mib: int = 0) -> sqlit
         connection.execute("PRAGMA synchronous=NORMAL")
         connection.execute("PRAGMA busy_timeout=10000")
         connection.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
-        connection.execute(f"PRAGMA mmap_size={int(mmap_mib) * 1024 * 1024}")
     except sqlite3.Error as err:
         connection.close()
         raise ContentStoreError(f"cannot open content-seen store {path}: {err}") from err
@@ -129,9 +126,9 @@ class ContentSeen:
 
     @classmethod
     def open(cls, path: Path, memory_entries: int = 65536, batch_size: int = 1024,
-             cache_kib: int = 8192, mmap_mib: int = 0) -> ContentSeen:
-        """Open (or create) the store at ``path`` (see :func:`open_database` for the last two)."""
-        connection = open_database(path, cache_kib, mmap_mib)
+             cache_kib: int = 8192) -> ContentSeen:
+        """Open (or create) the store at ``path``; ``cache_kib``: see :func:`open_database`."""
+        connection = open_database(path, cache_kib)
         try:
             check_schema(connection, path, "content_seen_meta", _SCHEMA, {"schema": SCHEMA_VERSION})
             return cls(connection, path, memory_entries, batch_size)

@@ -138,7 +138,8 @@ class LeveledKeys:
     A small log-structured merge tree (O'Neil et al. 1996) inside SQLite:
     random keys inserted into one big B-tree dirty one page per row, so a
     flush of 4096 documents (40 960 rows) into a million documents' index
-    rewrote ~27 000 pages. Here each flush goes into level 0 (at most
+    rewrote ~27 000 pages (measured: 455 µs per stored document, 2 s
+    flushes; with levels ~150 µs and 0.3 s). Here each flush goes into level 0 (at most
     ``level0_rows`` rows, a few MB that stay in SQLite's cache); level ``L``
     holds at most ``level0_rows * LEVEL_RATIO**L`` rows, and at each flush an
     over-full level moves as many rows as the flush added, the next slice in
@@ -243,13 +244,13 @@ class NearDuplicateIndex:
 
     @classmethod
     def open(cls, path: Path, distance: int = DEFAULT_DISTANCE, blocks: int = DEFAULT_BLOCKS,
-             buffer_entries: int = 4096, cache_kib: int = 16384, mmap_mib: int = 0) -> NearDuplicateIndex:
+             buffer_entries: int = 4096, cache_kib: int = 16384) -> NearDuplicateIndex:
         """Open (or create) the index at ``path``; an existing file must have the same layout.
 
-        ``cache_kib`` and ``mmap_mib``: see :func:`~extensions.contentseen.exact.open_database`.
+        ``cache_kib``: see :func:`~extensions.contentseen.exact.open_database`.
         """
         layout = BlockLayout(distance, blocks)
-        connection = open_database(path, cache_kib, mmap_mib)
+        connection = open_database(path, cache_kib)
         expected = {"schema": SCHEMA_VERSION, "distance": str(distance), "blocks": str(blocks)}
         try:
             meta = check_schema(connection, path, "near_meta", _SCHEMA, expected)

@@ -4,10 +4,13 @@ What a reader sees is what near-duplicate detection compares: markup,
 attributes, comments, processing instructions and the content of
 ``<script>``, ``<style>``, ``<noscript>`` and ``<template>`` are dropped; the
 ``<title>`` is kept (it is shown, and it tells pages of one template apart).
-Text nodes are joined with a space, so words in adjacent blocks
+Every tag boundary counts as a space, so words in adjacent blocks
 (``<li>a</li><li>b</li>``) never run together; the price is that a word
 split by an inline tag (``W<b>ord</b>``) becomes two, which is the same in
-every copy of a page and so harmless for fingerprints.
+every copy of a page and so harmless for fingerprints. (The space is put
+before each ``<`` of the decoded text and the tree is serialised with
+lxml's text method: both in C, three times faster than joining
+``itertext()`` in Python.)
 
 The caller names the encoding (Scrapy's ``response.encoding``, which already
 weighed the HTTP header, a BOM and ``<meta charset>``); bytes that do not
@@ -44,11 +47,11 @@ def visible_text(body: bytes, encoding: str | None = None) -> str:
 
     Never raises on bad input: an empty or unparsable body gives ``""``.
     """
-    root = _parse(decode_body(body, encoding))
+    root = _parse(decode_body(body, encoding).replace("<", " <"))
     if root is None:
         return ""
     etree.strip_elements(root, *DROPPED_ELEMENTS, with_tail=False)
-    return normalise_whitespace(" ".join(root.itertext()))
+    return normalise_whitespace(etree.tostring(root, method="text", encoding="unicode"))
 
 
 def _parse(text: str) -> etree._Element | None:
