@@ -24,4 +24,8 @@ class PageItem(scrapy.Item):
     outlinks = scrapy.Field()
     processed = scrapy.Field()
     importance = scrapy.Field()  # AOPIC history: cash that flowed through the page
+    fingerprint = scrapy.Field()  # 64-bit content fingerprint, 16 hex digits
+    duplicate_of = scrapy.Field()  # first URL with the same content (links not followed)
+    simhash = scrapy.Field()  # 64-bit simhash of the visible text, 16 hex digits
+    near_duplicate_of = scrapy.Field()  # closest earlier page within Hamming distance 3  # AOPIC history: cash that flowed through the page
     links = scrapy.Field()  # accepted outlinks, for the pipelines; removed before export

@@ -29,7 +29,10 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     },
     "SPIDER_MIDDLEWARES": {},
     # links: last, after every pipeline that judges the page
-    "ITEM_PIPELINES": {"extensions.pipelines.links.LinkScheduler": 900},
+    "ITEM_PIPELINES": {
+        "extensions.pipelines.contentseen.ContentSeenPipeline": 300,
+        "extensions.pipelines.links.LinkScheduler": 900,
+    },
     # 500: after Scrapy's built-in extensions (CoreStats sets finish_reason first)
     "EXTENSIONS": {
         "extensions.progress.ProgressReporter": 500,

@@ -58,6 +58,16 @@ PROCESSING_MODULES = {
 TAG_COUNTER_MAX_TAGS = 50
 
 
+# --- Content-seen (extensions.pipelines.contentseen) ------------------------
+CONTENTSEEN_ENABLED = True
+CONTENTSEEN_FLUSH_INTERVAL = 5.0  # seconds between commits of the fingerprint sets
+CONTENTSEEN_FOLLOW_NEAR_DUPLICATES = True  # follow the links of near-duplicates
+CONTENTSEEN_MEMORY_ENTRIES = 65536  # fingerprints cached in memory (LRU)
+CONTENTSEEN_MODE = "normalised"  # or "raw": fingerprint of the body bytes
+CONTENTSEEN_NEAR_DISTANCE = 3  # Hamming distance of near-duplicate simhashes
+CONTENTSEEN_NEAR_ENABLED = True
+
+
 # --- DNS (extensions.dns) --------------------------------------------------
 # extensions.dns.resolver.CachingResolver (TWISTED_DNS_RESOLVER, set in
 # crawler/settings.py) and extensions.dns.middleware.AddressPolicyMiddleware.

@@ -8,6 +8,7 @@ traps, items, WARC output and the report. Bad inputs get their own crawls.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -47,9 +48,43 @@ def test_crawl_exits_cleanly_and_finishes(crawl: Any) -> None:
 
 
 def test_every_reachable_allowed_page_is_fetched(crawl: Any) -> None:
+    """Every regular page except copies, whose links content-seen does not follow."""
     _, truth, _, fetched = crawl
-    missing = set(truth.regular) - set(fetched)
+    missing = set(truth.regular) - set(truth.duplicates) - set(fetched)
     assert not missing, sorted(missing)[:20]
+
+
+def test_exact_duplicates_are_marked_and_their_links_not_followed(crawl: Any) -> None:
+    """mirror0.test is a byte copy of another host: its root is fetched (other
+    hosts link it), marked a duplicate of the original, and nothing it links
+    on its own host is fetched."""
+    web, truth, result, fetched = crawl
+    mirror_root = f"http://mirror0.test:{web.port}/"
+    items = {item["url"]: item for item in result.items}
+    assert items[mirror_root]["duplicate_of"] == truth.duplicates[mirror_root]
+    assert [url for url in fetched if url.startswith(mirror_root) and url != mirror_root] == []
+    marked = {url for url, item in items.items() if item.get("duplicate_of")}
+    assert marked <= set(truth.duplicates) | {u for u in truth.fetched if "/special" in u or "special.test" in u}
+    assert result.stats["contentseen/duplicates"] == len(marked)
+    assert result.stats["links/not_followed_duplicate"] > 0
+
+
+def test_near_duplicates_are_found(crawl: Any) -> None:
+    """The test web's near-duplicate pages carry ``near_duplicate_of`` (their
+    pairs in the ground truth), with a simhash; distinct pages do not."""
+    _, truth, result, _ = crawl
+    items = {item["url"]: item for item in result.items}
+    expected = {url for url in truth.near_duplicates if url in items}
+    found = {url for url, item in items.items() if item.get("near_duplicate_of")}
+    assert expected, "the test web has near-duplicate pages"
+    assert len(expected & found) >= 0.95 * len(expected), sorted(expected - found)
+    # regular hosts' pages are distinct by design (random words); templated
+    # pages (calendar months, the slow host's pages) are near-duplicates indeed
+    regular = {url for url in items if re.match(r"http://h\d+\.test:", url)}
+    assert not found & regular, sorted(found & regular)
+    html = [item for item in result.items if item["status"] == 200
+            and item["content_type"].startswith("text/html") and not item.get("duplicate_of")]
+    assert all(len(item["simhash"]) == 16 for item in html)
 
 
 def test_nothing_outside_the_ground_truth_is_fetched(crawl: Any) -> None:

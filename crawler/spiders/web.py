@@ -115,6 +115,7 @@ class WebSpider(scrapy.Spider):
                 links = links + ancestors(response.url)
         depth = response.meta.get("depth", 0)
         item = self.page_item(response, content_type, depth, len(links), processed)
+        item._response = response  # for the content-seen pipeline; never exported
         stats = self.crawler.stats
         accepted = [url for url in links if self.url_filter.check(url, depth + 1, stats)]
         if self.links_via_pipeline:

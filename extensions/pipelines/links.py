@@ -37,6 +37,7 @@ class LinkScheduler:
         self.crawler = crawler
         self.stats = crawler.stats
         self.recent = RecentLinks(crawler.settings.getint("LINKS_RECENT_CACHE_SIZE"))
+        self.follow_near = crawler.settings.getbool("CONTENTSEEN_FOLLOW_NEAR_DUPLICATES", True)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LinkScheduler:
@@ -46,7 +47,7 @@ class LinkScheduler:
         if "links" not in item.fields:
             return item
         links: list[str] = item.pop("links", None) or []
-        if item.get("duplicate_of"):
+        if item.get("duplicate_of") or (item.get("near_duplicate_of") and not self.follow_near):
             self.stats.inc_value("links/not_followed_duplicate", len(links))
             links = []
         frontier = getattr(self.crawler.engine, "scheduler", None)

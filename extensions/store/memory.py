@@ -21,6 +21,7 @@ class MemoryStore:
         self.location = "memory"
         self.clean = True
         self.queues = self.urls = self.hosts = self.cash = self
+        self._groups: dict[int, tuple[int, bool]] = {}
         self._cash: dict[int, tuple[float, float, float, int]] = {}
         self._queues: dict[str, deque[int]] = {}
         self._rows: dict[int, list] = {}  # fingerprint -> [entry, status, seq, fetched]
@@ -57,6 +58,14 @@ class MemoryStore:
     def cash_totals(self) -> tuple[float, float, float]:
         values = self._cash.values()
         return (sum(v[0] for v in values), sum(v[1] for v in values), sum(v[2] for v in values))
+
+    # -- content groups (content-seen) ---------------------------------------
+    def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
+        self._groups[fingerprint] = (group_id, duplicate)
+
+    def content_group(self, fingerprint: int) -> int | None:
+        found = self._groups.get(fingerprint)
+        return None if found is None else found[0]
 
     # -- RequestQueues -------------------------------------------------------
     def push(self, name: str, fingerprints: Sequence[int]) -> None:

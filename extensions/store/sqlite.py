@@ -81,6 +81,9 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID
 CREATE TABLE IF NOT EXISTS cash (
   fingerprint INTEGER PRIMARY KEY, cash REAL NOT NULL, history REAL NOT NULL,
   mark REAL NOT NULL, visits INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS content_groups (
+  fingerprint INTEGER PRIMARY KEY, group_id INTEGER NOT NULL,
+  duplicate INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS statuses (status INTEGER PRIMARY KEY, name TEXT NOT NULL);
 INSERT OR IGNORE INTO statuses VALUES
   (0, 'queued'), (1, 'inflight'), (2, 'done'), (3, 'failed'), (4, 'excluded');
@@ -88,8 +91,10 @@ CREATE VIEW IF NOT EXISTS urls_readable AS
   SELECT u.fingerprint, u.url, u.host, s.name AS status, u.level, u.priority,
          u.depth, datetime(u.discovered, 'unixepoch') AS discovered,
          datetime(u.fetched, 'unixepoch') AS fetched, u.referer, u.flags,
-         u.extra, length(u.blob) AS blob_bytes, c.cash, c.history, c.visits
-  FROM urls u JOIN statuses s USING (status) LEFT JOIN cash c USING (fingerprint);
+         u.extra, length(u.blob) AS blob_bytes, c.cash, c.history, c.visits,
+         g.group_id, g.duplicate
+  FROM urls u JOIN statuses s USING (status) LEFT JOIN cash c USING (fingerprint)
+  LEFT JOIN content_groups g USING (fingerprint);
 """
 
 _ENTRY_COLUMNS = "fingerprint, url, host, level, priority, depth, referer, flags, extra, blob"
@@ -227,6 +232,16 @@ class SQLiteStore:
             "SELECT COALESCE(SUM(cash), 0), COALESCE(SUM(history), 0), COALESCE(SUM(mark), 0) FROM cash"
         ).fetchone()
         return float(row[0]), float(row[1]), float(row[2])
+
+    # -- content groups (content-seen) ---------------------------------------
+    def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
+        self._require().execute("INSERT OR REPLACE INTO content_groups VALUES (?, ?, ?)",
+                                (fingerprint, group_id, int(duplicate)))
+
+    def content_group(self, fingerprint: int) -> int | None:
+        row = self._require().execute(
+            "SELECT group_id FROM content_groups WHERE fingerprint=?", (fingerprint,)).fetchone()
+        return None if row is None else row[0]
 
     # -- RequestQueues -------------------------------------------------------
     def push(self, name: str, fingerprints: Sequence[int]) -> None:

@@ -61,6 +61,15 @@ def canonicalize(url: str, encoding: str | None = None) -> str:
     """
     try:
         canonical = canonicalize_url(url, encoding=encoding)
+        if "%" in canonical:
+            # w3lib decodes "%41" to "A" but leaves a stray "%a" before it:
+            # "%a%41" -> "%aA", itself an escape that the next pass upper-cases.
+            # Repeat until stable (bounded: each pass only shortens escapes).
+            for _ in range(3):
+                again = canonicalize_url(canonical)
+                if again == canonical:
+                    break
+                canonical = again
         parts = urlsplit(canonical)
         port = parts.port  # ValueError for a port out of range or not a number
     except (ValueError, UnicodeError) as err:

@@ -1,0 +1,163 @@
+"""The content-seen test as an item pipeline: exact duplicates and
+near-duplicates of documents already fetched under another URL.
+
+Mercator ran the content-seen test on the downloaded document before any
+processing: a document seen before under another URL is not processed
+further, in particular its links are not followed. Here the test runs on the
+item (the pipeline before :class:`~extensions.pipelines.links.LinkScheduler`,
+which follows links only when the verdict allows), with the response the
+spider attached to it (``item._response``, never exported):
+
+* ``fingerprint``: 64-bit mmh3 of the body (``CONTENTSEEN_MODE``: ``raw``
+  bytes, or ``normalised`` visible text with whitespace collapsed);
+  ``duplicate_of``: the first URL with that fingerprint (links not followed,
+  counted as ``contentseen/duplicates``);
+* ``simhash``: 64-bit simhash of the visible text's word shingles (HTML and
+  text only); ``near_duplicate_of``: the closest earlier document within
+  Hamming distance ``CONTENTSEEN_NEAR_DISTANCE`` (3), whose similar-content
+  group the URL joins; the group id is recorded per URL in the frontier's URL
+  database (``content_groups``). ``CONTENTSEEN_FOLLOW_NEAR_DUPLICATES``
+  (default True) decides whether their links are followed.
+
+Both sets live in ``JOBDIR/contentseen.sqlite3`` (a temporary directory
+without JOBDIR), flushed with every ``CONTENTSEEN_FLUSH_INTERVAL`` seconds
+and at close, so they survive a resume; memory holds a bounded LRU of
+fingerprints and a bounded write buffer of simhashes.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from twisted.internet import task
+
+from extensions.contentseen import ContentSeen, NearDuplicateIndex, bytes_fingerprint, text_fingerprint
+from extensions.contentseen.fingerprint import MODES, NORMALISED
+from extensions.contentseen.simhash import simhash
+from extensions.contentseen.text import visible_text
+from extensions.frontier.fingerprint import url_fingerprint
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
+DATABASE = "contentseen.sqlite3"
+
+
+def hex64(value: int) -> str:
+    """A 64-bit value as 16 hex digits (JSON-safe, unlike a bare 64-bit int)."""
+    return f"{value & ((1 << 64) - 1):016x}"
+
+
+class ContentSeenPipeline:
+    """Exact and near-duplicate verdicts on each fetched document."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        if not settings.getbool("CONTENTSEEN_ENABLED", True):
+            raise NotConfigured
+        self.mode = settings.get("CONTENTSEEN_MODE", NORMALISED)
+        if self.mode not in MODES:
+            raise ValueError(f"CONTENTSEEN_MODE must be one of {MODES}, not {self.mode!r}")
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.near_enabled = settings.getbool("CONTENTSEEN_NEAR_ENABLED", True)
+        self.distance = settings.getint("CONTENTSEEN_NEAR_DISTANCE", 3)
+        self.memory_entries = settings.getint("CONTENTSEEN_MEMORY_ENTRIES", 65536)
+        self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", 5.0)
+        jobdir = settings.get("JOBDIR")
+        self._tmp = None if jobdir else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
+        self.path = (Path(jobdir) if jobdir else self._tmp) / DATABASE
+        self.exact: ContentSeen | None = None
+        self.near: NearDuplicateIndex | None = None
+        self._loop: task.LoopingCall | None = None
+        crawler.signals.connect(self.close, signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ContentSeenPipeline:
+        return cls(crawler)
+
+    def open_spider(self, spider: Any = None) -> None:
+        """Open both sets (a corrupt file stops the crawl here, naming it)."""
+        self.exact = ContentSeen.open(self.path, memory_entries=self.memory_entries)
+        if self.near_enabled:
+            self.near = NearDuplicateIndex.open(self.path.with_suffix(".near.sqlite3"), distance=self.distance)
+        if self.flush_interval > 0:
+            self._loop = task.LoopingCall(self.flush)
+            self._loop.start(self.flush_interval, now=False)
+
+    def process_item(self, item: Any) -> Any:
+        response = item.__dict__.pop("_response", None)
+        if response is None or not 200 <= response.status < 300 or self.exact is None:
+            return item
+        url = item.get("url") or response.url
+        mime = (item.get("content_type") or "").split(";", 1)[0].strip().lower()
+        text = visible_text(response.body, getattr(response, "encoding", None)) \
+            if mime in TEXT_TYPES else None
+        if self.mode == NORMALISED and text is not None:
+            fingerprint = text_fingerprint(text)
+        else:
+            fingerprint = bytes_fingerprint(response.body)
+        item["fingerprint"] = hex64(fingerprint)
+        duplicate_of = self.exact.duplicate_of(fingerprint, url)
+        self.stats.inc_value("contentseen/checked")
+        if duplicate_of is not None:
+            item["duplicate_of"] = duplicate_of
+            self.stats.inc_value("contentseen/duplicates")
+            self._record_group(url, duplicate_of, None)
+            return item
+        if self.near is not None and text:
+            value = simhash(text)
+            group, near_of = self.near.add_or_match(value, url)
+            item["simhash"] = hex64(value)
+            if near_of is not None and near_of != url:
+                item["near_duplicate_of"] = near_of
+                self.stats.inc_value("contentseen/near_duplicates")
+            self._record_group(url, None, group)
+        return item
+
+    def _record_group(self, url: str, duplicate_of: str | None, group: int | None) -> None:
+        """The similar-content group in the frontier's URL database: a
+        duplicate joins its original's group (by the original's fingerprint)."""
+        frontier = getattr(self.crawler.engine, "scheduler", None)
+        store = getattr(frontier, "store", None)
+        if store is None or not hasattr(store, "set_content_group"):
+            return
+        fp, _ = url_fingerprint(url)
+        if duplicate_of is not None:
+            group = store.content_group(url_fingerprint(duplicate_of)[0])
+        if group is not None:
+            store.set_content_group(fp, group, duplicate_of is not None)
+
+    def flush(self) -> None:
+        for part in (self.exact, self.near):
+            if part is not None:
+                part.flush()
+        self._publish()
+
+    def _publish(self) -> None:
+        if self.exact is not None:
+            for key, value in self.exact.stats().items():
+                self.stats.set_value(f"contentseen/exact/{key}", value)
+        if self.near is not None:
+            for key, value in self.near.stats().items():
+                self.stats.set_value(f"contentseen/near/{key}", value)
+
+    def close(self, spider: Any = None) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._publish()
+        for part in (self.exact, self.near):
+            if part is not None:
+                part.close()
+        self.exact = self.near = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)

@@ -1,0 +1,51 @@
+"""The content-seen pipeline in real crawls: verdicts recorded in the URL
+database and surviving a resume (``scrapy crawl web`` as a subprocess)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from tests.crawlrun import run_web_crawl
+
+
+def items_by_url(result: Any) -> dict[str, dict[str, Any]]:
+    return {item["url"]: item for item in result.items}
+
+
+def test_duplicate_verdicts_survive_a_resume_and_reach_the_url_database(
+        start_web: Any, tmp_path: Path) -> None:
+    """First run: h0001.test. Second run, same JOBDIR, seeded with its byte
+    copy mirror0.test: the copy is recognised from the first run's set, its
+    links are not followed, and both URLs share a content group."""
+    web = start_web(hosts=4, pages=6)
+    job = tmp_path / "job"
+    settings = {"DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 1, "JOBDIR": job}
+    original, copy = web.url("h0001.test"), web.url("mirror0.test")
+    first = run_web_crawl(tmp_path / "first", original, settings=settings)
+    assert first.returncode == 0, first.log[-2000:]
+    assert items_by_url(first)[original].get("duplicate_of") is None
+    second = run_web_crawl(tmp_path / "second", f"{original},{copy}", settings=settings)
+    assert second.returncode == 0, second.log[-2000:]
+    item = items_by_url(second)[copy]
+    assert item["duplicate_of"] == original
+    assert item["fingerprint"] == items_by_url(first)[original]["fingerprint"]
+    assert not [url for url in items_by_url(second) if url.startswith(copy) and url != copy]
+    with sqlite3.connect(job / "frontier.sqlite3") as db:
+        rows = dict(db.execute(
+            "SELECT url, group_id || ':' || duplicate FROM urls_readable WHERE url IN (?, ?)",
+            (original, copy)).fetchall())
+    group = rows[original].split(":")[0]
+    assert rows == {original: f"{group}:0", copy: f"{group}:1"}
+
+
+def test_content_seen_can_be_switched_off(start_web: Any, tmp_path: Path) -> None:
+    web = start_web(hosts=4, pages=6)
+    result = run_web_crawl(tmp_path / "off", f"{web.url('h0001.test')},{web.url('mirror0.test')}",
+                           settings={"DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 1,
+                                     "CONTENTSEEN_ENABLED": False})
+    assert result.returncode == 0
+    assert not any(item.get("duplicate_of") or item.get("fingerprint") for item in result.items)
+    assert any(url.startswith(web.url("mirror0.test")) and url != web.url("mirror0.test")
+               for url in items_by_url(result))  # the copy's links are followed
