@@ -43,6 +43,8 @@ URL_FILTER_SCHEMES = ["http", "https"]
 # fnmatch wildcard) -> processor classes, each built once per crawl.
 LINKS_IGNORE_NOFOLLOW = False
 LINKS_PATH_ASCENDING = False  # also crawl the directories above each fetched URL
+LINKS_STRIP_PARAMS = [  # query arguments removed from links (sessions: a crawler trap)
+    "jsessionid", "phpsessid", "aspsessionid", "sessionid", "session_id", "sessid", "sid"]
 LINKS_RECENT_CACHE_SIZE = 65536  # links the spider yielded lately; 0: off
 PROCESSING_MODULES = {
     "text/html": [

@@ -26,7 +26,7 @@ from scrapy.utils.sitemap import Sitemap
 from crawler.items import PageItem
 from extensions.processors.registry import ProcessorRegistry
 from extensions.urls.ascending import ancestors
-from extensions.urls.canonical import InvalidURL, canonicalize
+from extensions.urls.canonical import SESSION_PARAMS, InvalidURL, canonicalize, strip_params
 from extensions.urls.filters import UrlFilter
 from extensions.urls.recent import RecentLinks
 from extensions.urls.seeds import SeedsError, iter_seed_lines
@@ -61,6 +61,7 @@ class WebSpider(scrapy.Spider):
         self.recent_links = RecentLinks(0)
         self.links_via_pipeline = False
         self.path_ascending = False
+        self.strip_names: frozenset[str] = frozenset()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
@@ -77,6 +78,8 @@ class WebSpider(scrapy.Spider):
         self.processors = ProcessorRegistry.from_crawler(self.crawler)
         self.recent_links = RecentLinks(self.crawler.settings.getint("LINKS_RECENT_CACHE_SIZE"))
         self.path_ascending = self.crawler.settings.getbool("LINKS_PATH_ASCENDING")
+        self.strip_names = frozenset(
+            name.lower() for name in self.crawler.settings.getlist("LINKS_STRIP_PARAMS", SESSION_PARAMS))
         pipelines = self.crawler.settings.getdict("ITEM_PIPELINES")
         self.links_via_pipeline = any(
             str(path).endswith("pipelines.links.LinkScheduler") or getattr(path, "__name__", "") == "LinkScheduler"
@@ -113,6 +116,9 @@ class WebSpider(scrapy.Spider):
             links = processed.pop("links", [])
             if self.path_ascending:
                 links = links + ancestors(response.url)
+            if self.strip_names:
+                names = self.strip_names
+                links = [strip_params(url, names) if "?" in url or ";" in url else url for url in links]
         depth = response.meta.get("depth", 0)
         item = self.page_item(response, content_type, depth, len(links), processed)
         item._response = response  # for the content-seen pipeline; never exported

@@ -60,6 +60,12 @@ class BackQueues:
     def append(self, host: str, entry: Entry) -> None:
         self.queues[self.queue_of[host]].push(entry)
 
+    def head_level(self, host: str) -> int:
+        """The front-queue level of the URL ``host`` would fetch next (-1: none)."""
+        index = self.queue_of.get(host)
+        entry = None if index is None else self.queues[index].peek()
+        return -1 if entry is None else entry.level
+
     def pop(self, host: str) -> Entry | None:
         index = self.queue_of.get(host)
         return None if index is None else self.queues[index].pop()

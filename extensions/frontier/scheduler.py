@@ -26,6 +26,7 @@ queues are rebuilt from the URL rows. The design is in
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections import OrderedDict
 import shutil
@@ -148,6 +149,9 @@ class Frontier(BaseScheduler):
         self.memory_only: dict[int, Request] = {}
         self.excluded: set[int] = set()  # excluded while queued: skip at dequeue
         self._known_hosts = LRUCache(4096)
+        # hosts whose time has come, best head URL first (see next_request)
+        self._ready: list[tuple[int, int, str]] = []
+        self._ready_seq = 0
         self._timer: Any = None
         self._timer_due = INFINITY
         self._loop: Any = None
@@ -290,10 +294,28 @@ class Frontier(BaseScheduler):
         return {"aopic_cash": cash, "aopic_mean": self.ledger.mean_cash()}
 
     def next_request(self) -> Request | None:
+        """The best URL of the hosts whose politeness allows a fetch now.
+
+        The heap orders hosts by the time they may fetch again (Mercator);
+        the hosts that are due wait in a second heap ordered by the level of
+        the URL at the head of their back queue, so among hosts ready at the
+        same moment the one with the more important URL goes first (with
+        many hosts and no delay, nearly all are ready: without this the
+        order would be host round-robin, whatever the priorities)."""
         now = self.clock()
         self._sweep()
         self._refill()
+        ready = self._ready
         while (host := self.heap.pop_due(now)) is not None:
+            self._ready_seq += 1
+            heapq.heappush(ready, (-self.back.head_level(host), self._ready_seq, host))
+        while ready:
+            host = heapq.heappop(ready)[2]
+            if host in self.heap:  # rescheduled meanwhile (a Crawl-delay): wait there
+                continue
+            if self.politeness.ready_at(host) > now:
+                self._reschedule(host)
+                continue
             request = self._dispatch(host, now)
             if request is not None:
                 return request

@@ -139,3 +139,22 @@ def _backslashes_to_slashes(base: str, href: str) -> str:
 def host_of(url: str) -> str:
     """The lower-case host of ``url`` without port or brackets ('' if none)."""
     return urlsplit(url).hostname or ""
+
+
+#: Query arguments that only carry a session: stripping them keeps one URL
+#: per page instead of one per visit (the session-id crawler trap).
+SESSION_PARAMS = ("jsessionid", "phpsessid", "aspsessionid", "sessionid", "session_id", "sessid", "sid")
+
+
+def strip_params(url: str, names: frozenset[str]) -> str:
+    """``url`` without the query arguments named in ``names`` (compared case-
+    insensitively) and without a ``;jsessionid=...`` path parameter."""
+    base, question, query = url.partition("?")
+    semicolon = base.find(";")
+    if semicolon >= 0 and base[semicolon + 1:].lower().startswith(tuple(names)):
+        base = base[:semicolon]
+    if not question:
+        return base
+    kept = [arg for arg in query.split("&")
+            if arg and arg.partition("=")[0].lower() not in names]
+    return f"{base}?{'&'.join(kept)}" if kept else base
