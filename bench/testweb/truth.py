@@ -22,6 +22,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from protego import Protego
 
+from extensions.urls.canonical import SESSION_PARAMS, strip_params
 from bench.testweb.model import (
     MIRROR_HOST, USER_AGENT, Page, SiteModel, canonical_url,
 )
@@ -192,13 +193,19 @@ def compute_truth(model: SiteModel, seeds: list[str] | None = None, depth_limit:
     return truth
 
 
+#: Query arguments a crawler strips from links (the crawler's default
+#: ``LINKS_STRIP_PARAMS``): a session id in a URL is a trap, not a page.
+STRIPPED_PARAMS = frozenset(SESSION_PARAMS)
+
+
 def safe_canonical(url: str) -> str | None:
     if not fetchable(url):
         return None
     try:
-        return canonical_url(url)
+        canonical = canonical_url(url)
     except ValueError:
         return None
+    return strip_params(canonical, STRIPPED_PARAMS) if "?" in canonical or ";" in canonical else canonical
 
 
 def enqueue(queue: deque[tuple[str, int, int]], seen: set[str], url: str, depth: int, hops: int) -> None:
