@@ -11,7 +11,8 @@ PageRank (damping 0.85) is computed on that graph. Each run crawls it
   first ``--budget`` pages fetched);
 * ``bfs``: ``FRONTIER_AOPIC=False`` and the ``FlatPrioritizer`` (one FIFO
   front queue: breadth-first), same budget;
-* ``aopic-full``: AOPIC without a budget, for the correlation over all pages.
+* ``aopic-full``: AOPIC without a budget and with ``--full-revisits`` OPIC
+  revisits (default 6), for the correlation over all pages.
 
 Fetch order is read off the test web's access log (request start times).
 Printed: Spearman's rank correlation between PageRank and AOPIC's estimates
@@ -332,6 +333,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="CONCURRENT_REQUESTS")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-full", action="store_true", help="skip the full AOPIC crawl")
+    parser.add_argument("--full-revisits", type=int, default=6,
+                        help="FRONTIER_AOPIC_REVISITS of the full AOPIC crawl (OPIC passes - 1)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per crawl")
     parser.add_argument("--out", type=Path, default=Path("importance.png"))
     parser.add_argument("-s", dest="extra", action="append", default=[],
@@ -349,8 +352,10 @@ def main(argv: list[str] | None = None) -> None:
                 modes = ["aopic", "bfs"] if run % 2 == 0 else ["bfs", "aopic"]
                 for mode in modes + ([] if args.no_full else ["aopic-full"]):
                     limit = 0 if mode == "aopic-full" else budget
+                    settings = {**extra, "FRONTIER_AOPIC_REVISITS": args.full_revisits} \
+                        if mode == "aopic-full" else extra
                     results[mode].append(run_crawl(web, Path(tmp) / f"{mode}-{run}", mode, limit,
-                                                   args.concurrency, args.timeout, extra))
+                                                   args.concurrency, args.timeout, settings))
     report(results, scores, budget, args, simulated)
 
 
