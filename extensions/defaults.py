@@ -14,6 +14,9 @@ from __future__ import annotations
 # included), and a depth limit so traps stay bounded even without AOPIC.
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 1
+# The web spider yields one item per response (links go through the
+# pipelines): Scrapy's 100 item workers per response would only cost tasks.
+CONCURRENT_ITEMS = 4
 COOKIES_ENABLED = False
 DEPTH_LIMIT = 25
 DOWNLOAD_DELAY = 0.0

@@ -177,3 +177,15 @@ def test_fingerprint_of_canonical_equivalents_is_equal():
 def test_fingerprint_is_signed_64_bit():
     value = fingerprint("http://x.test/", "x.test")
     assert (value + (1 << 64)) % (1 << 64) >> URL_BITS == host_hash("x.test")
+
+
+@pytest.mark.parametrize("url", [
+    "http://a.test/", "http://h0001.test:8080/p/1.html", "https://a.test/s?a=1&b=2",
+    "http://xn--bcher-kva.test/%C3%A4?q=%20", "http://[::1]:81/x",
+])
+def test_canonical_fingerprint_equals_url_fingerprint_for_canonical_urls(url: str) -> None:
+    from extensions.frontier.fingerprint import canonical_fingerprint, url_fingerprint  # noqa: PLC0415
+    from extensions.urls.canonical import canonicalize  # noqa: PLC0415
+
+    canonical = canonicalize(url)
+    assert canonical_fingerprint(canonical) == url_fingerprint(url)[0]

@@ -74,6 +74,12 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> tuple[i
     return fingerprint(key, host), host
 
 
+def canonical_fingerprint(canonical_url: str) -> int:
+    """:func:`url_fingerprint` of a GET of a URL already canonical (links from
+    the extractor), without canonicalising it again (the costly part)."""
+    return fingerprint(canonical_url, (urlsplit(canonical_url).hostname or "").lower())
+
+
 def host_of_fingerprint(fp: int) -> int:
     """The host hash part of a fingerprint (for tests and inspection)."""
     return ((fp + (1 << 64)) % (1 << 64)) >> URL_BITS

@@ -42,7 +42,7 @@ from scrapy.core.scheduler import BaseScheduler
 
 from extensions.frontier.back import BackQueues
 from extensions.frontier.codec import decode, encode
-from extensions.frontier.fingerprint import url_fingerprint
+from extensions.frontier.fingerprint import canonical_fingerprint, url_fingerprint
 from extensions.frontier.front import BiasedSelector, FrontQueues
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.hostkey import HostKey
@@ -561,7 +561,7 @@ class Frontier(BaseScheduler):
         cash, history, visits = self.ledger.take(fp)
         share = self.ledger.split(cash, len(outlinks))
         if share > 0:
-            self.credit([url_fingerprint(link)[0] for link in outlinks], share)
+            self.credit([canonical_fingerprint(link) for link in outlinks], share)
         if visits <= self.revisits:
             self._revisit(fp)
         return history
