@@ -84,11 +84,12 @@ def crawl_ours(web, workdir: Path, depth: int, concurrency: int, timeout: float,
     return CrawlRun(name, pages, seconds, rss)
 
 
-def crawl_stock_scheduler(web, workdir: Path, depth: int, concurrency: int, timeout: float) -> CrawlRun:
+def crawl_stock_scheduler(web, workdir: Path, depth: int, concurrency: int, timeout: float,
+                          extra: tuple[str, ...] = ()) -> CrawlRun:
     """Our spider and settings with Scrapy's own scheduler (and JOBDIR
     disk queues): isolates what the frontier costs or gains."""
     return crawl_ours(web, workdir, depth, concurrency, timeout,
-                      ("-s", "SCHEDULER=scrapy.core.scheduler.Scheduler"), "stock scheduler")
+                      (*extra, "-s", "SCHEDULER=scrapy.core.scheduler.Scheduler"), "stock scheduler")
 
 
 def crawl_stock(web, workdir: Path, depth: int, concurrency: int, timeout: float) -> CrawlRun:
@@ -125,7 +126,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("-s", dest="settings", action="append", default=[],
+                        help="NAME=VALUE for our spider's crawls (both our variants), e.g. "
+                             "CONTENTSEEN_ENABLED=False to compare the frontier alone")
     args = parser.parse_args(argv)
+    extra = tuple(part for item in args.settings for part in ("-s", item))
 
     config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links)
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
@@ -137,10 +142,14 @@ def main(argv: list[str] | None = None) -> None:
                                           ("stocksched", crawl_stock_scheduler, stock_scheduler)):
                     rundir = workdir / f"{name}-{run}"
                     rundir.mkdir()
-                    sink.append(crawl(web, rundir, args.depth, args.concurrency, args.timeout))
+                    if crawl is crawl_stock:
+                        sink.append(crawl(web, rundir, args.depth, args.concurrency, args.timeout))
+                    else:
+                        sink.append(crawl(web, rundir, args.depth, args.concurrency, args.timeout, extra))
     a, b, c = median_run(ours), median_run(stock), median_run(stock_scheduler)
     print(f"whole crawl: {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
-          f"CONCURRENT_REQUESTS={args.concurrency}, medians of {args.runs} runs")
+          f"CONCURRENT_REQUESTS={args.concurrency}, medians of {args.runs} runs"
+          + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
     print(f"{'crawler':<16}{'pages':>8}{'seconds':>10}{'pages/s':>10}{'peak RSS MB':>13}")
     for r in (a, b, c):
         print(f"{r.name:<16}{r.pages:>8}{r.seconds:>10.2f}{r.pages_per_second:>10.1f}{r.peak_rss_mb:>13.1f}")
