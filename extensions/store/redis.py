@@ -1,0 +1,484 @@
+"""The frontier's distributed store: Redis, single instance or Redis Cluster.
+
+``-s FRONTIER_BACKEND=redis -s REDIS_URL=redis://host:port/db`` selects it
+(:mod:`extensions.frontier.config`); the embedded SQLite store stays the
+default. The URL may name a single Redis or any node of a Redis Cluster: the
+store asks the server (``INFO cluster``) and uses redis-py's cluster client
+when it is one (a cluster has only database 0). The key layout, row format
+and server-side scripts are in :mod:`extensions.store.redis_keys`; in short,
+every per-URL and per-host key carries the hash tag ``{T}`` of the host's
+24-bit hash (the top bits of every fingerprint of the host), so a host's URL
+rows, its slice of the exact URL-seen set and its state live on one shard.
+
+Round trips. Writes whose answer nobody needs (queue pushes, status
+changes, requeues, cash, groups, crawl delays, meta) wait in one
+non-transactional pipeline; the next read sends them together with its own
+commands (so reads still see every earlier write), and so do
+:meth:`RedisStore.checkpoint` and a full pipeline (``batch`` commands). In a
+cluster, redis-py's cluster pipeline sends each shard its commands in order.
+Per frontier operation (counted by ``RedisStore.round_trips``, asserted in
+``tests/test_redis_store.py``):
+
+====================================  ==========================================
+enqueue a new URL                     1 (``insert_new``; +1 for a host not cached,
+                                      +1 per 1024 URLs for the sequence block)
+enqueue a known URL (cold cache)      1 (``insert_new`` answers "known")
+front/back queue refill               2 per buffer of ``FRONTIER_QUEUE_BUFFER``
+                                      (``pop`` + ``get_many``); pushes: 0
+dispatch, fetch end (status changes)  0 (buffered)
+AOPIC, per fetched page               about 4 (cash reads and ``status_of``)
+checkpoint                            1 (0 when nothing is buffered)
+====================================  ==========================================
+
+Durability. What the server acknowledged survives the client; with AOF
+(``appendonly yes``, ``appendfsync everysec``) a Redis restart loses at most
+the last second of acknowledged writes. A crash of the crawler loses the
+writes still buffered (at most ``batch`` commands, and nothing older than the
+last checkpoint). Unlike SQLite there is no multi-key transaction: after a
+crash the store holds a prefix of the command stream rather than a
+checkpoint's snapshot, which the frontier's rebuild handles because the URL
+rows stay authoritative (the ``clean`` flag in ``P:meta`` is ``0`` while a
+crawl runs, ``1`` after a clean close); AOPIC's saved totals may lag its cash
+rows by the work since the last checkpoint.
+
+Failures. Redis unreachable at :meth:`RedisStore.open` raises
+:class:`FrontierStoreError` naming the URL (password hidden). Mid-crawl,
+connection errors and time-outs are retried ``retries`` times with
+exponential back-off (0.1 s doubling, at most 2 s per wait), each retry
+logged as a warning; then the operation raises :class:`FrontierStoreError`.
+While retrying the store blocks its caller: the frontier's calls are
+synchronous, and nothing can be scheduled without the store anyway.
+
+Lifetime (scrapy-redis conventions): ``persist=False`` (``SCHEDULER_PERSIST``
+off, scrapy-redis' default) deletes every key of the crawl at a clean close;
+``flush_on_start`` (``SCHEDULER_FLUSH_ON_START``) deletes them at open.
+Queue lengths are kept in the client, as the SQLite store keeps them: a
+queue has one writer, the frontier process that owns it. Operations that
+scan every tag (``iter_pending``, ``iter_all``, ``requeue_inflight``,
+``count_by_status``, ``cash_count``, ``cash_totals``) run only at a rebuild,
+at start or in tests; ``iter_pending`` sorts in client memory (24 bytes per
+pending URL) because Redis has no global discovery order.
+
+Inspect a running crawl with ``redis-cli``: ``--scan --pattern 'web:*'``,
+``HLEN 'web:{abcdef}:urls'``, ``LLEN web:queue:front/0``, ``HGETALL web:meta``.
+"""
+
+from __future__ import annotations
+
+import logging
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import redis
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.cluster import RedisCluster
+from redis.exceptions import RedisError
+from redis.retry import Retry
+
+from extensions.store.base import Entry, FrontierStoreError, Status
+from extensions.store.redis_keys import (
+    INSERT_NEW,
+    REQUEUE,
+    SCHEMA_VERSION,
+    SET_STATUS,
+    STATUS_BYTE,
+    Keys,
+    fetched_bytes,
+    pack_cash,
+    pack_row,
+    row_head,
+    row_status,
+    tag_of,
+    unpack_cash,
+    unpack_entry,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
+_PENDING = (Status.QUEUED, Status.INFLIGHT)
+
+
+def redact(url: str) -> str:
+    """``url`` with its password hidden, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+class LoggingRetry(Retry):
+    """redis-py's retry with exponential back-off, logging every failure so
+    that an unreachable Redis mid-crawl is never a silent stall."""
+
+    def __init__(self, location: str, retries: int) -> None:
+        super().__init__(ExponentialBackoff(cap=2.0, base=0.1), retries)
+        self.location = location
+
+    def call_with_retry(self, do: Callable[[], T], fail: Callable[..., Any],
+                        is_retryable: Callable[[Exception], bool] | None = None,
+                        with_failure_count: bool = False) -> T:
+        def logged(error: Exception, failures: int) -> Any:
+            if failures <= self._retries:
+                logger.warning("Redis at %s failed (%s); retry %d of %d",
+                               self.location, error, failures, self._retries)
+            return fail(error, failures) if with_failure_count else fail(error)
+
+        return super().call_with_retry(do, logged, is_retryable, with_failure_count=True)
+
+
+def connect(url: str, timeout: float, retry: Retry) -> Any:
+    """A client for ``url``: a cluster client if the server is a cluster node.
+    Raises redis' errors (or ValueError) when it cannot connect."""
+    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    probe = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **options)
+    try:
+        in_cluster = probe.info("cluster").get("cluster_enabled") == 1
+    except BaseException:
+        probe.close()
+        raise
+    if not in_cluster:
+        probe.set_retry(retry)
+        return probe
+    db = probe.connection_pool.connection_kwargs.get("db", 0)
+    probe.close()
+    if db:
+        raise ValueError(f"{redact(url)} is a Redis Cluster node: use database 0, not {db}")
+    return RedisCluster.from_url(url, retry=retry, **options)
+
+
+class RedisStore:
+    """Every frontier store concern in Redis (see the module docstring)."""
+
+    def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
+                 flush_on_start: bool = False, retries: int = 6, timeout: float = 10.0,
+                 batch: int = 1024) -> None:
+        self.url = url
+        self.keys = Keys(prefix)
+        self.location = f"{redact(url)} (keys {prefix}:*)"
+        self.persist, self.flush_on_start = persist, flush_on_start
+        self.retries, self.timeout, self.batch = retries, timeout, batch
+        self.clean = True
+        self.queues = self.urls = self.hosts = self.cash = self
+        self.round_trips = 0  # pipelines sent (see the module docstring)
+        self._client: Any = None
+        self._pipe: Any = None
+        self._lengths: dict[str, int] = {}
+        self._seq_next, self._seq_end = 1, 0
+
+    # -- lifecycle -------------------------------------------------------------
+    def open(self) -> None:
+        try:
+            self._client = connect(self.url, self.timeout, LoggingRetry(redact(self.url), self.retries))
+        except (RedisError, OSError, ValueError) as err:
+            raise FrontierStoreError(
+                f"cannot reach Redis at {redact(self.url)} for the frontier: {err} "
+                "(is redis-server running there? check REDIS_URL)"
+            ) from err
+        self._pipe = self._client.pipeline(transaction=False)
+        if self.flush_on_start:
+            self.delete_crawl()
+        schema, clean = self._call(("HGET", self.keys.meta, "schema"), ("HGET", self.keys.meta, "clean"))
+        if schema is not None and schema.decode() != SCHEMA_VERSION:
+            self.abandon()
+            raise FrontierStoreError(
+                f"the frontier keys at {self.location} have schema {schema.decode()}, expected "
+                f"{SCHEMA_VERSION}: choose another FRONTIER_REDIS_PREFIX or delete them")
+        self.clean = clean != b"0" or not self._has_rows()
+        self._write("HSET", self.keys.meta, "schema", SCHEMA_VERSION, "clean", "0")
+        self._flush()
+        self._load_lengths()
+
+    def checkpoint(self) -> None:
+        """Send every buffered write (durable on the server's terms: AOF)."""
+        self._flush()
+
+    def close(self, clean: bool = True) -> None:
+        if self._client is None:
+            return
+        if self.persist:
+            self.set_meta("clean", "1" if clean else "0")
+            self._flush()
+        else:
+            self.delete_crawl()
+        self._client.close()
+        self._client = self._pipe = None
+
+    def abandon(self) -> None:
+        """Drop the connection without sending buffered writes (a simulated crash)."""
+        if self._client is not None:
+            self._pipe.reset()
+            self._client.close()
+            self._client = self._pipe = None
+
+    def delete_crawl(self) -> int:
+        """Delete every key of this prefix; return how many."""
+        self._flush()
+        keys = [key for pattern in self.keys.all_patterns for key in self._scan(pattern)]
+        for key in [*keys, *self.keys.singles]:
+            self._write("UNLINK", key)
+        self._flush()
+        self._lengths.clear()
+        self._seq_next, self._seq_end = 1, 0
+        return len(keys)
+
+    def get_meta(self, key: str) -> str | None:
+        value = self._call(("HGET", self.keys.meta, key))[0]
+        return None if value is None else value.decode()
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._write("HSET", self.keys.meta, key, value)
+
+    # -- the pipeline ------------------------------------------------------------
+    def _require(self) -> Any:
+        if self._pipe is None:
+            raise FrontierStoreError(f"the frontier store {self.location} is not open")
+        return self._pipe
+
+    def _write(self, *command: Any) -> None:
+        """Buffer a command whose answer nobody needs."""
+        pipe = self._require()
+        pipe.execute_command(*command)
+        if len(pipe) >= self.batch:
+            self._flush()
+
+    def _call(self, *commands: tuple[Any, ...]) -> list[Any]:
+        """Send the buffered writes and ``commands``; the answers to ``commands``."""
+        pipe = self._require()
+        start = len(pipe)
+        for command in commands:
+            pipe.execute_command(*command)
+        return self._execute()[start:]
+
+    def _flush(self) -> None:
+        if self._pipe is not None and len(self._pipe):
+            self._execute()
+
+    def _execute(self) -> list[Any]:
+        self.round_trips += 1
+        try:
+            results = self._pipe.execute(raise_on_error=False)
+        except RedisError as err:
+            raise FrontierStoreError(f"Redis at {self.location} failed: {err}") from err
+        for result in results:
+            if isinstance(result, Exception):
+                raise FrontierStoreError(f"Redis at {self.location} refused a command: {result}") from result
+        return results
+
+    def _scan(self, pattern: str) -> Iterator[bytes]:
+        self._flush()
+        try:
+            yield from self._client.scan_iter(match=pattern, count=1000)
+        except RedisError as err:
+            raise FrontierStoreError(f"Redis at {self.location} failed: {err}") from err
+
+    def _hscan(self, key: bytes, batch: int) -> Iterator[tuple[bytes, bytes]]:
+        try:
+            yield from self._client.hscan_iter(key, count=batch)
+        except RedisError as err:
+            raise FrontierStoreError(f"Redis at {self.location} failed: {err}") from err
+
+    def _has_rows(self) -> bool:
+        return next(self._scan(self.keys.urls_pattern), None) is not None
+
+    # -- RequestQueues -------------------------------------------------------------
+    def _load_lengths(self) -> None:
+        names = [self.keys.queue_name(key) for key in self._scan(self.keys.queue_pattern)]
+        lengths = self._call(*[("LLEN", self.keys.queue(name)) for name in names]) if names else []
+        self._lengths = {name: length for name, length in zip(names, lengths) if length}
+
+    def push(self, name: str, fingerprints: Sequence[int]) -> None:
+        if fingerprints:
+            self._write("RPUSH", self.keys.queue(name), *fingerprints)
+            self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
+
+    def push_front(self, name: str, fingerprints: Sequence[int]) -> None:
+        if fingerprints:
+            self._write("LPUSH", self.keys.queue(name), *reversed(fingerprints))
+            self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
+
+    def pop(self, name: str, count: int) -> list[int]:
+        if not self._lengths.get(name) or count < 1:
+            return []
+        popped = self._call(("LPOP", self.keys.queue(name), count))[0] or []
+        self._lengths[name] = max(0, self._lengths[name] - len(popped))
+        return [int(fp) for fp in popped]
+
+    def length(self, name: str) -> int:
+        return self._lengths.get(name, 0)
+
+    def clear(self) -> None:
+        names = set(self._lengths) | {self.keys.queue_name(k) for k in self._scan(self.keys.queue_pattern)}
+        for name in names:
+            self._write("UNLINK", self.keys.queue(name))
+        self._flush()
+        self._lengths.clear()
+
+    # -- URLTable ----------------------------------------------------------------
+    def _next_seqs(self, count: int) -> range:
+        if self._seq_next + count - 1 > self._seq_end:
+            block = max(SEQ_BLOCK, count)
+            end = self._call(("INCRBY", self.keys.seq, block))[0]
+            self._seq_next, self._seq_end = end - block + 1, end
+        start = self._seq_next
+        self._seq_next += count
+        return range(start, start + count)
+
+    def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
+        if not entries:
+            return []
+        seqs = self._next_seqs(len(entries))
+        by_tag = _group(range(len(entries)), lambda i: tag_of(entries[i].fingerprint))
+        commands = []
+        for tag, indexes in by_tag.items():
+            args: list[Any] = []
+            for i in indexes:
+                entry = entries[i]
+                args += [entry.fingerprint, pack_row(entry, Status.QUEUED, seqs[i]), entry.host]
+            commands.append(("EVAL", INSERT_NEW, 2, self.keys.urls(tag), self.keys.host_urls(tag), *args))
+        new = [False] * len(entries)
+        for indexes, added in zip(by_tag.values(), self._call(*commands)):
+            for i, flag in zip(indexes, added):
+                new[i] = bool(flag)
+        return new
+
+    def requeue(self, entry: Entry, now: float) -> None:
+        seq = self._next_seqs(1)[0]
+        tag = tag_of(entry.fingerprint)
+        self._write("EVAL", REQUEUE, 2, self.keys.urls(tag), self.keys.host_urls(tag),
+                    entry.fingerprint, pack_row(entry, Status.QUEUED, seq), entry.host)
+
+    def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
+        if not fingerprints:
+            return {}
+        by_tag = _group(fingerprints, tag_of)
+        answers = self._call(*[("HMGET", self.keys.urls(tag), *fps) for tag, fps in by_tag.items()])
+        found: dict[int, Entry] = {}
+        for fps, rows in zip(by_tag.values(), answers):
+            for fp, row in zip(fps, rows):
+                if row is not None:
+                    found[fp] = unpack_entry(fp, row)
+        return found
+
+    def set_status(self, fingerprints: Iterable[int], status: Status,
+                   now: float | None = None, only_from: Status | None = None) -> None:
+        by_tag = _group(fingerprints, tag_of)
+        guard = b"" if only_from is None else STATUS_BYTE[only_from]
+        fetched = b"" if now is None else fetched_bytes(now)
+        for tag, fps in by_tag.items():
+            self._write("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[status], guard, fetched, *fps)
+
+    def status_of(self, fingerprint: int) -> Status | None:
+        row = self._call(("HGET", self.keys.urls(tag_of(fingerprint)), fingerprint))[0]
+        return None if row is None else row_status(row)
+
+    def _rows(self, batch: int) -> Iterator[tuple[int, bytes]]:
+        for key in list(self._scan(self.keys.urls_pattern)):
+            for field, row in self._hscan(key, batch):
+                yield int(field), row
+
+    def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        seqs, fps, levels = array("q"), array("q"), array("q")
+        for fp, row in self._rows(batch):
+            status, _, seq, level = row_head(row)
+            if status in _PENDING:
+                seqs.append(seq)
+                fps.append(fp)
+                levels.append(level)
+        order = np.argsort(np.frombuffer(seqs, dtype=np.int64), kind="stable")
+        fp_array = np.frombuffer(fps, dtype=np.int64)[order]
+        _, first = np.unique(fp_array, return_index=True)  # HSCAN may repeat a field
+        for index in order[np.sort(first)]:
+            yield fps[index], levels[index]
+
+    def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        for fp, row in self._rows(batch):
+            yield fp, row_head(row)[3]
+
+    def count_host(self, fingerprint: int, host: str) -> int:
+        count = self._call(("HGET", self.keys.host_urls(tag_of(fingerprint)), host))[0]
+        return 0 if count is None else int(count)
+
+    def requeue_inflight(self) -> int:
+        inflight = [fp for fp, row in self._rows(10_000) if row_status(row) == Status.INFLIGHT]
+        changed = 0
+        for start in range(0, len(inflight), 10_000):
+            by_tag = _group(inflight[start:start + 10_000], tag_of)
+            changed += sum(self._call(*[
+                ("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[Status.QUEUED],
+                 STATUS_BYTE[Status.INFLIGHT], b"", *fps) for tag, fps in by_tag.items()]))
+        return changed
+
+    def count_by_status(self) -> dict[Status, int]:
+        return dict(Counter(row_status(row) for _, row in self._rows(10_000)))
+
+    # -- HostTable ---------------------------------------------------------------
+    def add_hosts(self, hosts: Iterable[str], now: float = 0.0) -> int:
+        hosts = list(hosts)
+        return int(self._call(("SADD", self.keys.hosts, *hosts))[0]) if hosts else 0
+
+    def host_count(self) -> int:
+        return int(self._call(("SCARD", self.keys.hosts))[0])
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        self._write("SADD", self.keys.hosts, host)
+        if seconds is None:
+            self._write("HDEL", self.keys.crawl_delays, host)
+        else:
+            self._write("HSET", self.keys.crawl_delays, host, repr(float(seconds)))
+
+    def crawl_delays(self) -> dict[str, float]:
+        found = self._call(("HGETALL", self.keys.crawl_delays))[0]
+        return {host.decode(): float(delay) for host, delay in found.items()}
+
+    # -- CashTable (AOPIC) ---------------------------------------------------------
+    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float, int]]:
+        if not fingerprints:
+            return {}
+        by_tag = _group(fingerprints, tag_of)
+        answers = self._call(*[("HMGET", self.keys.cash(tag), *fps) for tag, fps in by_tag.items()])
+        return {fp: unpack_cash(value) for fps, values in zip(by_tag.values(), answers)
+                for fp, value in zip(fps, values) if value is not None}
+
+    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
+        by_tag = _group(rows, lambda row: tag_of(row[0]))
+        for tag, tagged in by_tag.items():
+            fields: list[Any] = []
+            for fp, cash, history, mark, visits in tagged:
+                fields += [fp, pack_cash(cash, history, mark, visits)]
+            self._write("HSET", self.keys.cash(tag), *fields)
+
+    def cash_count(self) -> int:
+        keys = list(self._scan(self.keys.cash_pattern))
+        return sum(self._call(*[("HLEN", key) for key in keys])) if keys else 0
+
+    def cash_totals(self) -> tuple[float, float, float]:
+        cash = history = mark = 0.0
+        for key in list(self._scan(self.keys.cash_pattern)):
+            for _, value in self._hscan(key, 10_000):
+                row = unpack_cash(value)
+                cash, history, mark = cash + row[0], history + row[1], mark + row[2]
+        return cash, history, mark
+
+    # -- content groups (content-seen) -----------------------------------------------
+    def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
+        self._write("HSET", self.keys.groups(tag_of(fingerprint)), fingerprint, f"{group_id},{int(duplicate)}")
+
+    def content_group(self, fingerprint: int) -> int | None:
+        value = self._call(("HGET", self.keys.groups(tag_of(fingerprint)), fingerprint))[0]
+        return None if value is None else int(value.split(b",")[0])
+
+
+def _group(items: Iterable[T], key: Callable[[T], str]) -> dict[str, list[T]]:
+    """``items`` by tag, in first-seen order (one command per tag)."""
+    groups: dict[str, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return groups

@@ -1,0 +1,236 @@
+"""Key layout, row encoding and server-side scripts of the Redis store.
+
+Pure: no I/O (the store that talks to Redis is :mod:`extensions.store.redis`).
+
+Key layout (``P`` is ``FRONTIER_REDIS_PREFIX``, default ``web``; ``T`` is a
+host tag, six hex digits: the top 24 bits of a fingerprint, which
+:mod:`extensions.frontier.fingerprint` makes a hash of the URL's host)::
+
+    P:{T}:urls        hash  fingerprint -> URL row (status, fetched, seq, entry)
+    P:{T}:host_urls   hash  host -> how many URLs of that host are known
+    P:{T}:cash        hash  fingerprint -> AOPIC (cash, history, mark, visits)
+    P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
+    P:{T}:lease:HOST  reserved: per-host state of a multi-process frontier
+                      (leases, next due time) -- same slot as the host's URLs
+    P:queue:NAME      list  fingerprints of one front or back queue (FIFO)
+    P:hosts           set   every host seen (host_count)
+    P:crawl_delays    hash  host -> robots.txt Crawl-delay (seconds)
+    P:meta            hash  schema, clean, front_queues, back_queues, ...
+    P:seq             int   discovery-order counter (reserved in blocks)
+
+Partitioning: ``{T}`` is a Redis Cluster hash tag, so every key of one tag
+lives in one slot, hence on one shard: a host's URL rows (its slice of the
+exact URL-seen set), its URL count, cash, groups and any per-host state sit
+together, and a 3-master cluster spreads hosts over the shards. The tag is
+the host's *hash*, not its name, because most lookups come with a
+fingerprint only (``get_many``, ``status_of``, ``set_status``): the
+fingerprint carries its host's hash, so each lookup goes to the right slot
+without a host-name index. Hosts whose 24-bit hashes collide share a tag
+(rows stay apart: they are keyed by the full fingerprint, and URL counts by
+host name). :func:`host_tag` gives the tag of a host name.
+
+The queues, the host set, the crawl delays and the meta hash are global
+keys, each in a slot of its own: the front and back queues are the frontier
+process's own order (the host -> back queue table lives in its memory), the
+rest is read in bulk at start or in gauges.
+
+A URL row (bytes)::
+
+    status   1 byte   ASCII digit: 0 queued, 1 inflight, 2 done, 3 failed, 4 excluded
+    fetched  8 bytes  big-endian double, unix time the last fetch ended (0: never)
+    seq      8 bytes  big-endian int64, discovery order (rebuild order)
+    level, priority, depth, flags      >i, >q, >q, >i
+    url, host, referer, extra, blob    each >i length (-1: None) + UTF-8 or bytes
+
+The scripts below change only the first 9 bytes of a row in place (status,
+fetched); every multi-key script touches keys of a single tag, as Redis
+Cluster requires.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from extensions.frontier.fingerprint import host_hash
+from extensions.store.base import Entry, Status
+
+SCHEMA_VERSION = "1"
+
+_HEAD = struct.Struct(">cdqiqqi")  # status, fetched, seq, level, priority, depth, flags
+_LENGTH = struct.Struct(">i")
+_CASH = struct.Struct(">dddq")
+_HEAD_SIZE = _HEAD.size
+STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
+_STATUS_OF_BYTE = {byte[0]: status for status, byte in STATUS_BYTE.items()}
+_TEXT = ("utf-8", "surrogatepass")
+
+#: add-if-new of rows of one tag; counts each new row's host. KEYS: urls,
+#: host_urls; ARGV: fingerprint, row, host, ... Returns 1/0 per row.
+INSERT_NEW = """
+local added = {}
+for i = 1, #ARGV, 3 do
+  local new = redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])
+  if new == 1 then redis.call('HINCRBY', KEYS[2], ARGV[i + 2], 1) end
+  added[#added + 1] = new
+end
+return added
+"""
+
+#: insert or overwrite one row as queued, keeping its last fetch time.
+#: KEYS: urls, host_urls; ARGV: fingerprint, row, host.
+REQUEUE = """
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+local row = ARGV[2]
+if old then
+  row = string.sub(row, 1, 1) .. string.sub(old, 2, 9) .. string.sub(row, 10)
+else
+  redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
+end
+redis.call('HSET', KEYS[1], ARGV[1], row)
+return 1
+"""
+
+#: status (and fetch time) of rows of one tag. KEYS: urls; ARGV: status
+#: byte, only-from status byte or '', fetched (8 bytes) or '', fingerprints.
+#: Returns how many rows changed.
+SET_STATUS = """
+local changed = 0
+for i = 4, #ARGV do
+  local row = redis.call('HGET', KEYS[1], ARGV[i])
+  if row and (ARGV[2] == '' or string.sub(row, 1, 1) == ARGV[2]) then
+    local fetched = ARGV[3]
+    if fetched == '' then fetched = string.sub(row, 2, 9) end
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[1] .. fetched .. string.sub(row, 10))
+    changed = changed + 1
+  end
+end
+return changed
+"""
+
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+_BAD_PREFIX = re.compile(r"[{}\s]")
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a literal in a SCAN MATCH pattern."""
+    return _GLOB_SPECIAL.sub(r"\\\1", text)
+
+
+def tag_of(fingerprint: int) -> str:
+    """The host tag of a fingerprint: its top 24 bits as six hex digits."""
+    return f"{(fingerprint >> 40) & 0xFFFFFF:06x}"
+
+
+def host_tag(host: str) -> str:
+    """The tag of every fingerprint of ``host`` (and of its per-host keys)."""
+    return f"{host_hash(host):06x}"
+
+
+class Keys:
+    """Every key name of one crawl (one prefix)."""
+
+    def __init__(self, prefix: str) -> None:
+        if not prefix or _BAD_PREFIX.search(prefix):
+            raise ValueError(
+                f"FRONTIER_REDIS_PREFIX must be non-empty, without braces or spaces, got {prefix!r}")
+        self.prefix = prefix
+        self.meta = f"{prefix}:meta"
+        self.seq = f"{prefix}:seq"
+        self.hosts = f"{prefix}:hosts"
+        self.crawl_delays = f"{prefix}:crawl_delays"
+        self.queue_prefix = f"{prefix}:queue:"
+        literal = glob_escape(prefix)
+        self.urls_pattern = f"{literal}:{{*}}:urls"
+        self.cash_pattern = f"{literal}:{{*}}:cash"
+        self.queue_pattern = f"{glob_escape(self.queue_prefix)}*"
+        #: what deleting the crawl removes (SCHEDULER_PERSIST off, a flush)
+        self.all_patterns = (f"{literal}:{{*}}:*", self.queue_pattern)
+        self.singles = (self.meta, self.seq, self.hosts, self.crawl_delays)
+
+    def urls(self, tag: str) -> str:
+        return f"{self.prefix}:{{{tag}}}:urls"
+
+    def host_urls(self, tag: str) -> str:
+        return f"{self.prefix}:{{{tag}}}:host_urls"
+
+    def cash(self, tag: str) -> str:
+        return f"{self.prefix}:{{{tag}}}:cash"
+
+    def groups(self, tag: str) -> str:
+        return f"{self.prefix}:{{{tag}}}:groups"
+
+    def lease(self, host: str) -> str:
+        """Reserved for per-host state of a multi-process frontier."""
+        return f"{self.prefix}:{{{host_tag(host)}}}:lease:{host}"
+
+    def queue(self, name: str) -> str:
+        return self.queue_prefix + name
+
+    def queue_name(self, key: bytes | str) -> str:
+        key = key.decode() if isinstance(key, bytes) else key
+        return key[len(self.queue_prefix):]
+
+
+def _put(parts: list[bytes], value: bytes | None) -> None:
+    if value is None:
+        parts.append(_LENGTH.pack(-1))
+    else:
+        parts.append(_LENGTH.pack(len(value)))
+        parts.append(value)
+
+
+def _text(value: str | None) -> bytes | None:
+    return None if value is None else value.encode(*_TEXT)
+
+
+def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = None) -> bytes:
+    parts = [_HEAD.pack(STATUS_BYTE[status], fetched or 0.0, seq, entry.level,
+                        entry.priority, entry.depth, entry.flags)]
+    for value in (_text(entry.url), _text(entry.host), _text(entry.referer), _text(entry.extra), entry.blob):
+        _put(parts, value)
+    return b"".join(parts)
+
+
+def unpack_entry(fingerprint: int, row: bytes) -> Entry:
+    _, _, _, level, priority, depth, flags = _HEAD.unpack_from(row)
+    offset = _HEAD_SIZE
+    values: list[bytes | None] = []
+    for _ in range(5):
+        (length,) = _LENGTH.unpack_from(row, offset)
+        offset += 4
+        if length < 0:
+            values.append(None)
+        else:
+            values.append(row[offset:offset + length])
+            offset += length
+    url, host, referer, extra, blob = values
+    return Entry(fingerprint, url.decode(*_TEXT), host.decode(*_TEXT),  # type: ignore[union-attr]
+                 level, priority, depth, _str(referer), flags, _str(extra), blob)
+
+
+def _str(value: bytes | None) -> str | None:
+    return None if value is None else value.decode(*_TEXT)
+
+
+def row_head(row: bytes) -> tuple[Status, float | None, int, int]:
+    """``(status, fetched, seq, level)`` without decoding the entry."""
+    status, fetched, seq, level = _HEAD.unpack_from(row)[:4]
+    return _STATUS_OF_BYTE[status[0]], fetched or None, seq, level
+
+
+def row_status(row: bytes) -> Status:
+    return _STATUS_OF_BYTE[row[0]]
+
+
+def fetched_bytes(now: float) -> bytes:
+    """The 8 bytes :data:`SET_STATUS` writes as the fetch time."""
+    return struct.pack(">d", now)
+
+
+def pack_cash(cash: float, history: float, mark: float, visits: int) -> bytes:
+    return _CASH.pack(cash, history, mark, visits)
+
+
+def unpack_cash(value: bytes) -> tuple[float, float, float, int]:
+    return _CASH.unpack(value)  # type: ignore[return-value]
