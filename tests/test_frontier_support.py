@@ -7,6 +7,8 @@ timer), so politeness is tested without sleeping.
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +18,23 @@ from twisted.internet.task import Clock
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
 from extensions.store.memory import MemoryStore
+from extensions.store.redis import RedisStore
 from extensions.store.sqlite import SQLiteStore
+from tests.redisserver import shared_server, unique_prefix
 
+# "redis": a real redis-server (one per test process, a key prefix per
+# store). Left out only on a machine without the binary outside CI; CI runs
+# `make test`, which installs it, and fails loudly if it is missing.
 STORES = ["memory", "sqlite"]
+if shutil.which("redis-server") or os.environ.get("CI"):
+    STORES.append("redis")
 
 
 def make_store(kind: str, directory: Path) -> Any:
     if kind == "memory":
         return MemoryStore()
+    if kind == "redis":
+        return RedisStore(shared_server().url, unique_prefix())
     return SQLiteStore(directory / "frontier.sqlite3")
 
 

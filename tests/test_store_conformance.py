@@ -1,0 +1,397 @@
+"""The frontier store contract, one suite over every backend.
+
+Backends: memory, SQLite, Redis (a real single ``redis-server``) and Redis
+Cluster (three real ``redis-server`` processes as a 3-master cluster). Each
+persistent backend also runs a ``-reopen`` variant: ``cycle()`` closes the
+store and opens a new one on the same file or server and prefix, so every
+assertion after it proves persistence (as Scrapy's ``tests/test_scheduler.py``
+does for its queues). A missing ``redis-server`` fails the Redis variants.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extensions.frontier.fingerprint import url_fingerprint
+from extensions.store.base import (
+    CashTable,
+    Entry,
+    FrontierStore,
+    FrontierStoreError,
+    HostTable,
+    RequestQueues,
+    Status,
+    URLTable,
+)
+from extensions.store.memory import MemoryStore
+from extensions.store.redis import RedisStore
+from extensions.store.sqlite import SQLiteStore
+from tests.redisserver import free_port, shared_cluster, shared_server, unique_prefix
+
+PERSISTENT = ["sqlite", "redis", "redis-cluster"]
+KINDS = ["memory", *PERSISTENT, *(f"{kind}-reopen" for kind in PERSISTENT)]
+
+
+class Backend:
+    """A store factory for one backend; ``cycle()`` reopens when asked to."""
+
+    def __init__(self, kind: str, directory: Path, reopen: bool) -> None:
+        self.kind, self.directory, self.reopen = kind, directory, reopen
+        self.prefix = unique_prefix()
+        self.store = self.open()
+
+    def new(self) -> Any:
+        if self.kind == "memory":
+            return MemoryStore()
+        if self.kind == "sqlite":
+            return SQLiteStore(self.directory / "frontier.sqlite3")
+        server = shared_cluster() if self.kind == "redis-cluster" else shared_server()
+        return RedisStore(server.url, self.prefix)
+
+    def open(self) -> Any:
+        store = self.new()
+        store.open()
+        return store
+
+    def cycle(self) -> Any:
+        if self.reopen:
+            self.store.close()
+            self.store = self.open()
+        return self.store
+
+    def crash(self) -> Any:
+        """Drop the store without a clean close, then open it again."""
+        self.store.checkpoint()
+        self.store.abandon()
+        self.store = self.open()
+        return self.store
+
+
+@pytest.fixture(params=KINDS)
+def backend(request: Any, tmp_path: Path) -> Any:
+    kind = request.param.removesuffix("-reopen")
+    wrapper = Backend(kind, tmp_path, request.param.endswith("-reopen"))
+    yield wrapper
+    wrapper.store.close()
+
+
+@pytest.fixture(params=PERSISTENT)
+def persistent(request: Any, tmp_path: Path) -> Any:
+    wrapper = Backend(request.param, tmp_path, reopen=True)
+    yield wrapper
+    wrapper.store.close()
+
+
+def entry(fp: int, host: str = "a.test", level: int = 0) -> Entry:
+    return Entry(fp, f"http://{host}/{fp}", host, level)
+
+
+def real(url: str, level: int = 0) -> Entry:
+    """An entry with the fingerprint the frontier would give ``url``."""
+    fp, host = url_fingerprint(url)
+    return Entry(fp, url, host, level)
+
+
+# -- protocols --------------------------------------------------------------------
+def test_store_implements_every_protocol(backend: Backend) -> None:
+    store = backend.store
+    assert isinstance(store, FrontierStore)
+    assert isinstance(store.queues, RequestQueues)
+    assert isinstance(store.urls, URLTable)
+    assert isinstance(store.hosts, HostTable)
+    assert isinstance(store.cash, CashTable)
+    assert callable(store.set_content_group) and callable(store.urls.count_host)
+
+
+# -- request queues ------------------------------------------------------------------
+def test_queues_are_fifo_per_name(backend: Backend) -> None:
+    backend.store.queues.push("front/0", [1, 2, 3])
+    backend.store.queues.push("front/1", [10])
+    backend.store.queues.push("front/0", [4])
+    queues = backend.cycle().queues
+    assert queues.length("front/0") == 4
+    assert queues.pop("front/0", 2) == [1, 2]
+    assert queues.pop("front/1", 5) == [10]
+    assert queues.pop("front/0", 5) == [3, 4]
+    assert queues.pop("front/0", 5) == []
+    assert queues.length("front/0") == 0
+
+
+def test_push_front_puts_items_back_at_the_head_in_order(backend: Backend) -> None:
+    backend.store.queues.push("back/0", [3, 4])
+    backend.store.queues.push_front("back/0", [1, 2])
+    backend.store.queues.push_front("back/0", [0])
+    assert backend.cycle().queues.pop("back/0", 10) == [0, 1, 2, 3, 4]
+
+
+def test_pop_takes_at_most_count_and_length_follows(backend: Backend) -> None:
+    queues = backend.store.queues
+    queues.push("back/1", list(range(100, 110)))
+    assert queues.pop("back/1", 3) == [100, 101, 102]
+    queues = backend.cycle().queues
+    assert queues.length("back/1") == 7
+    assert queues.pop("back/1", 100) == list(range(103, 110))
+    assert queues.length("back/1") == 0
+    assert queues.pop("never/pushed", 5) == [] and queues.length("never/pushed") == 0
+
+
+def test_pushing_nothing_changes_nothing(backend: Backend) -> None:
+    backend.store.queues.push("front/0", [])
+    backend.store.queues.push_front("front/0", [])
+    assert backend.cycle().queues.length("front/0") == 0
+
+
+def test_extreme_fingerprints_round_trip(backend: Backend) -> None:
+    fps = [-(1 << 63), -1, 0, 1, (1 << 63) - 1]
+    backend.store.queues.push("q", fps)
+    backend.store.urls.insert_new([entry(fp) for fp in fps], 1.0)
+    store = backend.cycle()
+    assert store.queues.pop("q", 10) == fps
+    assert sorted(store.urls.get_many(fps)) == sorted(fps)
+
+
+def test_clear_empties_every_queue(backend: Backend) -> None:
+    backend.store.queues.push("a", [1])
+    backend.store.queues.push("b", [2])
+    backend.store.queues.clear()
+    store = backend.cycle()
+    assert store.queues.length("a") == store.queues.length("b") == 0
+    assert store.queues.pop("a", 5) == []
+
+
+def test_clear_after_reopen_also_empties_queues_of_the_previous_run(backend: Backend) -> None:
+    backend.store.queues.push("front/3", [1, 2])
+    store = backend.cycle()
+    store.queues.clear()
+    assert backend.cycle().queues.length("front/3") == 0
+
+
+# -- URL table -----------------------------------------------------------------------
+def test_insert_new_is_add_if_new_and_keeps_the_first_entry(backend: Backend) -> None:
+    urls = backend.store.urls
+    assert urls.insert_new([entry(1), entry(2)], 1.0) == [True, True]
+    assert urls.insert_new([Entry(1, "http://other/", "other"), entry(3)], 2.0) == [False, True]
+    assert urls.insert_new([], 3.0) == []
+    urls = backend.cycle().urls
+    assert urls.get_many([1])[1].url == "http://a.test/1"
+    assert urls.status_of(1) == Status.QUEUED
+    assert urls.status_of(99) is None
+
+
+def test_insert_new_reports_a_repeat_inside_one_batch_as_known(backend: Backend) -> None:
+    assert backend.store.urls.insert_new([entry(7), entry(8), entry(7)], 1.0) == [True, True, False]
+
+
+def test_insert_new_of_a_done_url_leaves_it_done(backend: Backend) -> None:
+    urls = backend.store.urls
+    urls.insert_new([entry(1)], 1.0)
+    urls.set_status([1], Status.DONE, 2.0)
+    assert urls.insert_new([entry(1)], 3.0) == [False]
+    assert backend.cycle().urls.status_of(1) == Status.DONE
+
+
+def test_entries_round_trip_every_field(backend: Backend) -> None:
+    full = Entry(-5, "http://x.test/p?q=1", "x.test", 3, -2, 7, "http://r.test/", 9, '{"cb":"p"}', b"\x00blob")
+    odd = Entry(6, "http://bücher.test/ä?x=ü", "bücher.test", 0, 2**40, 0, "", 0, "", b"")
+    backend.store.urls.insert_new([full, odd], 1.0)
+    assert backend.cycle().urls.get_many([-5, 6]) == {-5: full, 6: odd}
+
+
+def test_get_many_returns_only_known_entries(backend: Backend) -> None:
+    wanted = [real(f"http://h{i}.test/p") for i in range(20)]
+    backend.store.urls.insert_new(wanted, 1.0)
+    urls = backend.cycle().urls
+    found = urls.get_many([e.fingerprint for e in wanted] + [12345])
+    assert found == {e.fingerprint: e for e in wanted}
+    assert urls.get_many([]) == {}
+
+
+def test_requeue_overwrites_and_sets_queued(backend: Backend) -> None:
+    urls = backend.store.urls
+    urls.insert_new([entry(1)], 1.0)
+    urls.set_status([1], Status.DONE, 2.0)
+    urls.requeue(Entry(1, "http://a.test/new", "a.test", 5), 3.0)
+    urls.requeue(entry(2), 3.0)  # unknown: inserted
+    urls = backend.cycle().urls
+    assert urls.status_of(1) == Status.QUEUED
+    assert urls.get_many([1])[1] == Entry(1, "http://a.test/new", "a.test", 5)
+    assert urls.status_of(2) == Status.QUEUED
+
+
+def test_set_status_only_from_guards_the_transition(backend: Backend) -> None:
+    urls = backend.store.urls
+    urls.insert_new([entry(1), entry(2)], 1.0)
+    urls.set_status([1], Status.INFLIGHT)
+    urls.set_status([1, 2], Status.DONE, 5.0, only_from=Status.INFLIGHT)
+    urls = backend.cycle().urls
+    assert urls.status_of(1) == Status.DONE
+    assert urls.status_of(2) == Status.QUEUED
+
+
+def test_set_status_ignores_unknown_fingerprints_and_takes_any_iterable(backend: Backend) -> None:
+    urls = backend.store.urls
+    urls.insert_new([entry(1)], 1.0)
+    urls.set_status(iter([1, 404]), Status.EXCLUDED)
+    urls = backend.cycle().urls
+    assert urls.status_of(1) == Status.EXCLUDED
+    assert urls.status_of(404) is None
+    assert urls.get_many([404]) == {}
+
+
+def test_every_status_round_trips(backend: Backend) -> None:
+    urls = backend.store.urls
+    urls.insert_new([entry(int(status) + 1) for status in Status], 1.0)
+    for status in Status:
+        urls.set_status([int(status) + 1], status, 2.0)
+    urls = backend.cycle().urls
+    assert [urls.status_of(int(status) + 1) for status in Status] == list(Status)
+    assert urls.count_by_status() == {status: 1 for status in Status}
+
+
+def test_iter_pending_gives_queued_and_inflight_in_discovery_order(backend: Backend) -> None:
+    urls = backend.store.urls
+    urls.insert_new([entry(30, level=1), entry(10, level=2), entry(20)], 1.0)
+    urls.insert_new([entry(5)], 2.0)
+    urls.set_status([20], Status.INFLIGHT)
+    urls.set_status([5], Status.DONE)
+    urls = backend.cycle().urls
+    assert list(urls.iter_pending(batch=2)) == [(30, 1), (10, 2), (20, 0)]
+    assert urls.requeue_inflight() == 1
+    assert urls.count_by_status() == {Status.QUEUED: 3, Status.DONE: 1}
+    assert sorted(urls.iter_all()) == [(5, 0), (10, 2), (20, 0), (30, 1)]
+
+
+def test_a_requeued_url_moves_to_the_end_of_discovery_order(backend: Backend) -> None:
+    urls = backend.store.urls
+    urls.insert_new([entry(1), entry(2), entry(3)], 1.0)
+    urls.requeue(entry(1, level=4), 2.0)
+    assert list(backend.cycle().urls.iter_pending()) == [(2, 0), (3, 0), (1, 4)]
+
+
+def test_discovery_order_holds_across_many_hosts(backend: Backend) -> None:
+    entries = [real(f"http://h{i % 37}.test/{i}") for i in range(300)]
+    urls = backend.store.urls
+    for start in range(0, 300, 50):
+        urls.insert_new(entries[start:start + 50], 1.0)
+    assert [fp for fp, _ in backend.cycle().urls.iter_pending()] == [e.fingerprint for e in entries]
+
+
+def test_requeue_inflight_on_an_idle_store_changes_nothing(backend: Backend) -> None:
+    backend.store.urls.insert_new([entry(1)], 1.0)
+    assert backend.cycle().urls.requeue_inflight() == 0
+    assert backend.store.urls.count_by_status() == {Status.QUEUED: 1}
+
+
+def test_count_host_counts_the_urls_of_that_host_only(backend: Backend) -> None:
+    mine = [real(f"http://mine.test/{i}") for i in range(5)]
+    other = [real(f"http://other.test/{i}") for i in range(3)]
+    backend.store.urls.insert_new(mine + other, 1.0)
+    backend.store.urls.insert_new(mine[:2], 2.0)  # known: not counted twice
+    backend.store.urls.requeue(mine[0], 3.0)  # known: not counted twice
+    urls = backend.cycle().urls
+    assert urls.count_host(mine[0].fingerprint, "mine.test") == 5
+    assert urls.count_host(other[0].fingerprint, "other.test") == 3
+    unknown = real("http://unknown.test/")
+    assert urls.count_host(unknown.fingerprint, "unknown.test") == 0
+
+
+# -- host table --------------------------------------------------------------------
+def test_host_table_counts_hosts_and_keeps_crawl_delays(backend: Backend) -> None:
+    hosts = backend.store.hosts
+    assert hosts.add_hosts(["a.test", "b.test", "a.test"]) == 2
+    assert hosts.add_hosts([]) == 0
+    hosts.set_crawl_delay("b.test", 2.5)
+    hosts.set_crawl_delay("c.test", 1.0)
+    hosts.set_crawl_delay("d.test", 4.0)
+    hosts.set_crawl_delay("d.test", None)
+    hosts = backend.cycle().hosts
+    assert hosts.host_count() == 4
+    assert hosts.crawl_delays() == {"b.test": 2.5, "c.test": 1.0}
+    assert hosts.add_hosts(["c.test", "e.test"]) == 1
+
+
+# -- cash table (AOPIC) ----------------------------------------------------------------
+def test_cash_rows_round_trip_and_add_up(backend: Backend) -> None:
+    cash = backend.store.cash
+    far = real("http://far.test/x").fingerprint
+    cash.put_cash([(1, 1.5, 2.0, 0.25, 1), (far, 3.0, 0.0, 0.0, 0)])
+    cash.put_cash([(1, 0.5, 2.5, 0.5, 2)])  # overwrite
+    cash = backend.cycle().cash
+    assert cash.get_cash([1, far, 404]) == {1: (0.5, 2.5, 0.5, 2), far: (3.0, 0.0, 0.0, 0)}
+    assert cash.get_cash([]) == {}
+    assert cash.cash_count() == 2
+    assert cash.cash_totals() == pytest.approx((3.5, 2.5, 0.5))
+
+
+def test_an_empty_cash_table_adds_up_to_zero(backend: Backend) -> None:
+    assert backend.store.cash.cash_count() == 0
+    assert tuple(backend.store.cash.cash_totals()) == (0.0, 0.0, 0.0)
+
+
+# -- content groups, meta ---------------------------------------------------------------
+def test_content_groups_are_kept_by_fingerprint(backend: Backend) -> None:
+    backend.store.set_content_group(-9, 77, True)
+    backend.store.set_content_group(10, 77, False)
+    backend.store.set_content_group(10, 78, False)
+    store = backend.cycle()
+    assert store.content_group(-9) == 77
+    assert store.content_group(10) == 78
+    assert store.content_group(11) is None
+
+
+def test_meta_survives(backend: Backend) -> None:
+    backend.store.set_meta("front_queues", "8")
+    backend.store.set_meta("bloom_tag", "3-1.5")
+    store = backend.cycle()
+    assert store.get_meta("front_queues") == "8"
+    assert store.get_meta("bloom_tag") == "3-1.5"
+    assert store.get_meta("absent") is None
+
+
+# -- lifecycle (persistent backends) ----------------------------------------------------------
+def test_a_new_store_is_clean(persistent: Backend) -> None:
+    assert persistent.store.clean
+
+
+def test_clean_flag_tracks_how_the_last_run_ended(persistent: Backend) -> None:
+    persistent.store.urls.insert_new([entry(1)], 1.0)
+    crashed = persistent.crash()
+    assert not crashed.clean
+    assert crashed.urls.status_of(1) == Status.QUEUED
+    assert persistent.cycle().clean
+    persistent.store.close(clean=False)
+    persistent.store = persistent.open()
+    assert not persistent.store.clean
+
+
+def test_a_crash_keeps_every_checkpointed_change(persistent: Backend) -> None:
+    store = persistent.store
+    store.urls.insert_new([entry(1), entry(2)], 1.0)
+    store.urls.set_status([1], Status.INFLIGHT)
+    store.queues.push("front/0", [1, 2])
+    store.put_cash([(2, 1.0, 0.0, 0.0, 0)])
+    store.set_meta("k", "v")
+    store = persistent.crash()
+    assert store.urls.status_of(1) == Status.INFLIGHT
+    assert store.queues.pop("front/0", 5) == [1, 2]
+    assert store.get_cash([2]) == {2: (1.0, 0.0, 0.0, 0)}
+    assert store.get_meta("k") == "v"
+
+
+def test_a_crash_with_no_rows_needs_no_rebuild(persistent: Backend) -> None:
+    persistent.store.set_meta("k", "v")
+    assert persistent.crash().clean
+
+
+def test_an_unopenable_store_is_a_clear_error_naming_where(persistent: Backend, tmp_path: Path) -> None:
+    if persistent.kind == "sqlite":
+        (tmp_path / "file").write_text("x")
+        store, where = SQLiteStore(tmp_path / "file" / "frontier.sqlite3"), "file/frontier.sqlite3"
+    else:
+        url = f"redis://127.0.0.1:{free_port()}/0"  # nobody listens there
+        store, where = RedisStore(url, "web"), url
+    with pytest.raises(FrontierStoreError, match=where):
+        store.open()
