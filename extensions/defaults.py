@@ -115,6 +115,7 @@ FRONTIER_AOPIC = True  # AOPIC cash decides priority (extensions.aopic.ledger)
 FRONTIER_AOPIC_INITIAL_CASH = 1.0  # cash of each seed
 FRONTIER_AOPIC_REVISITS = 0  # OPIC passes: fetch each page up to 1 + this many times
 FRONTIER_AOPIC_TAX = 0.1  # share of a fetched page's cash that goes to Lambda
+FRONTIER_BACKEND = "sqlite"  # or "redis" (REDIS_URL) or "memory"; FRONTIER_STORE overrides
 FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's advice)
 FRONTIER_BLOOM_ERROR_RATE = 0.001
 FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000
@@ -125,11 +126,18 @@ FRONTIER_FRONT_QUEUE_WEIGHTS: list[int] = []  # empty: level i weighs i + 1
 FRONTIER_POLITENESS_FACTOR = 0.0  # x the last fetch's duration; Mercator used 10
 FRONTIER_PRIORITIZER = "extensions.frontier.prioritizer.CashPrioritizer"  # depth without AOPIC
 FRONTIER_QUEUE_BUFFER = 256  # entries per head/tail buffer; Mercator used 600
+FRONTIER_REDIS_PREFIX = "web"  # keys web:... (one crawl per prefix; see extensions/store/redis_keys.py)
+FRONTIER_REDIS_RETRIES = 6  # a failing Redis call is retried this often (back-off to 2 s), each logged
+FRONTIER_REDIS_TIMEOUT = 10.0  # seconds to connect and per command
 FRONTIER_REFILL_BUDGET = 1024  # front-to-back moves per scheduler call
 FRONTIER_SEEN_BACKEND = "exact"  # or "bloom"
 FRONTIER_SEEN_CACHE_SIZE = 65536  # popular fingerprints kept in memory
 FRONTIER_SQLITE_CACHE_MB = 64
 FRONTIER_STORE = "extensions.store.sqlite.SQLiteStore"
+# scrapy-redis' names, same meanings, for FRONTIER_BACKEND = "redis":
+REDIS_URL = "redis://127.0.0.1:6379/0"  # a single Redis or any node of a Redis Cluster
+SCHEDULER_FLUSH_ON_START = False  # delete the crawl's keys at start
+SCHEDULER_PERSIST = False  # keep the crawl's keys at close (to resume); off: deleted
 
 
 # --- robots.txt (extensions.robots.middleware, RFC 9309) --------------------

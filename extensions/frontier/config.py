@@ -16,6 +16,12 @@ Settings (defaults in :mod:`extensions.defaults`, section ``# --- Frontier``):
 ``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_DOMAIN``,
 ``CONCURRENT_REQUESTS_PER_IP``, ``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``,
 ``JOBDIR``.
+
+The store: ``FRONTIER_BACKEND`` ("sqlite", the default; "redis"; "memory")
+unless ``FRONTIER_STORE`` names a class other than the SQLite store. The Redis
+store reads ``REDIS_URL``, ``SCHEDULER_PERSIST`` and ``SCHEDULER_FLUSH_ON_START``
+(scrapy-redis' names and meanings), ``FRONTIER_REDIS_PREFIX``,
+``FRONTIER_REDIS_RETRIES`` and ``FRONTIER_REDIS_TIMEOUT``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from extensions.frontier.front import BiasedSelector
 from extensions.frontier.hostkey import HostKey
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.urlseen import BloomSeen
+from extensions.store.memory import MemoryStore
+from extensions.store.redis import RedisStore
 from extensions.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -70,11 +78,50 @@ def _non_negative(settings: Any, name: str) -> float:
     return value
 
 
+BACKENDS = {"sqlite": SQLiteStore, "redis": RedisStore, "memory": MemoryStore}
+
+
+def _store_class(settings: Any) -> type:
+    """FRONTIER_STORE when it names another class than the SQLite store, else
+    the class of FRONTIER_BACKEND."""
+    backend = settings.get("FRONTIER_BACKEND") or "sqlite"
+    if backend not in BACKENDS:
+        raise ValueError(f'FRONTIER_BACKEND must be "sqlite", "redis" or "memory", got {backend!r}')
+    store_cls = load_object(settings.get("FRONTIER_STORE") or SQLiteStore)
+    if store_cls is SQLiteStore:
+        return BACKENDS[backend]
+    if backend != "sqlite":
+        raise ValueError(f"FRONTIER_STORE ({settings.get('FRONTIER_STORE')!r}) and FRONTIER_BACKEND "
+                         f"({backend!r}) both choose the store: set only one")
+    return store_cls
+
+
+def _setting(settings: Any, name: str) -> Any:
+    """A setting outside the FRONTIER_ prefix, with our default."""
+    value = settings.get(name)
+    return getattr(defaults, name) if value is None else value
+
+
+def _redis_store(store_cls: type, settings: Any) -> Any:
+    url = _setting(settings, "REDIS_URL")
+    if not str(url).startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"REDIS_URL must be a redis://, rediss:// or unix:// URL, got {url!r}")
+    return store_cls(
+        str(url), settings.get("FRONTIER_REDIS_PREFIX"),
+        persist=settings.getbool("SCHEDULER_PERSIST", defaults.SCHEDULER_PERSIST),
+        flush_on_start=settings.getbool("SCHEDULER_FLUSH_ON_START", defaults.SCHEDULER_FLUSH_ON_START),
+        retries=_positive_int(settings, "FRONTIER_REDIS_RETRIES", 0),
+        timeout=_non_negative(settings, "FRONTIER_REDIS_TIMEOUT") or None,
+    )
+
+
 def _store(crawler: Crawler) -> tuple[Any, Path | None, Path | None]:
     """The store, the directory it lives in, and a directory to remove at close."""
     settings = _with_defaults(crawler.settings)
-    store_cls = load_object(settings.get("FRONTIER_STORE"))
+    store_cls = _store_class(settings)
     jobdir = job_dir(settings)
+    if issubclass(store_cls, RedisStore):
+        return _redis_store(store_cls, settings), Path(jobdir) if jobdir else None, None
     if not issubclass(store_cls, SQLiteStore):
         store = build_from_crawler(store_cls, crawler) if hasattr(store_cls, "from_crawler") else store_cls()
         return store, Path(jobdir) if jobdir else None, None
