@@ -6,9 +6,16 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench clean redis-server
 
-setup: $(STAMP)
+setup: $(STAMP) redis-server
+
+# A real redis-server for the Redis store's tests (Debian's package, as
+# root) when none is installed.
+redis-server:
+	@command -v redis-server >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null
+	@command -v redis-server >/dev/null || { echo "redis-server could not be installed" >&2; exit 1; }
 
 # The virtualenv and every Python package; python3-venv from Debian if the
 # interpreter lacks it.
