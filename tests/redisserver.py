@@ -142,6 +142,17 @@ class RedisServer:
                              capture_output=True, text=True, timeout=timeout)
         return out.stdout
 
+    def wait_until_in_aof(self, needle: bytes, timeout: float = 5.0) -> float:
+        """Poll the AOF files until ``needle`` is written there (``appendfsync
+        everysec`` writes within about a second); return the seconds taken."""
+        start = time.monotonic()
+        while time.monotonic() < start + timeout:
+            files = (self.directory / "appendonlydir").glob("*.aof")
+            if any(needle in path.read_bytes() for path in files):
+                return time.monotonic() - start
+            time.sleep(0.02)  # polling the server's files, as for readiness
+        raise AssertionError(f"{needle!r} not in the AOF after {timeout}s")
+
     def log(self) -> str:
         return self.logfile.read_text(errors="replace")[-4000:] if self.logfile.exists() else ""
 

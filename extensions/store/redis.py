@@ -76,7 +76,7 @@ import numpy as np
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.cluster import RedisCluster
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.retry import Retry
 
 from extensions.store.base import Entry, FrontierStoreError, Status
@@ -139,18 +139,21 @@ def connect(url: str, timeout: float, retry: Retry) -> Any:
     Raises redis' errors (or ValueError) when it cannot connect."""
     options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
     probe = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **options)
+    db = probe.connection_pool.connection_kwargs.get("db", 0)
     try:
         in_cluster = probe.info("cluster").get("cluster_enabled") == 1
+    except ResponseError as err:
+        probe.close()
+        if "cluster mode" in str(err):  # SELECT of another database
+            raise ValueError(f"a Redis Cluster has only database 0, not {db}") from err
+        raise
     except BaseException:
         probe.close()
         raise
     if not in_cluster:
         probe.set_retry(retry)
         return probe
-    db = probe.connection_pool.connection_kwargs.get("db", 0)
     probe.close()
-    if db:
-        raise ValueError(f"{redact(url)} is a Redis Cluster node: use database 0, not {db}")
     return RedisCluster.from_url(url, retry=retry, **options)
 
 
@@ -177,7 +180,9 @@ class RedisStore:
     def open(self) -> None:
         try:
             self._client = connect(self.url, self.timeout, LoggingRetry(redact(self.url), self.retries))
-        except (RedisError, OSError, ValueError) as err:
+        except ValueError as err:
+            raise FrontierStoreError(f"cannot use Redis at {redact(self.url)} for the frontier: {err}") from err
+        except (RedisError, OSError) as err:
             raise FrontierStoreError(
                 f"cannot reach Redis at {redact(self.url)} for the frontier: {err} "
                 "(is redis-server running there? check REDIS_URL)"
