@@ -26,9 +26,20 @@ enqueue a known URL (cold cache)      1 (``insert_new`` answers "known")
 front/back queue refill               2 per buffer of ``FRONTIER_QUEUE_BUFFER``
                                       (``pop`` + ``get_many``); pushes: 0
 dispatch, fetch end (status changes)  0 (buffered)
-AOPIC, per fetched page               about 4 (cash reads and ``status_of``)
+with AOPIC                            +1 per enqueue (the URL's cash), +2 per
+                                      dispatch (``status_of``, cash), 2 per
+                                      fetched page (take, credit), +2 per
+                                      promoted URL
 checkpoint                            1 (0 when nothing is buffered)
 ====================================  ==========================================
+
+URL-seen is exact: the URL rows are the seen set (64-bit fingerprints as
+hash fields); a URL takes about 235 bytes of Redis memory (a 100-byte row
+plus the hash's overhead; 100,000 URLs of 100 or 1,000 hosts), and
+``insert_new`` of one URL about 90 microseconds on loopback. ``FRONTIER_SEEN_BACKEND = "bloom"`` keeps the frontier's
+in-process Bloom filter in front of it (a file in ``JOBDIR``, if any); a
+Bloom filter in Redis bitmaps would only save memory once done rows are
+trimmed, which this store does not do.
 
 Durability. What the server acknowledged survives the client; with AOF
 (``appendonly yes``, ``appendfsync everysec``) a Redis restart loses at most
