@@ -67,6 +67,7 @@ TAG_COUNTER_MAX_TAGS = 50
 CONTENTSEEN_ENABLED = True
 CONTENTSEEN_FLUSH_INTERVAL = 5.0  # seconds between commits of the fingerprint sets
 CONTENTSEEN_FOLLOW_NEAR_DUPLICATES = True  # follow the links of near-duplicates
+CONTENTSEEN_MAX_TEXT_BYTES = 1024 * 1024  # text (simhash, normalised fingerprint) from at most this
 CONTENTSEEN_MEMORY_ENTRIES = 65536  # fingerprints cached in memory (LRU)
 CONTENTSEEN_MODE = "normalised"  # or "raw": fingerprint of the body bytes
 CONTENTSEEN_NEAR_DISTANCE = 3  # Hamming distance of near-duplicate simhashes

@@ -49,3 +49,17 @@ def test_content_seen_can_be_switched_off(start_web: Any, tmp_path: Path) -> Non
     assert not any(item.get("duplicate_of") or item.get("fingerprint") for item in result.items)
     assert any(url.startswith(web.url("mirror0.test")) and url != web.url("mirror0.test")
                for url in items_by_url(result))  # the copy's links are followed
+
+
+def test_large_pages_are_judged_by_their_bytes_and_their_first_text(
+        start_web: Any, tmp_path: Path) -> None:
+    """Over CONTENTSEEN_MAX_TEXT_BYTES a page's exact test uses all its bytes
+    and its simhash the first part: copies are still caught, memory stays low."""
+    web = start_web(hosts=4, pages=6)
+    original, copy = web.url("h0001.test"), web.url("mirror0.test")
+    result = run_web_crawl(tmp_path / "large", f"{original},{copy}", settings={
+        "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 1, "CONTENTSEEN_MAX_TEXT_BYTES": 200})
+    assert result.returncode == 0
+    items = items_by_url(result)
+    assert items[copy]["duplicate_of"] == original
+    assert len(items[original]["simhash"]) == 16

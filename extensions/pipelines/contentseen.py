@@ -73,6 +73,7 @@ class ContentSeenPipeline:
         self.distance = settings.getint("CONTENTSEEN_NEAR_DISTANCE", 3)
         self.memory_entries = settings.getint("CONTENTSEEN_MEMORY_ENTRIES", 65536)
         self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", 5.0)
+        self.max_text_bytes = settings.getint("CONTENTSEEN_MAX_TEXT_BYTES", 1024 * 1024)
         jobdir = settings.get("JOBDIR")
         self._tmp = None if jobdir else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
         self.path = (Path(jobdir) if jobdir else self._tmp) / DATABASE
@@ -100,12 +101,17 @@ class ContentSeenPipeline:
             return item
         url = item.get("url") or response.url
         mime = (item.get("content_type") or "").split(";", 1)[0].strip().lower()
-        text = visible_text(response.body, getattr(response, "encoding", None)) \
-            if mime in TEXT_TYPES else None
-        if self.mode == NORMALISED and text is not None:
+        body = response.body
+        # a huge page is judged by its first CONTENTSEEN_MAX_TEXT_BYTES for
+        # text (parsing megabytes costs more memory than the whole crawl's
+        # sets) and by all its bytes for the exact test
+        large = len(body) > self.max_text_bytes
+        text = visible_text(body[:self.max_text_bytes] if large else body,
+                            getattr(response, "encoding", None)) if mime in TEXT_TYPES else None
+        if self.mode == NORMALISED and text is not None and not large:
             fingerprint = text_fingerprint(text)
         else:
-            fingerprint = bytes_fingerprint(response.body)
+            fingerprint = bytes_fingerprint(body)
         item["fingerprint"] = hex64(fingerprint)
         duplicate_of = self.exact.duplicate_of(fingerprint, url)
         self.stats.inc_value("contentseen/checked")
