@@ -39,9 +39,12 @@ class CrawlRun:
         return self.pages / self.seconds if self.seconds > 0 else 0.0
 
 
-def run_measured(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> float:
-    """Run ``cmd`` to completion; return its peak RSS in MB (from wait4)."""
-    with open(cwd / "crawl.log", "wb") as log:
+def run_measured(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
+                 log_path: Path | None = None) -> float:
+    """Run ``cmd`` to completion; return its peak RSS in MB (from wait4).
+    Its output goes to ``log_path`` (default ``cwd/crawl.log``)."""
+    log_path = log_path or cwd / "crawl.log"
+    with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while True:
@@ -55,7 +58,7 @@ def run_measured(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float)
             time.sleep(0.05)  # polling a child process, not synchronising a test
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        tail = (cwd / "crawl.log").read_text(errors="replace")[-2000:]
+        tail = log_path.read_text(errors="replace")[-2000:]
         raise RuntimeError(f"crawl failed ({proc.returncode}): {cmd}\n{tail}")
     return usage.ru_maxrss / 1024.0
 
@@ -80,7 +83,7 @@ def crawl_ours(web, workdir: Path, depth: int, concurrency: int, timeout: float,
         # does (RFC 9309's wait would add a tail that measures the period)
         "-s", "ROBOTSTXT_UNREACHABLE_PERIOD=0",
     ]
-    rss = run_measured(cmd, ROOT, dict(os.environ), timeout)
+    rss = run_measured(cmd, ROOT, dict(os.environ), timeout, workdir / "crawl.log")
     pages, seconds = pages_and_seconds(web.access_log, since)
     return CrawlRun(name, pages, seconds, rss)
 
