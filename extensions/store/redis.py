@@ -253,6 +253,25 @@ class RedisStore:
         self._write("HSET", self.keys.meta, key, value)
 
     # -- the pipeline ------------------------------------------------------------
+    # Public for the multi-process frontier's leases
+    # (extensions/frontier/leases.py), which share this pipeline so that
+    # their commands and the store's stay in one order.
+    def call(self, *commands: tuple[Any, ...]) -> list[Any]:
+        """Send the buffered writes and ``commands``; the answers to ``commands``."""
+        return self._call(*commands) if commands else self._flush() or []
+
+    def write(self, *command: Any) -> None:
+        """Buffer a command whose answer nobody needs (sent with the next call)."""
+        self._write(*command)
+
+    def scan(self, pattern: str) -> Iterator[bytes]:
+        """Every key matching ``pattern`` (a SCAN over every master)."""
+        return self._scan(pattern)
+
+    def sequence_numbers(self, count: int) -> range:
+        """``count`` discovery-order numbers (reserved in blocks)."""
+        return self._next_seqs(count)
+
     def _require(self) -> Any:
         if self._pipe is None:
             raise FrontierStoreError(f"the frontier store {self.location} is not open")

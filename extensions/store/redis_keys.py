@@ -10,13 +10,22 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:{T}:host_urls   hash  host -> how many URLs of that host are known
     P:{T}:cash        hash  fingerprint -> AOPIC (cash, history, mark, visits)
     P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
-    P:{T}:lease:HOST  reserved: per-host state of a multi-process frontier
-                      (leases, next due time) -- same slot as the host's URLs
+    P:{T}:lease:HOST  hash  a host's lease and politeness state, shared by
+                      several crawler processes (owner, expires, next, listed, ver)
+    P:{T}:back:HOST   zset  the host's queued fingerprints (its shared back queue)
+    P:{T}:inflight:HOST zset the host's fingerprints handed to a crawler, not finished
+    P:{heap-N}:heap   zset  host -> when another process may next look at it (the
+                      shared host heap, in shards); the last four are the
+                      multi-process frontier's, see extensions/frontier/leases.py
     P:queue:NAME      list  fingerprints of one front or back queue (FIFO)
     P:hosts           set   every host seen (host_count)
     P:crawl_delays    hash  host -> robots.txt Crawl-delay (seconds)
     P:meta            hash  schema, clean, front_queues, back_queues, ...
     P:seq             int   discovery-order counter (reserved in blocks)
+    P:processes       zset  crawler process id -> heartbeat expiry (ms)
+    P:stats           hash  stats summed over the crawler processes
+    P:start_urls      list  seeds pushed to a running crawl (scrapy-redis'
+                      convention; kept when the crawl's keys are deleted)
 
 Partitioning: ``{T}`` is a Redis Cluster hash tag, so every key of one tag
 lives in one slot, hence on one shard: a host's URL rows (its slice of the
@@ -144,9 +153,13 @@ class Keys:
         self.urls_pattern = f"{literal}:{{*}}:urls"
         self.cash_pattern = f"{literal}:{{*}}:cash"
         self.queue_pattern = f"{glob_escape(self.queue_prefix)}*"
+        self.back_pattern = f"{literal}:{{*}}:back:*"
+        self.processes = f"{prefix}:processes"
+        self.stats = f"{prefix}:stats"
+        self.start_urls = f"{prefix}:start_urls"
         #: what deleting the crawl removes (SCHEDULER_PERSIST off, a flush)
         self.all_patterns = (f"{literal}:{{*}}:*", self.queue_pattern)
-        self.singles = (self.meta, self.seq, self.hosts, self.crawl_delays)
+        self.singles = (self.meta, self.seq, self.hosts, self.crawl_delays, self.processes, self.stats)
 
     def urls(self, tag: str) -> str:
         return f"{self.prefix}:{{{tag}}}:urls"
@@ -161,8 +174,26 @@ class Keys:
         return f"{self.prefix}:{{{tag}}}:groups"
 
     def lease(self, host: str) -> str:
-        """Reserved for per-host state of a multi-process frontier."""
+        """A host's lease and politeness state (multi-process frontier)."""
         return f"{self.prefix}:{{{host_tag(host)}}}:lease:{host}"
+
+    def back(self, host: str) -> str:
+        """A host's shared back queue (multi-process frontier)."""
+        return f"{self.prefix}:{{{host_tag(host)}}}:back:{host}"
+
+    def inflight(self, host: str) -> str:
+        """A host's URLs handed to a crawler process and not finished."""
+        return f"{self.prefix}:{{{host_tag(host)}}}:inflight:{host}"
+
+    def host_of_back(self, key: bytes | str) -> str:
+        """The host of a :meth:`back` key."""
+        key = key.decode() if isinstance(key, bytes) else key
+        return key.split("}:back:", 1)[1]
+
+    def host_heap(self, shard: int) -> str:
+        """One shard of the shared host heap; shards carry tags of their own
+        so that a Redis Cluster spreads them over its masters."""
+        return f"{self.prefix}:{{heap-{shard}}}:heap"
 
     def queue(self, name: str) -> str:
         return self.queue_prefix + name

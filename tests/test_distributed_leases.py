@@ -1,0 +1,241 @@
+"""Host leases (extensions/frontier/leases.py) on a real redis-server and a
+real 3-master Redis Cluster: two "processes" are two stores with leases of
+their own on one prefix; one fake clock (milliseconds handed to the scripts)
+drives lease expiry and politeness without sleeping."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from extensions.frontier.fingerprint import url_fingerprint
+from extensions.frontier.leases import HostLeases, level_of_score, queue_score
+from extensions.store.base import Entry, Status
+from extensions.store.redis import RedisStore
+from tests.redisserver import shared_cluster, shared_server, unique_prefix
+
+TTL = 10.0
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(params=["single", "cluster"])
+def pair(request: pytest.FixtureRequest) -> Iterator[tuple[HostLeases, HostLeases, FakeClock]]:
+    url = shared_cluster().url if request.param == "cluster" else shared_server().url
+    prefix = unique_prefix()
+    clock = FakeClock()
+    stores = [RedisStore(url, prefix), RedisStore(url, prefix)]
+    for store in stores:
+        store.open()
+    yield (HostLeases(stores[0], "A", TTL, 4, clock), HostLeases(stores[1], "B", TTL, 4, clock), clock)
+    for store in stores:
+        store.close()
+
+
+def entry(url: str, level: int = 0) -> Entry:
+    fp, host = url_fingerprint(url)
+    return Entry(fp, url, host, level)
+
+
+def enqueue(leases: HostLeases, *urls: str, level: int = 0) -> list[bool]:
+    entries = [entry(url, level) for url in urls]
+    return [e.new for e in leases.enqueue(entries[0].host, entries)]
+
+
+def test_queue_scores_order_higher_levels_first_then_discovery() -> None:
+    scores = [queue_score(3, 10), queue_score(3, 11), queue_score(0, 1)]
+    assert scores == sorted(scores)
+    assert [level_of_score(s) for s in scores] == [3, 3, 0]
+    assert level_of_score(b"") == -1
+
+
+def test_a_new_url_is_queued_once_and_its_host_goes_on_the_heap(pair: Any) -> None:
+    a, b, _ = pair
+    assert enqueue(a, "http://h1.test/x", "http://h1.test/y") == [True, True]
+    assert enqueue(b, "http://h1.test/x") == [False]
+    poll = b.poll(10)
+    assert poll.hosts == 1 and [host for host, _ in poll.due] == ["h1.test"]
+    assert a.store.call(("ZCARD", a.keys.back("h1.test")))[0] == 2
+
+
+def test_only_one_process_holds_a_host(pair: Any) -> None:
+    a, b, _ = pair
+    enqueue(a, "http://h1.test/x")
+    due = a.poll(10).due
+    assert [got.host for got in a.acquire(due)] == ["h1.test"]
+    assert b.acquire(due) == []
+    assert b.take("h1.test").state == "lost"
+    assert b.poll(10).due == []  # its heap entry now waits for the lease's expiry
+
+
+def test_take_hands_out_the_best_url_and_marks_it_in_flight(pair: Any) -> None:
+    a, _, _ = pair
+    enqueue(a, "http://h1.test/low")
+    enqueue(a, "http://h1.test/high", level=5)
+    a.acquire(a.poll(10).due)
+    taken = a.take("h1.test")
+    assert (taken.state, taken.entry.url, taken.queued, taken.head_level) == ("taken", "http://h1.test/high", 1, 0)
+    assert a.store.status_of(taken.entry.fingerprint) == Status.INFLIGHT
+    a.finish("h1.test", taken.entry.fingerprint, Status.DONE, 1.0)
+    assert a.store.status_of(taken.entry.fingerprint) == Status.DONE
+    assert a.take("h1.test").entry.url == "http://h1.test/low"
+    assert a.take("h1.test").state == "empty"
+
+
+def test_a_lapsed_lease_gives_its_in_flight_urls_to_the_next_owner(pair: Any) -> None:
+    a, b, clock = pair
+    enqueue(a, "http://h1.test/x", "http://h1.test/y")
+    a.acquire(a.poll(10).due)
+    first = a.take("h1.test").entry  # A is killed with this in flight
+    clock.advance(TTL - 0.5)
+    assert b.poll(10).due == []
+    clock.advance(1.0)
+    got = b.acquire(b.poll(10).due)
+    assert [(g.host, g.recovered, g.queued) for g in got] == [("h1.test", 1, 2)]
+    assert b.store.status_of(first.fingerprint) == Status.QUEUED
+    assert {b.take("h1.test").entry.url for _ in range(2)} == {"http://h1.test/x", "http://h1.test/y"}
+    assert a.take("h1.test").state == "lost"
+
+
+def test_renewal_keeps_a_lease_past_its_ttl(pair: Any) -> None:
+    a, b, clock = pair
+    enqueue(a, "http://h1.test/x")
+    a.acquire(a.poll(10).due)
+    for _ in range(3):
+        clock.advance(TTL * 0.6)
+        assert a.renew({"h1.test": 0.0})["h1.test"] > 0
+        assert b.acquire(b.poll(10).due) == []
+
+
+def test_politeness_state_travels_with_the_lease(pair: Any) -> None:
+    a, b, clock = pair
+    enqueue(a, "http://h1.test/x", "http://h1.test/y")
+    a.acquire(a.poll(10).due)
+    a.take("h1.test")
+    state, _, _ = a.release("h1.test", wait=2.0, idle_only=False, heap_score=None)
+    a.store.checkpoint()
+    assert state == 1
+    assert b.poll(10).due == []  # back on the heap at its next fetch time
+    clock.advance(1.0)
+    assert b.poll(10).due == []
+    clock.advance(1.01)
+    got = b.acquire(b.poll(10).due)
+    assert [(g.wait, g.queued) for g in got] == [(0.0, 2)]  # the one in flight went back
+
+
+def test_acquire_reports_the_time_left_before_the_next_fetch(pair: Any) -> None:
+    a, b, clock = pair
+    enqueue(a, "http://h1.test/x", "http://h1.test/y")
+    a.acquire(a.poll(10).due)
+    a.renew({"h1.test": 3.0})
+    a.store.call(("HSET", a.keys.lease("h1.test"), "expires", int(clock.now * 1000)))  # lapses now
+    clock.advance(0.5)
+    got = b.acquire([("h1.test", b"0")])
+    assert got and abs(got[0].wait - 2.5) < 0.01
+
+
+def test_an_idle_release_keeps_a_host_that_got_work(pair: Any) -> None:
+    a, b, _ = pair
+    enqueue(a, "http://h1.test/x")
+    held = a.acquire(a.poll(10).due)[0]
+    fp = a.take("h1.test").entry.fingerprint
+    enqueue(b, "http://h1.test/new")  # another process links to the held host
+    a.finish("h1.test", fp, Status.DONE)
+    assert a.release("h1.test", 0.0, idle_only=True, heap_score=held.expires)[:2] == (0, 1)
+    fp = a.take("h1.test").entry.fingerprint
+    assert a.release("h1.test", 0.0, idle_only=True, heap_score=held.expires)[0] == 0  # in flight
+    a.finish("h1.test", fp, Status.DONE)
+    assert a.release("h1.test", 0.0, idle_only=True, heap_score=held.expires)[0] == 1
+    assert a.poll(10).hosts == 0
+
+
+def test_a_host_emptied_and_relisted_at_once_stays_on_the_heap(pair: Any) -> None:
+    """A poller finds the host idle and takes it off the heap while another
+    process lists it again: whichever write lands last, the listing wins."""
+    a, b, clock = pair
+    enqueue(a, "http://h1.test/x")
+    a.acquire(a.poll(10).due)
+    fp = a.take("h1.test").entry.fingerprint
+    a.finish("h1.test", fp, Status.DONE)
+    a.release("h1.test", 0.0, idle_only=False, heap_score=None)  # released; its heap entry left behind
+    clock.advance(TTL + 1)
+    stale = b.poll(10).due
+    assert b.acquire(stale) == []  # idle: B's removal waits in its pipeline...
+    enqueue(a, "http://h1.test/y")  # ...while A lists the host again
+    b.store.checkpoint()
+    assert [host for host, _ in b.poll(10).due] == ["h1.test"]
+
+
+def test_a_poller_removes_an_idle_host_from_the_heap(pair: Any) -> None:
+    a, b, clock = pair
+    enqueue(a, "http://h1.test/x")
+    a.acquire(a.poll(10).due)
+    a.finish("h1.test", a.take("h1.test").entry.fingerprint, Status.DONE)
+    a.release("h1.test", 0.0, idle_only=False, heap_score=None)
+    clock.advance(TTL + 1)
+    assert b.acquire(b.poll(10).due) == []
+    assert b.poll(10).hosts == 0
+    enqueue(b, "http://h1.test/y")
+    assert b.poll(10).hosts == 1
+
+
+def test_a_host_queued_but_never_listed_is_found_by_the_sweep(pair: Any) -> None:
+    a, b, _ = pair
+    enqueue(a, "http://h1.test/x")
+    heap = a.heap("h1.test")
+    a.store.call(("ZREM", heap, "h1.test"))  # as if killed between the enqueue and the listing
+    a.store.call(("HSET", a.keys.lease("h1.test"), "listed", "0"))
+    assert b.poll(10).hosts == 0
+    assert b.sweep_orphans() == 1
+    assert [host for host, _ in b.poll(10).due] == ["h1.test"]
+    assert b.sweep_orphans() == 0
+
+
+def test_an_unconfirmed_listing_is_repaired_by_the_next_enqueue(pair: Any) -> None:
+    a, b, _ = pair
+    enqueue(a, "http://h1.test/x")
+    a.store.call(("ZREM", a.heap("h1.test"), "h1.test"))
+    a.store.call(("HSET", a.keys.lease("h1.test"), "listed", "0"))
+    assert enqueue(b, "http://h1.test/x") == [False]  # a re-fetched parent links to it again
+    assert b.poll(10).hosts == 1
+
+
+def test_put_back_and_requeue_keep_a_url_queued_once(pair: Any) -> None:
+    a, _, _ = pair
+    enqueue(a, "http://h1.test/x", "http://h1.test/y")
+    a.acquire(a.poll(10).due)
+    taken = a.take("h1.test").entry
+    a.put_back("h1.test", taken.fingerprint, level=7)
+    assert a.store.status_of(taken.fingerprint) == Status.QUEUED
+    assert a.take("h1.test").entry.url == taken.url
+    y = a.take("h1.test").entry
+    a.requeue("h1.test", y.fingerprint, 2)
+    assert a.store.call(("ZCARD", a.keys.back("h1.test")))[0] == 0  # y is in flight: not queued again
+
+
+def test_stats_add_up_over_processes(pair: Any) -> None:
+    a, b, _ = pair
+    a.add_stats([("frontier/done", 3), ("elapsed", 1.5)])
+    b.add_stats([("frontier/done", 4), ("elapsed", 0.25)])
+    b.store.checkpoint()
+    assert a.stats_totals() == {"frontier/done": 7, "elapsed": 1.75}
+
+
+def test_processes_are_counted_until_they_leave_or_expire(pair: Any) -> None:
+    a, b, clock = pair
+    assert a.heartbeat(5.0) == 1
+    assert b.heartbeat(5.0) == 2
+    assert a.leave() == 1
+    clock.advance(6.0)
+    assert a.heartbeat(5.0) == 1  # B's heartbeat expired
