@@ -121,9 +121,14 @@ FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's advice)
 FRONTIER_BLOOM_ERROR_RATE = 0.001
 FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000
 FRONTIER_CHECKPOINT_INTERVAL = 5.0  # seconds between commits of the URL database
+FRONTIER_DISTRIBUTED = True  # redis backend: processes on one REDIS_URL and prefix share the frontier
 FRONTIER_FRONT_QUEUES = 8
 FRONTIER_HOST_BUDGET = 0  # most URLs accepted per host (a trap defence); 0: unlimited
 FRONTIER_FRONT_QUEUE_WEIGHTS: list[int] = []  # empty: level i weighs i + 1
+# Host leases of a shared frontier (extensions/frontier/distributed.py):
+FRONTIER_LEASE_MAX_LATENESS = 1.0  # seconds a held host may wait past its due time before it is given away
+FRONTIER_LEASE_POLL_INTERVAL = 0.1  # seconds between host-heap polls of a process with room and nothing to do
+FRONTIER_LEASE_TTL = 10.0  # seconds a killed process's hosts stay locked (renewed every third)
 FRONTIER_POLITENESS_FACTOR = 0.0  # x the last fetch's duration; Mercator used 10
 FRONTIER_PRIORITIZER = "extensions.frontier.prioritizer.CashPrioritizer"  # depth without AOPIC
 FRONTIER_QUEUE_BUFFER = 256  # entries per head/tail buffer; Mercator used 600

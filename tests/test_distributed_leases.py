@@ -85,7 +85,7 @@ def test_take_hands_out_the_best_url_and_marks_it_in_flight(pair: Any) -> None:
     enqueue(a, "http://h1.test/high", level=5)
     a.acquire(a.poll(10).due)
     taken = a.take("h1.test")
-    assert (taken.state, taken.entry.url, taken.queued, taken.head_level) == ("taken", "http://h1.test/high", 1, 0)
+    assert (taken.state, taken.entry.url, taken.queued, level_of_score(taken.head)) == ("taken", "http://h1.test/high", 1, 0)
     assert a.store.status_of(taken.entry.fingerprint) == Status.INFLIGHT
     a.finish("h1.test", taken.entry.fingerprint, Status.DONE, 1.0)
     assert a.store.status_of(taken.entry.fingerprint) == Status.DONE

@@ -22,6 +22,11 @@ unless ``FRONTIER_STORE`` names a class other than the SQLite store. The Redis
 store reads ``REDIS_URL``, ``SCHEDULER_PERSIST`` and ``SCHEDULER_FLUSH_ON_START``
 (scrapy-redis' names and meanings), ``FRONTIER_REDIS_PREFIX``,
 ``FRONTIER_REDIS_RETRIES`` and ``FRONTIER_REDIS_TIMEOUT``.
+
+Several processes: with the Redis store and ``FRONTIER_DISTRIBUTED`` (on by
+default) the scheduler is :class:`~extensions.frontier.distributed.DistributedFrontier`,
+which also reads ``FRONTIER_LEASE_MAX_LATENESS``, ``FRONTIER_LEASE_POLL_INTERVAL``
+and ``FRONTIER_LEASE_TTL``; ``CONCURRENT_REQUESTS_PER_IP`` is refused there.
 """
 
 from __future__ import annotations
@@ -174,9 +179,46 @@ def _engine_hooks(crawler: Crawler) -> dict[str, Any]:
     return {"wake": wake, "in_progress": in_progress, "on_store_error": on_store_error}
 
 
-def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
-    """Every argument of ``Frontier.__init__`` from the crawler's settings."""
+def _distributed(settings: Any) -> bool:
+    return issubclass(_store_class(settings), RedisStore) and settings.getbool("FRONTIER_DISTRIBUTED")
+
+
+def frontier_class(crawler: Crawler, default: type) -> type:
+    """The scheduler class: ``default`` (SCHEDULER), or the multi-process
+    frontier when the store is Redis and FRONTIER_DISTRIBUTED is on."""
     settings = _with_defaults(crawler.settings)
+    if not _distributed(settings):
+        return default
+    from extensions.frontier.distributed import DistributedFrontier  # noqa: PLC0415
+    from extensions.frontier.scheduler import Frontier  # noqa: PLC0415
+
+    if DistributedFrontier in default.__mro__:  # not issubclass: BaseScheduler's metaclass duck-types
+        return default
+    if default is not Frontier:
+        raise ValueError(f"FRONTIER_DISTRIBUTED needs SCHEDULER to be the Frontier or a "
+                         f"DistributedFrontier subclass, got {default.__module__}.{default.__qualname__}")
+    return DistributedFrontier
+
+
+def _distributed_kwargs(settings: Any) -> dict[str, Any]:
+    if settings.getint("CONCURRENT_REQUESTS_PER_IP"):
+        raise ValueError("CONCURRENT_REQUESTS_PER_IP is not supported with FRONTIER_DISTRIBUTED "
+                         f"(politeness is per host name), got {settings.get('CONCURRENT_REQUESTS_PER_IP')!r}")
+    values = {name: settings.getfloat(name) for name in (
+        "FRONTIER_LEASE_MAX_LATENESS", "FRONTIER_LEASE_POLL_INTERVAL", "FRONTIER_LEASE_TTL")}
+    for name, value in values.items():
+        if value <= 0:
+            raise ValueError(f"{name} must be > 0, got {settings.get(name)!r}")
+    return {"max_lateness": values["FRONTIER_LEASE_MAX_LATENESS"],
+            "poll_interval": values["FRONTIER_LEASE_POLL_INTERVAL"],
+            "lease_ttl": values["FRONTIER_LEASE_TTL"]}
+
+
+def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
+    """Every argument of ``Frontier.__init__`` from the crawler's settings
+    (and of ``DistributedFrontier.__init__`` when it is the scheduler)."""
+    settings = _with_defaults(crawler.settings)
+    distributed = _distributed_kwargs(settings) if _distributed(settings) else {}
     front_queues = _positive_int(settings, "FRONTIER_FRONT_QUEUES")
     back_queues = settings.getint("FRONTIER_BACK_QUEUES") or 3 * _positive_int(
         settings, "CONCURRENT_REQUESTS"
@@ -219,4 +261,5 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
         "host_budget": _positive_int(settings, "FRONTIER_HOST_BUDGET", 0),
         "revisits": _positive_int(settings, "FRONTIER_AOPIC_REVISITS", 0),
         **_engine_hooks(crawler),
+        **distributed,
     }

@@ -295,6 +295,11 @@ def level_of_score(score: bytes | str | float | None) -> int:
     return -int(float(score) // LEVEL_SPAN)
 
 
+def head_score(score: bytes | str | None) -> float:
+    """A back queue's head score as a number (infinity: empty queue)."""
+    return float("inf") if score in (None, b"", "") else float(score)
+
+
 def process_id() -> str:
     """A name for this crawler process, unique across restarts."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -305,7 +310,8 @@ class Enqueued:
     new: bool
     mine: bool  # the host is held by this process
     queued: int  # its back-queue length now
-    head_level: int
+    head: float  # score of its best queued URL (queue_score; inf: none)
+    listed: bool  # the host was put on the heap (it was idle)
 
 
 @dataclass(slots=True)
@@ -314,7 +320,7 @@ class Acquired:
     expires: int  # the lease's expiry, ms (the host's heap score)
     wait: float  # seconds until the host may be fetched
     queued: int
-    head_level: int
+    head: float
     recovered: int  # in-flight URLs of a lapsed lease returned to the queue
 
 
@@ -323,7 +329,7 @@ class Taken:
     state: str  # "taken", "empty", "stale" (only stale entries so far) or "lost"
     entry: Entry | None = None
     queued: int = 0
-    head_level: int = -1
+    head: float = float("inf")
     skipped: int = 0
 
 
@@ -379,8 +385,7 @@ class HostLeases:
              self._now(), self.owner, "1" if force else "0", host, *args))[0]
         if needs:
             self.list_host(host, wait / 1000.0, ver)
-        level = level_of_score(head)
-        return [Enqueued(bool(new), bool(mine), int(queued), level) for new in added]
+        return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
 
     def list_host(self, host: str, wait: float, ver: bytes | str) -> None:
         """Put ``host`` on the heap (acknowledged), then confirm it in ``{T}``."""
@@ -423,7 +428,7 @@ class HostLeases:
                 _, expires, wait, queued, head, recovered = answer
                 self.store.write("ZADD", self.heap(host), expires, host)
                 acquired.append(Acquired(host, int(expires), wait / 1000.0, int(queued),
-                                         level_of_score(head), int(recovered)))
+                                         head_score(head), int(recovered)))
             elif state == 0:  # held by a live process whose renewal is late
                 self.store.write("ZADD", self.heap(host), "XX", "GT", answer[1], host)
             else:  # no work: off the heap, unless re-listed since the poll
@@ -443,7 +448,7 @@ class HostLeases:
             return Taken("stale", skipped=int(answer[1]))
         _, fp, row, queued, head, skipped = answer
         fingerprint = int(fp)
-        return Taken("taken", unpack_entry(fingerprint, row), int(queued), level_of_score(head), int(skipped))
+        return Taken("taken", unpack_entry(fingerprint, row), int(queued), head_score(head), int(skipped))
 
     def finish(self, host: str, fingerprint: int, status: Status | None, fetched: float | None = None) -> None:
         """A handed-out URL is finished (buffered): out of the in-flight
@@ -459,20 +464,21 @@ class HostLeases:
         seq = self.store.sequence_numbers(1)[0]
         self.store.write("EVAL", PUT_BACK, 3, inflight, urls, back, fingerprint, queue_score(level, seq))
 
-    def release(self, host: str, wait: float, idle_only: bool, heap_score: float | None) -> tuple[int, int, int]:
+    def release(self, host: str, wait: float, idle_only: bool,
+                heap_score: float | None) -> tuple[int, int, float]:
         """Give ``host`` back (``idle_only``: only if it has no work), its
         next fetch ``wait`` seconds from now. Returns ``(state, queued,
-        head level)``: state 0 kept (it has work), 1 released, -1 not ours."""
+        head score)``: state 0 kept (it has work), 1 released, -1 not ours."""
         answer = self.store.call(("EVAL", RELEASE, 4, *self._host_keys(host), self._now(), self.owner,
                                   int(wait * 1000), "1" if idle_only else "0"))[0]
         state = answer[0]
         if state == 0:
-            return 0, int(answer[1]), level_of_score(answer[2])
+            return 0, int(answer[1]), head_score(answer[2])
         if state == 1 and heap_score is not None:
             self.store.write("EVAL", DELIST_IF, 1, self.heap(host), host, repr(float(heap_score)))
         elif state == 2:
             self.store.write("ZADD", self.heap(host), answer[1], host)
-        return (1 if state in (1, 2) else -1), 0, -1
+        return (1 if state in (1, 2) else -1), 0, float("inf")
 
     def renew(self, waits: dict[str, float]) -> dict[str, int]:
         """Extend the leases of held hosts (``host -> seconds to its next

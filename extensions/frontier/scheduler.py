@@ -164,7 +164,9 @@ class Frontier(BaseScheduler):
     def from_crawler(cls, crawler: Crawler) -> Frontier:
         from extensions.frontier.config import frontier_kwargs  # noqa: PLC0415
 
-        frontier = cls(**frontier_kwargs(crawler))
+        from extensions.frontier.config import frontier_class  # noqa: PLC0415
+
+        frontier = frontier_class(crawler, cls)(**frontier_kwargs(crawler))
         crawler.signals.connect(frontier.request_left_downloader, signals.request_left_downloader)
         crawler.signals.connect(frontier.request_dropped, signals.request_dropped)
         crawler.signals.connect(frontier.response_received, signals.response_received)
@@ -349,9 +351,7 @@ class Frontier(BaseScheduler):
             self.excluded.discard(fp)
             return None
         if self.ledger is not None:
-            # AOPIC promotions leave a stale copy in a lower queue: only the
-            # first copy of a still-queued URL is fetched.
-            if self.store.urls.status_of(fp) != Status.QUEUED:
+            if self._stale_copy(fp):
                 self.stats.inc_value("frontier/stale_copies")
                 return None
             if self.ledger.maybe_crawl_lambda(self.ledger.cash_of(fp) or 0.0):
@@ -368,6 +368,11 @@ class Frontier(BaseScheduler):
             self._count_once("undecodable", "Cannot rebuild the request for %s: %s", entry.url, err)
             self.store.urls.set_status([fp], Status.FAILED)
             return None
+
+    def _stale_copy(self, fp: int) -> bool:
+        """AOPIC promotions leave a stale copy in a lower queue: only the
+        first copy of a still-queued URL is fetched."""
+        return self.store.urls.status_of(fp) != Status.QUEUED
 
     def _reschedule(self, host: str) -> None:
         """Put ``host`` on the heap if it has a back queue and may fetch."""

@@ -268,6 +268,11 @@ class RedisStore:
         """Every key matching ``pattern`` (a SCAN over every master)."""
         return self._scan(pattern)
 
+    @property
+    def cluster(self) -> bool:
+        """Whether the store talks to a Redis Cluster (after open)."""
+        return isinstance(self._client, RedisCluster)
+
     def sequence_numbers(self, count: int) -> range:
         """``count`` discovery-order numbers (reserved in blocks)."""
         return self._next_seqs(count)

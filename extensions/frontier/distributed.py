@@ -1,0 +1,477 @@
+"""The Mercator frontier shared by several crawler processes on one Redis.
+
+``-s FRONTIER_BACKEND=redis`` (with ``FRONTIER_DISTRIBUTED``, on by
+default) makes :class:`DistributedFrontier` the scheduler: any number of
+``scrapy crawl web`` processes started on the same ``REDIS_URL`` and
+``FRONTIER_REDIS_PREFIX`` crawl one frontier. What each process does:
+
+* **enqueue** -- the URL-seen test and the host's shared back queue in one
+  script (:data:`~extensions.frontier.leases.ENQUEUE`); a host that was idle
+  goes on the shared host heap.
+* **readiness** -- when none of the hosts it holds may be fetched now and it
+  holds fewer than ``FRONTIER_BACK_QUEUES`` hosts, the process polls the host
+  heap (at most every ``FRONTIER_LEASE_POLL_INTERVAL`` seconds while polls
+  find nothing) and takes due hosts with a lease. A process takes hosts only
+  when it has nothing to do, so work goes to whoever is free, not by a
+  static split; a process too busy to serve a held host within
+  ``FRONTIER_LEASE_MAX_LATENESS`` seconds of its due time gives it back.
+* **politeness** -- only the lease holder fetches a host; inside the
+  process the usual :class:`~extensions.frontier.politeness.Politeness`
+  applies (one fetch in flight per host, end-to-start gap); the host's next
+  allowed fetch time is written with every renewal and release and read
+  with every acquisition, so the gap holds across processes.
+* **dispatch** -- the host's best queued URL is moved to its in-flight set
+  (one round trip); the fetch end marks it done (buffered); a host whose
+  queue is empty is released.
+* **leases** -- renewed every third of ``FRONTIER_LEASE_TTL``; a killed
+  process's leases expire and whoever acquires its hosts next puts its
+  in-flight URLs back in their queues.
+* **the end** -- the crawl is over when the host heap is empty (every host
+  with work is on it, held or not); a process that sees it empty first lists
+  any orphaned host (:meth:`~extensions.frontier.leases.HostLeases.sweep_orphans`).
+  Until then an idle process keeps polling, so no work is left behind.
+* **stats** -- each process adds its stat changes to ``P:stats`` at every
+  checkpoint and at close (``redis-cli HGETALL web:stats``); at close the
+  sums so far are also in the process's own stats as ``distributed/total/*``.
+
+Differences from the single-process frontier: priority (the front-queue
+level) orders URLs within a host's queue and the choice among a process's
+due hosts, instead of Mercator's global front queues; the politeness key is
+the URL's host name (``CONCURRENT_REQUESTS_PER_IP`` and the
+``download_slot`` meta are single-process features); AOPIC's cash rows are
+shared but its scalars (Lambda, the dividend) are per process, an
+approximation; requests that cannot be serialised stay in the process that
+made them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+
+from extensions.frontier.codec import encode
+from extensions.frontier.fingerprint import url_fingerprint
+from extensions.frontier.leases import HostLeases, process_id, queue_score
+from extensions.frontier.politeness import INFINITY
+from extensions.frontier.scheduler import Frontier, InFlight
+from extensions.store.base import FLAG_MEMORY, Entry, FrontierStoreError, Status
+
+if TYPE_CHECKING:
+    from scrapy.spiders import Spider
+
+logger = logging.getLogger(__name__)
+
+POLL_BATCH = 16  # hosts taken per poll at most
+CLUSTER_HEAP_SHARDS = 16  # host heap shards in a Redis Cluster (one on a single Redis)
+
+
+@dataclass(slots=True)
+class HeldHost:
+    """A host this process holds a lease on."""
+
+    queued: int  # its back-queue length at our last look
+    head: float  # back-queue score of its best queued URL (inf: none)
+    heap_score: float  # the lease expiry we last put on the heap (ms)
+    since: float  # when we took it (local clock)
+    inflight: int = 0
+
+
+class DistributedFrontier(Frontier):
+    """:class:`~extensions.frontier.scheduler.Frontier` whose back queues,
+    host heap and politeness live in Redis, shared by every process of the
+    crawl (see the module docstring)."""
+
+    def __init__(self, store: Any, *, lease_ttl: float = 10.0, poll_interval: float = 0.1,
+                 max_lateness: float = 1.0, lease_clock: Callable[[], float] | None = None,
+                 owner: str | None = None, **kwargs: Any) -> None:
+        super().__init__(store, **kwargs)
+        if lease_ttl <= 0 or poll_interval <= 0 or max_lateness <= 0:
+            raise ValueError(f"lease TTL, poll interval and lateness must be > 0; got {lease_ttl!r}, "
+                             f"{poll_interval!r}, {max_lateness!r}")
+        self.lease_ttl, self.poll_interval, self.max_lateness = lease_ttl, poll_interval, max_lateness
+        self.lease_clock = lease_clock
+        self.owner = owner or process_id()
+        self.max_hosts = len(self.back.queues)
+        self.leases: HostLeases | None = None
+        self.held: dict[str, HeldHost] = {}
+        self._next_poll = 0.0
+        self._heap_hosts: int | None = None  # hosts on the shared heap at the last poll
+        self._alive = 1  # crawler processes alive at the last heartbeat
+        self._heap_checked = -INFINITY
+        self._swept_at = -INFINITY
+        self._lease_loop: Any = None
+        self._pushed: dict[str, float] = {}
+
+    # -- lifecycle -----------------------------------------------------------
+    def open(self, spider: Spider | None) -> None:
+        self.spider = spider
+        self.store.open()
+        if any(True for _ in self.store.scan(self.store.keys.queue_pattern)):
+            self.store.abandon()
+            raise FrontierStoreError(
+                f"{self.store.location} holds a single-process frontier's queues: resume it with "
+                "FRONTIER_DISTRIBUTED=False, or choose another FRONTIER_REDIS_PREFIX")
+        self.leases = HostLeases(self.store, self.owner, self.lease_ttl, self._heap_shards(),
+                                 clock=self.lease_clock)
+        self.politeness.crawl_delays.update(self.store.hosts.crawl_delays())
+        if self.ledger is not None:
+            self.ledger.load()
+        self._alive = self.leases.heartbeat(self.lease_ttl)
+        logger.info("Frontier %s shared with %d other crawler process(es) (%s)",
+                    self.owner, self._alive - 1, self.store.location)
+        if self.looping_call is not None:
+            self._lease_loop = self.looping_call(self.renew_leases)
+            self._lease_loop.start(self.lease_ttl / 3, now=False)
+            if self.checkpoint_interval > 0:
+                self._loop = self.looping_call(self.checkpoint)
+                self._loop.start(self.checkpoint_interval, now=False)
+
+    def _heap_shards(self) -> int:
+        """Fixed for the crawl at its first open (stored in the meta hash)."""
+        default = CLUSTER_HEAP_SHARDS if self.store.cluster else 1
+        self.store.call(("HSETNX", self.store.keys.meta, "heap_shards", default))
+        return int(self.store.get_meta("heap_shards") or default)
+
+    def close(self, reason: str) -> None:
+        """Give every held host back (in-flight URLs to their queues), add
+        this process's stats to the crawl's, leave; the crawl's keys are
+        deleted (``SCHEDULER_PERSIST`` off) only by the last process."""
+        for loop in (self._loop, self._lease_loop):
+            if loop is not None and loop.running:
+                loop.stop()
+        self._cancel_timer()
+        self._sweep()
+        for record in self.inflight.values():
+            self.leases.put_back(record.host, record.entry.fingerprint, record.entry.level)
+        self.inflight.clear()
+        now = self.clock()
+        for host, held in list(self.held.items()):
+            self.leases.release(host, self.politeness.wait(host, now), False, held.heap_score)
+        self.held.clear()
+        if self.ledger is not None:
+            self.ledger.save()
+        self._update_gauges()
+        self._share_stats()
+        totals = self.leases.stats_totals()
+        for name in ("frontier/done", "frontier/failed", "frontier/enqueued", "frontier/dequeued",
+                     "response_received_count"):
+            if name in totals:
+                self.stats.set_value(f"distributed/total/{name}", totals[name])
+        others = self.leases.leave()
+        if others and not self.store.persist:
+            logger.info("%d other crawler process(es) still running: the crawl's keys stay", others)
+            self.store.persist = True
+        self._save_bloom()
+        self.store.close(clean=True)
+        logger.info("Frontier %s closed (%s)", self.owner, reason)
+
+    def __len__(self) -> int:
+        return sum(held.queued for held in self.held.values())
+
+    def has_pending_requests(self) -> bool:
+        """Work anywhere in the crawl: held hosts, requests in flight here,
+        or hosts on the shared heap (checked at most every poll interval)."""
+        if self.held or self.inflight:
+            return True
+        now = self.clock()
+        if self._heap_hosts is None or now - self._heap_checked >= self.poll_interval:
+            self._heap_hosts, self._heap_checked = self.leases.poll(0).hosts, now
+        if self._heap_hosts == 0 and now - self._swept_at >= self.lease_ttl:
+            self._swept_at = now
+            if self.leases.sweep_orphans():
+                self.stats.inc_value("frontier/orphans_listed")
+                self._heap_hosts = None
+                return True
+        return bool(self._heap_hosts)
+
+    # -- enqueue ---------------------------------------------------------------
+    def enqueue_request(self, request: Request) -> bool:
+        """URL-seen test and the host's shared back queue, in one script."""
+        fp, host = url_fingerprint(request.url, request.method, request.body)
+        bypass = request.dont_filter and not request.meta.get("is_start_request")
+        if not bypass and self._cached(fp):
+            return self._duplicate()
+        depth = int(request.meta.get("depth", 0))
+        level = self.prioritizer.level(request.priority, depth, self._cash_meta(request, fp))
+        entry = encode(request, fp, host, level, self.spider)
+        if not bypass and self.host_budget and self._over_budget(fp, host):
+            return False
+        result = self.leases.enqueue(host, [entry], force=bypass)[0]
+        self.seen.remember(fp)
+        if not result.new and not bypass:
+            return self._duplicate()
+        if entry.flags & FLAG_MEMORY:
+            self.memory_only[fp] = request
+            self._count_once("unserializable", "Request %s cannot be serialised; only this process "
+                             "can fetch it", request)
+        if result.listed and self._below_share():
+            self._next_poll = 0.0  # a host is due on the heap: take it now
+        if result.mine and host in self.held:
+            held = self.held[host]
+            held.queued, held.head = result.queued, result.head
+            self._reschedule(host)
+        if not self._known_hosts.hit(host):
+            self._known_hosts.add(host)
+            self.store.hosts.add_hosts([host])
+        self.stats.inc_value("frontier/enqueued")
+        return True
+
+    def _cached(self, fp: int) -> bool:
+        hits = self.seen.cache_hits
+        known = self.seen.known(fp)
+        self.stats.inc_value("frontier/seen_cache_hit" if self.seen.cache_hits > hits
+                             else "frontier/seen_cache_miss")
+        return known
+
+    # -- dispatch --------------------------------------------------------------
+    def next_request(self) -> Request | None:
+        """The best URL among the held hosts that may be fetched now (the
+        lowest head score: highest level, then earliest discovered); if
+        there is none, take more hosts from the shared heap first."""
+        now = self.clock()
+        self._sweep()
+        request = self._next_held(now)
+        if request is None and self._poll(now):
+            request = self._next_held(now)
+        if request is None:
+            self._arm_timer(now)
+        return request
+
+    def _next_held(self, now: float) -> Request | None:
+        ready = self._ready
+        while (host := self.heap.pop_due(now)) is not None:
+            if host in self.held:
+                self._ready_seq += 1
+                heapq.heappush(ready, (self.held[host].head, self._ready_seq, host))
+        while ready:
+            host = heapq.heappop(ready)[2]
+            if host in self.heap or host not in self.held:
+                continue
+            if self.politeness.ready_at(host) > now:
+                self._reschedule(host)
+                continue
+            request = self._dispatch(host, now)
+            if request is not None:
+                return request
+        return None
+
+    def _below_share(self) -> bool:
+        """Whether this process holds fewer than its share of the hosts with
+        work (hosts on the heap / live processes, as last seen)."""
+        return len(self.held) * self._alive < (self._heap_hosts or 0) + self._alive - 1 or not self.held
+
+    def _poll(self, now: float) -> bool:
+        """Take due hosts from the shared heap if there is room; whether any
+        came. At or above its share a process takes one host per poll, so
+        that idle processes get the new hosts first."""
+        room = min(self.max_hosts - len(self.held), POLL_BATCH if self._below_share() else 1)
+        if room <= 0 or now < self._next_poll:
+            return False
+        poll = self.leases.poll(room)
+        self._heap_hosts, self._heap_checked = poll.hosts, now
+        candidates = [(host, score) for host, score in poll.due if host not in self.held][:room]
+        acquired = self.leases.acquire(candidates)
+        for got in acquired:
+            self.held[got.host] = HeldHost(got.queued, got.head, got.expires, now)
+            self.politeness.hold(got.host, now + got.wait)
+            self._reschedule(got.host)
+            if got.recovered:
+                self.stats.inc_value("frontier/recovered", got.recovered)
+                logger.info("Took over %s from an expired lease: %d in-flight URL(s) back in its queue",
+                            got.host, got.recovered)
+            if self.on_host_assigned is not None:
+                self.on_host_assigned(host=got.host)
+        self.stats.inc_value("frontier/heap_polls")
+        self.stats.inc_value("frontier/leases_acquired", len(acquired))
+        self.stats.set_value("frontier/back_queues", len(self.held))
+        wait = self.poll_interval if poll.wait is None else min(self.poll_interval, max(poll.wait, 0.005))
+        self._next_poll = now if acquired and self._below_share() else now + wait
+        return bool(acquired)
+
+    def _dispatch(self, host: str, now: float) -> Request | None:
+        held = self.held[host]
+        taken = self.leases.take(host)
+        if taken.skipped:
+            self.stats.inc_value("frontier/stale_entries", taken.skipped)
+        if taken.state == "lost":
+            self._lost(host)
+            return None
+        if taken.state != "taken":
+            held.queued = 0 if taken.state == "empty" else held.queued
+            if taken.state == "stale":
+                self.heap.schedule(host, now)
+            elif not held.inflight:
+                self._release_idle(host)
+            return None
+        entry: Entry = taken.entry  # type: ignore[assignment]
+        held.queued, held.head = taken.queued, taken.head
+        request = self._request_of(entry)
+        if request is None:
+            self.leases.finish(host, entry.fingerprint, None)
+            self._reschedule(host)
+            return None
+        self.politeness.started(host, now)
+        held.inflight += 1
+        self._reschedule(host)
+        self.inflight[request] = InFlight(entry, host, now)
+        self.stats.inc_value("frontier/dequeued")
+        return request
+
+    def _stale_copy(self, fp: int) -> bool:
+        return False  # one entry per URL: the back queues are sorted sets
+
+    def _reschedule(self, host: str) -> None:
+        if host in self.held:
+            ready = self.politeness.ready_at(host)
+            if ready < INFINITY:
+                self.heap.schedule(host, ready)
+            else:
+                self.heap.remove(host)
+
+    def _arm_timer(self, now: float) -> None:
+        due = self.heap.next_time()
+        if len(self.held) < self.max_hosts and self._heap_hosts != 0:
+            due = self._next_poll if due is None else min(due, self._next_poll)
+        if due is None or self.call_later is None or self.wake is None:
+            return
+        due = max(due, now)
+        if self._timer is not None and self._timer_due <= due:
+            return
+        self._cancel_timer()
+        self._timer_due = due
+        self._timer = self.call_later(due - now, self._on_timer)
+        self.stats.inc_value("frontier/wakeups_scheduled")
+
+    # -- fetch end -------------------------------------------------------------
+    def _finish(self, request: Request) -> None:
+        record = self.inflight.pop(request, None)
+        if record is None:
+            return
+        host, fp = record.host, record.entry.fingerprint
+        held = self.held.get(host)
+        if record.postponed:
+            self.leases.put_back(host, fp, record.entry.level)
+            self.stats.inc_value("frontier/postponed")
+        elif record.excluded:
+            self.leases.finish(host, fp, None)
+        else:
+            status = Status.DONE if record.ok else Status.FAILED
+            self.leases.finish(host, fp, status, self.wall_clock())
+            self.stats.inc_value(f"frontier/{status.name.lower()}")
+        if held is None:
+            return
+        held.inflight = max(0, held.inflight - 1)
+        if record.postponed:
+            held.queued += 1
+            held.head = min(held.head, queue_score(record.entry.level, 0))
+        if not held.inflight and not held.queued:
+            self._release_idle(host)
+
+    def _release_idle(self, host: str) -> None:
+        """Give back a host whose queue looks empty, unless work came meanwhile."""
+        held = self.held[host]
+        state, queued, head = self.leases.release(host, self._wait(host), True, held.heap_score)
+        if state == 0:
+            held.queued, held.head = queued, head
+            self._reschedule(host)
+            return
+        self._drop(host)
+        self.stats.inc_value("frontier/leases_released")
+
+    def _wait(self, host: str) -> float:
+        """Seconds until ``host``'s next fetch, for the next owner; while a
+        fetch is in flight, as if it ended now."""
+        now = self.clock()
+        wait = self.politeness.wait(host, now)
+        held = self.held.get(host)
+        if held is not None and held.inflight:
+            state = self.politeness.hosts.get(host)
+            wait = max(wait, self.politeness.gap(host, state.last_duration if state else 0.0))
+        return wait
+
+    def _drop(self, host: str) -> None:
+        self.held.pop(host, None)
+        self.heap.remove(host)
+        self.stats.set_value("frontier/back_queues", len(self.held))
+
+    def _lost(self, host: str) -> None:
+        self._drop(host)
+        self._count_once("leases_lost", "Lease on %s taken over by another process (this one "
+                         "stalled longer than FRONTIER_LEASE_TTL)", host)
+
+    # -- leases, checkpoints -------------------------------------------------------
+    def renew_leases(self) -> None:
+        """Extend every held lease (with the host's politeness state), give
+        back hosts this process is too busy to serve, beat the heart."""
+        try:
+            for host, expires in self.leases.renew({host: self._wait(host) for host in self.held}).items():
+                if expires == -1:
+                    self._lost(host)
+                elif host in self.held:
+                    self.held[host].heap_score = expires
+            self._give_away_late()
+            self._alive = max(1, self.leases.heartbeat(self.lease_ttl))
+        except FrontierStoreError as err:
+            logger.error("Renewing the frontier's host leases failed: %s", err)
+            if self.on_store_error is not None:
+                self.on_store_error(err)
+
+    def _give_away_late(self) -> None:
+        now = self.clock()
+        for host, held in list(self.held.items()):
+            due = max(self.politeness.ready_at(host), held.since)
+            if held.inflight or not held.queued or now - due <= self.max_lateness:
+                continue
+            state, _, _ = self.leases.release(host, self._wait(host), False, held.heap_score)
+            self._drop(host)
+            self.stats.inc_value("frontier/leases_given_away")
+
+    def checkpoint(self) -> None:
+        super().checkpoint()
+        try:
+            self._share_stats()
+            self.store.checkpoint()
+        except FrontierStoreError as err:
+            logger.error("Sharing the crawl's stats failed: %s", err)
+
+    def _share_stats(self) -> None:
+        values = getattr(self.stats, "get_stats", lambda: getattr(self.stats, "values", {}))()
+        deltas = []
+        for name, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or name.startswith("distributed/"):
+                continue
+            delta = value - self._pushed.get(name, 0)
+            if delta:
+                deltas.append((name, delta))
+                self._pushed[name] = value
+        self.leases.add_stats(deltas)
+
+    def _update_gauges(self) -> None:
+        super()._update_gauges()
+        self.stats.set_value("frontier/back_queues", len(self.held))
+
+    # -- AOPIC -------------------------------------------------------------------
+    def _revisit(self, fp: int) -> None:
+        entry = self.store.urls.get_many([fp]).get(fp)
+        if entry is None or fp in self.memory_only:
+            return
+        cash = self.ledger.cash_of(fp) or 0.0
+        level = self.prioritizer.level(entry.priority, entry.depth,
+                                       {"aopic_cash": cash, "aopic_mean": self.ledger.mean_cash()})
+        self.leases.enqueue(entry.host, [entry._replace(level=level)], force=True)
+        self.stats.inc_value("aopic/revisits")
+
+    def _promote(self, fingerprints: list[int], mean: float) -> None:
+        """Move queued URLs up their host's queue (no row rewrite: another
+        process may be taking them)."""
+        for fp, entry in self.store.urls.get_many(fingerprints).items():
+            meta = {"aopic_cash": self.ledger.cash_of(fp) or 0.0, "aopic_mean": mean}
+            level = self.prioritizer.level(entry.priority, entry.depth, meta)
+            if level > entry.level:
+                self.leases.requeue(entry.host, fp, level)
+                self.stats.inc_value("aopic/promoted")
