@@ -74,6 +74,7 @@ class ContentSeenPipeline:
         self.memory_entries = settings.getint("CONTENTSEEN_MEMORY_ENTRIES", 65536)
         self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", 5.0)
         self.max_text_bytes = settings.getint("CONTENTSEEN_MAX_TEXT_BYTES", 1024 * 1024)
+        self.cache_kib = settings.getint("CONTENTSEEN_SQLITE_CACHE_KIB", 2048)
         jobdir = settings.get("JOBDIR")
         self._tmp = None if jobdir else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
         self.path = (Path(jobdir) if jobdir else self._tmp) / DATABASE
@@ -88,9 +89,10 @@ class ContentSeenPipeline:
 
     def open_spider(self, spider: Any = None) -> None:
         """Open both sets (a corrupt file stops the crawl here, naming it)."""
-        self.exact = ContentSeen.open(self.path, memory_entries=self.memory_entries)
+        self.exact = ContentSeen.open(self.path, memory_entries=self.memory_entries, cache_kib=self.cache_kib)
         if self.near_enabled:
-            self.near = NearDuplicateIndex.open(self.path.with_suffix(".near.sqlite3"), distance=self.distance)
+            self.near = NearDuplicateIndex.open(self.path.with_suffix(".near.sqlite3"), distance=self.distance,
+                                                cache_kib=self.cache_kib)
         if self.flush_interval > 0:
             self._loop = task.LoopingCall(self.flush)
             self._loop.start(self.flush_interval, now=False)
