@@ -63,14 +63,19 @@ def print_report(out: Path, truth: Any, fetched: set[str]) -> None:
     # filter's trap defences (repeated path segments, too many arguments)
     url_filter = UrlFilter(["http", "https"], [], 2083, 0, None,
                            defaults.URL_FILTER_MAX_SEGMENT_REPEATS, defaults.URL_FILTER_MAX_QUERY_PARAMS)
-    expected = {url for url in truth.fetched if url_filter.reason(url, 0) is None}
+    # ... nor content-seen: the links of a copy (the mirror host) are not followed
+    expected = {url for url in truth.fetched
+                if url_filter.reason(url, 0) is None and url not in truth.duplicates}
     reached = len(expected & fetched)
-    dups = sum(1 for url in truth.duplicates if url in fetched)
+    lines = (out / "pages.jsonl").read_text().splitlines()
+    marked = sum(1 for line in lines if line and json.loads(line).get("duplicate_of"))
+    near = sum(1 for line in lines if line and json.loads(line).get("near_duplicate_of"))
     print(f"  {'items written':<24} {items}")
     print(f"  {'ground truth':<24} {reached}/{len(expected)} reachable allowed URLs fetched "
-          f"({len(set(truth.fetched) - expected)} trap URLs cut by the URL filter), "
-          f"{len(fetched - set(truth.fetched))} outside it")
-    print(f"  {'duplicate documents':<24} {dups} fetched pages duplicate another (content-seen comes later)")
+          f"({len(set(truth.fetched) - expected)} more are trap URLs the URL filter cuts or copies "
+          f"whose links are not followed), {len(fetched - set(truth.fetched))} outside it")
+    print(f"  {'content-seen':<24} {marked} copies of earlier pages (links not followed), "
+          f"{near} near-duplicates")
     print(f"  {'output':<24} {out}/pages.jsonl, {out}/warc/, {out}/crawl.log")
 
 
