@@ -73,7 +73,7 @@ def test_only_one_process_holds_a_host(pair: Any) -> None:
     a, b, _ = pair
     enqueue(a, "http://h1.test/x")
     due = a.poll(10).due
-    assert [got.host for got in a.acquire(due)] == ["h1.test"]
+    assert [(got.host, got.taken_over) for got in a.acquire(due)] == [("h1.test", False)]
     assert b.acquire(due) == []
     assert b.take("h1.test").state == "lost"
     assert b.poll(10).due == []  # its heap entry now waits for the lease's expiry
@@ -102,7 +102,7 @@ def test_a_lapsed_lease_gives_its_in_flight_urls_to_the_next_owner(pair: Any) ->
     assert b.poll(10).due == []
     clock.advance(1.0)
     got = b.acquire(b.poll(10).due)
-    assert [(g.host, g.recovered, g.queued) for g in got] == [("h1.test", 1, 2)]
+    assert [(g.host, g.recovered, g.queued, g.taken_over) for g in got] == [("h1.test", 1, 2, True)]
     assert b.store.status_of(first.fingerprint) == Status.QUEUED
     assert {b.take("h1.test").entry.url for _ in range(2)} == {"http://h1.test/x", "http://h1.test/y"}
     assert a.take("h1.test").state == "lost"

@@ -280,7 +280,8 @@ class DistributedFrontier(Frontier):
             self.held[got.host] = HeldHost(got.queued, got.head, got.expires, now)
             self.politeness.hold(got.host, now + got.wait)
             self._reschedule(got.host)
-            if got.recovered:
+            if got.taken_over:
+                self.stats.inc_value("frontier/leases_taken_over")
                 self.stats.inc_value("frontier/recovered", got.recovered)
                 logger.info("Took over %s from an expired lease: %d in-flight URL(s) back in its queue",
                             got.host, got.recovered)

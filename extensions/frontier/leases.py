@@ -155,11 +155,14 @@ return {redis.call('ZCARD', KEYS[1]), now, due, head(KEYS[1])}
 #: back to the queue). KEYS: lease, back, inflight, urls. ARGV: now, me, TTL
 #: ms. Returns {0, expires} if another process holds it; {2, recovered} if
 #: it has no work (it leaves the heap: ``listed`` cleared); else {1, expires,
-#: ms to next fetch, back-queue length, head score, recovered}.
+#: ms to next fetch, back-queue length, head score, recovered, 1 if it was
+#: taken over from a lapsed lease}.
 ACQUIRE = _NOW + """
 local now = now_ms(ARGV[1])
 local st = redis.call('HMGET', KEYS[1], 'owner', 'expires', 'next')
 if st[1] and tonumber(st[2]) > now then return {0, tonumber(st[2])} end
+local lapsed = 0
+if st[1] then lapsed = 1 end
 local recovered = requeue_inflight(KEYS[3], KEYS[2], KEYS[4])
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
 local queued = redis.call('ZCARD', KEYS[2])
@@ -171,7 +174,7 @@ end
 local expires = now + tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'expires', expires, 'listed', '1')
 local wait = math.max(0, (tonumber(st[3]) or 0) - now)
-return {1, expires, wait, queued, head(KEYS[2]), recovered}
+return {1, expires, wait, queued, head(KEYS[2]), recovered, lapsed}
 """
 
 #: The best queued URL of a host we hold, into its in-flight set; extends
@@ -322,6 +325,7 @@ class Acquired:
     queued: int
     head: float
     recovered: int  # in-flight URLs of a lapsed lease returned to the queue
+    taken_over: bool = False  # from a lease that lapsed (its holder died or stalled)
 
 
 @dataclass(slots=True)
@@ -425,10 +429,10 @@ class HostLeases:
         for (host, score), answer in zip(candidates, answers):
             state = answer[0]
             if state == 1:
-                _, expires, wait, queued, head, recovered = answer
+                _, expires, wait, queued, head, recovered, lapsed = answer
                 self.store.write("ZADD", self.heap(host), expires, host)
                 acquired.append(Acquired(host, int(expires), wait / 1000.0, int(queued),
-                                         head_score(head), int(recovered)))
+                                         head_score(head), int(recovered), bool(lapsed)))
             elif state == 0:  # held by a live process whose renewal is late
                 self.store.write("ZADD", self.heap(host), "XX", "GT", answer[1], host)
             else:  # no work: off the heap, unless re-listed since the poll

@@ -1,0 +1,249 @@
+"""Several ``scrapy crawl web`` processes on one Redis share one polite
+frontier (extensions/frontier/distributed.py), end to end: real crawler
+subprocesses, a real redis-server, the synthetic test web.
+
+Politeness is read off the test web's access log, as in
+``tests/test_frontier_e2e.py``, over the fetches of all processes together.
+The depth limit (10) is above the test web's deepest regular page (5): the
+order in which several processes crawl is not breadth-first, so a page may
+be reached by a longer path than the shortest, and the regular set must not
+depend on that order (the ground truth is computed with the same limit).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extensions.store.base import Status
+from extensions.store.redis import RedisStore
+from tests.conftest import fetched_urls
+from tests.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
+from tests.redisserver import RedisServer, redis_server, unique_prefix  # noqa: F401 - fixtures
+from tests.test_frontier_e2e import _by_host, fetched_urls_of, repeats_other_than_retries
+
+DELAY = 0.15
+DEPTH = 10
+TTL = 2.0
+WEB = {"hosts": 40, "pages": 8, "links": 5, "seed": 3}
+
+
+def crawl_settings(web: Any, url: str, prefix: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": DEPTH, "CONCURRENT_REQUESTS": 64,
+        "DOWNLOAD_DELAY": DELAY, "CONTENTSEEN_ENABLED": False,  # the truth follows copies' links
+        "FRONTIER_BACKEND": "redis", "REDIS_URL": url, "FRONTIER_REDIS_PREFIX": prefix,
+        "SCHEDULER_PERSIST": True, "FRONTIER_LEASE_TTL": TTL, **extra,
+    }
+
+
+@contextmanager
+def crawlers(workdir: Path, seeds: str, settings: dict[str, Any], count: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``count`` crawl processes started together; any still running at the end is killed."""
+    procs = [start_web_crawl(workdir / f"crawl{i}", seeds, settings) for i in range(count)]
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                kill_crawl(proc)
+
+
+def wait_all(procs: list[subprocess.Popen[bytes]], workdir: Path, timeout: float = 180) -> list[CrawlResult]:
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    return [read_result(workdir / f"crawl{i}", proc.returncode, []) for i, proc in enumerate(procs)]
+
+
+def run_together(web: Any, workdir: Path, url: str, prefix: str, count: int = 3, **extra: Any) -> list[CrawlResult]:
+    with crawlers(workdir, str(web.seeds_file), crawl_settings(web, url, prefix, **extra), count) as procs:
+        return wait_all(procs, workdir)
+
+
+def assert_ground_truth(web: Any) -> None:
+    truth = web.truth(depth_limit=DEPTH, robots_5xx="allow")
+    fetched = set(fetched_urls(web))
+    assert not set(truth.regular) - fetched, sorted(set(truth.regular) - fetched)[:5]
+    assert fetched <= set(truth.fetched), sorted(fetched - set(truth.fetched))[:5]
+
+
+def assert_polite(entries: list[Any], crawl_delays: dict[str, float]) -> int:
+    """No host with two fetches in flight (robots.txt included), no gap
+    between two of a host's pages below its delay; how many gaps were checked."""
+    checked = 0
+    for host, fetches in _by_host(entries).items():
+        for before, after in zip(fetches, fetches[1:]):
+            assert after.start >= before.end, (host, before, after)
+        pages = [e for e in fetches if e.path != "/robots.txt"]
+        for before, after in zip(pages, pages[1:]):
+            assert after.start - before.end >= max(DELAY, crawl_delays.get(host, 0.0)), (host, before, after)
+            checked += 1
+    return checked
+
+
+def assert_nothing_left(url: str, prefix: str, truth_size: int) -> None:
+    store = RedisStore(url, prefix)
+    store.open()
+    counts = store.count_by_status()
+    assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0, counts
+    assert counts.get(Status.DONE, 0) + counts.get(Status.FAILED, 0) >= truth_size
+    assert not list(store.scan(store.keys.back_pattern))
+    store.close()
+
+
+# -- three processes, one Redis --------------------------------------------------------
+@pytest.fixture(scope="module")
+def three_on_one_redis(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Any:
+    from bench.testweb import WebConfig, start_testweb
+
+    tmp = tmp_path_factory.mktemp("three")
+    prefix = unique_prefix()
+    with start_testweb(WebConfig(**WEB), tmp / "web") as web:
+        results = run_together(web, tmp, redis_server.url, prefix)
+        yield web, results, redis_server.url, prefix
+
+
+def test_three_processes_fetch_exactly_the_ground_truth(three_on_one_redis: Any) -> None:
+    web, results, url, prefix = three_on_one_redis
+    for result in results:
+        assert result.returncode == 0, result.log[-3000:]
+        assert result.report["finish_reason"] == "finished"
+    assert_ground_truth(web)
+    assert not repeats_other_than_retries(web)
+    assert_nothing_left(url, prefix, len(web.truth(depth_limit=DEPTH).regular))
+
+
+def test_every_process_does_part_of_the_work(three_on_one_redis: Any) -> None:
+    _, results, _, _ = three_on_one_redis
+    done = [result.stats.get("frontier/done", 0) for result in results]
+    assert all(count > 0 for count in done), done
+    assert all(result.stats.get("frontier/leases_acquired", 0) > 0 for result in results)
+
+
+def test_never_two_requests_in_flight_to_one_host_nor_a_gap_below_its_delay(three_on_one_redis: Any) -> None:
+    web, _, _, _ = three_on_one_redis
+    assert assert_polite(web.entries(), web.crawl_delays()) > 300
+
+
+def test_stats_add_up_across_processes(three_on_one_redis: Any) -> None:
+    web, results, url, prefix = three_on_one_redis
+    store = RedisStore(url, prefix)
+    store.open()
+    totals = {name.decode(): value for name, value in store.call(("HGETALL", store.keys.stats))[0].items()}
+    store.close()
+    for name in ("frontier/done", "frontier/enqueued", "response_received_count"):
+        assert int(totals[name]) == sum(result.stats.get(name, 0) for result in results), name
+    pages = [e for e in web.entries() if e.path != "/robots.txt"]
+    assert int(totals["frontier/done"]) + int(totals.get("frontier/failed", 0)) >= len({(e.host, e.path) for e in pages})
+    # the last process to close saw every process's stats
+    assert max(r.stats["distributed/total/frontier/done"] for r in results) == int(totals["frontier/done"])
+
+
+# -- failure -------------------------------------------------------------------------
+def test_sigkill_of_one_of_three_loses_nothing_and_fetches_no_page_more_than_twice(
+    tmp_path: Path, start_web: Any, redis_server: RedisServer,
+) -> None:
+    sigkill_one_of_three(tmp_path, start_web, redis_server.url)
+
+
+def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str) -> None:
+    web = start_web(**WEB)
+    prefix = unique_prefix()
+    settings = crawl_settings(web, url, prefix)
+    with crawlers(tmp_path, str(web.seeds_file), settings, 3) as procs:
+        deadline = time.monotonic() + 60
+        while len(web.entries()) < 150 and procs[0].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the access log for a moment mid-crawl
+        assert procs[0].poll() is None, "the crawl ended before the kill"
+        kill_crawl(procs[0], signal.SIGKILL)
+        killed_at = time.time()
+        results = wait_all(procs[1:], tmp_path)
+    for result in results:
+        assert result.returncode == 0, result.log[-3000:]
+    assert_ground_truth(web)
+    taken_over = sum(result.stats.get("frontier/leases_taken_over", 0) for result in results)
+    assert taken_over > 0
+    counts: Counter[str] = Counter()
+    for entry in web.entries():
+        if entry.path != "/robots.txt" and entry.status < 500:  # 5xx: retried on purpose
+            counts[next(iter(fetched_urls_of(web, [entry])))] += 1
+    assert max(counts.values()) <= 2, counts.most_common(3)
+    # a page fetched twice was fetched first by the killed process
+    firsts: dict[str, float] = {}
+    for entry in sorted(web.entries(), key=lambda e: e.start):
+        page = next(iter(fetched_urls_of(web, [entry])))
+        if page in repeats_other_than_retries(web) and page in firsts:
+            assert firsts[page] <= killed_at, page
+        firsts.setdefault(page, entry.start)
+    assert_nothing_left(url, prefix, len(web.truth(depth_limit=DEPTH).regular))
+
+
+# -- settings ------------------------------------------------------------------------
+def test_the_redis_backend_makes_the_shared_frontier_the_scheduler(redis_server: RedisServer) -> None:
+    from scrapy import Spider
+    from scrapy.utils.test import get_crawler
+
+    from extensions.frontier.distributed import DistributedFrontier
+    from extensions.frontier.scheduler import Frontier
+
+    def scheduler(settings: dict[str, Any]) -> Any:
+        return Frontier.from_crawler(get_crawler(Spider, {"REDIS_URL": redis_server.url, **settings}))
+
+    assert type(scheduler({"FRONTIER_BACKEND": "redis"})) is DistributedFrontier
+    assert type(scheduler({"FRONTIER_BACKEND": "redis", "FRONTIER_DISTRIBUTED": False})) is Frontier
+    assert type(scheduler({})) is Frontier
+    shared = scheduler({"FRONTIER_BACKEND": "redis", "FRONTIER_LEASE_TTL": 4, "FRONTIER_LEASE_POLL_INTERVAL": 0.5})
+    assert (shared.lease_ttl, shared.poll_interval) == (4.0, 0.5)
+
+
+@pytest.mark.parametrize(("settings", "named"), [
+    ({"CONCURRENT_REQUESTS_PER_IP": 1}, "CONCURRENT_REQUESTS_PER_IP"),
+    ({"FRONTIER_LEASE_TTL": 0}, "FRONTIER_LEASE_TTL"),
+    ({"FRONTIER_LEASE_POLL_INTERVAL": -1}, "FRONTIER_LEASE_POLL_INTERVAL"),
+    ({"SCHEDULER": "tests.test_distributed.OtherScheduler"}, "FRONTIER_DISTRIBUTED"),
+])
+def test_invalid_shared_frontier_settings_fail_at_start_naming_the_setting(
+        settings: dict[str, Any], named: str) -> None:
+    from scrapy import Spider
+    from scrapy.utils.misc import load_object
+    from scrapy.utils.test import get_crawler
+
+    crawler = get_crawler(Spider, {"FRONTIER_BACKEND": "redis",
+                                   "SCHEDULER": "extensions.frontier.scheduler.Frontier", **settings})
+    with pytest.raises(ValueError, match=named):
+        load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
+
+
+def _other_scheduler() -> type:
+    from extensions.frontier.scheduler import Frontier
+
+    class OtherScheduler(Frontier):
+        pass
+
+    return OtherScheduler
+
+
+OtherScheduler = _other_scheduler()
+
+
+def test_a_single_process_crawl_under_the_prefix_is_a_clear_error(redis_server: RedisServer) -> None:
+    from extensions.frontier.distributed import DistributedFrontier
+    from extensions.store.base import FrontierStoreError
+
+    prefix = unique_prefix()
+    store = RedisStore(redis_server.url, prefix)
+    store.open()
+    store.push("front/0", [1, 2])
+    store.close()
+    frontier = DistributedFrontier(RedisStore(redis_server.url, prefix))
+    with pytest.raises(FrontierStoreError, match="FRONTIER_DISTRIBUTED=False"):
+        frontier.open(None)
