@@ -11,10 +11,12 @@ default) makes :class:`DistributedFrontier` the scheduler: any number of
 * **readiness** -- when none of the hosts it holds may be fetched now and it
   holds fewer than ``FRONTIER_BACK_QUEUES`` hosts, the process polls the host
   heap (at most every ``FRONTIER_LEASE_POLL_INTERVAL`` seconds while polls
-  find nothing) and takes due hosts with a lease. A process takes hosts only
-  when it has nothing to do, so work goes to whoever is free, not by a
-  static split; a process too busy to serve a held host within
-  ``FRONTIER_LEASE_MAX_LATENESS`` seconds of its due time gives it back.
+  find nothing, less often the more hosts it holds) and takes due hosts
+  with a lease. A process takes hosts only when it has nothing to do, so
+  work goes to whoever is free, not by a static split; a process too busy
+  to serve a held host within ``FRONTIER_LEASE_MAX_LATENESS`` seconds of its
+  due time gives it back, and one holding more than its share (hosts with
+  work / live processes, plus one) gives back the excess.
 * **politeness** -- only the lease holder fetches a host; inside the
   process the usual :class:`~extensions.frontier.politeness.Politeness`
   applies (one fetch in flight per host, end-to-start gap); the host's next
@@ -209,8 +211,8 @@ class DistributedFrontier(Frontier):
             self.memory_only[fp] = request
             self._count_once("unserializable", "Request %s cannot be serialised; only this process "
                              "can fetch it", request)
-        if result.listed and self._below_share():
-            self._next_poll = 0.0  # a host is due on the heap: take it now
+        if result.listed and self._alive == 1:
+            self._next_poll = 0.0  # a host is due on the heap and nobody else polls
         if result.mine and host in self.held:
             held = self.held[host]
             held.queued, held.head = result.queued, result.head
@@ -260,15 +262,19 @@ class DistributedFrontier(Frontier):
                 return request
         return None
 
+    def _share(self) -> int:
+        """This process's share of the hosts with work (hosts on the heap /
+        live processes, as last seen, rounded up)."""
+        return max(1, -(-(self._heap_hosts or 0) // self._alive))
+
     def _below_share(self) -> bool:
-        """Whether this process holds fewer than its share of the hosts with
-        work (hosts on the heap / live processes, as last seen)."""
-        return len(self.held) * self._alive < (self._heap_hosts or 0) + self._alive - 1 or not self.held
+        return len(self.held) < self._share()
 
     def _poll(self, now: float) -> bool:
         """Take due hosts from the shared heap if there is room; whether any
-        came. At or above its share a process takes one host per poll, so
-        that idle processes get the new hosts first."""
+        came. The more hosts a process holds, the less often it polls, and
+        at or above its share it takes one host per poll, so that idle
+        processes get the new hosts first."""
         room = min(self.max_hosts - len(self.held), POLL_BATCH if self._below_share() else 1)
         if room <= 0 or now < self._next_poll:
             return False
@@ -291,7 +297,8 @@ class DistributedFrontier(Frontier):
         self.stats.inc_value("frontier/leases_acquired", len(acquired))
         self.stats.set_value("frontier/back_queues", len(self.held))
         wait = self.poll_interval if poll.wait is None else min(self.poll_interval, max(poll.wait, 0.005))
-        self._next_poll = now if acquired and self._below_share() else now + wait
+        load = len(self.held) / self._share()
+        self._next_poll = now if acquired and load < 1 else now + wait * (1 + load)
         return bool(acquired)
 
     def _dispatch(self, host: str, now: float) -> Request | None:
@@ -415,8 +422,10 @@ class DistributedFrontier(Frontier):
                     self._lost(host)
                 elif host in self.held:
                     self.held[host].heap_score = expires
-            self._give_away_late()
             self._alive = max(1, self.leases.heartbeat(self.lease_ttl))
+            self._heap_hosts, self._heap_checked = self.leases.poll(0).hosts, self.clock()
+            self._give_away_late()
+            self._rebalance()
         except FrontierStoreError as err:
             logger.error("Renewing the frontier's host leases failed: %s", err)
             if self.on_store_error is not None:
@@ -431,6 +440,18 @@ class DistributedFrontier(Frontier):
             state, _, _ = self.leases.release(host, self._wait(host), False, held.heap_score)
             self._drop(host)
             self.stats.inc_value("frontier/leases_given_away")
+
+    def _rebalance(self) -> None:
+        """Holding more than one host above its share while other processes
+        run, give the excess back (those longest held, none with a fetch in
+        flight): an idle process takes them at its next poll."""
+        excess = len(self.held) - self._share() - 1
+        if self._alive < 2 or excess <= 0:
+            return
+        for host in [host for host, held in self.held.items() if not held.inflight][:excess]:
+            self.leases.release(host, self._wait(host), False, self.held[host].heap_score)
+            self._drop(host)
+            self.stats.inc_value("frontier/leases_rebalanced")
 
     def checkpoint(self) -> None:
         super().checkpoint()
