@@ -150,7 +150,7 @@ SCHEDULER_PERSIST = False  # keep the crawl's keys at close (to resume); off: de
 # --- robots.txt (extensions.robots.middleware, RFC 9309) --------------------
 # ROBOTSTXT_OBEY (above) switches it; ROBOTSTXT_USER_AGENT (Scrapy's) names
 # the product token groups are matched by (default: USER_AGENT's first token).
-ROBOTSTXT_CACHE_SIZE = 100_000  # origins whose robots.txt stays cached (LRU)
+ROBOTSTXT_CACHE_SIZE = 10_000  # origins whose robots.txt stays cached (LRU; ~6.5 KiB each)
 ROBOTSTXT_CACHE_TTL = 86400.0  # seconds a fetched robots.txt holds
 ROBOTSTXT_MAX_CRAWL_DELAY = 60.0  # Crawl-delay is clamped to this (seconds)
 ROBOTSTXT_MAX_REDIRECTS = 5  # more: unavailable (no restrictions)

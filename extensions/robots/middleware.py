@@ -93,7 +93,7 @@ class RobotsMiddleware:
         self.stats = crawler.stats
         self.clock = clock
         self.token = product_token(settings.get("ROBOTSTXT_USER_AGENT"), settings.get("USER_AGENT"))
-        self.cache = RobotsCache(settings.getint("ROBOTSTXT_CACHE_SIZE", 100_000))
+        self.cache = RobotsCache(settings.getint("ROBOTSTXT_CACHE_SIZE", 10_000))
         self.ttl = settings.getfloat("ROBOTSTXT_CACHE_TTL", DAY)
         self.max_size = settings.getint("ROBOTSTXT_MAX_SIZE", 500 * 1024)
         self.max_redirects = settings.getint("ROBOTSTXT_MAX_REDIRECTS", 5)
