@@ -37,6 +37,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     "EXTENSIONS": {
         "extensions.progress.ProgressReporter": 500,
         "extensions.output.warc.WarcWriter": 500,
+        # seeds pushed to Redis (FRONTIER_BACKEND = "redis" only)
+        "extensions.seedqueue.RedisSeeds": 500,
     },
 }
 

@@ -40,8 +40,11 @@ def crawl_command(
     settings: dict[str, Any] | None = None,
     spider_args: dict[str, str] | None = None,
 ) -> list[str]:
-    """The ``scrapy crawl web`` command line with items, report and log in ``workdir``."""
-    cmd = [SCRAPY, "crawl", "web", "-a", f"seeds={seeds}", "-O", str(workdir / "items.jsonl")]
+    """The ``scrapy crawl web`` command line with items, report and log in
+    ``workdir``; no ``-a seeds`` when ``seeds`` is empty."""
+    cmd = [SCRAPY, "crawl", "web", "-O", str(workdir / "items.jsonl")]
+    if seeds:
+        cmd[3:3] = ["-a", f"seeds={seeds}"]
     for name, value in (spider_args or {}).items():
         cmd += ["-a", f"{name}={value}"]
     merged = {

@@ -3,6 +3,10 @@ follow the links they find.
 
 ``scrapy crawl web -a seeds=FILE_OR_URLS [-a allowed_domains=a.test,b.org]``
 
+With ``-s FRONTIER_BACKEND=redis`` seeds may also be pushed to the running
+crawl (``redis-cli lpush web:start_urls URL``, :mod:`extensions.seedqueue`),
+and ``-a seeds`` may be left out: the process then waits for them.
+
 The spider stays thin on purpose: what to do with a document is decided by
 the processing modules registered for its MIME type (``PROCESSING_MODULES``), which
 URLs may be crawled by the URL filter (``URL_FILTER_*``), and in which order
@@ -50,11 +54,9 @@ class WebSpider(scrapy.Spider):
 
     def __init__(self, seeds: str | None = None, allowed_domains: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
-        if not seeds:
-            raise SeedsError("seeds: missing; run `scrapy crawl web -a seeds=FILE_OR_URLS`")
         # Read the seeds now, so that a missing file fails the crawl at start
         # with a non-zero exit instead of running an empty crawl.
-        self.seed_lines: list[str] = list(iter_seed_lines(seeds))
+        self.seed_lines: list[str] = list(iter_seed_lines(seeds)) if seeds else []
         self.allowed_domains: list[str] = split_list(allowed_domains)
         self.url_filter: UrlFilter | None = None
         self.processors: ProcessorRegistry | None = None
@@ -66,6 +68,9 @@ class WebSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
+        if not spider.seed_lines and crawler.settings.get("FRONTIER_BACKEND") != "redis":
+            raise SeedsError("seeds: missing; run `scrapy crawl web -a seeds=FILE_OR_URLS` "
+                             "(or push them to Redis with -s FRONTIER_BACKEND=redis)")
         # Scrapy builds the spider before add-ons apply their settings and
         # before stats exist; our components are built when the spider opens.
         crawler.signals.connect(spider.build_components, signals.spider_opened)
@@ -94,16 +99,22 @@ class WebSpider(scrapy.Spider):
         stats = self.crawler.stats
         for raw in self.seed_lines:
             try:
-                url = canonicalize(raw)
-            except InvalidURL as err:
+                request = self.seed_request(raw, stats)
+            except ValueError as err:
                 stats.inc_value("seeds/invalid")
                 logger.warning("Skipping invalid seed %r: %s", raw, err)
                 continue
-            if not self.url_filter.check(url, 0, stats):
+            if request is None:
                 stats.inc_value("seeds/filtered")
                 continue
             stats.inc_value("seeds/accepted")
-            yield scrapy.Request(url)
+            yield request
+
+    def seed_request(self, raw: str, stats: Any) -> scrapy.Request | None:
+        """The request for one seed, None if the URL filter refuses it;
+        ValueError (InvalidURL) if it is not a URL."""
+        url = canonicalize(raw)
+        return scrapy.Request(url) if self.url_filter.check(url, 0, stats) else None
 
     def parse(self, response: Response) -> Iterator[Any]:
         """One item per document; requests for the links its processors found."""
