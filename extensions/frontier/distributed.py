@@ -492,7 +492,7 @@ class DistributedFrontier(Frontier):
         """Move queued URLs up their host's queue (no row rewrite: another
         process may be taking them)."""
         for fp, entry in self.store.urls.get_many(fingerprints).items():
-            meta = {"aopic_cash": self.ledger.cash_of(fp) or 0.0, "aopic_mean": mean}
+            meta = {"aopic_cash": self._cash_now(fp) or 0.0, "aopic_mean": mean}
             level = self.prioritizer.level(entry.priority, entry.depth, meta)
             if level > entry.level:
                 self.leases.requeue(entry.host, fp, level)

@@ -141,6 +141,9 @@ class Frontier(BaseScheduler):
         self.on_store_error = on_store_error
         self.cleanup_dir = cleanup_dir
         self.ledger = ledger
+        # cash of the URLs the last page credited, with the dividend then, so
+        # its links' enqueues and promotions read no cash row again
+        self._credited: dict[int, tuple[float, float]] = {}
         self.revisits = revisits  # AOPIC: fetches of a page beyond the first
         self.host_budget = host_budget  # URLs accepted per host; 0: unlimited
         self._host_counts: OrderedDict[str, int] = OrderedDict()  # LRU over the store
@@ -290,10 +293,19 @@ class Frontier(BaseScheduler):
             return request.meta
         if request.meta.get("is_start_request") and not self.ledger.cash_of(fp):
             self.ledger.seed(fp)
-        cash = self.ledger.cash_of(fp)
+        cash = self._cash_now(fp)
         if cash is None:  # not given cash by a page (a redirect target): by depth
             return request.meta
         return {"aopic_cash": cash, "aopic_mean": self.ledger.mean_cash()}
+
+    def _cash_now(self, fp: int) -> float | None:
+        """Current cash of a URL: from the last credit when it was one of
+        that page's links (the dividend since then added), else its row."""
+        credited = self._credited.get(fp)
+        if credited is None:
+            return self.ledger.cash_of(fp)
+        cash, dividend = credited
+        return cash + (self.ledger.dividend - dividend)
 
     def next_request(self) -> Request | None:
         """The best URL of the hosts whose politeness allows a fetch now.
@@ -554,6 +566,7 @@ class Frontier(BaseScheduler):
         if self.ledger is None:
             return 0.0, 0.0
         fp, _ = url_fingerprint(url)
+        self._credited = {}
         return self.ledger.take(fp)[:2]
 
     def distribute(self, url: str, outlinks: Sequence[str]) -> float:
@@ -563,6 +576,7 @@ class Frontier(BaseScheduler):
         if self.ledger is None:
             return 0.0
         fp, _ = url_fingerprint(url)
+        self._credited = {}  # valid from a credit to the next take only
         cash, history, visits = self.ledger.take(fp)
         share = self.ledger.split(cash, len(outlinks))
         if share > 0:
@@ -591,6 +605,8 @@ class Frontier(BaseScheduler):
         if ledger is None or not fingerprints:
             return
         changes = ledger.credit_many([(fp, amount) for fp in fingerprints])
+        dividend = ledger.dividend
+        self._credited = {fp: (after, dividend) for fp, (_, after, _) in zip(fingerprints, changes)}
         mean = ledger.mean_cash()
         level_of = self.prioritizer.level
         rising = [fp for fp, (before, after, existed) in zip(fingerprints, changes)
@@ -605,7 +621,7 @@ class Frontier(BaseScheduler):
         for fp, entry in entries.items():
             if fp in self.memory_only or self.store.urls.status_of(fp) != Status.QUEUED:
                 continue
-            meta = {"aopic_cash": self.ledger.cash_of(fp) or 0.0, "aopic_mean": mean}
+            meta = {"aopic_cash": self._cash_now(fp) or 0.0, "aopic_mean": mean}
             level = self.prioritizer.level(entry.priority, entry.depth, meta)
             if level <= entry.level:
                 continue
