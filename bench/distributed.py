@@ -1,0 +1,224 @@
+"""Distributed crawling benchmark: 1, 2 and 3 ``scrapy crawl web`` processes
+sharing one Redis frontier, versus one process on the embedded store and
+versus stock scrapy-redis (its scheduler and dupefilter under a plain
+CrawlSpider, 1 and 3 processes), on the same synthetic web in the same run.
+
+    python -m bench.distributed --hosts 200 --pages 20 --runs 3
+
+Per variant, medians of ``--runs`` runs (alternating variants within a run):
+
+* pages/s of the whole crawl (test web's access log, robots.txt excluded:
+  pages served between the first request's start and the last response's
+  end), and per process;
+* Redis memory per known URL: ``used_memory`` after the crawl (keys kept,
+  ``SCHEDULER_PERSIST``) less before, over the URLs Redis knows (our URL rows
+  in every ``P:{T}:urls`` hash; scrapy-redis' dupefilter set);
+* Redis commands per fetched page: ``total_commands_processed`` (every
+  command, those run inside Lua scripts included) over pages.
+
+Variants: ``embedded`` (ours, SQLite in JOBDIR), ``redis`` (ours, the shared
+frontier), ``scrapy-redis`` (a plain CrawlSpider on Scrapy's defaults with
+scrapy-redis' scheduler and dupefilter), ``spider+scrapy-redis`` (our spider,
+middlewares and pipelines with scrapy-redis' scheduler and dupefilter instead
+of our frontier: the same per-page work, so the difference is the scheduler).
+
+Every variant starts on an emptied Redis (``FLUSHALL``). Scrapy-redis does
+not limit requests per host across processes (Scrapy's per-process
+``CONCURRENT_REQUESTS_PER_DOMAIN=8`` and no delay), ours holds one request per
+host across all processes; both with ``CONCURRENT_REQUESTS`` per process.
+Mind the core count (printed): processes beyond it share CPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from bench.crawl_vs_scrapy import ROOT, SCRAPY, pages_and_seconds
+from bench.testweb import WebConfig, start_testweb
+from tests.redisserver import RedisServer
+
+
+@dataclass
+class Run:
+    name: str
+    processes: int
+    pages: int
+    seconds: float
+    bytes_per_url: float
+    commands_per_page: float
+
+    @property
+    def pages_per_second(self) -> float:
+        return self.pages / self.seconds if self.seconds > 0 else 0.0
+
+
+def ours_command(web, workdir: Path, args: argparse.Namespace, settings: dict[str, object]) -> list[str]:
+    cmd = [SCRAPY, "crawl", "web", "-a", f"seeds={web.seeds_file}"]
+    merged = {"DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": args.depth,
+              "CONCURRENT_REQUESTS": args.concurrency, "LOG_LEVEL": "INFO",
+              "ALLOW_PRIVATE_ADDRESSES": True, "ROBOTSTXT_UNREACHABLE_PERIOD": 0,
+              "LOG_FILE": workdir / "crawl.log", **settings}
+    for name, value in merged.items():
+        cmd += ["-s", f"{name}={value}"]
+    return cmd + [part for item in args.settings for part in ("-s", item)]
+
+
+def scrapy_redis_command(web, workdir: Path, args: argparse.Namespace, url: str) -> list[str]:
+    spider = workdir / "stock_spider.py"
+    shutil.copy(ROOT / "bench" / "stock_spider.py", spider)
+    settings = {
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        # kept at close: the first process to go idle must not delete the
+        # queue under the others (and the dupefilter is measured afterwards)
+        "SCHEDULER_PERSIST": True, "REDIS_URL": url,
+        "TWISTED_DNS_RESOLVER": "extensions.resolver.HostsFileResolver",
+        "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": args.depth,
+        "CONCURRENT_REQUESTS": args.concurrency, "LOG_LEVEL": "INFO",
+        "LOG_FILE": workdir / "crawl.log",
+    }
+    cmd = [SCRAPY, "runspider", str(spider), "-a", f"seeds={web.seeds_file}"]
+    for name, value in settings.items():
+        cmd += ["-s", f"{name}={value}"]
+    return cmd
+
+
+def run_processes(commands: list[tuple[list[str], Path]], env: dict[str, str], timeout: float) -> None:
+    """Start every command at once (ours in the project, the stock spider in
+    its own directory), output in that directory; wait for all (bounded)."""
+    procs = []
+    for cmd, workdir in commands:
+        out = open(workdir / "stdout.txt", "wb")
+        cwd = workdir if cmd[1] == "runspider" else ROOT
+        procs.append((subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT), workdir))
+    deadline = time.monotonic() + timeout
+    try:
+        for proc, cwd in procs:
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            if proc.returncode != 0:
+                tail = "".join(path.read_text(errors="replace")[-2000:] for path in
+                               (cwd / "stdout.txt", cwd / "crawl.log") if path.exists())
+                raise RuntimeError(f"crawl failed ({proc.returncode}) in {cwd}:\n{tail}")
+    finally:
+        for proc, _ in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def known_urls(client: redis.Redis, ours: bool) -> int:
+    if ours:
+        return sum(client.hlen(key) for key in client.scan_iter(match="*:urls", count=1000))
+    return sum(client.scard(key) for key in client.scan_iter(match="*:dupefilter", count=1000))
+
+
+def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServer,
+                args: argparse.Namespace) -> Run:
+    client = redis.Redis.from_url(server.url)
+    client.flushall()
+    memory_before = client.info("memory")["used_memory"]
+    commands_before = client.info("stats")["total_commands_processed"]
+    commands = []
+    for i in range(processes):
+        cwd = workdir / f"p{i}"
+        cwd.mkdir(parents=True)
+        if name == "scrapy-redis":
+            commands.append((scrapy_redis_command(web, cwd, args, server.url), cwd))
+        elif name == "spider+scrapy-redis":
+            commands.append((ours_command(web, cwd, args, {
+                "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+                "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+                "SCHEDULER_PERSIST": True, "REDIS_URL": server.url}), cwd))
+        elif name == "embedded":
+            commands.append((ours_command(web, cwd, args, {"JOBDIR": cwd / "job"}), cwd))
+        else:
+            commands.append((ours_command(web, cwd, args, {
+                "FRONTIER_BACKEND": "redis", "REDIS_URL": server.url, "SCHEDULER_PERSIST": True}), cwd))
+    since = time.time()
+    env = dict(os.environ, PYTHONPATH=str(ROOT)) if name == "scrapy-redis" else dict(os.environ)
+    run_processes(commands, env, args.timeout)
+    pages, seconds = pages_and_seconds(web.access_log, since)
+    commands_used = client.info("stats")["total_commands_processed"] - commands_before - 2  # our 2 INFOs
+    urls = known_urls(client, name == "redis")
+    memory = client.info("memory")["used_memory"] - memory_before
+    client.close()
+    return Run(name, processes, pages, seconds,
+               memory / urls if urls else float("nan"), commands_used / pages if pages else float("nan"))
+
+
+VARIANTS = (("embedded", 1), ("redis", 1), ("redis", 2), ("redis", 3), ("scrapy-redis", 1), ("scrapy-redis", 3),
+            ("spider+scrapy-redis", 1), ("spider+scrapy-redis", 3))
+
+
+def median(runs: list[Run]) -> Run:
+    return Run(runs[0].name, runs[0].processes, int(statistics.median(r.pages for r in runs)),
+               statistics.median(r.seconds for r in runs),
+               statistics.median(r.bytes_per_url for r in runs),
+               statistics.median(r.commands_per_page for r in runs))
+
+
+def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -> None:
+    print(f"distributed crawl: {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
+          f"CONCURRENT_REQUESTS={args.concurrency} per process, medians of {args.runs} runs, "
+          f"{os.cpu_count()} CPUs" + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
+    print(f"{'variant':<20}{'procs':>6}{'pages':>7}{'seconds':>9}{'pages/s':>9}{'per proc':>9}"
+          f"{'B/URL':>8}{'cmds/page':>10}")
+    for (name, count), r in results.items():
+        bytes_per_url = "-" if name == "embedded" else f"{r.bytes_per_url:.0f}"
+        commands = "-" if name == "embedded" else f"{r.commands_per_page:.1f}"
+        print(f"{name:<20}{count:>6}{r.pages:>7}{r.seconds:>9.2f}{r.pages_per_second:>9.1f}"
+              f"{r.pages_per_second / count:>9.1f}{bytes_per_url:>8}{commands:>10}")
+    for other in ("scrapy-redis", "spider+scrapy-redis"):
+        for count in (1, 3):
+            ours, theirs = results.get(("redis", count)), results.get((other, count))
+            if ours and theirs and theirs.pages_per_second:
+                print(f"redis/{other}, {count} process(es): "
+                      f"{ours.pages_per_second / theirs.pages_per_second:.2f} (pages/s per process)")
+    embedded, one = results.get(("embedded", 1)), results.get(("redis", 1))
+    if embedded and one and embedded.pages_per_second:
+        print(f"redis/embedded, 1 process: {one.pages_per_second / embedded.pages_per_second:.2f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=200)
+    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--links", type=int, default=8)
+    parser.add_argument("--depth", type=int, default=8)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--variants", default="",
+                        help="comma-separated name:processes (default: all), e.g. redis:1,scrapy-redis:1")
+    parser.add_argument("-s", dest="settings", action="append", default=[],
+                        help="NAME=VALUE for our crawls, e.g. CONTENTSEEN_ENABLED=False")
+    args = parser.parse_args(argv)
+    variants = VARIANTS if not args.variants else tuple(
+        (part.split(":")[0], int(part.split(":")[1])) for part in args.variants.split(","))
+    runs: dict[tuple[str, int], list[Run]] = {variant: [] for variant in variants}
+    with tempfile.TemporaryDirectory(prefix="bench-distributed-") as tmp:
+        workdir = Path(tmp)
+        config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links)
+        with start_testweb(config, workdir / "web") as web, RedisServer(workdir / "redis") as server:
+            for run in range(args.runs):
+                for name, count in variants:
+                    result = run_variant(name, count, web, workdir / f"{name}-{count}-{run}", server, args)
+                    print(f"  run {run + 1}: {name} x{count}: {result.pages} pages, "
+                          f"{result.pages_per_second:.1f} pages/s", file=sys.stderr)
+                    runs[(name, count)].append(result)
+    print_table({variant: median(found) for variant, found in runs.items()}, args)
+
+
+if __name__ == "__main__":
+    main()
