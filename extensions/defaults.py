@@ -65,6 +65,7 @@ TAG_COUNTER_MAX_TAGS = 50
 
 # --- Content-seen (extensions.pipelines.contentseen) ------------------------
 CONTENTSEEN_ENABLED = True
+CONTENTSEEN_BACKEND = "auto"  # "sqlite" (JOBDIR), "redis" (REDIS_URL, shared); auto: redis with FRONTIER_BACKEND=redis
 CONTENTSEEN_FLUSH_INTERVAL = 5.0  # seconds between commits of the fingerprint sets
 CONTENTSEEN_FOLLOW_NEAR_DUPLICATES = True  # follow the links of near-duplicates
 CONTENTSEEN_MAX_TEXT_BYTES = 1024 * 1024  # text (simhash, normalised fingerprint) from at most this

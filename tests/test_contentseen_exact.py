@@ -1,4 +1,9 @@
-"""The exact content-seen set (extensions.contentseen.exact.ContentSeen)."""
+"""The exact content-seen set (extensions.contentseen.exact.ContentSeen).
+
+What only the SQLite file promises (memory bounds, batches, crashes); the
+behaviours every backend shares run over SQLite, a single Redis and a
+Redis Cluster in ``tests/test_contentseen_redis.py``.
+"""
 
 from __future__ import annotations
 
@@ -20,17 +25,6 @@ ROOT = Path(__file__).resolve().parents[1]
 def fingerprints(count: int, seed: int = 1) -> list[int]:
     rng = random.Random(seed)
     return [rng.getrandbits(64) for _ in range(count)]
-
-
-def test_first_url_wins_and_later_urls_are_duplicates(tmp_path):
-    with ContentSeen.open(tmp_path / "seen.sqlite3") as seen:
-        assert seen.add_or_get(123, "http://a.test/") == "http://a.test/"
-        assert seen.add_or_get(123, "http://b.test/") == "http://a.test/"
-        assert seen.duplicate_of(123, "http://c.test/") == "http://a.test/"
-        assert seen.duplicate_of(123, "http://a.test/") is None  # the same URL fetched again
-        assert seen.duplicate_of(456, "http://d.test/") is None
-        assert seen.get(789) is None
-        assert seen.stats()["duplicates"] == 2
 
 
 def test_full_64_bit_range_is_stored(tmp_path):

@@ -1,4 +1,9 @@
-"""The near-duplicate index (extensions.contentseen.nearindex)."""
+"""The near-duplicate index (extensions.contentseen.nearindex).
+
+What only the SQLite file promises (memory bounds, flushes, crashes, its
+levels); the behaviours every backend shares run over SQLite, a single Redis
+and a Redis Cluster in ``tests/test_contentseen_redis.py``.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -36,6 +42,25 @@ def planted_web(rng: random.Random, stored: int = 50000, centres: int = 400) -> 
     return ordered
 
 
+def assert_near_is_exact(index: Any, values: list[int], rng: random.Random, queries: int,
+                         per_distance: int) -> None:
+    """``index.near`` of ``queries`` queries (three in four near a stored
+    value) is exactly the stored values within distance 3, checked by brute
+    force; every distance 0..4 occurs ``per_distance`` times or more."""
+    stored = np.array(values, dtype=np.uint64)
+    near_stored = queries * 3 // 4
+    asked = [flip(rng.choice(values), rng.randrange(5), rng) for _ in range(near_stored)]
+    asked += [rng.getrandbits(64) for _ in range(queries - near_stored)]
+    found_at = dict.fromkeys(range(5), 0)
+    for query in asked:
+        distances = np.bitwise_count(stored ^ np.uint64(query))
+        expected = {(f"u{number}", int(distances[number])) for number in np.flatnonzero(distances <= 3)}
+        assert {(found.url, found.distance) for found in index.near(query)} == expected
+        for distance in np.minimum(distances, 4)[distances <= 4].tolist():
+            found_at[distance] += 1
+    assert all(count > per_distance for count in found_at.values()), found_at  # every distance was tried
+
+
 @pytest.mark.parametrize(("reopen", "buffer_entries", "levels"), [
     (False, 7000, 2), (True, 7000, 2), (False, 100, 4), (True, 100, 4),
 ], ids=["buffer-and-disk", "after-reopen", "four-levels", "four-levels-after-reopen"])
@@ -52,59 +77,8 @@ def test_near_finds_exactly_the_stored_simhashes_within_distance_3(tmp_path, reo
     assert index.stats()["levels"] == levels
     stored_rows = index.connection.execute("SELECT COUNT(*) FROM near_keys").fetchone()[0]
     assert sum(index.levels.sizes) == stored_rows
-    stored = np.array(values, dtype=np.uint64)
-    queries = [flip(rng.choice(values), rng.randrange(5), rng) for _ in range(1500)]
-    queries += [rng.getrandbits(64) for _ in range(500)]
-    found_at = {distance: 0 for distance in range(5)}
-    for query in queries:
-        distances = np.bitwise_count(stored ^ np.uint64(query))
-        expected = {(f"u{number}", int(distances[number])) for number in np.flatnonzero(distances <= 3)}
-        assert {(found.url, found.distance) for found in index.near(query)} == expected
-        for distance in np.minimum(distances, 4)[distances <= 4].tolist():
-            found_at[distance] += 1
-    assert all(count > 50 for count in found_at.values()), found_at  # every distance was tried
+    assert_near_is_exact(index, values, rng, queries=2000, per_distance=50)
     index.close()
-
-
-def test_match_is_the_closest_then_earliest(tmp_path):
-    rng = random.Random(4)
-    centre = rng.getrandbits(64)
-    with NearDuplicateIndex.open(tmp_path / "near.sqlite3") as index:
-        far = flip(centre, 3, rng)
-        index.add_or_match(far, "far")
-        index.add_or_match(flip(centre, 1, rng), "close-1")
-        index.add_or_match(flip(centre, 1, rng), "close-2")
-        assert index.match(centre).url == "close-1"
-        assert index.match(centre).distance == 1
-        assert index.match(far).url == "far" and index.match(far).distance == 0
-
-
-def test_distance_3_matches_and_distance_4_does_not(tmp_path):
-    rng = random.Random(10)
-    with NearDuplicateIndex.open(tmp_path / "near.sqlite3") as index:
-        stored = rng.getrandbits(64)
-        index.add_or_match(stored, "stored")
-        for _ in range(200):
-            assert index.match(flip(stored, 3, rng)).distance == 3
-            assert index.match(flip(stored, 4, rng)) is None
-
-
-def test_groups_join_the_closest_match_and_persist(tmp_path):
-    rng = random.Random(5)
-    base = rng.getrandbits(64)
-    path = tmp_path / "near.sqlite3"
-    with NearDuplicateIndex.open(path) as index:
-        group, near = index.add_or_match(base, "http://a.test/")
-        assert near is None
-        assert index.add_or_match(flip(base, 2, rng), "http://b.test/") == (group, "http://a.test/")
-        assert index.add_or_match(base, "http://mirror.test/") == (group, "http://a.test/")
-        other, near = index.add_or_match(flip(base, 20, rng), "http://c.test/")
-        assert near is None and other != group
-        assert index.stats()["identical"] == 1 and index.stats()["stored"] == 3
-    with NearDuplicateIndex.open(path) as index:
-        assert index.add_or_match(flip(base, 1, rng), "http://d.test/") == (group, "http://a.test/")
-        newest, _ = index.add_or_match(rng.getrandbits(64), "http://e.test/")
-        assert newest not in (group, other)
 
 
 def test_write_buffer_is_bounded(tmp_path):

@@ -19,10 +19,22 @@ spider attached to it (``item._response``, never exported):
   database (``content_groups``). ``CONTENTSEEN_FOLLOW_NEAR_DUPLICATES``
   (default True) decides whether their links are followed.
 
-Both sets live in ``JOBDIR/contentseen.sqlite3`` (a temporary directory
-without JOBDIR), flushed with every ``CONTENTSEEN_FLUSH_INTERVAL`` seconds
-and at close, so they survive a resume; memory holds a bounded LRU of
-fingerprints and a bounded write buffer of simhashes.
+Where the sets live, ``CONTENTSEEN_BACKEND``:
+
+* ``"sqlite"``: ``JOBDIR/contentseen.sqlite3`` and ``contentseen.near.sqlite3``
+  (a temporary directory without JOBDIR), flushed every
+  ``CONTENTSEEN_FLUSH_INTERVAL`` seconds and at close, so they survive a
+  resume; memory holds a bounded LRU of fingerprints and a bounded write
+  buffer of simhashes. Each process has its own.
+* ``"redis"``: in the Redis of the frontier's settings (``REDIS_URL``,
+  ``FRONTIER_REDIS_PREFIX``, ``FRONTIER_REDIS_RETRIES``,
+  ``FRONTIER_REDIS_TIMEOUT``; ``SCHEDULER_PERSIST`` and
+  ``SCHEDULER_FLUSH_ON_START`` with the frontier's meaning), shared by every
+  process of the crawl, so a copy is caught whichever process fetched the
+  original (:mod:`extensions.contentseen.redis`: one to three round trips
+  per page).
+* ``"auto"`` (default): ``"redis"`` when ``FRONTIER_BACKEND`` is ``"redis"``,
+  else ``"sqlite"``.
 """
 
 from __future__ import annotations
@@ -37,8 +49,18 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
-from extensions.contentseen import ContentSeen, NearDuplicateIndex, bytes_fingerprint, text_fingerprint
+from extensions import defaults
+from extensions.contentseen import (
+    BlockLayout,
+    ContentSeen,
+    ContentStoreError,
+    NearDuplicateIndex,
+    bytes_fingerprint,
+    text_fingerprint,
+)
 from extensions.contentseen.fingerprint import MODES, NORMALISED
+from extensions.contentseen.redis import HEARTBEAT_TTL, RedisContentSeen, RedisContentStore
+from extensions.contentseen.redisnear import RedisNearDuplicateIndex
 from extensions.contentseen.simhash import simhash
 from extensions.contentseen.text import visible_text
 from extensions.frontier.fingerprint import url_fingerprint
@@ -50,11 +72,38 @@ logger = logging.getLogger(__name__)
 
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 DATABASE = "contentseen.sqlite3"
+BACKENDS = ("auto", "sqlite", "redis")
 
 
 def hex64(value: int) -> str:
     """A 64-bit value as 16 hex digits (JSON-safe, unlike a bare 64-bit int)."""
     return f"{value & ((1 << 64) - 1):016x}"
+
+
+def content_backend(settings: Any) -> str:
+    """``CONTENTSEEN_BACKEND`` resolved: "sqlite" or "redis" ("auto" follows
+    ``FRONTIER_BACKEND``, so processes sharing a frontier share the sets)."""
+    backend = settings.get("CONTENTSEEN_BACKEND") or defaults.CONTENTSEEN_BACKEND
+    if backend not in BACKENDS:
+        raise ValueError(f'CONTENTSEEN_BACKEND must be "auto", "sqlite" or "redis", got {backend!r}')
+    if backend == "auto":
+        return "redis" if settings.get("FRONTIER_BACKEND") == "redis" else "sqlite"
+    return backend
+
+
+def redis_content_store(settings: Any, flush_interval: float) -> RedisContentStore:
+    """The connection for the Redis sets, from the frontier's Redis settings."""
+    url = str(settings.get("REDIS_URL") or defaults.REDIS_URL)
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"REDIS_URL must be a redis://, rediss:// or unix:// URL, got {url!r}")
+    return RedisContentStore(
+        url, settings.get("FRONTIER_REDIS_PREFIX") or defaults.FRONTIER_REDIS_PREFIX,
+        persist=settings.getbool("SCHEDULER_PERSIST", defaults.SCHEDULER_PERSIST),
+        flush_on_start=settings.getbool("SCHEDULER_FLUSH_ON_START", defaults.SCHEDULER_FLUSH_ON_START),
+        retries=settings.getint("FRONTIER_REDIS_RETRIES", defaults.FRONTIER_REDIS_RETRIES),
+        timeout=settings.getfloat("FRONTIER_REDIS_TIMEOUT", defaults.FRONTIER_REDIS_TIMEOUT) or None,
+        # the periodic flush renews this process's heartbeat
+        ttl=max(HEARTBEAT_TTL, 3 * flush_interval))
 
 
 class ContentSeenPipeline:
@@ -75,11 +124,13 @@ class ContentSeenPipeline:
         self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", 5.0)
         self.max_text_bytes = settings.getint("CONTENTSEEN_MAX_TEXT_BYTES", 1024 * 1024)
         self.cache_kib = settings.getint("CONTENTSEEN_SQLITE_CACHE_KIB", 2048)
+        self.backend = content_backend(settings)
+        self.redis = redis_content_store(settings, self.flush_interval) if self.backend == "redis" else None
         jobdir = settings.get("JOBDIR")
-        self._tmp = None if jobdir else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
-        self.path = (Path(jobdir) if jobdir else self._tmp) / DATABASE
-        self.exact: ContentSeen | None = None
-        self.near: NearDuplicateIndex | None = None
+        self._tmp = None if jobdir or self.redis else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
+        self.path = (Path(jobdir) if jobdir else self._tmp or Path()) / DATABASE
+        self.exact: ContentSeen | RedisContentSeen | None = None
+        self.near: NearDuplicateIndex | RedisNearDuplicateIndex | None = None
         self._loop: task.LoopingCall | None = None
         crawler.signals.connect(self.close, signals.spider_closed)
 
@@ -88,11 +139,17 @@ class ContentSeenPipeline:
         return cls(crawler)
 
     def open_spider(self, spider: Any = None) -> None:
-        """Open both sets (a corrupt file stops the crawl here, naming it)."""
-        self.exact = ContentSeen.open(self.path, memory_entries=self.memory_entries, cache_kib=self.cache_kib)
-        if self.near_enabled:
-            self.near = NearDuplicateIndex.open(self.path.with_suffix(".near.sqlite3"), distance=self.distance,
-                                                cache_kib=self.cache_kib)
+        """Open both sets (a corrupt file or an unreachable Redis stops the
+        crawl here, naming it)."""
+        if self.redis is not None:
+            self.exact = RedisContentSeen(self.redis)
+            if self.near_enabled:
+                self.near = RedisNearDuplicateIndex(self.redis, BlockLayout(self.distance))
+        else:
+            self.exact = ContentSeen.open(self.path, memory_entries=self.memory_entries, cache_kib=self.cache_kib)
+            if self.near_enabled:
+                self.near = NearDuplicateIndex.open(self.path.with_suffix(".near.sqlite3"),
+                                                    distance=self.distance, cache_kib=self.cache_kib)
         if self.flush_interval > 0:
             self._loop = task.LoopingCall(self.flush)
             self._loop.start(self.flush_interval, now=False)
@@ -146,9 +203,12 @@ class ContentSeenPipeline:
             store.set_content_group(fp, group, duplicate_of is not None)
 
     def flush(self) -> None:
-        for part in (self.exact, self.near):
-            if part is not None:
-                part.flush()
+        try:
+            for part in (self.exact, self.near):
+                if part is not None:
+                    part.flush()
+        except ContentStoreError as err:  # the next flush tries again
+            logger.error("Flushing the content-seen sets failed: %s", err)
         self._publish()
 
     def _publish(self) -> None:

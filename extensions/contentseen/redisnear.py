@@ -1,0 +1,217 @@
+"""The near-duplicate index in Redis, shared by every crawler process of a crawl.
+
+The same look-up as :class:`~extensions.contentseen.nearindex.NearDuplicateIndex`
+(Manku et al.'s permuted tables, with its :class:`BlockLayout`: ``C(b, b -
+k)`` tables, each keyed by ``b - k`` blocks of the simhash), the same
+answers and the same groups, stored in Redis so that several processes
+see each other's documents (key layout and round trips:
+:mod:`extensions.contentseen.redis`):
+
+* a table's key (25 or 26 bits by default) is split into its top 8 bits,
+  which choose the partition ``P:contentseen:{tN-Y}:near_table`` (a hash tag
+  of its own), and the rest, the hash field (3 bytes); the field's value is
+  the 8-byte simhashes stored under that key, appended by a script;
+* a stored document is ``P:contentseen:{X}:near_docs[simhash]`` = its id,
+  its group id and its first URL (ids from ``P:contentseen:near_ids``,
+  reserved 1,024 at a time per process, so never reused, even after a
+  crash).
+
+A look-up reads the query's 10 table fields in one pipeline, computes the
+distances here, and reads the records of the closest candidates only when
+there are some (a second round trip). Storing a document waits in the
+shared connection's pipeline and goes with its next round trip (the next
+page's exact test, or the periodic flush), before that round trip's reads.
+
+Groups, as in the embedded index: a new document joins the group of its
+closest match (ties: the smallest id) and is stored; a document identical
+(distance 0) to a stored one is not stored again. Across processes, ids are
+ordered within a process but not between processes (each reserves blocks),
+so "earliest" among equally close matches from different processes means
+"smallest id"; and two near-duplicates judged at the same moment by two
+processes (each before the other's store arrived) both start a group, where
+one process would have joined them. Exact copies never race: the exact set
+decides them atomically before the index is asked. Not thread-safe. Pure:
+no Scrapy.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from extensions.contentseen.exact import ContentStoreError
+from extensions.contentseen.nearindex import (
+    DEFAULT_BLOCKS,
+    DEFAULT_DISTANCE,
+    TABLE_SHIFT,
+    BlockLayout,
+    Match,
+)
+from extensions.contentseen.redis import (
+    SCHEMA_VERSION,
+    RedisContentPart,
+    RedisContentStore,
+    decode_url,
+    encode_url,
+    pack64,
+    unpack64,
+)
+
+TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key
+ID_BLOCK = 1024  # document ids reserved per INCRBY
+_DOC = struct.Struct(">qq")  # id, group id; the URL follows
+
+#: Append simhashes to a table's fields unless already there. KEYS: one
+#: table partition; ARGV: field, simhash (8 bytes), ... Returns how many were added.
+APPEND = """
+local added = 0
+for i = 1, #ARGV, 2 do
+  local v = redis.call('HGET', KEYS[1], ARGV[i])
+  local present = false
+  if v then
+    for j = 1, #v, 8 do
+      if string.sub(v, j, j + 7) == ARGV[i + 1] then present = true break end
+    end
+  end
+  if not present then
+    redis.call('HSET', KEYS[1], ARGV[i], (v or '') .. ARGV[i + 1])
+    added = added + 1
+  end
+end
+return added
+"""
+
+
+class RedisNearDuplicateIndex(RedisContentPart):
+    """Stored simhashes with their first URL and group, searchable within
+    distance k, shared by every process of a crawl.
+
+    Promises (those of :class:`~extensions.contentseen.nearindex.NearDuplicateIndex`):
+    :meth:`add_or_match` sees every document this process added before and
+    every document other processes' round trips have delivered; the crawl's
+    keys keep the layout (``distance``, ``blocks``) they were created with.
+    """
+
+    def __init__(self, store: RedisContentStore, layout: BlockLayout, id_block: int = ID_BLOCK) -> None:
+        if id_block < 1:
+            raise ValueError(f"id_block must be >= 1, not {id_block}")
+        super().__init__(store, ("lookups", "candidates", "max_candidates", "near_duplicates", "identical",
+                                 "stored"))
+        self.layout, self.id_block = layout, id_block
+        try:
+            self._check_layout()
+        except BaseException:
+            self.store.detach()
+            raise
+        self.keys = self.store.keys
+        # per table: (bits below the partition, bytes of the field)
+        self._shapes = []
+        for table in layout.tables:
+            rest = max(sum(layout.block_bits[block][1] for block in table) - TABLE_PARTITION_BITS, 0)
+            self._shapes.append((rest, max((rest + 7) // 8, 1)))
+        self.next_id, self.id_end = 0, 0
+
+    @classmethod
+    def open(cls, url: str, prefix: str = "web", distance: int = DEFAULT_DISTANCE,
+             blocks: int = DEFAULT_BLOCKS, **options: Any) -> RedisNearDuplicateIndex:
+        """An index on a connection of its own (``options``: :class:`RedisContentStore`'s)."""
+        return cls(RedisContentStore(url, prefix, **options), BlockLayout(distance, blocks))
+
+    def match(self, simhash: int) -> Match | None:
+        """The closest stored document within the distance (ties: the smallest id), or None."""
+        found, _ = self._lookup(simhash, closest=True)
+        return found[0] if found else None
+
+    def near(self, simhash: int) -> list[Match]:
+        """Every stored document within the distance, closest (then smallest id) first."""
+        return self._lookup(simhash, closest=False)[0]
+
+    def add_or_match(self, simhash: int, url: str) -> tuple[int, str | None]:
+        """``(group_id, near_duplicate_of)`` for a new document, which is stored.
+
+        ``near_duplicate_of`` is the URL of the closest stored document within
+        the distance, whose group the document joins; None (and a new group,
+        numbered by the document's id) when there is none.
+        """
+        # a new block of ids, when needed, rides with the candidates' read
+        reserve = [("INCRBY", self.keys.ids, self.id_block)] if self.next_id >= self.id_end else []
+        matches, reserved = self._lookup(simhash, closest=True, extra=reserve)
+        if reserved:
+            end = int(reserved[0])
+            self.next_id, self.id_end = end - self.id_block + 1, end + 1
+        found = matches[0] if matches else None
+        if found is not None:
+            self.counters["near_duplicates"] += 1
+            if found.distance == 0:
+                self.counters["identical"] += 1
+                return found.group_id, found.url
+        doc_id = self.next_id
+        self.next_id += 1
+        group_id = doc_id if found is None else found.group_id
+        self._store(simhash, doc_id, group_id, url)
+        return (group_id, None) if found is None else (group_id, found.url)
+
+    def stats(self) -> dict[str, int]:
+        """Counters since open, plus the commands buffered (a gauge)."""
+        return {**self.counters, "buffered": self.store.pending()}
+
+    # -- look-up -------------------------------------------------------------------
+    def _fields(self, simhash: int) -> list[tuple[str, bytes]]:
+        """The (partition key, field) of each table for ``simhash``."""
+        located = []
+        for key, (rest, size) in zip(self.layout.keys(simhash), self._shapes):
+            table, bits = key >> TABLE_SHIFT, key & ((1 << TABLE_SHIFT) - 1)
+            located.append((self.keys.near_table(table, bits >> rest),
+                            (bits & ((1 << rest) - 1)).to_bytes(size, "big")))
+        return located
+
+    def _lookup(self, simhash: int, closest: bool,
+                extra: list[tuple[Any, ...]] | None = None) -> tuple[list[Match], list[Any]]:
+        """Stored documents within the distance, sorted (only the closest ones
+        if ``closest``), and the answers to ``extra`` commands sent with the read."""
+        self.counters["lookups"] += 1
+        reads = [("HGET", key, field) for key, field in self._fields(simhash)]
+        answers = self._call(*reads, *(extra or []))
+        values, extra_answers = answers[:len(reads)], answers[len(reads):]
+        candidates = {unpack64(value, offset) for value in values if value
+                      for offset in range(0, len(value), 8)}
+        self.counters["candidates"] += len(candidates)
+        self.counters["max_candidates"] = max(self.counters["max_candidates"], len(candidates))
+        within = {other: (simhash ^ other).bit_count() for other in candidates}
+        within = {other: distance for other, distance in within.items() if distance <= self.layout.distance}
+        if closest and within:
+            best = min(within.values())
+            within = {other: distance for other, distance in within.items() if distance == best}
+        if not within:
+            return [], extra_answers
+        records = self._call(*[("HGET", self.keys.near_doc(other), pack64(other)) for other in within])
+        matches = []
+        for (other, distance), record in zip(within.items(), records):
+            if record is not None:  # None: another process's table write arrived before its record
+                doc_id, group_id = _DOC.unpack_from(record)
+                matches.append(Match(doc_id, group_id, decode_url(record[_DOC.size:]), distance))
+        return sorted(matches, key=lambda found: (found.distance, found.doc_id)), extra_answers
+
+    # -- storing -------------------------------------------------------------------
+    def _store(self, simhash: int, doc_id: int, group_id: int, url: str) -> None:
+        """Buffer the record, then the table entries (a reader that finds an
+        entry without its record skips it)."""
+        self.counters["stored"] += 1
+        packed = pack64(simhash)
+        self.store.write("HSETNX", self.keys.near_doc(simhash), packed,
+                         _DOC.pack(doc_id, group_id) + encode_url(url))
+        for key, field in self._fields(simhash):
+            self.store.write("EVAL", APPEND, 1, key, field, packed)
+
+    def _check_layout(self) -> None:
+        """The crawl's keys keep the layout they were created with."""
+        meta = self.store.keys.meta
+        expected = {"schema": SCHEMA_VERSION, "distance": str(self.layout.distance),
+                    "blocks": str(self.layout.blocks)}
+        answers = self.store.call(*[("HSETNX", meta, name, value) for name, value in expected.items()],
+                                  ("HMGET", meta, *expected))
+        for (name, value), stored in zip(expected.items(), answers[-1]):
+            if stored.decode() != value:
+                raise ContentStoreError(
+                    f"the content-seen keys at {self.store.location} have {name}={stored.decode()}, "
+                    f"expected {value}: choose another FRONTIER_REDIS_PREFIX or delete them")
