@@ -474,18 +474,19 @@ def _items(results: list[Any]) -> list[dict[str, Any]]:
     return [item for result in results for item in result.items]
 
 
-@pytest.fixture(scope="module")
-def shared_sets_crawl(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Any:
-    """Three ``scrapy crawl web`` processes on one Redis crawl the test web
+@pytest.fixture(scope="module", params=["single", "cluster"])
+def shared_sets_crawl(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Three ``scrapy crawl web`` processes on one Redis (or cluster) crawl the test web
     (phase 1); then two more, on the same crawl, are seeded with the copies
     of pages phase 1 fetched (the mirror's tree pages), so every copy they
     fetch was first seen by another process (phase 2)."""
     from bench.testweb import WebConfig, start_testweb
 
-    tmp = tmp_path_factory.mktemp("shared-sets")
+    server = request.getfixturevalue("redis_cluster" if request.param == "cluster" else "redis_server")
+    tmp = tmp_path_factory.mktemp(f"shared-sets-{request.param}")
     prefix = unique_prefix()
     with start_testweb(WebConfig(**E2E_WEB), tmp / "web") as web:
-        settings = crawl_settings(web, redis_server.url, prefix, CONTENTSEEN_ENABLED=True)
+        settings = crawl_settings(web, server.url, prefix, CONTENTSEEN_ENABLED=True)
         with crawlers(tmp / "phase1", str(web.seeds_file), settings, 3) as procs:
             phase1 = wait_all(procs, tmp / "phase1")
         entries_before = len(web.entries())
@@ -505,7 +506,7 @@ def shared_sets_crawl(tmp_path_factory: pytest.TempPathFactory, redis_server: Re
                                                if e.path != "/robots.txt"])
         yield SimpleNamespace(web=web, truth=truth, phase1=phase1, phase2=phase2, seeds=seeds,
                               phase1_fetched=fetched, phase2_fetched=phase2_fetched,
-                              url=redis_server.url, prefix=prefix)
+                              url=server.url, prefix=prefix)
 
 
 def test_every_process_of_both_phases_finishes(shared_sets_crawl: Any) -> None:
