@@ -233,12 +233,6 @@ class RedisContentStore:
         self.call()
         return len(keys)
 
-    @property
-    def cluster(self) -> bool:
-        from redis.cluster import RedisCluster
-
-        return isinstance(self._client, RedisCluster)
-
     # -- the pipeline --------------------------------------------------------------
     def write(self, *command: Any) -> None:
         """Buffer a command whose answer nobody needs (sent with the next call)."""
