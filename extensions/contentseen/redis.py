@@ -35,8 +35,10 @@ with the next read, the next page's exact test. Per page (counted by
 
 =====================================  ==========================================
 exact duplicate, or no text            1 (``HSETNX`` + ``HGET``)
-new document                           2 (+ the index's candidates; storing it: 0)
-near-duplicate or identical simhash    3 (+ the matched documents' records)
+new document                           1 (the index's candidates ride with the
+                                       exact test, :meth:`RedisContentStore.ride`;
+                                       storing it: 0)
+near-duplicate or identical simhash    2 (+ the matched documents' records)
 =====================================  ==========================================
 
 A block of 1,024 document ids rides with a look-up, and the buffered writes
@@ -176,6 +178,7 @@ class RedisContentStore:
         self._client: Any = None
         self._pipe: Any = None
         self._beat_due = 0.0
+        self._riders: list[tuple[list[tuple[Any, ...]], Callable[[list[Any]], None]]] = []
 
     # -- lifecycle ---------------------------------------------------------------
     def open(self) -> RedisContentStore:
@@ -242,9 +245,16 @@ class RedisContentStore:
         """Commands buffered."""
         return len(self._pipe) if self._pipe is not None else 0
 
+    def ride(self, commands: list[tuple[Any, ...]], deliver: Callable[[list[Any]], None]) -> None:
+        """Send ``commands`` with the next call and hand their answers to
+        ``deliver``: a read that will probably be needed (the index's
+        candidates) shares the round trip of the one made first (the
+        exact test)."""
+        self._riders.append((commands, deliver))
+
     def call(self, *commands: tuple[Any, ...]) -> list[Any]:
-        """Send the buffered writes (and a heartbeat when due) and ``commands``
-        in one round trip; the answers to ``commands``."""
+        """Send the buffered writes (and a heartbeat when due), ``commands``
+        and any riders in one round trip; the answers to ``commands``."""
         pipe = self._require()
         now = self.clock()
         if now >= self._beat_due:
@@ -253,6 +263,10 @@ class RedisContentStore:
         start = len(pipe)
         for command in commands:
             pipe.execute_command(*command)
+        riders, self._riders = self._riders, []
+        for ride, _ in riders:
+            for command in ride:
+                pipe.execute_command(*command)
         if not len(pipe):
             return []
         self.round_trips += 1
@@ -263,7 +277,11 @@ class RedisContentStore:
         for result in results:
             if isinstance(result, Exception):
                 raise ContentStoreError(f"Redis at {self.location} refused a command: {result}") from result
-        return results[start:]
+        end = start + len(commands)
+        for ride, deliver in riders:
+            deliver(results[end:end + len(ride)])
+            end += len(ride)
+        return results[start:start + len(commands)]
 
     def flush(self) -> bool:
         """Send the buffered writes (and a due heartbeat); whether anything went."""

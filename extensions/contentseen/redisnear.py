@@ -110,6 +110,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
             rest = max(sum(layout.block_bits[block][1] for block in table) - TABLE_PARTITION_BITS, 0)
             self._shapes.append((rest, max((rest + 7) // 8, 1)))
         self.next_id, self.id_end = 0, 0
+        self._prefetched: tuple[int, list[Any]] | None = None  # (simhash, its candidates' values)
 
     @classmethod
     def open(cls, url: str, prefix: str = "web", distance: int = DEFAULT_DISTANCE,
@@ -126,6 +127,25 @@ class RedisNearDuplicateIndex(RedisContentPart):
         """Every stored document within the distance, closest (then smallest id) first."""
         return self._lookup(simhash, closest=False)[0]
 
+    def prefetch(self, simhash: int) -> None:
+        """Read ``simhash``'s candidates (and a new block of ids, if needed)
+        with the store's next round trip, for the :meth:`add_or_match` that
+        will probably follow: a new page then costs the exact test's round
+        trip only. Wasted (a few reads) when the page was an exact copy."""
+        reads = self._reads(simhash)
+        reserve = [("INCRBY", self.keys.ids, self.id_block)] if self.next_id >= self.id_end else []
+
+        def deliver(answers: list[Any]) -> None:
+            if reserve:
+                self._reserved(answers[-1])
+            self._prefetched = (simhash, answers[:len(reads)])
+
+        self.store.ride(reads + reserve, deliver)
+
+    def _reserved(self, answer: Any) -> None:
+        end = int(answer)
+        self.next_id, self.id_end = end - self.id_block + 1, end + 1
+
     def add_or_match(self, simhash: int, url: str) -> tuple[int, str | None]:
         """``(group_id, near_duplicate_of)`` for a new document, which is stored.
 
@@ -137,8 +157,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         reserve = [("INCRBY", self.keys.ids, self.id_block)] if self.next_id >= self.id_end else []
         matches, reserved = self._lookup(simhash, closest=True, extra=reserve)
         if reserved:
-            end = int(reserved[0])
-            self.next_id, self.id_end = end - self.id_block + 1, end + 1
+            self._reserved(reserved[0])
         found = matches[0] if matches else None
         if found is not None:
             self.counters["near_duplicates"] += 1
@@ -165,14 +184,23 @@ class RedisNearDuplicateIndex(RedisContentPart):
                             (bits & ((1 << rest) - 1)).to_bytes(size, "big")))
         return located
 
+    def _reads(self, simhash: int) -> list[tuple[Any, ...]]:
+        return [("HGET", key, field) for key, field in self._fields(simhash)]
+
     def _lookup(self, simhash: int, closest: bool,
                 extra: list[tuple[Any, ...]] | None = None) -> tuple[list[Match], list[Any]]:
         """Stored documents within the distance, sorted (only the closest ones
         if ``closest``), and the answers to ``extra`` commands sent with the read."""
         self.counters["lookups"] += 1
-        reads = [("HGET", key, field) for key, field in self._fields(simhash)]
-        answers = self._call(*reads, *(extra or []))
-        values, extra_answers = answers[:len(reads)], answers[len(reads):]
+        prefetched, self._prefetched = self._prefetched, None
+        if prefetched is not None and prefetched[0] == simhash:
+            # read with the exact test; a block of ids came then if needed
+            values, extra_answers = prefetched[1], (self._call(*extra) if extra and self.next_id >= self.id_end
+                                                     else [])
+        else:
+            reads = self._reads(simhash)
+            answers = self._call(*reads, *(extra or []))
+            values, extra_answers = answers[:len(reads)], answers[len(reads):]
         candidates = {unpack64(value, offset) for value in values if value
                       for offset in range(0, len(value), 8)}
         self.counters["candidates"] += len(candidates)

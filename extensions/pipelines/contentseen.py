@@ -172,6 +172,9 @@ class ContentSeenPipeline:
         else:
             fingerprint = bytes_fingerprint(body)
         item["fingerprint"] = hex64(fingerprint)
+        value = simhash(text) if self.near is not None and text else None
+        if value is not None and hasattr(self.near, "prefetch"):
+            self.near.prefetch(value)  # Redis: its read shares the exact test's round trip
         duplicate_of = self.exact.duplicate_of(fingerprint, url)
         self.stats.inc_value("contentseen/checked")
         if duplicate_of is not None:
@@ -179,8 +182,7 @@ class ContentSeenPipeline:
             self.stats.inc_value("contentseen/duplicates")
             self._record_group(url, duplicate_of, None)
             return item
-        if self.near is not None and text:
-            value = simhash(text)
+        if value is not None:
             group, near_of = self.near.add_or_match(value, url)
             item["simhash"] = hex64(value)
             if near_of is not None and near_of != url:
