@@ -25,6 +25,7 @@ from extensions.frontier.scheduler import Frontier
 from extensions.store.base import Entry, FrontierStoreError, Status
 from extensions.store.memory import MemoryStore
 from extensions.store.redis import RedisStore
+from extensions.store.redis_bloom import BloomLayout, RedisBloom
 from extensions.store.redis_keys import host_tag
 from extensions.store.sqlite import SQLiteStore
 from tests.conftest import fetched_urls
@@ -88,9 +89,12 @@ def test_every_url_row_lives_under_its_hosts_tag(redis_server: RedisServer) -> N
 
 
 # -- round trips ----------------------------------------------------------------------
-def test_round_trips_per_frontier_operation(redis_server: RedisServer) -> None:
-    """The table in extensions/store/redis.py's docstring."""
-    store = RedisStore(redis_server.url, unique_prefix())
+@pytest.mark.parametrize("seen", ["exact", "bloom"])
+def test_round_trips_per_frontier_operation(redis_server: RedisServer, seen: str) -> None:
+    """The table in extensions/store/redis.py's docstring, for either URL-seen
+    backend: the Bloom filter is tested and set in the row's own script."""
+    bloom = BloomLayout(1_000_000, 0.001) if seen == "bloom" else None
+    store = RedisStore(redis_server.url, unique_prefix(), bloom=bloom)
     clock = Clock()
     frontier = make_frontier(store, clock, queue_buffer=8, back_queues=4)
 
@@ -112,8 +116,10 @@ def test_round_trips_per_frontier_operation(redis_server: RedisServer) -> None:
     draining = trips(lambda: fetched.extend(drain(frontier, clock)))
     assert len(fetched) == 102
     assert draining <= 2 * (102 // 8 + 2 * 4 + 2)  # pop + get_many per buffer, statuses free
-    assert trips(frontier.checkpoint) == 1
+    assert trips(frontier.checkpoint) == 2  # gauges; memory per URL (INFO included)
+    assert trips(store.checkpoint) == 0
     assert store.count_by_status() == {Status.DONE: 102}
+    assert frontier.stats.get_value("frontier/redis_known_urls") == 102
 
 
 def test_buffered_writes_wait_for_the_next_read_or_checkpoint(redis_server: RedisServer) -> None:
@@ -283,19 +289,33 @@ def test_invalid_backend_settings_fail_at_start_naming_the_setting(settings: dic
 
 
 # -- whole crawls ---------------------------------------------------------------------------
-@pytest.mark.parametrize("topology", ["single", "cluster"])
+#: the shared Bloom filter for whole crawls: large enough that a false positive
+#: (a page of the truth never fetched) is not a realistic outcome
+CRAWL_BLOOM = BloomLayout(10_000_000, 1e-6)
+
+
+@pytest.mark.parametrize(("topology", "seen", "distributed"), [
+    ("single", "exact", True), ("cluster", "exact", True),
+    ("single", "bloom", True), ("cluster", "bloom", True), ("single", "bloom", False),
+])
 def test_crawl_on_redis_fetches_exactly_the_ground_truth(
-    topology: str, start_web: Any, tmp_path: Path,
+    topology: str, seen: str, distributed: bool, start_web: Any, tmp_path: Path,
     redis_server: RedisServer, redis_cluster: RedisClusterServers,
 ) -> None:
+    """With FRONTIER_SEEN_BACKEND=bloom the shared filter is the URL-seen
+    test, for the shared frontier and the single-process one, and every
+    finished row is gone at the end."""
     url = redis_cluster.url if topology == "cluster" else redis_server.url
     prefix = unique_prefix()
+    bloom = CRAWL_BLOOM if seen == "bloom" else None
     web = start_web(hosts=8, pages=8, links=4, seed=11)
     result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file), settings={
         "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 6, "CONCURRENT_REQUESTS": 16,
         "CONTENTSEEN_ENABLED": False,  # the truth follows copies' links
         "FRONTIER_BACKEND": "redis", "REDIS_URL": url, "FRONTIER_REDIS_PREFIX": prefix,
-        "SCHEDULER_PERSIST": True,
+        "SCHEDULER_PERSIST": True, "FRONTIER_DISTRIBUTED": distributed, "FRONTIER_SEEN_BACKEND": seen,
+        "FRONTIER_REDIS_BLOOM_CAPACITY": CRAWL_BLOOM.capacity,
+        "FRONTIER_REDIS_BLOOM_ERROR_RATE": CRAWL_BLOOM.error_rate,
     }, timeout=180)
     assert result.returncode == 0, result.log[-3000:]
     assert result.report["finish_reason"] == "finished"
@@ -303,11 +323,16 @@ def test_crawl_on_redis_fetches_exactly_the_ground_truth(
     fetched = fetched_urls(web)
     assert set(truth.regular) <= set(fetched) <= set(truth.fetched)
     assert not repeats_other_than_retries(web)
-    store = opened(url, prefix)
+    assert result.stats["frontier/redis_known_urls"] >= len(truth.regular)
+    assert result.stats["frontier/redis_bytes_per_url"] > 0
+    store = opened(url, prefix, bloom=bloom)
     assert store.clean
     counts = store.count_by_status()
     assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0
     assert counts.get(Status.DONE, 0) + counts.get(Status.FAILED, 0) >= len(truth.regular)
+    if bloom is not None:
+        assert not list(store.scan(store.keys.urls_pattern))  # every row trimmed
+        assert RedisBloom(store, bloom).count() == result.stats["frontier/redis_known_urls"]
     store.close()
 
 

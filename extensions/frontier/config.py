@@ -21,7 +21,11 @@ The store: ``FRONTIER_BACKEND`` ("sqlite", the default; "redis"; "memory")
 unless ``FRONTIER_STORE`` names a class other than the SQLite store. The Redis
 store reads ``REDIS_URL``, ``SCHEDULER_PERSIST`` and ``SCHEDULER_FLUSH_ON_START``
 (scrapy-redis' names and meanings), ``FRONTIER_REDIS_PREFIX``,
-``FRONTIER_REDIS_RETRIES`` and ``FRONTIER_REDIS_TIMEOUT``.
+``FRONTIER_REDIS_RETRIES`` and ``FRONTIER_REDIS_TIMEOUT``; with
+``FRONTIER_SEEN_BACKEND = "bloom"`` the URL-seen set is a Bloom filter in
+Redis shared by every process (``FRONTIER_REDIS_BLOOM_CAPACITY``,
+``FRONTIER_REDIS_BLOOM_ERROR_RATE``; :mod:`extensions.store.redis_bloom`)
+instead of the in-process one (``FRONTIER_BLOOM_*``).
 
 Several processes: with the Redis store and ``FRONTIER_DISTRIBUTED`` (on by
 default) the scheduler is :class:`~extensions.frontier.distributed.DistributedFrontier`,
@@ -49,6 +53,7 @@ from extensions.frontier.politeness import Politeness
 from extensions.frontier.urlseen import BloomSeen
 from extensions.store.memory import MemoryStore
 from extensions.store.redis import RedisStore
+from extensions.store.redis_bloom import BloomLayout
 from extensions.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -117,7 +122,27 @@ def _redis_store(store_cls: type, settings: Any) -> Any:
         flush_on_start=settings.getbool("SCHEDULER_FLUSH_ON_START", defaults.SCHEDULER_FLUSH_ON_START),
         retries=_positive_int(settings, "FRONTIER_REDIS_RETRIES", 0),
         timeout=_non_negative(settings, "FRONTIER_REDIS_TIMEOUT") or None,
+        bloom=_redis_bloom(settings) if _seen_backend(settings) == "bloom" else None,
     )
+
+
+def _redis_bloom(settings: Any) -> BloomLayout:
+    """The shared filter's layout; BloomLayout names a setting out of range."""
+    values = []
+    for name, read in (("FRONTIER_REDIS_BLOOM_CAPACITY", settings.getint),
+                       ("FRONTIER_REDIS_BLOOM_ERROR_RATE", settings.getfloat)):
+        try:
+            values.append(read(name))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be a number, got {settings.get(name)!r}") from err
+    return BloomLayout(*values)
+
+
+def _seen_backend(settings: Any) -> str:
+    backend = settings.get("FRONTIER_SEEN_BACKEND", "exact")
+    if backend not in ("exact", "bloom"):
+        raise ValueError(f'FRONTIER_SEEN_BACKEND must be "exact" or "bloom", got {backend!r}')
+    return backend
 
 
 def _store(crawler: Crawler) -> tuple[Any, Path | None, Path | None]:
@@ -136,11 +161,9 @@ def _store(crawler: Crawler) -> tuple[Any, Path | None, Path | None]:
 
 
 def _bloom(settings: Any) -> BloomSeen | None:
-    backend = settings.get("FRONTIER_SEEN_BACKEND", "exact")
-    if backend == "exact":
+    """The in-process Bloom filter; none on Redis, whose store has its own."""
+    if _seen_backend(settings) == "exact" or issubclass(_store_class(settings), RedisStore):
         return None
-    if backend != "bloom":
-        raise ValueError(f'FRONTIER_SEEN_BACKEND must be "exact" or "bloom", got {backend!r}')
     return BloomSeen(
         initial_capacity=_positive_int(settings, "FRONTIER_BLOOM_INITIAL_CAPACITY"),
         error_rate=settings.getfloat("FRONTIER_BLOOM_ERROR_RATE"),

@@ -60,7 +60,7 @@ from extensions.frontier.codec import encode
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.leases import HostLeases, process_id, queue_score
 from extensions.frontier.politeness import INFINITY
-from extensions.frontier.scheduler import Frontier, InFlight
+from extensions.frontier.scheduler import CRAWL_WIDE_STATS, Frontier, InFlight
 from extensions.store.base import FLAG_MEMORY, Entry, FrontierStoreError, Status
 
 if TYPE_CHECKING:
@@ -466,6 +466,9 @@ class DistributedFrontier(Frontier):
         deltas = []
         for name, value in values.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or name.startswith("distributed/"):
+                continue
+            if name in CRAWL_WIDE_STATS:  # the same value in every process: the latest, not a sum
+                self.leases.set_stat(name, value)
                 continue
             delta = value - self._pushed.get(name, 0)
             if delta:

@@ -7,7 +7,9 @@ below touches one slot; layout in :mod:`extensions.store.redis_keys`):
   scored by :func:`queue_score` (higher front-queue level first, then
   discovery order). :data:`ENQUEUE` adds a URL's row (the exact URL-seen
   test) and its back-queue entry in one script, so a URL is never known
-  without being queued.
+  without being queued; in Bloom mode :data:`ENQUEUE_BLOOM` asks the
+  filter's shard of the same slot first (:mod:`extensions.store.redis_bloom`)
+  and :data:`FINISH_TRIM` deletes a finished URL's row.
 * ``P:{T}:inflight:HOST`` -- fingerprints handed to a crawler and not yet
   finished. :data:`TAKE` moves the head of the back queue there (and the
   row to status in flight) atomically; :data:`FINISH` removes it.
@@ -59,7 +61,15 @@ from typing import Any
 
 from extensions.frontier.fingerprint import host_hash
 from extensions.store.base import Entry, Status
-from extensions.store.redis_keys import STATUS_BYTE, fetched_bytes, host_tag, pack_row, unpack_entry
+from extensions.store.redis_bloom import BLOOM_ADD_FN, bloom_hashes
+from extensions.store.redis_keys import (
+    FINISHED_FIELD,
+    STATUS_BYTE,
+    fetched_bytes,
+    host_tag,
+    pack_row,
+    unpack_entry,
+)
 
 LEVEL_SPAN = float(1 << 40)  # discovery numbers stay below this
 
@@ -88,15 +98,11 @@ local function requeue_inflight(inflight, back, urls)
 end
 """
 
-#: New URLs of one host: row (add-if-new) and back-queue entry together;
-#: ``force`` requeues known ones (``dont_filter``), keeping their fetch time.
-#: KEYS: urls, host_urls, back, inflight, lease. ARGV: now, me, force, host,
-#: then fingerprint, row, score per URL. Returns {added per URL, needs
-#: listing, held by me, back-queue length, head score, ms to next fetch, ver}.
-ENQUEUE = _NOW + """
+_ENQUEUE = _NOW + """
 local added = {}
-for i = 5, #ARGV, 3 do
-  local new = redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])
+for i = $FIRST, #ARGV, $STRIDE do
+  local new = 0
+  if $FRESH or ARGV[3] == '1' then new = redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
   if new == 1 then
     redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
     redis.call('ZADD', KEYS[3], ARGV[i + 2], ARGV[i])
@@ -118,6 +124,20 @@ if st[1] == ARGV[2] and tonumber(st[2]) > now then mine = 1 end
 local wait = math.max(0, (tonumber(st[4]) or 0) - now)
 return {added, needs, mine, queued, head(KEYS[3]), wait, st[5] or ''}
 """
+
+#: New URLs of one host: row (add-if-new) and back-queue entry together;
+#: ``force`` requeues known ones (``dont_filter``), keeping their fetch time.
+#: KEYS: urls, host_urls, back, inflight, lease. ARGV: now, me, force, host,
+#: then fingerprint, row, score per URL. Returns {added per URL, needs
+#: listing, held by me, back-queue length, head score, ms to next fetch, ver}.
+ENQUEUE = _ENQUEUE.replace("$FIRST", "5").replace("$STRIDE", "3").replace("$FRESH", "true")
+
+#: The same with the URL-seen Bloom filter (the URL is new if the filter
+#: says so; a forced one is added to it too). KEYS: as ENQUEUE's, then the
+#: Bloom shard. ARGV: now, me, force, host, first capacity, first error,
+#: then fingerprint, row, score, h1, h2, h3 per URL.
+ENQUEUE_BLOOM = BLOOM_ADD_FN + _ENQUEUE.replace("$FIRST", "7").replace("$STRIDE", "6").replace(
+    "$FRESH", "bloom_add(KEYS[6], ARGV[5], ARGV[6], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]) == 1")
 
 #: Put a host on its heap shard. KEYS: heap. ARGV: now, ms to wait, host,
 #: a random fraction (so that a re-listing never repeats a score). Returns the score.
@@ -212,6 +232,21 @@ if ARGV[1] ~= '' then
     local fetched = ARGV[2]
     if fetched == '' then fetched = string.sub(row, 2, 9) end
     redis.call('HSET', KEYS[2], ARGV[3], ARGV[1] .. fetched .. string.sub(row, 10))
+  end
+end
+return 1
+"""
+
+#: The same in Bloom mode: a finished row goes, counted under its status in
+#: ``host_urls`` (see extensions/store/redis_keys.py). KEYS: inflight, urls,
+#: host_urls. ARGV: the count's field (``#done`` ...; '' keeps the row), fingerprint.
+FINISH_TRIM = """
+redis.call('ZREM', KEYS[1], ARGV[2])
+if ARGV[1] ~= '' then
+  local row = redis.call('HGET', KEYS[2], ARGV[2])
+  if row and string.sub(row, 1, 1) == '1' then
+    redis.call('HDEL', KEYS[2], ARGV[2])
+    redis.call('HINCRBY', KEYS[3], ARGV[1], 1)
   end
 end
 return 1
@@ -379,14 +414,22 @@ class HostLeases:
         if not entries:
             return []
         seqs = self.store.sequence_numbers(len(entries))
+        bloom = self.store.bloom
         args: list[Any] = []
         for entry, seq in zip(entries, seqs):
             args += [entry.fingerprint, pack_row(entry, Status.QUEUED, seq), queue_score(entry.level, seq)]
-        keys = self.keys
+            if bloom is not None:
+                args += bloom_hashes(entry.fingerprint)
+        keys, tag = self.keys, host_tag(host)
         lease, back, inflight, urls = self._host_keys(host)
-        added, needs, mine, queued, head, wait, ver = self.store.call(
-            ("EVAL", ENQUEUE, 5, urls, keys.host_urls(host_tag(host)), back, inflight, lease,
-             self._now(), self.owner, "1" if force else "0", host, *args))[0]
+        script_keys = [urls, keys.host_urls(tag), back, inflight, lease]
+        head_args = [self._now(), self.owner, "1" if force else "0", host]
+        if bloom is None:
+            command = ("EVAL", ENQUEUE, 5, *script_keys, *head_args, *args)
+        else:
+            command = ("EVAL", ENQUEUE_BLOOM, 6, *script_keys, keys.bloom(tag), *head_args, *bloom.args(), *args)
+        added, needs, mine, queued, head, wait, ver = self.store.call(command)[0]
+        self.store.count_known(sum(added))
         if needs:
             self.list_host(host, wait / 1000.0, ver)
         return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
@@ -458,6 +501,10 @@ class HostLeases:
         """A handed-out URL is finished (buffered): out of the in-flight
         set; its row gets ``status`` if it is still in flight."""
         lease, _, inflight, urls = self._host_keys(host)
+        if self.store.trims:
+            self.store.write("EVAL", FINISH_TRIM, 3, inflight, urls, self.keys.host_urls(host_tag(host)),
+                             FINISHED_FIELD.get(status, ""), fingerprint)  # type: ignore[arg-type]
+            return
         self.store.write("EVAL", FINISH, 2, inflight, urls,
                          b"" if status is None else STATUS_BYTE[status],
                          b"" if fetched is None else fetched_bytes(fetched), fingerprint)
@@ -530,6 +577,10 @@ class HostLeases:
                 self.store.write("HINCRBY", self.keys.stats, name, delta)
             else:
                 self.store.write("HINCRBYFLOAT", self.keys.stats, name, repr(float(delta)))
+
+    def set_stat(self, name: str, value: float) -> None:
+        """Record a crawl-wide measurement (the latest wins; buffered)."""
+        self.store.write("HSET", self.keys.stats, name, repr(value) if isinstance(value, float) else value)
 
     def stats_totals(self) -> dict[str, float]:
         """Stats summed over every process of the crawl."""

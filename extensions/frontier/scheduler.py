@@ -60,6 +60,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: Stats that measure the whole crawl, not this process: several processes
+#: sharing a frontier each report the same value, so they are not summed.
+CRAWL_WIDE_STATS = frozenset({"frontier/redis_memory_bytes", "frontier/redis_known_urls",
+                              "frontier/redis_bytes_per_url"})
+
 
 
 @dataclass(slots=True)
@@ -711,6 +716,20 @@ class Frontier(BaseScheduler):
         if self.ledger is not None:
             stats.set_value("aopic/lambda_cash", round(self.ledger.lambda_cash, 6))
             stats.set_value("aopic/pages_with_cash", self.ledger.rows)
+        self._memory_gauges()
+
+    def _memory_gauges(self) -> None:
+        """Memory per URL of a store that reports it (Redis: the crawl's, over
+        every process; see CRAWL_WIDE_STATS). At checkpoints and close only."""
+        usage = getattr(self.store, "memory_usage", None)
+        report = usage() if usage is not None else None
+        if report is None:
+            return
+        used, known = report
+        self.stats.set_value("frontier/redis_memory_bytes", used)
+        self.stats.set_value("frontier/redis_known_urls", known)
+        if known:
+            self.stats.set_value("frontier/redis_bytes_per_url", round(used / known, 1))
 
     def entries_in_memory(self) -> int:
         """Request entries the frontier holds in memory (buffers + in flight)."""

@@ -8,7 +8,7 @@ when it is one (a cluster has only database 0). The key layout, row format
 and server-side scripts are in :mod:`extensions.store.redis_keys`; in short,
 every per-URL and per-host key carries the hash tag ``{T}`` of the host's
 24-bit hash (the top bits of every fingerprint of the host), so a host's URL
-rows, its slice of the exact URL-seen set and its state live on one shard.
+rows, its slice of the URL-seen set and its state live on one shard.
 
 Round trips. Writes whose answer nobody needs (queue pushes, status
 changes, requeues, cash, groups, crawl delays, meta) wait in one
@@ -21,7 +21,8 @@ Per frontier operation (counted by ``RedisStore.round_trips``, asserted in
 
 ====================================  ==========================================
 enqueue a new URL                     1 (``insert_new``; +1 for a host not cached,
-                                      +1 per 1024 URLs for the sequence block)
+                                      +1 per 1024 URLs for the sequence block);
+                                      the same with the Bloom filter
 enqueue a known URL (cold cache)      1 (``insert_new`` answers "known")
 front/back queue refill               2 per buffer of ``FRONTIER_QUEUE_BUFFER``
                                       (``pop`` + ``get_many``); pushes: 0
@@ -30,16 +31,42 @@ with AOPIC                            +1 per enqueue (the URL's cash), +2 per
                                       dispatch (``status_of``, cash), 2 per
                                       fetched page (take, credit), +2 per
                                       promoted URL
-checkpoint                            1 (0 when nothing is buffered)
+checkpoint                            2 (gauges; memory per URL, with INFO; +1
+                                      per master of a cluster); the store's
+                                      own: 1 (0 when nothing is buffered)
 ====================================  ==========================================
 
-URL-seen is exact: the URL rows are the seen set (64-bit fingerprints as
-hash fields); a URL takes about 235 bytes of Redis memory (a 100-byte row
-plus the hash's overhead; 100,000 URLs of 100 or 1,000 hosts), and
-``insert_new`` of one URL about 90 microseconds on loopback. ``FRONTIER_SEEN_BACKEND = "bloom"`` keeps the frontier's
-in-process Bloom filter in front of it (a file in ``JOBDIR``, if any); a
-Bloom filter in Redis bitmaps would only save memory once done rows are
-trimmed, which this store does not do.
+URL-seen, exact (the default): the URL rows are the seen set (64-bit
+fingerprints as hash fields); a URL takes about 235 bytes of Redis memory (a
+100-byte row plus the hash's overhead; 100,000 URLs of 100 or 1,000 hosts)
+for the whole crawl, and ``insert_new`` of one URL about 90 microseconds on
+loopback.
+
+URL-seen, Bloom (``FRONTIER_SEEN_BACKEND = "bloom"``, ``bloom=`` here): the
+shared filter of :mod:`extensions.store.redis_bloom` is the seen set, tested
+and set inside the script that inserts the row (same round trips, about 10
+microseconds more of Redis time per URL), and a row lives only while its
+URL is queued or in flight: done, failed and excluded rows are deleted and
+counted by status (:data:`~extensions.store.redis_keys.TRIM`). What reads
+finished rows, and what that means here:
+
+* the URL-seen test: the filter answers for them (a false positive, a new
+  URL never crawled, at the configured rate);
+* ``status_of``, ``get_many``: None for a finished URL, which is what
+  AOPIC's stale-copy check, promotions and revisits (made before the fetch
+  ends, while the row is in flight) already do with a finished one;
+* ``count_by_status``: the rows plus the counts of trimmed ones (a URL
+  finished twice, through ``dont_filter``, counts twice); ``iter_all``:
+  pending rows only (it rebuilt the in-process filter, unused on Redis);
+* the rebuild after a crash and the shared frontier's recovery of a killed
+  process's URLs read queued and in-flight rows only, which stay.
+
+Kept, as they are not URL rows: AOPIC's cash rows (conservation needs every
+page's cash, and credit reaches finished pages), content groups, per-host
+URL counts (``FRONTIER_HOST_BUDGET``). A crawl keeps the URL-seen backend
+and Bloom layout it began with (``seen`` in ``P:meta``; another is refused
+at open). Memory per URL is reported as ``frontier/redis_bytes_per_url``
+(:meth:`RedisStore.memory_usage`).
 
 Durability. What the server acknowledged survives the client; with AOF
 (``appendonly yes``, ``appendfsync everysec``) a Redis restart loses at most
@@ -91,12 +118,17 @@ from redis.exceptions import RedisError, ResponseError
 from redis.retry import Retry
 
 from extensions.store.base import Entry, FrontierStoreError, Status
+from extensions.store.redis_bloom import BloomLayout, bloom_hashes
 from extensions.store.redis_keys import (
+    FINISHED_FIELD,
     INSERT_NEW,
+    INSERT_NEW_BLOOM,
     REQUEUE,
+    REQUEUE_BLOOM,
     SCHEMA_VERSION,
     SET_STATUS,
     STATUS_BYTE,
+    TRIM,
     Keys,
     fetched_bytes,
     pack_cash,
@@ -169,12 +201,15 @@ def connect(url: str, timeout: float, retry: Retry) -> Any:
 
 
 class RedisStore:
-    """Every frontier store concern in Redis (see the module docstring)."""
+    """Every frontier store concern in Redis (see the module docstring).
+    With ``bloom``, the URL-seen set is that Bloom filter and finished rows
+    are trimmed."""
 
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
                  flush_on_start: bool = False, retries: int = 6, timeout: float = 10.0,
-                 batch: int = 1024) -> None:
+                 batch: int = 1024, bloom: BloomLayout | None = None) -> None:
         self.url = url
+        self.bloom = bloom
         self.keys = Keys(prefix)
         self.location = f"{redact(url)} (keys {prefix}:*)"
         self.persist, self.flush_on_start = persist, flush_on_start
@@ -186,6 +221,8 @@ class RedisStore:
         self._pipe: Any = None
         self._lengths: dict[str, int] = {}
         self._seq_next, self._seq_end = 1, 0
+        self._known = 0  # URLs inserted as new, not yet added to P:known
+        self._info_refused = False
 
     # -- lifecycle -------------------------------------------------------------
     def open(self) -> None:
@@ -207,13 +244,29 @@ class RedisStore:
             raise FrontierStoreError(
                 f"the frontier keys at {self.location} have schema {schema.decode()}, expected "
                 f"{SCHEMA_VERSION}: choose another FRONTIER_REDIS_PREFIX or delete them")
+        self._check_seen_backend()
         self.clean = clean != b"0" or not self._has_rows()
         self._write("HSET", self.keys.meta, "schema", SCHEMA_VERSION, "clean", "0")
+        if schema is None and (used := self._used_memory()) is not None:
+            self._write("HSETNX", self.keys.meta, "memory_base", used)  # a new crawl
         self._flush()
         self._load_lengths()
 
+    def _check_seen_backend(self) -> None:
+        """A crawl keeps the URL-seen backend (and Bloom layout) it began with:
+        exact rows cannot stand in for trimmed ones, nor shards change size."""
+        wanted = "exact" if self.bloom is None else self.bloom.describe()
+        recorded = self._call(("HSETNX", self.keys.meta, "seen", wanted), ("HGET", self.keys.meta, "seen"))[1]
+        if recorded.decode() != wanted:
+            self.abandon()
+            raise FrontierStoreError(
+                f"the crawl at {self.location} began with URL-seen {recorded.decode()!r}, not {wanted!r}: "
+                "keep its FRONTIER_SEEN_BACKEND, FRONTIER_REDIS_BLOOM_CAPACITY and "
+                "FRONTIER_REDIS_BLOOM_ERROR_RATE, or choose another FRONTIER_REDIS_PREFIX")
+
     def checkpoint(self) -> None:
         """Send every buffered write (durable on the server's terms: AOF)."""
+        self._add_known()
         self._flush()
 
     def close(self, clean: bool = True) -> None:
@@ -221,6 +274,7 @@ class RedisStore:
             return
         if self.persist:
             self.set_meta("clean", "1" if clean else "0")
+            self._add_known()
             self._flush()
         else:
             self.delete_crawl()
@@ -243,6 +297,7 @@ class RedisStore:
         self._flush()
         self._lengths.clear()
         self._seq_next, self._seq_end = 1, 0
+        self._known = 0
         return len(keys)
 
     def get_meta(self, key: str) -> str | None:
@@ -251,6 +306,51 @@ class RedisStore:
 
     def set_meta(self, key: str, value: str) -> None:
         self._write("HSET", self.keys.meta, key, value)
+
+    # -- memory (for stats) --------------------------------------------------------
+    def memory_usage(self) -> tuple[int, int] | None:
+        """``(bytes, URLs)``, crawl-wide: the Redis dataset memory added since
+        the crawl's keys were created (``used_memory_dataset`` over every
+        master, less its value then) and the URLs known. It counts whatever
+        else the server stored meanwhile: exact on a Redis of its own. None
+        if the server refuses INFO or the crawl began without a baseline.
+        One round trip (on a cluster, plus one per master): for checkpoints."""
+        if self._info_refused:
+            return None
+        self._add_known()
+        commands: list[tuple[Any, ...]] = [("GET", self.keys.known), ("HGET", self.keys.meta, "memory_base")]
+        if not self.cluster:
+            commands.append(("INFO", "memory"))
+        try:
+            known, base, *info = self._call(*commands)
+            used = self._used_memory() if self.cluster else int(info[0]["used_memory_dataset"])
+        except FrontierStoreError as err:
+            if "info" not in str(err).lower() or not isinstance(err.__cause__, ResponseError):
+                raise
+            used = self._refuse_info(err)
+        if base is None or used is None:
+            return None
+        return max(0, used - int(base)), int(known or 0)
+
+    def _used_memory(self) -> int | None:
+        """``used_memory_dataset`` summed over the masters (None: INFO refused)."""
+        try:
+            if self.cluster:
+                info = self._client.info("memory", target_nodes=RedisCluster.PRIMARIES)
+                sections = [info] if "used_memory" in info else list(info.values())
+            else:
+                sections = [self._client.info("memory")]
+        except ResponseError as err:
+            return self._refuse_info(err)
+        except RedisError as err:
+            raise FrontierStoreError(f"Redis at {self.location} failed: {err}") from err
+        self.round_trips += len(sections)
+        return sum(int(section["used_memory_dataset"]) for section in sections)
+
+    def _refuse_info(self, err: Exception) -> None:
+        """INFO renamed or not allowed (ACL): no memory stats, said once."""
+        self._info_refused = True
+        logger.warning("Redis at %s refuses INFO (%s): no frontier/redis_memory_bytes", self.location, err)
 
     # -- the pipeline ------------------------------------------------------------
     # Public for the multi-process frontier's leases
@@ -382,18 +482,41 @@ class RedisStore:
             for i in indexes:
                 entry = entries[i]
                 args += [entry.fingerprint, pack_row(entry, Status.QUEUED, seqs[i]), entry.host]
-            commands.append(("EVAL", INSERT_NEW, 2, self.keys.urls(tag), self.keys.host_urls(tag), *args))
+                if self.bloom is not None:
+                    args += bloom_hashes(entry.fingerprint)
+            commands.append(self._insert_command(tag, args))
         new = [False] * len(entries)
         for indexes, added in zip(by_tag.values(), self._call(*commands)):
             for i, flag in zip(indexes, added):
                 new[i] = bool(flag)
+        self.count_known(sum(new))
         return new
+
+    def _insert_command(self, tag: str, args: list[Any]) -> tuple[Any, ...]:
+        keys = self.keys
+        if self.bloom is None:
+            return ("EVAL", INSERT_NEW, 2, keys.urls(tag), keys.host_urls(tag), *args)
+        return ("EVAL", INSERT_NEW_BLOOM, 3, keys.urls(tag), keys.host_urls(tag), keys.bloom(tag),
+                *self.bloom.args(), *args)
+
+    def count_known(self, new: int) -> None:
+        """``new`` URLs were inserted (added to ``P:known`` at the next checkpoint)."""
+        self._known += new
+
+    def _add_known(self) -> None:
+        if self._known and self._pipe is not None:
+            self._write("INCRBY", self.keys.known, self._known)
+            self._known = 0
 
     def requeue(self, entry: Entry, now: float) -> None:
         seq = self._next_seqs(1)[0]
         tag = tag_of(entry.fingerprint)
-        self._write("EVAL", REQUEUE, 2, self.keys.urls(tag), self.keys.host_urls(tag),
-                    entry.fingerprint, pack_row(entry, Status.QUEUED, seq), entry.host)
+        args = (entry.fingerprint, pack_row(entry, Status.QUEUED, seq), entry.host)
+        if self.bloom is None:
+            self._write("EVAL", REQUEUE, 2, self.keys.urls(tag), self.keys.host_urls(tag), *args)
+        else:  # a later enqueue of the URL must find it seen, as the exact set would
+            self._write("EVAL", REQUEUE_BLOOM, 3, self.keys.urls(tag), self.keys.host_urls(tag),
+                        self.keys.bloom(tag), *args, *self.bloom.args(), *bloom_hashes(entry.fingerprint))
 
     def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
         if not fingerprints:
@@ -413,7 +536,16 @@ class RedisStore:
         guard = b"" if only_from is None else STATUS_BYTE[only_from]
         fetched = b"" if now is None else fetched_bytes(now)
         for tag, fps in by_tag.items():
-            self._write("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[status], guard, fetched, *fps)
+            if self.trims and status in FINISHED_FIELD:
+                self._write("EVAL", TRIM, 2, self.keys.urls(tag), self.keys.host_urls(tag),
+                            FINISHED_FIELD[status], guard, *fps)
+            else:
+                self._write("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[status], guard, fetched, *fps)
+
+    @property
+    def trims(self) -> bool:
+        """Whether rows go when their URL is finished (Bloom mode)."""
+        return self.bloom is not None
 
     def status_of(self, fingerprint: int) -> Status | None:
         row = self._call(("HGET", self.keys.urls(tag_of(fingerprint)), fingerprint))[0]
@@ -457,7 +589,15 @@ class RedisStore:
         return changed
 
     def count_by_status(self) -> dict[Status, int]:
-        return dict(Counter(row_status(row) for _, row in self._rows(10_000)))
+        """Rows by status, plus the rows trimmed in each finished status."""
+        counts = Counter(row_status(row) for _, row in self._rows(10_000))
+        fields = list(FINISHED_FIELD.values())
+        keys = list(self._scan(self.keys.host_urls_pattern))
+        for start in range(0, len(keys), 1000):
+            for answer in self._call(*[("HMGET", key, *fields) for key in keys[start:start + 1000]]):
+                for status, value in zip(FINISHED_FIELD, answer):
+                    counts[status] += int(value or 0)
+        return {status: count for status, count in counts.items() if count}
 
     # -- HostTable ---------------------------------------------------------------
     def add_hosts(self, hosts: Iterable[str], now: float = 0.0) -> int:

@@ -7,7 +7,11 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
 :mod:`extensions.frontier.fingerprint` makes a hash of the URL's host)::
 
     P:{T}:urls        hash  fingerprint -> URL row (status, fetched, seq, entry)
-    P:{T}:host_urls   hash  host -> how many URLs of that host are known
+    P:{T}:host_urls   hash  host -> how many URLs of that host are known; and
+                      #done, #failed, #excluded: rows trimmed in that status
+    P:{bloom-N}:bloom string the URL-seen Bloom filter's shard for the slot of
+                      the tags {T} it serves (FRONTIER_SEEN_BACKEND "bloom",
+                      see extensions/store/redis_bloom.py)
     P:{T}:cash        hash  fingerprint -> AOPIC (cash, history, mark, visits)
     P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
     P:{T}:lease:HOST  hash  a host's lease and politeness state, shared by
@@ -22,6 +26,7 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:crawl_delays    hash  host -> robots.txt Crawl-delay (seconds)
     P:meta            hash  schema, clean, front_queues, back_queues, ...
     P:seq             int   discovery-order counter (reserved in blocks)
+    P:known           int   URLs inserted as new (for memory per URL)
     P:processes       zset  crawler process id -> heartbeat expiry (ms)
     P:stats           hash  stats summed over the crawler processes
     P:start_urls      list  seeds pushed to a running crawl (scrapy-redis'
@@ -52,8 +57,14 @@ A URL row (bytes)::
     url, host, referer, extra, blob    each >i length (-1: None) + UTF-8 or bytes
 
 The scripts below change only the first 9 bytes of a row in place (status,
-fetched); every multi-key script touches keys of a single tag, as Redis
-Cluster requires.
+fetched); every multi-key script touches keys of a single slot, as Redis
+Cluster requires (a tag's keys, and the Bloom shard of its slot).
+
+Trimming (Bloom mode): once the filter is the URL-seen set, a row is needed
+only while its URL is queued or in flight, so :data:`TRIM` deletes the rows
+that become done, failed or excluded and counts them in ``host_urls``
+(``#done`` ...), which :meth:`~extensions.store.redis.RedisStore.count_by_status`
+adds to the rows.
 """
 
 from __future__ import annotations
@@ -63,6 +74,7 @@ import struct
 
 from extensions.frontier.fingerprint import host_hash
 from extensions.store.base import Entry, Status
+from extensions.store.redis_bloom import BLOOM_ADD_FN, shard_tag
 
 SCHEMA_VERSION = "1"
 
@@ -74,17 +86,28 @@ STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
 _STATUS_OF_BYTE = {byte[0]: status for status, byte in STATUS_BYTE.items()}
 _TEXT = ("utf-8", "surrogatepass")
 
-#: add-if-new of rows of one tag; counts each new row's host. KEYS: urls,
-#: host_urls; ARGV: fingerprint, row, host, ... Returns 1/0 per row.
-INSERT_NEW = """
+_INSERT_NEW = """
 local added = {}
-for i = 1, #ARGV, 3 do
-  local new = redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])
-  if new == 1 then redis.call('HINCRBY', KEYS[2], ARGV[i + 2], 1) end
+for i = $FIRST, #ARGV, $STRIDE do
+  local new = 0
+  if $FRESH then
+    new = redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])
+    if new == 1 then redis.call('HINCRBY', KEYS[2], ARGV[i + 2], 1) end
+  end
   added[#added + 1] = new
 end
 return added
 """
+
+#: add-if-new of rows of one tag; counts each new row's host. KEYS: urls,
+#: host_urls; ARGV: fingerprint, row, host, ... Returns 1/0 per row.
+INSERT_NEW = _INSERT_NEW.replace("$FIRST", "1").replace("$STRIDE", "3").replace("$FRESH", "true")
+
+#: the same, a row only for a URL new to the Bloom filter. KEYS: urls,
+#: host_urls, Bloom shard; ARGV: first capacity, first error, then
+#: fingerprint, row, host, h1, h2, h3 per row.
+INSERT_NEW_BLOOM = BLOOM_ADD_FN + _INSERT_NEW.replace("$FIRST", "3").replace("$STRIDE", "6").replace(
+    "$FRESH", "bloom_add(KEYS[3], ARGV[1], ARGV[2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]) == 1")
 
 #: insert or overwrite one row as queued, keeping its last fetch time.
 #: KEYS: urls, host_urls; ARGV: fingerprint, row, host.
@@ -99,6 +122,30 @@ end
 redis.call('HSET', KEYS[1], ARGV[1], row)
 return 1
 """
+
+#: the same, and the URL into the Bloom filter. KEYS: urls, host_urls, Bloom
+#: shard; ARGV: fingerprint, row, host, first capacity, first error, h1, h2, h3.
+REQUEUE_BLOOM = BLOOM_ADD_FN + "bloom_add(KEYS[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8])" + REQUEUE
+
+#: rows of one tag become done, failed or excluded in Bloom mode: deleted,
+#: and counted under their status in ``host_urls``. KEYS: urls, host_urls;
+#: ARGV: the count's field (``#done`` ...), only-from status byte or '',
+#: fingerprints. Returns how many rows went.
+TRIM = """
+local trimmed = 0
+for i = 3, #ARGV do
+  local row = redis.call('HGET', KEYS[1], ARGV[i])
+  if row and (ARGV[2] == '' or string.sub(row, 1, 1) == ARGV[2]) then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+    trimmed = trimmed + 1
+  end
+end
+if trimmed > 0 then redis.call('HINCRBY', KEYS[2], ARGV[1], trimmed) end
+return trimmed
+"""
+
+#: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
+FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded"}
 
 #: status (and fetch time) of rows of one tag. KEYS: urls; ARGV: status
 #: byte, only-from status byte or '', fetched (8 bytes) or '', fingerprints.
@@ -151,6 +198,9 @@ class Keys:
         self.queue_prefix = f"{prefix}:queue:"
         literal = glob_escape(prefix)
         self.urls_pattern = f"{literal}:{{*}}:urls"
+        self.host_urls_pattern = f"{literal}:{{*}}:host_urls"
+        self.bloom_pattern = f"{literal}:{{*}}:bloom"
+        self.known = f"{prefix}:known"
         self.cash_pattern = f"{literal}:{{*}}:cash"
         self.queue_pattern = f"{glob_escape(self.queue_prefix)}*"
         self.back_pattern = f"{literal}:{{*}}:back:*"
@@ -159,7 +209,8 @@ class Keys:
         self.start_urls = f"{prefix}:start_urls"
         #: what deleting the crawl removes (SCHEDULER_PERSIST off, a flush)
         self.all_patterns = (f"{literal}:{{*}}:*", self.queue_pattern)
-        self.singles = (self.meta, self.seq, self.hosts, self.crawl_delays, self.processes, self.stats)
+        self.singles = (self.meta, self.seq, self.hosts, self.crawl_delays, self.processes, self.stats,
+                        self.known)
 
     def urls(self, tag: str) -> str:
         return f"{self.prefix}:{{{tag}}}:urls"
@@ -172,6 +223,10 @@ class Keys:
 
     def groups(self, tag: str) -> str:
         return f"{self.prefix}:{{{tag}}}:groups"
+
+    def bloom(self, tag: str) -> str:
+        """The Bloom filter's shard for the slot of ``tag``."""
+        return f"{self.prefix}:{{{shard_tag(tag)}}}:bloom"
 
     def lease(self, host: str) -> str:
         """A host's lease and politeness state (multi-process frontier)."""
