@@ -237,3 +237,36 @@ def test_revisits_fetch_each_page_again_up_to_the_setting(store: Any) -> None:
     assert_conserved(frontier.ledger)
     histories = {url: frontier.ledger.history_of(url_fingerprint(url)[0]) for url in graph}
     assert histories["http://a.test/"] > histories["http://c.test/"] > 0  # a has two in-links
+
+
+def test_a_pages_cash_read_in_one_go_gives_the_same_ledger_as_separate_reads(tmp_path: Any) -> None:
+    """distribute() reads the page's and its links' rows once (one round
+    trip on Redis); random pages, self-links and repeated links included,
+    the rows and totals match those of separate reads, to the bit."""
+    rng = random.Random(21)
+    stores = [make_store("memory", tmp_path / "a"), make_store("memory", tmp_path / "b")]
+    for each in stores:
+        each.open()
+    together, apart = (AOPICLedger(each, tax=0.1) for each in stores)
+    for ledger in (together, apart):
+        for fp in range(1, 6):
+            ledger.seed(fp)
+    for _ in range(300):
+        page = rng.randrange(1, 40)
+        links = [rng.randrange(1, 40) for _ in range(rng.randrange(0, 6))]
+        rows = together.read_rows([page, *links])
+        cash, _, _ = together.take(page, rows)
+        share = together.split(cash, len(links))
+        if share > 0:
+            together.credit_many([(fp, share) for fp in links], rows)
+        cash, _, _ = apart.take(page)
+        share = apart.split(cash, len(links))
+        if share > 0:
+            apart.credit_many([(fp, share) for fp in links])
+        if rng.random() < 0.05:
+            for ledger in (together, apart):
+                ledger.maybe_crawl_lambda(0.0)
+    assert together.totals() == apart.totals()
+    every = list(range(1, 40))
+    assert stores[0].cash.get_cash(every) == stores[1].cash.get_cash(every)
+    assert_conserved(together)

@@ -102,11 +102,18 @@ class AOPICLedger:
         self.put_in += self.initial_cash
         return self.credit_many([(fingerprint, self.initial_cash)])[0]
 
-    def credit_many(self, amounts: list[tuple[int, float]]) -> list[tuple[float, float, bool]]:
+    def read_rows(self, fingerprints: list[int]) -> dict[int, tuple[float, float, float, int]]:
+        """The cash rows of URLs in one read, for :meth:`take` and
+        :meth:`credit_many` of one page (a round trip fewer on Redis)."""
+        return self.store.cash.get_cash(list(dict.fromkeys(fingerprints)))
+
+    def credit_many(self, amounts: list[tuple[int, float]],
+                    rows: dict[int, tuple[float, float, float, int]] | None = None) -> list[tuple[float, float, bool]]:
         """Add cash to URLs, creating rows for new ones; return each URL's
-        ``(cash before, cash after, had a row)`` (a URL credited twice: in order)."""
-        fps = list({fp for fp, _ in amounts})
-        rows = self.store.cash.get_cash(fps)
+        ``(cash before, cash after, had a row)`` (a URL credited twice: in
+        order). ``rows``: their current rows if already read (:meth:`read_rows`)."""
+        if rows is None:
+            rows = self.store.cash.get_cash(list({fp for fp, _ in amounts}))
         changed: dict[int, tuple[float, float, float, int]] = {}
         result = []
         dividend = self.dividend
@@ -124,18 +131,23 @@ class AOPICLedger:
         self.store.cash.put_cash([(fp, *row) for fp, row in changed.items()])
         return result
 
-    def take(self, fingerprint: int) -> tuple[float, float, int]:
+    def take(self, fingerprint: int,
+             rows: dict[int, tuple[float, float, float, int]] | None = None) -> tuple[float, float, int]:
         """Page fetched: its cash moves to its history; return ``(cash,
-        history, visits)`` with this visit counted."""
-        row = self.store.cash.get_cash([fingerprint]).get(fingerprint)
+        history, visits)`` with this visit counted. ``rows``: rows already
+        read (:meth:`read_rows`), updated with this URL's new one."""
+        if rows is None:
+            rows = self.store.cash.get_cash([fingerprint])
+        row = rows.get(fingerprint)
         if row is None:
             self.rows += 1
-            self.store.cash.put_cash([(fingerprint, 0.0, 0.0, self.dividend, 1)])
-            return 0.0, 0.0, 1
-        cash = row[0] + (self.dividend - row[2])
-        history = row[1] + cash
-        self.store.cash.put_cash([(fingerprint, 0.0, history, self.dividend, row[3] + 1)])
-        return cash, history, row[3] + 1
+            cash, history, visits = 0.0, 0.0, 1
+        else:
+            cash = row[0] + (self.dividend - row[2])
+            history, visits = row[1] + cash, row[3] + 1
+        rows[fingerprint] = (0.0, history, self.dividend, visits)
+        self.store.cash.put_cash([(fingerprint, *rows[fingerprint])])
+        return cash, history, visits
 
     def split(self, cash: float, outlinks: int) -> float:
         """Tax to Lambda and the share of each outlink (none: all to Lambda)."""

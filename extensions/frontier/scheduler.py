@@ -582,10 +582,12 @@ class Frontier(BaseScheduler):
             return 0.0
         fp, _ = url_fingerprint(url)
         self._credited = {}  # valid from a credit to the next take only
-        cash, history, visits = self.ledger.take(fp)
+        links = [canonical_fingerprint(link) for link in outlinks]
+        rows = self.ledger.read_rows([fp, *links])  # the page's and its links' cash: one read
+        cash, history, visits = self.ledger.take(fp, rows)
         share = self.ledger.split(cash, len(outlinks))
         if share > 0:
-            self.credit([canonical_fingerprint(link) for link in outlinks], share)
+            self.credit(links, share, rows)
         if visits <= self.revisits:
             self._revisit(fp)
         return history
@@ -604,12 +606,14 @@ class Frontier(BaseScheduler):
         self.front.push(again)
         self.stats.inc_value("aopic/revisits")
 
-    def credit(self, fingerprints: Sequence[int], amount: float) -> None:
-        """Add ``amount`` of cash to each URL; promote queued ones whose level rises."""
+    def credit(self, fingerprints: Sequence[int], amount: float,
+               rows: dict[int, tuple[float, float, float, int]] | None = None) -> None:
+        """Add ``amount`` of cash to each URL (``rows``: their cash rows, if
+        read already); promote queued ones whose level rises."""
         ledger = self.ledger
         if ledger is None or not fingerprints:
             return
-        changes = ledger.credit_many([(fp, amount) for fp in fingerprints])
+        changes = ledger.credit_many([(fp, amount) for fp in fingerprints], rows)
         dividend = ledger.dividend
         self._credited = {fp: (after, dividend) for fp, (_, after, _) in zip(fingerprints, changes)}
         mean = ledger.mean_cash()
