@@ -93,6 +93,21 @@ def test_take_hands_out_the_best_url_and_marks_it_in_flight(pair: Any) -> None:
     assert a.take("h1.test").state == "empty"
 
 
+def test_take_brings_the_urls_aopic_cash_row_along(pair: Any) -> None:
+    """The dispatch needs the URL's cash (Lambda's turn); it comes in the
+    same script, not in a round trip of its own."""
+    a, _, _ = pair
+    enqueue(a, "http://h1.test/rich", "http://h1.test/poor")
+    rich = entry("http://h1.test/rich").fingerprint
+    a.store.put_cash([(rich, 2.5, 0.75, 0.125, 1)])
+    a.acquire(a.poll(10).due)
+    trips = a.store.round_trips
+    taken = a.take("h1.test")
+    assert a.store.round_trips == trips + 1
+    assert (taken.entry.fingerprint, taken.cash) == (rich, (2.5, 0.75, 0.125, 1))
+    assert a.take("h1.test").cash is None  # never given cash
+
+
 def test_a_lapsed_lease_gives_its_in_flight_urls_to_the_next_owner(pair: Any) -> None:
     a, b, clock = pair
     enqueue(a, "http://h1.test/x", "http://h1.test/y")

@@ -318,7 +318,11 @@ class DistributedFrontier(Frontier):
             return None
         entry: Entry = taken.entry  # type: ignore[assignment]
         held.queued, held.head = taken.queued, taken.head
-        request = self._request_of(entry)
+        cash = None
+        if self.ledger is not None:  # the cash row came with the URL
+            row = taken.cash
+            cash = 0.0 if row is None else row[0] + (self.ledger.dividend - row[2])
+        request = self._request_of(entry, cash)
         if request is None:
             self.leases.finish(host, entry.fingerprint, None)
             self._reschedule(host)

@@ -68,6 +68,7 @@ from extensions.store.redis_keys import (
     fetched_bytes,
     host_tag,
     pack_row,
+    unpack_cash,
     unpack_entry,
 )
 
@@ -199,10 +200,11 @@ return {1, expires, wait, queued, head(KEYS[2]), recovered, lapsed}
 
 #: The best queued URL of a host we hold, into its in-flight set; extends
 #: the lease (still ours: nobody acquired it, even if it lapsed). KEYS:
-#: lease, back, inflight, urls. ARGV: now, me, most stale entries to skip, TTL ms.
-#: Returns {-1} (lease lost), {0, skipped} (queue empty), {2, skipped}
-#: (only stale entries so far), or {1, fingerprint, row, back-queue length,
-#: head score, skipped}.
+#: lease, back, inflight, urls, cash. ARGV: now, me, most stale entries to
+#: skip, TTL ms. Returns {-1} (lease lost), {0, skipped} (queue empty), {2,
+#: skipped} (only stale entries so far), or {1, fingerprint, row, back-queue
+#: length, head score, skipped, AOPIC cash row or false} (the cash row saves
+#: the dispatch a round trip: same hash tag).
 TAKE = _NOW + """
 local now = now_ms(ARGV[1])
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return {-1} end
@@ -215,7 +217,8 @@ for _ = 1, tonumber(ARGV[3]) do
   if row and string.sub(row, 1, 1) == '0' then
     redis.call('HSET', KEYS[4], popped[1], '1' .. string.sub(row, 2))
     redis.call('ZADD', KEYS[3], popped[2], popped[1])
-    return {1, popped[1], row, redis.call('ZCARD', KEYS[2]), head(KEYS[2]), skipped}
+    return {1, popped[1], row, redis.call('ZCARD', KEYS[2]), head(KEYS[2]), skipped,
+            redis.call('HGET', KEYS[5], popped[1])}
   end
   skipped = skipped + 1
 end
@@ -370,6 +373,7 @@ class Taken:
     queued: int = 0
     head: float = float("inf")
     skipped: int = 0
+    cash: tuple[float, float, float, int] | None = None  # the URL's AOPIC cash row, if any
 
 
 @dataclass(slots=True)
@@ -484,8 +488,8 @@ class HostLeases:
 
     def take(self, host: str, max_skip: int = 64) -> Taken:
         """The best queued URL of a held host, now in flight."""
-        answer = self.store.call(("EVAL", TAKE, 4, *self._host_keys(host), self._now(),
-                                  self.owner, max_skip, self.ttl_ms))[0]
+        answer = self.store.call(("EVAL", TAKE, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
+                                  self._now(), self.owner, max_skip, self.ttl_ms))[0]
         state = answer[0]
         if state == -1:
             return Taken("lost")
@@ -493,9 +497,10 @@ class HostLeases:
             return Taken("empty", skipped=int(answer[1]))
         if state == 2:
             return Taken("stale", skipped=int(answer[1]))
-        _, fp, row, queued, head, skipped = answer
+        _, fp, row, queued, head, skipped, cash = answer
         fingerprint = int(fp)
-        return Taken("taken", unpack_entry(fingerprint, row), int(queued), head_score(head), int(skipped))
+        return Taken("taken", unpack_entry(fingerprint, row), int(queued), head_score(head), int(skipped),
+                     unpack_cash(cash) if cash else None)
 
     def finish(self, host: str, fingerprint: int, status: Status | None, fetched: float | None = None) -> None:
         """A handed-out URL is finished (buffered): out of the in-flight

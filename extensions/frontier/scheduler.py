@@ -362,7 +362,9 @@ class Frontier(BaseScheduler):
         self.stats.inc_value("frontier/dequeued")
         return request
 
-    def _request_of(self, entry: Entry) -> Request | None:
+    def _request_of(self, entry: Entry, cash: float | None = None) -> Request | None:
+        """The request to fetch for ``entry`` (``cash``: its AOPIC cash, if
+        known already), or None if it must not be fetched now."""
         fp = entry.fingerprint
         if fp in self.excluded:
             self.excluded.discard(fp)
@@ -371,7 +373,9 @@ class Frontier(BaseScheduler):
             if self._stale_copy(fp):
                 self.stats.inc_value("frontier/stale_copies")
                 return None
-            if self.ledger.maybe_crawl_lambda(self.ledger.cash_of(fp) or 0.0):
+            if cash is None:
+                cash = self.ledger.cash_of(fp) or 0.0
+            if self.ledger.maybe_crawl_lambda(cash):
                 self.stats.inc_value("aopic/lambda_crawls")
         if entry.flags & FLAG_MEMORY:
             request = self.memory_only.pop(fp, None)
