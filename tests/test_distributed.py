@@ -22,9 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from extensions.store.base import Status
-from extensions.store.redis import RedisStore
+from extensions.store.redis import RedisStore, connect
+from extensions.store.redis_bloom import BloomLayout, RedisBloom
+from extensions.store.redis_keys import Keys
 from tests.conftest import fetched_urls
 from tests.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
 from tests.redisserver import RedisServer, redis_server, unique_prefix  # noqa: F401 - fixtures
@@ -34,6 +38,11 @@ DELAY = 0.15
 DEPTH = 10
 TTL = 2.0
 WEB = {"hosts": 40, "pages": 8, "links": 5, "seed": 3}
+#: the shared URL-seen Bloom filter, large enough that a false positive (a
+#: page of the truth never fetched) is not a realistic outcome
+BLOOM = BloomLayout(10_000_000, 1e-6)
+BLOOM_SETTINGS = {"FRONTIER_SEEN_BACKEND": "bloom", "FRONTIER_REDIS_BLOOM_CAPACITY": BLOOM.capacity,
+                  "FRONTIER_REDIS_BLOOM_ERROR_RATE": BLOOM.error_rate}
 
 
 def crawl_settings(web: Any, url: str, prefix: str, **extra: Any) -> dict[str, Any]:
@@ -90,14 +99,44 @@ def assert_polite(entries: list[Any], crawl_delays: dict[str, float]) -> int:
     return checked
 
 
-def assert_nothing_left(url: str, prefix: str, truth_size: int) -> None:
-    store = RedisStore(url, prefix)
+def assert_nothing_left(url: str, prefix: str, truth_size: int, bloom: BloomLayout | None = None) -> None:
+    """No URL queued or in flight; at least the truth finished (in Bloom
+    mode counted from the trimmed rows, none of which is left)."""
+    store = RedisStore(url, prefix, bloom=bloom)
     store.open()
     counts = store.count_by_status()
     assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0, counts
     assert counts.get(Status.DONE, 0) + counts.get(Status.FAILED, 0) >= truth_size
     assert not list(store.scan(store.keys.back_pattern))
+    if bloom is not None:
+        assert not list(store.scan(store.keys.urls_pattern))
+        assert RedisBloom(store, bloom).count() >= truth_size
     store.close()
+
+
+def assert_finished_with_the_truth(web: Any, results: list[CrawlResult], url: str, prefix: str,
+                                   bloom: BloomLayout | None = None) -> None:
+    """Every process finished and did some of the work; exactly the ground
+    truth fetched, no page twice, nothing left in the frontier."""
+    for result in results:
+        assert result.returncode == 0, result.log[-3000:]
+        assert result.report["finish_reason"] == "finished"
+        assert result.stats.get("frontier/done", 0) > 0
+    assert_ground_truth(web)
+    assert not repeats_other_than_retries(web)
+    assert_nothing_left(url, prefix, len(web.truth(depth_limit=DEPTH).regular), bloom)
+
+
+def crawl_totals(url: str, prefix: str) -> dict[str, float]:
+    """The crawl's stats in ``P:stats`` (summed over processes, crawl-wide
+    ones as last reported), and ``known``: the URLs the store counted."""
+    keys, client = Keys(prefix), connect(url, 10.0, Retry(NoBackoff(), 0))
+    try:
+        totals = {name.decode(): float(value) for name, value in client.hgetall(keys.stats).items()}
+        totals["known"] = float(client.get(keys.known) or 0)
+    finally:
+        client.close()
+    return totals
 
 
 # -- three processes, one Redis --------------------------------------------------------
@@ -148,17 +187,54 @@ def test_stats_add_up_across_processes(three_on_one_redis: Any) -> None:
     assert max(r.stats["distributed/total/frontier/done"] for r in results) == int(totals["frontier/done"])
 
 
+# -- three processes, one Redis, the shared Bloom filter ---------------------------------
+@pytest.fixture(scope="module")
+def three_with_the_bloom_filter(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Any:
+    from bench.testweb import WebConfig, start_testweb
+
+    tmp = tmp_path_factory.mktemp("bloom")
+    prefix = unique_prefix()
+    with start_testweb(WebConfig(**WEB), tmp / "web") as web:
+        results = run_together(web, tmp, redis_server.url, prefix, **BLOOM_SETTINGS)
+        yield web, results, redis_server.url, prefix
+
+
+def test_three_processes_sharing_the_bloom_filter_fetch_exactly_the_ground_truth(
+        three_with_the_bloom_filter: Any) -> None:
+    web, results, url, prefix = three_with_the_bloom_filter
+    assert_finished_with_the_truth(web, results, url, prefix, BLOOM)
+    assert assert_polite(web.entries(), web.crawl_delays()) > 300
+
+
+def test_memory_per_url_is_the_crawls_not_a_sum_over_processes(three_with_the_bloom_filter: Any) -> None:
+    web, results, url, prefix = three_with_the_bloom_filter
+    totals = crawl_totals(url, prefix)
+    truth = len(web.truth(depth_limit=DEPTH).regular)
+    # a process's last report (processes closing together may overtake each other), not a sum of three
+    assert truth <= totals["known"]
+    assert totals["known"] / 2 < totals["frontier/redis_known_urls"] <= totals["known"]
+    assert totals["frontier/redis_memory_bytes"] > 0
+    assert totals["frontier/redis_bytes_per_url"] == pytest.approx(
+        totals["frontier/redis_memory_bytes"] / totals["frontier/redis_known_urls"], rel=0.05)
+    for result in results:
+        assert 0 < result.stats["frontier/redis_known_urls"] <= totals["known"]
+    assert totals["frontier/enqueued"] == sum(result.stats["frontier/enqueued"] for result in results)
+
+
 # -- failure -------------------------------------------------------------------------
+@pytest.mark.parametrize("seen", ["exact", "bloom"])
 def test_sigkill_of_one_of_three_loses_nothing_and_fetches_no_page_more_than_twice(
-    tmp_path: Path, start_web: Any, redis_server: RedisServer,
+    tmp_path: Path, start_web: Any, redis_server: RedisServer, seen: str,
 ) -> None:
-    sigkill_one_of_three(tmp_path, start_web, redis_server.url)
+    """In Bloom mode too: the killed process's in-flight rows are not
+    trimmed, so whoever takes its hosts over puts them back."""
+    sigkill_one_of_three(tmp_path, start_web, redis_server.url, bloom=seen == "bloom")
 
 
-def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str) -> None:
+def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool = False) -> None:
     web = start_web(**WEB)
     prefix = unique_prefix()
-    settings = crawl_settings(web, url, prefix)
+    settings = crawl_settings(web, url, prefix, **(BLOOM_SETTINGS if bloom else {}))
     with crawlers(tmp_path, str(web.seeds_file), settings, 3) as procs:
         deadline = time.monotonic() + 60
         while len(web.entries()) < 150 and procs[0].poll() is None and time.monotonic() < deadline:
@@ -184,7 +260,7 @@ def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str) -> None:
         if page in repeats_other_than_retries(web) and page in firsts:
             assert firsts[page] <= killed_at, page
         firsts.setdefault(page, entry.start)
-    assert_nothing_left(url, prefix, len(web.truth(depth_limit=DEPTH).regular))
+    assert_nothing_left(url, prefix, len(web.truth(depth_limit=DEPTH).regular), BLOOM if bloom else None)
 
 
 # -- settings ------------------------------------------------------------------------

@@ -15,15 +15,14 @@ from redis.crc import key_slot
 from extensions.store.redis_keys import Keys, host_tag
 from tests.redisserver import RedisClusterServers, redis_cluster, unique_prefix  # noqa: F401 - fixtures
 from tests.test_distributed import (
-    DEPTH,
+    BLOOM,
+    BLOOM_SETTINGS,
     WEB,
-    assert_ground_truth,
-    assert_nothing_left,
+    assert_finished_with_the_truth,
     assert_polite,
     run_together,
     sigkill_one_of_three,
 )
-from tests.test_frontier_e2e import repeats_other_than_retries
 
 
 @pytest.fixture(scope="module")
@@ -39,13 +38,7 @@ def three_on_a_cluster(tmp_path_factory: pytest.TempPathFactory, redis_cluster: 
 
 def test_three_processes_on_a_cluster_fetch_exactly_the_ground_truth(three_on_a_cluster: Any) -> None:
     web, results, url, prefix = three_on_a_cluster
-    for result in results:
-        assert result.returncode == 0, result.log[-3000:]
-        assert result.report["finish_reason"] == "finished"
-        assert result.stats.get("frontier/done", 0) > 0
-    assert_ground_truth(web)
-    assert not repeats_other_than_retries(web)
-    assert_nothing_left(url, prefix, len(web.truth(depth_limit=DEPTH).regular))
+    assert_finished_with_the_truth(web, results, url, prefix)
 
 
 def test_on_a_cluster_no_host_has_two_requests_in_flight_nor_a_gap_below_its_delay(three_on_a_cluster: Any) -> None:
@@ -73,3 +66,25 @@ def test_sigkill_of_one_of_three_on_a_cluster_loses_nothing(
     tmp_path: Path, start_web: Any, redis_cluster: RedisClusterServers,
 ) -> None:
     sigkill_one_of_three(tmp_path, start_web, redis_cluster.url)
+
+
+def test_three_processes_sharing_the_bloom_filter_on_a_cluster_fetch_exactly_the_ground_truth(
+    tmp_path: Path, start_web: Any, redis_cluster: RedisClusterServers,
+) -> None:
+    """The shared URL-seen Bloom filter on a cluster: the truth, every
+    finished row trimmed, and each host's filter shard in its slot, the
+    shards spread over the three masters."""
+    web = start_web(**WEB)
+    prefix = unique_prefix()
+    results = run_together(web, tmp_path, redis_cluster.url, prefix, **BLOOM_SETTINGS)
+    assert_finished_with_the_truth(web, results, redis_cluster.url, prefix, BLOOM)
+    keys = Keys(prefix)
+    client = RedisCluster.from_url(redis_cluster.url)
+    masters = set()
+    for host in {entry.host for entry in web.entries() if entry.path != "/robots.txt"}:
+        tag = host_tag(host)
+        assert key_slot(keys.bloom(tag).encode()) == key_slot(keys.urls(tag).encode()), host
+        assert client.exists(keys.bloom(tag)), host
+        masters.add(client.get_node_from_key(keys.bloom(tag)).name)
+    client.close()
+    assert len(masters) == 3
