@@ -13,6 +13,8 @@ duplicate tests end in the cache. Here:
    URL, the trade Mercator's Bloom variant made. It is saved next to the
    database at each checkpoint, tagged with the checkpoint number; a filter
    that does not match the database's tag is rebuilt from the URL table.
+   On the Redis store "bloom" means the store's own filter, shared by every
+   process (:mod:`extensions.store.redis_bloom`), and there is none here.
 3. The URL table's ``insert_new`` (an ``INSERT OR IGNORE`` on the primary
    key) is the exact, final answer, and records the URL.
 """

@@ -12,8 +12,11 @@ buffers in memory and talks to storage through four narrow protocols:
   status ``queued``/``inflight``. Its key set is also the exact URL-seen set
   (:meth:`URLTable.insert_new` is an add-if-new over a batch).
 * :class:`SeenSet` -- an add-if-new set of fingerprints used as a fast
-  pre-filter in front of the URL table (a Bloom filter in memory; Redis sets
-  or bitmaps later).
+  pre-filter in front of the URL table (a Bloom filter in memory,
+  :class:`~extensions.frontier.urlseen.BloomSeen`), or instead of it: the
+  Redis store's shared Bloom filter in bitmaps
+  (:class:`~extensions.store.redis_bloom.RedisBloom`), tested inside the
+  store's row inserts, after which finished rows are trimmed.
 * :class:`HostTable` -- per-host state that must survive a resume: the
   robots.txt Crawl-delay and the count of distinct hosts.
 
@@ -23,10 +26,11 @@ needs: open (raising :class:`FrontierStoreError` naming the file), checkpoint
 telling whether the previous run closed cleanly.
 
 Implementations: :mod:`extensions.store.sqlite` (the default, one file in
-``JOBDIR``) and :mod:`extensions.store.memory` (tests). A Redis store maps
-queues to lists (RPUSH/LPOP/LPUSH), the URL table to hashes, the seen set to
-SADD or a bitmap and the host table to a hash; the host heap stays in the
-frontier's memory (or a sorted set when several processes share hosts).
+``JOBDIR``), :mod:`extensions.store.memory` (tests) and
+:mod:`extensions.store.redis`, which maps queues to lists (RPUSH/LPOP/LPUSH),
+the URL table to hashes, the seen set to those hashes or to bitmaps (a
+Bloom filter) and the host table to a hash; the host heap stays in the
+frontier's memory (or sorted sets when several processes share hosts).
 """
 
 from __future__ import annotations
