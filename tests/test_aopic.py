@@ -153,7 +153,8 @@ def test_seeds_get_cash_and_richer_urls_are_fetched_first(store: Any) -> None:
     order = [url for _, url in drain(frontier, clock)]
     assert order[0] == "http://b.test/5"
     assert sorted(order) == sorted(links)  # every URL once: the stale copy is skipped
-    assert frontier.stats.get_value("frontier/stale_copies") == 1
+    if not getattr(store, "trims", False):  # else dropped at the refill already: its row is gone
+        assert frontier.stats.get_value("frontier/stale_copies") == 1
 
 
 def test_frontier_conserves_cash_across_a_driven_crawl(store: Any) -> None:

@@ -19,22 +19,26 @@ from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
 from extensions.store.memory import MemoryStore
 from extensions.store.redis import RedisStore
+from extensions.store.redis_bloom import BloomLayout
 from extensions.store.sqlite import SQLiteStore
 from tests.redisserver import shared_server, unique_prefix
 
 # "redis": a real redis-server (one per test process, a key prefix per
-# store). Left out only on a machine without the binary outside CI; CI runs
-# `make test`, which installs it, and fails loudly if it is missing.
+# store); "redis-bloom": the same with the shared URL-seen Bloom filter,
+# whose store trims finished rows. Left out only on a machine without the
+# binary outside CI; CI runs `make test`, which installs it, and fails
+# loudly if it is missing.
 STORES = ["memory", "sqlite"]
 if shutil.which("redis-server") or os.environ.get("CI"):
-    STORES.append("redis")
+    STORES += ["redis", "redis-bloom"]
 
 
 def make_store(kind: str, directory: Path) -> Any:
     if kind == "memory":
         return MemoryStore()
-    if kind == "redis":
-        return RedisStore(shared_server().url, unique_prefix())
+    if kind.startswith("redis"):
+        bloom = BloomLayout(1_000_000, 1e-6) if kind == "redis-bloom" else None
+        return RedisStore(shared_server().url, unique_prefix(), bloom=bloom)
     return SQLiteStore(directory / "frontier.sqlite3")
 
 

@@ -54,7 +54,8 @@ finished rows, and what that means here:
   URL never crawled, at the configured rate);
 * ``status_of``, ``get_many``: None for a finished URL, which is what
   AOPIC's stale-copy check, promotions and revisits (made before the fetch
-  ends, while the row is in flight) already do with a finished one;
+  ends, while the row is in flight) already do with a finished one; a
+  promoted URL's stale copy in a lower queue is dropped at the refill;
 * ``count_by_status``: the rows plus the counts of trimmed ones (a URL
   finished twice, through ``dont_filter``, counts twice, and twice in its
   host's URL count); ``iter_all``: pending rows only (it rebuilt the
