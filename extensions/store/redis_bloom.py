@@ -23,9 +23,9 @@ shard cannot be sized in advance: each starts with a layer for
 :data:`MIN_LAYER`) at error 0.4 x ``FRONTIER_REDIS_BLOOM_ERROR_RATE``;
 when a layer is full the next one, twice as large at half the error, is
 appended to the same string. The errors add up to less than the configured
-rate whatever the growth; a URL is tested in every full layer (``GETBIT`` until
-a 0, about two per layer for a new URL) and test-and-set in the current
-one (one ``BITFIELD SET``: all old bits 1 means seen). Layer ``j`` for
+rate whatever the growth; a URL is tested in every full layer (``GETBIT``
+until a 0, about two per layer for a new URL) and test-and-set in the
+current one (one ``BITFIELD SET``: all old bits 1 means seen). Layer ``j`` for
 ``c`` URLs at error ``p`` has ``ceil(c ln(1/p) / ln(2)^2)`` bits and
 ``ceil(log2(1/p))`` probes, placed by triple hashing of three 32-bit parts
 of the fingerprint's mmh3 hash (:func:`bloom_hashes`). Memory: about
@@ -139,9 +139,9 @@ class BloomLayout:
 
     @property
     def first_error(self) -> float:
-        """Layer ``j`` gets ``first_error / 2^j``: the sum stays below 0.8 of
-        the rate, the rest covering small layers' excess over the formula
-        (the whole measures 10% above it: small layers)."""
+        """Layer ``j`` gets ``first_error / 2^j``, so the layers' errors add
+        up to less than 0.8 of the rate: small layers measure about 10%
+        above the formula, and the rest is margin."""
         return self.error_rate * 0.4
 
     def args(self) -> tuple[str, str]:
