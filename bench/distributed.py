@@ -14,7 +14,9 @@ Per variant, medians of ``--runs`` runs (alternating variants within a run):
   ``SCHEDULER_PERSIST``) less before, over the URLs Redis knows (our URL rows
   in every ``P:{T}:urls`` hash; scrapy-redis' dupefilter set);
 * Redis commands per fetched page: ``total_commands_processed`` (every
-  command, those run inside Lua scripts included) over pages.
+  command, those run inside Lua scripts included) over pages; and, for ours,
+  round trips per page (the frontier's and content-seen's stores, from each
+  process's final stats).
 
 Variants: ``embedded`` (ours, SQLite in JOBDIR), ``redis`` (ours, the shared
 frontier), ``scrapy-redis`` (a plain CrawlSpider on Scrapy's defaults with
@@ -32,6 +34,7 @@ Mind the core count (printed): processes beyond it share CPUs.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -57,6 +60,7 @@ class Run:
     seconds: float
     bytes_per_url: float
     commands_per_page: float
+    round_trips_per_page: float = float("nan")  # ours: the Redis stores' round trips, summed over processes
 
     @property
     def pages_per_second(self) -> float:
@@ -66,6 +70,7 @@ class Run:
 def ours_command(web, workdir: Path, args: argparse.Namespace, settings: dict[str, object]) -> list[str]:
     cmd = [SCRAPY, "crawl", "web", "-a", f"seeds={web.seeds_file}"]
     merged = {"DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": args.depth,
+              "PROGRESS_REPORT_FILE": workdir / "report.json",
               "CONCURRENT_REQUESTS": args.concurrency, "LOG_LEVEL": "INFO",
               "ALLOW_PRIVATE_ADDRESSES": True, "ROBOTSTXT_UNREACHABLE_PERIOD": 0,
               "LOG_FILE": workdir / "crawl.log", **settings}
@@ -153,8 +158,19 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
     urls = known_urls(client, name == "redis")
     memory = client.info("memory")["used_memory"] - memory_before
     client.close()
-    return Run(name, processes, pages, seconds,
-               memory / urls if urls else float("nan"), commands_used / pages if pages else float("nan"))
+    trips = sum(round_trips(cwd) for _, cwd in commands) if name == "redis" else float("nan")
+    per_page = (lambda value: value / pages if pages else float("nan"))
+    return Run(name, processes, pages, seconds, memory / urls if urls else float("nan"),
+               per_page(commands_used), per_page(trips))
+
+
+ROUND_TRIPS = ("frontier/store_round_trips", "contentseen/exact/round_trips", "contentseen/near/round_trips")
+
+
+def round_trips(workdir: Path) -> int:
+    """The Redis round trips one of our processes made (its final stats)."""
+    stats = json.loads((workdir / "report.json").read_text()).get("stats", {})
+    return sum(int(stats.get(name, 0)) for name in ROUND_TRIPS)
 
 
 VARIANTS = (("embedded", 1), ("redis", 1), ("redis", 2), ("redis", 3), ("scrapy-redis", 1), ("scrapy-redis", 3),
@@ -165,7 +181,8 @@ def median(runs: list[Run]) -> Run:
     return Run(runs[0].name, runs[0].processes, int(statistics.median(r.pages for r in runs)),
                statistics.median(r.seconds for r in runs),
                statistics.median(r.bytes_per_url for r in runs),
-               statistics.median(r.commands_per_page for r in runs))
+               statistics.median(r.commands_per_page for r in runs),
+               statistics.median(r.round_trips_per_page for r in runs))
 
 
 def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -> None:
@@ -173,12 +190,13 @@ def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -
           f"CONCURRENT_REQUESTS={args.concurrency} per process, medians of {args.runs} runs, "
           f"{os.cpu_count()} CPUs" + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
     print(f"{'variant':<20}{'procs':>6}{'pages':>7}{'seconds':>9}{'pages/s':>9}{'per proc':>9}"
-          f"{'B/URL':>8}{'cmds/page':>10}")
+          f"{'B/URL':>8}{'cmds/page':>10}{'RTs/page':>9}")
     for (name, count), r in results.items():
         bytes_per_url = "-" if name == "embedded" else f"{r.bytes_per_url:.0f}"
         commands = "-" if name == "embedded" else f"{r.commands_per_page:.1f}"
+        trips = f"{r.round_trips_per_page:.1f}" if name == "redis" else "-"
         print(f"{name:<20}{count:>6}{r.pages:>7}{r.seconds:>9.2f}{r.pages_per_second:>9.1f}"
-              f"{r.pages_per_second / count:>9.1f}{bytes_per_url:>8}{commands:>10}")
+              f"{r.pages_per_second / count:>9.1f}{bytes_per_url:>8}{commands:>10}{trips:>9}")
     for other in ("scrapy-redis", "spider+scrapy-redis"):
         for count in (1, 3):
             ours, theirs = results.get(("redis", count)), results.get((other, count))

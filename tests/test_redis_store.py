@@ -325,6 +325,8 @@ def test_crawl_on_redis_fetches_exactly_the_ground_truth(
     assert not repeats_other_than_retries(web)
     assert result.stats["frontier/redis_known_urls"] >= len(truth.regular)
     assert result.stats["frontier/redis_bytes_per_url"] > 0
+    pages = result.stats["response_received_count"]
+    assert 0 < result.stats["frontier/store_round_trips"] < 10 * pages  # a few per page, not per link
     store = opened(url, prefix, bloom=bloom)
     assert store.clean
     counts = store.count_by_status()

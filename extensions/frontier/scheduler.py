@@ -721,6 +721,9 @@ class Frontier(BaseScheduler):
             stats.set_value("frontier/seen_cache_hit_rate", round(hits / lookups, 4))
         if self.bloom is not None:
             stats.set_value("frontier/bloom_size", self.bloom.size_bytes())
+        round_trips = getattr(self.store, "round_trips", None)  # a networked store (Redis)
+        if round_trips is not None:
+            stats.set_value("frontier/store_round_trips", round_trips)
         if self.ledger is not None:
             stats.set_value("aopic/lambda_cash", round(self.ledger.lambda_cash, 6))
             stats.set_value("aopic/pages_with_cash", self.ledger.rows)
