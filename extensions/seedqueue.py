@@ -42,7 +42,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from twisted.internet import task
 
-from extensions.store.redis import LoggingRetry, connect, redact
+from extensions.store.redis_connection import LoggingRetry, connect, redact
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

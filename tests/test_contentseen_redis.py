@@ -33,7 +33,8 @@ from extensions.contentseen.redisnear import RedisNearDuplicateIndex
 from extensions.contentseen.simhash import simhash
 from extensions.contentseen.text import visible_text
 from extensions.pipelines.contentseen import ContentSeenPipeline
-from extensions.store.redis import RedisStore, connect
+from extensions.store.redis import RedisStore
+from extensions.store.redis_connection import connect
 from tests.conftest import fetched_urls
 from tests.redisserver import (  # noqa: F401 - pytest fixtures
     RedisClusterServers,
@@ -415,13 +416,13 @@ def test_an_outage_is_retried_with_back_off_and_logged(
                 redis_aof_server.start()
 
     handler = RestartOnRetry()
-    logging.getLogger("extensions.store.redis").addHandler(handler)
+    logging.getLogger("extensions.store.redis_connection").addHandler(handler)
     try:
         redis_aof_server.kill()
-        with caplog.at_level(logging.WARNING, logger="extensions.store.redis"):
+        with caplog.at_level(logging.WARNING, logger="extensions.store.redis_connection"):
             assert seen.duplicate_of(1, "http://mirror.test/") == "http://a.test/"
     finally:
-        logging.getLogger("extensions.store.redis").removeHandler(handler)
+        logging.getLogger("extensions.store.redis_connection").removeHandler(handler)
     assert "retry 1 of 3" in caplog.text
     seen.close()
 

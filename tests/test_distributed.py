@@ -26,7 +26,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from extensions.store.base import Status
-from extensions.store.redis import RedisStore, connect
+from extensions.store.redis import RedisStore
+from extensions.store.redis_connection import connect
 from extensions.store.redis_bloom import BloomLayout, RedisBloom
 from extensions.store.redis_keys import Keys
 from tests.conftest import fetched_urls

@@ -233,14 +233,14 @@ def test_an_outage_is_retried_with_back_off_and_logged(
                 redis_aof_server.start()
 
     handler = RestartOnRetry()
-    logging.getLogger("extensions.store.redis").addHandler(handler)
+    logging.getLogger("extensions.store.redis_connection").addHandler(handler)
     try:
         redis_aof_server.kill()
         store.set_meta("written", "during the outage")
-        with caplog.at_level(logging.WARNING, logger="extensions.store.redis"):
+        with caplog.at_level(logging.WARNING, logger="extensions.store.redis_connection"):
             assert store.get_meta("written") == "during the outage"
     finally:
-        logging.getLogger("extensions.store.redis").removeHandler(handler)
+        logging.getLogger("extensions.store.redis_connection").removeHandler(handler)
     assert "retry 1 of 3" in caplog.text and redis_aof_server.url.split("/0")[0] in caplog.text
     store.close()
 
@@ -250,7 +250,7 @@ def test_an_outage_longer_than_the_retries_is_a_store_error(
 ) -> None:
     store = opened(redis_aof_server.url, retries=2)
     redis_aof_server.kill()
-    with caplog.at_level(logging.WARNING, logger="extensions.store.redis"):
+    with caplog.at_level(logging.WARNING, logger="extensions.store.redis_connection"):
         with pytest.raises(FrontierStoreError, match=str(redis_aof_server.port)):
             store.get_meta("clean")
     assert "retry 2 of 2" in caplog.text

@@ -79,7 +79,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from extensions.contentseen.exact import ContentStoreError
-from extensions.store.redis import LoggingRetry, connect, redact
+from extensions.store.redis_connection import LoggingRetry, connect, redact
 from extensions.store.redis_keys import Keys, glob_escape
 
 logger = logging.getLogger(__name__)

@@ -107,21 +107,17 @@ Inspect a running crawl with ``redis-cli``: ``--scan --pattern 'web:*'``,
 
 from __future__ import annotations
 
-import logging
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
-import redis
-from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.cluster import RedisCluster
-from redis.exceptions import RedisError, ResponseError
-from redis.retry import Retry
+from redis.exceptions import RedisError
 
 from extensions.store.base import Entry, FrontierStoreError, Status
+from extensions.store.redis_connection import LoggingRetry, connect, redact
 from extensions.store.redis_bloom import BloomLayout, bloom_hashes
 from extensions.store.redis_keys import (
     FINISHED_FIELD,
@@ -144,64 +140,10 @@ from extensions.store.redis_keys import (
     unpack_entry,
 )
 
-logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
 _PENDING = (Status.QUEUED, Status.INFLIGHT)
-
-
-def redact(url: str) -> str:
-    """``url`` with its password hidden, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
-
-
-class LoggingRetry(Retry):
-    """redis-py's retry with exponential back-off, logging every failure so
-    that an unreachable Redis mid-crawl is never a silent stall."""
-
-    def __init__(self, location: str, retries: int) -> None:
-        super().__init__(ExponentialBackoff(cap=2.0, base=0.1), retries)
-        self.location = location
-
-    def call_with_retry(self, do: Callable[[], T], fail: Callable[..., Any],
-                        is_retryable: Callable[[Exception], bool] | None = None,
-                        with_failure_count: bool = False) -> T:
-        def logged(error: Exception, failures: int) -> Any:
-            if failures <= self._retries:
-                logger.warning("Redis at %s failed (%s); retry %d of %d",
-                               self.location, error, failures, self._retries)
-            return fail(error, failures) if with_failure_count else fail(error)
-
-        return super().call_with_retry(do, logged, is_retryable, with_failure_count=True)
-
-
-def connect(url: str, timeout: float, retry: Retry) -> Any:
-    """A client for ``url``: a cluster client if the server is a cluster node.
-    Raises redis' errors (or ValueError) when it cannot connect."""
-    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
-    probe = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **options)
-    db = probe.connection_pool.connection_kwargs.get("db", 0)
-    try:
-        in_cluster = probe.info("cluster").get("cluster_enabled") == 1
-    except ResponseError as err:
-        probe.close()
-        if "cluster mode" in str(err):  # SELECT of another database
-            raise ValueError(f"a Redis Cluster has only database 0, not {db}") from err
-        raise
-    except BaseException:
-        probe.close()
-        raise
-    if not in_cluster:
-        probe.set_retry(retry)
-        return probe
-    probe.close()
-    return RedisCluster.from_url(url, retry=retry, **options)
 
 
 class RedisStore:
