@@ -76,6 +76,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from redis.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from extensions.contentseen.exact import ContentStoreError
@@ -296,6 +297,11 @@ class RedisContentStore:
             yield from self._client.scan_iter(match=pattern, count=1000)
         except RedisError as err:
             raise ContentStoreError(f"Redis at {self.location} failed: {err}") from err
+
+    @property
+    def cluster(self) -> bool:
+        """Whether the store talks to a Redis Cluster (after open)."""
+        return isinstance(self._client, RedisCluster)
 
     def _require(self) -> Any:
         if self._pipe is None:

@@ -81,6 +81,36 @@ end
 return added
 """
 
+#: The same over several table partitions in one command, on a single Redis
+#: (a cluster's partitions sit in different slots). KEYS: the partitions;
+#: ARGV: per key, one field and one simhash.
+APPEND_MANY = """
+local added = 0
+for k = 1, #KEYS do
+  local field, packed = ARGV[2 * k - 1], ARGV[2 * k]
+  local v = redis.call('HGET', KEYS[k], field)
+  local present = false
+  if v then
+    for j = 1, #v, 8 do
+      if string.sub(v, j, j + 7) == packed then present = true break end
+    end
+  end
+  if not present then
+    redis.call('HSET', KEYS[k], field, (v or '') .. packed)
+    added = added + 1
+  end
+end
+return added
+"""
+
+#: HGET of one field in each of several hashes, on a single Redis. KEYS: the
+#: hashes; ARGV: a field per key. Returns the values.
+HGET_MANY = """
+local out = {}
+for k = 1, #KEYS do out[k] = redis.call('HGET', KEYS[k], ARGV[k]) end
+return out
+"""
+
 
 class RedisNearDuplicateIndex(RedisContentPart):
     """Stored simhashes with their first URL and group, searchable within
@@ -138,7 +168,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         def deliver(answers: list[Any]) -> None:
             if reserve:
                 self._reserved(answers[-1])
-            self._prefetched = (simhash, answers[:len(reads)])
+            self._prefetched = (simhash, self._values(answers[:len(reads)]))
 
         self.store.ride(reads + reserve, deliver)
 
@@ -185,7 +215,17 @@ class RedisNearDuplicateIndex(RedisContentPart):
         return located
 
     def _reads(self, simhash: int) -> list[tuple[Any, ...]]:
-        return [("HGET", key, field) for key, field in self._fields(simhash)]
+        """The reads of ``simhash``'s table fields: one script call on a
+        single Redis (each client command costs the crawler more than the
+        server's work), one HGET per table on a cluster."""
+        fields = self._fields(simhash)
+        if self.store.cluster:
+            return [("HGET", key, field) for key, field in fields]
+        return [("EVAL", HGET_MANY, len(fields), *[key for key, _ in fields], *[field for _, field in fields])]
+
+    def _values(self, answers: list[Any]) -> list[Any]:
+        """The table fields' values from the answers to :meth:`_reads`."""
+        return answers if self.store.cluster else (answers[0] if answers else [])
 
     def _lookup(self, simhash: int, closest: bool,
                 extra: list[tuple[Any, ...]] | None = None) -> tuple[list[Match], list[Any]]:
@@ -200,7 +240,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         else:
             reads = self._reads(simhash)
             answers = self._call(*reads, *(extra or []))
-            values, extra_answers = answers[:len(reads)], answers[len(reads):]
+            values, extra_answers = self._values(answers[:len(reads)]), answers[len(reads):]
         candidates = {unpack64(value, offset) for value in values if value
                       for offset in range(0, len(value), 8)}
         self.counters["candidates"] += len(candidates)
@@ -228,8 +268,13 @@ class RedisNearDuplicateIndex(RedisContentPart):
         packed = pack64(simhash)
         self.store.write("HSETNX", self.keys.near_doc(simhash), packed,
                          _DOC.pack(doc_id, group_id) + encode_url(url))
-        for key, field in self._fields(simhash):
-            self.store.write("EVAL", APPEND, 1, key, field, packed)
+        fields = self._fields(simhash)
+        if self.store.cluster:
+            for key, field in fields:
+                self.store.write("EVAL", APPEND, 1, key, field, packed)
+            return
+        self.store.write("EVAL", APPEND_MANY, len(fields), *[key for key, _ in fields],
+                         *[part for _, field in fields for part in (field, packed)])
 
     def _check_layout(self) -> None:
         """The crawl's keys keep the layout they were created with."""

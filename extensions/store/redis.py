@@ -123,6 +123,9 @@ from extensions.store.redis_keys import (
     FINISHED_FIELD,
     INSERT_NEW,
     INSERT_NEW_BLOOM,
+    MULTI_HMGET,
+    MULTI_HSET,
+    MULTI_LIMIT,
     REQUEUE,
     REQUEUE_BLOOM,
     SCHEMA_VERSION,
@@ -456,7 +459,7 @@ class RedisStore:
         if not fingerprints:
             return {}
         by_tag = _group(fingerprints, tag_of)
-        answers = self._call(*[("HMGET", self.keys.urls(tag), *fps) for tag, fps in by_tag.items()])
+        answers = self._read_hashes([(self.keys.urls(tag), fps) for tag, fps in by_tag.items()])
         found: dict[int, Entry] = {}
         for fps, rows in zip(by_tag.values(), answers):
             for fp, row in zip(fps, rows):
@@ -557,17 +560,42 @@ class RedisStore:
         if not fingerprints:
             return {}
         by_tag = _group(fingerprints, tag_of)
-        answers = self._call(*[("HMGET", self.keys.cash(tag), *fps) for tag, fps in by_tag.items()])
+        answers = self._read_hashes([(self.keys.cash(tag), fps) for tag, fps in by_tag.items()])
         return {fp: unpack_cash(value) for fps, values in zip(by_tag.values(), answers)
                 for fp, value in zip(fps, values) if value is not None}
 
     def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
         by_tag = _group(rows, lambda row: tag_of(row[0]))
+        writes = []
         for tag, tagged in by_tag.items():
             fields: list[Any] = []
             for fp, cash, history, mark, visits in tagged:
                 fields += [fp, pack_cash(cash, history, mark, visits)]
-            self._write("HSET", self.keys.cash(tag), *fields)
+            writes.append((self.keys.cash(tag), fields))
+        self._write_hashes(writes)
+
+    # -- several hashes in one command -------------------------------------------------
+    def _read_hashes(self, reads: list[tuple[str, list[Any]]]) -> list[list[Any]]:
+        """HMGET of each ``(key, fields)``: one script call on a single Redis
+        (a page's links span several host tags), one HMGET per key on a cluster."""
+        if self.cluster or len(reads) == 1 or sum(len(f) + 1 for _, f in reads) > MULTI_LIMIT:
+            return self._call(*[("HMGET", key, *fields) for key, fields in reads])
+        args: list[Any] = []
+        for _, fields in reads:
+            args += [len(fields), *fields]
+        return self._call(("EVAL", MULTI_HMGET, len(reads), *[key for key, _ in reads], *args))[0]
+
+    def _write_hashes(self, writes: list[tuple[str, list[Any]]]) -> None:
+        """HSET of each ``(key, fields and values)``, buffered; as one script
+        call on a single Redis, as :meth:`_read_hashes` does."""
+        if self.cluster or len(writes) == 1 or sum(len(f) + 1 for _, f in writes) > MULTI_LIMIT:
+            for key, fields in writes:
+                self._write("HSET", key, *fields)
+            return
+        args: list[Any] = []
+        for _, fields in writes:
+            args += [len(fields), *fields]
+        self._write("EVAL", MULTI_HSET, len(writes), *[key for key, _ in writes], *args)
 
     def cash_count(self) -> int:
         keys = list(self._scan(self.keys.cash_pattern))

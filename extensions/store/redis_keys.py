@@ -150,6 +150,35 @@ FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDE
 #: status (and fetch time) of rows of one tag. KEYS: urls; ARGV: status
 #: byte, only-from status byte or '', fetched (8 bytes) or '', fingerprints.
 #: Returns how many rows changed.
+#: HMGET of several hashes in one command, for a single Redis only (a
+#: cluster's keys may sit in different slots): each client command costs the
+#: crawler more CPU than the server's work. ARGV: per key, its field count,
+#: then its fields. Returns one array of values per key.
+MULTI_HMGET = """
+local out, i = {}, 1
+for k = 1, #KEYS do
+  local n = tonumber(ARGV[i])
+  out[k] = redis.call('HMGET', KEYS[k], unpack(ARGV, i + 1, i + n))
+  i = i + n + 1
+end
+return out
+"""
+
+#: HSET of several hashes in one command (a single Redis only). ARGV: per
+#: key, its argument count (fields and values), then them.
+MULTI_HSET = """
+local i = 1
+for k = 1, #KEYS do
+  local n = tonumber(ARGV[i])
+  redis.call('HSET', KEYS[k], unpack(ARGV, i + 1, i + n))
+  i = i + n + 1
+end
+return #KEYS
+"""
+
+#: Most arguments one MULTI_* script takes (Lua's unpack limit is ~8,000).
+MULTI_LIMIT = 2000
+
 SET_STATUS = """
 local changed = 0
 for i = 4, #ARGV do
