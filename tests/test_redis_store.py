@@ -349,3 +349,22 @@ def test_unreachable_redis_at_start_stops_the_crawl_with_a_clear_error(start_web
     assert result.returncode != 0
     assert f"cannot reach Redis at {url}" in result.log
     assert not [e for e in web.entries() if e.path != "/robots.txt"]
+
+
+@pytest.mark.parametrize("topology", ["single", "cluster"])
+def test_a_pages_links_cash_and_rows_come_in_one_round_trip(
+    topology: str, redis_server: RedisServer, redis_cluster: RedisClusterServers,
+) -> None:
+    """What AOPIC's credit and promotion of a page's links read: the same as
+    get_cash and get_many, in one round trip, whatever hosts the links are on."""
+    store = opened(redis_cluster.url if topology == "cluster" else redis_server.url)
+    entries = [real(f"http://h{i % 7}.test/{i}") for i in range(40)]
+    store.urls.insert_new(entries[:30], 1.0)
+    store.put_cash([(e.fingerprint, 0.5 + i, 0.25, 0.0, i) for i, e in enumerate(entries[:20])])
+    fps = [e.fingerprint for e in entries] + [entries[3].fingerprint]  # a link twice
+    trips = store.round_trips
+    cash, rows = store.get_cash_and_entries(fps)
+    assert store.round_trips == trips + 1
+    assert cash == store.get_cash(fps) and len(cash) == 20
+    assert rows == store.get_many(fps) and len(rows) == 30
+    store.close()

@@ -495,10 +495,10 @@ class DistributedFrontier(Frontier):
         self.leases.enqueue(entry.host, [entry._replace(level=level)], force=True)
         self.stats.inc_value("aopic/revisits")
 
-    def _promote(self, fingerprints: list[int], mean: float) -> None:
+    def _promote(self, fingerprints: list[int], mean: float, known: dict[int, Entry] | None = None) -> None:
         """Move queued URLs up their host's queue (no row rewrite: another
         process may be taking them)."""
-        for fp, entry in self.store.urls.get_many(fingerprints).items():
+        for fp, entry in self._rows_of(fingerprints, known).items():
             meta = {"aopic_cash": self._cash_now(fp) or 0.0, "aopic_mean": mean}
             level = self.prioritizer.level(entry.priority, entry.depth, meta)
             if level > entry.level:

@@ -587,11 +587,18 @@ class Frontier(BaseScheduler):
         fp, _ = url_fingerprint(url)
         self._credited = {}  # valid from a credit to the next take only
         links = [canonical_fingerprint(link) for link in outlinks]
-        rows = self.ledger.read_rows([fp, *links])  # the page's and its links' cash: one read
+        # the page's and its links' cash in one read (with the links' URL
+        # rows too where the store can: a promotion needs them)
+        read_both = getattr(self.store, "get_cash_and_entries", None)
+        entries: dict[int, Entry] | None = None
+        if read_both is not None:
+            rows, entries = read_both([fp, *links])
+        else:
+            rows = self.ledger.read_rows([fp, *links])
         cash, history, visits = self.ledger.take(fp, rows)
         share = self.ledger.split(cash, len(outlinks))
         if share > 0:
-            self.credit(links, share, rows)
+            self.credit(links, share, rows, entries)
         if visits <= self.revisits:
             self._revisit(fp)
         return history
@@ -611,9 +618,10 @@ class Frontier(BaseScheduler):
         self.stats.inc_value("aopic/revisits")
 
     def credit(self, fingerprints: Sequence[int], amount: float,
-               rows: dict[int, tuple[float, float, float, int]] | None = None) -> None:
-        """Add ``amount`` of cash to each URL (``rows``: their cash rows, if
-        read already); promote queued ones whose level rises."""
+               rows: dict[int, tuple[float, float, float, int]] | None = None,
+               entries: dict[int, Entry] | None = None) -> None:
+        """Add ``amount`` of cash to each URL (``rows``, ``entries``: their
+        cash and URL rows, if read already); promote queued ones whose level rises."""
         ledger = self.ledger
         if ledger is None or not fingerprints:
             return
@@ -626,10 +634,16 @@ class Frontier(BaseScheduler):
                   if existed and level_of(0, 0, {"aopic_cash": after, "aopic_mean": mean})
                   > level_of(0, 0, {"aopic_cash": before, "aopic_mean": mean})]
         if rising:
-            self._promote(rising, mean)
+            self._promote(rising, mean, entries)
 
-    def _promote(self, fingerprints: list[int], mean: float) -> None:
-        entries = self.store.urls.get_many(fingerprints)
+    def _rows_of(self, fingerprints: list[int], known: dict[int, Entry] | None) -> dict[int, Entry]:
+        """URL rows of ``fingerprints``: from ``known`` if read already, else the store."""
+        if known is None:
+            return self.store.urls.get_many(fingerprints)
+        return {fp: known[fp] for fp in fingerprints if fp in known}
+
+    def _promote(self, fingerprints: list[int], mean: float, known: dict[int, Entry] | None = None) -> None:
+        entries = self._rows_of(fingerprints, known)
         now = self.wall_clock()
         for fp, entry in entries.items():
             if fp in self.memory_only or self.store.urls.status_of(fp) != Status.QUEUED:

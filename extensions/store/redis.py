@@ -564,6 +564,23 @@ class RedisStore:
         return {fp: unpack_cash(value) for fps, values in zip(by_tag.values(), answers)
                 for fp, value in zip(fps, values) if value is not None}
 
+    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
+            dict[int, tuple[float, float, float, int]], dict[int, Entry]]:
+        """:meth:`get_cash` and :meth:`get_many` of the same URLs in one round
+        trip: a fetched page's links, whose cash AOPIC credits and whose rows
+        a promotion rewrites."""
+        if not fingerprints:
+            return {}, {}
+        by_tag = _group(list(dict.fromkeys(fingerprints)), tag_of)
+        groups = list(by_tag.items())
+        answers = self._read_hashes([(self.keys.cash(tag), fps) for tag, fps in groups]
+                                    + [(self.keys.urls(tag), fps) for tag, fps in groups])
+        cash = {fp: unpack_cash(value) for (_, fps), values in zip(groups, answers)
+                for fp, value in zip(fps, values) if value is not None}
+        entries = {fp: unpack_entry(fp, row) for (_, fps), rows in zip(groups, answers[len(groups):])
+                   for fp, row in zip(fps, rows) if row is not None}
+        return cash, entries
+
     def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
         by_tag = _group(rows, lambda row: tag_of(row[0]))
         writes = []
