@@ -324,3 +324,35 @@ def test_a_single_process_crawl_under_the_prefix_is_a_clear_error(redis_server: 
     frontier = DistributedFrontier(RedisStore(redis_server.url, prefix))
     with pytest.raises(FrontierStoreError, match="FRONTIER_DISTRIBUTED=False"):
         frontier.open(None)
+
+
+def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServer) -> None:
+    """A time-out after Redis ran a TAKE makes the retry take a second URL:
+    the first stays in the host's in-flight set for nobody, under our own
+    lease, and the crawl would never end. After a failed call the next lease
+    renewal puts such URLs back. (The lost answer is the fault a real server
+    cannot be made to produce on demand; the double TAKE itself is real.)"""
+    from scrapy import Request
+
+    from extensions.frontier.distributed import DistributedFrontier
+
+    frontier = DistributedFrontier(RedisStore(redis_server.url, unique_prefix()))
+    frontier.open(None)
+    for path in ("a", "b", "c"):
+        assert frontier.enqueue_request(Request(f"http://h1.test/{path}"))
+    first = frontier.next_request()
+    assert first is not None
+    lost = frontier.leases.take("h1.test")  # the retried call's first run: its answer never came
+    assert lost.state == "taken"
+    frontier.renew_leases()  # no failure seen: nothing to repair
+    assert frontier.stats.get_value("frontier/inflight_repaired") is None
+    frontier.store._retry.failures += 1  # what LoggingRetry counts when a call is retried
+    frontier.renew_leases()
+    assert frontier.stats.get_value("frontier/inflight_repaired") == 1
+    inflight = frontier.leases.inflight_of(["h1.test"])["h1.test"]
+    assert inflight == [frontier.inflight[first].entry.fingerprint]
+    from extensions.frontier.fingerprint import url_fingerprint
+    queued = {int(fp) for fp in frontier.store.call(("ZRANGE", frontier.leases.keys.back("h1.test"), 0, -1))[0]}
+    others = {url_fingerprint(f"http://h1.test/{path}")[0] for path in "abc"} - {url_fingerprint(first.url)[0]}
+    assert queued == others and url_fingerprint(lost.entry.url)[0] in queued
+    frontier.close("finished")

@@ -104,6 +104,7 @@ class DistributedFrontier(Frontier):
         self._next_poll = 0.0
         self._heap_hosts: int | None = None  # hosts on the shared heap at the last poll
         self._alive = 1  # crawler processes alive at the last heartbeat
+        self._failures_seen = 0  # the store's failed calls at the last in-flight repair
         self._heap_checked = -INFINITY
         self._swept_at = -INFINITY
         self._lease_loop: Any = None
@@ -427,6 +428,9 @@ class DistributedFrontier(Frontier):
                 elif host in self.held:
                     self.held[host].heap_score = expires
             self._alive = max(1, self.leases.heartbeat(self.lease_ttl))
+            if self.store.failures != self._failures_seen:
+                self._failures_seen = self.store.failures
+                self._repair_inflight()
             self._heap_hosts, self._heap_checked = self.leases.poll(0).hosts, self.clock()
             self._give_away_late()
             self._rebalance()
@@ -434,6 +438,31 @@ class DistributedFrontier(Frontier):
             logger.error("Renewing the frontier's host leases failed: %s", err)
             if self.on_store_error is not None:
                 self.on_store_error(err)
+
+    def _repair_inflight(self) -> None:
+        """After a failed Redis call was retried: put back every URL in a
+        held host's in-flight set that this process is not fetching. A take
+        whose answer was lost to a time-out, then retried, ran twice and
+        left the first URL in flight for nobody; the lease being ours and
+        renewed, nothing else would ever return it, and the crawl would
+        never end."""
+        mine: dict[str, set[int]] = {}
+        for record in self.inflight.values():
+            mine.setdefault(record.host, set()).add(record.entry.fingerprint)
+        orphans = {host: [fp for fp in found if fp not in mine.get(host, ())]
+                   for host, found in self.leases.inflight_of(list(self.held)).items()}
+        lost = [fp for found in orphans.values() for fp in found]
+        if not lost:
+            return
+        levels = {fp: entry.level for fp, entry in self.store.urls.get_many(lost).items()}
+        for host, found in orphans.items():
+            for fp in found:
+                self.leases.put_back(host, fp, levels.get(fp, 0))
+            if found and host in self.held:
+                self.held[host].queued += len(found)
+                self._reschedule(host)
+        self.stats.inc_value("frontier/inflight_repaired", len(lost))
+        logger.warning("%d URL(s) left in flight by a retried Redis call went back to their queues", len(lost))
 
     def _give_away_late(self) -> None:
         now = self.clock()

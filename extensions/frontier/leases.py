@@ -514,6 +514,13 @@ class HostLeases:
                          b"" if status is None else STATUS_BYTE[status],
                          b"" if fetched is None else fetched_bytes(fetched), fingerprint)
 
+    def inflight_of(self, hosts: list[str]) -> dict[str, list[int]]:
+        """The fingerprints in each host's in-flight set, in one round trip."""
+        if not hosts:
+            return {}
+        answers = self.store.call(*[("ZRANGE", self.keys.inflight(host), 0, -1) for host in hosts])
+        return {host: [int(fp) for fp in found] for host, found in zip(hosts, answers)}
+
     def put_back(self, host: str, fingerprint: int, level: int) -> None:
         """A handed-out URL goes back to its host's queue (buffered)."""
         _, back, inflight, urls = self._host_keys(host)

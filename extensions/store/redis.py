@@ -167,6 +167,7 @@ class RedisStore:
         self.queues = self.urls = self.hosts = self.cash = self
         self.round_trips = 0  # pipelines sent (see the module docstring)
         self._client: Any = None
+        self._retry: LoggingRetry | None = None
         self._pipe: Any = None
         self._lengths: dict[str, int] = {}
         self._seq_next, self._seq_end = 1, 0
@@ -175,7 +176,8 @@ class RedisStore:
     # -- lifecycle -------------------------------------------------------------
     def open(self) -> None:
         try:
-            self._client = connect(self.url, self.timeout, LoggingRetry(redact(self.url), self.retries))
+            self._retry = LoggingRetry(redact(self.url), self.retries)
+            self._client = connect(self.url, self.timeout, self._retry)
         except ValueError as err:
             raise FrontierStoreError(f"cannot use Redis at {redact(self.url)} for the frontier: {err}") from err
         except (RedisError, OSError) as err:
@@ -304,6 +306,13 @@ class RedisStore:
     def scan(self, pattern: str) -> Iterator[bytes]:
         """Every key matching ``pattern`` (a SCAN over every master)."""
         return self._scan(pattern)
+
+    @property
+    def failures(self) -> int:
+        """Failed Redis calls so far (each retried): after one, a command
+        may have run twice, e.g. a URL taken from a back queue whose answer
+        was lost (see DistributedFrontier's in-flight repair)."""
+        return self._retry.failures if self._retry is not None else 0
 
     @property
     def cluster(self) -> bool:

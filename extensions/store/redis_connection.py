@@ -39,11 +39,15 @@ class LoggingRetry(Retry):
     def __init__(self, location: str, retries: int) -> None:
         super().__init__(ExponentialBackoff(cap=2.0, base=0.1), retries)
         self.location = location
+        # failed attempts so far: a retried command may have run twice (a
+        # time-out after the server ran it), which callers may have to repair
+        self.failures = 0
 
     def call_with_retry(self, do: Callable[[], T], fail: Callable[..., Any],
                         is_retryable: Callable[[Exception], bool] | None = None,
                         with_failure_count: bool = False) -> T:
         def logged(error: Exception, failures: int) -> Any:
+            self.failures += 1
             if failures <= self._retries:
                 logger.warning("Redis at %s failed (%s); retry %d of %d",
                                self.location, error, failures, self._retries)
