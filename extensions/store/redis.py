@@ -37,9 +37,9 @@ checkpoint                            2 (gauges; memory per URL, with INFO; +1
 ====================================  ==========================================
 
 URL-seen, exact (the default): the URL rows are the seen set (64-bit
-fingerprints as hash fields); a URL takes about 235 bytes of Redis memory (a
-100-byte row plus the hash's overhead; 100,000 URLs of 100 or 1,000 hosts)
-for the whole crawl, and ``insert_new`` of one URL about 90 microseconds on
+fingerprints as hash fields); a URL takes about 205 bytes of Redis memory (a
+100-byte row plus the hash's overhead and its host's counts; 100,000 URLs of
+1,000 hosts, ``python -m bench.redis_memory``) for the whole crawl, and ``insert_new`` of one URL about 90 microseconds on
 loopback.
 
 URL-seen, Bloom (``FRONTIER_SEEN_BACKEND = "bloom"``, ``bloom=`` here): the
