@@ -368,3 +368,25 @@ def test_a_pages_links_cash_and_rows_come_in_one_round_trip(
     assert cash == store.get_cash(fps) and len(cash) == 20
     assert rows == store.get_many(fps) and len(rows) == 30
     store.close()
+
+
+@pytest.mark.parametrize("topology", ["single", "cluster"])
+def test_a_pop_sent_again_by_a_retry_returns_the_same_batch(
+    topology: str, redis_server: RedisServer, redis_cluster: RedisClusterServers,
+) -> None:
+    """A time-out after Redis ran a pop makes redis-py's retry send it again:
+    the second run must hand back the same batch, not lose it by popping the
+    next one (the single-process frontier would never fetch those URLs)."""
+    from extensions.store.redis_keys import POP_ONCE
+
+    store = opened(redis_cluster.url if topology == "cluster" else redis_server.url)
+    store.queues.push("front/0", list(range(1, 11)))
+    assert store.queues.pop("front/0", 3) == [1, 2, 3]
+    keys = (store.keys.queue("front/0"), store.keys.last_pop("front/0"))
+    first = store.call(("EVAL", POP_ONCE, 2, *keys, 3, "retried-call"))[0]
+    again = store.call(("EVAL", POP_ONCE, 2, *keys, 3, "retried-call"))[0]
+    assert [int(fp) for fp in first] == [int(fp) for fp in again] == [4, 5, 6]
+    store.queues._lengths["front/0"] -= 3  # what pop() would have counted
+    assert store.queues.pop("front/0", 10) == [7, 8, 9, 10]
+    assert store.queues.pop("front/0", 10) == []
+    store.close()

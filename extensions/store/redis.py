@@ -107,6 +107,7 @@ Inspect a running crawl with ``redis-cli``: ``--scan --pattern 'web:*'``,
 
 from __future__ import annotations
 
+import uuid
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -126,6 +127,7 @@ from extensions.store.redis_keys import (
     MULTI_HMGET,
     MULTI_HSET,
     MULTI_LIMIT,
+    POP_ONCE,
     REQUEUE,
     REQUEUE_BLOOM,
     SCHEMA_VERSION,
@@ -168,6 +170,7 @@ class RedisStore:
         self.round_trips = 0  # pipelines sent (see the module docstring)
         self._client: Any = None
         self._retry: LoggingRetry | None = None
+        self._owner, self._pops = uuid.uuid4().hex, 0
         self._pipe: Any = None
         self._lengths: dict[str, int] = {}
         self._seq_next, self._seq_end = 1, 0
@@ -393,7 +396,9 @@ class RedisStore:
     def pop(self, name: str, count: int) -> list[int]:
         if not self._lengths.get(name) or count < 1:
             return []
-        popped = self._call(("LPOP", self.keys.queue(name), count))[0] or []
+        self._pops += 1  # the call's id: a retry sends the same one (POP_ONCE)
+        popped = self._call(("EVAL", POP_ONCE, 2, self.keys.queue(name), self.keys.last_pop(name),
+                             count, f"{self._owner}:{self._pops}"))[0] or []
         self._lengths[name] = max(0, self._lengths[name] - len(popped))
         return [int(fp) for fp in popped]
 

@@ -150,6 +150,19 @@ FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDE
 #: status (and fetch time) of rows of one tag. KEYS: urls; ARGV: status
 #: byte, only-from status byte or '', fetched (8 bytes) or '', fingerprints.
 #: Returns how many rows changed.
+#: LPOP of a queue that a retried call cannot run twice: a time-out after
+#: the server ran it would make the retry pop a second batch and lose the
+#: first. The batch is kept under the call's id (KEYS[2], in the queue's
+#: slot); the same id again returns it. KEYS: queue, last pop. ARGV: count, id.
+POP_ONCE = """
+if redis.call('HGET', KEYS[2], 'op') == ARGV[2] then
+  return cmsgpack.unpack(redis.call('HGET', KEYS[2], 'items'))
+end
+local items = redis.call('LPOP', KEYS[1], ARGV[1]) or {}
+redis.call('HSET', KEYS[2], 'op', ARGV[2], 'items', cmsgpack.pack(items))
+return items
+"""
+
 #: HMGET of several hashes in one command, for a single Redis only (a
 #: cluster's keys may sit in different slots): each client command costs the
 #: crawler more CPU than the server's work. ARGV: per key, its field count,
@@ -281,6 +294,11 @@ class Keys:
 
     def queue(self, name: str) -> str:
         return self.queue_prefix + name
+
+    def last_pop(self, name: str) -> str:
+        """The last batch popped from queue ``name`` (see POP_ONCE): tagged
+        with the queue key itself, so that both share a cluster slot."""
+        return f"{self.prefix}:{{{self.queue(name)}}}:last_pop"
 
     def queue_name(self, key: bytes | str) -> str:
         key = key.decode() if isinstance(key, bytes) else key
