@@ -48,7 +48,6 @@ made them.
 
 from __future__ import annotations
 
-import heapq
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -238,30 +237,18 @@ class DistributedFrontier(Frontier):
         there is none, take more hosts from the shared heap first."""
         now = self.clock()
         self._sweep()
-        request = self._next_held(now)
+        request = self._dispatch_ready(now)
         if request is None and self._poll(now):
-            request = self._next_held(now)
+            request = self._dispatch_ready(now)
         if request is None:
             self._arm_timer(now)
         return request
 
-    def _next_held(self, now: float) -> Request | None:
-        ready = self._ready
-        while (host := self.heap.pop_due(now)) is not None:
-            if host in self.held:
-                self._ready_seq += 1
-                heapq.heappush(ready, (self.held[host].head, self._ready_seq, host))
-        while ready:
-            host = heapq.heappop(ready)[2]
-            if host in self.heap or host not in self.held:
-                continue
-            if self.politeness.ready_at(host) > now:
-                self._reschedule(host)
-                continue
-            request = self._dispatch(host, now)
-            if request is not None:
-                return request
-        return None
+    def _dispatches(self, host: str) -> bool:
+        return host in self.held  # a host given away meanwhile is someone else's
+
+    def _ready_order(self, host: str) -> float:
+        return self.held[host].head
 
     def _share(self) -> int:
         """This process's share of the hosts with work (hosts on the heap /

@@ -149,6 +149,8 @@ class Frontier(BaseScheduler):
         # cash of the URLs the last page credited, with the dividend then, so
         # its links' enqueues and promotions read no cash row again
         self._credited: dict[int, tuple[float, float]] = {}
+        # a networked store reads a page's links' cash and URL rows in one round trip
+        self._read_cash_and_entries = getattr(store, "get_cash_and_entries", None)
         self.revisits = revisits  # AOPIC: fetches of a page beyond the first
         self.host_budget = host_budget  # URLs accepted per host; 0: unlimited
         self._host_counts: OrderedDict[str, int] = OrderedDict()  # LRU over the store
@@ -324,13 +326,22 @@ class Frontier(BaseScheduler):
         now = self.clock()
         self._sweep()
         self._refill()
+        request = self._dispatch_ready(now)
+        if request is None:
+            self._arm_timer(now)
+        return request
+
+    def _dispatch_ready(self, now: float) -> Request | None:
+        """Move the due hosts from the time heap to the ready heap, then
+        dispatch from the best ready host that still may fetch."""
         ready = self._ready
         while (host := self.heap.pop_due(now)) is not None:
-            self._ready_seq += 1
-            heapq.heappush(ready, (-self.back.head_level(host), self._ready_seq, host))
+            if self._dispatches(host):
+                self._ready_seq += 1
+                heapq.heappush(ready, (self._ready_order(host), self._ready_seq, host))
         while ready:
             host = heapq.heappop(ready)[2]
-            if host in self.heap:  # rescheduled meanwhile (a Crawl-delay): wait there
+            if host in self.heap or not self._dispatches(host):  # rescheduled meanwhile (a Crawl-delay)
                 continue
             if self.politeness.ready_at(host) > now:
                 self._reschedule(host)
@@ -338,8 +349,16 @@ class Frontier(BaseScheduler):
             request = self._dispatch(host, now)
             if request is not None:
                 return request
-        self._arm_timer(now)
         return None
+
+    def _dispatches(self, host: str) -> bool:
+        """Whether this frontier dispatches ``host`` (always, in one process)."""
+        return True
+
+    def _ready_order(self, host: str) -> float:
+        """A due host's place among those ready at once (lowest first): the
+        level of its back queue's head URL, highest first."""
+        return -self.back.head_level(host)
 
     # -- dispatch ------------------------------------------------------------
     def _dispatch(self, host: str, now: float) -> Request | None:
@@ -589,10 +608,9 @@ class Frontier(BaseScheduler):
         links = [canonical_fingerprint(link) for link in outlinks]
         # the page's and its links' cash in one read (with the links' URL
         # rows too where the store can: a promotion needs them)
-        read_both = getattr(self.store, "get_cash_and_entries", None)
         entries: dict[int, Entry] | None = None
-        if read_both is not None:
-            rows, entries = read_both([fp, *links])
+        if self._read_cash_and_entries is not None:
+            rows, entries = self._read_cash_and_entries([fp, *links])
         else:
             rows = self.ledger.read_rows([fp, *links])
         cash, history, visits = self.ledger.take(fp, rows)

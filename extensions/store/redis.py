@@ -609,24 +609,30 @@ class RedisStore:
     def _read_hashes(self, reads: list[tuple[str, list[Any]]]) -> list[list[Any]]:
         """HMGET of each ``(key, fields)``: one script call on a single Redis
         (a page's links span several host tags), one HMGET per key on a cluster."""
-        if self.cluster or len(reads) == 1 or sum(len(f) + 1 for _, f in reads) > MULTI_LIMIT:
+        multi = self._multi(MULTI_HMGET, reads)
+        if multi is None:
             return self._call(*[("HMGET", key, *fields) for key, fields in reads])
-        args: list[Any] = []
-        for _, fields in reads:
-            args += [len(fields), *fields]
-        return self._call(("EVAL", MULTI_HMGET, len(reads), *[key for key, _ in reads], *args))[0]
+        return self._call(multi)[0]
 
     def _write_hashes(self, writes: list[tuple[str, list[Any]]]) -> None:
         """HSET of each ``(key, fields and values)``, buffered; as one script
         call on a single Redis, as :meth:`_read_hashes` does."""
-        if self.cluster or len(writes) == 1 or sum(len(f) + 1 for _, f in writes) > MULTI_LIMIT:
+        multi = self._multi(MULTI_HSET, writes)
+        if multi is None:
             for key, fields in writes:
                 self._write("HSET", key, *fields)
-            return
-        args: list[Any] = []
-        for _, fields in writes:
-            args += [len(fields), *fields]
-        self._write("EVAL", MULTI_HSET, len(writes), *[key for key, _ in writes], *args)
+        else:
+            self._write(*multi)
+
+    def _multi(self, script: str, items: list[tuple[str, list[Any]]]) -> tuple[Any, ...] | None:
+        """``script`` over every ``(key, arguments)`` as one EVAL, or None
+        where it cannot or need not be one (a cluster, one key, too many arguments)."""
+        if self.cluster or len(items) == 1 or sum(len(args) + 1 for _, args in items) > MULTI_LIMIT:
+            return None
+        flat: list[Any] = []
+        for _, args in items:
+            flat += [len(args), *args]
+        return ("EVAL", script, len(items), *[key for key, _ in items], *flat)
 
     def cash_count(self) -> int:
         keys = list(self._scan(self.keys.cash_pattern))
