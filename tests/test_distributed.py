@@ -67,11 +67,14 @@ def crawlers(workdir: Path, seeds: str, settings: dict[str, Any], count: int) ->
                 kill_crawl(proc)
 
 
-def wait_all(procs: list[subprocess.Popen[bytes]], workdir: Path, timeout: float = 180) -> list[CrawlResult]:
+def wait_all(procs: list[subprocess.Popen[bytes]], workdir: Path, timeout: float = 180,
+             first: int = 0) -> list[CrawlResult]:
+    """The results of ``procs``, the crawls started as ``crawl<first>``,
+    ``crawl<first + 1>``, ... by :func:`crawlers`."""
     deadline = time.monotonic() + timeout
     for proc in procs:
         proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-    return [read_result(workdir / f"crawl{i}", proc.returncode, []) for i, proc in enumerate(procs)]
+    return [read_result(workdir / f"crawl{i}", proc.returncode, []) for i, proc in enumerate(procs, first)]
 
 
 def run_together(web: Any, workdir: Path, url: str, prefix: str, count: int = 3, **extra: Any) -> list[CrawlResult]:
@@ -232,18 +235,37 @@ def test_sigkill_of_one_of_three_loses_nothing_and_fetches_no_page_more_than_twi
     sigkill_one_of_three(tmp_path, start_web, redis_server.url, bloom=seen == "bloom")
 
 
+def busy_hosts_of(client: Any, keys: Keys, pid: int) -> list[str]:
+    """Hosts whose lease the crawl process ``pid`` holds while one of their
+    URLs is in flight and another is queued (it cannot give them back soon)."""
+    busy = []
+    for key in client.scan_iter(match=keys.back_pattern):
+        host = keys.host_of_back(key)
+        owner = client.hget(keys.lease(host), "owner")
+        inflight, queued = client.zcard(keys.inflight(host)), client.zcard(keys.back(host))
+        if owner is not None and owner.decode().rsplit(":", 2)[1] == str(pid) and inflight and queued:
+            busy.append(host)
+    return busy
+
+
 def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool = False) -> None:
     web = start_web(**WEB)
     prefix = unique_prefix()
     settings = crawl_settings(web, url, prefix, **(BLOOM_SETTINGS if bloom else {}))
+    keys, client = Keys(prefix), connect(url, 10.0, Retry(NoBackoff(), 0))
     with crawlers(tmp_path, str(web.seeds_file), settings, 3) as procs:
         deadline = time.monotonic() + 60
-        while len(web.entries()) < 150 and procs[0].poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)  # polling the access log for a moment mid-crawl
+        # mid-crawl, and at a moment the victim holds a host with a URL in
+        # flight and more queued, so that its lease must be taken over
+        while ((len(web.entries()) < 100 or not busy_hosts_of(client, keys, procs[0].pid))
+               and procs[0].poll() is None and time.monotonic() < deadline):
+            time.sleep(0.05)  # polling the access log and the leases
+        client.close()
         assert procs[0].poll() is None, "the crawl ended before the kill"
+        assert time.monotonic() < deadline, "the victim never held a busy host"
         kill_crawl(procs[0], signal.SIGKILL)
         killed_at = time.time()
-        results = wait_all(procs[1:], tmp_path)
+        results = wait_all(procs[1:], tmp_path, first=1)
     for result in results:
         assert result.returncode == 0, result.log[-3000:]
     assert_ground_truth(web)
