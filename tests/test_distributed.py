@@ -378,3 +378,28 @@ def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServe
     others = {url_fingerprint(f"http://h1.test/{path}")[0] for path in "abc"} - {url_fingerprint(first.url)[0]}
     assert queued == others and url_fingerprint(lost.entry.url)[0] in queued
     frontier.close("finished")
+
+
+def test_hosts_of_one_level_go_in_the_order_they_became_ready(redis_server: RedisServer) -> None:
+    """Not by their head URL's discovery order: then a host found later
+    waited while earlier hosts had URLs of the same level (seconds, in the
+    benchmark). Both hosts' URLs are at one level; h1's were found first,
+    but h2's fetch ends first, so h2 goes first."""
+    from scrapy import Request
+
+    from extensions.frontier.distributed import DistributedFrontier
+
+    frontier = DistributedFrontier(RedisStore(redis_server.url, unique_prefix()))
+    frontier.open(None)
+    try:
+        for host in ("h1.test", "h2.test"):
+            for path in ("a", "b"):
+                assert frontier.enqueue_request(Request(f"http://{host}/{path}"))
+        first, second = frontier.next_request(), frontier.next_request()
+        assert {first.url, second.url} == {"http://h1.test/a", "http://h2.test/a"}
+        by_host = {request.url.split("/")[2]: request for request in (first, second)}
+        frontier.fetch_finished(by_host["h2.test"], duration=0.01)
+        frontier.fetch_finished(by_host["h1.test"], duration=0.01)
+        assert frontier.next_request().url == "http://h2.test/b"
+    finally:
+        frontier.close("finished")

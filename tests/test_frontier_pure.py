@@ -112,6 +112,21 @@ def test_prune_forgets_idle_hosts_only():
     assert set(politeness.hosts) == {"b", "c"}
 
 
+def test_a_host_is_rate_limited_when_its_own_gap_exceeds_the_common_delay():
+    politeness = Politeness(delay=0.5, factor=2.0, slots={"slot.test": {"delay": 3.0},
+                                                          "fast.test": {"delay": 0.0}})
+    assert not politeness.rate_limited("a.test")  # the common delay only
+    politeness.set_crawl_delay("a.test", 0.5)
+    assert not politeness.rate_limited("a.test")  # not longer than the common delay
+    politeness.set_crawl_delay("a.test", 2.0)
+    assert politeness.rate_limited("a.test")
+    assert politeness.rate_limited("slot.test")  # DOWNLOAD_SLOTS delay
+    assert not politeness.rate_limited("fast.test")
+    politeness.started("b.test", 0.0)
+    politeness.finished("b.test", end=1.0, duration=1.0)  # 2 x 1 s > 0.5 s
+    assert politeness.rate_limited("b.test")
+
+
 def test_invalid_politeness_values_fail_with_names():
     with pytest.raises(ValueError, match="delay=-1"):
         Politeness(delay=-1)

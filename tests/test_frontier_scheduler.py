@@ -74,6 +74,29 @@ def test_politeness_factor_scales_with_last_download_time(store):
     assert starts == pytest.approx([0.0, 5.5, 11.0])  # end + 10 x 0.5 s
 
 
+def test_among_ready_hosts_the_higher_level_goes_first_but_a_crawl_delay_host_at_once():
+    """Hosts ready together go by their head URL's level (AOPIC order
+    across hosts), except a host slowed by its own Crawl-delay: it can take
+    only one fetch per delay, and one it waits for it never catches up."""
+    def first_hosts(crawl_delay: float | None) -> list[str]:
+        clock = Clock()
+        frontier = make_frontier(make_store("memory", None), clock, back_queues=8,
+                                 politeness=Politeness(delay=0.0))
+        frontier.set_crawl_delay("slow.test", crawl_delay)
+        frontier.enqueue_request(Request("http://slow.test/deep", priority=-3))
+        for host in ("a.test", "b.test", "c.test", "d.test"):
+            for request in urls(host, 3):
+                frontier.enqueue_request(request)
+        order = []
+        for _ in range(3):  # three fetches, all hosts ready at once
+            request = frontier.next_request()
+            order.append(request.url.split("/")[2])
+        return order
+
+    assert "slow.test" not in first_hosts(None)  # level 4 waits for the level-7 URLs
+    assert first_hosts(2.0)[0] == "slow.test"
+
+
 def test_per_host_in_flight_limit(store):
     frontier = make_frontier(store, politeness=Politeness(concurrency=2))
     for request in urls("a.test", 5):

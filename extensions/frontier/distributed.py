@@ -57,9 +57,9 @@ from scrapy import Request
 
 from extensions.frontier.codec import encode
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.frontier.leases import HostLeases, process_id, queue_score
+from extensions.frontier.leases import HostLeases, level_of_score, process_id, queue_score
 from extensions.frontier.politeness import INFINITY
-from extensions.frontier.scheduler import CRAWL_WIDE_STATS, Frontier, InFlight
+from extensions.frontier.scheduler import CRAWL_WIDE_STATS, Frontier, InFlight, ready_order
 from extensions.store.base import FLAG_MEMORY, Entry, FrontierStoreError, Status
 
 if TYPE_CHECKING:
@@ -248,7 +248,13 @@ class DistributedFrontier(Frontier):
         return host in self.held  # a host given away meanwhile is someone else's
 
     def _ready_order(self, host: str) -> float:
-        return self.held[host].head
+        """As in one process: the level of the host's head URL, highest
+        first; hosts of one level then go in the order they became ready
+        (by the head URL's discovery order instead, a host found late
+        waited while earlier ones had URLs of that level: seconds, in the
+        benchmark, and the crawl's last seconds went to its backlog)."""
+        head = self.held[host].head
+        return ready_order(-1 if head == INFINITY else level_of_score(head), self.politeness.rate_limited(host))
 
     def _share(self) -> int:
         """This process's share of the hosts with work (hosts on the heap /

@@ -68,6 +68,14 @@ class Politeness:
         delay = float(self.slots.get(host, {}).get("delay", self.delay))
         return politeness_gap(delay, self.crawl_delays.get(host), self.factor, last_duration)
 
+    def rate_limited(self, host: str) -> bool:
+        """Whether ``host`` must wait longer between fetches than hosts in
+        general (its Crawl-delay, a ``DOWNLOAD_SLOTS`` delay, or the factor
+        times its last fetch): it cannot use more than one fetch per gap, so
+        the frontier serves it as soon as the gap allows."""
+        state = self.hosts.get(host)
+        return self.gap(host, 0.0 if state is None else state.last_duration) > self.delay
+
     def set_crawl_delay(self, host: str, seconds: float | None) -> None:
         """Record (or, with None, forget) the robots.txt Crawl-delay of a host.
         A longer delay also pushes an already computed next-allowed time."""
