@@ -78,12 +78,12 @@ def test_among_ready_hosts_the_higher_level_goes_first_but_a_crawl_delay_host_at
     """Hosts ready together go by their head URL's level (AOPIC order
     across hosts), except a host slowed by its own Crawl-delay: it can take
     only one fetch per delay, and one it waits for it never catches up."""
-    def first_hosts(crawl_delay: float | None, priority: int = -3) -> list[str]:
+    def first_hosts(crawl_delay: float | None) -> list[str]:
         clock = Clock()
         frontier = make_frontier(make_store("memory", None), clock, back_queues=8,
                                  politeness=Politeness(delay=0.0))
         frontier.set_crawl_delay("slow.test", crawl_delay)
-        frontier.enqueue_request(Request("http://slow.test/deep", priority=priority))
+        frontier.enqueue_request(Request("http://slow.test/deep", priority=-3))
         for host in ("a.test", "b.test", "c.test", "d.test"):
             for request in urls(host, 3):
                 frontier.enqueue_request(request)
@@ -95,8 +95,6 @@ def test_among_ready_hosts_the_higher_level_goes_first_but_a_crawl_delay_host_at
 
     assert "slow.test" not in first_hosts(None)  # level 4 waits for the level-7 URLs
     assert first_hosts(2.0)[0] == "slow.test"
-    # level 0 (AOPIC: a trap's starved URLs) waits, Crawl-delay or not
-    assert "slow.test" not in first_hosts(2.0, priority=-7)
 
 
 def test_per_host_in_flight_limit(store):

@@ -111,10 +111,8 @@ def ready_order(level: int, rate_limited: bool) -> float:
     its low-cash URLs waited for seconds at a time and, since a host with
     a Crawl-delay cannot catch up later, its backlog was the crawl's last
     several seconds (bench/distributed.py: the Crawl-delay hosts of the
-    test web ended 3 s after all others). Not at level 0, though: AOPIC
-    puts a trap's cash-starved URLs there, and a trap that declares a
-    Crawl-delay must not buy itself a fetch per delay."""
-    return -level - (RATE_LIMITED_FIRST if rate_limited and level > 0 else 0)
+    test web ended 3 s after all others)."""
+    return -level - (RATE_LIMITED_FIRST if rate_limited else 0)
 
 
 class Frontier(BaseScheduler):
