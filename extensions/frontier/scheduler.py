@@ -111,7 +111,11 @@ def ready_order(level: int, rate_limited: bool) -> float:
     its low-cash URLs waited for seconds at a time and, since a host with
     a Crawl-delay cannot catch up later, its backlog was the crawl's last
     several seconds (bench/distributed.py: the Crawl-delay hosts of the
-    test web ended 3 s after all others)."""
+    test web ended 3 s after all others). This holds for a trap too: one
+    that declares a Crawl-delay of d gets at most 1/d fetches a second
+    (and ``FRONTIER_HOST_BUDGET`` caps its total), not the crawl's slots;
+    keeping the bottom level out of this brought the tail back, since
+    the Crawl-delay hosts' deep pages sit there too."""
     return -level - (RATE_LIMITED_FIRST if rate_limited else 0)
 
 
