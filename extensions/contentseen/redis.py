@@ -76,11 +76,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from redis.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from extensions.contentseen.exact import ContentStoreError
-from extensions.store.redis_connection import LoggingRetry, connect, redact
+from extensions.store.redis_connection import LoggingRetry, connect, is_cluster, redact
 from extensions.store.redis_keys import Keys, glob_escape
 
 logger = logging.getLogger(__name__)
@@ -301,7 +300,7 @@ class RedisContentStore:
     @property
     def cluster(self) -> bool:
         """Whether the store talks to a Redis Cluster (after open)."""
-        return isinstance(self._client, RedisCluster)
+        return is_cluster(self._client)
 
     def _require(self) -> Any:
         if self._pipe is None:

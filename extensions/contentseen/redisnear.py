@@ -56,35 +56,17 @@ from extensions.contentseen.redis import (
     pack64,
     unpack64,
 )
+from extensions.store.redis_keys import MULTI_HMGET
 
 TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key
 ID_BLOCK = 1024  # document ids reserved per INCRBY
 _DOC = struct.Struct(">qq")  # id, group id; the URL follows
 
-#: Append simhashes to a table's fields unless already there. KEYS: one
-#: table partition; ARGV: field, simhash (8 bytes), ... Returns how many were added.
+#: Append a simhash to one field of each of several table partitions unless
+#: already there. KEYS: the partitions (one, on a cluster: they sit in
+#: different slots); ARGV: per key, its field and the simhash (8 bytes).
+#: Returns how many were added.
 APPEND = """
-local added = 0
-for i = 1, #ARGV, 2 do
-  local v = redis.call('HGET', KEYS[1], ARGV[i])
-  local present = false
-  if v then
-    for j = 1, #v, 8 do
-      if string.sub(v, j, j + 7) == ARGV[i + 1] then present = true break end
-    end
-  end
-  if not present then
-    redis.call('HSET', KEYS[1], ARGV[i], (v or '') .. ARGV[i + 1])
-    added = added + 1
-  end
-end
-return added
-"""
-
-#: The same over several table partitions in one command, on a single Redis
-#: (a cluster's partitions sit in different slots). KEYS: the partitions;
-#: ARGV: per key, one field and one simhash.
-APPEND_MANY = """
 local added = 0
 for k = 1, #KEYS do
   local field, packed = ARGV[2 * k - 1], ARGV[2 * k]
@@ -101,14 +83,6 @@ for k = 1, #KEYS do
   end
 end
 return added
-"""
-
-#: HGET of one field in each of several hashes, on a single Redis. KEYS: the
-#: hashes; ARGV: a field per key. Returns the values.
-HGET_MANY = """
-local out = {}
-for k = 1, #KEYS do out[k] = redis.call('HGET', KEYS[k], ARGV[k]) end
-return out
 """
 
 
@@ -221,11 +195,14 @@ class RedisNearDuplicateIndex(RedisContentPart):
         fields = self._fields(simhash)
         if self.store.cluster:
             return [("HGET", key, field) for key, field in fields]
-        return [("EVAL", HGET_MANY, len(fields), *[key for key, _ in fields], *[field for _, field in fields])]
+        return [("EVAL", MULTI_HMGET, len(fields), *[key for key, _ in fields],
+                 *[part for _, field in fields for part in (1, field)])]
 
     def _values(self, answers: list[Any]) -> list[Any]:
         """The table fields' values from the answers to :meth:`_reads`."""
-        return answers if self.store.cluster else (answers[0] if answers else [])
+        if self.store.cluster:
+            return answers
+        return [found[0] for found in answers[0]] if answers else []
 
     def _lookup(self, simhash: int, closest: bool,
                 extra: list[tuple[Any, ...]] | None = None) -> tuple[list[Match], list[Any]]:
@@ -269,12 +246,9 @@ class RedisNearDuplicateIndex(RedisContentPart):
         self.store.write("HSETNX", self.keys.near_doc(simhash), packed,
                          _DOC.pack(doc_id, group_id) + encode_url(url))
         fields = self._fields(simhash)
-        if self.store.cluster:
-            for key, field in fields:
-                self.store.write("EVAL", APPEND, 1, key, field, packed)
-            return
-        self.store.write("EVAL", APPEND_MANY, len(fields), *[key for key, _ in fields],
-                         *[part for _, field in fields for part in (field, packed)])
+        for group in ([[item] for item in fields] if self.store.cluster else [fields]):
+            self.store.write("EVAL", APPEND, len(group), *[key for key, _ in group],
+                             *[part for _, field in group for part in (field, packed)])
 
     def _check_layout(self) -> None:
         """The crawl's keys keep the layout they were created with."""

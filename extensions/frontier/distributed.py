@@ -248,11 +248,9 @@ class DistributedFrontier(Frontier):
         return host in self.held  # a host given away meanwhile is someone else's
 
     def _ready_order(self, host: str) -> float:
-        """As in one process: the level of the host's head URL, highest
-        first; hosts of one level then go in the order they became ready
-        (by the head URL's discovery order instead, a host found late
-        waited while earlier ones had URLs of that level: seconds, in the
-        benchmark, and the crawl's last seconds went to its backlog)."""
+        """As in one process (:func:`ready_order`): hosts of one level go in
+        the order they became ready, not by their head URL's discovery
+        order, which kept a host found late waiting behind earlier ones."""
         head = self.held[host].head
         return ready_order(-1 if head == INFINITY else level_of_score(head), self.politeness.rate_limited(host))
 

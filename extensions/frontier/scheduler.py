@@ -96,7 +96,7 @@ class DictStats:
         return self.values.get(key, default)
 
 
-#: added to the order of a rate-limited host: below every level's
+#: subtracted from a rate-limited host's order: ahead of every level
 RATE_LIMITED_FIRST = 1 << 20
 
 

@@ -118,7 +118,7 @@ from redis.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from extensions.store.base import Entry, FrontierStoreError, Status
-from extensions.store.redis_connection import LoggingRetry, connect, redact
+from extensions.store.redis_connection import LoggingRetry, connect, is_cluster, redact
 from extensions.store.redis_bloom import BloomLayout, bloom_hashes
 from extensions.store.redis_keys import (
     FINISHED_FIELD,
@@ -320,7 +320,7 @@ class RedisStore:
     @property
     def cluster(self) -> bool:
         """Whether the store talks to a Redis Cluster (after open)."""
-        return isinstance(self._client, RedisCluster)
+        return is_cluster(self._client)
 
     def sequence_numbers(self, count: int) -> range:
         """``count`` discovery-order numbers (reserved in blocks)."""

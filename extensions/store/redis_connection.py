@@ -56,6 +56,12 @@ class LoggingRetry(Retry):
         return super().call_with_retry(do, logged, is_retryable, with_failure_count=True)
 
 
+def is_cluster(client: Any) -> bool:
+    """Whether ``client`` (from :func:`connect`) talks to a Redis Cluster,
+    where a command or script may only touch keys of one slot."""
+    return isinstance(client, RedisCluster)
+
+
 def connect(url: str, timeout: float, retry: Retry) -> Any:
     """A client for ``url``: a cluster client if the server is a cluster node.
     Raises redis' errors (or ValueError) when it cannot connect."""
