@@ -26,6 +26,9 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # ours replaces Scrapy's robots.txt middleware, at its place (100)
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
         "extensions.robots.middleware.RobotsMiddleware": 100,
+        # beside the downloader, after RetryMiddleware (550): it sees every
+        # attempt's connection failure first
+        "extensions.breaker.CircuitBreakerMiddleware": 560,
     },
     "SPIDER_MIDDLEWARES": {},
     # links: last, after every pipeline that judges the page

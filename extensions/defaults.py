@@ -76,6 +76,16 @@ CONTENTSEEN_NEAR_ENABLED = True
 CONTENTSEEN_SQLITE_CACHE_KIB = 2048  # SQLite page cache of each of the two sets (the OS caches the rest)
 
 
+# --- Circuit breaker (extensions.breaker) -----------------------------------
+# Per origin: consecutive connection failures open it; the frontier parks the
+# origin's URLs, probes it again later, and defers it after the last probe.
+CIRCUIT_BREAKER_ENABLED = True
+CIRCUIT_BREAKER_FAILURES = 5  # consecutive connection failures (each attempt counts) that open it
+CIRCUIT_BREAKER_RETRY_DELAY = 10.0  # seconds the first time; doubles with each failed probe
+CIRCUIT_BREAKER_RETRY_MAX_DELAY = 300.0
+CIRCUIT_BREAKER_RETRY_TIMES = 5  # failed probes before the origin's URLs are deferred for the run
+
+
 # --- DNS (extensions.dns) --------------------------------------------------
 # extensions.dns.resolver.CachingResolver (TWISTED_DNS_RESOLVER, set in
 # crawler/settings.py) and extensions.dns.middleware.AddressPolicyMiddleware.
@@ -126,6 +136,7 @@ FRONTIER_CHECKPOINT_INTERVAL = 5.0  # seconds between commits of the URL databas
 FRONTIER_DISTRIBUTED = True  # redis backend: processes on one REDIS_URL and prefix share the frontier
 FRONTIER_FRONT_QUEUES = 8
 FRONTIER_HOST_BUDGET = 0  # most URLs accepted per host (a trap defence); 0: unlimited
+FRONTIER_IDLE_CLOSE = 30.0  # seconds with nothing but held origins' URLs left: defer them, close
 FRONTIER_FRONT_QUEUE_WEIGHTS: list[int] = []  # empty: level i weighs i + 1
 # Host leases of a shared frontier (extensions/frontier/distributed.py):
 FRONTIER_LEASE_MAX_LATENESS = 1.0  # seconds a held host may wait past its due time before it is given away
@@ -163,7 +174,8 @@ ROBOTSTXT_CACHE_TTL = 86400.0  # seconds a fetched robots.txt holds
 ROBOTSTXT_MAX_CRAWL_DELAY = 60.0  # Crawl-delay is clamped to this (seconds)
 ROBOTSTXT_MAX_REDIRECTS = 5  # more: unavailable (no restrictions)
 ROBOTSTXT_MAX_SIZE = 500 * 1024  # bytes parsed; the rest is ignored
-ROBOTSTXT_RETRY_DELAY = 60.0  # first retry of an unreachable robots.txt; doubles
-ROBOTSTXT_RETRY_MAX_DELAY = 86400.0  # cap of that back-off
+ROBOTSTXT_RETRY_DELAY = 10.0  # first retry of an unreachable robots.txt (its origin held meanwhile); doubles
+ROBOTSTXT_RETRY_MAX_DELAY = 300.0  # cap of that back-off
+ROBOTSTXT_RETRY_TIMES = 5  # retries within a run; then the origin's URLs are deferred (a resume retries them)
 ROBOTSTXT_SITEMAP_SEEDS = False  # crawl the Sitemap: URLs robots.txt lists
-ROBOTSTXT_UNREACHABLE_PERIOD = 30 * 86400.0  # then: no restrictions
+ROBOTSTXT_UNREACHABLE_PERIOD = 30 * 86400.0  # unreachable that long (a long crawl): no restrictions

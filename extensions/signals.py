@@ -10,3 +10,16 @@ from __future__ import annotations
 #: it is coming soon: the moment to resolve its name (DNS prefetch).
 #: Arguments: ``host``.
 host_assigned = object()
+
+#: An origin (``scheme://host[:port]``) cannot be crawled now: its robots.txt
+#: is unreachable, or its circuit breaker tripped. The frontier parks its
+#: URLs (never the host's other origins) until ``delay`` seconds from now;
+#: a request of that origin refused meanwhile goes back to the frontier.
+#: Arguments: ``origin``, ``delay``, ``reason``.
+origin_held = object()
+
+#: An origin stays uncrawlable after its bounded retries: its URLs become
+#: ``deferred`` in the URL database with ``reason`` and are not fetched again
+#: in this run (a resumed crawl retries them first).
+#: Arguments: ``origin``, ``reason``.
+origin_deferred = object()

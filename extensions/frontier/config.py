@@ -283,6 +283,7 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
         if settings.getbool("FRONTIER_AOPIC") else None,
         "host_budget": _positive_int(settings, "FRONTIER_HOST_BUDGET", 0),
         "revisits": _positive_int(settings, "FRONTIER_AOPIC_REVISITS", 0),
+        "idle_close": _non_negative(settings, "FRONTIER_IDLE_CLOSE"),
         **_engine_hooks(crawler),
         **distributed,
     }

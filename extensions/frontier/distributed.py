@@ -57,6 +57,7 @@ from scrapy import Request
 
 from extensions.frontier.codec import encode
 from extensions.frontier.fingerprint import url_fingerprint
+from extensions.frontier.holds import origin_of
 from extensions.frontier.leases import HostLeases, level_of_score, process_id, queue_score
 from extensions.frontier.politeness import INFINITY
 from extensions.frontier.scheduler import CRAWL_WIDE_STATS, Frontier, InFlight, ready_order
@@ -314,6 +315,10 @@ class DistributedFrontier(Frontier):
         if self.ledger is not None:  # the cash row came with the URL
             row = taken.cash
             cash = 0.0 if row is None else row[0] + (self.ledger.dividend - row[2])
+        if self.holds and self._kept_back(entry):
+            held.queued += 1
+            self._reschedule(host)
+            return None
         request = self._request_of(entry, cash)
         if request is None:
             self.leases.finish(host, entry.fingerprint, None)
@@ -328,6 +333,24 @@ class DistributedFrontier(Frontier):
 
     def _stale_copy(self, fp: int) -> bool:
         return False  # one entry per URL: the back queues are sorted sets
+
+    def _kept_back(self, entry: Entry, inflight: bool = False) -> bool:
+        """A held origin's URL goes back to its host's shared queue and the
+        host waits for the hold (on Redis a hold is per host: the queues
+        are); a deferred origin's URL is finished as deferred."""
+        state = self.holds.state_of(entry.url)
+        if state is None:
+            return False
+        origin = origin_of(entry.url)
+        if state == "deferred":
+            self.leases.finish(entry.host, entry.fingerprint, Status.DEFERRED, self.wall_clock())
+            self._defer([], origin, self.holds.deferred[origin])
+            self.stats.inc_value("frontier/deferred")
+            return True
+        self.leases.put_back(entry.host, entry.fingerprint, entry.level)
+        self.politeness.hold(entry.host, min(self.holds.held[origin].until, self.clock() + self.lease_ttl))
+        self.stats.inc_value("frontier/parked")
+        return True
 
     def _reschedule(self, host: str) -> None:
         if host in self.held:
@@ -358,9 +381,10 @@ class DistributedFrontier(Frontier):
             return
         host, fp = record.host, record.entry.fingerprint
         held = self.held.get(host)
-        if record.postponed:
-            self.leases.put_back(host, fp, record.entry.level)
-            self.stats.inc_value("frontier/postponed")
+        kept = not record.ok and not record.excluded and bool(self.holds) and self._kept_back(
+            record.entry, inflight=True)
+        if kept:
+            pass
         elif record.excluded:
             self.leases.finish(host, fp, None)
         else:
@@ -370,7 +394,7 @@ class DistributedFrontier(Frontier):
         if held is None:
             return
         held.inflight = max(0, held.inflight - 1)
-        if record.postponed:
+        if kept:
             held.queued += 1
             held.head = min(held.head, queue_score(record.entry.level, 0))
         if not held.inflight and not held.queued:

@@ -28,21 +28,23 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections import OrderedDict
 import shutil
-from functools import partial
 import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import mmh3
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 
 from extensions.frontier.back import BackQueues
 from extensions.frontier.codec import decode, encode
-from extensions.frontier.fingerprint import canonical_fingerprint, url_fingerprint
+from extensions.frontier.fingerprint import URL_BITS, canonical_fingerprint, url_fingerprint
+from extensions.frontier.holds import OriginHolds, origin_of
 from extensions.frontier.front import BiasedSelector, FrontQueues
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.hostkey import HostKey
@@ -51,7 +53,7 @@ from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
 from extensions.frontier.resume import load_bloom, rebuild_queues, record_shape, save_bloom, shape_changed
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
 from extensions.store.base import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
-from extensions.signals import host_assigned
+from extensions.signals import host_assigned, origin_deferred, origin_held
 from extensions.aopic.ledger import AOPICLedger
 
 if TYPE_CHECKING:
@@ -76,7 +78,6 @@ class InFlight:
     started: float
     released: bool = False
     ok: bool = False
-    postponed: bool = False  # back to the frontier when it finishes
     excluded: bool = False  # refused before the fetch (robots.txt)
 
 
@@ -95,6 +96,8 @@ class DictStats:
     def get_value(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
 
+
+URL_MASK = (1 << URL_BITS) - 1
 
 #: subtracted from a rate-limited host's order: ahead of every level
 RATE_LIMITED_FIRST = 1 << 20
@@ -150,6 +153,7 @@ class Frontier(BaseScheduler):
         ledger: AOPICLedger | None = None,
         host_budget: int = 0,
         revisits: int = 0,
+        idle_close: float = 60.0,
     ) -> None:
         self.store = store
         self.front = FrontQueues(store, front_queues, queue_buffer, selector)
@@ -191,6 +195,16 @@ class Frontier(BaseScheduler):
         self._checkpoints = 0
         self._logged: set[str] = set()
         self.on_host_assigned: Callable[..., Any] | None = None  # DNS prefetch hook
+        # origins that cannot be crawled now (robots.txt unreachable, a
+        # tripped circuit breaker): their URLs wait here, the host's other
+        # origins go on; see :mod:`extensions.frontier.holds`
+        self.holds = OriginHolds()
+        self.idle_close = idle_close  # seconds of nothing but held work before deferring it
+        self._idle_since: float | None = None
+        self._probes: set[int] = set()  # one released URL per ended hold
+        self.unfiled: deque[Request] = deque()  # requests without a host (data: URLs)
+        self._seeds_this_run: set[int] = set()
+        self._deferred_reasons: dict[str, str] = {}
 
     # -- construction from a crawler ----------------------------------------
     @classmethod
@@ -206,6 +220,8 @@ class Frontier(BaseScheduler):
         # a redirect or retry replaces the response before response_received
         crawler.signals.connect(frontier.response_received, signals.response_downloaded)
         crawler.signals.connect(frontier.robots_parsed, signals.robots_parsed)
+        crawler.signals.connect(frontier.origin_held, origin_held)
+        crawler.signals.connect(frontier.origin_deferred, origin_deferred)
         frontier.on_host_assigned = partial(crawler.signals.send_catch_log, host_assigned)
         return frontier
 
@@ -227,6 +243,7 @@ class Frontier(BaseScheduler):
             self._restore_clean()
         else:
             self._rebuild()
+        self._retry_deferred()
         load_bloom(self.store, self.bloom, self.bloom_path)
         self._update_gauges()
         if len(self):
@@ -245,6 +262,9 @@ class Frontier(BaseScheduler):
             self.store.urls.set_status([record.entry.fingerprint], Status.QUEUED, only_from=Status.INFLIGHT)
             self.store.queues.push_front(f"front/{self.front.level_of(record.entry)}", [record.entry.fingerprint])
         self.inflight.clear()
+        for hold in self.holds.held.values():  # parked URLs are queued rows
+            for entry in hold.parked.values():
+                self.front.push(entry)
         for queue in self.front.queues:
             queue.spill()
         self.back.spill()
@@ -262,15 +282,44 @@ class Frontier(BaseScheduler):
         return len(self.front) + len(self.back)
 
     def has_pending_requests(self) -> bool:
-        return len(self) > 0
+        """Work to hand out. URLs parked by held origins count only until
+        the crawl has had nothing else to do for ``idle_close`` seconds;
+        then they are deferred, so a finite crawl always ends."""
+        if not self.holds.held:
+            return len(self) > 0 or bool(self.unfiled)
+        now = self.clock()
+        if self._busy():
+            self._idle_since = None
+            return True
+        if self._idle_since is None:
+            self._idle_since = now
+        if now - self._idle_since < self.idle_close:
+            return True
+        for origin, (reason, entries) in self.holds.defer_all_held("held when nothing else was left").items():
+            self._defer(entries, origin, reason)
+        self._probes.clear()
+        return len(self) > 0 or bool(self.unfiled)
+
+    def _busy(self) -> bool:
+        """Work other than the probes of held origins: queued, unfiled or in flight."""
+        if self.unfiled:
+            return True
+        inflight = {record.entry.fingerprint for record in self.inflight.values()}
+        return len(self) > len(self._probes - inflight) or bool(inflight - self._probes)
 
     def enqueue_request(self, request: Request) -> bool:
-        """URL-seen test, prioritiser, front queue. ``dont_filter`` bypasses
-        the URL-seen test, except on start requests: Scrapy marks
-        ``start_urls`` requests ``dont_filter``, but a resumed crawl must not
-        fetch its seeds again."""
-        fp, host = url_fingerprint(request.url, request.method, request.body)
-        bypass = request.dont_filter and not request.meta.get("is_start_request")
+        """URL-seen test, prioritiser, front queue; never raises on a
+        request Scrapy accepts. ``dont_filter`` bypasses the URL-seen test
+        (a retry, a redirect, identical requests: each is fetched), except
+        for a start request already known from an earlier run of the same
+        ``JOBDIR``: a resumed crawl does not fetch its seeds again. A URL
+        the frontier cannot file (``data:``, ``file:``...) is passed
+        through unfiled: handed out first, without politeness, in memory."""
+        try:
+            fp, host = url_fingerprint(request.url, request.method, request.body)
+        except ValueError:
+            return self._unfiled(request)
+        bypass = request.dont_filter and not self._first_seed_copy(request, fp)
         if not bypass:
             hits = self.seen.cache_hits
             known = self.seen.known(fp)
@@ -279,6 +328,8 @@ class Frontier(BaseScheduler):
             if known:
                 return self._duplicate()
         host = self.hostkey.host_of(request) or host
+        if bypass:
+            fp = self._distinct_copy(fp)
         depth = int(request.meta.get("depth", 0))
         level = self.prioritizer.level(request.priority, depth, self._cash_meta(request, fp))
         entry = encode(request, fp, host, level, self.spider)
@@ -287,23 +338,54 @@ class Frontier(BaseScheduler):
             self.store.urls.requeue(entry, now)
             self.seen.remember(fp)
         elif self.host_budget and self._over_budget(fp, host):
-            return False
+            return False  # refused or a duplicate, counted
         elif not self.seen.add(entry, now):
             return self._duplicate()
+        if request.meta.get("is_start_request"):
+            self._seeds_this_run.add(fp)
         if entry.flags & FLAG_MEMORY:
             self.memory_only[fp] = request
             self._count_once("unserializable", "Request %s cannot be serialised; kept in memory only", request)
         if not self._known_hosts.hit(host):
             self._known_hosts.add(host)
-            self.store.hosts.add_hosts([host])
+            self.store.hosts.add_hosts([host], now)
         self.front.push(entry)
         self.stats.inc_value("frontier/enqueued")
         return True
+
+    def _unfiled(self, request: Request) -> bool:
+        """A request whose URL has no host to be polite to (``data:``) or
+        that the frontier cannot canonicalise: handed out as it is."""
+        self.unfiled.append(request)
+        self._count_once("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
+        return True
+
+    def _first_seed_copy(self, request: Request, fp: int) -> bool:
+        """A start request not yet seen in this run goes through the URL-seen
+        test even with ``dont_filter``: an earlier run may have fetched it."""
+        if not request.meta.get("is_start_request") or "retry_times" in request.meta:
+            return False
+        return fp not in self._seeds_this_run
+
+    def _distinct_copy(self, fp: int) -> int:
+        """The fingerprint under which a ``dont_filter`` request is filed:
+        its own, unless that URL is queued or in flight already; then a
+        copy's (same host bits), so that each identical request is fetched."""
+        copy, salt = fp, 0
+        while self.store.urls.status_of(copy) in (Status.QUEUED, Status.INFLIGHT) or copy in self.memory_only:
+            salt += 1
+            copy = (fp & ~URL_MASK) | (mmh3.hash64(f"{fp}:{salt}", signed=False)[0] & URL_MASK)
+        if copy != fp:
+            self.stats.inc_value("frontier/dont_filter_copies")
+        return copy
 
     def _over_budget(self, fp: int, host: str) -> bool:
         """Per-host page budget (a trap defence): refuse a host's new URLs
         once it has ``host_budget`` known ones. Counts live in a bounded LRU
         over the store's per-host range count."""
+        if self.store.urls.status_of(fp) is not None:  # known already: no budget spent
+            self._duplicate()
+            return True
         counts = self._host_counts
         count = counts.pop(host, None)
         if count is None:
@@ -346,7 +428,12 @@ class Frontier(BaseScheduler):
         same moment the one with the more important URL goes first (with
         many hosts and no delay, nearly all are ready: without this the
         order would be host round-robin, whatever the priorities)."""
+        if self.unfiled:
+            self.stats.inc_value("frontier/dequeued")
+            return self.unfiled.popleft()
         now = self.clock()
+        if self.holds.held:
+            self._release_holds(now)
         self._sweep()
         self._refill()
         request = self._dispatch_ready(now)
@@ -391,6 +478,8 @@ class Frontier(BaseScheduler):
         if host not in self.back.queue_of:
             return None
         entry = self.back.pop(host)
+        while entry is not None and self.holds and self._kept_back(entry):
+            entry = self.back.pop(host)  # a held origin's URL: parked; the host's next
         request = None if entry is None else self._request_of(entry)
         if request is not None:  # before a refill can give the host a queue again
             self.politeness.started(host, now)
@@ -468,6 +557,9 @@ class Frontier(BaseScheduler):
         due = self.heap.next_time()
         if self.back.free and len(self.front):
             due = now
+        release = self.holds.next_release()
+        if release is not None:
+            due = release if due is None else min(due, release)
         if due is None or self.call_later is None or self.wake is None:
             return
         if self._timer is not None and self._timer_due <= due:
@@ -539,18 +631,16 @@ class Frontier(BaseScheduler):
 
     def _finish(self, request: Request) -> None:
         record = self.inflight.pop(request, None)
-        if record is None:
+        if record is None or record.excluded:
             return
-        if record.postponed:
-            self.store.urls.set_status([record.entry.fingerprint], Status.QUEUED, only_from=Status.INFLIGHT)
-            self.front.push(record.entry)
-            self.stats.inc_value("frontier/postponed")
+        entry = record.entry
+        if not record.ok and self.holds and self._kept_back(entry, inflight=True):
             return
-        if record.excluded:
-            return
+        if entry.fingerprint in self._probes:
+            self._probe_ended(entry)
         status = Status.DONE if record.ok else Status.FAILED
         self.store.urls.set_status(
-            [record.entry.fingerprint], status, self.wall_clock(), only_from=Status.INFLIGHT
+            [entry.fingerprint], status, self.wall_clock(), only_from=Status.INFLIGHT
         )
         self.stats.inc_value(f"frontier/{status.name.lower()}")
 
@@ -576,17 +666,63 @@ class Frontier(BaseScheduler):
         if seconds:
             self.set_crawl_delay(self.hostkey.of_request(request), float(seconds))
 
-    def postpone(self, request: Request, delay: float) -> bool:
-        """Give a request handed out back to the frontier, and hold its host
-        for ``delay`` seconds (robots.txt unreachable: retry later). False if
-        the request is not ours."""
-        record = self.inflight.get(request)
-        if record is None:
+    # -- origins held and deferred (robots.txt unreachable, circuit breaker) ---
+    def origin_held(self, origin: str, delay: float, reason: str) -> None:
+        """Signal handler: park ``origin``'s URLs for ``delay`` seconds."""
+        self.holds.hold(origin, self.clock() + max(0.0, delay), reason)
+        self.stats.inc_value("frontier/origin_holds")
+        logger.info("Holding %s for %.1fs: %s", origin, delay, reason)
+
+    def origin_deferred(self, origin: str, reason: str) -> None:
+        """Signal handler: ``origin``'s URLs are deferred for this run."""
+        self._defer(self.holds.defer(origin, reason), origin, reason)
+
+    def _kept_back(self, entry: Entry, inflight: bool = False) -> bool:
+        """Park or defer ``entry`` if its origin is held or deferred (a
+        hold's probe goes through); whether it was kept back."""
+        state = self.holds.state_of(entry.url)
+        if state is None or (not inflight and self.ledger is not None and self._stale_copy(entry.fingerprint)):
+            return False  # a stale copy (AOPIC promotion) is skipped as usual
+        if state == "deferred":
+            self._probes.discard(entry.fingerprint)
+            origin = origin_of(entry.url)
+            self._defer([entry], origin, self.holds.deferred[origin])
+            return True
+        if state != "held" or (not inflight and entry.fingerprint in self._probes):
             return False
-        record.postponed = True
-        self.politeness.hold(record.host, self.clock() + max(0.0, delay))
-        self._release(request, 0.0)
+        self._probes.discard(entry.fingerprint)
+        if inflight:
+            self.store.urls.set_status([entry.fingerprint], Status.QUEUED, only_from=Status.INFLIGHT)
+        self.holds.park(entry)
+        self.stats.inc_value("frontier/parked")
         return True
+
+    def _release_holds(self, now: float) -> None:
+        """Holds whose time has come: one URL of each goes out as a probe."""
+        for entry in self.holds.release_due(now):
+            self._probes.add(entry.fingerprint)
+            self.front.push(entry)
+            self.stats.inc_value("frontier/hold_probes")
+
+    def _probe_ended(self, entry: Entry) -> None:
+        """A probe was fetched (or failed without a new hold): the rest of
+        its origin's parked URLs go back to the front queues."""
+        self._probes.discard(entry.fingerprint)
+        for parked in self.holds.release(origin_of(entry.url)):
+            self.front.push(parked)
+
+    def _defer(self, entries: Sequence[Entry], origin: str, reason: str) -> None:
+        """Mark ``entries`` deferred (status and reason in the URL database)."""
+        if origin not in self._deferred_reasons:
+            self._deferred_reasons[origin] = reason
+            self.store.hosts.defer_origin(origin, reason, self.wall_clock())
+            self.stats.set_value("frontier/deferred_origins", len(self._deferred_reasons))
+            self.stats.set_value("frontier/deferred_reasons", dict(self._deferred_reasons))
+            logger.warning("Deferred %s for this run: %s", origin, reason)
+        fingerprints = [entry.fingerprint for entry in entries]
+        if fingerprints:
+            self.store.urls.set_status(fingerprints, Status.DEFERRED)
+            self.stats.inc_value("frontier/deferred", len(fingerprints))
 
     def exclude(self, request: Request) -> None:
         """A request handed out must not be fetched (robots.txt): record it
@@ -745,6 +881,19 @@ class Frontier(BaseScheduler):
             return
         for host in hosts:
             self._reschedule(host)
+
+    def _retry_deferred(self) -> None:
+        """A resumed crawl retries the origins deferred by the run before,
+        first: their URLs go to the highest front queue."""
+        if not self.store.hosts.deferrals():
+            return
+        fingerprints = self.store.urls.take_deferred()
+        self.store.hosts.clear_deferrals()
+        top = len(self.front.queues) - 1
+        for entry in self.store.urls.get_many(fingerprints).values():
+            self.front.push(entry._replace(level=top))
+        self.stats.set_value("frontier/deferred_retried", len(fingerprints))
+        logger.info("Retrying %d URLs deferred by the previous run first", len(fingerprints))
 
     def _rebuild(self) -> None:
         self.heap = HostHeap()

@@ -5,10 +5,14 @@ the same switch, ``ROBOTSTXT_OBEY``. Differences that matter for a broad
 crawl:
 
 * status rules of RFC 9309 (:mod:`extensions.robots.rules`): a 5xx or a
-  network error disallows the host for now and the frontier gets the
-  request back for a retry with exponential back-off, instead of Scrapy's
-  "allow everything"; after ``ROBOTSTXT_UNREACHABLE_PERIOD`` the host is
-  treated as having no robots.txt;
+  network error disallows the origin for now, instead of Scrapy's "allow
+  everything": the middleware announces an ``origin_held`` signal (the
+  frontier parks that origin's URLs, never the host's other origins) and
+  retries with exponential back-off (``ROBOTSTXT_RETRY_DELAY``, doubling to
+  ``ROBOTSTXT_RETRY_MAX_DELAY``); after ``ROBOTSTXT_RETRY_TIMES`` retries
+  the origin is deferred for this run (``origin_deferred``), so a finite
+  crawl ends; after ``ROBOTSTXT_UNREACHABLE_PERIOD`` of unreachability (a
+  crawl that runs that long) the origin is treated as having no robots.txt;
 * a bounded LRU cache (``ROBOTSTXT_CACHE_SIZE`` origins) whose entries expire
   (``ROBOTSTXT_CACHE_TTL``), where Scrapy keeps every parser forever;
 * politeness: a host's first page waits the frontier's usual gap after its
@@ -21,8 +25,10 @@ crawl:
 
 Requests waiting for one origin's robots.txt wait on one fetch (single
 flight) without blocking any other host. With a scheduler other than the
-frontier the middleware still decides, but cannot postpone: a request for an
-unreachable host is dropped and counted.
+frontier the middleware still decides, but nothing parks the URLs: a request
+for an unreachable origin is dropped and counted. Only network errors (the
+exceptions of Scrapy's ``RETRY_EXCEPTIONS``) make a robots.txt unreachable;
+any other exception is a bug and propagates as one.
 """
 
 from __future__ import annotations
@@ -41,8 +47,10 @@ from scrapy.http import Response
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import load_object
 
 from extensions.robots.rules import Kind, RobotsRules, decode_body, kind_of_status, product_token
+from extensions.signals import origin_deferred, origin_held
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -99,7 +107,12 @@ class RobotsMiddleware:
         self.max_redirects = settings.getint("ROBOTSTXT_MAX_REDIRECTS", 5)
         self.retry_delay = settings.getfloat("ROBOTSTXT_RETRY_DELAY", 60.0)
         self.retry_max_delay = settings.getfloat("ROBOTSTXT_RETRY_MAX_DELAY", DAY)
+        self.retry_times = settings.getint("ROBOTSTXT_RETRY_TIMES", 5)
         self.unreachable_period = settings.getfloat("ROBOTSTXT_UNREACHABLE_PERIOD", 30 * DAY)
+        self.network_errors = tuple(load_object(path) if isinstance(path, str) else path
+                                    for path in settings.getlist("RETRY_EXCEPTIONS"))
+        self.deferred: dict[str, str] = {}  # origin -> reason, for this run
+        self.unreachable_reasons: dict[str, str] = {}  # origin -> the last failure
         self.max_crawl_delay = settings.getfloat("ROBOTSTXT_MAX_CRAWL_DELAY", 60.0)
         self.sitemap_seeds = settings.getbool("ROBOTSTXT_SITEMAP_SEEDS", False)
         self._pending: dict[str, defer.Deferred[RobotsRules]] = {}
@@ -117,6 +130,9 @@ class RobotsMiddleware:
         if request.meta.get("dont_obey_robotstxt") or parts.scheme not in ("http", "https"):
             return
         origin = f"{parts.scheme}://{parts.netloc}"
+        if origin in self.deferred:
+            self.stats.inc_value("robotstxt/deferred_requests")
+            raise IgnoreRequest(f"{origin} deferred: {self.deferred[origin]}")
         rules = self.cache.get(origin)
         fetched = False
         if rules is None or rules.expires <= self.clock():
@@ -125,7 +141,7 @@ class RobotsMiddleware:
         else:
             self.stats.inc_value("robotstxt/cache_hits")
         if rules.kind is Kind.UNREACHABLE:
-            self._postpone(request, origin, rules)
+            self._hold(origin, rules)
         if not rules.allowed(request.url):
             self._exclude(request)
         if fetched:
@@ -139,14 +155,24 @@ class RobotsMiddleware:
             frontier.exclude(request)
         raise IgnoreRequest("Forbidden by robots.txt")
 
-    def _postpone(self, request: Request, origin: str, rules: RobotsRules) -> None:
+    def _hold(self, origin: str, rules: RobotsRules) -> None:
+        """The origin's robots.txt is unreachable: the frontier parks its
+        URLs until the next try (or defers them after the last) and gets
+        this request back when it is refused here."""
+        if rules.failures > self.retry_times:
+            reason = f"robots.txt unreachable after {rules.failures} tries ({self.unreachable_reasons.get(origin, 'unknown')})"
+            self.deferred[origin] = reason
+            self.stats.inc_value("robotstxt/deferred_origins")
+            self.crawler.signals.send_catch_log(origin_deferred, origin=origin, reason=reason)
+            raise IgnoreRequest(f"{origin} deferred: {reason}")
         wait = max(0.0, rules.expires - self.clock())
-        frontier = self._frontier()
-        if frontier is not None and frontier.postpone(request, wait):
-            self.stats.inc_value("robotstxt/postponed")
+        receivers = self.crawler.signals.send_catch_log(
+            origin_held, origin=origin, delay=wait, reason=f"robots.txt unreachable ({self.unreachable_reasons.get(origin, 'unknown')})")
+        if receivers:
+            self.stats.inc_value("robotstxt/held")
             raise IgnoreRequest(f"robots.txt of {origin} unreachable; retrying in {wait:.0f}s")
         self.stats.inc_value("robotstxt/unreachable_dropped")
-        self._log_once(origin, "robots.txt of %s unreachable and the scheduler cannot postpone; "
+        self._log_once(origin, "robots.txt of %s unreachable and no frontier holds its URLs; "
                                "dropping its requests", origin)
         raise IgnoreRequest(f"robots.txt of {origin} unreachable")
 
@@ -159,7 +185,7 @@ class RobotsMiddleware:
 
     def _frontier(self) -> Any:
         scheduler = getattr(self.crawler.engine, "scheduler", None)
-        return scheduler if hasattr(scheduler, "postpone") else None
+        return scheduler if hasattr(scheduler, "set_crawl_delay") else None
 
     # -- fetching (single flight per origin) ---------------------------------
     async def _rules_for(self, origin: str, previous: RobotsRules | None) -> RobotsRules:
@@ -172,8 +198,11 @@ class RobotsMiddleware:
         pending = self._pending[origin] = defer.Deferred()
         try:
             rules = await self._fetch(origin, previous)
-        except Exception as err:  # noqa: BLE001 - any failure is "unreachable"
+        except self.network_errors as err:  # RFC 9309 2.3.1.4: unreachable
             rules = self._unreachable(origin, previous, f"{type(err).__name__}: {err}")
+        except BaseException as err:
+            pending.errback(err)  # a bug: the waiters fail with it, and so do we
+            raise
         finally:
             del self._pending[origin]
         self.cache.put(origin, rules)
@@ -232,6 +261,7 @@ class RobotsMiddleware:
         """Disallow for now and retry with exponential back-off, until the
         host has been unreachable for ``ROBOTSTXT_UNREACHABLE_PERIOD``."""
         now = self.clock()
+        self.unreachable_reasons[origin] = reason
         since = previous.unreachable_since if previous is not None else None
         since = now if since is None else since
         failures = (previous.failures if previous is not None else 0) + 1

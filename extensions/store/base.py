@@ -55,6 +55,7 @@ class Status(IntEnum):
     DONE = 2
     FAILED = 3
     EXCLUDED = 4
+    DEFERRED = 5  # its origin could not be crawled in this run (see HostTable.deferrals)
 
 
 #: Entry.flags bits.
@@ -145,6 +146,10 @@ class URLTable(Protocol):
     def count_by_status(self) -> dict[Status, int]:
         """How many URLs in each status."""
 
+    def take_deferred(self) -> list[int]:
+        """Every deferred URL back to queued (a resume retries them);
+        return their fingerprints."""
+
 
 @runtime_checkable
 class SeenSet(Protocol):
@@ -172,6 +177,15 @@ class HostTable(Protocol):
 
     def crawl_delays(self) -> dict[str, float]:
         """Every host with a known Crawl-delay."""
+
+    def defer_origin(self, origin: str, reason: str, now: float) -> None:
+        """Record why ``origin``'s URLs were deferred."""
+
+    def deferrals(self) -> dict[str, tuple[str, float]]:
+        """origin -> (reason, when) of every deferred origin."""
+
+    def clear_deferrals(self) -> None:
+        """Forget the deferrals (a resume retries them)."""
 
 
 @runtime_checkable

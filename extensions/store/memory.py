@@ -26,6 +26,7 @@ class MemoryStore:
         self._queues: dict[str, deque[int]] = {}
         self._rows: dict[int, list] = {}  # fingerprint -> [entry, status, seq, fetched]
         self._hosts: dict[str, float | None] = {}
+        self._deferrals: dict[str, tuple[str, float]] = {}
         self._meta: dict[str, str] = {}
         self._seq = count(1)
 
@@ -153,6 +154,12 @@ class MemoryStore:
             counts[row[1]] = counts.get(row[1], 0) + 1
         return counts
 
+    def take_deferred(self) -> list[int]:
+        taken = [fp for fp, row in self._rows.items() if row[1] == Status.DEFERRED]
+        for fp in taken:
+            self._rows[fp][1] = Status.QUEUED
+        return taken
+
     # -- HostTable ---------------------------------------------------------
     def add_hosts(self, hosts: Iterable[str], now: float = 0.0) -> int:
         new = 0
@@ -170,3 +177,12 @@ class MemoryStore:
 
     def crawl_delays(self) -> dict[str, float]:
         return {host: delay for host, delay in self._hosts.items() if delay is not None}
+
+    def defer_origin(self, origin: str, reason: str, now: float) -> None:
+        self._deferrals[origin] = (reason, now)
+
+    def deferrals(self) -> dict[str, tuple[str, float]]:
+        return dict(self._deferrals)
+
+    def clear_deferrals(self) -> None:
+        self._deferrals.clear()

@@ -539,6 +539,14 @@ class RedisStore:
                  STATUS_BYTE[Status.INFLIGHT], b"", *fps) for tag, fps in by_tag.items()]))
         return changed
 
+    def take_deferred(self) -> list[int]:
+        deferred = [fp for fp, row in self._rows(10_000) if row_status(row) == Status.DEFERRED]
+        for start in range(0, len(deferred), 10_000):
+            by_tag = _group(deferred[start:start + 10_000], tag_of)
+            self._call(*[("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[Status.QUEUED],
+                          STATUS_BYTE[Status.DEFERRED], b"", *fps) for tag, fps in by_tag.items()])
+        return deferred
+
     def count_by_status(self) -> dict[Status, int]:
         """Rows by status, plus the rows trimmed in each finished status."""
         counts = Counter(row_status(row) for _, row in self._rows(10_000))
@@ -568,6 +576,17 @@ class RedisStore:
     def crawl_delays(self) -> dict[str, float]:
         found = self._call(("HGETALL", self.keys.crawl_delays))[0]
         return {host.decode(): float(delay) for host, delay in found.items()}
+
+    def defer_origin(self, origin: str, reason: str, now: float) -> None:
+        self._write("HSET", self.keys.deferrals, origin, f"{now!r} {reason}")
+
+    def deferrals(self) -> dict[str, tuple[str, float]]:
+        found = self._call(("HGETALL", self.keys.deferrals))[0]
+        parsed = {origin.decode(): value.decode().split(" ", 1) for origin, value in found.items()}
+        return {origin: (reason, float(at)) for origin, (at, reason) in parsed.items()}
+
+    def clear_deferrals(self) -> None:
+        self._write("DEL", self.keys.deferrals)
 
     # -- CashTable (AOPIC) ---------------------------------------------------------
     def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float, int]]:

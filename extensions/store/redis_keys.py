@@ -24,6 +24,7 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:queue:NAME      list  fingerprints of one front or back queue (FIFO)
     P:hosts           set   every host seen (host_count)
     P:crawl_delays    hash  host -> robots.txt Crawl-delay (seconds)
+    P:deferrals       hash  origin -> "when reason" of a deferred origin
     P:meta            hash  schema, clean, front_queues, back_queues, ...
     P:seq             int   discovery-order counter (reserved in blocks)
     P:known           int   URLs inserted as new (for memory per URL)
@@ -237,6 +238,7 @@ class Keys:
         self.seq = f"{prefix}:seq"
         self.hosts = f"{prefix}:hosts"
         self.crawl_delays = f"{prefix}:crawl_delays"
+        self.deferrals = f"{prefix}:deferrals"
         self.queue_prefix = f"{prefix}:queue:"
         literal = glob_escape(prefix)
         self.urls_pattern = f"{literal}:{{*}}:urls"
@@ -252,7 +254,7 @@ class Keys:
         #: what deleting the crawl removes (SCHEDULER_PERSIST off, a flush)
         self.all_patterns = (f"{literal}:{{*}}:*", self.queue_pattern)
         self.singles = (self.meta, self.seq, self.hosts, self.crawl_delays, self.processes, self.stats,
-                        self.known)
+                        self.known, self.deferrals)
 
     def urls(self, tag: str) -> str:
         return f"{self.prefix}:{{{tag}}}:urls"

@@ -23,7 +23,8 @@ Schema (version 1)::
       url        TEXT    NOT NULL,      -- as requested (not canonicalised)
       host       TEXT    NOT NULL,      -- host name, lower case
       status     INTEGER NOT NULL,      -- 0 queued, 1 inflight, 2 done,
-                                        -- 3 failed, 4 excluded (see statuses)
+                                        -- 3 failed, 4 excluded, 5 deferred
+                                        -- (see statuses)
       level      INTEGER NOT NULL,      -- front queue chosen by the prioritiser
       priority   INTEGER NOT NULL,      -- Scrapy's request.priority
       depth      INTEGER NOT NULL,      -- request.meta['depth']
@@ -44,6 +45,11 @@ Schema (version 1)::
       PRIMARY KEY (queue, seq)) WITHOUT ROWID;
     CREATE TABLE hosts (host TEXT PRIMARY KEY, crawl_delay REAL,
                         first_seen REAL NOT NULL) WITHOUT ROWID;
+    CREATE TABLE deferrals (origin TEXT PRIMARY KEY, reason TEXT NOT NULL,
+                            at REAL NOT NULL) WITHOUT ROWID;
+                                        -- why an origin's URLs were deferred
+                                        -- (robots.txt unreachable, circuit
+                                        -- breaker); a resume retries them
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
                                         -- schema, clean ('1' after a clean
                                         -- close), front_queues, back_queues
@@ -59,6 +65,7 @@ Schema (version 1)::
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -86,7 +93,10 @@ CREATE TABLE IF NOT EXISTS content_groups (
   duplicate INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS statuses (status INTEGER PRIMARY KEY, name TEXT NOT NULL);
 INSERT OR IGNORE INTO statuses VALUES
-  (0, 'queued'), (1, 'inflight'), (2, 'done'), (3, 'failed'), (4, 'excluded');
+  (0, 'queued'), (1, 'inflight'), (2, 'done'), (3, 'failed'), (4, 'excluded'),
+  (5, 'deferred');
+CREATE TABLE IF NOT EXISTS deferrals (
+  origin TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
 CREATE VIEW IF NOT EXISTS urls_readable AS
   SELECT u.fingerprint, u.url, u.host, s.name AS status, u.level, u.priority,
          u.depth, datetime(u.discovered, 'unixepoch') AS discovered,
@@ -380,13 +390,20 @@ class SQLiteStore:
         rows = self._require().execute("SELECT status, COUNT(*) FROM urls GROUP BY status")
         return {Status(status): count for status, count in rows}
 
-    # -- HostTable ---------------------------------------------------------
-    def add_hosts(self, hosts: Iterable[str], now: float = 0.0) -> int:
+    def take_deferred(self) -> list[int]:
         db = self._require()
+        fingerprints = [fp for (fp,) in db.execute("SELECT fingerprint FROM urls WHERE status=5")]
+        db.execute("UPDATE urls SET status=0 WHERE status=5")
+        return fingerprints
+
+    # -- HostTable ---------------------------------------------------------
+    def add_hosts(self, hosts: Iterable[str], now: float | None = None) -> int:
+        db = self._require()
+        first_seen = time.time() if now is None else now
         new = 0
         for host in hosts:
             new += db.execute(
-                "INSERT OR IGNORE INTO hosts VALUES (?, NULL, ?)", (host, now)
+                "INSERT OR IGNORE INTO hosts VALUES (?, NULL, ?)", (host, first_seen)
             ).rowcount
         self._host_count += new
         return new
@@ -403,3 +420,13 @@ class SQLiteStore:
             "SELECT host, crawl_delay FROM hosts WHERE crawl_delay IS NOT NULL"
         )
         return dict(rows)
+
+    def defer_origin(self, origin: str, reason: str, now: float) -> None:
+        self._require().execute("INSERT OR REPLACE INTO deferrals VALUES (?, ?, ?)", (origin, reason, now))
+
+    def deferrals(self) -> dict[str, tuple[str, float]]:
+        rows = self._require().execute("SELECT origin, reason, at FROM deferrals")
+        return {origin: (reason, at) for origin, reason, at in rows}
+
+    def clear_deferrals(self) -> None:
+        self._require().execute("DELETE FROM deferrals")

@@ -1,0 +1,114 @@
+"""Origins that cannot be crawled now: held for a while, then deferred.
+
+robots.txt is per origin (scheme, host, port; RFC 9309 2.3), and so is a
+dead port: ``https://h/`` refusing connections says nothing about
+``http://h/``. So a hold is keyed by origin, never by the politeness key: the
+frontier parks a held origin's URLs here (they leave the host's back queue)
+and the host's other origins keep their turns.
+
+A hold ends at its time (the parked URLs go back to the front queues) or
+becomes a deferral: the origin's URLs get status ``deferred`` in the URL
+database, with the reason, and are not fetched again in this run; a resumed
+crawl retries them first. Pure: no Scrapy, no clock; callers pass times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from extensions.store.base import Entry
+
+INFINITY = float("inf")
+
+
+def origin_of(url: str) -> str:
+    """``scheme://netloc`` of ``url``, as robots.txt is keyed."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+@dataclass(slots=True)
+class Hold:
+    """One held origin: until when, why, and the URLs parked meanwhile."""
+
+    until: float
+    reason: str
+    parked: dict[int, Entry] = field(default_factory=dict)  # by fingerprint: a copy parks once
+
+
+class OriginHolds:
+    """Held origins with their parked URLs, and deferred origins."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, Hold] = {}
+        self.deferred: dict[str, str] = {}  # origin -> reason
+
+    def __bool__(self) -> bool:
+        return bool(self.held or self.deferred)
+
+    def hold(self, origin: str, until: float, reason: str) -> None:
+        """No URL of ``origin`` is handed out before ``until``."""
+        current = self.held.get(origin)
+        if current is None:
+            self.held[origin] = Hold(until, reason)
+        else:
+            current.until, current.reason = until, reason
+
+    def state_of(self, url: str) -> str | None:
+        """``"held"``, ``"deferred"`` or None for the origin of ``url``."""
+        origin = origin_of(url)
+        if origin in self.deferred:
+            return "deferred"
+        return "held" if origin in self.held else None
+
+    def park(self, entry: Entry) -> bool:
+        """Keep ``entry`` until its origin's hold ends; False if not held."""
+        hold = self.held.get(origin_of(entry.url))
+        if hold is None:
+            return False
+        hold.parked.setdefault(entry.fingerprint, entry)
+        return True
+
+    def release_due(self, now: float) -> list[Entry]:
+        """Holds whose time has come: return one parked URL of each, the
+        probe (the hold stays, untimed, until :meth:`release` or a new
+        :meth:`hold`); a hold with nothing parked just ends."""
+        probes: list[Entry] = []
+        for origin in [o for o, hold in self.held.items() if hold.until <= now]:
+            hold = self.held[origin]
+            if not hold.parked:
+                del self.held[origin]
+                continue
+            probes.append(hold.parked.pop(next(iter(hold.parked))))
+            hold.until = INFINITY
+        return probes
+
+    def release(self, origin: str) -> list[Entry]:
+        """End ``origin``'s hold (its probe went through); return its parked URLs."""
+        hold = self.held.pop(origin, None)
+        return [] if hold is None else list(hold.parked.values())
+
+    def defer(self, origin: str, reason: str) -> list[Entry]:
+        """Defer ``origin`` for the rest of the run; return its parked URLs."""
+        self.deferred[origin] = reason
+        hold = self.held.pop(origin, None)
+        return [] if hold is None else list(hold.parked.values())
+
+    def defer_all_held(self, prefix: str) -> dict[str, tuple[str, list[Entry]]]:
+        """Defer every held origin (the crawl has nothing else left to do):
+        origin -> (reason, its parked URLs)."""
+        out = {}
+        for origin in list(self.held):
+            reason = f"{prefix}: {self.held[origin].reason}"
+            out[origin] = (reason, self.defer(origin, reason))
+        return out
+
+    def next_release(self) -> float | None:
+        """The earliest end of a timed hold, None when there is none."""
+        due = min((hold.until for hold in self.held.values()), default=INFINITY)
+        return None if due == INFINITY else due
+
+    def parked(self) -> int:
+        """How many URLs wait for a hold to end."""
+        return sum(len(hold.parked) for hold in self.held.values())

@@ -1,0 +1,249 @@
+"""Held and deferred origins, the idle close, and the frontier as a drop-in
+Scrapy scheduler (requests it cannot file, ``dont_filter`` copies, retries).
+
+The frontier is driven directly with a fake clock; the signals the robots.txt
+middleware and the circuit breaker send are called as the handlers they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scrapy import Request
+
+from extensions.frontier.holds import OriginHolds, origin_of
+from extensions.store.base import Entry, Status
+from twisted.internet.task import Clock
+
+from tests.test_frontier_support import STORES, make_frontier, make_store
+
+
+@pytest.fixture(params=STORES)
+def store(request: Any, tmp_path: Any) -> Any:
+    return make_store(request.param, tmp_path)
+
+
+def entry(url: str) -> Entry:
+    return Entry(hash(url), url, url.split("/")[2])
+
+
+def status(frontier: Any, url: str) -> Status | None:
+    from extensions.frontier.fingerprint import url_fingerprint  # noqa: PLC0415
+    return frontier.store.urls.status_of(url_fingerprint(url)[0])
+
+
+def reopened(store: Any) -> Any:
+    """A new store object over the same data (a new process's view)."""
+    kind = type(store).__name__
+    if kind == "MemoryStore":
+        pytest.skip("a memory store does not outlive its frontier")
+    if kind == "SQLiteStore":
+        return type(store)(store.path)
+    return type(store)(store.url, store.keys.prefix, bloom=store.bloom)
+
+
+def fetch_all(frontier: Any, clock: Clock, refuse: set[str] = frozenset(), limit: int = 10_000) -> list[str]:
+    """Hand out and finish everything (URLs in ``refuse`` fail without a
+    response, as a refused request does); the URLs handed out, in order."""
+    fetched = []
+    for _ in range(limit):
+        request = frontier.next_request()
+        if request is None:
+            if not frontier.has_pending_requests():
+                return fetched
+            clock.advance(1.0)
+            continue
+        fetched.append(request.url)
+        frontier.fetch_finished(request, duration=0.0, ok=origin_of(request.url) not in refuse)
+    raise AssertionError("the frontier never ran out of work")
+
+
+# -- OriginHolds: pure ---------------------------------------------------------
+def test_origin_is_scheme_host_and_port() -> None:
+    assert origin_of("https://a.test:8443/x?y") == "https://a.test:8443"
+    assert origin_of("http://a.test/x") != origin_of("https://a.test/x")
+
+
+def test_an_ended_hold_releases_one_probe_then_the_rest() -> None:
+    holds = OriginHolds()
+    holds.hold("https://a.test", until=10.0, reason="robots.txt unreachable")
+    for i in range(3):
+        assert holds.park(entry(f"https://a.test/{i}"))
+    assert not holds.park(entry("http://a.test/0"))  # another origin of the host
+    assert holds.release_due(9.9) == []
+    probe = holds.release_due(10.0)
+    assert [e.url for e in probe] == ["https://a.test/0"]
+    assert holds.next_release() is None  # waits for the probe, untimed
+    assert holds.state_of("https://a.test/5") == "held"
+    assert [e.url for e in holds.release("https://a.test")] == ["https://a.test/1", "https://a.test/2"]
+    assert holds.state_of("https://a.test/5") is None
+
+
+def test_deferring_an_origin_hands_back_its_parked_urls() -> None:
+    holds = OriginHolds()
+    holds.hold("https://a.test", 5.0, "refused")
+    holds.park(entry("https://a.test/1"))
+    assert [e.url for e in holds.defer("https://a.test", "refused 6 times")] == ["https://a.test/1"]
+    assert holds.state_of("https://a.test/2") == "deferred"
+    assert holds.parked() == 0
+
+
+# -- the frontier: origins independent, every crawl ends -----------------------
+def test_a_held_https_origin_never_delays_the_same_hosts_http_urls(store: Any) -> None:
+    clock = Clock()
+    frontier = make_frontier(store, clock=clock)
+    for i in range(3):
+        frontier.enqueue_request(Request(f"https://a.test/{i}"))
+        frontier.enqueue_request(Request(f"http://a.test/{i}"))
+    frontier.origin_held("https://a.test", 1000.0, "robots.txt unreachable (ConnectionRefusedError)")
+    handed = []
+    for _ in range(20):
+        request = frontier.next_request()
+        if request is not None:
+            handed.append(request.url)
+            frontier.fetch_finished(request, duration=0.0)
+        clock.advance(0.1)
+    assert sorted(handed) == [f"http://a.test/{i}" for i in range(3)]
+    assert frontier.holds.parked() == 3
+    assert frontier.has_pending_requests()  # parked work keeps the crawl open...
+
+
+def test_a_crawl_with_only_held_work_left_defers_it_and_ends(store: Any) -> None:
+    clock = Clock()
+    frontier = make_frontier(store, clock=clock, idle_close=30.0)
+    frontier.enqueue_request(Request("https://dead.test/"))
+    frontier.enqueue_request(Request("http://ok.test/"))
+    frontier.origin_held("https://dead.test", 10_000.0, "robots.txt unreachable (status 503)")
+    start = clock.seconds()
+    fetched = fetch_all(frontier, clock)
+    assert fetched == ["http://ok.test/"]
+    assert clock.seconds() - start <= 31.0  # ...for idle_close seconds, not for the hold's 10,000
+    assert status(frontier, "https://dead.test/") == Status.DEFERRED
+    reason, _ = store.deferrals()["https://dead.test"]
+    assert "robots.txt unreachable (status 503)" in reason
+    assert frontier.stats.get_value("frontier/deferred") == 1
+    assert frontier.stats.get_value("frontier/deferred_reasons") == {"https://dead.test": reason}
+
+
+def test_a_hold_that_ends_sends_one_probe_and_its_success_releases_the_rest(store: Any) -> None:
+    clock = Clock()
+    frontier = make_frontier(store, clock=clock, idle_close=1000.0)
+    frontier.origin_held("https://a.test", 5.0, "circuit breaker")
+    for i in range(3):
+        frontier.enqueue_request(Request(f"https://a.test/{i}"))
+    assert frontier.next_request() is None  # all three parked at dispatch
+    assert frontier.holds.parked() == 3
+    clock.advance(5.0)
+    probe = frontier.next_request()
+    assert probe is not None and frontier.next_request() is None  # one at a time
+    frontier.fetch_finished(probe, duration=0.0, ok=True)
+    assert sorted(fetch_all(frontier, clock)) == ["https://a.test/1", "https://a.test/2"]
+
+
+def test_a_probe_refused_again_is_parked_again_and_deferral_ends_it(store: Any) -> None:
+    clock = Clock()
+    frontier = make_frontier(store, clock=clock, idle_close=1000.0)
+    frontier.enqueue_request(Request("https://a.test/0"))
+    frontier.enqueue_request(Request("https://a.test/1"))
+    frontier.origin_held("https://a.test", 5.0, "robots.txt unreachable")
+    assert frontier.next_request() is None
+    clock.advance(5.0)
+    probe = frontier.next_request()
+    frontier.origin_held("https://a.test", 10.0, "robots.txt unreachable")  # the retry failed too
+    frontier.fetch_finished(probe, duration=0.0, ok=False)
+    assert frontier.holds.parked() == 2 and status(frontier, probe.url) == Status.QUEUED
+    frontier.origin_deferred("https://a.test", "robots.txt unreachable after 6 tries")
+    assert not frontier.has_pending_requests()
+    assert status(frontier, "https://a.test/0") == status(frontier, "https://a.test/1") == Status.DEFERRED
+
+
+def test_urls_of_a_deferred_origin_found_later_are_deferred_at_once(store: Any) -> None:
+    clock = Clock()
+    frontier = make_frontier(store, clock=clock)
+    frontier.origin_deferred("https://a.test", "circuit breaker open after 6 tries")
+    frontier.enqueue_request(Request("https://a.test/late"))
+    assert fetch_all(frontier, clock) == []
+    assert status(frontier, "https://a.test/late") == Status.DEFERRED
+
+
+def test_a_resumed_crawl_retries_deferred_urls_first(store: Any, tmp_path: Any) -> None:
+    clock = Clock()
+    fresh = reopened(store)
+    frontier = make_frontier(store, clock=clock, idle_close=5.0)
+    frontier.enqueue_request(Request("https://dead.test/", priority=-5))
+    frontier.origin_held("https://dead.test", 1000.0, "refused")
+    fetch_all(frontier, clock)
+    frontier.close("finished")
+    again = make_frontier(fresh, clock=clock)
+    again.enqueue_request(Request("http://b.test/", priority=100))
+    assert again.stats.get_value("frontier/deferred_retried") == 1
+    assert status(again, "https://dead.test/") == Status.QUEUED
+    assert again.store.hosts.deferrals() == {}
+    assert fetch_all(again, clock)[0] == "https://dead.test/"
+    again.close("finished")
+
+
+# -- a drop-in Scrapy scheduler --------------------------------------------------
+def test_a_url_the_frontier_cannot_file_is_handed_out_unfiled(store: Any) -> None:
+    frontier = make_frontier(store)
+    data = Request("data:,hello")
+    assert frontier.enqueue_request(data)
+    assert frontier.has_pending_requests()
+    assert frontier.next_request() is data
+    assert frontier.stats.get_value("frontier/unfiled") == 1
+    assert not frontier.has_pending_requests()
+
+
+def test_identical_dont_filter_requests_are_each_fetched(store: Any) -> None:
+    clock = Clock()
+    frontier = make_frontier(store, clock=clock)
+    for _ in range(6):
+        assert frontier.enqueue_request(Request("http://a.test/", dont_filter=True, meta={"is_start_request": True}))
+    assert fetch_all(frontier, clock) == ["http://a.test/"] * 6
+
+
+def test_a_retried_start_request_is_scheduled_again(store: Any) -> None:
+    clock = Clock()
+    frontier = make_frontier(store, clock=clock)
+    seed = Request("http://a.test/", meta={"is_start_request": True})
+    assert frontier.enqueue_request(seed)
+    first = frontier.next_request()
+    retry = first.replace(dont_filter=True)
+    retry.meta["retry_times"] = 1  # what RetryMiddleware hands back
+    frontier.fetch_finished(first, duration=0.0, ok=False)
+    assert frontier.enqueue_request(retry)
+    assert fetch_all(frontier, clock) == ["http://a.test/"]
+
+
+def test_start_requests_of_an_earlier_run_are_not_fetched_again(store: Any) -> None:
+    clock = Clock()
+    fresh = reopened(store)
+    seed = {"is_start_request": True}
+    frontier = make_frontier(store, clock=clock)
+    assert frontier.enqueue_request(Request("http://a.test/", dont_filter=True, meta=seed))
+    assert fetch_all(frontier, clock) == ["http://a.test/"]
+    frontier.close("finished")
+    again = make_frontier(fresh, clock=clock)
+    assert not again.enqueue_request(Request("http://a.test/", dont_filter=True, meta=seed))
+    again.close("finished")
+
+
+def test_a_known_url_spends_no_host_budget_even_after_leaving_the_cache(store: Any) -> None:
+    frontier = make_frontier(store, host_budget=3, seen_cache_size=1)
+    for path in ("a", "b"):
+        assert frontier.enqueue_request(Request(f"http://h.test/{path}"))
+    for _ in range(5):  # "a" left the one-entry cache; each repeat is a duplicate, not a charge
+        assert not frontier.enqueue_request(Request("http://h.test/a"))
+        assert not frontier.enqueue_request(Request("http://h.test/b"))
+    assert frontier.enqueue_request(Request("http://h.test/c"))
+    assert frontier.stats.get_value("frontier/host_budget_refused", 0) == 0
+
+
+def test_hosts_first_seen_is_the_time_they_were_found(store: Any) -> None:
+    if type(store).__name__ != "SQLiteStore":
+        pytest.skip("first_seen is a column of the SQLite hosts table")
+    frontier = make_frontier(store)
+    frontier.enqueue_request(Request("http://h.test/"))
+    (first_seen,) = store._require().execute("SELECT first_seen FROM hosts WHERE host='h.test'").fetchone()
+    assert first_seen >= 1_700_000_000.0
