@@ -26,8 +26,8 @@ Hosts (``config.sites`` ordinary ones, four with traps):
   ``/sess/<token>/<page>``, and ``forum.example`` as a matrix parameter,
   ``/<page>;ssid=<token>``.
 * ``wiki.example``: real pages ``/wiki/<Title>`` and a soft-404 catch-all
-  under ``/archive/`` (trap): any path answers 200 with two relative links
-  to deeper directories with unique names.
+  under ``/archive/`` (trap): any path answers 200 with a relative link to
+  a deeper directory with a unique name.
 
 Session tokens and sort orders use parameter names that are not in
 ``LINKS_STRIP_PARAMS``.
@@ -306,7 +306,8 @@ class TrapWeb:
         if target.startswith("/archive/") and "?" not in target:
             # soft 404: any path "exists", and links two deeper directories
             rng = self.rng("archive", target)
-            links = [Link(f"{words(rng, 1)}{stable_int(target, k) % 10000:04d}/") for k in range(2)]
+            deeper = f"{words(rng, 1)}{stable_int(target) % 10000:04d}/"
+            links = [Link(deeper), Link("/archive/"), Link("/wiki/Topic_0")]
             return html_response("Archive", f"Archive listing {target}.", links)
         return None
 
