@@ -89,3 +89,30 @@ def test_a_page_reached_without_descending_starts_a_new_descent() -> None:
     signals.filter("http://w.test/", ["http://w.test/a/"])  # a descent step
     signals.filter("http://w.test/x/b.html", ["http://w.test/a/"])  # reached sideways too
     assert signals.filter("http://w.test/a/", ["http://w.test/a/b/"]) == ["http://w.test/a/b/"]
+
+
+def test_the_filter_rewrites_an_items_links_and_counts_in_stats() -> None:
+    from scrapy.utils.test import get_crawler  # noqa: PLC0415
+
+    from extensions.addon import default_settings  # noqa: PLC0415
+    from extensions.urls.traps import TrapFilter  # noqa: PLC0415
+
+    crawler = get_crawler(settings_dict=default_settings())
+    crawler.stats.open_spider()
+    pipeline = TrapFilter.from_crawler(crawler)
+    item = {"url": "http://s.test/", "links": [f"http://s.test/c/{i}/?s={TOKEN}" for i in range(4)]}
+    assert pipeline.process_item(item)["links"] == [f"http://s.test/c/{i}/" for i in range(4)]
+    assert crawler.stats.get_value("urlfilter/session_stripped") == 4
+    assert pipeline.process_item({"url": "http://s.test/x"}) == {"url": "http://s.test/x"}  # no links
+
+
+@pytest.mark.parametrize("value", ["-1", "many"])
+def test_an_invalid_trap_setting_fails_at_start_naming_it(value: str) -> None:
+    from scrapy.utils.test import get_crawler  # noqa: PLC0415
+
+    from extensions.addon import default_settings  # noqa: PLC0415
+    from extensions.urls.traps import TrapFilter  # noqa: PLC0415
+
+    crawler = get_crawler(settings_dict={**default_settings(), "URL_FILTER_MAX_DATES": value})
+    with pytest.raises(ValueError, match="URL_FILTER_MAX_DATES"):
+        TrapFilter.from_crawler(crawler)

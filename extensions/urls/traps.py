@@ -40,6 +40,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from itemadapter import ItemAdapter
+from scrapy.exceptions import NotConfigured
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -255,8 +258,6 @@ class TrapFilter:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TrapFilter:
-        from scrapy.exceptions import NotConfigured  # noqa: PLC0415
-
         settings = crawler.settings
         if not settings.getbool("URL_FILTER_TRAPS_ENABLED", True):
             raise NotConfigured("URL_FILTER_TRAPS_ENABLED is off")
@@ -276,11 +277,12 @@ class TrapFilter:
         return cls(signals, crawler.stats)
 
     def process_item(self, item: Any) -> Any:
-        links = item.get("links") if "links" in item.fields else None
-        if not links or not item.get("url"):
+        adapter = ItemAdapter(item)
+        links, url = adapter.get("links"), adapter.get("url")
+        if not links or not url:
             return item
         before = dict(self.signals.counts)
-        item["links"] = self.signals.filter(item["url"], links)
+        adapter["links"] = self.signals.filter(url, links)
         for key, value in self.signals.counts.items():
             if value != before.get(key, 0):
                 self.stats.inc_value(f"urlfilter/{key}", value - before.get(key, 0))
