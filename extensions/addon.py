@@ -34,6 +34,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     # links: last, after every pipeline that judges the page
     "ITEM_PIPELINES": {
         "extensions.pipelines.contentseen.ContentSeenPipeline": 300,
+        # trap signals on the links, before AOPIC credits them
+        "extensions.urls.traps.TrapFilter": 800,
         "extensions.pipelines.links.LinkScheduler": 900,
     },
     # 500: after Scrapy's built-in extensions (CoreStats sets finish_reason first)

@@ -31,14 +31,21 @@ USER_AGENT = "webcrawler/0.1 (+https://github.com/webcrawler/webcrawler)"
 
 # --- URL filter -------------------------------------------------------------
 # extensions.urls.filters.UrlFilter, built by the web spider; refusals are
-# counted as urlfilter/filtered/<scheme|domain|deny|length|depth|repeats|query|user>.
+# counted as urlfilter/filtered/<scheme|domain|deny|length|depth|repeats|query|user>;
+# the trap filter (an item pipeline) as urlfilter/filtered/<calendar|descent> and
+# urlfilter/session_stripped.
 URL_FILTER_CLASS = ""  # dotted path of a class with allows(url) -> bool
 URL_FILTER_DENY: list[str] = []  # regexes searched in the canonical URL
+URL_FILTER_MAX_DATES = 12  # distinct dates per host and URL template (calendars; 0: no limit)
 URL_FILTER_MAX_DEPTH = 0  # 0: use DEPTH_LIMIT (0 there too: unlimited)
+URL_FILTER_MAX_DESCENT = 8  # links in a row each deeper below its page's directory (0: no limit)
 URL_FILTER_MAX_LENGTH = 2083
 URL_FILTER_MAX_QUERY_PARAMS = 12  # more query arguments: refused (0: no limit)
 URL_FILTER_MAX_SEGMENT_REPEATS = 3  # a path segment seen more often: refused (0: no limit)
 URL_FILTER_SCHEMES = ["http", "https"]
+URL_FILTER_SESSION_MIN_LINKS = 3  # a token on a page's links to this many URLs: a session id (0: off)
+URL_FILTER_TRAPS_ENABLED = True  # extensions.urls.traps.TrapFilter: sessions, calendars, descents
+URL_FILTER_TRAP_MEMORY = 65536  # entries of each of the trap filter's LRU maps
 
 
 # --- Processing modules -----------------------------------------------------

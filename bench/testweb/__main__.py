@@ -15,6 +15,8 @@ from bench.testweb.truth import compute_truth
 
 def config_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = WebConfig()
+    parser.add_argument("--web", choices=("default", "traps"), default="default",
+                        help="traps: bench.testweb.trapweb (--hosts ordinary sites, --seed)")
     parser.add_argument("--hosts", type=int, default=defaults.hosts)
     parser.add_argument("--pages", type=int, default=defaults.pages)
     parser.add_argument("--links", type=int, default=defaults.links)
@@ -49,6 +51,14 @@ def main(argv: list[str] | None = None) -> int:
         config_arguments(command)
     args = parser.parse_args(argv)
     config = config_from(args)
+    if args.web == "traps":
+        from bench.testweb.trapweb import TrapWeb, TrapWebConfig  # noqa: PLC0415
+
+        trap_config = TrapWebConfig(sites=args.hosts, seed=args.seed)
+        if args.command != "serve":
+            parser.error("--web traps: only serve (its truth is TrapWeb.non_trap_pages())")
+        asyncio.run(serve(trap_config, args.port, args.workdir, TrapWeb))  # type: ignore[arg-type]
+        return 0
     if args.command == "serve":
         asyncio.run(serve(config, args.port, args.workdir))
     elif args.command == "hosts":

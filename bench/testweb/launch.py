@@ -16,6 +16,7 @@ from types import TracebackType
 
 from bench.testweb.model import SiteModel, WebConfig, canonical_url
 from bench.testweb.server import FLUSH_PATH, RESET_PATH, Entry, read_access_log
+from bench.testweb.trapweb import TrapWeb, TrapWebConfig
 from bench.testweb.truth import Truth, compute_truth, fetch_robots
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -27,7 +28,7 @@ class TestWeb:
 
     __test__ = False  # not a pytest test class despite the name
 
-    def __init__(self, config: WebConfig, workdir: Path) -> None:
+    def __init__(self, config: WebConfig | TrapWebConfig, workdir: Path) -> None:
         self.config = config
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -37,7 +38,8 @@ class TestWeb:
             filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
         self.port = self._read_port()
-        self.model = SiteModel(config, self.port)
+        self.model = (TrapWeb(config, self.port) if isinstance(config, TrapWebConfig)
+                      else SiteModel(config, self.port))
 
     def _read_port(self) -> int:
         """Block until the server says ``listening PORT`` (or dies)."""
@@ -145,6 +147,6 @@ class TestWeb:
         self.stop()
 
 
-def start_testweb(config: WebConfig, workdir: Path) -> TestWeb:
+def start_testweb(config: WebConfig | TrapWebConfig, workdir: Path) -> TestWeb:
     """Start the server for ``config`` with its files in ``workdir``."""
     return TestWeb(config, workdir)

@@ -31,7 +31,7 @@ import signal
 import time
 from http import HTTPStatus
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from bench.testweb.model import ROBOTS_FLAKY_HOST, Page, SiteModel, WebConfig, canonical_url
 
@@ -277,8 +277,11 @@ def hosts_file_text(hosts: list[str]) -> str:
     return "".join(f"127.0.0.1\t{host}\n" for host in hosts)
 
 
-async def serve(config: WebConfig, port: int, workdir: Path) -> None:
-    """Serve until SIGTERM or SIGINT; prints ``listening PORT`` when ready."""
+async def serve(config: WebConfig, port: int, workdir: Path,
+                model_class: Callable[..., SiteModel] = SiteModel) -> None:
+    """Serve until SIGTERM or SIGINT; prints ``listening PORT`` when ready.
+    ``model_class(config, port)`` builds the web (another web than the
+    default one, e.g. :class:`bench.testweb.trapweb.TrapWeb`)."""
     workdir.mkdir(parents=True, exist_ok=True)
     loop = asyncio.get_running_loop()
     log = AccessLog(workdir / "access.log")
@@ -286,7 +289,7 @@ async def serve(config: WebConfig, port: int, workdir: Path) -> None:
     listener = await loop.create_server(lambda: HttpProtocol(holder[0]), "127.0.0.1", port,
                                         reuse_address=True, backlog=1024)
     actual_port = listener.sockets[0].getsockname()[1]
-    web = WebServer(SiteModel(config, actual_port), log)
+    web = WebServer(model_class(config, actual_port), log)
     holder.append(web)
     write_support_files(web.model, workdir)
     stop = asyncio.Event()

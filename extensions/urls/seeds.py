@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 
 
@@ -10,13 +11,58 @@ class SeedsError(ValueError):
     """The seeds argument names nothing we can read."""
 
 
-def iter_seed_lines(argument: str) -> Iterator[str]:
-    """Yield the raw seed strings of a seeds file or a comma-separated list.
+# A scheme as RFC 3986 spells it, then ":" and something that is not a port
+# number: "mailto:x", "ftp://h/", "data:,x" keep their scheme; "h.test:8080"
+# is a host and port.
+_SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:(?!\d*(?:[/?#]|$))")
+# A comment starts at a "#" preceded by whitespace; "#x" glued to a URL is
+# its fragment (canonicalised away later).
+_COMMENT = re.compile(r"\s#.*")
+# Suffixes that make a bare argument a file name, not a domain, when no such
+# file exists ("seeds.txt" is a missing file, "example.com" a domain).
+_FILE_SUFFIXES = frozenset({"cfg", "conf", "csv", "gz", "json", "jsonl", "list", "lst",
+                            "seeds", "text", "tsv", "txt", "urls"})
 
-    A file holds one URL per line; blank lines and ``#`` comments are
-    skipped. An argument that is not an existing file must contain ``://``
-    (a comma-separated list of URLs); anything else is a missing file, which
-    is an error rather than a silently empty crawl.
+
+def with_scheme(seed: str) -> str:
+    """``seed`` with ``http://`` added when it has no scheme, as browsers and
+    ``scrapy shell`` do: ``example.com/a`` -> ``http://example.com/a``,
+    ``//h/`` -> ``http://h/``, ``h.test:8080`` -> ``http://h.test:8080``.
+    A URL with a scheme is returned unchanged (validity is checked later)."""
+    if "://" in seed or _SCHEME.match(seed):
+        return seed
+    return "http:" + seed if seed.startswith("//") else "http://" + seed
+
+
+def seed_of_line(line: str) -> str | None:
+    """The seed on one line of a seeds file, None for a blank or comment line.
+
+    A ``#`` at the start or after whitespace begins a comment."""
+    line = _COMMENT.sub("", line).strip()
+    if not line or line.startswith("#"):
+        return None
+    return with_scheme(line)
+
+
+def _looks_like_path(argument: str) -> bool:
+    """Whether a bare argument (no ``://``) names a file rather than hosts."""
+    if argument.startswith(("/", ".", "~")):
+        return True
+    first = argument.split(",", 1)[0].strip()
+    host = first.split("/", 1)[0].split(":", 1)[0]
+    return "." not in host or host.rsplit(".", 1)[1].lower() in _FILE_SUFFIXES
+
+
+def iter_seed_lines(argument: str) -> Iterator[str]:
+    """Yield the seed URLs of a seeds file or a comma-separated list.
+
+    A file holds one URL per line; blank lines and ``#`` comments (whole
+    lines, or after whitespace at the end of a line) are skipped. A seed
+    without a scheme gets ``http://`` (``example.com`` is
+    ``http://example.com``). An argument that is not an existing file is a
+    comma-separated list of URLs or domains unless it looks like a file
+    name (a path, or a suffix such as ``.txt``): then it is a missing file,
+    an error rather than a silently empty crawl.
     """
     argument = argument.strip()
     if not argument:
@@ -25,15 +71,15 @@ def iter_seed_lines(argument: str) -> Iterator[str]:
         try:
             with open(argument, encoding="utf-8", errors="replace") as handle:
                 for line in handle:
-                    line = line.strip()
-                    if line and not line.startswith("#"):
-                        yield line
+                    seed = seed_of_line(line)
+                    if seed is not None:
+                        yield seed
         except OSError as err:
             raise SeedsError(f"seeds: cannot read file {argument!r}: {err}") from err
         return
-    if "://" not in argument:
+    if "://" not in argument and _looks_like_path(argument):
         raise SeedsError(f"seeds: file not found: {argument!r}")
     for part in argument.split(","):
         part = part.strip()
         if part:
-            yield part
+            yield with_scheme(part)
