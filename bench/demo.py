@@ -37,9 +37,8 @@ def crawl_command(web, out: Path, depth: int) -> list[str]:
         "-s", f"WARC_DIR={out / 'warc'}",
         "-s", f"PROGRESS_REPORT_FILE={out / 'report.json'}",
         "-s", "PROGRESS_INTERVAL=2",
-        # robots.txt answering 5xx (one host does): retry after 1 s, 2 s, ...
-        # and treat as absent after 5 s instead of RFC 9309's 30 days
-        "-s", "ROBOTSTXT_RETRY_DELAY=1", "-s", "ROBOTSTXT_UNREACHABLE_PERIOD=5",
+        # one host's robots.txt answers 503: its origin is held, retried, and
+        # deferred when nothing else is left (defaults: no override needed)
         "-s", f"JOBDIR={out / 'job'}",
         "-s", f"LOG_FILE={out / 'crawl.log'}",
     ]
@@ -76,6 +75,9 @@ def print_report(out: Path, truth: Any, fetched: set[str]) -> None:
           f"whose links are not followed), {len(fetched - set(truth.fetched))} outside it")
     print(f"  {'content-seen':<24} {marked} copies of earlier pages (links not followed), "
           f"{near} near-duplicates")
+    deferred = report.get("stats", {}).get("frontier/deferred_reasons", {})
+    for origin, reason in sorted(deferred.items()):
+        print(f"  {'deferred':<24} {origin}: {reason}")
     print(f"  {'output':<24} {out}/pages.jsonl, {out}/warc/, {out}/crawl.log")
 
 
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if result.returncode != 0:
             print(f"crawl failed with exit code {result.returncode}; see {args.out}/crawl.log")
             return result.returncode
-        truth = web.truth(depth_limit=args.depth, robots_5xx="allow")
+        truth = web.truth(depth_limit=args.depth, robots_5xx="disallow")
         fetched = {canonicalize(f"http://{e.host}:{web.port}{e.path}")
                    for e in web.entries() if e.path != "/robots.txt"}
     print_report(args.out, truth, fetched)

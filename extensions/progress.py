@@ -147,6 +147,8 @@ class ProgressReporter:
                     "%d duplicates, queue %s", reason, report["pages"], report["elapsed"],
                     report["pages_per_second"], report["hosts"], report["errors"],
                     report["duplicates"], report["queue"])
+        for origin, why in sorted(report["deferred"].items()):
+            logger.warning("Deferred (retried first when resumed): %s: %s", origin, why)
         if self.report_file is not None:
             try:
                 write_json_atomically(self.report_file, report)
@@ -165,6 +167,9 @@ class ProgressReporter:
             "pages_per_second": round(self.overall_rate(now), 3),
             "queue": self.queue_size(),
             "finish_reason": reason,
+            # origins whose URLs could not be crawled in this run, with why
+            "deferred": dict(self.stats.get_value("frontier/deferred_reasons", {})),
+            "deferred_urls": self.stats.get_value("frontier/deferred", 0),
             "stats": json_safe(self.stats.get_stats()),
         }
 

@@ -57,4 +57,5 @@ def test_a_crawl_with_dead_origins_ends_by_itself_and_defers_them(start_web: Any
     stats = result.report["stats"]
     assert stats["frontier/deferred"] == statuses["deferred"]
     assert set(stats["frontier/deferred_reasons"]) == set(reasons)
-    assert "Deferred" in log
+    assert result.report["deferred"] == reasons and result.report["deferred_urls"] == statuses["deferred"]
+    assert "Deferred (retried first when resumed)" in log
