@@ -196,8 +196,9 @@ def run_ours(server: HostsServer, agent: str, cases: list[Case], workdir: Path) 
         "DNS_HOSTS": server.hosts_file, "ALLOW_PRIVATE_ADDRESSES": True,
         "CONCURRENT_REQUESTS": 64, "DEPTH_LIMIT": 1, "LINKS_PATH_ASCENDING": False,
         "ROBOTSTXT_SITEMAP_SEEDS": False, "TELNETCONSOLE_ENABLED": False,
-        # the GoogleOnly_LineTooLong URLs are 16 kB: robots.txt decides, not the URL filter
-        "URL_FILTER_MAX_LENGTH": 20_000,
+        # the GoogleOnly_LineTooLong URLs are 16 kB: robots.txt decides, not
+        # the URL filter or Scrapy's URL length limit
+        "URL_FILTER_MAX_LENGTH": 20_000, "URLLENGTH_LIMIT": 20_000,
     }, timeout=180)
     return result.returncode
 
@@ -207,7 +208,7 @@ def run_stock(server: HostsServer, agent: str, cases: list[Case], workdir: Path)
     settings = {
         "ROBOTSTXT_OBEY": True, "USER_AGENT": agent, "ROBOTSTXT_USER_AGENT": agent,
         "TWISTED_DNS_RESOLVER": "extensions.resolver.HostsFileResolver",
-        "DNS_HOSTS": server.hosts_file, "CONCURRENT_REQUESTS": 64,
+        "DNS_HOSTS": server.hosts_file, "CONCURRENT_REQUESTS": 64, "URLLENGTH_LIMIT": 20_000,
         "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False,
     }
     command = [SCRAPY, "runspider", str(ROOT / "tests" / "robots_stock_spider.py"),

@@ -14,8 +14,29 @@ section 2.3.1 gives the status rules we follow:
 The body is cut at 500 KiB (section 2.5: crawlers MUST parse at least that
 much, we parse no more), a UTF-8 byte order mark is dropped, and a body that
 is not text (by its Content-Type, or NUL bytes when it has none) counts as an
-empty file. Groups are matched by the crawler's product token (section
-2.2.1), which Protego compares case-insensitively at token boundaries.
+empty file (a partial byte order mark is dropped too, as Google does).
+
+Protego parses; :func:`prepare` first rewrites the text where Protego reads
+RFC 9309 differently:
+
+* a ``user-agent`` line names one product token (section 2.1:
+  ``product-token = identifier / "*"``), the first word of its value:
+  ``User-Agent: FOO BAR`` is the group of ``foo``, as Google reads it. A
+  group matches our token when the two are equal ignoring case (section
+  2.2.1: "case-insensitive matching to find the group that matches the
+  product token"), not when one starts the other (``foo`` is not
+  ``foobot``), as Protego's substring test allows;
+* only the group's own records (``allow``, ``disallow``, and the
+  ``Crawl-delay`` family Protego keeps per group) end a run of user-agent
+  lines: a ``Sitemap`` or unknown line between two ``user-agent`` lines
+  leaves them one group (section 2.2.4: "Parsing of other
+  records MUST NOT interfere with the parsing of explicitly defined
+  records");
+* a rule with a query is also compared in the crawler's canonical URL form
+  (:mod:`extensions.urls.canonical`: arguments sorted, reserved characters
+  of the query percent-encoded as in section 2.2.2's figure 4), because the
+  crawler only ever requests canonical URLs. Protego already percent-encodes
+  non-ASCII octets and decodes encoded unreserved ones on both sides.
 """
 
 from __future__ import annotations
@@ -25,8 +46,21 @@ from dataclasses import dataclass, field
 
 from protego import Protego
 
+from extensions.urls.canonical import InvalidURL, canonicalize
+
 MAX_BODY = 500 * 1024  # RFC 9309 section 2.5: parse at least 500 kibibytes
 BOM = b"\xef\xbb\xbf"
+#: Field names as Protego reads them (its spellings, misspellings included).
+AGENT_FIELDS = frozenset({"user-agent", "useragent", "user agent"})
+RULE_FIELDS = frozenset({"allow", "disallow", "dissallow", "dissalow", "disalow", "diasllow",
+                         "disallaw"})
+#: Records Protego keeps per group: members of the group, like rules, so they
+#: end its run of user-agent lines (RFC 9309 2.2.4: crawlers MAY interpret
+#: other records; we read these as the group's own).
+GROUP_FIELDS = frozenset({"crawl-delay", "crawl delay", "request-rate", "request rate",
+                          "visit-time", "visit time"})
+OTHER = "other"  # any other record (Sitemap, unknown): does not end a group
+CANONICAL_HOST = "http://robots.invalid"  # to canonicalise a rule's path and query
 TEXT_TYPES = ("text/", "application/octet-stream")  # octet-stream: a bare server default
 
 
@@ -50,6 +84,91 @@ def product_token(robots_user_agent: str | None, user_agent: str | None) -> str:
     return "*"
 
 
+def agent_key(value: str) -> str:
+    """The product token a ``user-agent`` line (or our own token) names, as
+    groups are compared: ``*``, or the first word without its version,
+    lower-case (``FOO BAR`` -> ``foo``, ``Foo/1.0`` -> ``foo``); a ``*``
+    inside a name is dropped, as Protego does (``foo*bot`` -> ``foobot``)."""
+    value = value.strip()
+    if value == "*" or (value.startswith("*") and value[1].isspace()):
+        return "*"  # Google reads "* anything" as the global group too
+    words = value.split(None, 1)
+    return words[0].split("/", 1)[0].replace("*", "").lower() if words else ""
+
+
+def _record(line: str) -> tuple[str, str] | None:
+    """(field, value) of a line as Protego reads it, the field ``OTHER`` for
+    records that are neither user-agent nor a rule; None for a blank line."""
+    content = line.split("#", 1)[0].strip()
+    if not content:
+        return None
+    name, colon, value = content.partition(":")
+    name = name.strip().lower()
+    if colon:
+        if name in AGENT_FIELDS or name in RULE_FIELDS or name in GROUP_FIELDS:
+            return name, value.strip()
+        if not value or value[0].isspace():
+            return OTHER, ""
+    words = content.split()  # Protego's "User-agent foo", "Disallow /x"
+    for count in (1, 2):
+        candidate = " ".join(words[:count]).lower()
+        if candidate in AGENT_FIELDS or candidate in RULE_FIELDS or candidate in GROUP_FIELDS:
+            return candidate, " ".join(words[count:])
+    return OTHER, ""
+
+
+def canonical_pattern(pattern: str) -> str | None:
+    """A rule's path and query in the crawler's canonical URL form, when that
+    differs and can be computed without widening the rule: a pattern with a
+    query and no ``*`` (a trailing ``$`` is kept). Else None."""
+    anchor = "$" if pattern.endswith("$") else ""
+    body = pattern[: len(pattern) - len(anchor)]
+    if "*" in body or "?" not in body or not body.startswith("/"):
+        return None
+    try:
+        canonical = canonicalize(CANONICAL_HOST + body)[len(CANONICAL_HOST):]
+    except InvalidURL:
+        return None
+    if "?" not in canonical:  # an empty query dropped: "/p?" would become "/p"
+        return None
+    canonical += anchor
+    return canonical if canonical != pattern else None
+
+
+def prepare(text: str, token: str) -> str:
+    """``text`` rewritten so that Protego groups and matches as RFC 9309 says
+    (see the module docstring): user-agent lines reduced to our key or to a
+    name that never matches ours, other records moved out from between
+    user-agent lines, canonical twins added after rules with a query."""
+    key = agent_key(token)
+    stranger = "other-agent" if key == "*" else f"{key}-other"  # longer: never inside our key
+    out: list[str] = []
+    held: list[str] = []  # other records met among a group's user-agent lines
+    in_agents = False
+    for line in text.splitlines():
+        record = _record(line)
+        if record is None:
+            out.append(line)
+            continue
+        name, value = record
+        if name in AGENT_FIELDS:
+            agent = agent_key(value)
+            out.append(f"User-agent: {agent if agent in ('*', key) else stranger}")
+            in_agents = True
+        elif name == OTHER and in_agents:
+            held.append(line)
+        else:
+            out.extend(held)
+            held.clear()
+            in_agents = False
+            out.append(line)
+            twin = canonical_pattern(value) if name in RULE_FIELDS else None
+            if twin is not None:
+                out.append(f"{name}: {twin}")
+    out.extend(held)
+    return "\n".join(out) + "\n"
+
+
 def is_text(content_type: str | None, body: bytes) -> bool:
     """Whether a robots.txt body is text we should parse."""
     if content_type:
@@ -65,8 +184,10 @@ def decode_body(body: bytes, content_type: str | None = None, max_size: int = MA
     read half-way (``Disallow: /p`` from ``Disallow: /private/``)."""
     if not is_text(content_type, body):
         return ""
-    if body.startswith(BOM):
-        body = body[len(BOM):]
+    for size in (3, 2, 1):  # a BOM, or the start of one (Google skips those too)
+        if body[:size] == BOM[:size]:
+            body = body[size:]
+            break
     if len(body) > max_size:
         body = body[:max_size]
         cut = max(body.rfind(b"\n"), body.rfind(b"\r"))
@@ -103,7 +224,7 @@ class RobotsRules:
 
     @classmethod
     def parse(cls, text: str, token: str, expires: float, status: int | None = 200) -> RobotsRules:
-        parser = Protego.parse(text)
+        parser = Protego.parse(prepare(text, token))
         return cls(Kind.RULES, token, expires, parser, status=status,
                    sitemaps=list(parser.sitemaps))
 
@@ -113,14 +234,14 @@ class RobotsRules:
             return False
         if self.kind is Kind.UNAVAILABLE or self.parser is None:
             return True
-        return self.parser.can_fetch(url, self.token)
+        return self.parser.can_fetch(url, agent_key(self.token))
 
     def crawl_delay(self) -> float | None:
         """The ``Crawl-delay`` of the group that applies to us, if any."""
         if self.parser is None:
             return None
         try:
-            delay = self.parser.crawl_delay(self.token)
+            delay = self.parser.crawl_delay(agent_key(self.token))
         except (TypeError, ValueError):  # a malformed value is no delay
             return None
         return float(delay) if delay is not None and delay > 0 else None
