@@ -47,8 +47,6 @@ from tests.crawlrun import ROOT, SCRAPY, run_web_crawl
 from tests.robots_hosts import read_access_log
 
 CASES_FILE = ROOT.parent / "shared" / "conformance" / "robots_google.json"
-if not CASES_FILE.exists():  # a worktree: ../shared is the shared data
-    CASES_FILE = ROOT / ".." / "shared" / "conformance" / "robots_google.json"
 
 #: ID_* cases we fail on purpose, each with the RFC 9309 reason (the
 #: verdict Google's suite expects is for a URL a crawler cannot send, or

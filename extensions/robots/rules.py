@@ -137,36 +137,50 @@ def canonical_pattern(pattern: str) -> str | None:
 
 def prepare(text: str, token: str) -> str:
     """``text`` rewritten so that Protego groups and matches as RFC 9309 says
-    (see the module docstring): user-agent lines reduced to our key or to a
-    name that never matches ours, other records moved out from between
-    user-agent lines, canonical twins added after rules with a query."""
+    (see the module docstring). Only the groups that can apply to ``token``
+    are kept (its own and ``*``, under their keys), so the cached parser holds
+    no other crawler's rules; ``Sitemap`` and other records are kept, moved
+    out from between user-agent lines; rules with a query get their
+    canonical twin."""
     key = agent_key(token)
-    stranger = "other-agent" if key == "*" else f"{key}-other"  # longer: never inside our key
     out: list[str] = []
-    held: list[str] = []  # other records met among a group's user-agent lines
-    in_agents = False
+    agents: set[str] = set()  # the keys of the current group's user-agent lines
+    held: list[str] = []  # other records met among those lines
+    in_agents = relevant = False
     for line in text.splitlines():
         record = _record(line)
         if record is None:
-            out.append(line)
             continue
         name, value = record
         if name in AGENT_FIELDS:
-            agent = agent_key(value)
-            out.append(f"User-agent: {agent if agent in ('*', key) else stranger}")
-            in_agents = True
-        elif name == OTHER and in_agents:
-            held.append(line)
-        else:
-            out.extend(held)
-            held.clear()
-            in_agents = False
-            out.append(line)
-            twin = canonical_pattern(value) if name in RULE_FIELDS else None
-            if twin is not None:
-                out.append(f"{name}: {twin}")
-    out.extend(held)
+            if not in_agents:
+                agents.clear()
+                in_agents = True
+            agents.add(agent_key(value))
+        elif name == OTHER:
+            (held if in_agents else out).append(line)
+        else:  # a group record: the user-agent lines are over
+            if in_agents:
+                in_agents = False
+                relevant = _close_agents(out, agents, key)
+                out.extend(held)
+                held.clear()
+            if relevant:
+                out.append(line)
+                twin = canonical_pattern(value) if name in RULE_FIELDS else None
+                if twin is not None:
+                    out.append(f"{name}: {twin}")
+    if in_agents:
+        _close_agents(out, agents, key)
+        out.extend(held)
     return "\n".join(out) + "\n"
+
+
+def _close_agents(out: list[str], agents: set[str], key: str) -> bool:
+    """Write the group's user-agent lines that concern us; whether any did."""
+    mine = sorted(agents & {key, "*"})
+    out.extend(f"User-agent: {agent}" for agent in mine)
+    return bool(mine)
 
 
 def is_text(content_type: str | None, body: bytes) -> bool:
