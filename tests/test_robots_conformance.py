@@ -126,8 +126,9 @@ class Outcome:
         lines = []
         for name in self.failures():
             case = next(c for c in self.cases if c.name == name)
+            sent = [path[:80] for path in self.paths.get(name, [])[:2]]
             lines.append(f"{name}: allowed={case.allowed} url={case.url[:80]!r} "
-                         f"ua={case.user_agent!r} sent={self.paths.get(name, [])[:2]}")
+                         f"ua={case.user_agent!r} sent={sent}")
         return "\n".join(lines)
 
 
