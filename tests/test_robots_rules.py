@@ -215,7 +215,7 @@ def test_non_text_robots_allows_everything() -> None:
 
 
 def test_crawl_delay_and_sitemaps() -> None:
-    text = ("User-agent: *\nCrawl-delay: 2\n\nUser-agent: webcrawler\nCrawl-delay: 0.5\n"
+    text = ("User-agent: *\nCrawl-delay: 2\nDisallow:\n\nUser-agent: webcrawler\nCrawl-delay: 0.5\n"
             "Sitemap: http://a.test/s1.xml\nSitemap: http://a.test/s2.xml\n")
     assert rules(text, "webcrawler").crawl_delay() == 0.5
     assert rules(text, "other").crawl_delay() == 2.0
@@ -254,12 +254,14 @@ def test_other_records_between_user_agent_lines_keep_one_group(between: str) -> 
     assert not rules(text, "barbot").allowed(HOST + "/")
 
 
-def test_crawl_delay_is_a_group_record_and_ends_the_user_agent_lines() -> None:
-    text = ("User-agent: *\nCrawl-delay: 2\n\nUser-agent: webcrawler\nCrawl-delay: 0.5\n"
-            "Disallow: /p/\n")
-    assert rules(text, "other").crawl_delay() == 2.0
-    assert rules(text, "other").allowed(HOST + "/p/1")  # /p/ is webcrawler's only
-    assert not rules(text, "webcrawler").allowed(HOST + "/p/1")
+def test_crawl_delay_between_user_agent_lines_does_not_end_the_group() -> None:
+    """RFC 9309 2.2.4: an other record does not terminate a group, Crawl-delay
+    included (Protego ended the group there): ``*`` and ``webcrawler`` are one
+    group, its rule and delay apply to both."""
+    text = "User-agent: *\nCrawl-delay: 2\n\nUser-agent: webcrawler\nDisallow: /p/\n"
+    for token in ("other", "webcrawler"):
+        assert not rules(text, token).allowed(HOST + "/p/1"), token
+        assert rules(text, token).crawl_delay() == 2.0, token
 
 
 def test_rule_with_a_query_matches_the_crawlers_canonical_url() -> None:
@@ -338,3 +340,14 @@ def test_only_groups_that_can_apply_to_us_are_kept() -> None:
     assert rules(text, "webcrawler").allowed(HOST + "/private/a")  # its own group, not *
     assert not rules(text, "otherbot").allowed(HOST + "/private/a")
     assert not rules(text, "badbot").allowed(HOST + "/")
+
+
+@pytest.mark.parametrize("text", [
+    "User-agent: *\nCrawl-delay: 2\nDisallow: /a\n\nUser-agent: x\nCrawl-delay: 9\nDisallow: /\n",
+    "User-agent: *\nCrawl-delay: 2\nDisallow: /a\n\nUser-agent: x\nDisallow: /\nCrawl-delay: 9\n",
+    "User-agent: *\nCrawl-delay: 2\nDisallow: /a\n\nUser-agent: x\nCrawl-delay: 9\n",
+])
+def test_another_crawlers_group_records_stay_with_it(text: str) -> None:
+    """A dropped group's Crawl-delay never lands in the group before it."""
+    assert rules(text, "webcrawler").crawl_delay() == 2.0
+    assert rules(text, "x").crawl_delay() == 9.0

@@ -12,12 +12,13 @@ section 2.3.1 gives the status rules we follow:
 * more than five redirects: unavailable, so no restrictions.
 
 The body is cut at 500 KiB (section 2.5: crawlers MUST parse at least that
-much, we parse no more), a UTF-8 byte order mark is dropped, and a body that
-is not text (by its Content-Type, or NUL bytes when it has none) counts as an
-empty file (a partial byte order mark is dropped too, as Google does).
+much, we parse no more), a UTF-8 byte order mark (or the start of one, as
+Google skips it) is dropped, and a body that is not text (by its
+Content-Type, or NUL bytes when it has none) counts as an empty file.
 
 Protego parses; :func:`prepare` first rewrites the text where Protego reads
-RFC 9309 differently:
+RFC 9309 differently, keeping only the groups that can apply to our token
+(ours and ``*``) so the cached parser holds no other crawler's rules:
 
 * a ``user-agent`` line names one product token (section 2.1:
   ``product-token = identifier / "*"``), the first word of its value:
@@ -26,12 +27,13 @@ RFC 9309 differently:
   2.2.1: "case-insensitive matching to find the group that matches the
   product token"), not when one starts the other (``foo`` is not
   ``foobot``), as Protego's substring test allows;
-* only the group's own records (``allow``, ``disallow``, and the
-  ``Crawl-delay`` family Protego keeps per group) end a run of user-agent
-  lines: a ``Sitemap`` or unknown line between two ``user-agent`` lines
-  leaves them one group (section 2.2.4: "Parsing of other
-  records MUST NOT interfere with the parsing of explicitly defined
-  records");
+* only ``allow`` and ``disallow`` lines end a run of user-agent lines: a
+  ``Crawl-delay``, ``Sitemap`` or unknown line between two ``user-agent``
+  lines leaves them one group (section 2.2.4: "Parsing of other records MUST
+  NOT interfere with the parsing of explicitly defined records [...] a
+  "Sitemaps" record MUST NOT terminate a group"), as Google reads it too.
+  Such a line is moved after the group's user-agent lines, so a
+  ``Crawl-delay`` there applies to the whole group;
 * a rule with a query is also compared in the crawler's canonical URL form
   (:mod:`extensions.urls.canonical`: arguments sorted, reserved characters
   of the query percent-encoded as in section 2.2.2's figure 4), because the
@@ -50,16 +52,17 @@ from extensions.urls.canonical import InvalidURL, canonicalize
 
 MAX_BODY = 500 * 1024  # RFC 9309 section 2.5: parse at least 500 kibibytes
 BOM = b"\xef\xbb\xbf"
-#: Field names as Protego reads them (its spellings, misspellings included).
-AGENT_FIELDS = frozenset({"user-agent", "useragent", "user agent"})
-RULE_FIELDS = frozenset({"allow", "disallow", "dissallow", "dissalow", "disalow", "diasllow",
-                         "disallaw"})
-#: Records Protego keeps per group: members of the group, like rules, so they
-#: end its run of user-agent lines (RFC 9309 2.2.4: crawlers MAY interpret
-#: other records; we read these as the group's own).
-GROUP_FIELDS = frozenset({"crawl-delay", "crawl delay", "request-rate", "request rate",
-                          "visit-time", "visit time"})
-OTHER = "other"  # any other record (Sitemap, unknown): does not end a group
+AGENT, RULE, SITE, OTHER = "agent", "rule", "site", "other"
+#: Field names as Protego reads them (its spellings, misspellings included)
+#: and what they are to grouping. Only rules end a run of user-agent lines;
+#: site-wide records belong to no group; any other record (Crawl-delay,
+#: unknown) belongs to the group it is in.
+KINDS = {
+    **dict.fromkeys(("user-agent", "useragent", "user agent"), AGENT),
+    **dict.fromkeys(("allow", "disallow", "dissallow", "dissalow", "disalow", "diasllow",
+                     "disallaw"), RULE),
+    **dict.fromkeys(("sitemap", "sitemaps", "site-map", "host"), SITE),
+}
 CANONICAL_HOST = "http://robots.invalid"  # to canonicalise a rule's path and query
 TEXT_TYPES = ("text/", "application/octet-stream")  # octet-stream: a bare server default
 
@@ -96,25 +99,26 @@ def agent_key(value: str) -> str:
     return words[0].split("/", 1)[0].replace("*", "").lower() if words else ""
 
 
-def _record(line: str) -> tuple[str, str] | None:
-    """(field, value) of a line as Protego reads it, the field ``OTHER`` for
-    records that are neither user-agent nor a rule; None for a blank line."""
+def _record(line: str) -> tuple[str, str, str] | None:
+    """(kind, field, value) of a line as Protego reads it: kind ``agent``,
+    ``rule``, ``site`` (a site-wide record: Sitemap, Host) or ``other``;
+    None for a blank line."""
     content = line.split("#", 1)[0].strip()
     if not content:
         return None
     name, colon, value = content.partition(":")
     name = name.strip().lower()
     if colon:
-        if name in AGENT_FIELDS or name in RULE_FIELDS or name in GROUP_FIELDS:
-            return name, value.strip()
+        if name in KINDS:
+            return KINDS[name], name, value.strip()
         if not value or value[0].isspace():
-            return OTHER, ""
+            return OTHER, name, ""
     words = content.split()  # Protego's "User-agent foo", "Disallow /x"
     for count in (1, 2):
         candidate = " ".join(words[:count]).lower()
-        if candidate in AGENT_FIELDS or candidate in RULE_FIELDS or candidate in GROUP_FIELDS:
-            return candidate, " ".join(words[count:])
-    return OTHER, ""
+        if candidate in KINDS:
+            return KINDS[candidate], candidate, " ".join(words[count:])
+    return OTHER, name, ""
 
 
 def canonical_pattern(pattern: str) -> str | None:
@@ -139,47 +143,54 @@ def prepare(text: str, token: str) -> str:
     """``text`` rewritten so that Protego groups and matches as RFC 9309 says
     (see the module docstring). Only the groups that can apply to ``token``
     are kept (its own and ``*``, under their keys), so the cached parser holds
-    no other crawler's rules; ``Sitemap`` and other records are kept, moved
-    out from between user-agent lines; rules with a query get their
-    canonical twin."""
+    no other crawler's rules; site-wide records are kept, other records
+    met between user-agent lines are moved after them; rules with a query
+    get their canonical twin."""
     key = agent_key(token)
     out: list[str] = []
     agents: set[str] = set()  # the keys of the current group's user-agent lines
-    held: list[str] = []  # other records met among those lines
+    held: list[str] = []  # group records met among those lines
     in_agents = relevant = False
     for line in text.splitlines():
         record = _record(line)
         if record is None:
             continue
-        name, value = record
-        if name in AGENT_FIELDS:
+        kind, name, value = record
+        if kind == AGENT:
             if not in_agents:
                 agents.clear()
                 in_agents = True
             agents.add(agent_key(value))
-        elif name == OTHER:
-            (held if in_agents else out).append(line)
-        else:  # a group record: the user-agent lines are over
+        elif kind == SITE:
+            out.append(line)
+        elif kind == OTHER:
+            if in_agents:
+                held.append(line)
+            elif relevant:
+                out.append(line)
+        else:  # a rule: the user-agent lines are over
             if in_agents:
                 in_agents = False
-                relevant = _close_agents(out, agents, key)
-                out.extend(held)
-                held.clear()
+                relevant = _close_agents(out, agents, key, held)
             if relevant:
                 out.append(line)
-                twin = canonical_pattern(value) if name in RULE_FIELDS else None
+                twin = canonical_pattern(value)
                 if twin is not None:
                     out.append(f"{name}: {twin}")
     if in_agents:
-        _close_agents(out, agents, key)
-        out.extend(held)
+        _close_agents(out, agents, key, held)
     return "\n".join(out) + "\n"
 
 
-def _close_agents(out: list[str], agents: set[str], key: str) -> bool:
-    """Write the group's user-agent lines that concern us; whether any did."""
+def _close_agents(out: list[str], agents: set[str], key: str, held: list[str]) -> bool:
+    """Write the group's user-agent lines that concern us and the records
+    held among them (only then: they would join the group before); whether
+    the group concerns us."""
     mine = sorted(agents & {key, "*"})
-    out.extend(f"User-agent: {agent}" for agent in mine)
+    if mine:
+        out.extend(f"User-agent: {agent}" for agent in mine)
+        out.extend(held)
+    held.clear()
     return bool(mine)
 
 
