@@ -17,8 +17,8 @@ Google skips it) is dropped, and a body that is not text (by its
 Content-Type, or NUL bytes when it has none) counts as an empty file.
 
 Protego parses; :func:`prepare` first rewrites the text where Protego reads
-RFC 9309 differently, keeping only the groups that can apply to our token
-(ours and ``*``) so the cached parser holds no other crawler's rules:
+RFC 9309 differently, keeping only the groups that apply to our token (ours,
+or else ``*``) so the cached parser holds no other crawler's rules:
 
 * a ``user-agent`` line names one product token (section 2.1:
   ``product-token = identifier / "*"``), the first word of its value:
@@ -141,21 +141,24 @@ def canonical_pattern(pattern: str) -> str | None:
 
 def prepare(text: str, token: str) -> str:
     """``text`` rewritten so that Protego groups and matches as RFC 9309 says
-    (see the module docstring). Only the groups that can apply to ``token``
-    are kept (its own and ``*``, under their keys), so the cached parser holds
-    no other crawler's rules; site-wide records are kept, other records
-    met between user-agent lines are moved after them; rules with a query
-    get their canonical twin."""
+    (see the module docstring). Only the groups that apply to ``token`` are
+    kept (its own, or else the ``*`` ones), so the cached parser holds no
+    other crawler's rules; site-wide records are kept, other records met
+    between user-agent lines are moved after them; rules with a query get
+    their canonical twin."""
+    records = [(line, record) for line in text.splitlines()
+               if (record := _record(line)) is not None]
     key = agent_key(token)
+    # RFC 9309 2.2.1: our groups if any names us, else the "*" groups. Only
+    # those are kept: Protego ranks groups by name length, so a one-letter
+    # token would tie with "*".
+    if not any(kind == AGENT and agent_key(value) == key for _, (kind, _, value) in records):
+        key = "*"
     out: list[str] = []
     agents: set[str] = set()  # the keys of the current group's user-agent lines
     held: list[str] = []  # group records met among those lines
     in_agents = relevant = False
-    for line in text.splitlines():
-        record = _record(line)
-        if record is None:
-            continue
-        kind, name, value = record
+    for line, (kind, name, value) in records:
         if kind == AGENT:
             if not in_agents:
                 agents.clear()
@@ -186,12 +189,12 @@ def _close_agents(out: list[str], agents: set[str], key: str, held: list[str]) -
     """Write the group's user-agent lines that concern us and the records
     held among them (only then: they would join the group before); whether
     the group concerns us."""
-    mine = sorted(agents & {key, "*"})
+    mine = key in agents
     if mine:
-        out.extend(f"User-agent: {agent}" for agent in mine)
+        out.append(f"User-agent: {key}")
         out.extend(held)
     held.clear()
-    return bool(mine)
+    return mine
 
 
 def is_text(content_type: str | None, body: bytes) -> bool:
