@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from protego import Protego
 
@@ -87,6 +88,7 @@ def product_token(robots_user_agent: str | None, user_agent: str | None) -> str:
     return "*"
 
 
+@lru_cache(maxsize=1024)  # asked per decision with our token: a dict hit
 def agent_key(value: str) -> str:
     """The product token a ``user-agent`` line (or our own token) names, as
     groups are compared: ``*``, or the first word without its version,
