@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from extensions.robots.rules import (
@@ -10,8 +15,12 @@ from extensions.robots.rules import (
     decode_body,
     is_text,
     kind_of_status,
+    prepare,
     product_token,
 )
+from extensions.urls.canonical import canonicalize
+
+CONFORMANCE = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance"
 
 HOST = "http://www.example.com"
 
@@ -206,9 +215,139 @@ def test_non_text_robots_allows_everything() -> None:
 
 
 def test_crawl_delay_and_sitemaps() -> None:
-    text = ("User-agent: *\nCrawl-delay: 2\n\nUser-agent: webcrawler\nCrawl-delay: 0.5\n"
+    text = ("User-agent: *\nCrawl-delay: 2\nDisallow:\n\nUser-agent: webcrawler\nCrawl-delay: 0.5\n"
             "Sitemap: http://a.test/s1.xml\nSitemap: http://a.test/s2.xml\n")
     assert rules(text, "webcrawler").crawl_delay() == 0.5
     assert rules(text, "other").crawl_delay() == 2.0
     assert rules("User-agent: *\nDisallow:\n", "x").crawl_delay() is None
     assert rules(text, "x").sitemaps == ["http://a.test/s1.xml", "http://a.test/s2.xml"]
+
+
+# -- where Protego alone reads RFC 9309 otherwise (extensions.robots.rules.prepare)
+
+def test_user_agent_line_names_the_product_token_of_its_first_word() -> None:
+    """Google's ID_UserAgentValueCaseInsensitive: ``FOO BAR`` is the group of ``foo``."""
+    for line in ("User-Agent: FOO BAR", "User-Agent: foo bar", "User-Agent: FoO bAr",
+                 "User-agent: Foo/1.0"):
+        parsed = rules(f"{line}\nAllow: /x/\nDisallow: /\n", "foo")
+        assert parsed.allowed(HOST + "/x/y"), line
+        assert not parsed.allowed(HOST + "/a/b"), line
+
+
+def test_group_applies_to_an_equal_token_only() -> None:
+    """RFC 9309 2.2.1: the group that matches the product token; ``foo`` is
+    not ``foobot`` (Protego's substring test said it was)."""
+    text = "User-agent: foo\nDisallow: /\n\nUser-agent: *\nDisallow: /private/\n"
+    assert rules(text, "foobot").allowed(HOST + "/page")
+    assert not rules(text, "foobot").allowed(HOST + "/private/a")
+    assert not rules(text, "FOO").allowed(HOST + "/page")
+
+
+@pytest.mark.parametrize("between", ["Invalid-Unknown-Line: unknown", "Sitemap: https://a.test/s.xml",
+                                     "# a comment", ""])
+def test_other_records_between_user_agent_lines_keep_one_group(between: str) -> None:
+    """Google's ID_LineSyntax_Groups_OtherRules; RFC 9309 2.2.4: "Parsing of
+    other records MUST NOT interfere with the parsing of explicitly defined
+    records"."""
+    text = f"User-agent: FooBot\n{between}\nUser-agent: *\nDisallow: /\n"
+    assert not rules(text, "foobot").allowed(HOST + "/")
+    assert not rules(text, "barbot").allowed(HOST + "/")
+
+
+def test_crawl_delay_between_user_agent_lines_does_not_end_the_group() -> None:
+    """RFC 9309 2.2.4: an other record does not terminate a group, Crawl-delay
+    included (Protego ended the group there): ``*`` and ``webcrawler`` are one
+    group, its rule and delay apply to both."""
+    text = "User-agent: *\nCrawl-delay: 2\n\nUser-agent: webcrawler\nDisallow: /p/\n"
+    for token in ("other", "webcrawler"):
+        assert not rules(text, token).allowed(HOST + "/p/1"), token
+        assert rules(text, token).crawl_delay() == 2.0, token
+
+
+def test_rule_with_a_query_matches_the_crawlers_canonical_url() -> None:
+    """Google's ID_Encoding#1 as the crawler requests it: query arguments
+    sorted and their reserved characters percent-encoded."""
+    url = "http://foo.bar/foo/bar?qux=taz&baz=http://foo.bar?tar&par"
+    text = "User-agent: FooBot\nDisallow: /\nAllow: /foo/bar?qux=taz&baz=http://foo.bar?tar&par\n"
+    assert canonicalize(url) != url
+    assert rules(text, "foobot").allowed(canonicalize(url))
+    assert rules(text, "foobot").allowed(url)
+    assert not rules(text, "foobot").allowed("http://foo.bar/foo/bar?qux=other")
+
+
+def test_rfc9309_figure_4_reserved_characters_of_a_query() -> None:
+    """RFC 9309 2.2.2 figure 4, row 2: /foo/bar?baz=https://foo.bar matches
+    /foo/bar?baz=https%3A%2F%2Ffoo.bar."""
+    parsed = rules("User-agent: *\nDisallow: /foo/bar?baz=https://foo.bar\n", "bot")
+    assert not parsed.allowed(HOST + "/foo/bar?baz=https%3A%2F%2Ffoo.bar")
+    assert parsed.allowed(HOST + "/foo/bar?baz=other")
+
+
+def test_an_empty_query_in_a_rule_is_not_widened_to_the_path() -> None:
+    parsed = rules("User-agent: *\nDisallow: /page?\n", "bot")
+    assert not parsed.allowed(HOST + "/page?x=1")
+    assert parsed.allowed(HOST + "/page")
+    assert parsed.allowed(HOST + "/pages")
+
+
+@pytest.mark.parametrize("prefix", [b"\xef\xbb\xbf", b"\xef\xbb", b"\xef"])
+def test_a_partial_byte_order_mark_is_skipped(prefix: bytes) -> None:
+    text = decode_body(prefix + b"User-agent: *\nDisallow: /x\n", "text/plain")
+    assert not rules(text, "bot").allowed(HOST + "/x")
+
+
+# -- the conformance vectors (../shared/conformance; schema in its README)
+
+def _vectors(name: str) -> list[dict[str, Any]]:
+    return json.loads((CONFORMANCE / name).read_text(encoding="utf-8"))
+
+
+#: Google ID_* cases where we follow RFC 9309 instead (NOTES-robotsconf.md).
+RFC_DEVIATIONS = {"ID_Encoding#3", "ID_Encoding#5", "ID_Encoding#6"}
+GOOGLE_RFC = [c for c in _vectors("robots_google.json") if not c["google_specific"]]
+EXTRA = [c for c in _vectors("robots_extra.json")
+         if c["name"].startswith(("rfc9309:", "google_bom:"))]
+
+
+@pytest.mark.parametrize("case", GOOGLE_RFC, ids=[c["name"] for c in GOOGLE_RFC])
+def test_google_rfc_cases_on_the_url_the_crawler_requests(case: dict[str, Any]) -> None:
+    parsed = rules(case["robots_txt"], product_token(case["user_agent"], None))
+    verdict = parsed.allowed(canonicalize(case["url"]))
+    assert verdict is (case["allowed"] ^ (case["name"] in RFC_DEVIATIONS))
+
+
+@pytest.mark.parametrize("case", EXTRA, ids=[c["name"] for c in EXTRA])
+def test_rfc9309_and_bom_vectors(case: dict[str, Any]) -> None:
+    """All 43 ``rfc9309:*`` (the two Google disputes included: we side with
+    the RFC) and 5 ``google_bom:*``, the BOM ones from their bytes."""
+    if case.get("robots_txt_b64"):
+        text = decode_body(base64.b64decode(case["robots_txt_b64"]), "text/plain")
+    else:
+        text = case["robots_txt"]
+    parsed = rules(text, product_token(case["user_agent"], None))
+    assert parsed.allowed(case["url"]) is case["allowed"]
+
+
+def test_only_groups_that_can_apply_to_us_are_kept() -> None:
+    """The cached parser holds our group and ``*``, not every crawler's."""
+    text = ("User-agent: badbot\nUser-agent: evilbot\nDisallow: /\n\n"
+            "User-agent: *\nDisallow: /private/\nSitemap: https://a.test/s.xml\n\n"
+            "User-agent: webcrawler\nUser-agent: badbot\nDisallow: /mine/\n")
+    prepared = prepare(text, "webcrawler")
+    assert "badbot" not in prepared and "evilbot" not in prepared
+    assert "Sitemap: https://a.test/s.xml" in prepared
+    assert not rules(text, "webcrawler").allowed(HOST + "/mine/a")
+    assert rules(text, "webcrawler").allowed(HOST + "/private/a")  # its own group, not *
+    assert not rules(text, "otherbot").allowed(HOST + "/private/a")
+    assert not rules(text, "badbot").allowed(HOST + "/")
+
+
+@pytest.mark.parametrize("text", [
+    "User-agent: *\nCrawl-delay: 2\nDisallow: /a\n\nUser-agent: x\nCrawl-delay: 9\nDisallow: /\n",
+    "User-agent: *\nCrawl-delay: 2\nDisallow: /a\n\nUser-agent: x\nDisallow: /\nCrawl-delay: 9\n",
+    "User-agent: *\nCrawl-delay: 2\nDisallow: /a\n\nUser-agent: x\nCrawl-delay: 9\n",
+])
+def test_another_crawlers_group_records_stay_with_it(text: str) -> None:
+    """A dropped group's Crawl-delay never lands in the group before it."""
+    assert rules(text, "webcrawler").crawl_delay() == 2.0
+    assert rules(text, "x").crawl_delay() == 9.0

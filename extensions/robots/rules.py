@@ -12,21 +12,59 @@ section 2.3.1 gives the status rules we follow:
 * more than five redirects: unavailable, so no restrictions.
 
 The body is cut at 500 KiB (section 2.5: crawlers MUST parse at least that
-much, we parse no more), a UTF-8 byte order mark is dropped, and a body that
-is not text (by its Content-Type, or NUL bytes when it has none) counts as an
-empty file. Groups are matched by the crawler's product token (section
-2.2.1), which Protego compares case-insensitively at token boundaries.
+much, we parse no more), a UTF-8 byte order mark (or the start of one, as
+Google skips it) is dropped, and a body that is not text (by its
+Content-Type, or NUL bytes when it has none) counts as an empty file.
+
+Protego parses; :func:`prepare` first rewrites the text where Protego reads
+RFC 9309 differently, keeping only the groups that apply to our token (ours,
+or else ``*``) so the cached parser holds no other crawler's rules:
+
+* a ``user-agent`` line names one product token (section 2.1:
+  ``product-token = identifier / "*"``), the first word of its value:
+  ``User-Agent: FOO BAR`` is the group of ``foo``, as Google reads it. A
+  group matches our token when the two are equal ignoring case (section
+  2.2.1: "case-insensitive matching to find the group that matches the
+  product token"), not when one starts the other (``foo`` is not
+  ``foobot``), as Protego's substring test allows;
+* only ``allow`` and ``disallow`` lines end a run of user-agent lines: a
+  ``Crawl-delay``, ``Sitemap`` or unknown line between two ``user-agent``
+  lines leaves them one group (section 2.2.4: "Parsing of other records MUST
+  NOT interfere with the parsing of explicitly defined records [...] a
+  "Sitemaps" record MUST NOT terminate a group"), as Google reads it too.
+  Such a line is moved after the group's user-agent lines, so a
+  ``Crawl-delay`` there applies to the whole group;
+* a rule with a query is also compared in the crawler's canonical URL form
+  (:mod:`extensions.urls.canonical`: arguments sorted, reserved characters
+  of the query percent-encoded as in section 2.2.2's figure 4), because the
+  crawler only ever requests canonical URLs. Protego already percent-encodes
+  non-ASCII octets and decodes encoded unreserved ones on both sides.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from protego import Protego
 
+from extensions.urls.canonical import InvalidURL, canonicalize
+
 MAX_BODY = 500 * 1024  # RFC 9309 section 2.5: parse at least 500 kibibytes
 BOM = b"\xef\xbb\xbf"
+AGENT, RULE, SITE, OTHER = "agent", "rule", "site", "other"
+#: Field names as Protego reads them (its spellings, misspellings included)
+#: and what they are to grouping. Only rules end a run of user-agent lines;
+#: site-wide records belong to no group; any other record (Crawl-delay,
+#: unknown) belongs to the group it is in.
+KINDS = {
+    **dict.fromkeys(("user-agent", "useragent", "user agent"), AGENT),
+    **dict.fromkeys(("allow", "disallow", "dissallow", "dissalow", "disalow", "diasllow",
+                     "disallaw"), RULE),
+    **dict.fromkeys(("sitemap", "sitemaps", "site-map", "host"), SITE),
+}
+CANONICAL_HOST = "http://robots.invalid"  # to canonicalise a rule's path and query
 TEXT_TYPES = ("text/", "application/octet-stream")  # octet-stream: a bare server default
 
 
@@ -50,6 +88,117 @@ def product_token(robots_user_agent: str | None, user_agent: str | None) -> str:
     return "*"
 
 
+@lru_cache(maxsize=1024)  # asked per decision with our token: a dict hit
+def agent_key(value: str) -> str:
+    """The product token a ``user-agent`` line (or our own token) names, as
+    groups are compared: ``*``, or the first word without its version,
+    lower-case (``FOO BAR`` -> ``foo``, ``Foo/1.0`` -> ``foo``); a ``*``
+    inside a name is dropped, as Protego does (``foo*bot`` -> ``foobot``)."""
+    value = value.strip()
+    if value == "*" or (value.startswith("*") and value[1].isspace()):
+        return "*"  # Google reads "* anything" as the global group too
+    words = value.split(None, 1)
+    return words[0].split("/", 1)[0].replace("*", "").lower() if words else ""
+
+
+def _record(line: str) -> tuple[str, str, str] | None:
+    """(kind, field, value) of a line as Protego reads it: kind ``agent``,
+    ``rule``, ``site`` (a site-wide record: Sitemap, Host) or ``other``;
+    None for a blank line."""
+    content = line.split("#", 1)[0].strip()
+    if not content:
+        return None
+    name, colon, value = content.partition(":")
+    name = name.strip().lower()
+    if colon:
+        if name in KINDS:
+            return KINDS[name], name, value.strip()
+        if not value or value[0].isspace():
+            return OTHER, name, ""
+    words = content.split()  # Protego's "User-agent foo", "Disallow /x"
+    for count in (1, 2):
+        candidate = " ".join(words[:count]).lower()
+        if candidate in KINDS:
+            return KINDS[candidate], candidate, " ".join(words[count:])
+    return OTHER, name, ""
+
+
+def canonical_pattern(pattern: str) -> str | None:
+    """A rule's path and query in the crawler's canonical URL form, when that
+    differs and can be computed without widening the rule: a pattern with a
+    query and no ``*`` (a trailing ``$`` is kept). Else None."""
+    anchor = "$" if pattern.endswith("$") else ""
+    body = pattern[: len(pattern) - len(anchor)]
+    if "*" in body or "?" not in body or not body.startswith("/"):
+        return None
+    try:
+        canonical = canonicalize(CANONICAL_HOST + body)[len(CANONICAL_HOST):]
+    except InvalidURL:
+        return None
+    if "?" not in canonical:  # an empty query dropped: "/p?" would become "/p"
+        return None
+    canonical += anchor
+    return canonical if canonical != pattern else None
+
+
+def prepare(text: str, token: str) -> str:
+    """``text`` rewritten so that Protego groups and matches as RFC 9309 says
+    (see the module docstring). Only the groups that apply to ``token`` are
+    kept (its own, or else the ``*`` ones), so the cached parser holds no
+    other crawler's rules; site-wide records are kept, other records met
+    between user-agent lines are moved after them; rules with a query get
+    their canonical twin."""
+    records = [(line, record) for line in text.splitlines()
+               if (record := _record(line)) is not None]
+    key = agent_key(token)
+    # RFC 9309 2.2.1: our groups if any names us, else the "*" groups. Only
+    # those are kept: Protego ranks groups by name length, so a one-letter
+    # token would tie with "*".
+    if not any(kind == AGENT and agent_key(value) == key for _, (kind, _, value) in records):
+        key = "*"
+    out: list[str] = []
+    agents: set[str] = set()  # the keys of the current group's user-agent lines
+    held: list[str] = []  # group records met among those lines
+    in_agents = relevant = False
+    for line, (kind, name, value) in records:
+        if kind == AGENT:
+            if not in_agents:
+                agents.clear()
+                in_agents = True
+            agents.add(agent_key(value))
+        elif kind == SITE:
+            out.append(line)
+        elif kind == OTHER:
+            if in_agents:
+                held.append(line)
+            elif relevant:
+                out.append(line)
+        else:  # a rule: the user-agent lines are over
+            if in_agents:
+                in_agents = False
+                relevant = _close_agents(out, agents, key, held)
+            if relevant:
+                out.append(line)
+                twin = canonical_pattern(value)
+                if twin is not None:
+                    out.append(f"{name}: {twin}")
+    if in_agents:
+        _close_agents(out, agents, key, held)
+    return "\n".join(out) + "\n"
+
+
+def _close_agents(out: list[str], agents: set[str], key: str, held: list[str]) -> bool:
+    """Write the group's user-agent lines that concern us and the records
+    held among them (only then: they would join the group before); whether
+    the group concerns us."""
+    mine = key in agents
+    if mine:
+        out.append(f"User-agent: {key}")
+        out.extend(held)
+    held.clear()
+    return mine
+
+
 def is_text(content_type: str | None, body: bytes) -> bool:
     """Whether a robots.txt body is text we should parse."""
     if content_type:
@@ -65,8 +214,10 @@ def decode_body(body: bytes, content_type: str | None = None, max_size: int = MA
     read half-way (``Disallow: /p`` from ``Disallow: /private/``)."""
     if not is_text(content_type, body):
         return ""
-    if body.startswith(BOM):
-        body = body[len(BOM):]
+    for size in (3, 2, 1):  # a BOM, or the start of one (Google skips those too)
+        if body[:size] == BOM[:size]:
+            body = body[size:]
+            break
     if len(body) > max_size:
         body = body[:max_size]
         cut = max(body.rfind(b"\n"), body.rfind(b"\r"))
@@ -103,7 +254,7 @@ class RobotsRules:
 
     @classmethod
     def parse(cls, text: str, token: str, expires: float, status: int | None = 200) -> RobotsRules:
-        parser = Protego.parse(text)
+        parser = Protego.parse(prepare(text, token))
         return cls(Kind.RULES, token, expires, parser, status=status,
                    sitemaps=list(parser.sitemaps))
 
@@ -113,14 +264,14 @@ class RobotsRules:
             return False
         if self.kind is Kind.UNAVAILABLE or self.parser is None:
             return True
-        return self.parser.can_fetch(url, self.token)
+        return self.parser.can_fetch(url, agent_key(self.token))
 
     def crawl_delay(self) -> float | None:
         """The ``Crawl-delay`` of the group that applies to us, if any."""
         if self.parser is None:
             return None
         try:
-            delay = self.parser.crawl_delay(self.token)
+            delay = self.parser.crawl_delay(agent_key(self.token))
         except (TypeError, ValueError):  # a malformed value is no delay
             return None
         return float(delay) if delay is not None and delay > 0 else None
