@@ -131,6 +131,22 @@ def assert_finished_with_the_truth(web: Any, results: list[CrawlResult], url: st
     assert_nothing_left(url, prefix, len(web.truth(depth_limit=DEPTH).regular), bloom)
 
 
+def assert_cash_conserved(url: str, prefix: str, bloom: BloomLayout | None = None) -> None:
+    """AOPIC's ledger read back from Redis: cash on every page (with the
+    dividends not yet settled on it) plus Lambda is the cash the seeds put
+    in, within 1e-9 relative, however the processes interleaved or died."""
+    from extensions.aopic.shared import SharedLedger
+
+    store = RedisStore(url, prefix, bloom=bloom)
+    store.open()
+    try:
+        totals = SharedLedger(store).totals()
+    finally:
+        store.close()
+    assert abs(totals.conserved - totals.put_in) <= 1e-9 * totals.put_in, (totals, totals.conserved)
+    assert totals.put_in > 0 and totals.history > 0 and totals.rows >= 100, totals
+
+
 def crawl_totals(url: str, prefix: str) -> dict[str, float]:
     """The crawl's stats in ``P:stats`` (summed over processes, crawl-wide
     ones as last reported), and ``known``: the URLs the store counted."""
@@ -175,6 +191,11 @@ def test_every_process_does_part_of_the_work(three_on_one_redis: Any) -> None:
 def test_never_two_requests_in_flight_to_one_host_nor_a_gap_below_its_delay(three_on_one_redis: Any) -> None:
     web, _, _, _ = three_on_one_redis
     assert assert_polite(web.entries(), web.crawl_delays()) > 300
+
+
+def test_aopic_cash_is_conserved_across_processes(three_on_one_redis: Any) -> None:
+    _, _, url, prefix = three_on_one_redis
+    assert_cash_conserved(url, prefix)
 
 
 def test_stats_add_up_across_processes(three_on_one_redis: Any) -> None:
@@ -227,11 +248,13 @@ def test_memory_per_url_is_the_crawls_not_a_sum_over_processes(three_with_the_bl
 
 # -- failure -------------------------------------------------------------------------
 @pytest.mark.parametrize("seen", ["exact", "bloom"])
-def test_sigkill_of_one_of_three_loses_nothing_and_fetches_no_page_more_than_twice(
+def test_sigkill_of_one_of_three_loses_nothing_fetches_no_page_more_than_twice_and_conserves_cash(
     tmp_path: Path, start_web: Any, redis_server: RedisServer, seen: str,
 ) -> None:
     """In Bloom mode too: the killed process's in-flight rows are not
-    trimmed, so whoever takes its hosts over puts them back."""
+    trimmed, so whoever takes its hosts over puts them back. AOPIC's cash
+    is conserved: the killed process's last page's step either happened
+    whole (one script) or not at all."""
     sigkill_one_of_three(tmp_path, start_web, redis_server.url, bloom=seen == "bloom")
 
 
@@ -248,7 +271,10 @@ def busy_hosts_of(client: Any, keys: Keys, pid: int) -> list[str]:
     return busy
 
 
-def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool = False) -> None:
+def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool = False,
+                         conserved: bool = True) -> None:
+    """``conserved``: also check AOPIC's cash (not on a cluster, where a
+    kill between a page's two ledger calls loses that page's cash)."""
     web = start_web(**WEB)
     prefix = unique_prefix()
     settings = crawl_settings(web, url, prefix, **(BLOOM_SETTINGS if bloom else {}))
@@ -284,6 +310,8 @@ def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool =
             assert firsts[page] <= killed_at, page
         firsts.setdefault(page, entry.start)
     assert_nothing_left(url, prefix, len(web.truth(depth_limit=DEPTH).regular), BLOOM if bloom else None)
+    if conserved:
+        assert_cash_conserved(url, prefix, BLOOM if bloom else None)
 
 
 # -- settings ------------------------------------------------------------------------
