@@ -460,11 +460,19 @@ class DistributedFrontier(Frontier):
         self.stats.inc_value("frontier/inflight_repaired", len(lost))
         logger.warning("%d URL(s) left in flight by a retried Redis call went back to their queues", len(lost))
 
+    def _fetching(self) -> set[str]:
+        """Hosts with a request of ours in flight, from the requests
+        themselves: a held host's count misses one taken under an earlier
+        lease on the host (lost, then taken again), and giving such a host
+        away would put a URL we are fetching back in its queue."""
+        return {record.host for record in self.inflight.values()}
+
     def _give_away_late(self) -> None:
         now = self.clock()
+        fetching = self._fetching()
         for host, held in list(self.held.items()):
             due = max(self.politeness.ready_at(host), held.since)
-            if held.inflight or not held.queued or now - due <= self.max_lateness:
+            if held.inflight or host in fetching or not held.queued or now - due <= self.max_lateness:
                 continue
             state, _, _ = self.leases.release(host, self._wait(host), False, held.heap_score)
             self._drop(host)
@@ -477,7 +485,8 @@ class DistributedFrontier(Frontier):
         excess = len(self.held) - self._share() - 1
         if self._alive < 2 or excess <= 0:
             return
-        for host in [host for host, held in self.held.items() if not held.inflight][:excess]:
+        fetching = self._fetching()
+        for host in [host for host, held in self.held.items() if not held.inflight and host not in fetching][:excess]:
             self.leases.release(host, self._wait(host), False, self.held[host].heap_score)
             self._drop(host)
             self.stats.inc_value("frontier/leases_rebalanced")
