@@ -314,6 +314,75 @@ def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool =
         assert_cash_conserved(url, prefix, BLOOM if bloom else None)
 
 
+def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
+    """URLs queued or in flight that were fetched already (put back by a
+    take-over): killing their fetcher now could fetch them a third time."""
+    from extensions.store.redis_keys import tag_of, unpack_entry
+    from extensions.urls.canonical import canonicalize
+
+    pending = 0
+    for pattern in (keys.back_pattern, f"{keys.prefix}:{{*}}:inflight:*"):
+        for key in client.scan_iter(match=pattern):
+            for fp in client.zrange(key, 0, -1):
+                row = client.hget(keys.urls(tag_of(int(fp))), fp)
+                if row is not None and canonicalize(unpack_entry(int(fp), row).url) in fetched:
+                    pending += 1
+    return pending
+
+
+def test_sigkills_at_random_moments_with_restarts_fetch_every_page_at_most_twice(
+    tmp_path: Path, start_web: Any, redis_server: RedisServer,
+) -> None:
+    """Three processes; three times, a random one is SIGKILLed at a random
+    moment (once the pages put back by the last kill were fetched again, so
+    that no page is in flight at two kills) and the same command started
+    again. Every page of the truth is fetched, none more than twice, and
+    AOPIC's cash is conserved."""
+    import random
+
+    rng = random.Random(12)
+    web = start_web(**{**WEB, "hosts": 60})
+    prefix = unique_prefix()
+    settings = crawl_settings(web, redis_server.url, prefix)
+    keys, client = Keys(prefix), connect(redis_server.url, 10.0, Retry(NoBackoff(), 0))
+    with crawlers(tmp_path, str(web.seeds_file), settings, 3) as procs:
+        running, kills, started = list(range(3)), 0, 3
+        deadline = time.monotonic() + 120
+        try:
+            for _ in range(3):
+                target = len(web.entries()) + rng.randint(40, 160)
+                while time.monotonic() < deadline and any(procs[i].poll() is None for i in running) and (
+                        len(web.entries()) < target
+                        or refetches_pending(client, keys, set(fetched_urls(web)))):
+                    time.sleep(0.05)  # polling the access log and the frontier
+                alive = [i for i in running if procs[i].poll() is None]
+                if len(alive) < 3:
+                    break  # the crawl is ending
+                victim = rng.choice(alive)
+                kill_crawl(procs[victim], signal.SIGKILL)
+                kills += 1
+                running.remove(victim)
+                procs.append(start_web_crawl(tmp_path / f"crawl{started}", str(web.seeds_file), settings))
+                running.append(started)
+                started += 1
+        finally:
+            client.close()
+        for i in running:
+            procs[i].wait(timeout=180)
+        results = {i: read_result(tmp_path / f"crawl{i}", procs[i].returncode, []) for i in running}
+    assert kills >= 2, kills
+    for i, result in results.items():
+        assert result.returncode == 0, (i, result.log[-3000:])
+    assert_ground_truth(web)
+    counts: Counter[str] = Counter()
+    for entry in web.entries():
+        if entry.path != "/robots.txt" and entry.status < 500:  # 5xx: retried on purpose
+            counts[next(iter(fetched_urls_of(web, [entry])))] += 1
+    assert max(counts.values()) <= 2, counts.most_common(3)
+    assert_nothing_left(redis_server.url, prefix, len(web.truth(depth_limit=DEPTH).regular))
+    assert_cash_conserved(redis_server.url, prefix)
+
+
 # -- settings ------------------------------------------------------------------------
 def test_the_redis_backend_makes_the_shared_frontier_the_scheduler(redis_server: RedisServer) -> None:
     from scrapy import Spider
