@@ -131,6 +131,22 @@ def assert_finished_with_the_truth(web: Any, results: list[CrawlResult], url: st
     assert_nothing_left(url, prefix, len(web.truth(depth_limit=DEPTH).regular), bloom)
 
 
+def assert_cash_conserved(url: str, prefix: str, bloom: BloomLayout | None = None) -> None:
+    """AOPIC's ledger read back from Redis: cash on every page (with the
+    dividends not yet settled on it) plus Lambda is the cash the seeds put
+    in, within 1e-9 relative, however the processes interleaved or died."""
+    from extensions.aopic.shared import SharedLedger
+
+    store = RedisStore(url, prefix, bloom=bloom)
+    store.open()
+    try:
+        totals = SharedLedger(store).totals()
+    finally:
+        store.close()
+    assert abs(totals.conserved - totals.put_in) <= 1e-9 * totals.put_in, (totals, totals.conserved)
+    assert totals.put_in > 0 and totals.history > 0 and totals.rows >= 100, totals
+
+
 def crawl_totals(url: str, prefix: str) -> dict[str, float]:
     """The crawl's stats in ``P:stats`` (summed over processes, crawl-wide
     ones as last reported), and ``known``: the URLs the store counted."""
@@ -175,6 +191,11 @@ def test_every_process_does_part_of_the_work(three_on_one_redis: Any) -> None:
 def test_never_two_requests_in_flight_to_one_host_nor_a_gap_below_its_delay(three_on_one_redis: Any) -> None:
     web, _, _, _ = three_on_one_redis
     assert assert_polite(web.entries(), web.crawl_delays()) > 300
+
+
+def test_aopic_cash_is_conserved_across_processes(three_on_one_redis: Any) -> None:
+    _, _, url, prefix = three_on_one_redis
+    assert_cash_conserved(url, prefix)
 
 
 def test_stats_add_up_across_processes(three_on_one_redis: Any) -> None:
@@ -227,11 +248,13 @@ def test_memory_per_url_is_the_crawls_not_a_sum_over_processes(three_with_the_bl
 
 # -- failure -------------------------------------------------------------------------
 @pytest.mark.parametrize("seen", ["exact", "bloom"])
-def test_sigkill_of_one_of_three_loses_nothing_and_fetches_no_page_more_than_twice(
+def test_sigkill_of_one_of_three_loses_nothing_fetches_no_page_more_than_twice_and_conserves_cash(
     tmp_path: Path, start_web: Any, redis_server: RedisServer, seen: str,
 ) -> None:
     """In Bloom mode too: the killed process's in-flight rows are not
-    trimmed, so whoever takes its hosts over puts them back."""
+    trimmed, so whoever takes its hosts over puts them back. AOPIC's cash
+    is conserved: the killed process's last page's step either happened
+    whole (one script) or not at all."""
     sigkill_one_of_three(tmp_path, start_web, redis_server.url, bloom=seen == "bloom")
 
 
@@ -248,7 +271,10 @@ def busy_hosts_of(client: Any, keys: Keys, pid: int) -> list[str]:
     return busy
 
 
-def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool = False) -> None:
+def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool = False,
+                         conserved: bool = True) -> None:
+    """``conserved``: also check AOPIC's cash (not on a cluster, where a
+    kill between a page's two ledger calls loses that page's cash)."""
     web = start_web(**WEB)
     prefix = unique_prefix()
     settings = crawl_settings(web, url, prefix, **(BLOOM_SETTINGS if bloom else {}))
@@ -284,6 +310,77 @@ def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool =
             assert firsts[page] <= killed_at, page
         firsts.setdefault(page, entry.start)
     assert_nothing_left(url, prefix, len(web.truth(depth_limit=DEPTH).regular), BLOOM if bloom else None)
+    if conserved:
+        assert_cash_conserved(url, prefix, BLOOM if bloom else None)
+
+
+def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
+    """URLs queued or in flight that were fetched already (put back by a
+    take-over): killing their fetcher now could fetch them a third time."""
+    from extensions.store.redis_keys import tag_of, unpack_entry
+    from extensions.urls.canonical import canonicalize
+
+    pending = 0
+    for pattern in (keys.back_pattern, f"{keys.prefix}:{{*}}:inflight:*"):
+        for key in client.scan_iter(match=pattern):
+            for fp in client.zrange(key, 0, -1):
+                row = client.hget(keys.urls(tag_of(int(fp))), fp)
+                if row is not None and canonicalize(unpack_entry(int(fp), row).url) in fetched:
+                    pending += 1
+    return pending
+
+
+def test_sigkills_at_random_moments_with_restarts_fetch_every_page_at_most_twice(
+    tmp_path: Path, start_web: Any, redis_server: RedisServer,
+) -> None:
+    """Three processes; three times, a random one is SIGKILLed at a random
+    moment (once the pages put back by the last kill were fetched again, so
+    that no page is in flight at two kills) and the same command started
+    again. Every page of the truth is fetched, none more than twice, and
+    AOPIC's cash is conserved."""
+    import random
+
+    rng = random.Random(12)
+    web = start_web(**{**WEB, "hosts": 60})
+    prefix = unique_prefix()
+    settings = crawl_settings(web, redis_server.url, prefix)
+    keys, client = Keys(prefix), connect(redis_server.url, 10.0, Retry(NoBackoff(), 0))
+    with crawlers(tmp_path, str(web.seeds_file), settings, 3) as procs:
+        running, kills, started = list(range(3)), 0, 3
+        deadline = time.monotonic() + 120
+        try:
+            for _ in range(3):
+                target = len(web.entries()) + rng.randint(40, 160)
+                while time.monotonic() < deadline and any(procs[i].poll() is None for i in running) and (
+                        len(web.entries()) < target
+                        or refetches_pending(client, keys, set(fetched_urls(web)))):
+                    time.sleep(0.05)  # polling the access log and the frontier
+                alive = [i for i in running if procs[i].poll() is None]
+                if len(alive) < 3:
+                    break  # the crawl is ending
+                victim = rng.choice(alive)
+                kill_crawl(procs[victim], signal.SIGKILL)
+                kills += 1
+                running.remove(victim)
+                procs.append(start_web_crawl(tmp_path / f"crawl{started}", str(web.seeds_file), settings))
+                running.append(started)
+                started += 1
+        finally:
+            client.close()
+        for i in running:
+            procs[i].wait(timeout=180)
+        results = {i: read_result(tmp_path / f"crawl{i}", procs[i].returncode, []) for i in running}
+    assert kills >= 2, kills
+    for i, result in results.items():
+        assert result.returncode == 0, (i, result.log[-3000:])
+    assert_ground_truth(web)
+    counts: Counter[str] = Counter()
+    for entry in web.entries():
+        if entry.path != "/robots.txt" and entry.status < 500:  # 5xx: retried on purpose
+            counts[next(iter(fetched_urls_of(web, [entry])))] += 1
+    assert max(counts.values()) <= 2, counts.most_common(3)
+    assert_nothing_left(redis_server.url, prefix, len(web.truth(depth_limit=DEPTH).regular))
+    assert_cash_conserved(redis_server.url, prefix)
 
 
 # -- settings ------------------------------------------------------------------------

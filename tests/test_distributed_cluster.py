@@ -18,6 +18,7 @@ from tests.test_distributed import (
     BLOOM,
     BLOOM_SETTINGS,
     WEB,
+    assert_cash_conserved,
     assert_finished_with_the_truth,
     assert_polite,
     run_together,
@@ -39,6 +40,12 @@ def three_on_a_cluster(tmp_path_factory: pytest.TempPathFactory, redis_cluster: 
 def test_three_processes_on_a_cluster_fetch_exactly_the_ground_truth(three_on_a_cluster: Any) -> None:
     web, results, url, prefix = three_on_a_cluster
     assert_finished_with_the_truth(web, results, url, prefix)
+
+
+def test_aopic_cash_is_conserved_across_processes_on_a_cluster(three_on_a_cluster: Any) -> None:
+    """Per-tag scripts and the ledger's JOIN in its own slot: exact too."""
+    _, _, url, prefix = three_on_a_cluster
+    assert_cash_conserved(url, prefix)
 
 
 def test_on_a_cluster_no_host_has_two_requests_in_flight_nor_a_gap_below_its_delay(three_on_a_cluster: Any) -> None:
@@ -65,7 +72,7 @@ def test_a_hosts_frontier_keys_share_its_slot_and_hosts_spread_over_the_masters(
 def test_sigkill_of_one_of_three_on_a_cluster_loses_nothing(
     tmp_path: Path, start_web: Any, redis_cluster: RedisClusterServers,
 ) -> None:
-    sigkill_one_of_three(tmp_path, start_web, redis_cluster.url)
+    sigkill_one_of_three(tmp_path, start_web, redis_cluster.url, conserved=False)
 
 
 def test_three_processes_sharing_the_bloom_filter_on_a_cluster_fetch_exactly_the_ground_truth(

@@ -123,6 +123,43 @@ def test_a_lapsed_lease_gives_its_in_flight_urls_to_the_next_owner(pair: Any) ->
     assert a.take("h1.test").state == "lost"
 
 
+def stall_and_take_over(pair: Any) -> tuple[Entry, Entry]:
+    """A takes x and stalls past its lease; B takes the host over (x back in
+    its queue). Returns x and y, the host's other URL."""
+    a, b, clock = pair
+    enqueue(a, "http://h1.test/x", "http://h1.test/y")
+    a.acquire(a.poll(10).due)
+    x = a.take("h1.test").entry
+    clock.advance(TTL + 0.5)
+    assert [g.recovered for g in b.acquire(b.poll(10).due)] == [1]
+    return x, entry("http://h1.test/y")
+
+
+def test_a_stalled_owners_fetch_ending_before_the_new_owner_takes_the_url_finishes_it(pair: Any) -> None:
+    """Else the new owner fetches it a second time (a third, if the stalled
+    owner had itself recovered it from a killed process)."""
+    a, b, _ = pair
+    x, y = stall_and_take_over(pair)
+    a.finish("h1.test", x.fingerprint, Status.DONE, 1.0)
+    a.store.checkpoint()  # send A's buffered writes
+    assert b.store.status_of(x.fingerprint) == Status.DONE
+    assert b.take("h1.test").entry.url == y.url
+    assert b.take("h1.test").state == "empty"
+
+
+def test_a_stalled_owner_leaves_a_url_the_new_owner_has_in_flight_alone(pair: Any) -> None:
+    a, b, _ = pair
+    x, _ = stall_and_take_over(pair)
+    assert b.take("h1.test").entry.url == x.url
+    a.finish("h1.test", x.fingerprint, Status.DONE, 1.0)
+    a.put_back("h1.test", x.fingerprint, level=7)  # nor does a late put-back queue it again
+    a.store.checkpoint()
+    assert b.store.status_of(x.fingerprint) == Status.INFLIGHT
+    assert b.inflight_of(["h1.test"]) == {"h1.test": [x.fingerprint]}
+    assert b.take("h1.test").entry.url == "http://h1.test/y"
+    assert b.take("h1.test").state == "empty"
+
+
 def test_renewal_keeps_a_lease_past_its_ttl(pair: Any) -> None:
     a, b, clock = pair
     enqueue(a, "http://h1.test/x")

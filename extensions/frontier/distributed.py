@@ -40,23 +40,25 @@ Differences from the single-process frontier: priority (the front-queue
 level) orders URLs within a host's queue and the choice among a process's
 due hosts, instead of Mercator's global front queues; the politeness key is
 the URL's host name (``CONCURRENT_REQUESTS_PER_IP`` and the
-``download_slot`` meta are single-process features); AOPIC's cash rows are
-shared but its scalars (Lambda, the dividend) are per process, an
-approximation; requests that cannot be serialised stay in the process that
-made them.
+``download_slot`` meta are single-process features); AOPIC's ledger is
+:class:`~extensions.aopic.shared.SharedLedger`, whose scalars (Lambda, the
+dividend) live in Redis and change atomically with the cash rows, so cash
+is conserved across processes; requests that cannot be serialised stay in
+the process that made them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
+from extensions.aopic.shared import SharedLedger
 from extensions.frontier.codec import encode
-from extensions.frontier.fingerprint import url_fingerprint
+from extensions.frontier.fingerprint import canonical_fingerprint, url_fingerprint
 from extensions.frontier.holds import origin_of
 from extensions.frontier.leases import HostLeases, level_of_score, process_id, queue_score
 from extensions.frontier.politeness import INFINITY
@@ -92,6 +94,9 @@ class DistributedFrontier(Frontier):
                  max_lateness: float = 1.0, lease_clock: Callable[[], float] | None = None,
                  owner: str | None = None, **kwargs: Any) -> None:
         super().__init__(store, **kwargs)
+        if self.ledger is not None and not isinstance(self.ledger, SharedLedger):
+            # one ledger for every process: its state in Redis, not in each process
+            self.ledger = SharedLedger(store, self.ledger.initial_cash, self.ledger.tax)
         if lease_ttl <= 0 or poll_interval <= 0 or max_lateness <= 0:
             raise ValueError(f"lease TTL, poll interval and lateness must be > 0; got {lease_ttl!r}, "
                              f"{poll_interval!r}, {max_lateness!r}")
@@ -316,7 +321,7 @@ class DistributedFrontier(Frontier):
             row = taken.cash
             cash = 0.0 if row is None else row[0] + (self.ledger.dividend - row[2])
         if self.holds and self._kept_back(entry):
-            held.queued += 1
+            held.queued += self.holds.state_of(entry.url) == "held"  # back in its queue
             self._reschedule(host)
             return None
         request = self._request_of(entry, cash)
@@ -394,7 +399,7 @@ class DistributedFrontier(Frontier):
         if held is None:
             return
         held.inflight = max(0, held.inflight - 1)
-        if kept:
+        if kept and self.holds.state_of(record.entry.url) == "held":  # back in its queue
             held.queued += 1
             held.head = min(held.head, queue_score(record.entry.level, 0))
         if not held.inflight and not held.queued:
@@ -479,11 +484,19 @@ class DistributedFrontier(Frontier):
         self.stats.inc_value("frontier/inflight_repaired", len(lost))
         logger.warning("%d URL(s) left in flight by a retried Redis call went back to their queues", len(lost))
 
+    def _fetching(self) -> set[str]:
+        """Hosts with a request of ours in flight, from the requests
+        themselves: a held host's count misses one taken under an earlier
+        lease on the host (lost, then taken again), and giving such a host
+        away would put a URL we are fetching back in its queue."""
+        return {record.host for record in self.inflight.values()}
+
     def _give_away_late(self) -> None:
         now = self.clock()
+        fetching = self._fetching()
         for host, held in list(self.held.items()):
             due = max(self.politeness.ready_at(host), held.since)
-            if held.inflight or not held.queued or now - due <= self.max_lateness:
+            if held.inflight or host in fetching or not held.queued or now - due <= self.max_lateness:
                 continue
             state, _, _ = self.leases.release(host, self._wait(host), False, held.heap_score)
             self._drop(host)
@@ -496,7 +509,8 @@ class DistributedFrontier(Frontier):
         excess = len(self.held) - self._share() - 1
         if self._alive < 2 or excess <= 0:
             return
-        for host in [host for host, held in self.held.items() if not held.inflight][:excess]:
+        fetching = self._fetching()
+        for host in [host for host, held in self.held.items() if not held.inflight and host not in fetching][:excess]:
             self.leases.release(host, self._wait(host), False, self.held[host].heap_score)
             self._drop(host)
             self.stats.inc_value("frontier/leases_rebalanced")
@@ -529,6 +543,30 @@ class DistributedFrontier(Frontier):
         self.stats.set_value("frontier/back_queues", len(self.held))
 
     # -- AOPIC -------------------------------------------------------------------
+    def distribute(self, url: str, outlinks: Sequence[str]) -> float:
+        """AOPIC credit assignment for a fetched page, as in one process,
+        but the page's take, the tax and the credits are one script of the
+        shared ledger (with its links' URL rows read in the same round
+        trip); queued links whose cash crosses a level move up."""
+        if self.ledger is None:
+            return 0.0
+        fp, _ = url_fingerprint(url)
+        self._credited = {}
+        links = [canonical_fingerprint(link) for link in outlinks]
+        paid, entries = self.ledger.distribute(fp, links, entries_of=links)
+        if links and paid.changes:
+            dividend, mean = self.ledger.dividend, self.ledger.mean_cash()
+            self._credited = {link: (after, dividend) for link, (_, after, _) in zip(links, paid.changes)}
+            level_of = self.prioritizer.level
+            rising = [link for link, (before, after, existed) in zip(links, paid.changes)
+                      if existed and level_of(0, 0, {"aopic_cash": after, "aopic_mean": mean})
+                      > level_of(0, 0, {"aopic_cash": before, "aopic_mean": mean})]
+            if rising:
+                self._promote(rising, mean, entries)
+        if paid.visits <= self.revisits:
+            self._revisit(fp)
+        return paid.history
+
     def _revisit(self, fp: int) -> None:
         entry = self.store.urls.get_many([fp]).get(fp)
         if entry is None or fp in self.memory_only:

@@ -225,13 +225,31 @@ end
 return {2, skipped}
 """
 
-#: A handed-out URL is finished. KEYS: inflight, urls. ARGV: status byte
-#: ('' keeps it), fetch time (8 bytes or ''), fingerprint.
-FINISH = """
-redis.call('ZREM', KEYS[1], ARGV[3])
+#: Whether another process took the host over from us (its ACQUIRE put
+#: our in-flight URLs back in the queue: they are no longer ours to move).
+_TAKEN_OVER = """
+local function taken_over(lease, me)
+  local owner = redis.call('HGET', lease, 'owner')
+  return owner and owner ~= me
+end
+"""
+
+#: A handed-out URL is finished. If the host was taken over meanwhile, the
+#: URL went back to its queue: taken out again and finished if it is still
+#: there (no second fetch), left alone if the new owner has it in flight.
+#: KEYS: inflight, urls, lease, back. ARGV: status byte ('' keeps it),
+#: fetch time (8 bytes or ''), fingerprint, me.
+FINISH = _TAKEN_OVER + """
+local guard = '1'
+if taken_over(KEYS[3], ARGV[4]) then
+  if ARGV[1] == '' or redis.call('ZREM', KEYS[4], ARGV[3]) == 0 then return 0 end
+  guard = '0'
+else
+  redis.call('ZREM', KEYS[1], ARGV[3])
+end
 if ARGV[1] ~= '' then
   local row = redis.call('HGET', KEYS[2], ARGV[3])
-  if row and string.sub(row, 1, 1) == '1' then
+  if row and string.sub(row, 1, 1) == guard then
     local fetched = ARGV[2]
     if fetched == '' then fetched = string.sub(row, 2, 9) end
     redis.call('HSET', KEYS[2], ARGV[3], ARGV[1] .. fetched .. string.sub(row, 10))
@@ -242,12 +260,19 @@ return 1
 
 #: The same in Bloom mode: a finished row goes, counted under its status in
 #: ``host_urls`` (see extensions/store/redis_keys.py). KEYS: inflight, urls,
-#: host_urls. ARGV: the count's field (``#done`` ...; '' keeps the row), fingerprint.
-FINISH_TRIM = """
-redis.call('ZREM', KEYS[1], ARGV[2])
+#: host_urls, lease, back. ARGV: the count's field (``#done`` ...; '' keeps
+#: the row), fingerprint, me.
+FINISH_TRIM = _TAKEN_OVER + """
+local guard = '1'
+if taken_over(KEYS[4], ARGV[3]) then
+  if ARGV[1] == '' or redis.call('ZREM', KEYS[5], ARGV[2]) == 0 then return 0 end
+  guard = '0'
+else
+  redis.call('ZREM', KEYS[1], ARGV[2])
+end
 if ARGV[1] ~= '' then
   local row = redis.call('HGET', KEYS[2], ARGV[2])
-  if row and string.sub(row, 1, 1) == '1' then
+  if row and string.sub(row, 1, 1) == guard then
     redis.call('HDEL', KEYS[2], ARGV[2])
     redis.call('HINCRBY', KEYS[3], ARGV[1], 1)
   end
@@ -255,9 +280,12 @@ end
 return 1
 """
 
-#: A handed-out URL goes back to its host's queue (postponed). KEYS:
-#: inflight, urls, back. ARGV: fingerprint, score.
-PUT_BACK = """
+#: A handed-out URL goes back to its host's queue (postponed), unless the
+#: host was taken over meanwhile (its ACQUIRE did that already; the URL may
+#: be in the new owner's hands). KEYS: inflight, urls, back, lease. ARGV:
+#: fingerprint, score, me.
+PUT_BACK = _TAKEN_OVER + """
+if taken_over(KEYS[4], ARGV[3]) then return 0 end
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 local row = redis.call('HGET', KEYS[2], ARGV[1])
@@ -504,15 +532,18 @@ class HostLeases:
 
     def finish(self, host: str, fingerprint: int, status: Status | None, fetched: float | None = None) -> None:
         """A handed-out URL is finished (buffered): out of the in-flight
-        set; its row gets ``status`` if it is still in flight."""
-        lease, _, inflight, urls = self._host_keys(host)
+        set; its row gets ``status`` if it is still in flight. After a
+        take-over (this process stalled past its lease) only a URL still
+        queued is finished: one the new owner took is left to it."""
+        lease, back, inflight, urls = self._host_keys(host)
         if self.store.trims:
-            self.store.write("EVAL", FINISH_TRIM, 3, inflight, urls, self.keys.host_urls(host_tag(host)),
-                             FINISHED_FIELD.get(status, ""), fingerprint)  # type: ignore[arg-type]
+            self.store.write("EVAL", FINISH_TRIM, 5, inflight, urls, self.keys.host_urls(host_tag(host)),
+                             lease, back, FINISHED_FIELD.get(status, ""), fingerprint,  # type: ignore[arg-type]
+                             self.owner)
             return
-        self.store.write("EVAL", FINISH, 2, inflight, urls,
+        self.store.write("EVAL", FINISH, 4, inflight, urls, lease, back,
                          b"" if status is None else STATUS_BYTE[status],
-                         b"" if fetched is None else fetched_bytes(fetched), fingerprint)
+                         b"" if fetched is None else fetched_bytes(fetched), fingerprint, self.owner)
 
     def inflight_of(self, hosts: list[str]) -> dict[str, list[int]]:
         """The fingerprints in each host's in-flight set, in one round trip."""
@@ -522,10 +553,12 @@ class HostLeases:
         return {host: [int(fp) for fp in found] for host, found in zip(hosts, answers)}
 
     def put_back(self, host: str, fingerprint: int, level: int) -> None:
-        """A handed-out URL goes back to its host's queue (buffered)."""
-        _, back, inflight, urls = self._host_keys(host)
+        """A handed-out URL goes back to its host's queue (buffered); not
+        after a take-over, which put it back already."""
+        lease, back, inflight, urls = self._host_keys(host)
         seq = self.store.sequence_numbers(1)[0]
-        self.store.write("EVAL", PUT_BACK, 3, inflight, urls, back, fingerprint, queue_score(level, seq))
+        self.store.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, queue_score(level, seq),
+                         self.owner)
 
     def release(self, host: str, wait: float, idle_only: bool,
                 heap_score: float | None) -> tuple[int, int, float]:

@@ -597,6 +597,25 @@ class RedisStore:
         return {fp: unpack_cash(value) for fps, values in zip(by_tag.values(), answers)
                 for fp, value in zip(fps, values) if value is not None}
 
+    def call_with_entries(self, commands: Sequence[tuple[Any, ...]],
+                          fingerprints: Sequence[int]) -> tuple[list[Any], dict[int, Entry]]:
+        """``commands``' answers and the URL rows of ``fingerprints``, in one
+        round trip (the shared AOPIC ledger's script and a page's links'
+        rows, which a promotion rewrites)."""
+        by_tag = _group(list(dict.fromkeys(fingerprints)), tag_of)
+        reads = [(self.keys.urls(tag), fps) for tag, fps in by_tag.items()]
+        multi = self._multi(MULTI_HMGET, reads) if reads else None
+        read_commands = [multi] if multi is not None else [("HMGET", key, *fps) for key, fps in reads]
+        if not commands and not read_commands:
+            return [], {}
+        answers = self._call(*commands, *read_commands)
+        rows = answers[len(commands):]
+        if multi is not None:
+            rows = rows[0]
+        entries = {fp: unpack_entry(fp, row) for fps, found in zip(by_tag.values(), rows)
+                   for fp, row in zip(fps, found) if row is not None}
+        return answers[:len(commands)], entries
+
     def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
             dict[int, tuple[float, float, float, int]], dict[int, Entry]]:
         """:meth:`get_cash` and :meth:`get_many` of the same URLs in one round

@@ -14,6 +14,8 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
                       see extensions/store/redis_bloom.py)
     P:{T}:cash        hash  fingerprint -> AOPIC (cash, history, mark, visits)
     P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
+    P:{aopic}:ledger  hash  AOPIC's shared scalars: lambda, dividend, put_in,
+                      rows, crawls (extensions/aopic/shared.py)
     P:{T}:lease:HOST  hash  a host's lease and politeness state, shared by
                       several crawler processes (owner, expires, next, listed, ver)
     P:{T}:back:HOST   zset  the host's queued fingerprints (its shared back queue)
@@ -250,6 +252,7 @@ class Keys:
         self.back_pattern = f"{literal}:{{*}}:back:*"
         self.processes = f"{prefix}:processes"
         self.stats = f"{prefix}:stats"
+        self.ledger = f"{prefix}:{{aopic}}:ledger"
         self.start_urls = f"{prefix}:start_urls"
         #: what deleting the crawl removes (SCHEDULER_PERSIST off, a flush)
         self.all_patterns = (f"{literal}:{{*}}:*", self.queue_pattern)
