@@ -242,6 +242,8 @@ class DistributedFrontier(Frontier):
         lowest head score: highest level, then earliest discovered); if
         there is none, take more hosts from the shared heap first."""
         now = self.clock()
+        if self.holds.held:
+            self.holds.release_due(now)  # nothing is parked here: due holds just end
         self._sweep()
         request = self._dispatch_ready(now)
         if request is None and self._poll(now):
