@@ -58,7 +58,8 @@ def test_large_pages_are_judged_by_their_bytes_and_their_first_text(
     web = start_web(hosts=4, pages=6)
     original, copy = web.url("h0001.test"), web.url("mirror0.test")
     result = run_web_crawl(tmp_path / "large", f"{original},{copy}", settings={
-        "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 1, "CONTENTSEEN_MAX_TEXT_BYTES": 200})
+        "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 1, "CONTENTSEEN_MAX_TEXT_BYTES": 200,
+            "CONTENTSEEN_NEAR_MIN_SHINGLES": 1})  # 200 bytes are fewer shingles than the default
     assert result.returncode == 0
     items = items_by_url(result)
     assert items[copy]["duplicate_of"] == original

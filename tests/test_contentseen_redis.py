@@ -25,12 +25,14 @@ from scrapy import Spider
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
+from bench.testweb.neardup_truth import split_url
 from crawler.items import PageItem
 from extensions.contentseen.exact import ContentSeen, ContentStoreError
 from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
 from extensions.contentseen.redis import RedisContentSeen, RedisContentStore
 from extensions.contentseen.redisnear import RedisNearDuplicateIndex
-from extensions.contentseen.simhash import simhash
+from extensions.contentseen.resemblance import exact_resemblance
+from extensions.contentseen.simhash import shingle_set, simhash
 from extensions.contentseen.text import visible_text
 from extensions.pipelines.contentseen import ContentSeenPipeline
 from extensions.store.redis import RedisStore
@@ -566,10 +568,21 @@ def test_copies_first_seen_by_other_processes_are_caught_and_their_links_not_fol
     assert sum(result.stats.get("links/not_followed_duplicate", 0) for result in crawl.phase2) > 0
 
 
-def test_near_duplicates_are_found_with_the_sets_in_redis(shared_sets_crawl: Any) -> None:
+def test_near_duplicate_verdicts_with_the_sets_in_redis(shared_sets_crawl: Any) -> None:
+    """The test web's designed near-duplicates (news copies differing in a
+    date) have too few distinct shingles to be judged (issue 12; see
+    tests/test_contentseen_testweb.py): counted, never flagged; and no flag
+    any process made joins two pages whose 3-shingle resemblance is under 0.5."""
     crawl = shared_sets_crawl
     items = {item["url"]: item for item in _items(crawl.phase1)}
     expected = {url for url in crawl.truth.near_duplicates if url in items}
-    found = {url for url, item in items.items() if item.get("near_duplicate_of")}
     assert expected, "the test web has near-duplicate pages"
-    assert len(expected & found) >= 0.95 * len(expected), sorted(expected - found)
+    assert not any(items[url].get("near_duplicate_of") for url in expected)
+    assert sum(result.stats.get("contentseen/near_too_short", 0) for result in crawl.phase1) >= len(expected)
+
+    def shingles(url: str) -> Any:
+        return shingle_set(visible_text(crawl.web.model.page(*split_url(url)).body, "utf-8"))
+
+    for url, item in items.items():
+        if item.get("near_duplicate_of"):
+            assert exact_resemblance(shingles(url), shingles(item["near_duplicate_of"])) >= 0.5, url

@@ -11,7 +11,8 @@ prefix ``P`` (``FRONTIER_REDIS_PREFIX``), next to the shared frontier::
 
     P:contentseen:{X}:exact       hash  fingerprint (8 bytes, big-endian) -> first URL
     P:contentseen:{X}:near_docs   hash  simhash (8 bytes) -> doc id, group id (2 x 8
-                                        bytes) + the document's first URL
+                                        bytes), sketch length (2 bytes), the
+                                        sketch + the document's first URL
     P:contentseen:{tN-Y}:near_table  hash  permuted table N's key bits below its
                                         top 8 (3 bytes) -> simhashes (8 bytes each)
     P:contentseen:meta            hash  schema, distance, blocks (the index layout)
@@ -84,7 +85,7 @@ from extensions.store.redis_keys import Keys, glob_escape
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: near_docs records carry a resemblance sketch
 PARTITION_BITS = 12  # exact and document partitions: the top 12 bits (3 hex digits)
 HEARTBEAT_TTL = 60.0  # seconds a process counts as alive without renewing
 _U64 = struct.Struct(">Q")
