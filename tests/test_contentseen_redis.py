@@ -31,7 +31,7 @@ from extensions.contentseen.exact import ContentSeen, ContentStoreError
 from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
 from extensions.contentseen.redis import RedisContentSeen, RedisContentStore
 from extensions.contentseen.redisnear import RedisNearDuplicateIndex
-from extensions.contentseen.resemblance import exact_resemblance
+from extensions.contentseen.resemblance import exact_resemblance, near_features
 from extensions.contentseen.simhash import shingle_set, simhash
 from extensions.contentseen.text import visible_text
 from extensions.pipelines.contentseen import ContentSeenPipeline
@@ -168,6 +168,25 @@ def test_groups_join_the_closest_match_and_persist(sets: Sets) -> None:
         assert index.add_or_match(flip(base, 1, rng), "http://d.test/") == (group, "http://a.test/")
         newest, _ = index.add_or_match(rng.getrandbits(64), "http://e.test/")
         assert newest not in (group, other)
+
+
+def test_a_candidate_must_resemble_to_be_a_near_duplicate_and_sketches_persist(sets: Sets) -> None:
+    """Issue 12: a simhash within the distance is only a candidate; the
+    estimated shingle resemblance decides, on every backend, after a reopen too."""
+    rng = random.Random(6)
+    texts = [" ".join(f"w{rng.randrange(5000)}" for _ in range(400)) for _ in range(3)]
+    original, unrelated, other = (near_features(text) for text in texts)
+    with sets.near() as index:
+        group, _ = index.add_or_match(original.simhash, "http://a.test/", original.sketch)
+        assert index.add_or_match(original.simhash ^ 1, "http://b.test/", unrelated.sketch)[1] is None
+        assert index.stats()["dissimilar"] == 1
+    with sets.near() as index:
+        assert index.add_or_match(original.simhash ^ 2, "http://c.test/", original.sketch) == (
+            group, "http://a.test/")
+        found = index.match(original.simhash ^ 4, original.sketch)
+        assert found.url == "http://a.test/" and found.resemblance == 1.0
+        assert index.match(original.simhash ^ 4, other.sketch) is None
+        assert [match.url for match in index.near(original.simhash, unrelated.sketch)] == ["http://b.test/"]
 
 
 def test_candidates_per_lookup_stay_small(sets: Sets) -> None:
