@@ -587,17 +587,17 @@ def test_copies_first_seen_by_other_processes_are_caught_and_their_links_not_fol
     assert sum(result.stats.get("links/not_followed_duplicate", 0) for result in crawl.phase2) > 0
 
 
-def test_near_duplicate_verdicts_with_the_sets_in_redis(shared_sets_crawl: Any) -> None:
-    """The test web's designed near-duplicates (news copies differing in a
-    date) have too few distinct shingles to be judged (issue 12; see
-    tests/test_contentseen_testweb.py): counted, never flagged; and no flag
-    any process made joins two pages whose 3-shingle resemblance is under 0.5."""
+def test_near_duplicates_are_found_with_the_sets_in_redis(shared_sets_crawl: Any) -> None:
+    """The test web's designed near-duplicates are found, and no flag any
+    process made joins two pages whose 3-shingle resemblance is under 0.5
+    (issue 12); the trap's tiny pages are not judged, and counted."""
     crawl = shared_sets_crawl
     items = {item["url"]: item for item in _items(crawl.phase1)}
     expected = {url for url in crawl.truth.near_duplicates if url in items}
+    found = {url for url, item in items.items() if item.get("near_duplicate_of")}
     assert expected, "the test web has near-duplicate pages"
-    assert not any(items[url].get("near_duplicate_of") for url in expected)
-    assert sum(result.stats.get("contentseen/near_too_short", 0) for result in crawl.phase1) >= len(expected)
+    assert len(expected & found) >= 0.95 * len(expected), sorted(expected - found)
+    assert sum(result.stats.get("contentseen/near_too_short", 0) for result in crawl.phase1) > 0
 
     def shingles(url: str) -> Any:
         return shingle_set(visible_text(crawl.web.model.page(*split_url(url)).body, "utf-8"))

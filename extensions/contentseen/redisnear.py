@@ -11,10 +11,13 @@ see each other's documents (key layout and round trips:
   which choose the partition ``P:contentseen:{tN-Y}:near_table`` (a hash tag
   of its own), and the rest, the hash field (3 bytes); the field's value is
   the 8-byte simhashes stored under that key, appended by a script;
-* a stored document is ``P:contentseen:{X}:near_docs[simhash]`` = its id,
-  its group id, its resemblance sketch (a 2-byte length, then the sketch)
-  and its first URL (ids from ``P:contentseen:near_ids``, reserved 1,024 at
-  a time per process, so never reused, even after a crash).
+* the documents stored under a simhash are ``P:contentseen:{X}:near_docs[simhash]``,
+  one record after the other (usually one): its id, its group id, the
+  lengths of its resemblance sketch and of its first URL, the sketch and
+  the URL (ids from ``P:contentseen:near_ids``, reserved 1,024 at a time per
+  process, so never reused, even after a crash). Several documents share a
+  simhash when they are alike for the simhash (digits folded) but not in
+  resemblance, such as one template's pages about different dates.
 
 A look-up reads the query's 10 table fields in one pipeline, computes the
 distances here, and reads the records of the candidates within the
@@ -26,9 +29,7 @@ page's exact test, or the periodic flush), before that round trip's reads.
 
 Groups, as in the embedded index: a new document joins the group of its
 closest match (ties: the smallest id) and is stored; a document identical
-(distance 0, and resembling) to a stored one is not stored again, nor is one
-whose simhash is already stored for a page it does not resemble (the record
-is keyed by the simhash; it is judged, not remembered). Across processes, ids are
+(distance 0, and resembling) to a stored one is not stored again. Across processes, ids are
 ordered within a process but not between processes (each reserves blocks),
 so "earliest" among equally close matches from different processes means
 "smallest id"; and two near-duplicates judged at the same moment by two
@@ -66,7 +67,15 @@ from extensions.store.redis_keys import MULTI_HMGET
 
 TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key
 ID_BLOCK = 1024  # document ids reserved per INCRBY
-_DOC = struct.Struct(">qqH")  # id, group id, sketch length; the sketch, then the URL follow
+_DOC = struct.Struct(">qqHI")  # id, group id, sketch and URL lengths; the sketch, then the URL follow
+
+#: Append a document's record to those stored under its simhash. KEYS: the
+#: documents' partition; ARGV: the simhash field (8 bytes), the record.
+APPEND_RECORD = """
+local v = redis.call('HGET', KEYS[1], ARGV[1]) or ''
+redis.call('HSET', KEYS[1], ARGV[1], v .. ARGV[2])
+return #v
+"""
 
 #: Append a simhash to one field of each of several table partitions unless
 #: already there. KEYS: the partitions (one, on a cluster: they sit in
@@ -245,24 +254,29 @@ class RedisNearDuplicateIndex(RedisContentPart):
         records = self._call(*[("HGET", self.keys.near_doc(other), pack64(other)) for other in within])
         matches = []
         for (other, distance), record in zip(within.items(), records):
-            if record is not None:  # None: another process's table write arrived before its record
-                found = self._resembling_match(record, distance, sketch)
-                if found is not None:
-                    matches.append(found)
+            # None: another process's table write arrived before its record
+            for found in self._resembling_matches(record or b"", distance, sketch):
+                matches.append(found)
         matches.sort(key=lambda found: (found.distance, found.doc_id))
         if closest and matches:
             matches = [found for found in matches if found.distance == matches[0].distance]
         return matches, extra_answers
 
-    def _resembling_match(self, record: bytes, distance: int, sketch: bytes | None) -> Match | None:
-        """The stored document as a match, or None when it does not resemble ``sketch``."""
-        doc_id, group_id, length = _DOC.unpack_from(record)
-        other = record[_DOC.size:_DOC.size + length] if length else None
-        estimate = resembling(sketch, other, self.min_resemblance)
-        if estimate is False:
-            self.counters["dissimilar"] += 1
-            return None
-        return Match(doc_id, group_id, decode_url(record[_DOC.size + length:]), distance, estimate)
+    def _resembling_matches(self, records: bytes, distance: int, sketch: bytes | None) -> list[Match]:
+        """The documents of one simhash's records that resemble ``sketch``."""
+        matches, offset = [], 0
+        while offset + _DOC.size <= len(records):
+            doc_id, group_id, sketch_length, url_length = _DOC.unpack_from(records, offset)
+            offset += _DOC.size
+            other = records[offset:offset + sketch_length] if sketch_length else None
+            url = decode_url(records[offset + sketch_length:offset + sketch_length + url_length])
+            offset += sketch_length + url_length
+            estimate = resembling(sketch, other, self.min_resemblance)
+            if estimate is False:
+                self.counters["dissimilar"] += 1
+            else:
+                matches.append(Match(doc_id, group_id, url, distance, estimate))
+        return matches
 
     # -- storing -------------------------------------------------------------------
     def _store(self, simhash: int, doc_id: int, group_id: int, url: str, sketch: bytes | None) -> None:
@@ -271,8 +285,9 @@ class RedisNearDuplicateIndex(RedisContentPart):
         self.counters["stored"] += 1
         packed = pack64(simhash)
         sketch = sketch or b""
-        self.store.write("HSETNX", self.keys.near_doc(simhash), packed,
-                         _DOC.pack(doc_id, group_id, len(sketch)) + sketch + encode_url(url))
+        encoded = encode_url(url)
+        self.store.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), packed,
+                         _DOC.pack(doc_id, group_id, len(sketch), len(encoded)) + sketch + encoded)
         fields = self._fields(simhash)
         for group in ([[item] for item in fields] if self.store.cluster else [fields]):
             self.store.write("EVAL", APPEND, len(group), *[key for key, _ in group],

@@ -49,10 +49,20 @@ def sketch_of(hashes: np.ndarray, size: int = SKETCH_SIZE) -> bytes:
     return np.unique(top)[:size].astype(_BIG_U32).tobytes()
 
 
-def near_features(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> NearFeatures:
-    """The simhash, sketch and distinct shingle count of ``text``."""
+def near_features(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS,
+                  candidate_fold_digits: bool = True) -> NearFeatures:
+    """The simhash, sketch and distinct shingle count of ``text``.
+
+    The sketch and the count take numbers as tokens: they decide. The
+    simhash only finds candidates; with ``candidate_fold_digits`` it is taken
+    over the distinct shingles with digits folded, so pages that differ in
+    version numbers, dates or counters (release notes of two branches, one
+    page on two days) stay within the distance, while the sketch still tells
+    two unrelated tables of figures apart.
+    """
     hashes = shingle_set(text, shingle_words)
-    return NearFeatures(simhash_of(hashes), sketch_of(hashes), len(hashes))
+    candidate = shingle_set(text, shingle_words, fold_digits=True) if candidate_fold_digits else hashes
+    return NearFeatures(simhash_of(candidate), sketch_of(hashes), len(hashes))
 
 
 def resemblance(first: bytes, second: bytes, size: int = SKETCH_SIZE) -> float:
