@@ -22,10 +22,14 @@ boilerplate and common word pairs within distance 3 (47 false pairs among
 
 Tokens: the text is lower-cased; ASCII letters, digits and every non-ASCII
 character form words, everything else separates them, so numbers are tokens
-like words. (``fold_digits`` makes every ASCII digit count as ``0``, a digit
-run keeping its length: the features before issue 12, kept for
-``bench/neardup_quality.py``'s comparison. Folding made unrelated pages of
-tables, code or figures alike, since ``0 00 0000`` shingles filled them.)
+like words. ``fold_digits`` makes every ASCII digit count as ``0``, a digit
+run keeping its length: pages that differ in version numbers, dates and
+counters then keep their simhash. The near-duplicate test folds digits for
+its candidate simhash only and lets a resemblance sketch with numbers as
+tokens decide (:func:`extensions.contentseen.resemblance.near_features`):
+folding plus shingles counted with multiplicity, the features before issue
+12, made unrelated pages of tables, code or figures alike, since ``0 00
+0000`` shingles filled them.
 
 Vectorised: no Python loop per token or shingle. The text becomes one
 ``uint8`` array; a token's hash is a polynomial hash over its bytes taken

@@ -15,7 +15,7 @@ spider attached to it (``item._response``, never exported):
   ``duplicate_of``: the first URL with that fingerprint (links not followed,
   counted as ``contentseen/duplicates``);
 * ``simhash``: 64-bit simhash of the visible text's distinct word
-  3-shingles (HTML and text only); ``near_duplicate_of``: the closest earlier
+  3-shingles, digits folded (HTML and text only); ``near_duplicate_of``: the closest earlier
   document within Hamming distance ``CONTENTSEEN_NEAR_DISTANCE`` (3) whose
   estimated resemblance (shared share of distinct word 3-shingles, from a
   64-value sketch) is at least ``CONTENTSEEN_NEAR_MIN_RESEMBLANCE``, whose
