@@ -51,7 +51,7 @@ from bench.testweb.neardup_truth import near_duplicate_truth
 from extensions import defaults
 from extensions.contentseen import ContentSeen, NearDuplicateIndex, visible_text
 from extensions.contentseen.fingerprint import bytes_fingerprint, text_fingerprint
-from extensions.contentseen.resemblance import near_features
+from extensions.contentseen.resemblance import exact_resemblance, near_features
 from extensions.contentseen.simhash import _fmix64, shingle_set, simhash
 
 DOC_DIRS = (
@@ -146,16 +146,9 @@ def similar_pairs(sets: dict[str, np.ndarray]) -> dict[tuple[str, str], float]:
     for row in range(len(urls)):
         estimates = (signatures[row + 1:] == signatures[row]).mean(axis=1)
         for offset in np.flatnonzero(estimates >= PREFILTER):
-            first, second = sets[urls[row]], sets[urls[row + 1 + offset]]
-            union = len(np.union1d(first, second))
-            found[(urls[row], urls[row + 1 + offset])] = (
-                len(np.intersect1d(first, second, assume_unique=True)) / union if union else 0.0)
+            found[(urls[row], urls[row + 1 + offset])] = exact_resemblance(
+                sets[urls[row]], sets[urls[row + 1 + offset]])
     return found
-
-
-def exact_resemblance(first: np.ndarray, second: np.ndarray) -> float:
-    union = len(np.union1d(first, second))
-    return len(np.intersect1d(first, second, assume_unique=True)) / union if union else 0.0
 
 
 def score(verdicts: Verdicts, sets: dict[str, np.ndarray],
