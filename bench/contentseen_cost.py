@@ -5,7 +5,9 @@ Steps, each timed on its own over the same pages, median of ``--runs``:
 * *visible text*: lxml parse, scripts and styles dropped, whitespace normalised;
 * *fingerprint raw* / *fingerprint text*: MurmurHash3 of the body bytes / of
   the visible text;
-* *simhash*: 3-word shingles of the visible text, numpy;
+* *simhash*: the near-duplicate features of the visible text, numpy: the
+  distinct 3-word shingles, their simhash (digits folded) and resemblance
+  sketch (issue 12; before it, the simhash of the shingles with multiplicity);
 * *exact set, new* / *exact set, old*: ``ContentSeen.add_or_get`` with
   ``--stored`` fingerprints on disk: a fingerprint never seen (memory miss,
   B-tree miss, insert; commits amortised) and one seen long ago (evicted from
@@ -46,9 +48,10 @@ from bench.testweb.model import SiteModel, WebConfig, host_name
 from extensions.contentseen import ContentSeen, NearDuplicateIndex, visible_text
 from extensions.contentseen.fingerprint import bytes_fingerprint, text_fingerprint, to_signed64
 from extensions.contentseen.nearindex import MIN_KEY, TABLE_SHIFT, BlockLayout
-from extensions.contentseen.simhash import simhash
+from extensions.contentseen.resemblance import SKETCH_SIZE, near_features
 
 PAGE_KINDS = ("test web", "10 kB", "100 kB")
+SKETCH = bytes(range(256))[:4 * SKETCH_SIZE]  # a full-size resemblance sketch, as a long page has
 
 
 def test_web_pages(count: int) -> list[bytes]:
@@ -92,7 +95,7 @@ def page_steps(pages: list[bytes], runs: int) -> dict[str, float]:
         "visible text": per_call(lambda body: visible_text(body, "utf-8"), pages, runs),
         "fingerprint raw": per_call(bytes_fingerprint, pages, runs),
         "fingerprint text": per_call(text_fingerprint, texts, runs),
-        "simhash": per_call(simhash, texts, runs),
+        "simhash": per_call(near_features, texts, runs),
         "words": statistics.mean(len(text.split()) for text in texts),
         "bytes": statistics.mean(map(len, pages)),
     }
@@ -147,8 +150,8 @@ def fill_near(path: Path, blocks: int, stored: int, rng: np.random.Generator) ->
         rows = rows[rng.permutation(len(rows))]
         connection, levels = index.connection, index.levels
         connection.execute("BEGIN")
-        connection.executemany("INSERT INTO near_docs VALUES (?, ?, ?, ?)", (
-            (doc_id, to_signed64(value), doc_id, f"http://h{doc_id % 5000}.test/p/{doc_id}.html")
+        connection.executemany("INSERT INTO near_docs VALUES (?, ?, ?, ?, ?)", (
+            (doc_id, to_signed64(value), doc_id, f"http://h{doc_id % 5000}.test/p/{doc_id}.html", SKETCH)
             for doc_id, value in zip(ids.tolist(), values.tolist())))
         start, level, levels.sizes = 0, 0, []
         while start < len(rows):
@@ -174,14 +177,15 @@ def near_costs(path: Path, blocks: int, stored: np.ndarray, runs: int, ops: int)
         for _ in range(runs):
             fresh = [rng.getrandbits(64) for _ in range(ops)]
             before = index.stats()["candidates"]
-            results["near index, new"].append(per_call(lambda value: index.add_or_match(value, "u"), fresh, 1))
+            results["near index, new"].append(
+                per_call(lambda value: index.add_or_match(value, "u", SKETCH), fresh, 1))
             candidates += index.stats()["candidates"] - before
             near = [int(stored[rng.randrange(len(stored))]) ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64))
                     for _ in range(ops // 4)]
             found = [0]
 
             def lookup(value: int) -> None:
-                found[0] += index.match(value) is not None
+                found[0] += index.match(value, SKETCH) is not None
 
             results["near index, match"].append(per_call(lookup, near, 1))
             assert found[0] == len(near), found  # every near query matched

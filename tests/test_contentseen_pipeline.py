@@ -3,9 +3,15 @@ database and surviving a resume (``scrapy crawl web`` as a subprocess)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.crawlrun import run_web_crawl
 
@@ -58,8 +64,61 @@ def test_large_pages_are_judged_by_their_bytes_and_their_first_text(
     web = start_web(hosts=4, pages=6)
     original, copy = web.url("h0001.test"), web.url("mirror0.test")
     result = run_web_crawl(tmp_path / "large", f"{original},{copy}", settings={
-        "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 1, "CONTENTSEEN_MAX_TEXT_BYTES": 200})
+        "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 1, "CONTENTSEEN_MAX_TEXT_BYTES": 200,
+            "CONTENTSEEN_NEAR_MIN_SHINGLES": 1})  # 200 bytes are fewer shingles than the default
     assert result.returncode == 0
     items = items_by_url(result)
     assert items[copy]["duplicate_of"] == original
     assert len(items[original]["simhash"]) == 16
+
+
+EMPTY_TEXT_SITE = {
+    # every page without visible text links a page of its own
+    "index.html": '<html><body><a href="a.html">a</a> <a href="b.html">b</a> <a href="c.html">c</a></body></html>',
+    "a.html": '<html><frameset cols="50%,50%"><frame src="a1.html"><frame src="a2.html"></frameset></html>',
+    "b.html": '<html><frameset cols="50%,50%"><frame src="b1.html"><frame src="b2.html"></frameset></html>',
+    "c.html": '<html><body><a href="c1.html"><img src="c.png" alt=""></a></body></html>',
+    **{f"{page}.html": f"<html><body><p>frame {page}</p></body></html>" for page in ("a1", "a2", "b1", "b2", "c1")},
+}
+
+
+@pytest.fixture
+def empty_text_site(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """``python -m http.server`` serving :data:`EMPTY_TEXT_SITE` on a free
+    loopback port as ``frames.test``; yields its root URL and the server's
+    request log."""
+    root, log = tmp_path / "site", tmp_path / "server.log"
+    root.mkdir()
+    for name, html in EMPTY_TEXT_SITE.items():
+        (root / name).write_text(html)
+    with log.open("wb") as stderr:
+        server = subprocess.Popen(
+            [sys.executable, "-u", "-m", "http.server", "--bind", "127.0.0.1", "--directory", str(root), "0"],
+            stdout=subprocess.PIPE, stderr=stderr)
+        try:
+            banner = server.stdout.readline().decode()  # "Serving HTTP on 127.0.0.1 port N ..."
+            port = re.search(r"port (\d+)", banner)
+            assert port, banner
+            yield f"http://frames.test:{port.group(1)}/index.html", log
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+def test_pages_without_visible_text_are_not_duplicates_of_each_other(empty_text_site, tmp_path: Path) -> None:
+    """Issue 12: two framesets (or an image-only page) have the same empty
+    text; judged by it, the second was a duplicate of the first and its frames
+    were never fetched. Judged by their bytes, every page's links are followed."""
+    seed, server_log = empty_text_site
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 frames.test\n")
+    result = run_web_crawl(tmp_path / "crawl", seed, settings={"DNS_HOSTS": hosts, "DOWNLOAD_DELAY": 0})
+    assert result.returncode == 0, result.log[-2000:]
+    items = items_by_url(result)
+    base = seed.rsplit("/", 1)[0]
+    empty = [f"{base}/{name}" for name in ("a.html", "b.html", "c.html")]
+    assert [items[url].get("duplicate_of") for url in empty] == [None, None, None]
+    assert len({items[url]["fingerprint"] for url in empty}) == 3
+    served = set(re.findall(r'"GET (/\S*) HTTP', server_log.read_text()))
+    assert {f"/{page}.html" for page in ("a1", "a2", "b1", "b2", "c1")} <= served
+    assert result.stats.get("contentseen/empty_text") == 3

@@ -99,7 +99,8 @@ def check_schema(connection: sqlite3.Connection, path: Path, table: str, script:
     for key, value in expected.items():
         if meta.get(key) != value:
             raise ContentStoreError(
-                f"content-seen store {path} has {key}={meta.get(key)!r}, expected {value!r}")
+                f"content-seen store {path} has {key}={meta.get(key)!r}, expected {value!r} "
+                "(written by another version or with other settings: delete it or use another JOBDIR)")
     return meta
 
 

@@ -10,7 +10,10 @@ Two modes, chosen by the caller (a ``CONTENT_SEEN_*`` setting):
   UTF-8. Pages that differ only in whitespace, markup, comments or scripts are
   one document. Costs a parse, which the simhash needs anyway, so a caller
   that computes both should pass the text it already has
-  (:func:`text_fingerprint`).
+  (:func:`text_fingerprint`). A page without visible text (a frameset, an
+  image-only page, a page of scripts) falls back to its body bytes: all
+  such pages have the same empty text, and would otherwise all be copies of
+  the first one.
 
 Fingerprints are unsigned 64-bit ``int``; :func:`to_signed64` and
 :func:`from_signed64` convert for SQLite's signed INTEGER. Pure: no Scrapy.
@@ -50,7 +53,8 @@ def body_fingerprint(body: bytes, mode: str = RAW, encoding: str | None = None) 
     if mode == RAW:
         return bytes_fingerprint(body)
     if mode == NORMALISED:
-        return text_fingerprint(visible_text(body, encoding))
+        text = visible_text(body, encoding)
+        return text_fingerprint(text) if text else bytes_fingerprint(body)
     raise ValueError(f"fingerprint mode must be one of {MODES}, not {mode!r}")
 
 

@@ -28,14 +28,16 @@ Storage, one SQLite file chosen by the caller (it may be the exact set's)::
       id       INTEGER PRIMARY KEY,  -- document number, never reused
       simhash  INTEGER NOT NULL,     -- signed 64-bit
       group_id INTEGER NOT NULL,     -- id of the group's first document
-      url      TEXT NOT NULL);       -- the first URL with this simhash
+      url      TEXT NOT NULL,        -- the first URL with this simhash
+      sketch   BLOB);                -- resemblance sketch (NULL: none given)
     CREATE TABLE near_keys (
       level INTEGER NOT NULL,        -- LSM level (see LeveledKeys)
       key   INTEGER NOT NULL,        -- table number << 48 | that table's block bits
       doc   INTEGER NOT NULL,        -- near_docs.id
       PRIMARY KEY (level, key, doc)) WITHOUT ROWID;  -- one B-tree, all tables
     CREATE TABLE near_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
-      -- schema, distance, blocks (a file is bound to its layout),
+      -- schema (2: sketches; a version 1 file is refused, naming it),
+      -- distance, blocks (a file is bound to its layout),
       -- reserved_id (no id below it may be handed out again),
       -- levels (JSON: rows and move cursor per level)
 
@@ -49,11 +51,19 @@ rows go to disk through :class:`LeveledKeys`, so a flush's cost does not
 grow with the index. Group ids are never reused, even after a crash: the
 ids a run may hand out before its next flush are reserved on disk first.
 
+Resemblance check: a document added with a sketch
+(:mod:`extensions.contentseen.resemblance`) matches a stored one only when
+the simhashes are within the distance *and* the estimated resemblance of
+the two pages reaches ``min_resemblance``; simhash candidates that fail it
+are counted as ``dissimilar``. Without a sketch on either side the simhash
+alone decides.
+
 Groups: a new document joins the group of its closest match (ties: the
 earliest document) and is stored, so a group can grow by chains of small
 edits; groups are not merged when a document is near two of them. A
-document identical (distance 0) to a stored one is not stored again: it
-would add nothing to later look-ups. Not thread-safe. Pure: no Scrapy.
+document identical (distance 0, and resembling) to a stored one is not
+stored again: it would add nothing to later look-ups. Not thread-safe.
+Pure: no Scrapy.
 """
 
 from __future__ import annotations
@@ -68,8 +78,10 @@ from typing import NamedTuple
 
 from extensions.contentseen.exact import ContentStoreError, check_schema, open_database
 from extensions.contentseen.fingerprint import from_signed64, to_signed64
+from extensions.contentseen.resemblance import resemblance
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+DEFAULT_MIN_RESEMBLANCE = 0.6
 DEFAULT_DISTANCE = 3
 DEFAULT_BLOCKS = 5
 TABLE_SHIFT = 48  # key = table number << TABLE_SHIFT | block bits
@@ -79,7 +91,8 @@ MIN_KEY = -(1 << 63)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS near_docs (
-  id INTEGER PRIMARY KEY, simhash INTEGER NOT NULL, group_id INTEGER NOT NULL, url TEXT NOT NULL);
+  id INTEGER PRIMARY KEY, simhash INTEGER NOT NULL, group_id INTEGER NOT NULL, url TEXT NOT NULL,
+  sketch BLOB);
 CREATE TABLE IF NOT EXISTS near_keys (
   level INTEGER NOT NULL, key INTEGER NOT NULL, doc INTEGER NOT NULL,
   PRIMARY KEY (level, key, doc)) WITHOUT ROWID;
@@ -94,6 +107,19 @@ class Match(NamedTuple):
     group_id: int
     url: str
     distance: int
+    resemblance: float | None = None  # estimated; None when not checked
+
+
+Candidate = tuple[int, int, int, str, "bytes | None"]  # id, simhash, group, url, sketch
+
+
+def resembling(sketch: bytes | None, other: bytes | None, min_resemblance: float) -> float | None | bool:
+    """The estimated resemblance if both sketches exist (None if not), or
+    False when it is below ``min_resemblance``."""
+    if sketch is None or other is None:
+        return None
+    estimate = resemblance(sketch, other)
+    return estimate if estimate >= min_resemblance else False
 
 
 class BlockLayout:
@@ -178,7 +204,7 @@ class LeveledKeys:
     def query(self, tables: int) -> str:
         """The look-up statement for ``tables`` keys over every level."""
         levels = ", ".join(map(str, range(len(self.sizes))))
-        return ("SELECT d.id, d.simhash, d.group_id, d.url FROM near_keys k "
+        return ("SELECT d.id, d.simhash, d.group_id, d.url, d.sketch FROM near_keys k "
                 f"JOIN near_docs d ON d.id = k.doc WHERE k.level IN ({levels}) "
                 f"AND k.key IN ({', '.join('?' * tables)})")
 
@@ -226,26 +252,31 @@ class NearDuplicateIndex:
     """
 
     def __init__(self, connection: sqlite3.Connection, path: Path, layout: BlockLayout,
-                 next_id: int, buffer_entries: int = 4096, levels: str | None = None) -> None:
+                 next_id: int, buffer_entries: int = 4096, levels: str | None = None,
+                 min_resemblance: float = DEFAULT_MIN_RESEMBLANCE) -> None:
         if buffer_entries < 1:
             raise ValueError(f"buffer_entries must be >= 1, not {buffer_entries}")
+        if not 0.0 <= min_resemblance <= 1.0:
+            raise ValueError(f"min_resemblance must be in 0..1, not {min_resemblance}")
         self.connection, self.path, self.layout = connection, path, layout
-        self.buffer_entries = buffer_entries
+        self.buffer_entries, self.min_resemblance = buffer_entries, min_resemblance
         self.next_id = next_id
         level0_rows = LEVEL0_FLUSHES * buffer_entries * len(layout.tables)
         self.levels = LeveledKeys.from_meta(connection, level0_rows, levels)
-        self.pending_docs: dict[int, tuple[int, int, str]] = {}  # id -> (simhash, group, url)
+        self.pending_docs: dict[int, tuple[int, int, str, bytes | None]] = {}  # id -> (simhash, group, url, sketch)
         self.pending_keys: dict[int, list[int]] = {}  # key -> ids
         self.counters = dict.fromkeys(
             ("lookups", "candidates", "disk_candidates", "max_candidates", "near_duplicates",
-             "identical", "stored", "flushes", "max_flush_ms"), 0)
+             "identical", "dissimilar", "stored", "flushes", "max_flush_ms"), 0)
         self._query = self.levels.query(len(layout.tables))
         self._reserve()
 
     @classmethod
     def open(cls, path: Path, distance: int = DEFAULT_DISTANCE, blocks: int = DEFAULT_BLOCKS,
-             buffer_entries: int = 4096, cache_kib: int = 16384) -> NearDuplicateIndex:
-        """Open (or create) the index at ``path``; an existing file must have the same layout.
+             buffer_entries: int = 4096, cache_kib: int = 16384,
+             min_resemblance: float = DEFAULT_MIN_RESEMBLANCE) -> NearDuplicateIndex:
+        """Open (or create) the index at ``path``; an existing file must have
+        the same schema version and layout.
 
         ``cache_kib``: see :func:`~extensions.contentseen.exact.open_database`.
         """
@@ -255,35 +286,42 @@ class NearDuplicateIndex:
         try:
             meta = check_schema(connection, path, "near_meta", _SCHEMA, expected)
             next_id = int(meta.get("reserved_id", 1))  # above every id ever handed out
-            return cls(connection, path, layout, next_id, buffer_entries, meta.get("levels"))
+            return cls(connection, path, layout, next_id, buffer_entries, meta.get("levels"), min_resemblance)
         except (ContentStoreError, ValueError):
             connection.close()
             raise
 
-    def match(self, simhash: int) -> Match | None:
-        """The closest stored document within the distance (ties: the earliest), or None."""
-        return self._match(simhash, self.layout.keys(simhash))
+    def match(self, simhash: int, sketch: bytes | None = None) -> Match | None:
+        """The closest stored document within the distance and resembling
+        (ties: the earliest), or None."""
+        return self._match(simhash, self.layout.keys(simhash), sketch)
 
-    def near(self, simhash: int) -> list[Match]:
-        """Every stored document within the distance, closest (then earliest) first."""
+    def near(self, simhash: int, sketch: bytes | None = None) -> list[Match]:
+        """Every stored document within the distance and resembling, closest
+        (then earliest) first."""
         self.counters["lookups"] += 1
         keys = self.layout.keys(simhash)
         candidates = self._buffer_candidates(keys) + self._disk_candidates(keys)
         self._count_candidates(candidates)
-        matches = [Match(doc_id, group_id, url, (simhash ^ other).bit_count())
-                   for doc_id, other, group_id, url in candidates]
-        return sorted((found for found in matches if found.distance <= self.layout.distance),
-                      key=lambda found: (found.distance, found.doc_id))
+        matches = []
+        for doc_id, other, group_id, url, other_sketch in candidates:
+            distance = (simhash ^ other).bit_count()
+            if distance <= self.layout.distance:
+                estimate = self._resembling(sketch, other_sketch)
+                if estimate is not False:
+                    matches.append(Match(doc_id, group_id, url, distance, estimate))
+        return sorted(matches, key=lambda found: (found.distance, found.doc_id))
 
-    def add_or_match(self, simhash: int, url: str) -> tuple[int, str | None]:
+    def add_or_match(self, simhash: int, url: str, sketch: bytes | None = None) -> tuple[int, str | None]:
         """``(group_id, near_duplicate_of)`` for a new document, which is stored.
 
         ``near_duplicate_of`` is the URL of the closest stored document within
-        the distance, whose group the document joins; None (and a new group,
+        the distance (and, with ``sketch``, resembling: see the module
+        docstring), whose group the document joins; None (and a new group,
         numbered by the document's id) when there is none.
         """
         keys = self.layout.keys(simhash)
-        found = self._match(simhash, keys)
+        found = self._match(simhash, keys, sketch)
         if found is not None:
             self.counters["near_duplicates"] += 1
             if found.distance == 0:
@@ -292,15 +330,15 @@ class NearDuplicateIndex:
         doc_id = self.next_id
         self.next_id += 1
         group_id = doc_id if found is None else found.group_id
-        self._store(doc_id, simhash, group_id, url, keys)
+        self._store(doc_id, simhash, group_id, url, sketch, keys)
         return (group_id, None) if found is None else (group_id, found.url)
 
     def flush(self) -> None:
         """Commit the buffered documents and their keys in one transaction."""
         if not self.pending_docs:
             return
-        docs = [(doc_id, to_signed64(simhash), group, url)
-                for doc_id, (simhash, group, url) in self.pending_docs.items()]
+        docs = [(doc_id, to_signed64(simhash), group, url, sketch)
+                for doc_id, (simhash, group, url, sketch) in self.pending_docs.items()]
         # key order: consecutive inserts touch neighbouring B-tree pages
         keys = self.pending_keys
         rows = [(key, doc_id) for key in sorted(keys) for doc_id in keys[key]]
@@ -327,40 +365,53 @@ class NearDuplicateIndex:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _match(self, simhash: int, keys: list[int]) -> Match | None:
+    def _match(self, simhash: int, keys: list[int], sketch: bytes | None) -> Match | None:
         self.counters["lookups"] += 1
-        best = self._best(simhash, self._buffer_candidates(keys))
+        best = self._best(simhash, sketch, self._buffer_candidates(keys))
         if best is None or best.distance > 0:  # the disk holds only earlier (smaller) ids
-            best = self._best(simhash, self._disk_candidates(keys), best)
+            best = self._best(simhash, sketch, self._disk_candidates(keys), best)
         return best
 
-    def _buffer_candidates(self, keys: list[int]) -> list[tuple[int, int, int, str]]:
+    def _buffer_candidates(self, keys: list[int]) -> list[Candidate]:
         ids = {doc_id for key in keys for doc_id in self.pending_keys.get(key, ())}
         return [(doc_id, *self.pending_docs[doc_id]) for doc_id in ids]
 
-    def _disk_candidates(self, keys: list[int]) -> list[tuple[int, int, int, str]]:
+    def _disk_candidates(self, keys: list[int]) -> list[Candidate]:
         rows = self.connection.execute(self._query, keys).fetchall()
-        unique = {row[0]: (row[0], from_signed64(row[1]), row[2], row[3]) for row in rows}
+        unique = {row[0]: (row[0], from_signed64(row[1]), row[2], row[3], row[4]) for row in rows}
         self.counters["disk_candidates"] += len(unique)
         return list(unique.values())
 
-    def _best(self, simhash: int, candidates: list[tuple[int, int, int, str]],
+    def _best(self, simhash: int, sketch: bytes | None, candidates: list[Candidate],
               best: Match | None = None) -> Match | None:
+        """The closest resembling candidate within the distance, or ``best``;
+        a sketch is compared only when the candidate would be the new best."""
         self._count_candidates(candidates)
-        for doc_id, other, group_id, url in candidates:
-            distance = (simhash ^ other).bit_count()
-            if distance <= self.layout.distance and (
-                    best is None or (distance, doc_id) < (best.distance, best.doc_id)):
-                best = Match(doc_id, group_id, url, distance)
+        within = sorted((((simhash ^ other).bit_count(), doc_id), group_id, url, other_sketch)
+                        for doc_id, other, group_id, url, other_sketch in candidates
+                        if (simhash ^ other).bit_count() <= self.layout.distance)
+        for (distance, doc_id), group_id, url, other_sketch in within:
+            if best is not None and (best.distance, best.doc_id) < (distance, doc_id):
+                break
+            estimate = self._resembling(sketch, other_sketch)
+            if estimate is not False:
+                return Match(doc_id, group_id, url, distance, estimate)
         return best
 
-    def _count_candidates(self, candidates: list[tuple[int, int, int, str]]) -> None:
+    def _resembling(self, sketch: bytes | None, other: bytes | None) -> float | None | bool:
+        estimate = resembling(sketch, other, self.min_resemblance)
+        if estimate is False:
+            self.counters["dissimilar"] += 1
+        return estimate
+
+    def _count_candidates(self, candidates: list[Candidate]) -> None:
         self.counters["candidates"] += len(candidates)
         self.counters["max_candidates"] = max(self.counters["max_candidates"], len(candidates))
 
-    def _store(self, doc_id: int, simhash: int, group_id: int, url: str, keys: list[int]) -> None:
+    def _store(self, doc_id: int, simhash: int, group_id: int, url: str, sketch: bytes | None,
+               keys: list[int]) -> None:
         self.counters["stored"] += 1
-        self.pending_docs[doc_id] = (simhash, group_id, url)
+        self.pending_docs[doc_id] = (simhash, group_id, url, sketch)
         for key in keys:
             self.pending_keys.setdefault(key, []).append(doc_id)
         if len(self.pending_docs) >= self.buffer_entries:
@@ -370,13 +421,13 @@ class NearDuplicateIndex:
         """Persist that ids below ``next_id + buffer_entries`` may be in use."""
         self._write([], [])
 
-    def _write(self, docs: list[tuple[int, int, int, str]], rows: list[tuple[int, int]]) -> None:
+    def _write(self, docs: list[tuple[int, int, int, str, bytes | None]], rows: list[tuple[int, int]]) -> None:
         started = time.perf_counter()
         reserved = str(self.next_id + self.buffer_entries)
         levels_before = self.levels.meta()
         try:
             self.connection.execute("BEGIN")
-            self.connection.executemany("INSERT INTO near_docs VALUES (?, ?, ?, ?)", docs)
+            self.connection.executemany("INSERT INTO near_docs VALUES (?, ?, ?, ?, ?)", docs)
             if rows:
                 self.levels.insert(rows)
             self.connection.executemany("INSERT OR REPLACE INTO near_meta VALUES (?, ?)",

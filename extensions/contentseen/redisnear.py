@@ -11,20 +11,25 @@ see each other's documents (key layout and round trips:
   which choose the partition ``P:contentseen:{tN-Y}:near_table`` (a hash tag
   of its own), and the rest, the hash field (3 bytes); the field's value is
   the 8-byte simhashes stored under that key, appended by a script;
-* a stored document is ``P:contentseen:{X}:near_docs[simhash]`` = its id,
-  its group id and its first URL (ids from ``P:contentseen:near_ids``,
-  reserved 1,024 at a time per process, so never reused, even after a
-  crash).
+* the documents stored under a simhash are ``P:contentseen:{X}:near_docs[simhash]``,
+  one record after the other (usually one): its id, its group id, the
+  lengths of its resemblance sketch and of its first URL, the sketch and
+  the URL (ids from ``P:contentseen:near_ids``, reserved 1,024 at a time per
+  process, so never reused, even after a crash). Several documents share a
+  simhash when they are alike for the simhash (digits folded) but not in
+  resemblance, such as one template's pages about different dates.
 
 A look-up reads the query's 10 table fields in one pipeline, computes the
-distances here, and reads the records of the closest candidates only when
-there are some (a second round trip). Storing a document waits in the
+distances here, and reads the records of the candidates within the
+distance only when there are some (a second round trip); with a sketch, the
+closest one that resembles the query is the match (the embedded index's
+resemblance check). Storing a document waits in the
 shared connection's pipeline and goes with its next round trip (the next
 page's exact test, or the periodic flush), before that round trip's reads.
 
 Groups, as in the embedded index: a new document joins the group of its
 closest match (ties: the smallest id) and is stored; a document identical
-(distance 0) to a stored one is not stored again. Across processes, ids are
+(distance 0, and resembling) to a stored one is not stored again. Across processes, ids are
 ordered within a process but not between processes (each reserves blocks),
 so "earliest" among equally close matches from different processes means
 "smallest id"; and two near-duplicates judged at the same moment by two
@@ -44,8 +49,10 @@ from extensions.contentseen.nearindex import (
     DEFAULT_BLOCKS,
     DEFAULT_DISTANCE,
     TABLE_SHIFT,
+    DEFAULT_MIN_RESEMBLANCE,
     BlockLayout,
     Match,
+    resembling,
 )
 from extensions.contentseen.redis import (
     SCHEMA_VERSION,
@@ -60,7 +67,15 @@ from extensions.store.redis_keys import MULTI_HMGET
 
 TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key
 ID_BLOCK = 1024  # document ids reserved per INCRBY
-_DOC = struct.Struct(">qq")  # id, group id; the URL follows
+_DOC = struct.Struct(">qqHI")  # id, group id, sketch and URL lengths; the sketch, then the URL follow
+
+#: Append a document's record to those stored under its simhash. KEYS: the
+#: documents' partition; ARGV: the simhash field (8 bytes), the record.
+APPEND_RECORD = """
+local v = redis.call('HGET', KEYS[1], ARGV[1]) or ''
+redis.call('HSET', KEYS[1], ARGV[1], v .. ARGV[2])
+return #v
+"""
 
 #: Append a simhash to one field of each of several table partitions unless
 #: already there. KEYS: the partitions (one, on a cluster: they sit in
@@ -96,12 +111,15 @@ class RedisNearDuplicateIndex(RedisContentPart):
     keys keep the layout (``distance``, ``blocks``) they were created with.
     """
 
-    def __init__(self, store: RedisContentStore, layout: BlockLayout, id_block: int = ID_BLOCK) -> None:
+    def __init__(self, store: RedisContentStore, layout: BlockLayout, id_block: int = ID_BLOCK,
+                 min_resemblance: float = DEFAULT_MIN_RESEMBLANCE) -> None:
         if id_block < 1:
             raise ValueError(f"id_block must be >= 1, not {id_block}")
+        if not 0.0 <= min_resemblance <= 1.0:
+            raise ValueError(f"min_resemblance must be in 0..1, not {min_resemblance}")
         super().__init__(store, ("lookups", "candidates", "max_candidates", "near_duplicates", "identical",
-                                 "stored"))
-        self.layout, self.id_block = layout, id_block
+                                 "dissimilar", "stored"))
+        self.layout, self.id_block, self.min_resemblance = layout, id_block, min_resemblance
         try:
             self._check_layout()
         except BaseException:
@@ -118,18 +136,22 @@ class RedisNearDuplicateIndex(RedisContentPart):
 
     @classmethod
     def open(cls, url: str, prefix: str = "web", distance: int = DEFAULT_DISTANCE,
-             blocks: int = DEFAULT_BLOCKS, **options: Any) -> RedisNearDuplicateIndex:
+             blocks: int = DEFAULT_BLOCKS, min_resemblance: float = DEFAULT_MIN_RESEMBLANCE,
+             **options: Any) -> RedisNearDuplicateIndex:
         """An index on a connection of its own (``options``: :class:`RedisContentStore`'s)."""
-        return cls(RedisContentStore(url, prefix, **options), BlockLayout(distance, blocks))
+        return cls(RedisContentStore(url, prefix, **options), BlockLayout(distance, blocks),
+                   min_resemblance=min_resemblance)
 
-    def match(self, simhash: int) -> Match | None:
-        """The closest stored document within the distance (ties: the smallest id), or None."""
-        found, _ = self._lookup(simhash, closest=True)
+    def match(self, simhash: int, sketch: bytes | None = None) -> Match | None:
+        """The closest stored document within the distance and resembling
+        (ties: the smallest id), or None."""
+        found, _ = self._lookup(simhash, sketch, closest=True)
         return found[0] if found else None
 
-    def near(self, simhash: int) -> list[Match]:
-        """Every stored document within the distance, closest (then smallest id) first."""
-        return self._lookup(simhash, closest=False)[0]
+    def near(self, simhash: int, sketch: bytes | None = None) -> list[Match]:
+        """Every stored document within the distance and resembling, closest
+        (then smallest id) first."""
+        return self._lookup(simhash, sketch, closest=False)[0]
 
     def prefetch(self, simhash: int) -> None:
         """Read ``simhash``'s candidates (and a new block of ids, if needed)
@@ -150,16 +172,17 @@ class RedisNearDuplicateIndex(RedisContentPart):
         end = int(answer)
         self.next_id, self.id_end = end - self.id_block + 1, end + 1
 
-    def add_or_match(self, simhash: int, url: str) -> tuple[int, str | None]:
+    def add_or_match(self, simhash: int, url: str, sketch: bytes | None = None) -> tuple[int, str | None]:
         """``(group_id, near_duplicate_of)`` for a new document, which is stored.
 
         ``near_duplicate_of`` is the URL of the closest stored document within
-        the distance, whose group the document joins; None (and a new group,
-        numbered by the document's id) when there is none.
+        the distance (and, with ``sketch``, resembling), whose group the
+        document joins; None (and a new group, numbered by the document's
+        id) when there is none.
         """
         # a new block of ids, when needed, rides with the candidates' read
         reserve = [("INCRBY", self.keys.ids, self.id_block)] if self.next_id >= self.id_end else []
-        matches, reserved = self._lookup(simhash, closest=True, extra=reserve)
+        matches, reserved = self._lookup(simhash, sketch, closest=True, extra=reserve)
         if reserved:
             self._reserved(reserved[0])
         found = matches[0] if matches else None
@@ -171,7 +194,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         doc_id = self.next_id
         self.next_id += 1
         group_id = doc_id if found is None else found.group_id
-        self._store(simhash, doc_id, group_id, url)
+        self._store(simhash, doc_id, group_id, url, sketch)
         return (group_id, None) if found is None else (group_id, found.url)
 
     def stats(self) -> dict[str, int]:
@@ -204,10 +227,11 @@ class RedisNearDuplicateIndex(RedisContentPart):
             return answers
         return [found[0] for found in answers[0]] if answers else []
 
-    def _lookup(self, simhash: int, closest: bool,
+    def _lookup(self, simhash: int, sketch: bytes | None, closest: bool,
                 extra: list[tuple[Any, ...]] | None = None) -> tuple[list[Match], list[Any]]:
-        """Stored documents within the distance, sorted (only the closest ones
-        if ``closest``), and the answers to ``extra`` commands sent with the read."""
+        """Stored documents within the distance and resembling, sorted (only
+        the closest ones if ``closest``), and the answers to ``extra``
+        commands sent with the read."""
         self.counters["lookups"] += 1
         prefetched, self._prefetched = self._prefetched, None
         if prefetched is not None and prefetched[0] == simhash:
@@ -224,27 +248,46 @@ class RedisNearDuplicateIndex(RedisContentPart):
         self.counters["max_candidates"] = max(self.counters["max_candidates"], len(candidates))
         within = {other: (simhash ^ other).bit_count() for other in candidates}
         within = {other: distance for other, distance in within.items() if distance <= self.layout.distance}
-        if closest and within:
-            best = min(within.values())
-            within = {other: distance for other, distance in within.items() if distance == best}
         if not within:
             return [], extra_answers
+        # every record within the distance: the closest may not resemble the query
         records = self._call(*[("HGET", self.keys.near_doc(other), pack64(other)) for other in within])
         matches = []
         for (other, distance), record in zip(within.items(), records):
-            if record is not None:  # None: another process's table write arrived before its record
-                doc_id, group_id = _DOC.unpack_from(record)
-                matches.append(Match(doc_id, group_id, decode_url(record[_DOC.size:]), distance))
-        return sorted(matches, key=lambda found: (found.distance, found.doc_id)), extra_answers
+            # None: another process's table write arrived before its record
+            for found in self._resembling_matches(record or b"", distance, sketch):
+                matches.append(found)
+        matches.sort(key=lambda found: (found.distance, found.doc_id))
+        if closest and matches:
+            matches = [found for found in matches if found.distance == matches[0].distance]
+        return matches, extra_answers
+
+    def _resembling_matches(self, records: bytes, distance: int, sketch: bytes | None) -> list[Match]:
+        """The documents of one simhash's records that resemble ``sketch``."""
+        matches, offset = [], 0
+        while offset + _DOC.size <= len(records):
+            doc_id, group_id, sketch_length, url_length = _DOC.unpack_from(records, offset)
+            offset += _DOC.size
+            other = records[offset:offset + sketch_length] if sketch_length else None
+            url = decode_url(records[offset + sketch_length:offset + sketch_length + url_length])
+            offset += sketch_length + url_length
+            estimate = resembling(sketch, other, self.min_resemblance)
+            if estimate is False:
+                self.counters["dissimilar"] += 1
+            else:
+                matches.append(Match(doc_id, group_id, url, distance, estimate))
+        return matches
 
     # -- storing -------------------------------------------------------------------
-    def _store(self, simhash: int, doc_id: int, group_id: int, url: str) -> None:
+    def _store(self, simhash: int, doc_id: int, group_id: int, url: str, sketch: bytes | None) -> None:
         """Buffer the record, then the table entries (a reader that finds an
         entry without its record skips it)."""
         self.counters["stored"] += 1
         packed = pack64(simhash)
-        self.store.write("HSETNX", self.keys.near_doc(simhash), packed,
-                         _DOC.pack(doc_id, group_id) + encode_url(url))
+        sketch = sketch or b""
+        encoded = encode_url(url)
+        self.store.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), packed,
+                         _DOC.pack(doc_id, group_id, len(sketch), len(encoded)) + sketch + encoded)
         fields = self._fields(simhash)
         for group in ([[item] for item in fields] if self.store.cluster else [fields]):
             self.store.write("EVAL", APPEND, len(group), *[key for key, _ in group],

@@ -1,9 +1,12 @@
 """64-bit simhash (Charikar) over word shingles, vectorised with numpy.
 
-Features are the overlapping ``shingle_words``-word shingles of the visible
-text, counted with multiplicity. Each shingle is hashed to 64 bits; bit ``i``
-of the simhash is 1 when more than half of the shingle hashes have bit ``i``
-set (every shingle weighs 1). Similar texts share most shingles, so most bit
+Features are the distinct overlapping ``shingle_words``-word shingles of
+the visible text: a set, as in Broder's resemblance, so a phrase repeated in
+every row of a table or every line of a listing counts once (counted with
+multiplicity, a page's commonest shingles outvote the rest and pages full of
+tables or code drift toward one simhash). Each shingle is hashed to 64 bits;
+bit ``i`` of the simhash is 1 when more than half of the shingle hashes have
+bit ``i`` set (every shingle weighs 1). Similar texts share most shingles, so most bit
 votes agree and the Hamming distance is small: Manku, Jain and Das Sarma
 (WWW 2007) call two pages near-duplicates within distance 3.
 
@@ -17,12 +20,16 @@ Two-word shingles tolerate edits better but bring pages that share
 boilerplate and common word pairs within distance 3 (47 false pairs among
 4880 test-web pages against 1 for three words), so three is the default.
 
-Tokens: the text is lower-cased; ASCII letters and every non-ASCII character
-form words, everything else separates them. With ``fold_digits`` (the
-default) every ASCII digit counts as ``0``: copies of one page differ in
-dates, counters, prices and ids far more often than in words, and a short
-page whose only change is a timestamp would otherwise move many bits. A digit
-run keeps its length, so ``2026`` still differs from ``7``.
+Tokens: the text is lower-cased; ASCII letters, digits and every non-ASCII
+character form words, everything else separates them, so numbers are tokens
+like words. ``fold_digits`` makes every ASCII digit count as ``0``, a digit
+run keeping its length: pages that differ in version numbers, dates and
+counters then keep their simhash. The near-duplicate test folds digits for
+its candidate simhash only and lets a resemblance sketch with numbers as
+tokens decide (:func:`extensions.contentseen.resemblance.near_features`):
+folding plus shingles counted with multiplicity, the features before issue
+12, made unrelated pages of tables, code or figures alike, since ``0 00
+0000`` shingles filled them.
 
 Vectorised: no Python loop per token or shingle. The text becomes one
 ``uint8`` array; a token's hash is a polynomial hash over its bytes taken
@@ -112,7 +119,7 @@ def _fmix64(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def normalised_bytes(text: str, fold_digits: bool = True) -> np.ndarray:
+def normalised_bytes(text: str, fold_digits: bool = False) -> np.ndarray:
     """``text`` lower-cased, UTF-8, separators as spaces (see module docstring)."""
     data = text.lower().encode("utf-8", "surrogatepass").translate(_TRANSLATIONS[fold_digits])
     return np.frombuffer(data, dtype=np.uint8)
@@ -160,6 +167,14 @@ def shingle_hashes(tokens: np.ndarray, shingle_words: int = DEFAULT_SHINGLE_WORD
     return _fmix64(mixed)
 
 
+def shingle_set(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS,
+                fold_digits: bool = False) -> np.ndarray:
+    """The distinct shingle hashes of ``text``, sorted ascending (``uint64``)."""
+    with np.errstate(over="ignore"):
+        tokens = token_hashes(normalised_bytes(text, fold_digits))
+        return np.unique(shingle_hashes(tokens, shingle_words))
+
+
 def bit_votes(hashes: np.ndarray) -> np.ndarray:
     """How many of ``hashes`` have each of the 64 bits set (index = bit)."""
     as_bytes = hashes.view(np.uint8)
@@ -180,8 +195,14 @@ def simhash_of(hashes: np.ndarray) -> int:
     return int.from_bytes(np.packbits(majority, bitorder="little").tobytes(), "little")
 
 
-def simhash(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS, fold_digits: bool = True) -> int:
-    """The unsigned 64-bit simhash of ``text`` (0 for text without words)."""
+def simhash(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS, fold_digits: bool = False,
+            distinct: bool = True) -> int:
+    """The unsigned 64-bit simhash of ``text`` (0 for text without words).
+
+    ``distinct=False`` counts shingles with multiplicity (the old features).
+    """
+    if distinct:
+        return simhash_of(shingle_set(text, shingle_words, fold_digits))
     with np.errstate(over="ignore"):
         tokens = token_hashes(normalised_bytes(text, fold_digits))
         return simhash_of(shingle_hashes(tokens, shingle_words))

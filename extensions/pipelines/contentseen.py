@@ -9,13 +9,21 @@ which follows links only when the verdict allows), with the response the
 spider attached to it (``item._response``, never exported):
 
 * ``fingerprint``: 64-bit mmh3 of the body (``CONTENTSEEN_MODE``: ``raw``
-  bytes, or ``normalised`` visible text with whitespace collapsed);
+  bytes, or ``normalised`` visible text with whitespace collapsed; a page
+  without visible text, such as a frameset or an image-only page, is
+  fingerprinted by its bytes, counted as ``contentseen/empty_text``);
   ``duplicate_of``: the first URL with that fingerprint (links not followed,
   counted as ``contentseen/duplicates``);
-* ``simhash``: 64-bit simhash of the visible text's word shingles (HTML and
-  text only); ``near_duplicate_of``: the closest earlier document within
-  Hamming distance ``CONTENTSEEN_NEAR_DISTANCE`` (3), whose similar-content
-  group the URL joins; the group id is recorded per URL in the frontier's URL
+* ``simhash``: 64-bit simhash of the visible text's distinct word
+  3-shingles, digits folded (HTML and text only); ``near_duplicate_of``: the closest earlier
+  document within Hamming distance ``CONTENTSEEN_NEAR_DISTANCE`` (3) whose
+  estimated resemblance (shared share of distinct word 3-shingles, from a
+  64-value sketch) is at least ``CONTENTSEEN_NEAR_MIN_RESEMBLANCE``, whose
+  similar-content group the URL joins (counted as
+  ``contentseen/near_duplicates``; simhash candidates refused for too little
+  resemblance as ``contentseen/near/dissimilar``). A page with fewer than
+  ``CONTENTSEEN_NEAR_MIN_SHINGLES`` distinct shingles is not judged
+  (``contentseen/near_too_short``): it is mostly template; the group id is recorded per URL in the frontier's URL
   database (``content_groups``). ``CONTENTSEEN_FOLLOW_NEAR_DUPLICATES``
   (default True) decides whether their links are followed.
 
@@ -61,7 +69,7 @@ from extensions.contentseen import (
 from extensions.contentseen.fingerprint import MODES, NORMALISED
 from extensions.contentseen.redis import HEARTBEAT_TTL, RedisContentSeen, RedisContentStore
 from extensions.contentseen.redisnear import RedisNearDuplicateIndex
-from extensions.contentseen.simhash import simhash
+from extensions.contentseen.resemblance import NearFeatures, near_features
 from extensions.contentseen.text import visible_text
 from extensions.frontier.fingerprint import url_fingerprint
 
@@ -120,6 +128,11 @@ class ContentSeenPipeline:
         self.stats = crawler.stats
         self.near_enabled = settings.getbool("CONTENTSEEN_NEAR_ENABLED", True)
         self.distance = settings.getint("CONTENTSEEN_NEAR_DISTANCE", 3)
+        self.min_resemblance = settings.getfloat("CONTENTSEEN_NEAR_MIN_RESEMBLANCE",
+                                                 defaults.CONTENTSEEN_NEAR_MIN_RESEMBLANCE)
+        if not 0.0 <= self.min_resemblance <= 1.0:
+            raise ValueError(f"CONTENTSEEN_NEAR_MIN_RESEMBLANCE must be in 0..1, not {self.min_resemblance}")
+        self.min_shingles = settings.getint("CONTENTSEEN_NEAR_MIN_SHINGLES", defaults.CONTENTSEEN_NEAR_MIN_SHINGLES)
         self.memory_entries = settings.getint("CONTENTSEEN_MEMORY_ENTRIES", 65536)
         self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", 5.0)
         self.max_text_bytes = settings.getint("CONTENTSEEN_MAX_TEXT_BYTES", 1024 * 1024)
@@ -144,12 +157,14 @@ class ContentSeenPipeline:
         if self.redis is not None:
             self.exact = RedisContentSeen(self.redis)
             if self.near_enabled:
-                self.near = RedisNearDuplicateIndex(self.redis, BlockLayout(self.distance))
+                self.near = RedisNearDuplicateIndex(self.redis, BlockLayout(self.distance),
+                                                    min_resemblance=self.min_resemblance)
         else:
             self.exact = ContentSeen.open(self.path, memory_entries=self.memory_entries, cache_kib=self.cache_kib)
             if self.near_enabled:
                 self.near = NearDuplicateIndex.open(self.path.with_suffix(".near.sqlite3"),
-                                                    distance=self.distance, cache_kib=self.cache_kib)
+                                                    distance=self.distance, cache_kib=self.cache_kib,
+                                                    min_resemblance=self.min_resemblance)
         if self.flush_interval > 0:
             self._loop = task.LoopingCall(self.flush)
             self._loop.start(self.flush_interval, now=False)
@@ -167,14 +182,16 @@ class ContentSeenPipeline:
         large = len(body) > self.max_text_bytes
         text = visible_text(body[:self.max_text_bytes] if large else body,
                             getattr(response, "encoding", None)) if mime in TEXT_TYPES else None
-        if self.mode == NORMALISED and text is not None and not large:
+        if self.mode == NORMALISED and text and not large:
             fingerprint = text_fingerprint(text)
         else:
+            if self.mode == NORMALISED and text == "":
+                self.stats.inc_value("contentseen/empty_text")
             fingerprint = bytes_fingerprint(body)
         item["fingerprint"] = hex64(fingerprint)
-        value = simhash(text) if self.near is not None and text else None
-        if value is not None and hasattr(self.near, "prefetch"):
-            self.near.prefetch(value)  # Redis: its read shares the exact test's round trip
+        features = self._features(text)
+        if features is not None and hasattr(self.near, "prefetch"):
+            self.near.prefetch(features.simhash)  # Redis: its read shares the exact test's round trip
         duplicate_of = self.exact.duplicate_of(fingerprint, url)
         self.stats.inc_value("contentseen/checked")
         if duplicate_of is not None:
@@ -182,14 +199,24 @@ class ContentSeenPipeline:
             self.stats.inc_value("contentseen/duplicates")
             self._record_group(url, duplicate_of, None)
             return item
-        if value is not None:
-            group, near_of = self.near.add_or_match(value, url)
-            item["simhash"] = hex64(value)
+        if features is not None:
+            group, near_of = self.near.add_or_match(features.simhash, url, features.sketch)
+            item["simhash"] = hex64(features.simhash)
             if near_of is not None and near_of != url:
                 item["near_duplicate_of"] = near_of
                 self.stats.inc_value("contentseen/near_duplicates")
             self._record_group(url, None, group)
         return item
+
+    def _features(self, text: str | None) -> NearFeatures | None:
+        """The page's near-duplicate features, or None when it is not judged."""
+        if self.near is None or not text:
+            return None
+        features = near_features(text)
+        if features.shingles < self.min_shingles:
+            self.stats.inc_value("contentseen/near_too_short")
+            return None
+        return features
 
     def _record_group(self, url: str, duplicate_of: str | None, group: int | None) -> None:
         """The similar-content group in the frontier's URL database: a
