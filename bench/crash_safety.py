@@ -9,7 +9,7 @@ Two variants of the same crawl of the synthetic web (``JOBDIR`` set):
 Throughput: each variant crawls to the end ``--runs`` times, alternating;
 pages/s from the test web's access log (first request start to last response
 end), medians. Refetches: on a fresh web per variant, ``--kills`` SIGKILLs
-at random moments (``--min-gap`` to ``--max-gap`` seconds after each start),
+at random moments (``--min-gap`` to ``--max-gap`` seconds after each run's first fetch),
 each followed by the same command, then a run to the end; a refetch is a
 fetch of a URL whose previous answer was not a 5xx (retries of a 5xx are on
 purpose); "in flight" is the count of rows with status inflight in the
@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -55,6 +56,8 @@ def in_flight(job: Path) -> int:
     reader = sqlite3.connect(job / "frontier.sqlite3")
     try:
         return reader.execute("SELECT COUNT(*) FROM urls WHERE status=1").fetchone()[0]
+    except sqlite3.OperationalError:  # killed before the schema was committed
+        return 0
     finally:
         reader.close()
 
@@ -82,7 +85,13 @@ def kill_run(config: WebConfig, workdir: Path, variant: str, args: argparse.Name
         flights = []
         for kill in range(args.kills):
             with open(workdir / f"run{kill}.log", "wb") as log:
+                served = len(read_access_log(web.access_log))
                 proc = subprocess.Popen(command, cwd=_ROOT, stdout=log, stderr=subprocess.STDOUT)
+                for _ in range(1200):  # the gap counts from this run's first fetch, not its start-up
+                    web.flush()
+                    if len(read_access_log(web.access_log)) > served or proc.poll() is not None:
+                        break
+                    time.sleep(0.05)  # polling the access log, bounded
                 try:
                     proc.wait(timeout=rng.uniform(args.min_gap, args.max_gap))
                 except subprocess.TimeoutExpired:
@@ -127,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
             kills[name] = kill_run(config, Path(tmp) / f"kills-{name}", name, args)
     print(f"crash safety: {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
           f"CONCURRENT_REQUESTS={args.concurrency}; pages/s medians of {args.runs} runs; "
-          f"{args.kills} SIGKILLs {args.min_gap:g}-{args.max_gap:g} s after each start, then to the end")
+          f"{args.kills} SIGKILLs {args.min_gap:g}-{args.max_gap:g} s after each run's first fetch, then to the end")
     print(f"{'variant':<13}{'pages':>7}{'seconds':>9}{'pages/s':>9}{'runs (pages/s)':>26}"
           f"{'kills':>7}{'in flight':>11}{'refetched':>11}")
     for name in VARIANTS:
