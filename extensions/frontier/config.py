@@ -12,7 +12,7 @@ Settings (defaults in :mod:`extensions.defaults`, section ``# --- Frontier``):
 ``FRONTIER_POLITENESS_FACTOR``, ``FRONTIER_PRIORITIZER``,
 ``FRONTIER_QUEUE_BUFFER``, ``FRONTIER_REFILL_BUDGET``,
 ``FRONTIER_SEEN_BACKEND`` ("exact" or "bloom"), ``FRONTIER_SEEN_CACHE_SIZE``,
-``FRONTIER_SQLITE_CACHE_MB``, ``FRONTIER_STORE``; and Scrapy's own
+``FRONTIER_SQLITE_CACHE_MB``, ``FRONTIER_STORE``, ``FRONTIER_WRITE_AHEAD``; and Scrapy's own
 ``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_DOMAIN``,
 ``CONCURRENT_REQUESTS_PER_IP``, ``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``,
 ``JOBDIR``.
@@ -51,6 +51,7 @@ from extensions.frontier.front import BiasedSelector
 from extensions.frontier.hostkey import HostKey
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.urlseen import BloomSeen
+from extensions.store.base import WriteAheadStore
 from extensions.store.memory import MemoryStore
 from extensions.store.redis import RedisStore
 from extensions.store.redis_bloom import BloomLayout
@@ -284,6 +285,7 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
         "host_budget": _positive_int(settings, "FRONTIER_HOST_BUDGET", 0),
         "revisits": _positive_int(settings, "FRONTIER_AOPIC_REVISITS", 0),
         "idle_close": _non_negative(settings, "FRONTIER_IDLE_CLOSE"),
+        "write_ahead": settings.getbool("FRONTIER_WRITE_AHEAD") and isinstance(store, WriteAheadStore),
         **_engine_hooks(crawler),
         **distributed,
     }

@@ -17,8 +17,9 @@
    has finished with the request (its callbacks' output is scheduled), the
    row becomes done or failed.
 
-Persistence: the URL table is authoritative and every change is committed
-every ``FRONTIER_CHECKPOINT_INTERVAL`` seconds; a clean close (Ctrl-C too)
+Persistence: the URL table is authoritative; with ``FRONTIER_WRITE_AHEAD``
+every change is committed before a request is handed out (else only every
+``FRONTIER_CHECKPOINT_INTERVAL`` seconds); a clean close (Ctrl-C too)
 spills the buffers and the same command resumes; after ``kill -9`` the
 queues are rebuilt from the URL rows. The design is in
 :mod:`extensions.frontier.resume`, the schema in :mod:`extensions.store.sqlite`.
@@ -154,6 +155,7 @@ class Frontier(BaseScheduler):
         host_budget: int = 0,
         revisits: int = 0,
         idle_close: float = 60.0,
+        write_ahead: bool = False,
     ) -> None:
         self.store = store
         self.front = FrontQueues(store, front_queues, queue_buffer, selector)
@@ -179,6 +181,7 @@ class Frontier(BaseScheduler):
         # a networked store reads a page's links' cash and URL rows in one round trip
         self._read_cash_and_entries = getattr(store, "get_cash_and_entries", None)
         self.revisits = revisits  # AOPIC: fetches of a page beyond the first
+        self.write_ahead = write_ahead  # commit before each hand-out (see _write_ahead)
         self.host_budget = host_budget  # URLs accepted per host; 0: unlimited
         self._host_counts: OrderedDict[str, int] = OrderedDict()  # LRU over the store
         self.spider: Spider | None = None
@@ -439,6 +442,8 @@ class Frontier(BaseScheduler):
         request = self._dispatch_ready(now)
         if request is None:
             self._arm_timer(now)
+        if self.write_ahead:
+            self._write_ahead()
         return request
 
     def _dispatch_ready(self, now: float) -> Request | None:
@@ -866,6 +871,20 @@ class Frontier(BaseScheduler):
                 self.on_store_error(err)
             else:
                 raise
+
+    def _write_ahead(self) -> None:
+        """Commit what changed before the engine gets a request: the pages
+        just finished with the outlinks their callbacks enqueued (one
+        transaction, so done never comes without its links), AOPIC's cash
+        with its Lambda, and the request handed out now as in flight. After
+        a kill, only the in-flight rows are fetched again."""
+        try:
+            self.store.commit(self.ledger.save if self.ledger is not None else None)
+        except FrontierStoreError as err:
+            logger.error("Frontier commit failed: %s", err)
+            if self.on_store_error is None:
+                raise
+            self.on_store_error(err)
 
     def _save_bloom(self) -> None:
         self._checkpoints += 1

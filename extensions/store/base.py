@@ -35,7 +35,7 @@ frontier's memory (or sorted sets when several processes share hosts).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from enum import IntEnum
 from typing import NamedTuple, Protocol, runtime_checkable
 
@@ -234,3 +234,15 @@ class FrontierStore(Protocol):
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a small persistent string (durable at the next checkpoint)."""
+
+
+@runtime_checkable
+class WriteAheadStore(Protocol):
+    """A store cheap enough to commit on every scheduler call (SQLite: a WAL
+    append). With ``FRONTIER_WRITE_AHEAD`` the frontier commits it before it
+    hands out a request, so after a kill the URL table's in-flight rows are
+    exactly the requests that may have been fetched and not finished."""
+
+    def commit(self, before: Callable[[], None] | None = None) -> bool:
+        """If anything changed since the last commit: run ``before`` (into the
+        same transaction), commit, return True; else return False."""

@@ -8,7 +8,7 @@ always True (a new store has nothing to rebuild).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import count
 
 from extensions.store.base import Entry, Status
@@ -35,6 +35,10 @@ class MemoryStore:
 
     def checkpoint(self) -> None:
         """Nothing to make durable."""
+
+    def commit(self, before: Callable[[], None] | None = None) -> bool:
+        """Nothing to make durable: never commits."""
+        return False
 
     def close(self, clean: bool = True) -> None:
         self.clean = clean

@@ -3,9 +3,11 @@
 The file is ``JOBDIR/frontier.sqlite3`` (without ``JOBDIR`` the frontier
 puts it in a temporary directory removed at close). It runs in WAL mode with
 ``synchronous=NORMAL``: every change goes into one open transaction that is
-committed at each checkpoint, so after ``kill -9`` the file holds exactly the
-state of the last checkpoint (an operating-system crash may lose the last
-checkpoint too). Inspect it with the ``sqlite3`` command while a crawl runs
+committed at each checkpoint and, with write-ahead (``FRONTIER_WRITE_AHEAD``,
+on by default), by :meth:`SQLiteStore.commit` before each request is handed
+out, so after ``kill -9`` the file holds exactly the state of the last commit
+(an operating-system crash may lose the last commits too: WAL frames are not
+fsync'd at commit). Inspect it with the ``sqlite3`` command while a crawl runs
 (WAL lets readers in)::
 
     sqlite3 JOBDIR/frontier.sqlite3 \\
@@ -66,7 +68,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from extensions.store.base import Entry, FrontierStoreError, Status
@@ -129,6 +131,7 @@ class SQLiteStore:
         self._bounds: dict[str, list[int]] = {}  # queue -> [first seq, last seq]
         self._host_count = 0
         self._seq = 0
+        self._committed_changes = 0  # the connection's total_changes at the last commit
 
     # -- lifecycle ---------------------------------------------------------
     def open(self) -> None:
@@ -187,6 +190,19 @@ class SQLiteStore:
             db.execute("BEGIN")
         except sqlite3.Error as err:
             raise FrontierStoreError(f"cannot commit {self.location}: {err}") from err
+        self._committed_changes = db.total_changes
+
+    def commit(self, before: Callable[[], None] | None = None) -> bool:
+        """Commit if anything changed since the last commit; return whether
+        it did. ``before`` runs first, into the same transaction (state kept
+        in memory that must agree with the rows, e.g. AOPIC's Lambda). Cheap
+        when nothing changed, so it can run on every scheduler call."""
+        if self._require().total_changes == self._committed_changes:
+            return False
+        if before is not None:
+            before()
+        self.checkpoint()
+        return True
 
     def close(self, clean: bool = True) -> None:
         if self._db is None:
