@@ -52,10 +52,12 @@ URL_FILTER_TRAP_MEMORY = 65536  # entries of each of the trap filter's LRU maps
 # extensions.processors.registry.ProcessorRegistry: MIME pattern (exact or
 # fnmatch wildcard) -> processor classes, each built once per crawl.
 LINKS_IGNORE_NOFOLLOW = False
+LINKS_MAX_PER_PAGE = 10_000  # distinct links taken from one page; the rest is not read (links/capped)
 LINKS_PATH_ASCENDING = False  # also crawl the directories above each fetched URL
 LINKS_STRIP_PARAMS = [  # query arguments removed from links (sessions: a crawler trap)
     "jsessionid", "phpsessid", "aspsessionid", "sessionid", "session_id", "sessid", "sid"]
 LINKS_RECENT_CACHE_SIZE = 65536  # links the spider yielded lately; 0: off
+PROCESSING_MAX_PARSE_BYTES = 8 * 1024 * 1024  # HTML processors read at most this much of a document
 PROCESSING_MODULES = {
     "text/html": [
         "extensions.processors.html_links.HtmlLinkExtractor",

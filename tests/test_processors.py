@@ -286,12 +286,18 @@ def test_tag_counter_reports_only_the_most_common_tags() -> None:
     assert TagCounter.from_crawler(crawler).process(page(body))["tags"] == {"p": 5, "span": 3}
 
 
-def test_tag_counter_shares_the_parsed_tree_with_link_extraction() -> None:
-    response = page("<a href='/a'>x</a>")
-    HtmlLinkExtractor().process(response)
-    root = response.selector.root
-    TagCounter().process(response)
-    assert response.selector.root is root
+class NoSelector(HtmlResponse):
+    """A response whose whole-document tree must never be built."""
+
+    @property
+    def selector(self) -> Any:
+        raise AssertionError("response.selector parses the whole document into a tree")
+
+
+def test_html_processors_never_build_the_whole_document_tree() -> None:
+    response = NoSelector("http://a.test/", body=b"<p><a href='/a'>x</a>", encoding="utf-8")
+    assert HtmlLinkExtractor().process(response)["links"] == ["http://a.test/a"]
+    assert TagCounter().process(response)["tags"]["a"] == 1
 
 
 def test_tag_counter_survives_empty_body() -> None:
@@ -301,6 +307,73 @@ def test_tag_counter_survives_empty_body() -> None:
 def test_tag_counter_rejects_non_positive_cap() -> None:
     with pytest.raises(ValueError, match="TAG_COUNTER_MAX_TAGS"):
         TagCounter.from_crawler(get_crawler(settings_dict={"TAG_COUNTER_MAX_TAGS": 0}))
+
+
+# --- Per-page bounds ---------------------------------------------------------
+
+def many_links(count: int, prefix: str = "/l/") -> bytes:
+    return b"<html><body>" + b"".join(b'<a href="%s%d">x</a>' % (prefix.encode(), i) for i in range(count))
+
+
+def test_links_stop_at_the_cap_and_the_page_is_counted() -> None:
+    extract, crawler = extractor(LINKS_MAX_PER_PAGE=100)
+    links = extract.process(page(many_links(5000)))["links"]
+    assert links == [f"http://a.test/l/{i}" for i in range(100)]
+    assert crawler.stats.get_value("links/capped") == 1
+
+
+def test_a_page_at_the_cap_is_not_counted_below_it() -> None:
+    extract, crawler = extractor(LINKS_MAX_PER_PAGE=100)
+    assert len(extract.process(page(many_links(99)))["links"]) == 99
+    assert crawler.stats.get_value("links/capped") is None
+
+
+def test_repeated_links_and_fragments_do_not_use_up_the_cap() -> None:
+    extract, crawler = extractor(LINKS_MAX_PER_PAGE=3)
+    body = b'<a href="#top">t</a>' * 500 + b'<a href="/a#x">a</a><a href="/a">a</a>' * 500 + b'<a href="/b">b</a>'
+    assert extract.process(page(body))["links"] == ["http://a.test/dir/page.html", "http://a.test/a",
+                                                    "http://a.test/b"]
+    assert crawler.stats.get_value("links/capped") == 1
+
+
+def test_only_the_first_parse_bytes_are_read_and_the_cut_is_counted() -> None:
+    extract, crawler = extractor(PROCESSING_MAX_PARSE_BYTES=1000)
+    body = many_links(2000)
+    links = extract.process(page(body))["links"]
+    assert 0 < len(links) < 1000 // len(b'<a href="/l/0">x</a>')
+    assert links == [f"http://a.test/l/{i}" for i in range(len(links))]
+    assert crawler.stats.get_value("processors/truncated/HtmlLinkExtractor") == 1
+    assert crawler.stats.get_value("links/capped") is None
+
+
+def test_a_page_within_the_parse_bytes_is_read_whole_across_chunks() -> None:
+    extract, crawler = extractor(PROCESSING_MAX_PARSE_BYTES=len(many_links(9000)))
+    assert len(extract.process(page(many_links(9000)))["links"]) == 9000  # over 3 scan chunks
+    assert crawler.stats.get_value("processors/truncated/HtmlLinkExtractor") is None
+
+
+def test_a_late_base_href_still_applies_to_every_link() -> None:
+    body = '<a href="x">x</a>' + "<p>filler</p>" * 20000 + '<base href="http://b.test/base/">'
+    assert links_of(body) == ["http://b.test/base/x"]
+
+
+def test_tag_counter_reads_only_the_first_parse_bytes() -> None:
+    crawler = get_crawler(settings_dict={"PROCESSING_MAX_PARSE_BYTES": 1000})
+    crawler.stats.open_spider()
+    tags = TagCounter.from_crawler(crawler).process(page(many_links(2000)))["tags"]
+    assert 0 < tags["a"] < 100
+    assert crawler.stats.get_value("processors/truncated/TagCounter") == 1
+
+
+@pytest.mark.parametrize("name", ["LINKS_MAX_PER_PAGE", "PROCESSING_MAX_PARSE_BYTES"])
+def test_non_positive_caps_fail_at_start_naming_the_setting(name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        HtmlLinkExtractor.from_crawler(get_crawler(settings_dict={name: 0}))
+
+
+def test_invalid_bytes_in_the_page_encoding_do_not_stop_the_scan() -> None:
+    body = b'<a href="/a">\xff\xfe\x00\xc3</a>' + b"\x00" * 100 + b'<a href="/b">b</a>'
+    assert links_of(body) == ["http://a.test/a", "http://a.test/b"]
 
 
 # --- Image header parsing -----------------------------------------------------

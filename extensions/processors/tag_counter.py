@@ -1,9 +1,10 @@
 """Tag counting: Mercator's example of a statistics-gathering processor.
 
-Counts the elements of an HTML document by tag name, on the lxml tree parsel
-already built for the response (parsel caches the selector on the response,
-so every HTML processor shares one parse). Only the ``TAG_COUNTER_MAX_TAGS``
-most common tags are reported, so a page of invented tags (a trap, or a
+Counts the elements of an HTML document by tag name in one streaming pass
+(:func:`extensions.processors.htmlscan.scan_html`: no tree, at most
+``PROCESSING_MAX_PARSE_BYTES`` of the document read; documents cut count
+``processors/truncated/TagCounter``). Only the ``TAG_COUNTER_MAX_TAGS`` most
+common tags are reported, so a page of invented tags (a trap, or a
 custom-element framework) cannot bloat every item.
 """
 
@@ -12,10 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from lxml import etree
 from scrapy.http import TextResponse
 
 from extensions import defaults
+from extensions.processors.htmlscan import scan_html
+from extensions.processors.registry import LateStats
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -24,27 +26,46 @@ if TYPE_CHECKING:
 __all__ = ["TagCounter"]
 
 _MAX_TAGS: int = getattr(defaults, "TAG_COUNTER_MAX_TAGS", 50)
+_MAX_PARSE_BYTES: int = getattr(defaults, "PROCESSING_MAX_PARSE_BYTES", 8 * 1024 * 1024)
+
+
+class _TagScan:
+    """A scan target counting start tags (comments and processing
+    instructions are not elements and never reach it)."""
+
+    done = False
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def start(self, tag: str, attrib: Any) -> None:
+        self.counts[tag] += 1
 
 
 class TagCounter:
     """Returns ``{"tags": {tag: count}}``, most common first, at most ``max_tags``."""
 
-    def __init__(self, max_tags: int = _MAX_TAGS) -> None:
+    def __init__(self, max_tags: int = _MAX_TAGS, max_parse_bytes: int = _MAX_PARSE_BYTES,
+                 stats: Any = None) -> None:
         if max_tags < 1:
             raise ValueError(f"TAG_COUNTER_MAX_TAGS must be >= 1, got {max_tags!r}")
+        if max_parse_bytes < 1:
+            raise ValueError(f"PROCESSING_MAX_PARSE_BYTES must be >= 1, got {max_parse_bytes!r}")
         self.max_tags = max_tags
+        self.max_parse_bytes = max_parse_bytes
+        self.stats = stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TagCounter:
-        return cls(crawler.settings.getint("TAG_COUNTER_MAX_TAGS", _MAX_TAGS))
+        settings = crawler.settings
+        return cls(settings.getint("TAG_COUNTER_MAX_TAGS", _MAX_TAGS),
+                   settings.getint("PROCESSING_MAX_PARSE_BYTES", _MAX_PARSE_BYTES),
+                   LateStats(crawler))
 
     def process(self, response: Response) -> dict[str, Any]:
         if not isinstance(response, TextResponse) or not response.body:
             return {"tags": {}}
-        root = response.selector.root
-        if not hasattr(root, "iter"):
-            return {"tags": {}}
-        # iter(etree.Element) skips comments and processing instructions,
-        # whose ``tag`` is a function, not a name.
-        counts = Counter(element.tag for element in root.iter(etree.Element))
-        return {"tags": dict(counts.most_common(self.max_tags))}
+        scan = _TagScan()
+        if scan_html(response.body, response.encoding, scan, self.max_parse_bytes) and self.stats is not None:
+            self.stats.inc_value("processors/truncated/TagCounter")
+        return {"tags": dict(scan.counts.most_common(self.max_tags))}
