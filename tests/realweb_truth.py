@@ -20,6 +20,13 @@ redirect's target keeps the depth of the URL that redirected. Pages deeper
 than the crawl's depth limit (``DEPTH_LIMIT``, 25 by default) are not
 reachable. URLs are compared as (scheme, host, port, decoded path, query).
 
+Differences from the crawler, none of which matters on these sites: the
+document's encoding is lxml's guess from the bytes (Scrapy weighs the HTTP
+header too; every page here is UTF-8), URLs are not canonicalised beyond the
+comparison key (no query strings occur), and the URL filter's length,
+segment-repeat and query limits are not modelled (the longest URL has 94
+characters, no segment repeats, the deepest page is at depth 3).
+
 :func:`resemblance` is Broder's resemblance of two documents' sets of word
 3-shingles (lower-cased words of the crawler's own visible text,
 ``extensions/contentseen/text.py``).

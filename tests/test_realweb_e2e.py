@@ -12,7 +12,11 @@ truth computed from the files on disk (:mod:`tests.realweb_truth`):
 
 * the crawl exits 0 by itself (a crawl still running after
   :data:`CRAWL_TIMEOUT` is interrupted, so the other checks still report);
-* it fetched every page reachable over http and allowed by robots.txt;
+* it fetched every page reachable over http and allowed by robots.txt (a
+  page of a site served over https too counts as fetched when its https
+  copy was: which copy comes first is the frontier's choice, and Mercator's
+  content-seen test rightly follows the links of the first copy only; the
+  http-only nodejs.org must be fetched over http);
 * no request robots.txt disallows, none before the origin's robots.txt;
 * no two requests to www.debian.org closer than its ``Crawl-delay``;
 * each page fetched over both schemes is an exact duplicate of its other
@@ -23,14 +27,15 @@ truth computed from the files on disk (:mod:`tests.realweb_truth`):
 
 from __future__ import annotations
 
+import http.client
 import signal
 import subprocess
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -49,28 +54,31 @@ from tests.realweb_truth import (
 )
 
 #: A crawl still running after this long is interrupted (SIGINT, then
-#: SIGKILL): it did not end by itself. Not a performance bound: the crawl
-#: takes well under a minute when it ends.
-CRAWL_TIMEOUT = 300.0
+#: SIGKILL): it did not end by itself. Not a performance bound: the sites
+#: are fetched in well under a minute, and a crawl left with only held work
+#: must close within its idle bound (at most 60 s by default).
+CRAWL_TIMEOUT = 180.0
 INTERRUPT_GRACE = 60.0
-#: nginx logs $msec and $request_time in milliseconds.
-CLOCK_TOLERANCE = 0.003
+#: nginx logs $msec and $request_time in milliseconds, from a clock it
+#: updates once per event-loop turn.
+CLOCK_TOLERANCE = 0.01
 MIN_RESEMBLANCE = 0.5
 DELAYED_HOST = "www.debian.org"
 
 
 @dataclass
 class RealWebCrawl:
-    web: RealWeb
-    result: CrawlResult
-    truth: Truth
-    entries: list[LogEntry]  # the crawler's requests, in log order
+    web: RealWeb = field(repr=False)
+    result: CrawlResult = field(repr=False)
+    truth: Truth = field(repr=False)
+    entries: list[LogEntry] = field(repr=False)  # the crawler's requests, in log order
     ended_by_itself: bool
     seconds: float
 
     def summary(self) -> str:
         stats = self.result.stats
         keys = sorted(k for k in stats if k.startswith(("robotstxt/", "frontier/held", "frontier/deferred",
+                                                         "frontier/queued", "frontier/done",
                                                          "downloader/exception_type_count", "finish_reason",
                                                          "contentseen/")))
         held = "\n".join(f"  {k}: {stats[k]}" for k in keys)
@@ -104,8 +112,13 @@ def run_bounded(workdir: Path, web: RealWeb, timeout: float) -> tuple[CrawlResul
 
 
 @pytest.fixture(scope="module")
-def crawl(realweb: RealWeb, tmp_path_factory: pytest.TempPathFactory) -> RealWebCrawl:
-    truth = reachable_pages(realweb, "http")
+def truth(realweb: RealWeb) -> Truth:
+    """Pages reachable over http from the sites' roots (a few seconds)."""
+    return reachable_pages(realweb, "http")
+
+
+@pytest.fixture(scope="module")
+def crawl(realweb: RealWeb, truth: Truth, tmp_path_factory: pytest.TempPathFactory) -> RealWebCrawl:
     before = len(realweb.entries())
     result, ended, seconds = run_bounded(tmp_path_factory.mktemp("realweb-crawl"), realweb, CRAWL_TIMEOUT)
     entries = [e for e in realweb.entries()[before:] if e.user_agent.startswith(PRODUCT_TOKEN)]
@@ -117,9 +130,27 @@ def entry_key(entry: LogEntry) -> UrlKey:
     return (entry.scheme, entry.host, entry.port, unquote(path), query)
 
 
+def test_ground_truth_answers_as_nginx_does(realweb: RealWeb, truth: Truth) -> None:
+    """The search's model of nginx (200, 301, 403, 404) is nginx's answer."""
+    expected = {key: 200 for key in truth.pages} | {key: 301 for key in truth.redirects} | truth.errors
+    wrong = []
+    for (_, host, port, path, query), status in sorted(expected.items()):
+        connection = http.client.HTTPConnection(realweb.site(host).address, port, timeout=10)
+        try:
+            target = quote(path) + (f"?{query}" if query else "")
+            connection.request("HEAD", target, headers={"Host": f"{host}:{port}"})
+            answer = connection.getresponse().status
+        finally:
+            connection.close()
+        if answer != status:
+            wrong.append(f"{host}{path}: {answer}, expected {status}")
+    assert len(expected) > 500
+    assert not wrong, "\n".join(wrong[:20])
+
+
 def test_crawl_ends_by_itself_with_exit_code_0(crawl: RealWebCrawl) -> None:
-    assert crawl.ended_by_itself and crawl.result.returncode == 0, (
-        crawl.summary() + "\n" + crawl.result.log[-3000:])
+    ended, returncode = crawl.ended_by_itself, crawl.result.returncode
+    assert ended and returncode == 0, crawl.summary() + "\n" + crawl.result.log[-1500:]
 
 
 def test_every_reachable_allowed_page_is_fetched(crawl: RealWebCrawl) -> None:
