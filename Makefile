@@ -6,9 +6,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean redis-server
+.PHONY: setup demo test bench clean redis-server realweb-packages
 
-setup: $(STAMP) redis-server
+setup: $(STAMP) redis-server realweb-packages
 
 # A real redis-server for the Redis store's tests (Debian's package, as
 # root) when none is installed.
@@ -16,6 +16,16 @@ redis-server:
 	@command -v redis-server >/dev/null || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null
 	@command -v redis-server >/dev/null || { echo "redis-server could not be installed" >&2; exit 1; }
+
+# The real-web test (tests/test_realweb_e2e.py): Debian's nginx serving
+# documentation sites from Debian's doc packages, openssl for its certificate.
+REALWEB_PACKAGES := nginx-light openssl sphinx-doc python-django-doc nodejs-doc debian-reference-en
+realweb-packages:
+	@missing=$$(for p in $(REALWEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	test -z "$$missing" || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
+	  { echo "could not install $$missing (needed by the real-web test)" >&2; exit 1; }
 
 # The virtualenv and every Python package; python3-venv from Debian if the
 # interpreter lacks it.

@@ -34,3 +34,13 @@ def fetched_urls(web: Any, include_robots: bool = False) -> Counter[str]:
             continue
         counts[canonicalize(f"http://{entry.host}:{web.port}{entry.path}")] += 1
     return counts
+
+
+@pytest.fixture(scope="session")
+def realweb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """nginx serving real documentation sites under their real names
+    (:mod:`tests.realweb`), once per session: starting it makes a key and
+    a certificate."""
+    from tests.realweb import start_realweb  # noqa: PLC0415
+    with start_realweb(tmp_path_factory.mktemp("realweb")) as web:
+        yield web

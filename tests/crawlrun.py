@@ -39,22 +39,25 @@ def crawl_command(
     seeds: str,
     settings: dict[str, Any] | None = None,
     spider_args: dict[str, str] | None = None,
+    robots_overrides: bool = True,
 ) -> list[str]:
     """The ``scrapy crawl web`` command line with items, report and log in
-    ``workdir``; no ``-a seeds`` when ``seeds`` is empty."""
+    ``workdir``; no ``-a seeds`` when ``seeds`` is empty. ``robots_overrides``
+    false keeps the default ROBOTSTXT_RETRY_DELAY and
+    ROBOTSTXT_UNREACHABLE_PERIOD (a test of the crawler as users run it)."""
     cmd = [SCRAPY, "crawl", "web", "-O", str(workdir / "items.jsonl")]
     if seeds:
         cmd[3:3] = ["-a", f"seeds={seeds}"]
     for name, value in (spider_args or {}).items():
         cmd += ["-a", f"{name}={value}"]
+    # the test web's last regular host answers robots.txt with 503: retry
+    # it quickly and give up (no restrictions) after a second, not 30 days
+    robots = {"ROBOTSTXT_RETRY_DELAY": 0.2, "ROBOTSTXT_UNREACHABLE_PERIOD": 1.0}
     merged = {
         "PROGRESS_REPORT_FILE": workdir / "report.json",
         "LOG_FILE": workdir / "crawl.log",
         "LOG_LEVEL": "INFO",
-        # the test web's last regular host answers robots.txt with 503: retry
-        # it quickly and give up (no restrictions) after a second, not 30 days
-        "ROBOTSTXT_RETRY_DELAY": 0.2,
-        "ROBOTSTXT_UNREACHABLE_PERIOD": 1.0,
+        **(robots if robots_overrides else {}),
         "ALLOW_PRIVATE_ADDRESSES": True,  # the test webs are on loopback
         **(settings or {}),
     }
@@ -80,10 +83,11 @@ def run_web_crawl(
     settings: dict[str, Any] | None = None,
     spider_args: dict[str, str] | None = None,
     timeout: float = 240.0,
+    robots_overrides: bool = True,
 ) -> CrawlResult:
     """Run one crawl to completion (bounded by ``timeout``) and collect its output."""
     workdir.mkdir(parents=True, exist_ok=True)
-    command = crawl_command(workdir, seeds, settings, spider_args)
+    command = crawl_command(workdir, seeds, settings, spider_args, robots_overrides)
     proc = subprocess.run(
         command, cwd=ROOT, env=dict(os.environ), timeout=timeout,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -100,10 +104,11 @@ def start_web_crawl(
     seeds: str,
     settings: dict[str, Any] | None = None,
     spider_args: dict[str, str] | None = None,
+    robots_overrides: bool = True,
 ) -> subprocess.Popen[bytes]:
     """Start a crawl in the background (for kill and resume tests)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    command = crawl_command(workdir, seeds, settings, spider_args)
+    command = crawl_command(workdir, seeds, settings, spider_args, robots_overrides)
     out = open(workdir / "stdout.txt", "ab")
     return subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=True)
