@@ -144,6 +144,7 @@ class SQLiteStore:
             self.set_meta("clean", "0")
             self._db.execute("COMMIT")
             self._db.execute("BEGIN")
+            self._committed_changes = self._db.total_changes
         except (sqlite3.Error, OSError) as err:
             self._abandon()
             raise FrontierStoreError(
