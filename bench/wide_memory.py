@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--components", action="append", default=None,
                         help="checkout NAME that also runs the traced crawl (repeatable; 'none': none)")
     parser.add_argument("--frames", type=int, default=6)
+    parser.add_argument("--no-rss", action="store_true", help="only the traced crawls")
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("-s", dest="settings", action="append", default=[], help="NAME=VALUE for every crawl")
     parser.add_argument("--out", type=Path)
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     component_lines: list[str] = []
     try:
         with start_testweb(config, scratch / "web") as web:
-            for name, path in checkouts.items():
+            for name, path in ({} if args.no_rss else checkouts).items():
                 marks = crawl(Path(path), web, probe_dir, scratch / f"{name}-rss", args.concurrency, 0,
                               args.timeout, extra)
                 lines += rss_rows(name, marks)
