@@ -372,10 +372,11 @@ class Frontier(BaseScheduler):
 
     def _distinct_copy(self, fp: int) -> int:
         """The fingerprint under which a ``dont_filter`` request is filed:
-        its own, unless that URL is queued or in flight already; then a
-        copy's (same host bits), so that each identical request is fetched."""
+        its own, unless that URL is queued already (identical requests at
+        once); then a copy's (same host bits), so that each is fetched. A
+        retry of a URL in flight re-queues its own row."""
         copy, salt = fp, 0
-        while self.store.urls.status_of(copy) in (Status.QUEUED, Status.INFLIGHT) or copy in self.memory_only:
+        while self.store.urls.status_of(copy) == Status.QUEUED or copy in self.memory_only:
             salt += 1
             copy = (fp & ~URL_MASK) | (mmh3.hash64(f"{fp}:{salt}", signed=False)[0] & URL_MASK)
         if copy != fp:
