@@ -258,12 +258,7 @@ class SharedLedger(AOPICLedger):
         """Ask Redis to crawl Lambda if it holds at least ``rival_cash``
         (buffered); whether this process's view says it will."""
         self.store.write("EVAL", CRAWL_LAMBDA, 1, self._key, repr(float(rival_cash)))
-        if self.lambda_cash <= 0 or self.lambda_cash < rival_cash or not self.rows:
-            return False
-        self.dividend += self.lambda_cash / self.rows
-        self.lambda_cash = 0.0
-        self.lambda_crawls += 1
-        return True
+        return super().maybe_crawl_lambda(rival_cash)
 
     # -- the scripts ------------------------------------------------------------------
     def _run(self, take: int | None, credits: list[int], outlinks: int, amount: float | None = None,
