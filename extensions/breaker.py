@@ -137,7 +137,7 @@ class CircuitBreakerMiddleware:
             self.stats.inc_value("breaker/opened")
             logger.info("Circuit breaker of %s open for %.1fs (%s)", origin, delay, reason)
             self.crawler.signals.send_catch_log(
-                origin_held, origin=origin, delay=delay, reason=f"circuit breaker open ({reason})")
+                origin_held, origin=origin, delay=delay, request=request, reason=f"circuit breaker open ({reason})")
         elif verdict == "deferred":
             self.stats.inc_value("breaker/deferred")
             self.crawler.signals.send_catch_log(

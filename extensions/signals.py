@@ -15,7 +15,8 @@ host_assigned = object()
 #: is unreachable, or its circuit breaker tripped. The frontier parks its
 #: URLs (never the host's other origins) until ``delay`` seconds from now;
 #: a request of that origin refused meanwhile goes back to the frontier.
-#: Arguments: ``origin``, ``delay``, ``reason``.
+#: Arguments: ``origin``, ``delay``, ``reason``, and ``request``: the request
+#: being refused for it, if any (it goes back to its queue, never failed).
 origin_held = object()
 
 #: An origin stays uncrawlable after its bounded retries: its URLs become

@@ -158,6 +158,62 @@ def test_a_probe_refused_again_is_parked_again_and_deferral_ends_it(store: Any) 
     assert status(frontier, "https://a.test/0") == status(frontier, "https://a.test/1") == Status.DEFERRED
 
 
+def test_a_request_refused_by_a_hold_is_fetched_later_even_if_the_hold_ended_before_the_refusal_was_seen(
+        store: Any) -> None:
+    """A busy reactor (a frozen Redis, a slow disk) can let a short hold run
+    out before the frontier notices the refused request: it must go back to
+    its queue, not end as failed (a lost page)."""
+    clock = Clock()
+    engine: set[Request] = set()
+    frontier = make_frontier(store, clock=clock, idle_close=1000.0, in_progress=lambda: engine)
+    frontier.enqueue_request(Request("https://a.test/0"))
+    request = frontier.next_request()
+    engine.add(request)
+    frontier.origin_held("https://a.test", 0.2, "robots.txt unreachable (status 503)", request=request)
+    frontier.fetch_finished(request, duration=0.0, ok=False)
+    engine.discard(request)  # the robots.txt middleware refused it: the engine let it go
+    clock.advance(5.0)
+    assert fetch_all(frontier, clock) == ["https://a.test/0"]
+    assert frontier.stats.get_value("frontier/done") == 1
+    assert not frontier.stats.get_value("frontier/failed")
+
+
+def test_on_redis_a_request_refused_by_a_hold_that_ended_meanwhile_goes_back_to_its_queue() -> None:
+    """The same on the shared frontier (its holds are per host and end at
+    their time): the CI failure of a frozen Redis, in which the root page of
+    a host whose robots.txt answered 503 was never fetched."""
+    from extensions.frontier.distributed import DistributedFrontier  # noqa: PLC0415
+    from extensions.store.redis import RedisStore  # noqa: PLC0415
+    from tests.redisserver import shared_server, unique_prefix  # noqa: PLC0415
+
+    clock = Clock()
+    engine: set[Request] = set()
+    frontier = DistributedFrontier(RedisStore(shared_server().url, unique_prefix()), clock=clock.seconds,
+                                   call_later=clock.callLater, in_progress=lambda: engine)
+    frontier.open(None)
+    try:
+        frontier.enqueue_request(Request("http://a.test/0"))
+        request = frontier.next_request()
+        engine.add(request)
+        frontier.origin_held("http://a.test", 0.2, "robots.txt unreachable (status 503)", request=request)
+        frontier.fetch_finished(request, duration=0.0, ok=False)
+        engine.discard(request)
+        clock.advance(5.0)
+        handed = []
+        for _ in range(100):
+            again = frontier.next_request()
+            if again is not None:
+                handed.append(again.url)
+                frontier.fetch_finished(again, duration=0.0, ok=True)
+            elif not frontier.has_pending_requests():
+                break
+            clock.advance(0.5)
+        assert handed == ["http://a.test/0"]
+        assert status(frontier, "http://a.test/0") == Status.DONE
+    finally:
+        frontier.close("finished")
+
+
 def test_urls_of_a_deferred_origin_found_later_are_deferred_at_once(store: Any) -> None:
     clock = Clock()
     frontier = make_frontier(store, clock=clock)

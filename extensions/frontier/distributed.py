@@ -242,9 +242,9 @@ class DistributedFrontier(Frontier):
         lowest head score: highest level, then earliest discovered); if
         there is none, take more hosts from the shared heap first."""
         now = self.clock()
+        self._sweep()  # before holds end: a request refused by a hold goes back, not failed
         if self.holds.held:
             self.holds.release_due(now)  # nothing is parked here: due holds just end
-        self._sweep()
         request = self._dispatch_ready(now)
         if request is None and self._poll(now):
             request = self._dispatch_ready(now)
@@ -341,11 +341,16 @@ class DistributedFrontier(Frontier):
     def _stale_copy(self, fp: int) -> bool:
         return False  # one entry per URL: the back queues are sorted sets
 
-    def _kept_back(self, entry: Entry, inflight: bool = False) -> bool:
+    def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
         """A held origin's URL goes back to its host's shared queue and the
         host waits for the hold (on Redis a hold is per host: the queues
-        are); a deferred origin's URL is finished as deferred."""
+        are); a deferred origin's URL is finished as deferred. ``refused``:
+        a hold refused it in flight; if the hold has ended, it just goes back."""
         state = self.holds.state_of(entry.url)
+        if state is None and refused:
+            self.leases.put_back(entry.host, entry.fingerprint, entry.level)
+            self.stats.inc_value("frontier/requeued_after_hold")
+            return True
         if state is None:
             return False
         origin = origin_of(entry.url)
@@ -388,8 +393,8 @@ class DistributedFrontier(Frontier):
             return
         host, fp = record.host, record.entry.fingerprint
         held = self.held.get(host)
-        kept = not record.ok and not record.excluded and bool(self.holds) and self._kept_back(
-            record.entry, inflight=True)
+        kept = not record.ok and not record.excluded and (bool(self.holds) or record.held) and self._kept_back(
+            record.entry, True, record.held)
         if kept:
             pass
         elif record.excluded:
@@ -401,7 +406,7 @@ class DistributedFrontier(Frontier):
         if held is None:
             return
         held.inflight = max(0, held.inflight - 1)
-        if kept and self.holds.state_of(record.entry.url) == "held":  # back in its queue
+        if kept and self.holds.state_of(record.entry.url) != "deferred":  # back in its queue
             held.queued += 1
             held.head = min(held.head, queue_score(record.entry.level, 0))
         if not held.inflight and not held.queued:

@@ -80,6 +80,7 @@ class InFlight:
     released: bool = False
     ok: bool = False
     excluded: bool = False  # refused before the fetch (robots.txt)
+    held: bool = False  # refused because its origin is held (origin_held named it)
 
 
 class DictStats:
@@ -436,9 +437,9 @@ class Frontier(BaseScheduler):
             self.stats.inc_value("frontier/dequeued")
             return self.unfiled.popleft()
         now = self.clock()
+        self._sweep()  # before holds end: a request refused by a hold is parked, not failed
         if self.holds.held:
             self._release_holds(now)
-        self._sweep()
         self._refill()
         request = self._dispatch_ready(now)
         if request is None:
@@ -640,7 +641,7 @@ class Frontier(BaseScheduler):
         if record is None or record.excluded:
             return
         entry = record.entry
-        if not record.ok and self.holds and self._kept_back(entry, inflight=True):
+        if not record.ok and (self.holds or record.held) and self._kept_back(entry, True, record.held):
             return
         if entry.fingerprint in self._probes:
             self._probe_ended(entry)
@@ -673,8 +674,13 @@ class Frontier(BaseScheduler):
             self.set_crawl_delay(self.hostkey.of_request(request), float(seconds))
 
     # -- origins held and deferred (robots.txt unreachable, circuit breaker) ---
-    def origin_held(self, origin: str, delay: float, reason: str) -> None:
-        """Signal handler: park ``origin``'s URLs for ``delay`` seconds."""
+    def origin_held(self, origin: str, delay: float, reason: str, request: Request | None = None) -> None:
+        """Signal handler: park ``origin``'s URLs for ``delay`` seconds;
+        ``request``, refused for it, comes back to its queue whenever its
+        refusal is seen (even after the hold ended), never as a failure."""
+        record = self.inflight.get(request) if request is not None else None
+        if record is not None:
+            record.held = True
         self.holds.hold(origin, self.clock() + max(0.0, delay), reason)
         self.stats.inc_value("frontier/origin_holds")
         logger.info("Holding %s for %.1fs: %s", origin, delay, reason)
@@ -683,10 +689,18 @@ class Frontier(BaseScheduler):
         """Signal handler: ``origin``'s URLs are deferred for this run."""
         self._defer(self.holds.defer(origin, reason), origin, reason)
 
-    def _kept_back(self, entry: Entry, inflight: bool = False) -> bool:
+    def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
         """Park or defer ``entry`` if its origin is held or deferred (a
-        hold's probe goes through); whether it was kept back."""
+        hold's probe goes through); whether it was kept back. ``refused``:
+        a hold refused it in flight, and if that hold has ended since, it
+        goes back to the front queues."""
         state = self.holds.state_of(entry.url)
+        if state is None and refused:
+            self._probes.discard(entry.fingerprint)
+            self.store.urls.set_status([entry.fingerprint], Status.QUEUED, only_from=Status.INFLIGHT)
+            self.front.push(entry)
+            self.stats.inc_value("frontier/requeued_after_hold")
+            return True
         if state is None or (not inflight and self.ledger is not None and self._stale_copy(entry.fingerprint)):
             return False  # a stale copy (AOPIC promotion) is skipped as usual
         if state == "deferred":

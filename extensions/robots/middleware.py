@@ -141,7 +141,7 @@ class RobotsMiddleware:
         else:
             self.stats.inc_value("robotstxt/cache_hits")
         if rules.kind is Kind.UNREACHABLE:
-            self._hold(origin, rules)
+            self._hold(origin, rules, request)
         if not rules.allowed(request.url):
             self._exclude(request)
         if fetched:
@@ -155,7 +155,7 @@ class RobotsMiddleware:
             frontier.exclude(request)
         raise IgnoreRequest("Forbidden by robots.txt")
 
-    def _hold(self, origin: str, rules: RobotsRules) -> None:
+    def _hold(self, origin: str, rules: RobotsRules, request: Request) -> None:
         """The origin's robots.txt is unreachable: the frontier parks its
         URLs until the next try (or defers them after the last) and gets
         this request back when it is refused here."""
@@ -167,7 +167,8 @@ class RobotsMiddleware:
             raise IgnoreRequest(f"{origin} deferred: {reason}")
         wait = max(0.0, rules.expires - self.clock())
         receivers = self.crawler.signals.send_catch_log(
-            origin_held, origin=origin, delay=wait, reason=f"robots.txt unreachable ({self.unreachable_reasons.get(origin, 'unknown')})")
+            origin_held, origin=origin, delay=wait, request=request,
+            reason=f"robots.txt unreachable ({self.unreachable_reasons.get(origin, 'unknown')})")
         if receivers:
             self.stats.inc_value("robotstxt/held")
             raise IgnoreRequest(f"robots.txt of {origin} unreachable; retrying in {wait:.0f}s")
