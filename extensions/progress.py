@@ -36,6 +36,8 @@ from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.httpobj import urlparse_cached
 
+from extensions import defaults
+
 if TYPE_CHECKING:
     from typing_extensions import Self
 
@@ -96,7 +98,7 @@ class ProgressReporter:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        interval = crawler.settings.getfloat("PROGRESS_INTERVAL", 30.0)
+        interval = crawler.settings.getfloat("PROGRESS_INTERVAL", defaults.PROGRESS_INTERVAL)
         if interval < 0:
             raise ValueError(f"PROGRESS_INTERVAL={interval!r}: must be >= 0 (0 disables)")
         path = crawler.settings.get("PROGRESS_REPORT_FILE")

@@ -43,6 +43,7 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 from twisted.internet import task
 
 from extensions.store.redis_connection import LoggingRetry, connect, redact
+from extensions import defaults
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -95,10 +96,10 @@ class RedisSeeds:
             raise NotConfigured("seeds from Redis need FRONTIER_BACKEND = 'redis'")
         spider = crawler.spider
         name = getattr(spider, "name", "web")
-        key = settings.get("REDIS_START_URLS_KEY", "%(name)s:start_urls") % {"name": name}
-        batch_size = settings.getint("REDIS_START_URLS_BATCH_SIZE", 16)
-        poll_interval = settings.getfloat("REDIS_START_URLS_POLL_INTERVAL", 1.0)
-        max_idle = settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE", 0)
+        key = settings.get("REDIS_START_URLS_KEY", defaults.REDIS_START_URLS_KEY) % {"name": name}
+        batch_size = settings.getint("REDIS_START_URLS_BATCH_SIZE", defaults.REDIS_START_URLS_BATCH_SIZE)
+        poll_interval = settings.getfloat("REDIS_START_URLS_POLL_INTERVAL", defaults.REDIS_START_URLS_POLL_INTERVAL)
+        max_idle = settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE", defaults.MAX_IDLE_TIME_BEFORE_CLOSE)
         for setting, value, ok in (("REDIS_START_URLS_BATCH_SIZE", batch_size, batch_size > 0),
                                    ("REDIS_START_URLS_POLL_INTERVAL", poll_interval, poll_interval > 0),
                                    ("MAX_IDLE_TIME_BEFORE_CLOSE", max_idle, max_idle >= 0)):
@@ -107,8 +108,8 @@ class RedisSeeds:
                                  f"not {value!r}")
         url = settings.get("REDIS_URL")
         try:
-            client = connect(url, settings.getfloat("FRONTIER_REDIS_TIMEOUT", 10.0) or None,
-                             LoggingRetry(redact(url), settings.getint("FRONTIER_REDIS_RETRIES", 6)))
+            client = connect(url, settings.getfloat("FRONTIER_REDIS_TIMEOUT", defaults.FRONTIER_REDIS_TIMEOUT) or None,
+                             LoggingRetry(redact(url), settings.getint("FRONTIER_REDIS_RETRIES", defaults.FRONTIER_REDIS_RETRIES)))
         except (RedisError, OSError, ValueError) as err:
             raise RuntimeError(f"cannot reach Redis at {redact(url)} for seeds ({key}): {err}") from err
         waiting = not getattr(spider, "seed_lines", None)

@@ -31,10 +31,11 @@ from crawler.items import PageItem
 from extensions.processors.registry import ProcessorRegistry
 from extensions.signals import urls_refused
 from extensions.urls.ascending import ancestors
-from extensions.urls.canonical import SESSION_PARAMS, InvalidURL, canonicalize, strip_params
+from extensions.urls.canonical import InvalidURL, canonicalize, strip_params
 from extensions.urls.filters import UrlFilter
 from extensions.urls.recent import RecentLinks
 from extensions.urls.seeds import SeedsError, iter_seed_lines
+from extensions import defaults
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class WebSpider(scrapy.Spider):
         self.recent_links = RecentLinks(self.crawler.settings.getint("LINKS_RECENT_CACHE_SIZE"))
         self.path_ascending = self.crawler.settings.getbool("LINKS_PATH_ASCENDING")
         self.strip_names = frozenset(
-            name.lower() for name in self.crawler.settings.getlist("LINKS_STRIP_PARAMS", SESSION_PARAMS))
+            name.lower() for name in self.crawler.settings.getlist("LINKS_STRIP_PARAMS", defaults.LINKS_STRIP_PARAMS))
         pipelines = self.crawler.settings.getdict("ITEM_PIPELINES")
         self.links_via_pipeline = any(
             str(path).endswith("pipelines.links.LinkScheduler") or getattr(path, "__name__", "") == "LinkScheduler"

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ipaddress
 from typing import TYPE_CHECKING, Any
 
+from extensions import defaults
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -121,7 +123,7 @@ def policy_from_settings(settings: Any) -> AddressPolicy:
     comma-separated string (``-s ALLOWED_ADDRESS_NETWORKS=a/8,b/16``) works too.
     """
     networks = [text for text in settings.getlist("ALLOWED_ADDRESS_NETWORKS") if text.strip()]
-    return AddressPolicy(settings.getbool("ALLOW_PRIVATE_ADDRESSES", False), parse_networks(networks))
+    return AddressPolicy(settings.getbool("ALLOW_PRIVATE_ADDRESSES", defaults.ALLOW_PRIVATE_ADDRESSES), parse_networks(networks))
 
 
 def describe_refusal(host: str, address: str, category: str) -> str:

@@ -140,7 +140,7 @@ def _redis_bloom(settings: Any) -> BloomLayout:
 
 
 def _seen_backend(settings: Any) -> str:
-    backend = settings.get("FRONTIER_SEEN_BACKEND", "exact")
+    backend = settings.get("FRONTIER_SEEN_BACKEND", defaults.FRONTIER_SEEN_BACKEND)
     if backend not in ("exact", "bloom"):
         raise ValueError(f'FRONTIER_SEEN_BACKEND must be "exact" or "bloom", got {backend!r}')
     return backend

@@ -39,6 +39,8 @@ import scrapy
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from extensions import defaults
+
 if TYPE_CHECKING:
     from typing_extensions import Self
 
@@ -175,7 +177,7 @@ class WarcWriter:
         directory = settings.get("WARC_DIR")
         if not directory:
             raise NotConfigured("WARC_DIR is not set")
-        max_size = settings.getint("WARC_MAX_SIZE", 1024 ** 3)
+        max_size = settings.getint("WARC_MAX_SIZE", defaults.WARC_MAX_SIZE)
         if max_size <= 0:
             raise ValueError(f"WARC_MAX_SIZE={max_size!r}: must be a positive number of bytes")
         try:

@@ -119,24 +119,24 @@ class ContentSeenPipeline:
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        if not settings.getbool("CONTENTSEEN_ENABLED", True):
+        if not settings.getbool("CONTENTSEEN_ENABLED", defaults.CONTENTSEEN_ENABLED):
             raise NotConfigured
-        self.mode = settings.get("CONTENTSEEN_MODE", NORMALISED)
+        self.mode = settings.get("CONTENTSEEN_MODE", defaults.CONTENTSEEN_MODE)
         if self.mode not in MODES:
             raise ValueError(f"CONTENTSEEN_MODE must be one of {MODES}, not {self.mode!r}")
         self.crawler = crawler
         self.stats = crawler.stats
-        self.near_enabled = settings.getbool("CONTENTSEEN_NEAR_ENABLED", True)
-        self.distance = settings.getint("CONTENTSEEN_NEAR_DISTANCE", 3)
+        self.near_enabled = settings.getbool("CONTENTSEEN_NEAR_ENABLED", defaults.CONTENTSEEN_NEAR_ENABLED)
+        self.distance = settings.getint("CONTENTSEEN_NEAR_DISTANCE", defaults.CONTENTSEEN_NEAR_DISTANCE)
         self.min_resemblance = settings.getfloat("CONTENTSEEN_NEAR_MIN_RESEMBLANCE",
                                                  defaults.CONTENTSEEN_NEAR_MIN_RESEMBLANCE)
         if not 0.0 <= self.min_resemblance <= 1.0:
             raise ValueError(f"CONTENTSEEN_NEAR_MIN_RESEMBLANCE must be in 0..1, not {self.min_resemblance}")
         self.min_shingles = settings.getint("CONTENTSEEN_NEAR_MIN_SHINGLES", defaults.CONTENTSEEN_NEAR_MIN_SHINGLES)
-        self.memory_entries = settings.getint("CONTENTSEEN_MEMORY_ENTRIES", 65536)
-        self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", 5.0)
-        self.max_text_bytes = settings.getint("CONTENTSEEN_MAX_TEXT_BYTES", 1024 * 1024)
-        self.cache_kib = settings.getint("CONTENTSEEN_SQLITE_CACHE_KIB", 2048)
+        self.memory_entries = settings.getint("CONTENTSEEN_MEMORY_ENTRIES", defaults.CONTENTSEEN_MEMORY_ENTRIES)
+        self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", defaults.CONTENTSEEN_FLUSH_INTERVAL)
+        self.max_text_bytes = settings.getint("CONTENTSEEN_MAX_TEXT_BYTES", defaults.CONTENTSEEN_MAX_TEXT_BYTES)
+        self.cache_kib = settings.getint("CONTENTSEEN_SQLITE_CACHE_KIB", defaults.CONTENTSEEN_SQLITE_CACHE_KIB)
         self.backend = content_backend(settings)
         self.redis = redis_content_store(settings, self.flush_interval) if self.backend == "redis" else None
         jobdir = settings.get("JOBDIR")

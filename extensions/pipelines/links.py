@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 
 from extensions.urls.recent import RecentLinks
+from extensions import defaults
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -37,7 +38,7 @@ class LinkScheduler:
         self.crawler = crawler
         self.stats = crawler.stats
         self.recent = RecentLinks(crawler.settings.getint("LINKS_RECENT_CACHE_SIZE"))
-        self.follow_near = crawler.settings.getbool("CONTENTSEEN_FOLLOW_NEAR_DUPLICATES", True)
+        self.follow_near = crawler.settings.getbool("CONTENTSEEN_FOLLOW_NEAR_DUPLICATES", defaults.CONTENTSEEN_FOLLOW_NEAR_DUPLICATES)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LinkScheduler:

@@ -46,9 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = ["HtmlLinkExtractor", "LinkScan"]
 
-_IGNORE_NOFOLLOW: bool = getattr(defaults, "LINKS_IGNORE_NOFOLLOW", False)
-_MAX_LINKS: int = getattr(defaults, "LINKS_MAX_PER_PAGE", 10_000)
-_MAX_PARSE_BYTES: int = getattr(defaults, "PROCESSING_MAX_PARSE_BYTES", 8 * 1024 * 1024)
+_IGNORE_NOFOLLOW: bool = defaults.LINKS_IGNORE_NOFOLLOW
+_MAX_LINKS: int = defaults.LINKS_MAX_PER_PAGE
+_MAX_PARSE_BYTES: int = defaults.PROCESSING_MAX_PARSE_BYTES
 
 #: Element -> attribute holding its link.
 LINK_ATTRIBUTES: dict[str, str] = {
@@ -127,10 +127,10 @@ class HtmlLinkExtractor:
     def from_crawler(cls, crawler: Crawler) -> HtmlLinkExtractor:
         settings = crawler.settings
         return cls(
-            ignore_nofollow=settings.getbool("LINKS_IGNORE_NOFOLLOW", _IGNORE_NOFOLLOW),
+            ignore_nofollow=settings.getbool("LINKS_IGNORE_NOFOLLOW", defaults.LINKS_IGNORE_NOFOLLOW),
             stats=LateStats(crawler),
-            max_links=settings.getint("LINKS_MAX_PER_PAGE", _MAX_LINKS),
-            max_parse_bytes=settings.getint("PROCESSING_MAX_PARSE_BYTES", _MAX_PARSE_BYTES),
+            max_links=settings.getint("LINKS_MAX_PER_PAGE", defaults.LINKS_MAX_PER_PAGE),
+            max_parse_bytes=settings.getint("PROCESSING_MAX_PARSE_BYTES", defaults.PROCESSING_MAX_PARSE_BYTES),
         )
 
     def process(self, response: Response) -> dict[str, Any]:

@@ -34,16 +34,8 @@ __all__ = ["LateStats", "Processor", "ProcessorRegistry"]
 
 logger = logging.getLogger(__name__)
 
-_HTML = [
-    "extensions.processors.html_links.HtmlLinkExtractor",
-    "extensions.processors.tag_counter.TagCounter",
-]
 #: Used when neither the add-on nor the project sets ``PROCESSING_MODULES``.
-_MODULES: dict[str, list[str]] = getattr(defaults, "PROCESSING_MODULES", {
-    "text/html": _HTML,
-    "application/xhtml+xml": _HTML,
-    "image/*": ["extensions.processors.image_stats.ImageStats"],
-})
+_MODULES: dict[str, list[str]] = defaults.PROCESSING_MODULES
 
 
 class Processor(Protocol):

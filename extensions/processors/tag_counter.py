@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TagCounter"]
 
-_MAX_TAGS: int = getattr(defaults, "TAG_COUNTER_MAX_TAGS", 50)
-_MAX_PARSE_BYTES: int = getattr(defaults, "PROCESSING_MAX_PARSE_BYTES", 8 * 1024 * 1024)
+_MAX_TAGS: int = defaults.TAG_COUNTER_MAX_TAGS
+_MAX_PARSE_BYTES: int = defaults.PROCESSING_MAX_PARSE_BYTES
 
 
 class _TagScan:
@@ -58,8 +58,8 @@ class TagCounter:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TagCounter:
         settings = crawler.settings
-        return cls(settings.getint("TAG_COUNTER_MAX_TAGS", _MAX_TAGS),
-                   settings.getint("PROCESSING_MAX_PARSE_BYTES", _MAX_PARSE_BYTES),
+        return cls(settings.getint("TAG_COUNTER_MAX_TAGS", defaults.TAG_COUNTER_MAX_TAGS),
+                   settings.getint("PROCESSING_MAX_PARSE_BYTES", defaults.PROCESSING_MAX_PARSE_BYTES),
                    LateStats(crawler))
 
     def process(self, response: Response) -> dict[str, Any]:

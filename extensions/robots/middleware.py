@@ -51,6 +51,7 @@ from scrapy.utils.misc import load_object
 
 from extensions.robots.rules import Kind, RobotsRules, decode_body, kind_of_status, product_token
 from extensions.signals import origin_deferred, origin_held
+from extensions import defaults
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -101,20 +102,20 @@ class RobotsMiddleware:
         self.stats = crawler.stats
         self.clock = clock
         self.token = product_token(settings.get("ROBOTSTXT_USER_AGENT"), settings.get("USER_AGENT"))
-        self.cache = RobotsCache(settings.getint("ROBOTSTXT_CACHE_SIZE", 10_000))
-        self.ttl = settings.getfloat("ROBOTSTXT_CACHE_TTL", DAY)
-        self.max_size = settings.getint("ROBOTSTXT_MAX_SIZE", 500 * 1024)
-        self.max_redirects = settings.getint("ROBOTSTXT_MAX_REDIRECTS", 5)
-        self.retry_delay = settings.getfloat("ROBOTSTXT_RETRY_DELAY", 60.0)
-        self.retry_max_delay = settings.getfloat("ROBOTSTXT_RETRY_MAX_DELAY", DAY)
-        self.retry_times = settings.getint("ROBOTSTXT_RETRY_TIMES", 5)
-        self.unreachable_period = settings.getfloat("ROBOTSTXT_UNREACHABLE_PERIOD", 30 * DAY)
+        self.cache = RobotsCache(settings.getint("ROBOTSTXT_CACHE_SIZE", defaults.ROBOTSTXT_CACHE_SIZE))
+        self.ttl = settings.getfloat("ROBOTSTXT_CACHE_TTL", defaults.ROBOTSTXT_CACHE_TTL)
+        self.max_size = settings.getint("ROBOTSTXT_MAX_SIZE", defaults.ROBOTSTXT_MAX_SIZE)
+        self.max_redirects = settings.getint("ROBOTSTXT_MAX_REDIRECTS", defaults.ROBOTSTXT_MAX_REDIRECTS)
+        self.retry_delay = settings.getfloat("ROBOTSTXT_RETRY_DELAY", defaults.ROBOTSTXT_RETRY_DELAY)
+        self.retry_max_delay = settings.getfloat("ROBOTSTXT_RETRY_MAX_DELAY", defaults.ROBOTSTXT_RETRY_MAX_DELAY)
+        self.retry_times = settings.getint("ROBOTSTXT_RETRY_TIMES", defaults.ROBOTSTXT_RETRY_TIMES)
+        self.unreachable_period = settings.getfloat("ROBOTSTXT_UNREACHABLE_PERIOD", defaults.ROBOTSTXT_UNREACHABLE_PERIOD)
         self.network_errors = tuple(load_object(path) if isinstance(path, str) else path
                                     for path in settings.getlist("RETRY_EXCEPTIONS"))
         self.deferred: dict[str, str] = {}  # origin -> reason, for this run
         self.unreachable_reasons: dict[str, str] = {}  # origin -> the last failure
-        self.max_crawl_delay = settings.getfloat("ROBOTSTXT_MAX_CRAWL_DELAY", 60.0)
-        self.sitemap_seeds = settings.getbool("ROBOTSTXT_SITEMAP_SEEDS", False)
+        self.max_crawl_delay = settings.getfloat("ROBOTSTXT_MAX_CRAWL_DELAY", defaults.ROBOTSTXT_MAX_CRAWL_DELAY)
+        self.sitemap_seeds = settings.getbool("ROBOTSTXT_SITEMAP_SEEDS", defaults.ROBOTSTXT_SITEMAP_SEEDS)
         self._pending: dict[str, defer.Deferred[RobotsRules]] = {}
         self._logged: set[str] = set()
         self.sitemaps: set[str] = set()

@@ -33,11 +33,11 @@ if TYPE_CHECKING:
 __all__ = ["UrlFilter", "UserUrlFilter"]
 
 # Fallbacks for a crawl without the add-on (or before defaults.py holds them).
-_SCHEMES: list[str] = getattr(defaults, "URL_FILTER_SCHEMES", ["http", "https"])
-_MAX_LENGTH: int = getattr(defaults, "URL_FILTER_MAX_LENGTH", 2083)
-_MAX_DEPTH: int = getattr(defaults, "URL_FILTER_MAX_DEPTH", 0)
-_MAX_REPEATS: int = getattr(defaults, "URL_FILTER_MAX_SEGMENT_REPEATS", 0)
-_MAX_PARAMS: int = getattr(defaults, "URL_FILTER_MAX_QUERY_PARAMS", 0)
+_SCHEMES: list[str] = defaults.URL_FILTER_SCHEMES
+_MAX_LENGTH: int = defaults.URL_FILTER_MAX_LENGTH
+_MAX_DEPTH: int = defaults.URL_FILTER_MAX_DEPTH
+_MAX_REPEATS: int = defaults.URL_FILTER_MAX_SEGMENT_REPEATS
+_MAX_PARAMS: int = defaults.URL_FILTER_MAX_QUERY_PARAMS
 
 
 class UserUrlFilter(Protocol):
@@ -78,8 +78,8 @@ class UrlFilter:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UrlFilter:
         settings = crawler.settings
-        schemes = settings.getlist("URL_FILTER_SCHEMES", _SCHEMES)
-        deny = settings.getlist("URL_FILTER_DENY", [])
+        schemes = settings.getlist("URL_FILTER_SCHEMES", defaults.URL_FILTER_SCHEMES)
+        deny = settings.getlist("URL_FILTER_DENY", defaults.URL_FILTER_DENY)
         for pattern in deny:
             try:
                 re.compile(pattern)

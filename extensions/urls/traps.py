@@ -44,6 +44,7 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
 from extensions.signals import urls_refused
+from extensions import defaults
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -268,7 +269,7 @@ class TrapFilter:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TrapFilter:
         settings = crawler.settings
-        if not settings.getbool("URL_FILTER_TRAPS_ENABLED", True):
+        if not settings.getbool("URL_FILTER_TRAPS_ENABLED", defaults.URL_FILTER_TRAPS_ENABLED):
             raise NotConfigured("URL_FILTER_TRAPS_ENABLED is off")
         values = {}
         for name in ("URL_FILTER_MAX_DATES", "URL_FILTER_MAX_DESCENT",
