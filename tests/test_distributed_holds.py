@@ -130,7 +130,7 @@ def test_a_resumed_run_retries_the_deferred_urls_first_and_a_joining_process_doe
         assert joining.stats.get_value("frontier/deferred_retried") is None
         assert status(again, f"{DEAD}/0") == Status.QUEUED
         assert again.store.hosts.deferrals() == {}
-        again.enqueue_request(Request("http://b.test/", priority=100))
+        again.enqueue_request(Request("http://b.test/", meta={"depth": 2}))  # above the URL's old level
         assert again.next_request().url == f"{DEAD}/0"
     finally:
         joining.close("finished")

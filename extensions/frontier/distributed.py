@@ -171,6 +171,7 @@ class DistributedFrontier(Frontier):
         self.held.clear()
         if self.ledger is not None:
             self.ledger.save()
+        self._adopt_holds()  # the report lists what other processes deferred too
         self._update_gauges()
         self._share_stats()
         totals = self.leases.stats_totals()
@@ -422,14 +423,13 @@ class DistributedFrontier(Frontier):
                 self.holds.defer(origin, reason)
                 self._defer([], origin, reason)
                 unpark = True
-        if not unpark:
-            return
-        for host, held in self.held.items():
-            if held.parked:
-                held.parked = False
-                self.politeness.unhold(host, now)
-                self._reschedule(host)
-        self._arm_timer(now)
+        parked = [host for host, held in self.held.items() if held.parked] if unpark else []
+        for host in parked:
+            self.held[host].parked = False
+            self.politeness.unhold(host, now)
+            self._reschedule(host)
+        if parked:
+            self._arm_timer(now)
 
     def _retry_deferred_shared(self) -> None:
         """The first process of a run retries the URLs the run before
