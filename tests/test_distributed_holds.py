@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from scrapy import Request
 from twisted.internet.task import Clock, LoopingCall
 
@@ -19,6 +20,7 @@ from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.holds import origin_of
 from extensions.store.base import Status
 from extensions.store.redis import RedisStore
+from extensions.store.redis_bloom import BloomLayout
 from tests.redisserver import shared_server, unique_prefix
 
 DEAD = "https://dead.test"
@@ -27,14 +29,14 @@ TTL = 2.0
 IDLE = 5.0
 
 
-def process(prefix: str, clock: Clock, **kwargs: Any) -> DistributedFrontier:
+def process(prefix: str, clock: Clock, bloom: BloomLayout | None = None, **kwargs: Any) -> DistributedFrontier:
     """One crawler process's frontier, open, its renewals on ``clock``."""
     def looping_call(function: Any) -> LoopingCall:
         loop = LoopingCall(function)
         loop.clock = clock
         return loop
 
-    frontier = DistributedFrontier(RedisStore(shared_server().url, prefix), clock=clock.seconds,
+    frontier = DistributedFrontier(RedisStore(shared_server().url, prefix, bloom=bloom), clock=clock.seconds,
                                    lease_clock=clock.seconds, looping_call=looping_call,
                                    lease_ttl=TTL, poll_interval=0.1, idle_close=IDLE, **kwargs)
     frontier.open(None)
@@ -66,11 +68,14 @@ def crawl(processes: list[DistributedFrontier], clock: Clock, rounds: int = 1000
     raise AssertionError(f"the crawl never ended; handed out {handed[:20]}")
 
 
-def test_two_processes_with_only_held_work_left_defer_it_and_end() -> None:
+@pytest.mark.parametrize("bloom", [None, BloomLayout(100_000, 1e-6)], ids=["exact", "bloom"])
+def test_two_processes_with_only_held_work_left_defer_it_and_end(bloom: BloomLayout | None) -> None:
+    """(With the URL-seen Bloom filter, whose finished rows go, a deferred
+    row stays, deferred: a resume retries it.)"""
     clock = Clock()
     clock.advance(1000.0)
     prefix = unique_prefix()
-    first, second = process(prefix, clock), process(prefix, clock)
+    first, second = process(prefix, clock, bloom), process(prefix, clock, bloom)
     try:
         for i in range(3):
             first.enqueue_request(Request(f"http://ok.test/{i}"))

@@ -32,6 +32,11 @@ default) makes :class:`DistributedFrontier` the scheduler: any number of
   with work is on it, held or not); a process that sees it empty first lists
   any orphaned host (:meth:`~extensions.frontier.leases.HostLeases.sweep_orphans`).
   Until then an idle process keeps polling, so no work is left behind.
+* **holds** -- a held origin (robots.txt unreachable, circuit breaker) is
+  held crawl-wide and, when no process has had other work for
+  ``FRONTIER_IDLE_CLOSE`` seconds, deferred in every process, so the crawl
+  ends (:mod:`~extensions.frontier.sharedholds`); the first process of a
+  resumed run retries deferred URLs first.
 * **stats** -- each process adds its stat changes to ``P:stats`` at every
   checkpoint and at close (``redis-cli HGETALL web:stats``); at close the
   sums so far are also in the process's own stats as ``distributed/total/*``.
