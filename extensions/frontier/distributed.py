@@ -32,6 +32,11 @@ default) makes :class:`DistributedFrontier` the scheduler: any number of
   with work is on it, held or not); a process that sees it empty first lists
   any orphaned host (:meth:`~extensions.frontier.leases.HostLeases.sweep_orphans`).
   Until then an idle process keeps polling, so no work is left behind.
+* **holds** -- a held origin (robots.txt unreachable, circuit breaker) is
+  held crawl-wide and, when no process has had other work for
+  ``FRONTIER_IDLE_CLOSE`` seconds, deferred in every process, so the crawl
+  ends (:mod:`~extensions.frontier.sharedholds`); the first process of a
+  resumed run retries deferred URLs first.
 * **stats** -- each process adds its stat changes to ``P:stats`` at every
   checkpoint and at close (``redis-cli HGETALL web:stats``); at close the
   sums so far are also in the process's own stats as ``distributed/total/*``.
@@ -63,6 +68,7 @@ from extensions.frontier.holds import origin_of
 from extensions.frontier.leases import HostLeases, level_of_score, process_id, queue_score
 from extensions.frontier.politeness import INFINITY
 from extensions.frontier.scheduler import CRAWL_WIDE_STATS, Frontier, InFlight, ready_order
+from extensions.frontier.sharedholds import SharedHolds
 from extensions.store.base import FLAG_MEMORY, Entry, FrontierStoreError, Status
 
 if TYPE_CHECKING:
@@ -83,6 +89,7 @@ class HeldHost:
     heap_score: float  # the lease expiry we last put on the heap (ms)
     since: float  # when we took it (local clock)
     inflight: int = 0
+    parked: bool = False  # the last URL taken was a held origin's, put back
 
 
 class DistributedFrontier(Frontier):
@@ -105,6 +112,7 @@ class DistributedFrontier(Frontier):
         self.owner = owner or process_id()
         self.max_hosts = len(self.back.queues)
         self.leases: HostLeases | None = None
+        self.shared_holds: SharedHolds | None = None
         self.held: dict[str, HeldHost] = {}
         self._next_poll = 0.0
         self._heap_hosts: int | None = None  # hosts on the shared heap at the last poll
@@ -126,10 +134,15 @@ class DistributedFrontier(Frontier):
                 "FRONTIER_DISTRIBUTED=False, or choose another FRONTIER_REDIS_PREFIX")
         self.leases = HostLeases(self.store, self.owner, self.lease_ttl, self._heap_shards(),
                                  clock=self.lease_clock)
+        self.shared_holds = SharedHolds(self.store, clock=self.lease_clock)
         self.politeness.crawl_delays.update(self.store.hosts.crawl_delays())
         if self.ledger is not None:
             self.ledger.load()
+        if not self.shared_holds.others_alive():
+            self._retry_deferred_shared()
+        self.shared_holds.mark_active()  # a process joining starts a new idle period
         self._alive = self.leases.heartbeat(self.lease_ttl)
+        self._adopt_holds()
         logger.info("Frontier %s shared with %d other crawler process(es) (%s)",
                     self.owner, self._alive - 1, self.store.location)
         if self.looping_call is not None:
@@ -163,6 +176,7 @@ class DistributedFrontier(Frontier):
         self.held.clear()
         if self.ledger is not None:
             self.ledger.save()
+        self._adopt_holds()  # the report lists what other processes deferred too
         self._update_gauges()
         self._share_stats()
         totals = self.leases.stats_totals()
@@ -335,6 +349,7 @@ class DistributedFrontier(Frontier):
             return None
         self.politeness.started(host, now)
         held.inflight += 1
+        held.parked = False
         self._reschedule(host)
         self.inflight[request] = InFlight(entry, host, now)
         self.stats.inc_value("frontier/dequeued")
@@ -363,8 +378,80 @@ class DistributedFrontier(Frontier):
             return True
         self.leases.put_back(entry.host, entry.fingerprint, entry.level)
         self.politeness.hold(entry.host, min(self.holds.held[origin].until, self.clock() + self.lease_ttl))
+        if entry.host in self.held:
+            self.held[entry.host].parked = True
         self.stats.inc_value("frontier/parked")
         return True
+
+    # -- held and deferred origins, crawl-wide (see extensions/frontier/sharedholds.py) --
+    def origin_held(self, origin: str, delay: float, reason: str, request: Request | None = None) -> None:
+        """As in one process, and the hold is shared: every process keeps
+        the origin's URLs back until it ends."""
+        super().origin_held(origin, delay, reason, request)
+        if self.shared_holds is not None:
+            self.shared_holds.hold(origin, delay, reason)
+
+    def _busy_here(self) -> bool:
+        """Work here that no hold keeps back: an unfiled request, a request
+        in flight for an origin not held, or a held host whose queue may
+        have such URLs (its last URL taken was not a held origin's)."""
+        if self.unfiled or any(held.queued and not held.parked for held in self.held.values()):
+            return True
+        return any(not record.held and self.holds.state_of(record.entry.url) is None
+                   for record in self.inflight.values())
+
+    def _share_holds(self) -> None:
+        """At each lease renewal: mark the crawl active if this process is
+        busy; else, if no process has been for the idle bound, defer every
+        origin held anywhere (the idle close); then adopt the crawl's holds
+        and deferrals."""
+        found = {}
+        if self._busy_here():
+            self.shared_holds.mark_active()
+        else:
+            idle = max(self.idle_close, 2 * self.lease_ttl)  # a killed process's hosts are taken over first
+            found = self.shared_holds.defer_idle(idle)
+        for origin, (_, reason) in found.items():
+            why = f"held when nothing else was left: {reason}"
+            self.holds.defer(origin, why)
+            self._defer([], origin, why)
+        self._adopt_holds(unpark=bool(found))
+
+    def _adopt_holds(self, unpark: bool = False) -> None:
+        """Hold and defer here what any process of the crawl held or deferred;
+        hosts parked by an origin deferred now are served again at once (their
+        URLs are finished as deferred as they are taken)."""
+        now = self.clock()
+        for origin, (left, reason) in self.shared_holds.held().items():
+            if origin not in self.holds.deferred:
+                self.holds.hold(origin, now + left, reason)
+        for origin, (reason, _) in self.store.hosts.deferrals().items():
+            if origin not in self.holds.deferred:
+                self.holds.defer(origin, reason)
+                self._defer([], origin, reason)
+                unpark = True
+        parked = [host for host, held in self.held.items() if held.parked] if unpark else []
+        for host in parked:
+            self.held[host].parked = False
+            self.politeness.unhold(host, now)
+            self._reschedule(host)
+        if parked:
+            self._arm_timer(now)
+
+    def _retry_deferred_shared(self) -> None:
+        """The first process of a run retries the URLs the run before
+        deferred, first: back in their hosts' queues at the top level."""
+        if not self.shared_holds.take_deferrals():
+            return
+        fingerprints = self.store.urls.take_deferred()
+        top = len(self.front.queues) - 1
+        by_host: dict[str, list[Entry]] = {}
+        for entry in self.store.urls.get_many(fingerprints).values():
+            by_host.setdefault(entry.host, []).append(entry._replace(level=top))
+        for host, entries in by_host.items():
+            self.leases.enqueue(host, entries, force=True)
+        self.stats.set_value("frontier/deferred_retried", len(fingerprints))
+        logger.info("Retrying %d URLs deferred by the previous run first", len(fingerprints))
 
     def _reschedule(self, host: str) -> None:
         if host in self.held:
@@ -463,6 +550,7 @@ class DistributedFrontier(Frontier):
                 elif host in self.held:
                     self.held[host].heap_score = expires
             self._alive = max(1, self.leases.heartbeat(self.lease_ttl))
+            self._share_holds()
             if self.store.failures != self._failures_seen:
                 self._failures_seen = self.store.failures
                 self._repair_inflight()

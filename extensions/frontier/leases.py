@@ -536,7 +536,7 @@ class HostLeases:
         take-over (this process stalled past its lease) only a URL still
         queued is finished: one the new owner took is left to it."""
         lease, back, inflight, urls = self._host_keys(host)
-        if self.store.trims:
+        if self.store.trims and status is not Status.DEFERRED:  # a deferred row stays, for a resume
             self.store.write("EVAL", FINISH_TRIM, 5, inflight, urls, self.keys.host_urls(host_tag(host)),
                              lease, back, FINISHED_FIELD.get(status, ""), fingerprint,  # type: ignore[arg-type]
                              self.owner)

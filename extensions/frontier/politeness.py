@@ -131,6 +131,14 @@ class Politeness:
             state = self.hosts[host] = HostState()
         state.next_allowed = max(state.next_allowed, until)
 
+    def unhold(self, host: str, now: float) -> None:
+        """Forget a back-off (:meth:`hold`): the next fetch waits only the gap
+        the host's last fetch earned."""
+        state = self.hosts.get(host)
+        if state is not None:
+            earned = now if state.last_end is None else state.last_end + self.gap(host, state.last_duration)
+            state.next_allowed = min(state.next_allowed, max(now, earned))
+
     def wait(self, host: str, now: float) -> float:
         """Seconds until ``host``'s next fetch may start, in-flight aside."""
         state = self.hosts.get(host)

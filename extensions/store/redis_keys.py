@@ -27,6 +27,10 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:hosts           set   every host seen (host_count)
     P:crawl_delays    hash  host -> robots.txt Crawl-delay (seconds)
     P:deferrals       hash  origin -> "when reason" of a deferred origin
+    P:{holds}:origins hash  origin -> "until reason" of an origin held now, and
+    P:{holds}:active  str   the last time some process had work no hold keeps
+                      back (both ms; the multi-process frontier's idle close,
+                      see extensions/frontier/sharedholds.py)
     P:meta            hash  schema, clean, front_queues, back_queues, ...
     P:seq             int   discovery-order counter (reserved in blocks)
     P:known           int   URLs inserted as new (for memory per URL)
@@ -243,6 +247,8 @@ class Keys:
         self.hosts = f"{prefix}:hosts"
         self.crawl_delays = f"{prefix}:crawl_delays"
         self.deferrals = f"{prefix}:deferrals"
+        self.held_origins = f"{prefix}:{{holds}}:origins"
+        self.active = f"{prefix}:{{holds}}:active"
         self.queue_prefix = f"{prefix}:queue:"
         literal = glob_escape(prefix)
         self.urls_pattern = f"{literal}:{{*}}:urls"

@@ -1,0 +1,65 @@
+"""Every crawl ends on Redis too: two ``scrapy crawl web`` processes share a
+frontier on one real redis-server, on a web with an unreachable robots.txt
+(always 500), with the DEFAULT robots.txt retry settings (minutes of
+back-off). When only the held origins' URLs are left, the processes defer
+them and exit by themselves; judged by the web's access log and the URL rows
+left in Redis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from extensions import defaults
+from extensions.frontier.fingerprint import url_fingerprint
+from extensions.store.base import Status
+from extensions.store.redis import RedisStore
+from tests.conftest import fetched_urls
+from tests.crawlrun import kill_crawl, read_result, start_web_crawl
+from tests.redisserver import RedisServer, redis_server, unique_prefix  # noqa: F401 - fixtures
+from tests.test_distributed import DEPTH, crawl_settings
+
+IDLE = 3.0  # FRONTIER_IDLE_CLOSE; the bound on Redis is at least twice the lease TTL (2 s)
+
+
+def test_two_processes_defer_an_unreachable_origin_and_exit_by_themselves(
+        start_web: Any, redis_server: RedisServer, tmp_path: Path) -> None:
+    web = start_web(hosts=4, pages=6)
+    seeds = [web.url("h0000.test"), web.url("h0001.test"), web.url("robots-500.test")]
+    prefix = unique_prefix()
+    settings = crawl_settings(web, redis_server.url, prefix, FRONTIER_IDLE_CLOSE=IDLE)
+    procs = [start_web_crawl(tmp_path / f"crawl{i}", ",".join(seeds), settings, robots_overrides=False)
+             for i in range(2)]
+    try:
+        for proc in procs:  # bounded: the back-offs alone would take minutes
+            proc.wait(timeout=150)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                kill_crawl(proc)
+    results = [read_result(tmp_path / f"crawl{i}", proc.returncode, []) for i, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.log[-3000:]
+        assert result.report["finish_reason"] == "finished"
+
+    # every page whose robots.txt answered was fetched
+    truth = web.truth(seeds=seeds, depth_limit=DEPTH, robots_5xx="disallow")
+    fetched = fetched_urls(web, include_robots=True)
+    assert not set(truth.regular) - set(fetched), sorted(set(truth.regular) - set(fetched))[:10]
+    # the crawl did not wait out the retries: fewer robots.txt tries than they allow
+    unreachable = f"http://robots-500.test:{web.port}"
+    assert 1 <= fetched[f"{unreachable}/robots.txt"] <= defaults.ROBOTSTXT_RETRY_TIMES
+
+    store = RedisStore(redis_server.url, prefix)
+    store.open()
+    try:
+        reasons = {origin: reason for origin, (reason, _) in store.hosts.deferrals().items()}
+        assert store.urls.status_of(url_fingerprint(web.url("robots-500.test"))[0]) == Status.DEFERRED
+        counts = store.count_by_status()
+    finally:
+        store.close()
+    assert reasons[unreachable].startswith("held when nothing else was left: robots.txt unreachable")
+    assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0, counts
+    assert sum(result.stats.get("frontier/deferred", 0) for result in results) == counts[Status.DEFERRED]
+    for result in results:  # each process's report lists the deferred origins
+        assert result.report["deferred"] == reasons
