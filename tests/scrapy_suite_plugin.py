@@ -7,8 +7,11 @@ pytest run whose working directory holds the tests of Scrapy's sdist, so
 its own scheduler runs on the frontier with Scrapy's other defaults and no
 add-on, what a user gets by setting only ``SCHEDULER``.
 
-With ``SCRAPY_SUITE_FRONTIERS`` naming a file, it writes there (JSON) how many
-frontiers each test built, so the caller can check the override took effect.
+``SCRAPY_SUITE_SETTINGS`` (JSON) adds more defaults, for another store
+(``{"FRONTIER_BACKEND": "redis", "REDIS_URL": ...}``). With
+``SCRAPY_SUITE_SCHEDULERS`` naming a file, it writes there (JSON) how many
+frontiers, and how many of Scrapy's own schedulers, each test built, so the
+caller can check the override took effect.
 """
 
 from __future__ import annotations
@@ -33,26 +36,36 @@ if _ROOT not in sys.path:
     sys.path.append(_ROOT)
 
 default_settings.SCHEDULER = FRONTIER
+for _name, _value in json.loads(os.environ.get("SCRAPY_SUITE_SETTINGS") or "{}").items():
+    setattr(default_settings, _name, _value)
 
-_built: Counter[str] = Counter()
+_built: dict[str, Counter[str]] = {"frontier": Counter(), "scrapy": Counter()}
 _current = {"test": "<outside a test>"}
 
 
-def _count_frontiers() -> None:
-    """Wrap ``Frontier.from_crawler`` to count the frontiers each test builds
-    (fails the session at once if the frontier cannot be imported)."""
-    from extensions.frontier.scheduler import Frontier  # noqa: PLC0415
-
-    build = Frontier.from_crawler.__func__
+def _count_builds(kind: str, scheduler_cls: type) -> None:
+    """Wrap ``from_crawler`` of ``scheduler_cls`` to count the instances each
+    test builds."""
+    build = scheduler_cls.from_crawler.__func__
 
     def from_crawler(cls: type, crawler: Any) -> Any:
-        _built[_current["test"]] += 1
+        _built[kind][_current["test"]] += 1
         return build(cls, crawler)
 
-    Frontier.from_crawler = classmethod(from_crawler)
+    scheduler_cls.from_crawler = classmethod(from_crawler)
 
 
-_count_frontiers()
+def _count_schedulers() -> None:
+    """Fails the session at once if the frontier cannot be imported."""
+    from scrapy.core.scheduler import Scheduler  # noqa: PLC0415
+
+    from extensions.frontier.scheduler import Frontier  # noqa: PLC0415
+
+    _count_builds("frontier", Frontier)
+    _count_builds("scrapy", Scheduler)
+
+
+_count_schedulers()
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -69,6 +82,6 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    path = os.environ.get("SCRAPY_SUITE_FRONTIERS")
+    path = os.environ.get("SCRAPY_SUITE_SCHEDULERS")
     if path:
-        Path(path).write_text(json.dumps(dict(_built), indent=1), encoding="utf-8")
+        Path(path).write_text(json.dumps(_built, indent=1), encoding="utf-8")

@@ -4,10 +4,11 @@
 the installed Scrapy version (``make scrapy-tests`` puts them, with the pytest
 plugins they need, in ``<venv>/scrapy-tests``) run in a pytest subprocess
 with :mod:`tests.scrapy_suite_plugin`, which makes the frontier Scrapy's
-default scheduler. Every test must pass or be skipped, except the ones in
-``DEVIATIONS``: behaviour we change on purpose, each listed in the README with
-its reason. A deviation that starts passing fails here too, so the list (and
-the README) cannot go stale.
+default scheduler: once on the default store (SQLite, one process) and once
+on Redis (the shared, multi-process frontier). Every test must pass or be
+skipped, except the ones in ``DEVIATIONS``: behaviour we change on purpose,
+each listed in the README with its reason. A deviation that starts passing
+fails here too, so the list (and the README) cannot go stale.
 """
 
 from __future__ import annotations
@@ -17,33 +18,39 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.redisserver import RedisServer
+
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = Path(sys.prefix) / "scrapy-tests"
 FILES = ("tests/test_scheduler_base.py", "tests/test_crawl.py")
-# a hang guard, not a pass criterion: a crawl whose reactor stopped would
-# otherwise wait forever (Scrapy's slowest crawl test takes seconds)
-PER_TEST_TIMEOUT = 120
+# Hang guards, not pass criteria: a crawl whose reactor stopped would wait
+# for ever (Scrapy's slowest test here takes about 3 s), and so would the
+# interpreter's exit after it.
+PER_TEST_TIMEOUT = 60
 RUN_TIMEOUT = 1800
-EXIT_GRACE = 60  # seconds from the junit report to the process's exit
+EXIT_GRACE = 30  # seconds from the junit report to the process's exit
 
-#: Scrapy tests that fail on purpose with the frontier, "module::Class::test"
-#: to the reason (the README's list of deviations says the same).
-DEVIATIONS: dict[str, str] = {}
+#: Scrapy tests that fail on purpose with the frontier on each store,
+#: "module::Class::test" to the reason (the README's list says the same).
+DEVIATIONS: dict[str, dict[str, str]] = {"sqlite": {}, "redis": {}}
 
 
 @dataclass
 class SuiteRun:
+    store: str
     returncode: int
     hung_at_exit: bool
-    outcomes: dict[str, str]  # test id -> "passed", "failed" or "skipped"
-    messages: dict[str, str]  # failed test id -> first line of its failure
-    frontiers: dict[str, int]  # pytest node id -> frontiers built
-    output: str
+    outcomes: dict[str, str] = field(repr=False)  # test id -> "passed", "failed" or "skipped"
+    messages: dict[str, str] = field(repr=False)  # failed test id -> first line of its failure
+    # "frontier" and "scrapy" (Scrapy's own scheduler) -> pytest node id -> built
+    schedulers: dict[str, dict[str, int]] = field(repr=False)
+    output: str = field(repr=False)
 
 
 def _test_id(case: ET.Element) -> str:
@@ -92,44 +99,63 @@ def _run(command: list[str], env: dict[str, str], out: Path) -> tuple[int, bool]
         return proc.wait(), hung
 
 
-@pytest.fixture(scope="module")
-def suite_run(tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+def _store_settings(store: str, directory: Path) -> tuple[dict[str, object], RedisServer | None]:
+    """Defaults beyond SCHEDULER for ``store``, and the server it needs."""
+    if store == "sqlite":
+        return {}, None
+    server = RedisServer(directory / "redis")
+    # one crawl after another on one prefix; a crawl a test broke off must
+    # not leave its URLs to the next one
+    return {"FRONTIER_BACKEND": "redis", "REDIS_URL": server.url, "SCHEDULER_FLUSH_ON_START": True}, server
+
+
+@pytest.fixture(scope="module", params=["sqlite", "redis"])
+def suite_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SuiteRun]:
     if not (SUITE / ".ready").exists():
         pytest.fail(f"Scrapy's tests are not in {SUITE}: run `make scrapy-tests` (make test does)")
-    out = tmp_path_factory.mktemp("scrapy-suite")
-    env = dict(os.environ, SCRAPY_SUITE_FRONTIERS=str(out / "frontiers.json"),
+    out = tmp_path_factory.mktemp(f"scrapy-suite-{request.param}")
+    settings, server = _store_settings(request.param, out)
+    env = dict(os.environ, SCRAPY_SUITE_SCHEDULERS=str(out / "schedulers.json"),
+               SCRAPY_SUITE_SETTINGS=json.dumps(settings),
                PYTHONPATH=os.pathsep.join((str(SUITE / "deps"), str(ROOT / "tests"))))
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "scrapy_suite_plugin",
                "-q", "-rfE", f"--timeout={PER_TEST_TIMEOUT}", f"--junitxml={out / 'junit.xml'}", *FILES]
-    returncode, hung = _run(command, env, out)
+    try:
+        returncode, hung = _run(command, env, out)
+    finally:
+        if server is not None:
+            server.stop()
     output = (out / "output.txt").read_text(encoding="utf-8", errors="replace")
     if not (out / "junit.xml").exists() or (returncode not in (0, 1) and not hung):
         pytest.fail(f"Scrapy's suite did not run (exit {returncode}):\n{output[-4000:]}")
     outcomes, messages = _parse(out / "junit.xml")
-    report = out / "frontiers.json"
-    frontiers = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
-    return SuiteRun(returncode, hung, outcomes, messages, frontiers, output)
+    report = out / "schedulers.json"
+    schedulers = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
+    yield SuiteRun(request.param, returncode, hung, outcomes, messages, schedulers, output)
 
 
 def test_scrapy_suite_ran_on_the_frontier(suite_run: SuiteRun) -> None:
-    """The override took effect: Scrapy's crawl tests built our frontier."""
+    """The override took effect: Scrapy's crawl tests built our frontier and
+    none fell back to Scrapy's scheduler."""
     assert any(test.startswith("test_crawl::") for test in suite_run.outcomes)
     assert any(test.startswith("test_scheduler_base::") for test in suite_run.outcomes)
-    assert suite_run.frontiers.get("tests/test_crawl.py::TestCrawl::test_follow_all", 0) >= 1
-    assert sum(suite_run.frontiers.values()) >= len(suite_run.outcomes) // 2
+    frontiers = suite_run.schedulers.get("frontier", {})
+    assert frontiers.get("tests/test_crawl.py::TestCrawl::test_follow_all", 0) >= 1
+    assert not suite_run.schedulers.get("scrapy"), suite_run.schedulers.get("scrapy")
 
 
 def test_scrapy_crawl_and_scheduler_tests_pass_with_the_frontier(suite_run: SuiteRun) -> None:
+    deviations = DEVIATIONS[suite_run.store]
     failed = sorted(test for test, outcome in suite_run.outcomes.items()
-                    if outcome == "failed" and test not in DEVIATIONS)
+                    if outcome == "failed" and test not in deviations)
     report = "\n".join(f"{test}: {suite_run.messages.get(test, '')}" for test in failed)
-    assert not failed, f"{len(failed)} of Scrapy's tests fail with the frontier:\n{report}"
+    assert not failed, f"{len(failed)} of Scrapy's tests fail with the frontier on {suite_run.store}:\n{report}"
 
 
 def test_documented_deviations_still_deviate(suite_run: SuiteRun) -> None:
     """Each listed deviation exists and still fails; one that passes now
     comes off the list and out of the README."""
-    stale = {test: suite_run.outcomes.get(test, "not collected") for test in DEVIATIONS
+    stale = {test: suite_run.outcomes.get(test, "not collected") for test in DEVIATIONS[suite_run.store]
              if suite_run.outcomes.get(test) != "failed"}
     assert not stale, f"listed as deviations but not failing: {stale}"
 
