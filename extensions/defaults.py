@@ -156,6 +156,7 @@ FRONTIER_LEASE_TTL = 10.0  # seconds a killed process's hosts stay locked (renew
 FRONTIER_POLITENESS_FACTOR = 0.0  # x the last fetch's duration; Mercator used 10
 FRONTIER_PRIORITIZER = "extensions.frontier.prioritizer.CashPrioritizer"  # depth without AOPIC
 FRONTIER_QUEUE_BUFFER = 256  # entries per head/tail buffer; Mercator used 600
+FRONTIER_RECORD_REFUSALS = True  # a URL refused by a filter, the host budget or the address policy gets a row (status refused)
 FRONTIER_REDIS_BLOOM_CAPACITY = 10_000_000  # URLs the shared Bloom filter is sized for (it grows beyond)
 FRONTIER_REDIS_BLOOM_ERROR_RATE = 0.001  # new URLs taken for seen (never crawled), at most
 FRONTIER_REDIS_PREFIX = "web"  # keys web:... (one crawl per prefix; see extensions/store/redis_keys.py)

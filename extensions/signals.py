@@ -24,3 +24,11 @@ origin_held = object()
 #: in this run (a resumed crawl retries them first).
 #: Arguments: ``origin``, ``reason``.
 origin_deferred = object()
+
+#: URLs that will not be crawled, for good in this run: refused by the URL
+#: filter (``filter/<reason>``; not ``depth``, which depends on the path that
+#: found the URL), the trap filter (``trap/<reason>``) or the address policy
+#: (``address/<category>``). The frontier records each unknown one with
+#: status ``refused``. Arguments: ``refusals``, a list of ``(url, reason)``,
+#: and ``request``: the request refused, if it was already handed out.
+urls_refused = object()

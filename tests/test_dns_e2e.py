@@ -77,6 +77,18 @@ def test_private_addresses_are_refused_by_default(
     assert "127.0.0.1 is a loopback address" in result.log
 
 
+def test_a_seed_with_a_literal_address_is_fetched_without_a_lookup(
+        tmp_path: Path, start_web: Any, dns_server: DnsServer) -> None:
+    """Was: the connection asked the resolver for "127.0.0.1", which queried
+    the nameserver, failed, and held the origin as unreachable until deferred."""
+    web = start_web(hosts=3, pages=3, links=2)
+    result = crawl(tmp_path, f"http://127.0.0.1:{web.port}/", dns_server)
+    paths = [entry.path for entry in web.entries() if entry.host.startswith("127.0.0.1")]
+    assert paths == ["/robots.txt", "/"]  # the test web knows no such host: two 404s
+    assert dns_server.total() == 0
+    assert "dns/failures" not in result.stats and not result.report["deferred"]
+
+
 class Redirector(BaseHTTPRequestHandler):
     """``/`` answers 302 to ``server.target``; anything else 404. Paths are recorded."""
 

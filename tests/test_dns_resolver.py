@@ -75,6 +75,23 @@ def test_concurrent_lookups_send_one_query_per_name(loop: LoopReactor, server: D
     assert stats.get_value("dns/cache_hits") == 30
 
 
+@pytest.mark.parametrize("literal", ["127.0.0.1", "::1"])
+def test_a_literal_address_is_its_own_answer_without_a_query(
+        loop: LoopReactor, server: DnsServer, literal: str) -> None:
+    """Twisted asks the installed resolver even for ``connectTCP("127.0.0.1")``:
+    answering with a query made every URL of a literal-address host fail
+    ("no results for hostname lookup")."""
+    resolver, _ = build(loop, server)
+    assert loop.outcome(resolver.getHostByName(literal)) == literal
+    assert server.total() == 0
+
+
+def test_a_literal_address_is_judged_by_the_address_policy(loop: LoopReactor, server: DnsServer) -> None:
+    resolver, _ = build(loop, server, ALLOW_PRIVATE_ADDRESSES=False)
+    outcome = loop.outcome(resolver.getHostByName("127.0.0.1"))
+    assert isinstance(outcome, AddressRefusedError) and outcome.category == "loopback"
+
+
 def assert_kept_for(loop: LoopReactor, resolver: CachingResolver, server: DnsServer,
                     clock: Clock, name: str, seconds: float) -> list[Any]:
     """The answer for ``name`` is cached exactly ``seconds``: asked once until then, again after."""

@@ -316,3 +316,37 @@ def test_hosts_first_seen_is_the_time_they_were_found(store: Any) -> None:
     frontier.enqueue_request(Request("http://h.test/"))
     (first_seen,) = store._require().execute("SELECT first_seen FROM hosts WHERE host='h.test'").fetchone()
     assert first_seen >= 1_700_000_000.0
+
+
+# -- URLs refused for good -----------------------------------------------------
+def test_refused_urls_get_a_refused_row_and_stay_unfetched(store: Any) -> None:
+    clock = Clock()
+    frontier = make_frontier(store, clock=clock)
+    frontier.urls_refused([("http://a.test/deny", "filter/deny"), ("mailto:x@a.test", "filter/scheme")])
+    trims = getattr(frontier.store, "trims", False)  # Redis in Bloom mode keeps only a count
+    assert status(frontier, "http://a.test/deny") == (None if trims else Status.REFUSED)
+    assert not frontier.enqueue_request(Request("http://a.test/deny"))  # known: a duplicate
+    frontier.enqueue_request(Request("http://a.test/ok"))
+    assert fetch_all(frontier, clock) == ["http://a.test/ok"]
+    assert frontier.stats.get_value("frontier/refused") == 1
+
+
+def test_a_handed_out_request_refused_for_good_ends_refused_not_failed(store: Any) -> None:
+    clock = Clock()
+    frontier = make_frontier(store, clock=clock)
+    frontier.enqueue_request(Request("http://a.test/"))
+    request = frontier.next_request()
+    frontier.urls_refused([(request.url, "address/loopback")], request=request)
+    frontier.fetch_finished(request, duration=0.0, ok=False)
+    assert fetch_all(frontier, clock) == []
+    if not getattr(frontier.store, "trims", False):
+        assert status(frontier, "http://a.test/") == Status.REFUSED
+        entry = frontier.store.urls.get_many([request_fp(request)])[request_fp(request)]
+        assert entry.extra == '{"refused": "address/loopback"}'
+    assert frontier.stats.get_value("frontier/refused") == 1
+    assert not frontier.stats.get_value("frontier/failed")
+
+
+def request_fp(request: Request) -> int:
+    from extensions.frontier.fingerprint import url_fingerprint  # noqa: PLC0415
+    return url_fingerprint(request.url)[0]

@@ -29,6 +29,7 @@ from scrapy.utils.sitemap import Sitemap
 
 from crawler.items import PageItem
 from extensions.processors.registry import ProcessorRegistry
+from extensions.signals import urls_refused
 from extensions.urls.ascending import ancestors
 from extensions.urls.canonical import SESSION_PARAMS, InvalidURL, canonicalize, strip_params
 from extensions.urls.filters import UrlFilter
@@ -114,7 +115,11 @@ class WebSpider(scrapy.Spider):
         """The request for one seed, None if the URL filter refuses it;
         ValueError (InvalidURL) if it is not a URL."""
         url = canonicalize(raw)
-        return scrapy.Request(url) if self.url_filter.check(url, 0, stats) else None
+        refused: list[tuple[str, str]] = []
+        if self.url_filter.check(url, 0, stats, refused):
+            return scrapy.Request(url)
+        self.report_refused(refused)
+        return None
 
     def parse(self, response: Response) -> Iterator[Any]:
         """One item per document; requests for the links its processors found."""
@@ -134,7 +139,9 @@ class WebSpider(scrapy.Spider):
         item = self.page_item(response, content_type, depth, len(links), processed)
         item._response = response  # for the content-seen pipeline; never exported
         stats = self.crawler.stats
-        accepted = [url for url in links if self.url_filter.check(url, depth + 1, stats)]
+        refused: list[tuple[str, str]] = []
+        accepted = [url for url in links if self.url_filter.check(url, depth + 1, stats, refused)]
+        self.report_refused(refused)
         if self.links_via_pipeline:
             item["links"] = accepted  # scheduled by LinkScheduler after the verdicts
             yield item
@@ -147,6 +154,11 @@ class WebSpider(scrapy.Spider):
             else:
                 stats.inc_value("links/recent_duplicates")
 
+    def report_refused(self, refused: list[tuple[str, str]]) -> None:
+        """Tell the frontier which URLs the filter refused (it records them)."""
+        if refused:
+            self.crawler.signals.send_catch_log(urls_refused, refusals=refused)
+
     def sitemap_requests(self, urls: list[str]) -> Iterator[scrapy.Request]:
         """Requests for sitemaps (robots.txt ``Sitemap:`` lines), as seeds."""
         for raw in urls:
@@ -155,8 +167,10 @@ class WebSpider(scrapy.Spider):
             except InvalidURL:
                 self.crawler.stats.inc_value("sitemaps/invalid")
                 continue
-            if self.url_filter.check(url, 0, self.crawler.stats):
+            refused: list[tuple[str, str]] = []
+            if self.url_filter.check(url, 0, self.crawler.stats, refused):
                 yield scrapy.Request(url, callback=self.parse_sitemap, meta={"depth": 0})
+            self.report_refused(refused)
 
     def parse_sitemap(self, response: Response) -> Iterator[Any]:
         """A sitemap or sitemap index (sitemaps.org, gzip allowed): its item,
@@ -183,14 +197,16 @@ class WebSpider(scrapy.Spider):
             yield from self.sitemap_requests(urls)
             return
         stats = self.crawler.stats
+        refused: list[tuple[str, str]] = []
         for raw in urls:
             try:
                 url = canonicalize(raw)
             except InvalidURL:
                 stats.inc_value("sitemaps/invalid")
                 continue
-            if self.url_filter.check(url, 1, stats) and self.recent_links.fresh(url, 1):
+            if self.url_filter.check(url, 1, stats, refused) and self.recent_links.fresh(url, 1):
                 yield scrapy.Request(url, meta={"depth": 1})
+        self.report_refused(refused)
 
     def page_item(
         self, response: Response, content_type: str, depth: int, outlinks: int,

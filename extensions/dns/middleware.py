@@ -37,10 +37,10 @@ from twisted.python.failure import Failure
 
 from extensions.dns.policy import AddressPolicy, describe_refusal, is_ip_literal, policy_from_settings
 from extensions.dns.resolver import AddressRefusedError
-from extensions.signals import host_assigned
+from extensions.signals import host_assigned, urls_refused
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from collections.abc import Callable, Coroutine
 
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -80,10 +80,12 @@ def settled(lookup: Deferred[str]) -> tuple[bool, Any]:
 class AddressPolicyMiddleware:
     """Refuses requests to non-public addresses and to names that do not resolve."""
 
-    def __init__(self, resolver: SimpleResolver, policy: AddressPolicy, stats: StatsCollector):
+    def __init__(self, resolver: SimpleResolver, policy: AddressPolicy, stats: StatsCollector,
+                 send: Callable[..., Any] | None = None):
         self.resolver = resolver
         self.policy = policy
         self.stats = stats
+        self.send = send  # the crawler's send_catch_log: refusals go to the frontier
         self.logged_hosts: set[str] = set()
 
     @classmethod
@@ -92,7 +94,8 @@ class AddressPolicyMiddleware:
         if resolver is None:
             from twisted.internet import reactor  # noqa: PLC0415 - the installed one
             resolver = reactor.resolver
-        middleware = cls(resolver, policy_from_settings(crawler.settings), crawler.stats)
+        middleware = cls(resolver, policy_from_settings(crawler.settings), crawler.stats,
+                         crawler.signals.send_catch_log)
         crawler.signals.connect(middleware.prefetch, signal=host_assigned)
         crawler.signals.connect(middleware.publish_stats, signal=signals.spider_idle)
         crawler.signals.connect(middleware.publish_stats, signal=signals.spider_closed)
@@ -123,18 +126,22 @@ class AddressPolicyMiddleware:
         """Return if ``outcome`` (an address, or the lookup's error) allows the fetch."""
         if isinstance(outcome, AddressRefusedError):
             self.refuse(request, host, describe_refusal(host, outcome.address, outcome.category),
-                        outcome)
+                        outcome, outcome.category)
         if isinstance(outcome, BaseException):
             logger.error("Ignoring %s: %s", request, outcome)
             raise IgnoreRequest(f"Ignoring {request.url}: {outcome}") from outcome
         category = self.policy.refusal(outcome)
         if category is not None:
-            self.refuse(request, host, describe_refusal(host, outcome, category))
+            self.refuse(request, host, describe_refusal(host, outcome, category), None, category)
 
     def refuse(self, request: Request, host: str, reason: str,
-               cause: BaseException | None = None) -> None:
-        """Count, log once per host, and raise the IgnoreRequest."""
+               cause: BaseException | None = None, category: str = "private") -> None:
+        """Count, log once per host, record it (the frontier's URL
+        database: status refused, ``address/<category>``), and raise the
+        IgnoreRequest."""
         self.stats.inc_value(REFUSED_STAT)
+        if self.send is not None:
+            self.send(urls_refused, refusals=[(request.url, f"address/{category}")], request=request)
         if host not in self.logged_hosts:
             if len(self.logged_hosts) >= LOGGED_HOSTS_LIMIT:
                 self.logged_hosts.clear()

@@ -274,6 +274,8 @@ class CachingResolver:
         if self.counts[LOOKUPS] >= FLUSH_EVERY:
             self.flush_counts()
         key = normalise_name(name)
+        if parse_address(key) is not None:  # a literal address (a seed such as http://10.0.0.7/)
+            return self.checked(key, key)
         address = self.hosts.lookup(key)
         if address is not None:
             self.count(HOSTS_FILE_HITS)

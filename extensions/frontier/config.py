@@ -286,6 +286,7 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
         "revisits": _positive_int(settings, "FRONTIER_AOPIC_REVISITS", 0),
         "idle_close": _non_negative(settings, "FRONTIER_IDLE_CLOSE"),
         "write_ahead": settings.getbool("FRONTIER_WRITE_AHEAD") and isinstance(store, WriteAheadStore),
+        "record_refusals": settings.getbool("FRONTIER_RECORD_REFUSALS"),
         **_engine_hooks(crawler),
         **distributed,
     }

@@ -219,7 +219,9 @@ class DistributedFrontier(Frontier):
         if bypass:
             fp = self._distinct_copy(fp)
         entry = encode(request, fp, host, level, self.spider)
-        if not bypass and self.host_budget and self._over_budget(fp, host):
+        if not bypass and self.host_budget and (verdict := self._over_budget(fp, host)):
+            if verdict == "budget" and self.record_refusals:
+                self._record_refused(entry, "budget", self.wall_clock())
             return False
         result = self.leases.enqueue(host, [entry], force=bypass)[0]
         self.seen.remember(fp)
@@ -410,10 +412,16 @@ class DistributedFrontier(Frontier):
             return
         host, fp = record.host, record.entry.fingerprint
         held = self.held.get(host)
-        kept = not record.ok and not record.excluded and (bool(self.holds) or record.held) and self._kept_back(
+        kept = not record.ok and not record.excluded and record.refused is None and (
+            bool(self.holds) or record.held) and self._kept_back(
             record.entry, True, record.held)
         if kept:
             pass
+        elif record.refused is not None:
+            self.leases.finish(host, fp, Status.REFUSED, self.wall_clock())
+            if not self.store.trims:  # a trimmed row keeps only its count
+                self._write_refusal(record.entry, record.refused)
+            self.stats.inc_value("frontier/refused")
         elif record.excluded:
             self.leases.finish(host, fp, None)
         else:

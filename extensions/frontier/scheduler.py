@@ -28,6 +28,7 @@ queues are rebuilt from the URL rows. The design is in
 from __future__ import annotations
 
 import heapq
+import json
 import logging
 import shutil
 import time
@@ -54,7 +55,7 @@ from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
 from extensions.frontier.resume import load_bloom, rebuild_queues, record_shape, save_bloom, shape_changed
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
 from extensions.store.base import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
-from extensions.signals import host_assigned, origin_deferred, origin_held
+from extensions.signals import host_assigned, origin_deferred, origin_held, urls_refused
 from extensions.aopic.ledger import AOPICLedger
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class InFlight:
     ok: bool = False
     excluded: bool = False  # refused before the fetch (robots.txt)
     held: bool = False  # refused because its origin is held (origin_held named it)
+    refused: str | None = None  # refused for good (urls_refused named it): why
 
 
 class DictStats:
@@ -157,6 +159,7 @@ class Frontier(BaseScheduler):
         revisits: int = 0,
         idle_close: float = 60.0,
         write_ahead: bool = False,
+        record_refusals: bool = True,
     ) -> None:
         self.store = store
         self.front = FrontQueues(store, front_queues, queue_buffer, selector)
@@ -184,6 +187,7 @@ class Frontier(BaseScheduler):
         self.revisits = revisits  # AOPIC: fetches of a page beyond the first
         self.write_ahead = write_ahead  # commit before each hand-out (see _write_ahead)
         self.host_budget = host_budget  # URLs accepted per host; 0: unlimited
+        self.record_refusals = record_refusals  # refused URLs get a row (status refused)
         self._host_counts: OrderedDict[str, int] = OrderedDict()  # LRU over the store
         self.spider: Spider | None = None
         self.inflight: dict[Request, InFlight] = {}
@@ -226,6 +230,7 @@ class Frontier(BaseScheduler):
         crawler.signals.connect(frontier.robots_parsed, signals.robots_parsed)
         crawler.signals.connect(frontier.origin_held, origin_held)
         crawler.signals.connect(frontier.origin_deferred, origin_deferred)
+        crawler.signals.connect(frontier.urls_refused, urls_refused)
         frontier.on_host_assigned = partial(crawler.signals.send_catch_log, host_assigned)
         return frontier
 
@@ -342,7 +347,9 @@ class Frontier(BaseScheduler):
         if bypass:
             self.store.urls.requeue(entry, now)
             self.seen.remember(fp)
-        elif self.host_budget and self._over_budget(fp, host):
+        elif self.host_budget and (verdict := self._over_budget(fp, host)):
+            if verdict == "budget" and self.record_refusals:
+                self._record_refused(entry, "budget", now)
             return False  # refused or a duplicate, counted
         elif not self.seen.add(entry, now):
             return self._duplicate()
@@ -385,13 +392,14 @@ class Frontier(BaseScheduler):
             self.stats.inc_value("frontier/dont_filter_copies")
         return copy
 
-    def _over_budget(self, fp: int, host: str) -> bool:
+    def _over_budget(self, fp: int, host: str) -> str | None:
         """Per-host page budget (a trap defence): refuse a host's new URLs
-        once it has ``host_budget`` known ones. Counts live in a bounded LRU
+        once it has ``host_budget`` known ones (``"budget"``; a known URL is
+        a ``"duplicate"``, spending none). Counts live in a bounded LRU
         over the store's per-host range count."""
         if self.store.urls.status_of(fp) is not None:  # known already: no budget spent
             self._duplicate()
-            return True
+            return "duplicate"
         counts = self._host_counts
         count = counts.pop(host, None)
         if count is None:
@@ -399,11 +407,11 @@ class Frontier(BaseScheduler):
         if count >= self.host_budget:
             counts[host] = count
             self.stats.inc_value("frontier/host_budget_refused")
-            return True
+            return "budget"
         counts[host] = count + 1
         if len(counts) > 65536:
             counts.popitem(last=False)
-        return False
+        return None
 
     def _cash_meta(self, request: Request, fp: int) -> Any:
         """What the prioritiser sees: the request's meta, plus AOPIC's cash."""
@@ -642,6 +650,10 @@ class Frontier(BaseScheduler):
         if record is None or record.excluded:
             return
         entry = record.entry
+        if record.refused is not None:
+            self._write_refusal(entry, record.refused)
+            self.stats.inc_value("frontier/refused")
+            return
         if not record.ok and (self.holds or record.held) and self._kept_back(entry, True, record.held):
             return
         if entry.fingerprint in self._probes:
@@ -689,6 +701,37 @@ class Frontier(BaseScheduler):
     def origin_deferred(self, origin: str, reason: str) -> None:
         """Signal handler: ``origin``'s URLs are deferred for this run."""
         self._defer(self.holds.defer(origin, reason), origin, reason)
+
+    # -- URLs refused for good (URL filter, trap filter, address policy) ------
+    def urls_refused(self, refusals: Sequence[tuple[str, str]], request: Request | None = None) -> None:
+        """Signal handler: each ``(url, reason)`` will not be crawled. An
+        unknown URL gets a row with status ``refused`` (the reason in its
+        ``extra``), so that the URL database says why it was never fetched;
+        ``request``, if one we handed out, ends ``refused`` instead of failed."""
+        record = self.inflight.get(request) if request is not None else None
+        if record is not None:
+            record.refused = refusals[0][1] if refusals else "refused"
+            return
+        if not self.record_refusals:
+            return
+        now = self.wall_clock()
+        for url, reason in refusals:
+            try:
+                fp, host = url_fingerprint(url)
+            except ValueError:
+                continue  # not a URL the frontier could file: nothing to record
+            if not self.seen.known(fp):
+                self._record_refused(Entry(fp, url, host), reason, now)
+
+    def _write_refusal(self, entry: Entry, reason: str) -> None:
+        """Rewrite a known URL's row as refused, with the reason."""
+        self.store.urls.requeue(entry._replace(extra=json.dumps({"refused": reason})), self.wall_clock())
+        self.store.urls.set_status([entry.fingerprint], Status.REFUSED, only_from=Status.QUEUED)
+
+    def _record_refused(self, entry: Entry, reason: str, now: float) -> None:
+        if self.seen.add(entry._replace(extra=json.dumps({"refused": reason})), now):
+            self.store.urls.set_status([entry.fingerprint], Status.REFUSED, only_from=Status.QUEUED)
+            self.stats.inc_value("frontier/refused")
 
     def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
         """Park or defer ``entry`` if its origin is held or deferred (a

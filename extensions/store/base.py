@@ -56,6 +56,7 @@ class Status(IntEnum):
     FAILED = 3
     EXCLUDED = 4
     DEFERRED = 5  # its origin could not be crawled in this run (see HostTable.deferrals)
+    REFUSED = 6  # a URL filter, the trap filter, the host budget or the address policy said no
 
 
 #: Entry.flags bits.

@@ -8,7 +8,7 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
 
     P:{T}:urls        hash  fingerprint -> URL row (status, fetched, seq, entry)
     P:{T}:host_urls   hash  host -> how many URLs of that host are known; and
-                      #done, #failed, #excluded: rows trimmed in that status
+                      #done, #failed, #excluded, #refused: rows trimmed in that status
     P:{bloom-N}:bloom string the URL-seen Bloom filter's shard for the slot of
                       the tags {T} it serves (FRONTIER_SEEN_BACKEND "bloom",
                       see extensions/store/redis_bloom.py)
@@ -53,7 +53,8 @@ rest is read in bulk at start or in gauges.
 
 A URL row (bytes)::
 
-    status   1 byte   ASCII digit: 0 queued, 1 inflight, 2 done, 3 failed, 4 excluded
+    status   1 byte   ASCII digit: 0 queued, 1 inflight, 2 done, 3 failed, 4 excluded,
+                      5 deferred, 6 refused
     fetched  8 bytes  big-endian double, unix time the last fetch ended (0: never)
     seq      8 bytes  big-endian int64, discovery order (rebuild order)
     level, priority, depth, flags      >i, >q, >q, >i
@@ -148,7 +149,8 @@ return trimmed
 """
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
-FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded"}
+FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",
+                  Status.REFUSED: "#refused"}
 
 #: status (and fetch time) of rows of one tag. KEYS: urls; ARGV: status
 #: byte, only-from status byte or '', fetched (8 bytes) or '', fingerprints.

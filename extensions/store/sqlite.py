@@ -25,7 +25,8 @@ Schema (version 1)::
       url        TEXT    NOT NULL,      -- as requested (not canonicalised)
       host       TEXT    NOT NULL,      -- host name, lower case
       status     INTEGER NOT NULL,      -- 0 queued, 1 inflight, 2 done,
-                                        -- 3 failed, 4 excluded, 5 deferred
+                                        -- 3 failed, 4 excluded, 5 deferred,
+                                        -- 6 refused
                                         -- (see statuses)
       level      INTEGER NOT NULL,      -- front queue chosen by the prioritiser
       priority   INTEGER NOT NULL,      -- Scrapy's request.priority
@@ -96,7 +97,7 @@ CREATE TABLE IF NOT EXISTS content_groups (
 CREATE TABLE IF NOT EXISTS statuses (status INTEGER PRIMARY KEY, name TEXT NOT NULL);
 INSERT OR IGNORE INTO statuses VALUES
   (0, 'queued'), (1, 'inflight'), (2, 'done'), (3, 'failed'), (4, 'excluded'),
-  (5, 'deferred');
+  (5, 'deferred'), (6, 'refused');
 CREATE TABLE IF NOT EXISTS deferrals (
   origin TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
 CREATE VIEW IF NOT EXISTS urls_readable AS

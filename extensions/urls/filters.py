@@ -124,13 +124,18 @@ class UrlFilter:
             return "user"
         return None
 
-    def check(self, url: str, depth: int, stats: Any = None) -> bool:
-        """True if ``url`` may be crawled; a refusal is counted in ``stats``."""
+    def check(self, url: str, depth: int, stats: Any = None,
+              refused: list[tuple[str, str]] | None = None) -> bool:
+        """True if ``url`` may be crawled; a refusal is counted in ``stats``
+        and, unless it is for depth (a shorter path may still find the URL),
+        appended to ``refused`` as ``(url, "filter/<reason>")``."""
         why = self.reason(url, depth)
         if why is None:
             return True
         if stats is not None:
             stats.inc_value(f"urlfilter/filtered/{why}")
+        if refused is not None and why != "depth":
+            refused.append((url, f"filter/{why}"))
         return False
 
     @staticmethod

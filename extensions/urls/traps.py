@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
+
+from extensions.signals import urls_refused
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -121,8 +123,12 @@ class TrapSignals:
     def _count(self, key: str, amount: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + amount
 
-    def filter(self, page_url: str, links: Iterable[str]) -> list[str]:
-        """The links of the page at ``page_url`` that survive the trap tests."""
+    def filter(self, page_url: str, links: Iterable[str],
+               refused: list[tuple[str, str]] | None = None) -> list[str]:
+        """The links of the page at ``page_url`` that survive the trap tests;
+        calendar refusals are appended to ``refused`` as ``(url,
+        "trap/calendar")`` (not descents: another path may reach the URL
+        in fewer steps)."""
         links = list(links)
         page_host = urlsplit(page_url).netloc
         if self.session_min_links:
@@ -137,6 +143,8 @@ class TrapSignals:
                 parts = urlsplit(url)
             if self.max_dates and not self._date_allowed(url, parts.netloc):
                 self._count("filtered/calendar")
+                if refused is not None:
+                    refused.append((url, "trap/calendar"))
                 continue
             if self.max_descent and parts.netloc == page_host:
                 if not self._descent_allowed(url, parts.path, page_path, steps):
@@ -252,9 +260,10 @@ class TrapFilter:
     (the links :class:`~extensions.pipelines.links.LinkScheduler` credits and
     schedules next); counts as ``urlfilter/<what>`` stats."""
 
-    def __init__(self, signals: TrapSignals, stats: Any) -> None:
+    def __init__(self, signals: TrapSignals, stats: Any, send: Callable[..., Any] | None = None) -> None:
         self.signals = signals
         self.stats = stats
+        self.send = send  # the crawler's send_catch_log: refusals go to the frontier
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TrapFilter:
@@ -274,7 +283,7 @@ class TrapFilter:
         signals = TrapSignals(values["URL_FILTER_MAX_DATES"], values["URL_FILTER_MAX_DESCENT"],
                               values["URL_FILTER_SESSION_MIN_LINKS"],
                               max(1, values["URL_FILTER_TRAP_MEMORY"]))
-        return cls(signals, crawler.stats)
+        return cls(signals, crawler.stats, crawler.signals.send_catch_log)
 
     def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
@@ -282,7 +291,10 @@ class TrapFilter:
         if not links or not url:
             return item
         before = dict(self.signals.counts)
-        adapter["links"] = self.signals.filter(url, links)
+        refused: list[tuple[str, str]] = []
+        adapter["links"] = self.signals.filter(url, links, refused)
+        if refused and self.send is not None:
+            self.send(urls_refused, refusals=refused)
         for key, value in self.signals.counts.items():
             if value != before.get(key, 0):
                 self.stats.inc_value(f"urlfilter/{key}", value - before.get(key, 0))
