@@ -94,13 +94,13 @@ def test_a_url_the_shared_frontier_cannot_file_is_handed_out_unfiled(frontier: D
     assert not frontier.has_pending_requests() and len(frontier) == 0
 
 
-def test_an_unfiled_request_goes_out_while_filed_ones_wait_for_politeness(frontier: DistributedFrontier) -> None:
+def test_an_unfiled_request_goes_out_before_queued_ones(frontier: DistributedFrontier) -> None:
     assert frontier.enqueue_request(Request("http://a.test/"))
     data = Request("data:,x")
     assert frontier.enqueue_request(data)
-    handed = [frontier.next_request(), frontier.next_request()]
-    assert data in handed and {request.url for request in handed if request is not None} == {"data:,x",
-                                                                                              "http://a.test/"}
+    first = frontier.next_request()
+    assert first is data  # at once, before any host is taken
+    assert frontier.next_request().url == "http://a.test/"
 
 
 # -- retries -------------------------------------------------------------------------
@@ -141,7 +141,8 @@ def test_every_retry_of_a_start_request_is_fetched(frontier: DistributedFrontier
     assert not frontier.has_pending_requests()
 
 
-def test_a_retry_that_arrives_after_its_attempt_finished_is_fetched(frontier: DistributedFrontier, clock: Clock) -> None:
+def test_a_retry_that_arrives_after_its_attempt_finished_is_fetched(frontier: DistributedFrontier,
+                                                                   clock: Clock) -> None:
     assert frontier.enqueue_request(Request("http://a.test/", meta=dict(SEED)))
     first = frontier.next_request()
     frontier.fetch_finished(first, duration=0.0, ok=False)
@@ -160,7 +161,8 @@ def test_identical_dont_filter_start_requests_are_each_fetched(frontier: Distrib
     assert frontier.stats.get_value("frontier/dont_filter_copies") == 5
 
 
-def test_identical_dont_filter_requests_queued_at_once_are_each_fetched(frontier: DistributedFrontier, clock: Clock) -> None:
+def test_identical_dont_filter_requests_queued_at_once_are_each_fetched(frontier: DistributedFrontier,
+                                                                       clock: Clock) -> None:
     """Scrapy's test_async_def_asyncio_parse_reqs_list: a callback returns
     the same ``dont_filter`` request several times."""
     for _ in range(3):
@@ -197,7 +199,8 @@ def test_start_requests_of_an_earlier_run_are_not_fetched_again(store_args: dict
         again.close("finished")
 
 
-def test_a_dont_filter_request_for_a_url_in_flight_requeues_its_own_row(frontier: DistributedFrontier, clock: Clock) -> None:
+def test_a_dont_filter_request_for_a_url_in_flight_requeues_its_own_row(frontier: DistributedFrontier,
+                                                                       clock: Clock) -> None:
     """Only a URL still queued gets a copy: a redirect back to, or a retry
     of, a URL in flight is the URL's own row, queued again (no phantom
     fingerprint in the shared URL-seen set)."""
