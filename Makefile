@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean redis-server realweb-packages
+.PHONY: setup demo test bench clean redis-server realweb-packages scrapy-tests
 
 setup: $(STAMP) redis-server realweb-packages
 
@@ -40,8 +40,29 @@ $(STAMP): requirements.txt setup.py
 demo: setup
 	$(PY) -m bench.demo
 
-test: setup
+test: setup scrapy-tests
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+# Scrapy's own tests/test_scheduler_base.py and tests/test_crawl.py, run by
+# tests/test_scrapy_suite.py with our frontier as SCHEDULER: the tests, the
+# root conftest.py and pyproject.toml (its pytest options) of the sdist of the
+# installed Scrapy version (the wheel has no tests), and the pytest plugins
+# they need in a directory of their own (requirements-scrapy-tests.txt says
+# why). Once per Scrapy version; built aside, then swapped into place (a
+# test run using the old copy meanwhile keeps it until the swap).
+SCRAPY_SUITE := $(VENV)/scrapy-tests
+$(SCRAPY_SUITE)/.ready: $(STAMP) requirements-scrapy-tests.txt
+	@rm -rf $(SCRAPY_SUITE).tmp $(SCRAPY_SUITE).old && mkdir -p $(SCRAPY_SUITE).tmp/sdist
+	@version=$$($(PY) -c 'import scrapy; print(scrapy.__version__)') && \
+	  $(PY) -m pip download -q --no-deps --no-binary :all: "scrapy==$$version" -d $(SCRAPY_SUITE).tmp/sdist && \
+	  tar -xzf $(SCRAPY_SUITE).tmp/sdist/scrapy-$$version.tar.gz -C $(SCRAPY_SUITE).tmp --strip-components=1 \
+	    scrapy-$$version/tests scrapy-$$version/conftest.py scrapy-$$version/pyproject.toml && \
+	  $(PY) -m pip install -q --no-deps --target $(SCRAPY_SUITE).tmp/deps -r requirements-scrapy-tests.txt && \
+	  echo "$$version" > $(SCRAPY_SUITE).tmp/.ready
+	@if [ -e $(SCRAPY_SUITE) ]; then mv $(SCRAPY_SUITE) $(SCRAPY_SUITE).old; fi
+	@mv $(SCRAPY_SUITE).tmp $(SCRAPY_SUITE) && rm -rf $(SCRAPY_SUITE).old
+
+scrapy-tests: $(SCRAPY_SUITE)/.ready
 
 # Benchmarks (figures in the README); extra packages only they need.
 bench: setup

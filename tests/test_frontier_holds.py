@@ -259,6 +259,19 @@ def test_identical_dont_filter_requests_are_each_fetched(store: Any) -> None:
     assert fetch_all(frontier, clock) == ["http://a.test/"] * 6
 
 
+def test_copies_of_a_seed_share_its_aopic_cash(store: Any) -> None:
+    """A copy is a fetch of the URL, not a page of its own: the seed gets
+    its initial cash once and no copy gets a cash row (none would ever be
+    taken by a fetch). Was: three rows, three times the cash put in."""
+    from extensions.aopic.ledger import AOPICLedger  # noqa: PLC0415
+
+    frontier = make_frontier(store, ledger=AOPICLedger(store))
+    for _ in range(3):
+        assert frontier.enqueue_request(Request("http://a.test/", dont_filter=True, meta={"is_start_request": True}))
+    totals = frontier.ledger.totals()
+    assert (totals.rows, totals.put_in) == (1, frontier.ledger.initial_cash)
+
+
 def test_a_retried_start_request_is_scheduled_again(store: Any) -> None:
     clock = Clock()
     frontier = make_frontier(store, clock=clock)

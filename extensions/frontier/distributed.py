@@ -193,12 +193,12 @@ class DistributedFrontier(Frontier):
         logger.info("Frontier %s closed (%s)", self.owner, reason)
 
     def __len__(self) -> int:
-        return sum(held.queued for held in self.held.values())
+        return sum(held.queued for held in self.held.values()) + len(self.unfiled)
 
     def has_pending_requests(self) -> bool:
         """Work anywhere in the crawl: held hosts, requests in flight here,
         or hosts on the shared heap (checked at most every poll interval)."""
-        if self.held or self.inflight:
+        if self.held or self.inflight or self.unfiled:
             return True
         now = self.clock()
         if self._heap_hosts is None or now - self._heap_checked >= self.poll_interval:
@@ -213,13 +213,25 @@ class DistributedFrontier(Frontier):
 
     # -- enqueue ---------------------------------------------------------------
     def enqueue_request(self, request: Request) -> bool:
-        """URL-seen test and the host's shared back queue, in one script."""
-        fp, host = url_fingerprint(request.url, request.method, request.body)
-        bypass = request.dont_filter and not request.meta.get("is_start_request")
+        """URL-seen test and the host's shared back queue, in one script;
+        never raises on a request Scrapy accepts. ``dont_filter`` bypasses
+        the URL-seen test (a retry, seeds' included; identical requests: each
+        is fetched), except for a start request's first copy in this
+        process: another process or an earlier run may have filed that seed
+        already. A URL the frontier cannot file (``data:``) goes out
+        unfiled, from this process only."""
+        try:
+            fp, host = url_fingerprint(request.url, request.method, request.body)
+        except ValueError:
+            return self._unfiled(request)
+        bypass = request.dont_filter and not self._first_seed_copy(request, fp)
         if not bypass and self._cached(fp):
             return self._duplicate()
         depth = int(request.meta.get("depth", 0))
+        # the URL's own cash, never a copy's (a seed's copy would get cash of its own)
         level = self.prioritizer.level(request.priority, depth, self._cash_meta(request, fp))
+        if bypass:
+            fp = self._distinct_copy(fp)
         entry = encode(request, fp, host, level, self.spider)
         if not bypass and self.host_budget and (verdict := self._over_budget(fp, host)):
             if verdict == "budget" and self.record_refusals:
@@ -229,6 +241,8 @@ class DistributedFrontier(Frontier):
         self.seen.remember(fp)
         if not result.new and not bypass:
             return self._duplicate()
+        if request.meta.get("is_start_request"):
+            self._seeds_this_run.add(fp)
         if entry.flags & FLAG_MEMORY:
             self.memory_only[fp] = request
             self._count_once("unserializable", "Request %s cannot be serialised; only this process "
@@ -257,6 +271,9 @@ class DistributedFrontier(Frontier):
         """The best URL among the held hosts that may be fetched now (the
         lowest head score: highest level, then earliest discovered); if
         there is none, take more hosts from the shared heap first."""
+        if self.unfiled:  # no host, no politeness: at once, as in one process
+            self.stats.inc_value("frontier/dequeued")
+            return self.unfiled.popleft()
         now = self.clock()
         self._sweep()  # before holds end: a request refused by a hold goes back, not failed
         if self.holds.held:

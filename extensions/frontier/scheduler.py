@@ -337,10 +337,11 @@ class Frontier(BaseScheduler):
             if known:
                 return self._duplicate()
         host = self.hostkey.host_of(request) or host
+        depth = int(request.meta.get("depth", 0))
+        # the URL's own cash, never a copy's (a seed's copy would get cash of its own)
+        level = self.prioritizer.level(request.priority, depth, self._cash_meta(request, fp))
         if bypass:
             fp = self._distinct_copy(fp)
-        depth = int(request.meta.get("depth", 0))
-        level = self.prioritizer.level(request.priority, depth, self._cash_meta(request, fp))
         entry = encode(request, fp, host, level, self.spider)
         now = self.wall_clock()
         if bypass:
