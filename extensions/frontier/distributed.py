@@ -36,7 +36,12 @@ default) makes :class:`DistributedFrontier` the scheduler: any number of
   held crawl-wide and, when no process has had other work for
   ``FRONTIER_IDLE_CLOSE`` seconds, deferred in every process, so the crawl
   ends (:mod:`~extensions.frontier.sharedholds`); the first process of a
-  resumed run retries deferred URLs first.
+  resumed run retries deferred URLs first. Origins are independent, the
+  politeness key is the host: the take parks a held origin's URLs behind
+  the host's other URLs in its shared queue, which go on at the host's pace;
+  a host with nothing but parked URLs is looked at again when its first hold
+  ends (at least once a lease TTL), and a hold that ends puts its host's
+  parked URLs back in their places.
 * **stats** -- each process adds its stat changes to ``P:stats`` at every
   checkpoint and at close (``redis-cli HGETALL web:stats``); at close the
   sums so far are also in the process's own stats as ``distributed/total/*``.
@@ -491,7 +496,8 @@ class DistributedFrontier(Frontier):
     def _busy_here(self) -> bool:
         """Work here that no hold keeps back: an unfiled request, a request
         in flight for an origin not held, or a held host whose queue may
-        have such URLs (its last URL taken was not a held origin's)."""
+        have such URLs (not parked: at our last look it had URLs of an
+        origin not held)."""
         if self.unfiled or any(held.queued and not held.parked for held in self.held.values()):
             return True
         return any(not record.held and self.holds.state_of(record.entry.url) is None

@@ -10,9 +10,15 @@ below touches one slot; layout in :mod:`extensions.store.redis_keys`):
   without being queued; in Bloom mode :data:`ENQUEUE_BLOOM` asks the
   filter's shard of the same slot first (:mod:`extensions.store.redis_bloom`)
   and :data:`FINISH_TRIM` deletes a finished URL's row.
+  A held origin's URLs are *parked* in the same queue, scored behind every
+  other URL (:func:`parked_score`): :data:`TAKE`, given the host's held
+  origins, parks those it meets, so the host's other origins keep their
+  turns; :data:`UNPARK` puts them back in place when the hold ends. Being
+  in the queue, a parked URL counts as the host's work everywhere (heap,
+  release, take-over) and is never lost.
 * ``P:{T}:inflight:HOST`` -- fingerprints handed to a crawler and not yet
-  finished. :data:`TAKE` moves the head of the back queue there (and the
-  row to status in flight) atomically; :data:`FINISH` removes it.
+  finished. :data:`TAKE` moves the best URL of an origin not held there
+  (and the row to status in flight) atomically; :data:`FINISH` removes it.
 * ``P:{T}:lease:HOST`` -- a hash: ``owner`` (a process id) and ``expires``
   (the lease), ``next`` (the earliest start of the host's next fetch, the
   politeness state every owner inherits), ``listed`` (whether the host is on
