@@ -273,3 +273,27 @@ def test_a_process_taking_the_host_over_keeps_the_origins_apart() -> None:
     finally:
         second.close("finished")
         first.store.abandon()
+
+
+def test_an_origin_deferred_by_its_robots_txt_retries_is_finished_at_once() -> None:
+    """The robots.txt middleware gives up on the origin (``origin_deferred``)
+    while its host waits with nothing but its parked URLs: they are finished
+    as deferred at the host's pace, not after the hold or a lease TTL."""
+    clock = Clock()
+    clock.advance(1000.0)
+    frontier = open_with_delay(unique_prefix(), clock, idle_close=100 * HOLD)
+    try:
+        frontier.origin_held(HELD, HOLD, REASON)
+        held_urls, live_urls = mixed_host(frontier)
+        handed = drive([frontier], clock, clock.seconds() + HOLD / 2,
+                       stop=lambda handed: len(handed) == len(live_urls))
+        assert [url for _, url in handed] == live_urls
+        assert drive([frontier], clock, clock.seconds() + 2 * DELAY) == []  # the host waits
+        frontier.origin_deferred(HELD, "robots.txt unreachable 5 times")
+        assert drive([frontier], clock, clock.seconds() + TTL / 2,
+                     stop=lambda handed: not frontier.has_pending_requests()) == []
+        assert not frontier.has_pending_requests()
+        for url in held_urls:
+            assert status(frontier, url) == Status.DEFERRED
+    finally:
+        frontier.close("finished")
