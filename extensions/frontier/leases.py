@@ -210,6 +210,34 @@ local wait = math.max(0, (tonumber(st[3]) or 0) - now)
 return {1, expires, wait, queued, head(KEYS[2]), recovered, lapsed}
 """
 
+_TAKE = _NOW + """
+local now = now_ms(ARGV[1])
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return {-1} end
+redis.call('HSET', KEYS[1], 'expires', now + tonumber(ARGV[4]))
+local skipped, parked, kept = 0, 0, {}
+$SETUP
+for _ = 1, tonumber(ARGV[3]) do
+  local popped = redis.call('ZPOPMIN', KEYS[2])
+  if #popped == 0 then break end
+  local row = redis.call('HGET', KEYS[4], popped[1])
+  if not row or string.sub(row, 1, 1) ~= '0' then
+    skipped = skipped + 1
+  $PARK
+  else
+    $RESTORE
+    redis.call('HSET', KEYS[4], popped[1], '1' .. string.sub(row, 2))
+    redis.call('ZADD', KEYS[3], popped[2], popped[1])
+    return {1, popped[1], row, redis.call('ZCARD', KEYS[2]), head(KEYS[2]), skipped,
+            redis.call('HGET', KEYS[5], popped[1]), parked}
+  end
+end
+$RESTORE
+local queued = redis.call('ZCARD', KEYS[2])
+if queued == 0 then return {0, skipped, parked} end
+if #kept > 0 then return {3, skipped, parked, queued, head(KEYS[2])} end
+return {2, skipped, parked, queued, head(KEYS[2])}
+"""
+
 #: The best queued URL of a host we hold whose origin is not held, into
 #: its in-flight set; extends the lease (still ours: nobody acquired it, even
 #: if it lapsed). A held origin's URL met on the way is parked: moved behind
@@ -222,52 +250,33 @@ return {1, expires, wait, queued, head(KEYS[2]), recovered, lapsed}
 #: back-queue length, head score} (only held origins' URLs are queued), or {1,
 #: fingerprint, row, back-queue length, head score, skipped, AOPIC cash row
 #: or false, parked} (the cash row saves the dispatch a round trip: same hash tag).
-TAKE = _NOW + """
-local now = now_ms(ARGV[1])
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return {-1} end
-redis.call('HSET', KEYS[1], 'expires', now + tonumber(ARGV[4]))
-local held, holding = {}, false
-for i = 5, #ARGV do held[ARGV[i]] = true; holding = true end
+TAKE = _TAKE.replace("$SETUP", "").replace("$PARK", "").replace("$RESTORE", "")
+
+#: :data:`TAKE` for a host with held origins (ARGV from the fifth on): the
+#: held origins' URLs it meets are parked, or, in the parked tail, looked at
+#: and left where they were.
+TAKE_HELD = _TAKE.replace("$SETUP", """
+local held = {}
+for i = 5, #ARGV do held[ARGV[i]] = true end
 local function origin_of(row)
   local length = struct.unpack('>i4', row, $URL_AT)
   if length < 0 then return '' end
-  local scheme, netloc = string.match(string.sub(row, $URL_AT + 4, $URL_AT + 3 + length), '^(%a[%w+%.%-]*)://([^/?#]*)')
+  local scheme, netloc = string.match(string.sub(row, $URL_AT + 4, $URL_AT + 3 + length),
+                                      '^(%a[%w+%.%-]*)://([^/?#]*)')
   if not scheme then return '' end
   return string.lower(scheme) .. '://' .. netloc
 end
-local skipped, parked, kept = 0, 0, {}
 local function restore()
   for i = 1, #kept, 2 do redis.call('ZADD', KEYS[2], kept[i], kept[i + 1]) end
-end
-for _ = 1, tonumber(ARGV[3]) do
-  local popped = redis.call('ZPOPMIN', KEYS[2])
-  if #popped == 0 then break end
-  local row = redis.call('HGET', KEYS[4], popped[1])
-  if not row or string.sub(row, 1, 1) ~= '0' then
-    skipped = skipped + 1
-  elseif holding and held[origin_of(row)] then
+end""").replace("$PARK", """elseif held[origin_of(row)] then
     local score = tonumber(popped[2])
     if score < $PARK_FLOOR then
       redis.call('ZADD', KEYS[2], fmt(score + $PARKED), popped[1])
       parked = parked + 1
-    else  -- the parked tail: looked at, put back where it was
+    else
       kept[#kept + 1] = popped[2]; kept[#kept + 1] = popped[1]
-    end
-  else
-    restore()
-    redis.call('HSET', KEYS[4], popped[1], '1' .. string.sub(row, 2))
-    redis.call('ZADD', KEYS[3], popped[2], popped[1])
-    return {1, popped[1], row, redis.call('ZCARD', KEYS[2]), head(KEYS[2]), skipped,
-            redis.call('HGET', KEYS[5], popped[1]), parked}
-  end
-end
-restore()
-local queued = redis.call('ZCARD', KEYS[2])
-if queued == 0 then return {0, skipped, parked} end
-if #kept > 0 then return {3, skipped, parked, queued, head(KEYS[2])} end
-return {2, skipped, parked, queued, head(KEYS[2])}
-""".replace("$URL_AT", str(ROW_URL_AT + 1)).replace("$PARK_FLOOR", "%d" % PARK_FLOOR).replace(
-    "$PARKED", "%d" % PARKED)
+    end""").replace("$RESTORE", "restore()").replace("$URL_AT", str(ROW_URL_AT + 1)).replace(
+    "$PARK_FLOOR", "%d" % PARK_FLOOR).replace("$PARKED", "%d" % PARKED)
 
 #: Every parked URL of a host back in its place (its origin's hold ended:
 #: it goes before the URLs found since, as its level and discovery order
@@ -585,7 +594,8 @@ class HostLeases:
         """The best queued URL of a held host whose origin is not in
         ``held`` (the host's held origins), now in flight; the held
         origins' URLs met on the way are parked."""
-        answer = self.store.call(("EVAL", TAKE, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
+        script = TAKE_HELD if held else TAKE  # the everyday script stays short: EVAL sends it each time
+        answer = self.store.call(("EVAL", script, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
                                   self._now(), self.owner, max_skip, self.ttl_ms, *held))[0]
         state = answer[0]
         if state == -1:
