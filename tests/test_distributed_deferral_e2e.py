@@ -2,8 +2,9 @@
 frontier on one real redis-server, on a web with an unreachable robots.txt
 (always 500), with the DEFAULT robots.txt retry settings (minutes of
 back-off). When only the held origins' URLs are left, the processes defer
-them and exit by themselves; judged by the web's access log and the URL rows
-left in Redis."""
+them and exit by themselves; and a host whose https port refuses connections
+has its http pages crawled while its https origin is held. Judged by the
+web's access log and the URL rows left in Redis."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from extensions.store.redis import RedisStore
 from tests.conftest import fetched_urls
 from tests.crawlrun import kill_crawl, read_result, start_web_crawl
 from tests.redisserver import RedisServer, redis_server, unique_prefix  # noqa: F401 - fixtures
+from tests.test_deferral_e2e import closed_port
 from tests.test_distributed import DEPTH, crawl_settings
 
 IDLE = 3.0  # FRONTIER_IDLE_CLOSE; the bound on Redis is at least twice the lease TTL (2 s)
@@ -63,3 +65,49 @@ def test_two_processes_defer_an_unreachable_origin_and_exit_by_themselves(
     assert sum(result.stats.get("frontier/deferred", 0) for result in results) == counts[Status.DEFERRED]
     for result in results:  # each process's report lists the deferred origins
         assert result.report["deferred"] == reasons
+
+
+def test_a_dead_https_port_never_delays_the_hosts_http_pages(
+        start_web: Any, redis_server: RedisServer, tmp_path: Path) -> None:
+    """The dead https origin's seeds are the most important URLs of their
+    host; its http pages still go at the host's pace while the hold lasts,
+    and only then is the https origin deferred (the idle close)."""
+    web = start_web(hosts=4, pages=6)
+    dead = f"https://h0002.test:{closed_port()}"
+    seeds = [f"{dead}/", f"{dead}/a.html", f"{dead}/b.html", web.url("h0002.test")]
+    prefix = unique_prefix()
+    settings = crawl_settings(web, redis_server.url, prefix, FRONTIER_IDLE_CLOSE=IDLE)
+    procs = [start_web_crawl(tmp_path / f"crawl{i}", ",".join(seeds), settings, robots_overrides=False)
+             for i in range(2)]
+    try:
+        for proc in procs:  # bounded: the back-offs alone would take minutes
+            proc.wait(timeout=150)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                kill_crawl(proc)
+    results = [read_result(tmp_path / f"crawl{i}", proc.returncode, []) for i, proc in enumerate(procs)]
+    for result in results:
+        assert result.returncode == 0, result.log[-3000:]
+        assert result.report["finish_reason"] == "finished"
+
+    truth = web.truth(seeds=[web.url("h0002.test")], depth_limit=DEPTH, robots_5xx="disallow")
+    fetched = fetched_urls(web)
+    assert any("//h0002.test:" in url for url in truth.regular)
+    assert not set(truth.regular) - set(fetched), sorted(set(truth.regular) - set(fetched))[:10]
+
+    store = RedisStore(redis_server.url, prefix)
+    store.open()
+    try:
+        reason, deferred_at = store.hosts.deferrals()[dead]
+        statuses = {url: store.urls.status_of(url_fingerprint(url)[0]) for url in seeds[:3]}
+        counts = store.count_by_status()
+    finally:
+        store.close()
+    assert "ConnectionRefusedError" in reason
+    assert set(statuses.values()) == {Status.DEFERRED}, statuses
+    assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0, counts
+    # every http page of the host was fetched while its https origin was held
+    pages = [entry for entry in web.entries() if entry.host == "h0002.test" and entry.path != "/robots.txt"]
+    assert pages and max(entry.start for entry in pages) < deferred_at, (
+        sorted(entry.start - deferred_at for entry in pages))

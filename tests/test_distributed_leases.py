@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.frontier.leases import HostLeases, level_of_score, queue_score
+from extensions.frontier.leases import HostLeases, is_parked, level_of_score, parked_score, queue_score
 from extensions.store.base import Entry, Status
 from extensions.store.redis import RedisStore
 from tests.redisserver import shared_cluster, shared_server, unique_prefix
@@ -291,3 +291,54 @@ def test_processes_are_counted_until_they_leave_or_expire(pair: Any) -> None:
     assert a.leave() == 1
     clock.advance(6.0)
     assert a.heartbeat(5.0) == 1  # B's heartbeat expired
+
+
+# -- held origins: parked behind the host's other origins ---------------------
+
+def test_parked_scores_come_after_every_level_in_their_own_order() -> None:
+    parked = [parked_score(queue_score(7, 5)), parked_score(queue_score(7, 6)), parked_score(queue_score(0, 1))]
+    assert parked == sorted(parked) and min(parked) > queue_score(0, (1 << 40) - 1)
+    assert all(is_parked(score) for score in parked) and not is_parked(queue_score(0, 1))
+    assert all(level_of_score(score) == -1 for score in parked)
+
+
+def test_take_parks_a_held_origins_urls_and_hands_out_the_hosts_other_origin(pair: Any) -> None:
+    a, _, _ = pair
+    enqueue(a, "https://h1.test/s0", "https://h1.test/s1", level=5)
+    enqueue(a, "http://h1.test/p0", "HTTP://h1.test:80/p1")  # another origin each, not held
+    a.acquire(a.poll(10).due)
+    taken = a.take("h1.test", ["https://h1.test"])
+    assert (taken.state, taken.entry.url, taken.parked) == ("taken", "http://h1.test/p0", 2)
+    assert a.take("h1.test", ["https://h1.test"]).entry.url == "HTTP://h1.test:80/p1"
+    only = a.take("h1.test", ["https://h1.test"])
+    assert (only.state, only.queued, only.parked) == ("held", 2, 0) and is_parked(only.head)
+    for fp in a.store.call(("ZRANGE", a.keys.back("h1.test"), 0, -1))[0]:
+        assert a.store.status_of(int(fp)) == Status.QUEUED
+    # the hold ended: back in their places, the higher level first
+    assert a.unpark("h1.test")[0] == 2
+    enqueue(a, "http://h1.test/p2")
+    assert [a.take("h1.test").entry.url for _ in range(3)] == [
+        "https://h1.test/s0", "https://h1.test/s1", "http://h1.test/p2"]
+
+
+def test_a_parked_url_stays_parked_through_a_promotion_and_a_take_over(pair: Any) -> None:
+    """An AOPIC promotion moves it up, the next take parks it again; a
+    process killed with it in flight loses nothing: the take-over queues it."""
+    a, b, clock = pair
+    enqueue(a, "https://h1.test/s0", "http://h1.test/p0", "http://h1.test/p1")
+    a.acquire(a.poll(10).due)
+    assert a.take("h1.test", ["https://h1.test"]).entry.url == "http://h1.test/p0"
+    s0 = entry("https://h1.test/s0")
+    a.requeue("h1.test", s0.fingerprint, 7)
+    assert a.take("h1.test", ["https://h1.test"]).entry.url == "http://h1.test/p1"
+    assert a.take("h1.test", ["https://h1.test"]).state == "held"
+    assert a.take("h1.test").entry.url == s0.url  # the hold ended elsewhere: handed out from the tail
+    clock.advance(TTL + 1)  # a dies with p0, p1 and s0 in flight
+    got = b.acquire(b.poll(10).due)
+    assert [(g.host, g.recovered, g.queued) for g in got] == [("h1.test", 3, 3)]
+    taken = b.take("h1.test", ["https://h1.test"])
+    assert taken.entry.url in ("http://h1.test/p0", "http://h1.test/p1")
+    assert b.take("h1.test", ["https://h1.test"]).entry.url in ("http://h1.test/p0", "http://h1.test/p1")
+    assert b.take("h1.test", ["https://h1.test"]).state == "held"
+    b.put_back("h1.test", taken.entry.fingerprint, 0, parked=True)
+    assert b.store.status_of(taken.entry.fingerprint) == Status.QUEUED

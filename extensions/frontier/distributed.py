@@ -36,7 +36,12 @@ default) makes :class:`DistributedFrontier` the scheduler: any number of
   held crawl-wide and, when no process has had other work for
   ``FRONTIER_IDLE_CLOSE`` seconds, deferred in every process, so the crawl
   ends (:mod:`~extensions.frontier.sharedholds`); the first process of a
-  resumed run retries deferred URLs first.
+  resumed run retries deferred URLs first. Origins are independent, the
+  politeness key is the host: the take parks a held origin's URLs behind
+  the host's other URLs in its shared queue, which go on at the host's pace;
+  a host with nothing but parked URLs is looked at again when its first hold
+  ends (at least once a lease TTL), and a hold that ends puts its host's
+  parked URLs back in their places.
 * **stats** -- each process adds its stat changes to ``P:stats`` at every
   checkpoint and at close (``redis-cli HGETALL web:stats``); at close the
   sums so far are also in the process's own stats as ``distributed/total/*``.
@@ -55,9 +60,11 @@ the process that made them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy import Request
 
@@ -65,7 +72,15 @@ from extensions.aopic.shared import SharedLedger
 from extensions.frontier.codec import encode
 from extensions.frontier.fingerprint import canonical_fingerprint, url_fingerprint
 from extensions.frontier.holds import origin_of
-from extensions.frontier.leases import HostLeases, level_of_score, process_id, queue_score
+from extensions.frontier.leases import (
+    MAX_LEVELS,
+    HostLeases,
+    is_parked,
+    level_of_score,
+    parked_score,
+    process_id,
+    queue_score,
+)
 from extensions.frontier.politeness import INFINITY
 from extensions.frontier.scheduler import CRAWL_WIDE_STATS, Frontier, InFlight, ready_order
 from extensions.frontier.sharedholds import SharedHolds
@@ -89,7 +104,19 @@ class HeldHost:
     heap_score: float  # the lease expiry we last put on the heap (ms)
     since: float  # when we took it (local clock)
     inflight: int = 0
-    parked: bool = False  # the last URL taken was a held origin's, put back
+    # when to look at its queue again: it holds only held origins' URLs (0: not so)
+    parked_until: float = 0.0
+
+    @property
+    def parked(self) -> bool:
+        """Its queue holds only URLs a hold keeps back (at our last look)."""
+        return self.parked_until > 0.0
+
+
+@lru_cache(maxsize=4096)
+def host_of_origin(origin: str) -> str:
+    """The politeness key (host name) of an origin ``scheme://netloc``."""
+    return (urlsplit(origin).hostname or "").lower()
 
 
 class DistributedFrontier(Frontier):
@@ -104,6 +131,9 @@ class DistributedFrontier(Frontier):
         if self.ledger is not None and not isinstance(self.ledger, SharedLedger):
             # one ledger for every process: its state in Redis, not in each process
             self.ledger = SharedLedger(store, self.ledger.initial_cash, self.ledger.tax)
+        if len(self.front.queues) > MAX_LEVELS:
+            raise ValueError(f"FRONTIER_FRONT_QUEUES must be <= {MAX_LEVELS} with FRONTIER_BACKEND=redis, "
+                             f"got {len(self.front.queues)}")
         if lease_ttl <= 0 or poll_interval <= 0 or max_lateness <= 0:
             raise ValueError(f"lease TTL, poll interval and lateness must be > 0; got {lease_ttl!r}, "
                              f"{poll_interval!r}, {max_lateness!r}")
@@ -252,6 +282,8 @@ class DistributedFrontier(Frontier):
         if result.mine and host in self.held:
             held = self.held[host]
             held.queued, held.head = result.queued, result.head
+            if not is_parked(result.head):
+                held.parked_until = 0.0  # work again (a held origin's URL is parked at its take)
             self._reschedule(host)
         if not self._known_hosts.hit(host):
             self._known_hosts.add(host)
@@ -277,7 +309,7 @@ class DistributedFrontier(Frontier):
         now = self.clock()
         self._sweep()  # before holds end: a request refused by a hold goes back, not failed
         if self.holds.held:
-            self.holds.release_due(now)  # nothing is parked here: due holds just end
+            self._end_holds(now)
         request = self._dispatch_ready(now)
         if request is None and self._poll(now):
             request = self._dispatch_ready(now)
@@ -336,21 +368,29 @@ class DistributedFrontier(Frontier):
 
     def _dispatch(self, host: str, now: float) -> Request | None:
         held = self.held[host]
-        taken = self.leases.take(host)
+        taken = self.leases.take(host, self._held_origins(host))
         if taken.skipped:
             self.stats.inc_value("frontier/stale_entries", taken.skipped)
+        if taken.parked:
+            self.stats.inc_value("frontier/parked", taken.parked)
         if taken.state == "lost":
             self._lost(host)
             return None
         if taken.state != "taken":
-            held.queued = 0 if taken.state == "empty" else held.queued
-            if taken.state == "stale":
+            if taken.state != "empty":
+                held.queued, held.head = taken.queued, taken.head
+            else:
+                held.queued = 0
+            if taken.state == "stale":  # more to look at
                 self.heap.schedule(host, now)
+            elif taken.state == "held":  # only held origins' URLs are left
+                self._park(host, now)
             elif not held.inflight:
                 self._release_idle(host)
             return None
         entry: Entry = taken.entry  # type: ignore[assignment]
         held.queued, held.head = taken.queued, taken.head
+        held.parked_until = 0.0
         cash = None
         if self.ledger is not None:  # the cash row came with the URL
             row = taken.cash
@@ -366,7 +406,6 @@ class DistributedFrontier(Frontier):
             return None
         self.politeness.started(host, now)
         held.inflight += 1
-        held.parked = False
         self._reschedule(host)
         self.inflight[request] = InFlight(entry, host, now)
         self.stats.inc_value("frontier/dequeued")
@@ -376,9 +415,9 @@ class DistributedFrontier(Frontier):
         return False  # one entry per URL: the back queues are sorted sets
 
     def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
-        """A held origin's URL goes back to its host's shared queue and the
-        host waits for the hold (on Redis a hold is per host: the queues
-        are); a deferred origin's URL is finished as deferred. ``refused``:
+        """A held origin's URL goes back to its host's shared queue, parked
+        (behind every URL of the host's other origins, which keep their
+        turns); a deferred origin's URL is finished as deferred. ``refused``:
         a hold refused it in flight; if the hold has ended, it just goes back."""
         state = self.holds.state_of(entry.url)
         if state is None and refused:
@@ -393,12 +432,52 @@ class DistributedFrontier(Frontier):
             self._defer([], origin, self.holds.deferred[origin])
             self.stats.inc_value("frontier/deferred")
             return True
-        self.leases.put_back(entry.host, entry.fingerprint, entry.level)
-        self.politeness.hold(entry.host, min(self.holds.held[origin].until, self.clock() + self.lease_ttl))
-        if entry.host in self.held:
-            self.held[entry.host].parked = True
+        self.leases.put_back(entry.host, entry.fingerprint, entry.level, parked=True)
+        if not inflight and entry.host in self.held:
+            # the take should have parked it (it knows the host's held
+            # origins): look again later, never at once, or it comes straight back
+            self._park(entry.host, self.clock())
         self.stats.inc_value("frontier/parked")
         return True
+
+    def _held_origins(self, host: str) -> list[str]:
+        """The held origins of ``host`` (their URLs are parked as they are met)."""
+        if not self.holds.held:
+            return []
+        return [origin for origin in self.holds.held if host_of_origin(origin) == host]
+
+    def _park(self, host: str, now: float) -> None:
+        """Only held origins' URLs are queued for ``host``: look at it again
+        when the first of its holds ends, and at least once a lease TTL
+        (another process may queue URLs of another origin meanwhile)."""
+        ends = [self.holds.held[origin].until for origin in self._held_origins(host)]
+        until = min([*ends, now + self.lease_ttl])
+        self.held[host].parked_until = max(until, now + self.poll_interval)
+        self._reschedule(host)
+
+    def _end_holds(self, now: float) -> None:
+        """Holds whose time has come end (nothing is kept here: the parked
+        URLs are in Redis); the parked URLs of the hosts held here go back
+        to their places in the queues."""
+        due = self.holds.next_release()
+        if due is None or due > now:
+            return
+        before = set(self.holds.held)
+        self.holds.release_due(now)
+        self._unpark(before - set(self.holds.held), now)
+
+    def _unpark(self, origins: Iterable[str], now: float) -> None:
+        for host in {host_of_origin(origin) for origin in origins}:
+            held = self.held.get(host)
+            if held is None:
+                continue  # its owner, or its next one, takes the parked URLs in turn
+            count, head = self.leases.unpark(host)
+            if count:
+                self.stats.inc_value("frontier/unparked", count)
+                held.head = head
+            held.parked_until = 0.0
+            self._reschedule(host)
+        self._arm_timer(now)
 
     # -- held and deferred origins, crawl-wide (see extensions/frontier/sharedholds.py) --
     def origin_held(self, origin: str, delay: float, reason: str, request: Request | None = None) -> None:
@@ -408,10 +487,17 @@ class DistributedFrontier(Frontier):
         if self.shared_holds is not None:
             self.shared_holds.hold(origin, delay, reason)
 
+    def origin_deferred(self, origin: str, reason: str) -> None:
+        """As in one process; a host parked for the origin is served again
+        at once (its URLs are finished as deferred as they are taken)."""
+        super().origin_deferred(origin, reason)
+        self._serve_parked(self.clock(), {host_of_origin(origin)})
+
     def _busy_here(self) -> bool:
         """Work here that no hold keeps back: an unfiled request, a request
         in flight for an origin not held, or a held host whose queue may
-        have such URLs (its last URL taken was not a held origin's)."""
+        have such URLs (not parked: at our last look it had URLs of an
+        origin not held)."""
         if self.unfiled or any(held.queued and not held.parked for held in self.held.values()):
             return True
         return any(not record.held and self.holds.state_of(record.entry.url) is None
@@ -447,10 +533,16 @@ class DistributedFrontier(Frontier):
                 self.holds.defer(origin, reason)
                 self._defer([], origin, reason)
                 unpark = True
-        parked = [host for host, held in self.held.items() if held.parked] if unpark else []
+        if unpark:
+            self._serve_parked(now)
+
+    def _serve_parked(self, now: float, hosts: set[str] | None = None) -> None:
+        """Parked hosts (of ``hosts``, default all) are due again at their
+        politeness time: their held origins were deferred."""
+        parked = [host for host, held in self.held.items()
+                  if held.parked and (hosts is None or host in hosts)]
         for host in parked:
-            self.held[host].parked = False
-            self.politeness.unhold(host, now)
+            self.held[host].parked_until = 0.0
             self._reschedule(host)
         if parked:
             self._arm_timer(now)
@@ -472,7 +564,7 @@ class DistributedFrontier(Frontier):
 
     def _reschedule(self, host: str) -> None:
         if host in self.held:
-            ready = self.politeness.ready_at(host)
+            ready = max(self.politeness.ready_at(host), self.held[host].parked_until)
             if ready < INFINITY:
                 self.heap.schedule(host, ready)
             else:
@@ -518,9 +610,11 @@ class DistributedFrontier(Frontier):
         if held is None:
             return
         held.inflight = max(0, held.inflight - 1)
-        if kept and self.holds.state_of(record.entry.url) != "deferred":  # back in its queue
+        state = self.holds.state_of(record.entry.url)
+        if kept and state != "deferred":  # back in its queue (parked if still held)
             held.queued += 1
-            held.head = min(held.head, queue_score(record.entry.level, 0))
+            score = queue_score(record.entry.level, 0)
+            held.head = min(held.head, parked_score(score) if state == "held" else score)
         if not held.inflight and not held.queued:
             self._release_idle(host)
 
@@ -600,6 +694,7 @@ class DistributedFrontier(Frontier):
                 self.leases.put_back(host, fp, levels.get(fp, 0))
             if found and host in self.held:
                 self.held[host].queued += len(found)
+                self.held[host].parked_until = 0.0  # they may be any origin's
                 self._reschedule(host)
         self.stats.inc_value("frontier/inflight_repaired", len(lost))
         logger.warning("%d URL(s) left in flight by a retried Redis call went back to their queues", len(lost))
@@ -615,7 +710,7 @@ class DistributedFrontier(Frontier):
         now = self.clock()
         fetching = self._fetching()
         for host, held in list(self.held.items()):
-            due = max(self.politeness.ready_at(host), held.since)
+            due = max(self.politeness.ready_at(host), held.since, held.parked_until)
             if held.inflight or host in fetching or not held.queued or now - due <= self.max_lateness:
                 continue
             state, _, _ = self.leases.release(host, self._wait(host), False, held.heap_score)

@@ -10,9 +10,15 @@ below touches one slot; layout in :mod:`extensions.store.redis_keys`):
   without being queued; in Bloom mode :data:`ENQUEUE_BLOOM` asks the
   filter's shard of the same slot first (:mod:`extensions.store.redis_bloom`)
   and :data:`FINISH_TRIM` deletes a finished URL's row.
+  A held origin's URLs are *parked* in the same queue, scored behind every
+  other URL (:func:`parked_score`): :data:`TAKE`, given the host's held
+  origins, parks those it meets, so the host's other origins keep their
+  turns; :data:`UNPARK` puts them back in place when the hold ends. Being
+  in the queue, a parked URL counts as the host's work everywhere (heap,
+  release, take-over) and is never lost.
 * ``P:{T}:inflight:HOST`` -- fingerprints handed to a crawler and not yet
-  finished. :data:`TAKE` moves the head of the back queue there (and the
-  row to status in flight) atomically; :data:`FINISH` removes it.
+  finished. :data:`TAKE` moves the best URL of an origin not held there
+  (and the row to status in flight) atomically; :data:`FINISH` removes it.
 * ``P:{T}:lease:HOST`` -- a hash: ``owner`` (a process id) and ``expires``
   (the lease), ``next`` (the earliest start of the host's next fetch, the
   politeness state every owner inherits), ``listed`` (whether the host is on
@@ -64,6 +70,7 @@ from extensions.store.base import Entry, Status
 from extensions.store.redis_bloom import BLOOM_ADD_FN, bloom_hashes
 from extensions.store.redis_keys import (
     FINISHED_FIELD,
+    ROW_URL_AT,
     STATUS_BYTE,
     fetched_bytes,
     host_tag,
@@ -73,6 +80,11 @@ from extensions.store.redis_keys import (
 )
 
 LEVEL_SPAN = float(1 << 40)  # discovery numbers stay below this
+# A parked URL (its origin held) is scored PARKED above its place, behind
+# every unparked URL: exact in a double while levels stay below MAX_LEVELS.
+PARKED = 1 << 52
+PARK_FLOOR = 1 << 51
+MAX_LEVELS = 2048
 
 _NOW = """
 local function now_ms(arg)
@@ -198,32 +210,82 @@ local wait = math.max(0, (tonumber(st[3]) or 0) - now)
 return {1, expires, wait, queued, head(KEYS[2]), recovered, lapsed}
 """
 
-#: The best queued URL of a host we hold, into its in-flight set; extends
-#: the lease (still ours: nobody acquired it, even if it lapsed). KEYS:
-#: lease, back, inflight, urls, cash. ARGV: now, me, most stale entries to
-#: skip, TTL ms. Returns {-1} (lease lost), {0, skipped} (queue empty), {2,
-#: skipped} (only stale entries so far), or {1, fingerprint, row, back-queue
-#: length, head score, skipped, AOPIC cash row or false} (the cash row saves
-#: the dispatch a round trip: same hash tag).
-TAKE = _NOW + """
+_TAKE = _NOW + """
 local now = now_ms(ARGV[1])
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return {-1} end
 redis.call('HSET', KEYS[1], 'expires', now + tonumber(ARGV[4]))
-local skipped = 0
+local skipped, parked, kept = 0, 0, {}
+$SETUP
 for _ = 1, tonumber(ARGV[3]) do
   local popped = redis.call('ZPOPMIN', KEYS[2])
-  if #popped == 0 then return {0, skipped} end
+  if #popped == 0 then break end
   local row = redis.call('HGET', KEYS[4], popped[1])
-  if row and string.sub(row, 1, 1) == '0' then
+  if not row or string.sub(row, 1, 1) ~= '0' then
+    skipped = skipped + 1
+  $PARK
+  else
+    $RESTORE
     redis.call('HSET', KEYS[4], popped[1], '1' .. string.sub(row, 2))
     redis.call('ZADD', KEYS[3], popped[2], popped[1])
     return {1, popped[1], row, redis.call('ZCARD', KEYS[2]), head(KEYS[2]), skipped,
-            redis.call('HGET', KEYS[5], popped[1])}
+            redis.call('HGET', KEYS[5], popped[1]), parked}
   end
-  skipped = skipped + 1
 end
-return {2, skipped}
+$RESTORE
+local queued = redis.call('ZCARD', KEYS[2])
+if queued == 0 then return {0, skipped, parked} end
+if #kept > 0 then return {3, skipped, parked, queued, head(KEYS[2])} end
+return {2, skipped, parked, queued, head(KEYS[2])}
 """
+
+#: The best queued URL of a host we hold whose origin is not held, into
+#: its in-flight set; extends the lease (still ours: nobody acquired it, even
+#: if it lapsed). A held origin's URL met on the way is parked: moved behind
+#: every unparked URL of the queue (:func:`parked_score`), so the host's other
+#: origins keep their turns. KEYS: lease, back, inflight, urls, cash. ARGV:
+#: now, me, most entries to pass over (stale or held), TTL ms, then the held
+#: origins of the host. Returns {-1} (lease lost), {0, skipped, parked}
+#: (queue empty), {2, skipped, parked, back-queue length, head score} (only
+#: stale or held entries so far, more to look at), {3, skipped, parked,
+#: back-queue length, head score} (only held origins' URLs are queued), or {1,
+#: fingerprint, row, back-queue length, head score, skipped, AOPIC cash row
+#: or false, parked} (the cash row saves the dispatch a round trip: same hash tag).
+TAKE = _TAKE.replace("$SETUP", "").replace("$PARK", "").replace("$RESTORE", "")
+
+#: :data:`TAKE` for a host with held origins (ARGV from the fifth on): the
+#: held origins' URLs it meets are parked, or, in the parked tail, looked at
+#: and left where they were.
+TAKE_HELD = _TAKE.replace("$SETUP", """
+local held = {}
+for i = 5, #ARGV do held[ARGV[i]] = true end
+local function origin_of(row)
+  local length = struct.unpack('>i4', row, $URL_AT)
+  if length < 0 then return '' end
+  local scheme, netloc = string.match(string.sub(row, $URL_AT + 4, $URL_AT + 3 + length),
+                                      '^(%a[%w+%.%-]*)://([^/?#]*)')
+  if not scheme then return '' end
+  return string.lower(scheme) .. '://' .. netloc
+end
+local function restore()
+  for i = 1, #kept, 2 do redis.call('ZADD', KEYS[2], kept[i], kept[i + 1]) end
+end""").replace("$PARK", """elseif held[origin_of(row)] then
+    local score = tonumber(popped[2])
+    if score < $PARK_FLOOR then
+      redis.call('ZADD', KEYS[2], fmt(score + $PARKED), popped[1])
+      parked = parked + 1
+    else
+      kept[#kept + 1] = popped[2]; kept[#kept + 1] = popped[1]
+    end""").replace("$RESTORE", "restore()").replace("$URL_AT", str(ROW_URL_AT + 1)).replace(
+    "$PARK_FLOOR", "%d" % PARK_FLOOR).replace("$PARKED", "%d" % PARKED)
+
+#: Every parked URL of a host back in its place (its origin's hold ended:
+#: it goes before the URLs found since, as its level and discovery order
+#: say). KEYS: back. Returns {how many, head score}.
+UNPARK = _NOW + """
+local found = redis.call('ZRANGEBYSCORE', KEYS[1], '$PARK_FLOOR', '+inf', 'WITHSCORES')
+for i = 1, #found, 2 do redis.call('ZADD', KEYS[1], fmt(tonumber(found[i + 1]) - $PARKED), found[i]) end
+return {#found / 2, head(KEYS[1])}
+""".replace("$PARK_FLOOR", "%d" % PARK_FLOOR).replace("$PARKED", "%d" % PARKED)
 
 #: Whether another process took the host over from us (its ACQUIRE put
 #: our in-flight URLs back in the queue: they are no longer ours to move).
@@ -357,9 +419,20 @@ def queue_score(level: int, seq: int) -> float:
     return -level * LEVEL_SPAN + (seq % int(LEVEL_SPAN))
 
 
+def parked_score(score: float) -> float:
+    """Where a held origin's URL waits: behind every URL not parked, in the
+    same order among the parked (:data:`UNPARK` subtracts it again)."""
+    return score + PARKED
+
+
+def is_parked(score: bytes | str | float | None) -> bool:
+    """Whether a back-queue score is a parked URL's."""
+    return score not in (None, b"", "") and PARK_FLOOR <= float(score) < float("inf")
+
+
 def level_of_score(score: bytes | str | float | None) -> int:
-    """The front-queue level a back-queue score encodes (-1: none)."""
-    if score in (None, b"", ""):
+    """The front-queue level a back-queue score encodes (-1: none or parked)."""
+    if score in (None, b"", "") or is_parked(score):
         return -1
     return -int(float(score) // LEVEL_SPAN)
 
@@ -396,12 +469,15 @@ class Acquired:
 
 @dataclass(slots=True)
 class Taken:
-    state: str  # "taken", "empty", "stale" (only stale entries so far) or "lost"
+    # "taken", "empty", "stale" (only stale or held entries so far), "held"
+    # (only held origins' URLs are queued) or "lost"
+    state: str
     entry: Entry | None = None
     queued: int = 0
     head: float = float("inf")
     skipped: int = 0
     cash: tuple[float, float, float, int] | None = None  # the URL's AOPIC cash row, if any
+    parked: int = 0  # held origins' URLs moved behind the others on the way
 
 
 @dataclass(slots=True)
@@ -514,21 +590,32 @@ class HostLeases:
                 self.store.write("EVAL", DELIST_IF, 1, self.heap(host), host, score)
         return acquired
 
-    def take(self, host: str, max_skip: int = 64) -> Taken:
-        """The best queued URL of a held host, now in flight."""
-        answer = self.store.call(("EVAL", TAKE, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
-                                  self._now(), self.owner, max_skip, self.ttl_ms))[0]
+    def take(self, host: str, held: Sequence[str] = (), max_skip: int = 64) -> Taken:
+        """The best queued URL of a held host whose origin is not in
+        ``held`` (the host's held origins), now in flight; the held
+        origins' URLs met on the way are parked."""
+        script = TAKE_HELD if held else TAKE  # the everyday script stays short: EVAL sends it each time
+        answer = self.store.call(("EVAL", script, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
+                                  self._now(), self.owner, max_skip, self.ttl_ms, *held))[0]
         state = answer[0]
         if state == -1:
             return Taken("lost")
         if state == 0:
-            return Taken("empty", skipped=int(answer[1]))
-        if state == 2:
-            return Taken("stale", skipped=int(answer[1]))
-        _, fp, row, queued, head, skipped, cash = answer
+            return Taken("empty", skipped=int(answer[1]), parked=int(answer[2]))
+        if state in (2, 3):
+            _, skipped, parked, queued, head = answer
+            return Taken("stale" if state == 2 else "held", None, int(queued), head_score(head), int(skipped),
+                         parked=int(parked))
+        _, fp, row, queued, head, skipped, cash, parked = answer
         fingerprint = int(fp)
         return Taken("taken", unpack_entry(fingerprint, row), int(queued), head_score(head), int(skipped),
-                     unpack_cash(cash) if cash else None)
+                     unpack_cash(cash) if cash else None, int(parked))
+
+    def unpark(self, host: str) -> tuple[int, float]:
+        """Every parked URL of ``host`` back in its place in the queue; how
+        many, and the queue's head score now."""
+        count, head = self.store.call(("EVAL", UNPARK, 1, self.keys.back(host)))[0]
+        return int(count), head_score(head)
 
     def finish(self, host: str, fingerprint: int, status: Status | None, fetched: float | None = None) -> None:
         """A handed-out URL is finished (buffered): out of the in-flight
@@ -552,13 +639,16 @@ class HostLeases:
         answers = self.store.call(*[("ZRANGE", self.keys.inflight(host), 0, -1) for host in hosts])
         return {host: [int(fp) for fp in found] for host, found in zip(hosts, answers)}
 
-    def put_back(self, host: str, fingerprint: int, level: int) -> None:
-        """A handed-out URL goes back to its host's queue (buffered); not
-        after a take-over, which put it back already."""
+    def put_back(self, host: str, fingerprint: int, level: int, parked: bool = False) -> float:
+        """A handed-out URL goes back to its host's queue (buffered), behind
+        every unparked URL if ``parked``; not after a take-over, which put it
+        back already. Returns the score it gets."""
         lease, back, inflight, urls = self._host_keys(host)
         seq = self.store.sequence_numbers(1)[0]
-        self.store.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, queue_score(level, seq),
-                         self.owner)
+        score = queue_score(level, seq)
+        score = parked_score(score) if parked else score
+        self.store.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, repr(score), self.owner)
+        return score
 
     def release(self, host: str, wait: float, idle_only: bool,
                 heap_score: float | None) -> tuple[int, int, float]:

@@ -90,6 +90,7 @@ _HEAD = struct.Struct(">cdqiqqi")  # status, fetched, seq, level, priority, dept
 _LENGTH = struct.Struct(">i")
 _CASH = struct.Struct(">dddq")
 _HEAD_SIZE = _HEAD.size
+ROW_URL_AT = _HEAD_SIZE  # byte offset of a row's URL (its length first); scripts read it there
 STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
 _STATUS_OF_BYTE = {byte[0]: status for status, byte in STATUS_BYTE.items()}
 _TEXT = ("utf-8", "surrogatepass")
