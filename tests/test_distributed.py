@@ -56,9 +56,11 @@ def crawl_settings(web: Any, url: str, prefix: str, **extra: Any) -> dict[str, A
 
 
 @contextmanager
-def crawlers(workdir: Path, seeds: str, settings: dict[str, Any], count: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+def crawlers(workdir: Path, seeds: str, settings: dict[str, Any], count: int,
+             robots_overrides: bool = True) -> Iterator[list[subprocess.Popen[bytes]]]:
     """``count`` crawl processes started together; any still running at the end is killed."""
-    procs = [start_web_crawl(workdir / f"crawl{i}", seeds, settings) for i in range(count)]
+    procs = [start_web_crawl(workdir / f"crawl{i}", seeds, settings, robots_overrides=robots_overrides)
+             for i in range(count)]
     try:
         yield procs
     finally:

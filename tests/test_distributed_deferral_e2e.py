@@ -16,12 +16,22 @@ from extensions.frontier.fingerprint import url_fingerprint
 from extensions.store.base import Status
 from extensions.store.redis import RedisStore
 from tests.conftest import fetched_urls
-from tests.crawlrun import kill_crawl, read_result, start_web_crawl
 from tests.redisserver import RedisServer, redis_server, unique_prefix  # noqa: F401 - fixtures
 from tests.test_deferral_e2e import closed_port
-from tests.test_distributed import DEPTH, crawl_settings
+from tests.test_distributed import DEPTH, crawl_settings, crawlers, wait_all
 
 IDLE = 3.0  # FRONTIER_IDLE_CLOSE; the bound on Redis is at least twice the lease TTL (2 s)
+
+
+def run_two(workdir: Path, seeds: list[str], settings: dict[str, Any]) -> list[Any]:
+    """Two crawl processes with the default robots.txt timing, each ended
+    by itself (bounded: the back-offs alone would take minutes), exit 0."""
+    with crawlers(workdir, ",".join(seeds), settings, 2, robots_overrides=False) as procs:
+        results = wait_all(procs, workdir, timeout=150)
+    for result in results:
+        assert result.returncode == 0, result.log[-3000:]
+        assert result.report["finish_reason"] == "finished"
+    return results
 
 
 def test_two_processes_defer_an_unreachable_origin_and_exit_by_themselves(
@@ -30,19 +40,7 @@ def test_two_processes_defer_an_unreachable_origin_and_exit_by_themselves(
     seeds = [web.url("h0000.test"), web.url("h0001.test"), web.url("robots-500.test")]
     prefix = unique_prefix()
     settings = crawl_settings(web, redis_server.url, prefix, FRONTIER_IDLE_CLOSE=IDLE)
-    procs = [start_web_crawl(tmp_path / f"crawl{i}", ",".join(seeds), settings, robots_overrides=False)
-             for i in range(2)]
-    try:
-        for proc in procs:  # bounded: the back-offs alone would take minutes
-            proc.wait(timeout=150)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                kill_crawl(proc)
-    results = [read_result(tmp_path / f"crawl{i}", proc.returncode, []) for i, proc in enumerate(procs)]
-    for result in results:
-        assert result.returncode == 0, result.log[-3000:]
-        assert result.report["finish_reason"] == "finished"
+    results = run_two(tmp_path, seeds, settings)
 
     # every page whose robots.txt answered was fetched
     truth = web.truth(seeds=seeds, depth_limit=DEPTH, robots_5xx="disallow")
@@ -77,19 +75,7 @@ def test_a_dead_https_port_never_delays_the_hosts_http_pages(
     seeds = [f"{dead}/", f"{dead}/a.html", f"{dead}/b.html", web.url("h0002.test")]
     prefix = unique_prefix()
     settings = crawl_settings(web, redis_server.url, prefix, FRONTIER_IDLE_CLOSE=IDLE)
-    procs = [start_web_crawl(tmp_path / f"crawl{i}", ",".join(seeds), settings, robots_overrides=False)
-             for i in range(2)]
-    try:
-        for proc in procs:  # bounded: the back-offs alone would take minutes
-            proc.wait(timeout=150)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                kill_crawl(proc)
-    results = [read_result(tmp_path / f"crawl{i}", proc.returncode, []) for i, proc in enumerate(procs)]
-    for result in results:
-        assert result.returncode == 0, result.log[-3000:]
-        assert result.report["finish_reason"] == "finished"
+    results = run_two(tmp_path, seeds, settings)
 
     truth = web.truth(seeds=[web.url("h0002.test")], depth_limit=DEPTH, robots_5xx="disallow")
     fetched = fetched_urls(web)

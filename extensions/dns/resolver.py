@@ -274,8 +274,6 @@ class CachingResolver:
         if self.counts[LOOKUPS] >= FLUSH_EVERY:
             self.flush_counts()
         key = normalise_name(name)
-        if parse_address(key) is not None:  # a literal address (a seed such as http://10.0.0.7/)
-            return self.checked(key, key)
         address = self.hosts.lookup(key)
         if address is not None:
             self.count(HOSTS_FILE_HITS)
@@ -286,6 +284,8 @@ class CachingResolver:
             if entry.negative:
                 return self.failure(DnsLookupError(key, entry.reason or "error"))
             return self.checked(key, entry.address or "")
+        if parse_address(key) is not None:  # a literal address (a seed such as http://10.0.0.7/)
+            return self.checked(key, key)
         return self.join_or_query(key)
 
     def checked(self, name: str, address: str) -> Deferred[str]:

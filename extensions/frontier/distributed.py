@@ -598,9 +598,10 @@ class DistributedFrontier(Frontier):
             pass
         elif record.refused is not None:
             self.leases.finish(host, fp, Status.REFUSED, self.wall_clock())
-            if not self.store.trims:  # a trimmed row keeps only its count
-                self._write_refusal(record.entry, record.refused)
-            self.stats.inc_value("frontier/refused")
+            if self.store.trims:  # a trimmed row keeps only its count
+                self.stats.inc_value("frontier/refused")
+            else:
+                self._record_refused(record.entry, record.refused, self.wall_clock(), known=True)
         elif record.excluded:
             self.leases.finish(host, fp, None)
         else:

@@ -651,8 +651,7 @@ class Frontier(BaseScheduler):
             return
         entry = record.entry
         if record.refused is not None:
-            self._write_refusal(entry, record.refused)
-            self.stats.inc_value("frontier/refused")
+            self._record_refused(entry, record.refused, self.wall_clock(), known=True)
             return
         if not record.ok and (self.holds or record.held) and self._kept_back(entry, True, record.held):
             return
@@ -723,15 +722,17 @@ class Frontier(BaseScheduler):
             if not self.seen.known(fp):
                 self._record_refused(Entry(fp, url, host), reason, now)
 
-    def _write_refusal(self, entry: Entry, reason: str) -> None:
-        """Rewrite a known URL's row as refused, with the reason."""
-        self.store.urls.requeue(entry._replace(extra=json.dumps({"refused": reason})), self.wall_clock())
+    def _record_refused(self, entry: Entry, reason: str, now: float, known: bool = False) -> None:
+        """Write ``entry``'s row as refused, the reason in ``extra``: a new
+        row (nothing if the URL turns out known), or, ``known``, its row
+        rewritten (a request handed out, then refused)."""
+        row = entry._replace(extra=json.dumps({"refused": reason}))
+        if known:
+            self.store.urls.requeue(row, now)
+        elif not self.seen.add(row, now):
+            return
         self.store.urls.set_status([entry.fingerprint], Status.REFUSED, only_from=Status.QUEUED)
-
-    def _record_refused(self, entry: Entry, reason: str, now: float) -> None:
-        if self.seen.add(entry._replace(extra=json.dumps({"refused": reason})), now):
-            self.store.urls.set_status([entry.fingerprint], Status.REFUSED, only_from=Status.QUEUED)
-            self.stats.inc_value("frontier/refused")
+        self.stats.inc_value("frontier/refused")
 
     def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
         """Park or defer ``entry`` if its origin is held or deferred (a

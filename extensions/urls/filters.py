@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UrlFilter", "UserUrlFilter"]
 
-# Fallbacks for a crawl without the add-on (or before defaults.py holds them).
+# The constructor's defaults (extensions/defaults.py).
 _SCHEMES: list[str] = defaults.URL_FILTER_SCHEMES
 _MAX_LENGTH: int = defaults.URL_FILTER_MAX_LENGTH
 _MAX_DEPTH: int = defaults.URL_FILTER_MAX_DEPTH
