@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.testweb import WebConfig, read_access_log, start_testweb
+from testweb import WebConfig, read_access_log, start_testweb
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.testweb import WebConfig, start_testweb
+from testweb import WebConfig, start_testweb
 from extensions import defaults
 from extensions.urls.canonical import canonicalize
 from extensions.urls.filters import UrlFilter

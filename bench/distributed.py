@@ -48,7 +48,7 @@ from pathlib import Path
 import redis
 
 from bench.crawl_vs_scrapy import ROOT, SCRAPY, pages_and_seconds
-from bench.testweb import WebConfig, start_testweb
+from testweb import WebConfig, start_testweb
 from tests.redisserver import RedisServer
 
 

@@ -1,7 +1,7 @@
 """AOPIC's importance evidence: history against PageRank, and the order in
 which AOPIC and breadth-first crawls reach the most important pages.
 
-The synthetic web gets a power-law graph (:mod:`bench.testweb.powerlaw`);
+The synthetic web gets a power-law graph (:mod:`testweb.powerlaw`);
 PageRank (damping 0.85) is computed on that graph. Each run crawls it
 (``scrapy crawl web`` subprocesses, one web, alternating):
 
@@ -46,8 +46,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.testweb import TestWeb, WebConfig, canonical_url, read_access_log, start_testweb
-from bench.testweb.powerlaw import Graph, build_graph, node_host, node_path, pagerank, seed_nodes
+from testweb import TestWeb, WebConfig, canonical_url, read_access_log, start_testweb
+from testweb.powerlaw import Graph, build_graph, node_host, node_path, pagerank, seed_nodes
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))

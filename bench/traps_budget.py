@@ -1,5 +1,5 @@
 """Traps under a page budget: ``scrapy crawl web`` on the trap web
-(:mod:`bench.testweb.trapweb`) with ``CLOSESPIDER_PAGECOUNT`` = 1.25 x its
+(:mod:`testweb.trapweb`) with ``CLOSESPIDER_PAGECOUNT`` = 1.25 x its
 non-duplicate non-trap pages and no depth limit, as a user would run it.
 
 Prints, per run and as medians: fetches (every response the server sent,
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.testweb import TestWeb, canonical_url, start_testweb
-from bench.testweb.trapweb import EVENTS_HOST, WIKI_HOST, TrapWeb, TrapWebConfig
+from testweb import TestWeb, canonical_url, start_testweb
+from testweb.trapweb import EVENTS_HOST, WIKI_HOST, TrapWeb, TrapWebConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))

@@ -16,7 +16,7 @@ from extensions.urls.canonical import canonicalize
 @pytest.fixture
 def start_web(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """Start a synthetic web of its own for this test (own access log)."""
-    from bench.testweb import WebConfig, start_testweb  # noqa: PLC0415
+    from testweb import WebConfig, start_testweb  # noqa: PLC0415
     with ExitStack() as stack:
 
         def start(**config: Any) -> Any:

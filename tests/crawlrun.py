@@ -1,7 +1,7 @@
 """Running ``scrapy crawl web`` as a subprocess, the way a user does.
 
 End-to-end tests call :func:`run_web_crawl` with a running synthetic web
-(:mod:`bench.testweb`) and read back what the crawl produced: its exit code,
+(:mod:`testweb`) and read back what the crawl produced: its exit code,
 its items (``-O``), its final stats (``PROGRESS_REPORT_FILE``) and its log.
 """
 

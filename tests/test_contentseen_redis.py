@@ -25,7 +25,7 @@ from scrapy import Spider
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
-from bench.testweb.neardup_truth import split_url
+from testweb.neardup_truth import split_url
 from crawler.items import PageItem
 from extensions.contentseen.exact import ContentSeen, ContentStoreError
 from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
@@ -502,7 +502,7 @@ def shared_sets_crawl(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
     (phase 1); then two more, on the same crawl, are seeded with the copies
     of pages phase 1 fetched (the mirror's tree pages), so every copy they
     fetch was first seen by another process (phase 2)."""
-    from bench.testweb import WebConfig, start_testweb
+    from testweb import WebConfig, start_testweb
 
     server = request.getfixturevalue("redis_cluster" if request.param == "cluster" else "redis_server")
     tmp = tmp_path_factory.mktemp(f"shared-sets-{request.param}")

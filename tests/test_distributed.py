@@ -162,7 +162,7 @@ def crawl_totals(url: str, prefix: str) -> dict[str, float]:
 # -- three processes, one Redis --------------------------------------------------------
 @pytest.fixture(scope="module")
 def three_on_one_redis(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Any:
-    from bench.testweb import WebConfig, start_testweb
+    from testweb import WebConfig, start_testweb
 
     tmp = tmp_path_factory.mktemp("three")
     prefix = unique_prefix()
@@ -215,7 +215,7 @@ def test_stats_add_up_across_processes(three_on_one_redis: Any) -> None:
 # -- three processes, one Redis, the shared Bloom filter ---------------------------------
 @pytest.fixture(scope="module")
 def three_with_the_bloom_filter(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Any:
-    from bench.testweb import WebConfig, start_testweb
+    from testweb import WebConfig, start_testweb
 
     tmp = tmp_path_factory.mktemp("bloom")
     prefix = unique_prefix()

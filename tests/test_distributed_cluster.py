@@ -28,7 +28,7 @@ from tests.test_distributed import (
 
 @pytest.fixture(scope="module")
 def three_on_a_cluster(tmp_path_factory: pytest.TempPathFactory, redis_cluster: RedisClusterServers) -> Any:
-    from bench.testweb import WebConfig, start_testweb
+    from testweb import WebConfig, start_testweb
 
     tmp = tmp_path_factory.mktemp("cluster")
     prefix = unique_prefix()

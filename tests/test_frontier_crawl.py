@@ -4,7 +4,7 @@ A tiny loopback site (``http.server`` in a subprocess, one host, pages
 ``/p/N`` linking to ``/p/2N+1`` and ``/p/2N+2``) is crawled by a real Scrapy
 ``CrawlerProcess`` in a subprocess with ``SCHEDULER`` set to the frontier.
 The big end-to-end politeness and resume tests run against the synthetic
-test web (bench/testweb) later.
+test web (testweb) later.
 """
 
 from __future__ import annotations

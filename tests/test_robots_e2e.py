@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bench.testweb import WebConfig, start_testweb
+from testweb import WebConfig, start_testweb
 from tests.conftest import fetched_urls
 from tests.crawlrun import CrawlResult, run_web_crawl
 
