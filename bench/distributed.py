@@ -49,7 +49,7 @@ import redis
 
 from bench.crawl_vs_scrapy import ROOT, SCRAPY, pages_and_seconds
 from testweb import WebConfig, start_testweb
-from tests.redisserver import RedisServer
+from testweb.redisserver import RedisServer
 
 
 @dataclass

@@ -38,15 +38,7 @@ from extensions.pipelines.contentseen import ContentSeenPipeline
 from extensions.store.redis import RedisStore
 from extensions.store.redis_connection import connect
 from tests.conftest import fetched_urls
-from tests.redisserver import (  # noqa: F401 - pytest fixtures
-    RedisClusterServers,
-    RedisServer,
-    free_port,
-    redis_aof_server,
-    redis_cluster,
-    redis_server,
-    unique_prefix,
-)
+from testweb.redisserver import RedisClusterServers, RedisServer, free_port, unique_prefix
 from tests.test_contentseen_nearindex import assert_near_is_exact, flip, planted_web
 from tests.test_distributed import crawl_settings, crawlers, wait_all
 from tests.test_frontier_e2e import fetched_urls_of

@@ -13,7 +13,7 @@ from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
 from extensions.store.redis_keys import Keys, host_tag
-from tests.redisserver import RedisClusterServers, redis_cluster, unique_prefix  # noqa: F401 - fixtures
+from testweb.redisserver import RedisClusterServers, unique_prefix
 from tests.test_distributed import (
     BLOOM,
     BLOOM_SETTINGS,
