@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.crawlrun import CrawlResult, run_web_crawl
-from tests.dnsserver import DnsServer
+from testweb.dnsserver import DnsServer
 
 
 @pytest.fixture
