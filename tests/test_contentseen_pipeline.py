@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.crawlrun import run_web_crawl
+from testweb.crawlrun import run_web_crawl
 
 
 def items_by_url(result: Any) -> dict[str, dict[str, Any]]:

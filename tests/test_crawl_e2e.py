@@ -19,7 +19,7 @@ from warcio.archiveiterator import ArchiveIterator
 from testweb import WebConfig, start_testweb
 from extensions.urls.canonical import canonicalize
 from tests.conftest import fetched_urls
-from tests.crawlrun import CrawlResult, run_web_crawl
+from testweb.crawlrun import CrawlResult, run_web_crawl
 
 DEPTH = 8
 

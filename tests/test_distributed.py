@@ -31,7 +31,7 @@ from extensions.store.redis_connection import connect
 from extensions.store.redis_bloom import BloomLayout, RedisBloom
 from extensions.store.redis_keys import Keys
 from tests.conftest import fetched_urls
-from tests.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
+from testweb.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
 from testweb.redisserver import RedisServer, unique_prefix
 from tests.test_frontier_e2e import _by_host, fetched_urls_of, repeats_other_than_retries
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.crawlrun import CrawlResult, run_web_crawl
+from testweb.crawlrun import CrawlResult, run_web_crawl
 from testweb.dnsserver import DnsServer
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import fetched_urls
-from tests.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
+from testweb.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
 
 DELAY = 0.15
 

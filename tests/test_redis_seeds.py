@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from extensions.seedqueue import parse_entry
-from tests.crawlrun import run_web_crawl
+from testweb.crawlrun import run_web_crawl
 from testweb.redisserver import RedisServer, unique_prefix
 from tests.test_distributed import assert_ground_truth, assert_polite, crawl_settings, crawlers, wait_all
 

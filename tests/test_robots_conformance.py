@@ -43,7 +43,7 @@ from typing import Any
 
 import pytest
 
-from tests.crawlrun import ROOT, SCRAPY, run_web_crawl
+from testweb.crawlrun import ROOT, SCRAPY, run_web_crawl
 from tests.robots_hosts import read_access_log
 
 CASES_FILE = ROOT.parent / "shared" / "conformance" / "robots_google.json"
