@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from bench.importance import (
+from testweb.importance import (
     Crawl, area, correlation, discovery_curve, pagerank_by_url, ranks, run_crawl, simulate_aopic,
     spearman, top_pages,
 )

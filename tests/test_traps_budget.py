@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from testweb.trapweb import TrapWebConfig
-from bench.traps_budget import measure
+from testweb.traps_budget import measure
 
 
 def test_traps_get_at_most_2_percent_and_every_non_trap_page_is_fetched(tmp_path: Path) -> None:
