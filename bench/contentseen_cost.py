@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.testweb.model import SiteModel, WebConfig, host_name
+from testweb.model import SiteModel, WebConfig, host_name
 from extensions.contentseen import ContentSeen, NearDuplicateIndex, visible_text
 from extensions.contentseen.fingerprint import bytes_fingerprint, text_fingerprint, to_signed64
 from extensions.contentseen.nearindex import MIN_KEY, TABLE_SHIFT, BlockLayout

@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.crawl_vs_scrapy import ROOT as _ROOT, SCRAPY, CrawlRun, crawl_ours, median_run  # noqa: E402
-from bench.testweb import WebConfig, read_access_log, start_testweb  # noqa: E402
+from testweb import WebConfig, read_access_log, start_testweb  # noqa: E402
 from extensions.urls.canonical import canonicalize  # noqa: E402
 
 VARIANTS = {"checkpoint": ("-s", "FRONTIER_WRITE_AHEAD=False"), "write-ahead": ("-s", "FRONTIER_WRITE_AHEAD=True")}

@@ -15,16 +15,13 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.testweb import WebConfig, read_access_log, start_testweb
-
-ROOT = Path(__file__).resolve().parent.parent
-SCRAPY = str(Path(sys.executable).with_name("scrapy"))
+from testweb import WebConfig, read_access_log, start_testweb
+from testweb.crawlrun import ROOT, SCRAPY  # the measured crawls below need wait4, not the runner
 
 
 @dataclass

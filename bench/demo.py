@@ -11,37 +11,24 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from bench.testweb import WebConfig, start_testweb
 from extensions import defaults
 from extensions.urls.canonical import canonicalize
 from extensions.urls.filters import UrlFilter
+from testweb import TestWeb, WebConfig, start_testweb
+from testweb.crawlrun import ROOT, crawl_command, run_web_crawl
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRAPY = str(Path(sys.executable).with_name("scrapy"))
 
-
-def crawl_command(web, out: Path, depth: int) -> list[str]:
-    return [
-        SCRAPY, "crawl", "web",
-        "-a", f"seeds={web.seeds_file}",
-        "-O", str(out / "pages.jsonl"),
-        "-s", f"DNS_HOSTS={web.hosts_file}",
-        "-s", "ALLOW_PRIVATE_ADDRESSES=True",  # the synthetic web is on loopback
-        "-s", f"DEPTH_LIMIT={depth}",
-        "-s", "CONCURRENT_REQUESTS=32",
-        "-s", f"WARC_DIR={out / 'warc'}",
-        "-s", f"PROGRESS_REPORT_FILE={out / 'report.json'}",
-        "-s", "PROGRESS_INTERVAL=2",
-        # one host's robots.txt answers 503: its origin is held, retried, and
-        # deferred when nothing else is left (defaults: no override needed)
-        "-s", f"JOBDIR={out / 'job'}",
-        "-s", f"LOG_FILE={out / 'crawl.log'}",
-    ]
+def demo_settings(web: TestWeb, out: Path, depth: int) -> dict[str, Any]:
+    """Settings on top of the runner's (items, report and log in ``out``,
+    loopback allowed). One host's robots.txt answers 503: its origin is held,
+    retried, and deferred when nothing else is left (the defaults: the
+    runner's shortcuts for tests are off)."""
+    return {"DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": depth, "CONCURRENT_REQUESTS": 32,
+            "WARC_DIR": out / "warc", "PROGRESS_INTERVAL": 2, "JOBDIR": out / "job"}
 
 
 LABELS = {
@@ -53,7 +40,7 @@ LABELS = {
 def print_report(out: Path, truth: Any, fetched: set[str]) -> None:
     """The crawl's own report, then how it compares with the ground truth."""
     report = json.loads((out / "report.json").read_text())
-    items = sum(1 for line in (out / "pages.jsonl").read_text().splitlines() if line)
+    items = sum(1 for line in (out / "items.jsonl").read_text().splitlines() if line)
     print("\nwebcrawler demo report")
     for key, label in LABELS.items():
         value = report.get(key)
@@ -66,7 +53,7 @@ def print_report(out: Path, truth: Any, fetched: set[str]) -> None:
     expected = {url for url in truth.fetched
                 if url_filter.reason(url, 0) is None and url not in truth.duplicates}
     reached = len(expected & fetched)
-    lines = (out / "pages.jsonl").read_text().splitlines()
+    lines = (out / "items.jsonl").read_text().splitlines()
     marked = sum(1 for line in lines if line and json.loads(line).get("duplicate_of"))
     near = sum(1 for line in lines if line and json.loads(line).get("near_duplicate_of"))
     print(f"  {'items written':<24} {items}")
@@ -78,7 +65,7 @@ def print_report(out: Path, truth: Any, fetched: set[str]) -> None:
     deferred = report.get("stats", {}).get("frontier/deferred_reasons", {})
     for origin, reason in sorted(deferred.items()):
         print(f"  {'deferred':<24} {origin}: {reason}")
-    print(f"  {'output':<24} {out}/pages.jsonl, {out}/warc/, {out}/crawl.log")
+    print(f"  {'output':<24} {out}/items.jsonl, {out}/warc/, {out}/crawl.log")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=30)
     parser.add_argument("--depth", type=int, default=10)
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "demo")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds the crawl may take")
     args = parser.parse_args(argv)
 
     shutil.rmtree(args.out, ignore_errors=True)
@@ -94,9 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     config = WebConfig(hosts=args.hosts, pages=args.pages)
     with start_testweb(config, args.out / "web") as web:
         print(f"synthetic web: {args.hosts} hosts on {web.url('h0000.test', '/')}")
-        command = crawl_command(web, args.out, args.depth)
+        seeds, settings = str(web.seeds_file), demo_settings(web, args.out, args.depth)
+        command = crawl_command(args.out, seeds, settings, robots_overrides=False)
         print("crawling:", " ".join(command[1:]))
-        result = subprocess.run(command, cwd=ROOT)
+        result = run_web_crawl(args.out, seeds, settings, timeout=args.timeout, robots_overrides=False)
         if result.returncode != 0:
             print(f"crawl failed with exit code {result.returncode}; see {args.out}/crawl.log")
             return result.returncode

@@ -48,8 +48,8 @@ from pathlib import Path
 import redis
 
 from bench.crawl_vs_scrapy import ROOT, SCRAPY, pages_and_seconds
-from bench.testweb import WebConfig, start_testweb
-from tests.redisserver import RedisServer
+from testweb import WebConfig, start_testweb
+from testweb.redisserver import RedisServer
 
 
 @dataclass

@@ -11,7 +11,7 @@ as a crawl runs it), the median of ``--runs``:
 * Scrapy, cached: the same for ``CachingThreadedResolver`` with the names put
   in ``scrapy.resolver.dnscache`` (the dict its cached path reads).
 * ours, uncached: distinct names never seen (cold cache), each a real UDP
-  query to a dnslib server on loopback (:mod:`tests.dnsserver`, in its own
+  query to a dnslib server on loopback (:mod:`testweb.dnsserver`, in its own
   process, so the server does not share our GIL), ``--window`` in flight.
 * ours, hosts file: names from a ``DNS_HOSTS`` file, cache off.
 * Scrapy, uncached: ``CachingThreadedResolver`` with its cache off,
@@ -47,7 +47,7 @@ def serve_dns(channel: Any) -> None:
 
     Answers "cpu" with its CPU seconds so far, "stop" with its query count.
     """
-    from tests.dnsserver import DnsServer  # noqa: PLC0415
+    from testweb.dnsserver import DnsServer  # noqa: PLC0415
 
     with DnsServer() as server:
         server.answer_suffix(".bench", ADDRESS, ttl=3600)

@@ -6,7 +6,7 @@ Pages:
   (sphinx-doc, python-django-doc, nodejs-doc, debian-reference-en), read from
   disk in path order, as a crawl of those sites would judge them;
 * *test web*: the synthetic web's fetched HTML pages in crawl order
-  (:mod:`bench.testweb.neardup_truth`), whose designed pairs are also scored.
+  (:mod:`testweb.neardup_truth`), whose designed pairs are also scored.
 
 Each page goes through what the pipeline does (:mod:`extensions.pipelines.contentseen`):
 visible text (the first ``CONTENTSEEN_MAX_TEXT_BYTES`` of the body), the
@@ -46,8 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.testweb.model import SiteModel, WebConfig
-from bench.testweb.neardup_truth import near_duplicate_truth
+from testweb.model import SiteModel, WebConfig
+from testweb.neardup_truth import near_duplicate_truth
 from extensions import defaults
 from extensions.contentseen import ContentSeen, NearDuplicateIndex, visible_text
 from extensions.contentseen.fingerprint import bytes_fingerprint, text_fingerprint

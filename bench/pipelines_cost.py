@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from bench.crawl_vs_scrapy import CrawlRun, crawl_ours, median_run
-from bench.testweb import WebConfig, start_testweb
+from testweb import WebConfig, start_testweb
 
 VARIANTS: dict[str, tuple[str, ...]] = {
     "all on": (),

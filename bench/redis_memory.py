@@ -33,7 +33,7 @@ from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
 from extensions.store.redis import RedisStore
 from extensions.store.redis_bloom import BloomLayout
-from tests.redisserver import RedisServer
+from testweb.redisserver import RedisServer
 
 
 def crawl(url: str, prefix: str, bloom: BloomLayout | None, aopic: bool, urls: int, hosts: int) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from scrapy.robotstxt import ProtegoRobotParser
 
-from bench.testweb.model import WebConfig, robots_page
+from testweb.model import WebConfig, robots_page
 from extensions.robots.middleware import RobotsCache
 from extensions.robots.rules import RobotsRules, decode_body, product_token
 

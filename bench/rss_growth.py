@@ -51,7 +51,7 @@ from pathlib import Path
 import psutil
 
 from bench.crawl_vs_scrapy import ROOT, SCRAPY
-from bench.testweb import WebConfig, start_testweb
+from testweb import WebConfig, start_testweb
 
 CRAWLERS = ("ours", "stock", "stock+JOBDIR")
 SAMPLE_INTERVAL = 0.5  # seconds between RSS samples

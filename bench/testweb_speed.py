@@ -1,6 +1,6 @@
 """How many small pages per second the synthetic web serves.
 
-Starts the server (:func:`bench.testweb.start_testweb`), then fires a bounded
+Starts the server (:func:`testweb.start_testweb`), then fires a bounded
 number of GETs for regular pages from K concurrent keep-alive connections
 (asyncio, one client process), bounded in time too, for several runs, and
 prints the median. Compare with the crawler's pages/s: the server should be
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.testweb import WebConfig, start_testweb  # noqa: E402
+from testweb import WebConfig, start_testweb  # noqa: E402
 
 
 def request_bytes(config: WebConfig, port: int, number: int) -> bytes:

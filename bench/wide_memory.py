@@ -1,6 +1,6 @@
 """Memory of a wide crawl: peak RSS after 3,000 and 20,000 pages, and where it goes.
 
-The synthetic web (:mod:`bench.testweb`) with ``--hosts`` 2,000 hosts of
+The synthetic web (:mod:`testweb`) with ``--hosts`` 2,000 hosts of
 ``--pages`` pages and ``--links`` 40 links a page is crawled by ``scrapy
 crawl web`` with default settings except ``CONCURRENT_REQUESTS=64``,
 ``JOBDIR`` and what the loopback test web needs (``DNS_HOSTS``,
@@ -38,7 +38,7 @@ import tempfile
 from pathlib import Path
 
 from bench.page_memory import probe_path
-from bench.testweb import WebConfig, start_testweb
+from testweb import WebConfig, start_testweb
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))

@@ -1,4 +1,5 @@
-"""The spider the resolver, WARC and progress tests run with ``scrapy runspider``.
+"""The spider the resolver, WARC, progress and frontier-crawl tests run with
+``scrapy runspider`` (:func:`testweb.crawlrun.run_spider`).
 
 It follows every link on the start URLs' hosts, so the tests need neither
 the lead's ``web`` spider nor the project's settings.
@@ -7,10 +8,18 @@ the lead's ``web`` spider nor the project's settings.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import scrapy
+
+FOLLOW_SPIDER = Path(__file__)
+
+
+def follow_args(*urls: str) -> dict[str, str]:
+    """:class:`FollowSpider`'s ``-a`` arguments for these start URLs."""
+    return {"start": " ".join(urls)}
 
 
 class FollowSpider(scrapy.Spider):

@@ -1,4 +1,5 @@
-"""Shared fixtures: the synthetic test web, started as a real subprocess."""
+"""Shared fixtures: the real parts from :mod:`testweb` (the synthetic test
+web and ``redis-server``, started as subprocesses)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from typing import Any
 import pytest
 
 from extensions.urls.canonical import canonicalize
+from testweb.redisserver import RedisClusterServers, RedisServer, shared_cluster, shared_server
 
 
 @pytest.fixture
 def start_web(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """Start a synthetic web of its own for this test (own access log)."""
-    from bench.testweb import WebConfig, start_testweb  # noqa: PLC0415
+    from testweb import WebConfig, start_testweb  # noqa: PLC0415
     with ExitStack() as stack:
 
         def start(**config: Any) -> Any:
@@ -44,3 +46,22 @@ def realweb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from tests.realweb import start_realweb  # noqa: PLC0415
     with start_realweb(tmp_path_factory.mktemp("realweb")) as web:
         yield web
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> RedisServer:
+    """One single-instance Redis for the session (RDB and AOF off)."""
+    return shared_server()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> RedisClusterServers:
+    """One local 3-master Redis Cluster for the session."""
+    return shared_cluster()
+
+
+@pytest.fixture
+def redis_aof_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis of this test's own with AOF on (appendfsync everysec), to crash."""
+    with RedisServer(tmp_path / "redis-aof", appendonly=True) as server:
+        yield server

@@ -187,7 +187,7 @@ def test_crawl_conserves_cash_and_exports_importance(start_web: Any, tmp_path: A
     database holds it per URL, and the ledger balances after the crawl."""
     import sqlite3  # noqa: PLC0415
 
-    from tests.crawlrun import run_web_crawl  # noqa: PLC0415
+    from testweb.crawlrun import run_web_crawl  # noqa: PLC0415
 
     web = start_web(hosts=8, pages=8)
     result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file),

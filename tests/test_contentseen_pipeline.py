@@ -3,17 +3,15 @@ database and surviving a resume (``scrapy crawl web`` as a subprocess)."""
 
 from __future__ import annotations
 
-import re
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.crawlrun import run_web_crawl
+from testweb.crawlrun import run_web_crawl
+from testweb.localserver import NOT_FOUND, LocalServer, Reply, Request, Responder
 
 
 def items_by_url(result: Any) -> dict[str, dict[str, Any]]:
@@ -82,34 +80,27 @@ EMPTY_TEXT_SITE = {
 }
 
 
+def static_site(files: dict[str, str]) -> Responder:
+    """``/NAME`` answers ``files[NAME]`` as HTML; anything else 404."""
+    def respond(request: Request) -> Reply:
+        html = files.get(request.path.lstrip("/"))
+        return NOT_FOUND if html is None else Reply(200, html.encode())
+    return respond
+
+
 @pytest.fixture
-def empty_text_site(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """``python -m http.server`` serving :data:`EMPTY_TEXT_SITE` on a free
-    loopback port as ``frames.test``; yields its root URL and the server's
-    request log."""
-    root, log = tmp_path / "site", tmp_path / "server.log"
-    root.mkdir()
-    for name, html in EMPTY_TEXT_SITE.items():
-        (root / name).write_text(html)
-    with log.open("wb") as stderr:
-        server = subprocess.Popen(
-            [sys.executable, "-u", "-m", "http.server", "--bind", "127.0.0.1", "--directory", str(root), "0"],
-            stdout=subprocess.PIPE, stderr=stderr)
-        try:
-            banner = server.stdout.readline().decode()  # "Serving HTTP on 127.0.0.1 port N ..."
-            port = re.search(r"port (\d+)", banner)
-            assert port, banner
-            yield f"http://frames.test:{port.group(1)}/index.html", log
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+def empty_text_site() -> Iterator[tuple[str, LocalServer]]:
+    """:data:`EMPTY_TEXT_SITE` on a free loopback port as ``frames.test``;
+    yields its root URL and the server (its hits: what was requested)."""
+    with LocalServer(static_site(EMPTY_TEXT_SITE)) as server:
+        yield server.url("/index.html", host="frames.test"), server
 
 
 def test_pages_without_visible_text_are_not_duplicates_of_each_other(empty_text_site, tmp_path: Path) -> None:
     """Issue 12: two framesets (or an image-only page) have the same empty
     text; judged by it, the second was a duplicate of the first and its frames
     were never fetched. Judged by their bytes, every page's links are followed."""
-    seed, server_log = empty_text_site
+    seed, server = empty_text_site
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.1 frames.test\n")
     result = run_web_crawl(tmp_path / "crawl", seed, settings={"DNS_HOSTS": hosts, "DOWNLOAD_DELAY": 0})
@@ -119,6 +110,6 @@ def test_pages_without_visible_text_are_not_duplicates_of_each_other(empty_text_
     empty = [f"{base}/{name}" for name in ("a.html", "b.html", "c.html")]
     assert [items[url].get("duplicate_of") for url in empty] == [None, None, None]
     assert len({items[url]["fingerprint"] for url in empty}) == 3
-    served = set(re.findall(r'"GET (/\S*) HTTP', server_log.read_text()))
+    served = set(server.served)
     assert {f"/{page}.html" for page in ("a1", "a2", "b1", "b2", "c1")} <= served
     assert result.stats.get("contentseen/empty_text") == 3

@@ -25,7 +25,7 @@ from scrapy import Spider
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
-from bench.testweb.neardup_truth import split_url
+from testweb.neardup_truth import split_url
 from crawler.items import PageItem
 from extensions.contentseen.exact import ContentSeen, ContentStoreError
 from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
@@ -38,15 +38,7 @@ from extensions.pipelines.contentseen import ContentSeenPipeline
 from extensions.store.redis import RedisStore
 from extensions.store.redis_connection import connect
 from tests.conftest import fetched_urls
-from tests.redisserver import (  # noqa: F401 - pytest fixtures
-    RedisClusterServers,
-    RedisServer,
-    free_port,
-    redis_aof_server,
-    redis_cluster,
-    redis_server,
-    unique_prefix,
-)
+from testweb.redisserver import RedisClusterServers, RedisServer, free_port, unique_prefix
 from tests.test_contentseen_nearindex import assert_near_is_exact, flip, planted_web
 from tests.test_distributed import crawl_settings, crawlers, wait_all
 from tests.test_frontier_e2e import fetched_urls_of
@@ -502,7 +494,7 @@ def shared_sets_crawl(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
     (phase 1); then two more, on the same crawl, are seeded with the copies
     of pages phase 1 fetched (the mirror's tree pages), so every copy they
     fetch was first seen by another process (phase 2)."""
-    from bench.testweb import WebConfig, start_testweb
+    from testweb import WebConfig, start_testweb
 
     server = request.getfixturevalue("redis_cluster" if request.param == "cluster" else "redis_server")
     tmp = tmp_path_factory.mktemp(f"shared-sets-{request.param}")

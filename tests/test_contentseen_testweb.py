@@ -1,13 +1,13 @@
 """Content-seen on the synthetic web's pages: designed duplicates and
 near-duplicates are found, independent pages are not grouped
-(ground truth: bench.testweb.neardup_truth)."""
+(ground truth: testweb.neardup_truth)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.testweb.model import SiteModel, WebConfig
-from bench.testweb.neardup_truth import NearDuplicateTruth, family, near_duplicate_truth
+from testweb.model import SiteModel, WebConfig
+from testweb.neardup_truth import NearDuplicateTruth, family, near_duplicate_truth
 from extensions.contentseen import ContentSeen, NearDuplicateIndex, text_fingerprint, visible_text
 from extensions import defaults
 from extensions.contentseen.fingerprint import bytes_fingerprint

@@ -27,7 +27,7 @@ from extensions.store.base import Entry, Status, WriteAheadStore
 from extensions.store.memory import MemoryStore
 from extensions.store.sqlite import SQLiteStore
 from extensions.urls.canonical import canonicalize
-from tests.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
+from testweb.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
 from tests.test_frontier_support import make_frontier
 
 CONCURRENCY = 16

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from bench.testweb import WebConfig, start_testweb
+from testweb import WebConfig, start_testweb
 from extensions.urls.canonical import canonicalize
 from tests.conftest import fetched_urls
-from tests.crawlrun import CrawlResult, run_web_crawl
+from testweb.crawlrun import CrawlResult, run_web_crawl
 
 DEPTH = 8
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from extensions import defaults
 from tests.conftest import fetched_urls
-from tests.crawlrun import run_web_crawl
+from testweb.crawlrun import run_web_crawl
 
 
 def closed_port() -> int:

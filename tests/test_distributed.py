@@ -31,8 +31,8 @@ from extensions.store.redis_connection import connect
 from extensions.store.redis_bloom import BloomLayout, RedisBloom
 from extensions.store.redis_keys import Keys
 from tests.conftest import fetched_urls
-from tests.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
-from tests.redisserver import RedisServer, redis_server, unique_prefix  # noqa: F401 - fixtures
+from testweb.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
+from testweb.redisserver import RedisServer, unique_prefix
 from tests.test_frontier_e2e import _by_host, fetched_urls_of, repeats_other_than_retries
 
 DELAY = 0.15
@@ -164,7 +164,7 @@ def crawl_totals(url: str, prefix: str) -> dict[str, float]:
 # -- three processes, one Redis --------------------------------------------------------
 @pytest.fixture(scope="module")
 def three_on_one_redis(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Any:
-    from bench.testweb import WebConfig, start_testweb
+    from testweb import WebConfig, start_testweb
 
     tmp = tmp_path_factory.mktemp("three")
     prefix = unique_prefix()
@@ -217,7 +217,7 @@ def test_stats_add_up_across_processes(three_on_one_redis: Any) -> None:
 # -- three processes, one Redis, the shared Bloom filter ---------------------------------
 @pytest.fixture(scope="module")
 def three_with_the_bloom_filter(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Any:
-    from bench.testweb import WebConfig, start_testweb
+    from testweb import WebConfig, start_testweb
 
     tmp = tmp_path_factory.mktemp("bloom")
     prefix = unique_prefix()

@@ -13,7 +13,7 @@ from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
 from extensions.store.redis_keys import Keys, host_tag
-from tests.redisserver import RedisClusterServers, redis_cluster, unique_prefix  # noqa: F401 - fixtures
+from testweb.redisserver import RedisClusterServers, unique_prefix
 from tests.test_distributed import (
     BLOOM,
     BLOOM_SETTINGS,
@@ -28,7 +28,7 @@ from tests.test_distributed import (
 
 @pytest.fixture(scope="module")
 def three_on_a_cluster(tmp_path_factory: pytest.TempPathFactory, redis_cluster: RedisClusterServers) -> Any:
-    from bench.testweb import WebConfig, start_testweb
+    from testweb import WebConfig, start_testweb
 
     tmp = tmp_path_factory.mktemp("cluster")
     prefix = unique_prefix()

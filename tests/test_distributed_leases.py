@@ -14,7 +14,7 @@ from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.leases import HostLeases, is_parked, level_of_score, parked_score, queue_score
 from extensions.store.base import Entry, Status
 from extensions.store.redis import RedisStore
-from tests.redisserver import shared_cluster, shared_server, unique_prefix
+from testweb.redisserver import shared_cluster, shared_server, unique_prefix
 
 TTL = 10.0
 

@@ -8,17 +8,16 @@ server and what it fetched is in the web's access log.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.crawlrun import CrawlResult, run_web_crawl
-from tests.dnsserver import DnsServer
+from testweb.crawlrun import CrawlResult, run_web_crawl
+from testweb.dnsserver import DnsServer
+from testweb.localserver import LocalServer, Reply, Request
 
 
 @pytest.fixture
@@ -89,46 +88,35 @@ def test_a_seed_with_a_literal_address_is_fetched_without_a_lookup(
     assert "dns/failures" not in result.stats and not result.report["deferred"]
 
 
-class Redirector(BaseHTTPRequestHandler):
-    """``/`` answers 302 to ``server.target``; anything else 404. Paths are recorded."""
+class Redirector(LocalServer):
+    """On 127.0.0.2, standing in for a public host: ``/`` answers 302 to
+    ``target``; anything else 404."""
 
-    server: Any
+    def __init__(self) -> None:
+        self.target = ""
+        super().__init__(self.answer, address="127.0.0.2")
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
-        pass
-
-    def do_GET(self) -> None:
-        self.server.paths.append(self.path)
-        if self.path == "/":
-            self.send_response(302)
-            self.send_header("Location", self.server.target)
-        else:
-            self.send_response(404)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+    def answer(self, request: Request) -> Reply:
+        if request.path == "/":
+            return Reply(302, b"", {"Location": self.target})
+        return Reply(404, b"", {})
 
 
 @pytest.fixture
-def redirector() -> Iterator[ThreadingHTTPServer]:
-    """An HTTP server on 127.0.0.2, standing in for a public host."""
-    server = ThreadingHTTPServer(("127.0.0.2", 0), Redirector)
-    server.paths = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+def redirector() -> Iterator[Redirector]:
+    with Redirector() as server:
+        yield server
 
 
 def test_redirect_from_an_allowed_name_to_a_private_one_is_refused(
-        tmp_path: Path, start_web: Any, dns_server: DnsServer, redirector: Any) -> None:
+        tmp_path: Path, start_web: Any, dns_server: DnsServer, redirector: Redirector) -> None:
     web = start_web(hosts=3, pages=3, links=2)
     dns_server.answer("public.test", "127.0.0.2")
     redirector.target = web.url("h0000.test", "/")
-    seed = f"http://public.test:{redirector.server_address[1]}/"
+    seed = redirector.url("/", host="public.test")
     result = crawl(tmp_path, seed, dns_server, ALLOW_PRIVATE_ADDRESSES=False,
                    ALLOWED_ADDRESS_NETWORKS="127.0.0.2/32")
-    assert "/" in redirector.paths  # the allowed host was fetched...
+    assert "/" in redirector.served  # the allowed host was fetched...
     assert web.entries() == []  # ...its redirect target never was
     assert result.stats["dns/refused_private"] == 1
     assert "h0000.test resolves to 127.0.0.1, a loopback address" in result.log

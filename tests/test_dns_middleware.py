@@ -21,7 +21,8 @@ from extensions.dns.middleware import AddressPolicyMiddleware
 from extensions.dns.resolver import CachingResolver
 from extensions.resolver import HostsFileResolver, parse_hosts
 from extensions.signals import host_assigned
-from tests.dnsserver import DnsServer, LoopReactor, PublishedStats
+from testweb.dnsserver import DnsServer
+from tests.loopreactor import LoopReactor, PublishedStats
 
 
 @pytest.fixture

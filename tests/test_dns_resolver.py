@@ -18,7 +18,8 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.error import DNSLookupError
 
 from extensions.dns.resolver import FLUSH_EVERY, AddressRefusedError, CachingResolver, DnsLookupError
-from tests.dnsserver import DnsServer, LoopReactor, PublishedStats
+from testweb.dnsserver import DnsServer
+from tests.loopreactor import LoopReactor, PublishedStats
 
 
 class Clock:

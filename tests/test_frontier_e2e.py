@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import fetched_urls
-from tests.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
+from testweb.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
 
 DELAY = 0.15
 
@@ -32,7 +32,7 @@ def _by_host(entries: list[Any]) -> dict[str, list[Any]]:
 
 @pytest.fixture(scope="module")
 def polite_crawl(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from bench.testweb import WebConfig, start_testweb
+    from testweb import WebConfig, start_testweb
 
     tmp = tmp_path_factory.mktemp("polite")
     with start_testweb(WebConfig(hosts=40, pages=8, links=5, seed=3), tmp / "web") as web:

@@ -184,7 +184,7 @@ def test_on_redis_a_request_refused_by_a_hold_that_ended_meanwhile_goes_back_to_
     a host whose robots.txt answered 503 was never fetched."""
     from extensions.frontier.distributed import DistributedFrontier  # noqa: PLC0415
     from extensions.store.redis import RedisStore  # noqa: PLC0415
-    from tests.redisserver import shared_server, unique_prefix  # noqa: PLC0415
+    from testweb.redisserver import shared_server, unique_prefix  # noqa: PLC0415
 
     clock = Clock()
     engine: set[Request] = set()

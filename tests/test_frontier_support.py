@@ -21,7 +21,7 @@ from extensions.store.memory import MemoryStore
 from extensions.store.redis import RedisStore
 from extensions.store.redis_bloom import BloomLayout
 from extensions.store.sqlite import SQLiteStore
-from tests.redisserver import shared_server, unique_prefix
+from testweb.redisserver import shared_server, unique_prefix
 
 # "redis": a real redis-server (one per test process, a key prefix per
 # store); "redis-bloom": the same with the shared URL-seen Bloom filter,

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from bench.importance import (
+from testweb.importance import (
     Crawl, area, correlation, discovery_curve, pagerank_by_url, ranks, run_crawl, simulate_aopic,
     spearman, top_pages,
 )
-from bench.testweb import SiteModel, TestWeb, WebConfig, canonical_url, start_testweb
-from bench.testweb import powerlaw
-from bench.testweb.powerlaw import build_graph, in_degrees, node_host, node_path, pagerank, seed_nodes
+from testweb import SiteModel, TestWeb, WebConfig, canonical_url, start_testweb
+from testweb import powerlaw
+from testweb.powerlaw import build_graph, in_degrees, node_host, node_path, pagerank, seed_nodes
 
 E2E_PAGES = 1000  # 50 hosts; seed 1: areas AOPIC 0.54-0.56, breadth-first 0.39 (5 runs each)
 E2E_CONFIG = WebConfig(hosts=1, pages=1, seed=1, powerlaw_pages=E2E_PAGES)

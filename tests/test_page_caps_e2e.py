@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import fetched_urls
-from tests.crawlrun import run_web_crawl
+from testweb.crawlrun import run_web_crawl
 
 MIB = 1024 * 1024
-FILLER_BYTES = len(b"<p>" + b"frontier politeness " * 50 + b"</p>\n")  # bench.testweb.special.big_page
+FILLER_BYTES = len(b"<p>" + b"frontier politeness " * 50 + b"</p>\n")  # testweb.special.big_page
 
 
 def test_huge_page_is_parsed_only_up_to_the_byte_cap(start_web: Any, tmp_path: Path) -> None:

@@ -12,7 +12,9 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from extensions.progress import ProgressReporter, json_safe, write_json_atomically
-from tests._sup_web import LocalWeb, run_spider
+from testweb.crawlrun import run_spider
+from testweb.localserver import LocalWeb
+from tests._sup_spiders import FOLLOW_SPIDER, follow_args
 
 EXTENSIONS = {"extensions.progress.ProgressReporter": 500}
 PROGRESS_LINE = re.compile(
@@ -27,7 +29,7 @@ def slow_crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalWeb, dict
     tmp = tmp_path_factory.mktemp("progress")
     report_file = tmp / "report.json"
     with LocalWeb(pages=12, delay=0.1) as web:
-        run = run_spider(tmp / "crawl", [web.url("/page/0"), web.url("/error")], {
+        run = run_spider(tmp / "crawl", FOLLOW_SPIDER, follow_args(web.url("/page/0"), web.url("/error")), {
             "EXTENSIONS": EXTENSIONS, "LOGSTATS_INTERVAL": 0, "ROBOTSTXT_OBEY": True,
             "PROGRESS_INTERVAL": 0.2, "PROGRESS_REPORT_FILE": str(report_file),
             "CONCURRENT_REQUESTS": 1, "RETRY_ENABLED": False,
@@ -71,7 +73,7 @@ def test_summary_line_always_and_progress_lines_while_crawling(slow_crawl: Any) 
 
 def test_zero_interval_keeps_the_summary_and_drops_progress_lines(tmp_path: Path) -> None:
     with LocalWeb(pages=3) as web:
-        run = run_spider(tmp_path, [web.url("/page/0")], {
+        run = run_spider(tmp_path, FOLLOW_SPIDER, follow_args(web.url("/page/0")), {
             "EXTENSIONS": EXTENSIONS, "PROGRESS_INTERVAL": 0,
             "PROGRESS_REPORT_FILE": str(tmp_path / "report.json"),
         })
@@ -85,7 +87,7 @@ def test_download_failures_count_as_errors(tmp_path: Path) -> None:
     with LocalWeb(pages=1) as web:
         port = web.port
     # the server is gone: the fetch fails with a connection error
-    run = run_spider(tmp_path, [f"http://127.0.0.1:{port}/page/0"], {
+    run = run_spider(tmp_path, FOLLOW_SPIDER, follow_args(f"http://127.0.0.1:{port}/page/0"), {
         "EXTENSIONS": EXTENSIONS, "RETRY_ENABLED": False,
         "PROGRESS_REPORT_FILE": str(tmp_path / "report.json"),
     })

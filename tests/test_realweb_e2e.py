@@ -39,7 +39,7 @@ from urllib.parse import quote, unquote
 
 import pytest
 
-from tests.crawlrun import CrawlResult, read_result, start_web_crawl
+from testweb.crawlrun import CrawlResult, read_result, start_web_crawl
 from tests.realweb import CRAWL_DELAY, LogEntry, RealWeb
 from tests.realweb_truth import (
     PRODUCT_TOKEN,

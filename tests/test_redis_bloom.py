@@ -31,13 +31,7 @@ from extensions.store.base import Entry, FrontierStoreError, Status
 from extensions.store.redis import RedisStore
 from extensions.store.redis_bloom import BloomLayout, RedisBloom
 from extensions.store.redis_keys import host_tag, tag_of
-from tests.redisserver import (  # noqa: F401 - pytest fixtures
-    RedisClusterServers,
-    RedisServer,
-    redis_cluster,
-    redis_server,
-    unique_prefix,
-)
+from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
 from tests.test_frontier_support import drain, make_frontier
 
 SMALL = BloomLayout(1_000, 0.01)  # first layers of 64 URLs: shards grow by layers

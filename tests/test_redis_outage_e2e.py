@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.redisserver import RedisServer, unique_prefix
+from testweb.redisserver import RedisServer, unique_prefix
 from tests.test_distributed import assert_ground_truth, crawl_settings, crawlers, wait_all
 from tests.test_frontier_e2e import fetched_urls_of
 

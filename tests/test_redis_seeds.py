@@ -14,8 +14,8 @@ import pytest
 import redis
 
 from extensions.seedqueue import parse_entry
-from tests.crawlrun import run_web_crawl
-from tests.redisserver import RedisServer, redis_server, unique_prefix  # noqa: F401 - fixtures
+from testweb.crawlrun import run_web_crawl
+from testweb.redisserver import RedisServer, unique_prefix
 from tests.test_distributed import assert_ground_truth, assert_polite, crawl_settings, crawlers, wait_all
 
 WEB = {"hosts": 12, "pages": 6, "links": 4, "seed": 5}

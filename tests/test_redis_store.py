@@ -29,16 +29,8 @@ from extensions.store.redis_bloom import BloomLayout, RedisBloom
 from extensions.store.redis_keys import host_tag
 from extensions.store.sqlite import SQLiteStore
 from tests.conftest import fetched_urls
-from tests.crawlrun import run_web_crawl
-from tests.redisserver import (  # noqa: F401 - pytest fixtures
-    RedisClusterServers,
-    RedisServer,
-    free_port,
-    redis_aof_server,
-    redis_cluster,
-    redis_server,
-    unique_prefix,
-)
+from testweb.crawlrun import run_web_crawl
+from testweb.redisserver import RedisClusterServers, RedisServer, free_port, unique_prefix
 from tests.test_frontier_e2e import repeats_other_than_retries
 from tests.test_frontier_support import drain, make_frontier
 

@@ -17,7 +17,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from tests.crawlrun import run_web_crawl
+from testweb.crawlrun import run_web_crawl
 
 
 def refused_rows(job: Path) -> dict[str, str]:

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from extensions.resolver import HostsFileResolver, HostsTable, load_hosts_file, parse_hosts
-from tests._sup_web import LocalWeb, run_spider
+from testweb.crawlrun import run_spider
+from testweb.localserver import LocalWeb
+from tests._sup_spiders import FOLLOW_SPIDER, follow_args
 
 RESOLVER = "extensions.resolver.HostsFileResolver"
 
@@ -80,7 +82,7 @@ def test_crawl_fetches_made_up_name_through_hosts_file(tmp_path: Path) -> None:
     hosts = tmp_path / "hosts"
     hosts.write_text("# test web\n127.0.0.1 made-up-name.test\nbogus line here\n")
     with LocalWeb(pages=3) as web:
-        run = run_spider(tmp_path / "crawl", [web.url("/page/0", host="made-up-name.test")], {
+        run = run_spider(tmp_path / "crawl", FOLLOW_SPIDER, follow_args(web.url("/page/0", host="made-up-name.test")), {
             "TWISTED_DNS_RESOLVER": RESOLVER,
             "DNS_HOSTS": str(hosts),
             "LOG_LEVEL": "DEBUG",
@@ -102,7 +104,7 @@ def test_crawl_without_hosts_entry_still_resolves_through_dns(tmp_path: Path) ->
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.1 unrelated.test\n")
     with LocalWeb(pages=1) as web:
-        run = run_spider(tmp_path / "crawl", [web.url("/page/0", host="localhost")], {
+        run = run_spider(tmp_path / "crawl", FOLLOW_SPIDER, follow_args(web.url("/page/0", host="localhost")), {
             "TWISTED_DNS_RESOLVER": RESOLVER,
             "DNS_HOSTS": str(hosts),
         })
@@ -113,7 +115,7 @@ def test_crawl_without_hosts_entry_still_resolves_through_dns(tmp_path: Path) ->
 
 
 def test_crawl_with_missing_hosts_file_exits_with_error(tmp_path: Path) -> None:
-    run = run_spider(tmp_path / "crawl", ["http://made-up-name.test/"], {
+    run = run_spider(tmp_path / "crawl", FOLLOW_SPIDER, follow_args("http://made-up-name.test/"), {
         "TWISTED_DNS_RESOLVER": RESOLVER,
         "DNS_HOSTS": str(tmp_path / "no-such-hosts"),
     })

@@ -3,8 +3,8 @@
 Data: ``../shared/conformance/robots_google.json`` (google/robotstxt
 ``robots_test.cc``; schema in ``../shared/conformance/README.md``). Every case
 with a URL and a user agent becomes its own host ``c<N>.test`` (``N``: its
-index in the file) on one loopback server (:mod:`tests.robots_hosts`) that
-serves the case's robots.txt and a page without links for any other path.
+index in the file) on one loopback server (:class:`HostsServer`, a
+:class:`testweb.localserver.LocalServer`) that serves the case's robots.txt and a page without links for any other path.
 One crawl per distinct user agent (``USER_AGENT`` and ``ROBOTSTXT_USER_AGENT``
 both set to it) seeds all of that agent's cases, each case's URL moved to its
 host and the server's port with path and query kept byte for byte.
@@ -31,10 +31,6 @@ the names reach loopback). Ours must pass at least as many, and every
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
-import sys
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,8 +39,8 @@ from typing import Any
 
 import pytest
 
-from tests.crawlrun import ROOT, SCRAPY, run_web_crawl
-from tests.robots_hosts import read_access_log
+from testweb.crawlrun import ROOT, run_spider, run_web_crawl
+from testweb.localserver import Hit, LocalServer, Reply, Request
 
 CASES_FILE = ROOT.parent / "shared" / "conformance" / "robots_google.json"
 
@@ -132,46 +128,41 @@ class Outcome:
         return "\n".join(lines)
 
 
-class HostsServer:
-    """tests/robots_hosts.py as a subprocess on a free loopback port."""
+PAGE = b"<html><head><title>case</title></head><body><p>A page without links.</p></body></html>"
+
+
+class HostsServer(LocalServer):
+    """Every case's host on one loopback port: ``/robots.txt`` is the case's
+    file as UTF-8 ``text/plain``, any other path a page without links, an
+    unknown host a 404. The hits keep each request target as sent."""
 
     def __init__(self, cases: list[Case], workdir: Path) -> None:
-        self.workdir = workdir
-        sites = workdir / "sites.json"
-        sites.write_text(json.dumps({c.host: c.robots_txt for c in cases}), encoding="utf-8")
+        self.sites = {c.host: c.robots_txt for c in cases}
         self.hosts_file = workdir / "hosts"
         self.hosts_file.write_text("".join(f"127.0.0.1 {c.host}\n" for c in cases))
-        self.log_files: list[Path] = []
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.robots_hosts", str(sites), str(workdir / "access.jsonl")],
-            cwd=ROOT, stdout=subprocess.PIPE, start_new_session=True)
-        self.port = self._read_port()
+        super().__init__(self.answer)
 
-    def _read_port(self) -> int:
-        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
-        line = self.proc.stdout.readline().decode() if ready else ""
-        if not line.startswith("PORT "):
-            self.stop()
-            raise RuntimeError(f"robots hosts server did not start: {line!r}")
-        return int(line.split()[1])
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=30)
+    def answer(self, request: Request) -> Reply:
+        robots = self.sites.get(request.host)
+        if robots is None:
+            return Reply(404, b"no such host", {"Content-Type": "text/plain"})
+        if request.path == "/robots.txt":
+            return Reply(200, robots.encode("utf-8"), {"Content-Type": "text/plain; charset=utf-8"})
+        return Reply(200, PAGE)
 
 
-def outcome_from_log(log: Path, cases: list[Case]) -> Outcome:
+def outcome_from_hits(hits: list[Hit], cases: list[Case]) -> Outcome:
     by_host = {c.host: c for c in cases}
     paths: dict[str, list[str]] = defaultdict(list)
     robots: set[str] = set()
-    for host, path in read_access_log(str(log)) if log.exists() else []:
-        case = by_host.get(host)
+    for hit in hits:
+        case = by_host.get(hit.host)
         if case is None:
             continue
-        if path == "/robots.txt":
+        if hit.path == "/robots.txt":
             robots.add(case.name)
         else:
-            paths[case.name].append(path)
+            paths[case.name].append(hit.path)
     return Outcome(dict(paths), robots, cases)
 
 
@@ -210,14 +201,8 @@ def run_stock(server: HostsServer, agent: str, cases: list[Case], workdir: Path)
         "DNS_HOSTS": server.hosts_file, "CONCURRENT_REQUESTS": 64, "URLLENGTH_LIMIT": 20_000,
         "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False,
     }
-    command = [SCRAPY, "runspider", str(ROOT / "tests" / "robots_stock_spider.py"),
-               "-a", f"seeds={seeds}"]
-    for name, value in settings.items():
-        command += ["-s", f"{name}={value}"]
-    proc = subprocess.run(command, cwd=workdir, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180)
-    (workdir / "crawl.log").write_bytes(proc.stdout)
-    return proc.returncode
+    return run_spider(workdir, ROOT / "tests" / "robots_stock_spider.py", {"seeds": str(seeds)},
+                      settings, timeout=180).returncode
 
 
 def crawl_all(cases: list[Case], workdir: Path, runner: Any) -> tuple[Outcome, list[int]]:
@@ -233,7 +218,7 @@ def crawl_all(cases: list[Case], workdir: Path, runner: Any) -> tuple[Outcome, l
                 enumerate(group for _, group in groups)))
     finally:
         server.stop()
-    return outcome_from_log(workdir / "access.jsonl", cases), codes
+    return outcome_from_hits(server.hits, cases), codes
 
 
 @pytest.fixture(scope="module")

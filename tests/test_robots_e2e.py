@@ -12,9 +12,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bench.testweb import WebConfig, start_testweb
+from testweb import WebConfig, start_testweb
 from tests.conftest import fetched_urls
-from tests.crawlrun import CrawlResult, run_web_crawl
+from testweb.crawlrun import CrawlResult, run_web_crawl
 
 # Hosts whose robots.txt decides once (no retries): status rules, BOM/CRLF,
 # the 500 KiB cut, non-text bodies, redirects and a loop, agent groups.

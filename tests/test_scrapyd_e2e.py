@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bench.testweb import WebConfig, start_testweb
+from testweb import WebConfig, start_testweb
 from tests.conftest import fetched_urls
 from tests.scrapydserver import ScrapydServer, deploy_project, isolated_env
 

@@ -9,7 +9,7 @@ import pytest
 
 from extensions.urls.seeds import SeedsError, iter_seed_lines, seed_of_line, with_scheme
 from tests.conftest import fetched_urls
-from tests.crawlrun import run_web_crawl
+from testweb.crawlrun import run_web_crawl
 
 
 @pytest.mark.parametrize(("seed", "expected"), [

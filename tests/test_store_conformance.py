@@ -33,7 +33,7 @@ from extensions.store.memory import MemoryStore
 from extensions.store.redis import RedisStore
 from extensions.store.redis_bloom import BloomLayout
 from extensions.store.sqlite import SQLiteStore
-from tests.redisserver import free_port, shared_cluster, shared_server, unique_prefix
+from testweb.redisserver import free_port, shared_cluster, shared_server, unique_prefix
 
 PERSISTENT = ["sqlite", "redis", "redis-cluster", "redis-bloom", "redis-cluster-bloom"]
 BLOOM = BloomLayout(100_000, 0.001)

@@ -1,4 +1,4 @@
-"""The synthetic web (bench.testweb): a real server subprocess and its truth."""
+"""The synthetic web (testweb): a real server subprocess and its truth."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from protego import Protego
 from scrapy.http import HtmlResponse
 from scrapy.utils.response import get_base_url
 
-from bench.testweb import SiteModel, WebConfig, compute_truth, start_testweb
-from bench.testweb.media import DIMENSIONS
-from bench.testweb.model import USER_AGENT, Page, host_name, robots_variant
-from bench.testweb.robots_hosts import sitemap_locations
-from bench.testweb.truth import fetch_robots, page_links
+from testweb import SiteModel, WebConfig, compute_truth, start_testweb
+from testweb.media import DIMENSIONS
+from testweb.model import USER_AGENT, Page, host_name, robots_variant
+from testweb.robots_hosts import sitemap_locations
+from testweb.truth import fetch_robots, page_links
 
 CONFIG = WebConfig(hosts=12, pages=10, links=6, seed=1, slow_delay=0.3)
 

@@ -54,7 +54,7 @@ def test_path_ascending_crawl_finds_unlinked_directories(start_web: Any, tmp_pat
     """A seed deep in a site: with LINKS_PATH_ASCENDING its directory
     ``/p/``, which no page links, is fetched too."""
     from tests.conftest import fetched_urls  # noqa: PLC0415
-    from tests.crawlrun import run_web_crawl  # noqa: PLC0415
+    from testweb.crawlrun import run_web_crawl  # noqa: PLC0415
 
     web = start_web(hosts=2, pages=4)
     seed = web.url("robots-401.test", "/p/1.html")

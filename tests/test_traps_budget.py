@@ -1,5 +1,5 @@
 """Traps starve early: ``scrapy crawl web`` with defaults and no depth limit on
-an independent trap web (:mod:`bench.testweb.trapweb`: an endless calendar,
+an independent trap web (:mod:`testweb.trapweb`: an endless calendar,
 session ids in query, path and matrix form under unlisted names, a soft-404
 archive of ever deeper unique paths), under a budget of 1.25x its
 non-duplicate non-trap pages: at most 2% of fetches go to traps, and every
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.testweb.trapweb import TrapWebConfig
-from bench.traps_budget import measure
+from testweb.trapweb import TrapWebConfig
+from testweb.traps_budget import measure
 
 
 def test_traps_get_at_most_2_percent_and_every_non_trap_page_is_fetched(tmp_path: Path) -> None:

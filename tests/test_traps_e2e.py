@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import fetched_urls
-from tests.crawlrun import run_web_crawl
+from testweb.crawlrun import run_web_crawl
 
 
 def test_traps_get_at_most_2_percent_while_95_percent_of_pages_are_fetched(

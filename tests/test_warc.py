@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import re
 import resource
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,9 @@ from scrapy.utils.test import get_crawler
 from warcio.archiveiterator import ArchiveIterator
 
 from extensions.output.warc import WarcWriter
-from tests._sup_web import GZIP_TEXT, LocalWeb, page_body, run_spider, spider_command, spider_env
+from testweb.crawlrun import kill_crawl, run_spider, start_spider
+from testweb.localserver import GZIP_TEXT, LocalWeb, page_body
+from tests._sup_spiders import FOLLOW_SPIDER, follow_args
 
 EXTENSIONS = {"extensions.output.warc.WarcWriter": 500}
 NAME = re.compile(r"^webcrawler-\d{14}-(\d{5})-\d+\.warc\.gz$")
@@ -48,7 +49,8 @@ def archived(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalWeb, Path, 
     """One crawl of 12 pages, a gzip page and a 500, into files of ~4 kB."""
     tmp = tmp_path_factory.mktemp("warc")
     with LocalWeb(pages=12) as web:
-        run = run_spider(tmp / "crawl", [web.url("/page/0"), web.url("/gzip"), web.url("/error")], {
+        start = follow_args(web.url("/page/0"), web.url("/gzip"), web.url("/error"))
+        run = run_spider(tmp / "crawl", FOLLOW_SPIDER, start, {
             "EXTENSIONS": EXTENSIONS, "WARC_DIR": str(tmp / "warcs"), "WARC_MAX_SIZE": 4000,
         })
     assert run.returncode == 0, run.log
@@ -68,9 +70,9 @@ def test_every_file_is_closed_valid_and_starts_with_warcinfo(archived: Any) -> N
         assert records[0].type == "warcinfo"
         assert [r.type for r in records[1:]] == ["request", "response"] * ((len(records) - 1) // 2)
         total += len(records)
-    assert run.stat("warc/files") == len(names)
-    assert run.stat("warc/records") == total
-    assert run.stat("warc/bytes") == sum((directory / n).stat().st_size for n in names)
+    assert run.dumped_stat("warc/files") == len(names)
+    assert run.dumped_stat("warc/records") == total
+    assert run.dumped_stat("warc/bytes") == sum((directory / n).stat().st_size for n in names)
 
 
 def all_records(directory: Path) -> list[WarcRecord]:
@@ -120,9 +122,9 @@ def test_writer_is_disabled_without_warc_dir() -> None:
 
 def test_crawl_without_warc_dir_writes_nothing(tmp_path: Path) -> None:
     with LocalWeb(pages=2) as web:
-        run = run_spider(tmp_path, [web.url("/page/0")], {"EXTENSIONS": EXTENSIONS})
+        run = run_spider(tmp_path, FOLLOW_SPIDER, follow_args(web.url("/page/0")), {"EXTENSIONS": EXTENSIONS})
     assert run.returncode == 0, run.log
-    assert run.stat("warc/records") is None
+    assert run.dumped_stat("warc/records") is None
     assert not list(tmp_path.rglob("*.warc.gz*"))
 
 
@@ -134,14 +136,14 @@ def _limit_file_size() -> None:
 
 def test_write_errors_are_logged_once_counted_and_the_crawl_goes_on(tmp_path: Path) -> None:
     with LocalWeb(pages=12) as web:
-        run = run_spider(tmp_path / "crawl", [web.url("/page/0")], {
+        run = run_spider(tmp_path / "crawl", FOLLOW_SPIDER, follow_args(web.url("/page/0")), {
             "EXTENSIONS": EXTENSIONS, "WARC_DIR": str(tmp_path / "warcs"),
         }, preexec_fn=_limit_file_size)
         served = sum(web.served.values())
     assert run.returncode == 0, run.log
-    assert served == 12 and run.stat("downloader/response_count") == 12
+    assert served == 12 and run.dumped_stat("downloader/response_count") == 12
     assert run.log.count("WARC write failed") == 1
-    errors, records = run.stat("warc/errors"), run.stat("warc/records")
+    errors, records = run.dumped_stat("warc/errors"), run.dumped_stat("warc/records")
     assert errors and records and errors + (records - 1) // 2 == 12
     [path] = list((tmp_path / "warcs").iterdir())
     assert path.name.endswith(".warc.gz") and path.stat().st_size <= 6000
@@ -151,16 +153,13 @@ def test_write_errors_are_logged_once_counted_and_the_crawl_goes_on(tmp_path: Pa
 def test_killed_crawl_leaves_an_open_file_of_whole_records(tmp_path: Path) -> None:
     warcs = tmp_path / "warcs"
     with LocalWeb(pages=1) as web:
-        command = spider_command([web.url("/page/0"), web.url("/to-hold")],
-                                 {"EXTENSIONS": EXTENSIONS, "WARC_DIR": str(warcs)})
-        proc = subprocess.Popen(command, cwd=tmp_path, env=spider_env(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = start_spider(tmp_path, FOLLOW_SPIDER, follow_args(web.url("/page/0"), web.url("/to-hold")),
+                            {"EXTENSIONS": EXTENSIONS, "WARC_DIR": str(warcs)})
         try:
             # /hold is only linked from /to-hold, so /to-hold was archived by now
             assert web.held.wait(timeout=60)
         finally:
-            proc.kill()
-            proc.wait(timeout=30)
+            kill_crawl(proc)
     [path] = list(warcs.iterdir())
     assert path.name.endswith(".warc.gz.open")
     uris = {r.uri for r in read_warc(path) if r.type == "response"}

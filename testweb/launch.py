@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
-from bench.testweb.model import SiteModel, WebConfig, canonical_url
-from bench.testweb.server import FLUSH_PATH, RESET_PATH, Entry, read_access_log
-from bench.testweb.trapweb import TrapWeb, TrapWebConfig
-from bench.testweb.truth import Truth, compute_truth, fetch_robots
+from testweb.model import SiteModel, WebConfig, canonical_url
+from testweb.server import FLUSH_PATH, RESET_PATH, Entry, read_access_log
+from testweb.trapweb import TrapWeb, TrapWebConfig
+from testweb.truth import Truth, compute_truth, fetch_robots
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 STOP_TIMEOUT = 10.0
 
 
@@ -32,7 +32,7 @@ class TestWeb:
         self.config = config
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "bench.testweb", "serve", "--port", "0",
+        command = [sys.executable, "-m", "testweb", "serve", "--port", "0",
                    "--workdir", str(self.workdir), *config.cli_args()]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
@@ -66,13 +66,13 @@ class TestWeb:
         return self.model.url(host, path)
 
     def robots_hosts(self) -> list[str]:
-        """The ``robots-<variant>.test`` hosts (:mod:`bench.testweb.robots_hosts`);
+        """The ``robots-<variant>.test`` hosts (:mod:`testweb.robots_hosts`);
         linked from nowhere, in the hosts file, seeded by the tests that want them."""
         return list(self.model.robots_hosts)
 
     def powerlaw_seeds(self) -> list[str]:
-        """Canonical seed URLs of the power-law hosts (:mod:`bench.testweb.powerlaw`)."""
-        from bench.testweb import powerlaw  # noqa: PLC0415 - only importance runs need it
+        """Canonical seed URLs of the power-law hosts (:mod:`testweb.powerlaw`)."""
+        from testweb import powerlaw  # noqa: PLC0415 - only importance runs need it
 
         return [canonical_url(self.url(powerlaw.node_host(n), powerlaw.node_path(n)))
                 for n in powerlaw.seed_nodes(self.config.powerlaw_pages)]
@@ -80,7 +80,7 @@ class TestWeb:
     def powerlaw_graph(self) -> dict[str, list[str]]:
         """The power-law link graph as canonical URL -> canonical out-link URLs
         (empty unless ``powerlaw_pages`` > 0)."""
-        from bench.testweb import powerlaw  # noqa: PLC0415
+        from testweb import powerlaw  # noqa: PLC0415
 
         config = self.config
         graph = powerlaw.build_graph(config.seed, config.powerlaw_pages, config.links)

@@ -8,7 +8,7 @@ the default ground truth. Every host has the same small site: ``/`` links
 
 What ``/robots.txt`` answers (:data:`PRIVATE` is ``User-agent: *`` /
 ``Disallow: /private/``), and what a crawler following RFC 9309 makes of it
-(:func:`bench.testweb.truth.fetch_robots`):
+(:func:`testweb.truth.fetch_robots`):
 
 * ``bom``: :data:`PRIVATE` with a UTF-8 BOM and CRLF line ends. The BOM is
   stripped, so ``/private/`` is disallowed (Protego alone misses the group).
@@ -28,7 +28,7 @@ What ``/robots.txt`` answers (:data:`PRIVATE` is ``User-agent: *`` /
 * ``401``, ``403``: that status. RFC 9309 says 4xx means no restrictions.
 * ``500``: always 500; the crawler's 5xx policy decides (``robots_5xx``).
 * ``flaky``: :data:`PRIVATE`, but the server (not this pure model; see
-  :meth:`bench.testweb.server.WebServer.flaky_robots`) answers 503 to the
+  :meth:`testweb.server.WebServer.flaky_robots`) answers 503 to the
   first ``config.robots_flaky_failures`` requests. The ground truth assumes
   the crawler retries until it gets the 200.
 * ``agents``: groups ``WebCrawler-News`` (``Disallow: /allowed.html``),
@@ -54,11 +54,11 @@ import zlib
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from bench.testweb import media
-from bench.testweb.model import Link, Page, html_response, words
+from testweb import media
+from testweb.model import Link, Page, html_response, words
 
 if TYPE_CHECKING:
-    from bench.testweb.model import SiteModel
+    from testweb.model import SiteModel
 
 PRIVATE = "User-agent: *\nDisallow: /private/\n"
 SITE_PAGES = 4

@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterator
 
-from bench.testweb import media
-from bench.testweb.model import (
+from testweb import media
+from testweb.model import (
     SLOW_HOST, SPECIAL_HOST, TRAP_HOST, Link, Page, host_name, html_response, stable_int, words,
 )
 
 if TYPE_CHECKING:
-    from bench.testweb.model import SiteModel
+    from testweb.model import SiteModel
 
 TRAP_PREFIXES = ("/cal/", "/deep/", "/shop/")
 LONG_PATH = "/long/" + "x" * 2100 + ".html"

@@ -1,6 +1,6 @@
 """Ground truth: what a correct crawler fetches from the synthetic web.
 
-A breadth-first search over :class:`~bench.testweb.model.SiteModel` with
+A breadth-first search over :class:`~testweb.model.SiteModel` with
 Scrapy's depth semantics (seeds at depth 0, a link one deeper than its page,
 a redirect as deep as the request it answers, nothing deeper than
 ``depth_limit`` requested), robots.txt fetched as RFC 9309 says
@@ -8,7 +8,7 @@ a redirect as deep as the request it answers, nothing deeper than
 and the crawler's link rules (no links from non-2xx or non-HTML responses,
 none marked nofollow, none over 2083 characters, http(s) only).
 
-The ``robots-<variant>.test`` hosts (:mod:`bench.testweb.robots_hosts`) are
+The ``robots-<variant>.test`` hosts (:mod:`testweb.robots_hosts`) are
 linked from nowhere; pass their roots as ``seeds`` to get what a crawl seeded
 with them fetches, e.g. ``compute_truth(model, [model.url("robots-500.test",
 "/")], robots_5xx="disallow")``.
@@ -23,10 +23,10 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 from protego import Protego
 
 from extensions.urls.canonical import SESSION_PARAMS, strip_params
-from bench.testweb.model import (
+from testweb.model import (
     MIRROR_HOST, USER_AGENT, Page, SiteModel, canonical_url,
 )
-from bench.testweb.special import TRAP_PREFIXES
+from testweb.special import TRAP_PREFIXES
 
 MAX_URL_LENGTH = 2083
 MAX_REDIRECTS = 20

@@ -1,4 +1,4 @@
-"""``python -m bench.testweb serve|hosts|truth``: the synthetic web's CLI."""
+"""``python -m testweb serve|hosts|truth``: the synthetic web's CLI."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import json
 import sys
 from pathlib import Path
 
-from bench.testweb.model import SiteModel, WebConfig
-from bench.testweb.server import hosts_file_text, serve
-from bench.testweb.truth import compute_truth
+from testweb.model import SiteModel, WebConfig
+from testweb.server import hosts_file_text, serve
+from testweb.truth import compute_truth
 
 
 def config_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = WebConfig()
     parser.add_argument("--web", choices=("default", "traps"), default="default",
-                        help="traps: bench.testweb.trapweb (--hosts ordinary sites, --seed)")
+                        help="traps: testweb.trapweb (--hosts ordinary sites, --seed)")
     parser.add_argument("--hosts", type=int, default=defaults.hosts)
     parser.add_argument("--pages", type=int, default=defaults.pages)
     parser.add_argument("--links", type=int, default=defaults.links)
@@ -36,7 +36,7 @@ def config_from(args: argparse.Namespace) -> WebConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.testweb", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m testweb", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     serve_cmd = commands.add_parser("serve", help="run the server on 127.0.0.1")
     serve_cmd.add_argument("--port", type=int, default=0, help="0 picks a free port")
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = config_from(args)
     if args.web == "traps":
-        from bench.testweb.trapweb import TrapWeb, TrapWebConfig  # noqa: PLC0415
+        from testweb.trapweb import TrapWeb, TrapWebConfig  # noqa: PLC0415
 
         trap_config = TrapWebConfig(sites=args.hosts, seed=args.seed)
         if args.command != "serve":

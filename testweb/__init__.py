@@ -2,15 +2,15 @@
 
 ``start_testweb(WebConfig(...), workdir)`` runs the server as a subprocess on
 a free loopback port; ``web.truth()`` says what a correct crawl fetches.
-See :mod:`bench.testweb.model` for what the web contains.
+See :mod:`testweb.model` for what the web contains.
 """
 
 from __future__ import annotations
 
-from bench.testweb.launch import TestWeb, start_testweb
-from bench.testweb.model import Link, Page, SiteModel, WebConfig, canonical_url
-from bench.testweb.server import Entry, read_access_log
-from bench.testweb.truth import Truth, compute_truth
+from testweb.launch import TestWeb, start_testweb
+from testweb.model import Link, Page, SiteModel, WebConfig, canonical_url
+from testweb.server import Entry, read_access_log
+from testweb.truth import Truth, compute_truth
 
 __all__ = [
     "Entry", "Link", "Page", "SiteModel", "TestWeb", "Truth", "WebConfig",

@@ -1,4 +1,4 @@
-"""Real ``redis-server`` processes on loopback for the Redis store's tests.
+"""Real ``redis-server`` processes on loopback for tests and benchmarks.
 
 :class:`RedisServer` runs one ``redis-server`` in a directory of its own
 (``--dir``; its log, AOF and cluster config there) on a free ``127.0.0.1``
@@ -8,14 +8,14 @@ port, RDB snapshots off (``--save ''``) and AOF on request
 and joins them with ``redis-cli --cluster create`` into a 3-master cluster
 (no replicas), waiting for ``cluster_state:ok``.
 
-No ``redis-server`` binary is a test failure naming the fix, never a skip:
-``make test`` installs it (``apt-get install redis-server``).
+No ``redis-server`` binary is an error naming the fix (a test failure, never
+a skip): ``make test`` installs it (``apt-get install redis-server``).
 
 :func:`shared_server` is one server per test process, started on first use
 and stopped at exit, for the frontier suites' ``make_store("redis", ...)``;
 each store there gets a key prefix of its own (:func:`unique_prefix`), so
-tests never see each other's keys. The pytest fixtures below are the same
-servers for the tests that take fixtures.
+tests never see each other's keys. The pytest fixtures in ``tests/conftest.py``
+(``redis_server``, ``redis_cluster``, ``redis_aof_server``) are the same servers.
 """
 
 from __future__ import annotations
@@ -29,10 +29,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
@@ -44,11 +41,15 @@ MISSING = (
 _prefixes = itertools.count(1)
 
 
+class RedisMissing(RuntimeError):
+    """No ``redis-server`` (or ``redis-cli``) on the PATH."""
+
+
 def redis_binary(name: str = "redis-server") -> str:
-    """The path of ``name``; fail the test with the fix when it is missing."""
+    """The path of ``name``; :class:`RedisMissing` naming the fix when it is missing."""
     path = shutil.which(name)
     if path is None:
-        pytest.fail(MISSING.replace("redis-server is", f"{name} is"), pytrace=False)
+        raise RedisMissing(MISSING.replace("redis-server is", f"{name} is"))
     return path
 
 
@@ -251,22 +252,3 @@ def shared_cluster() -> RedisClusterServers:
         atexit.register(cluster.stop)
         _shared["cluster"] = cluster
     return cluster  # type: ignore[return-value]
-
-
-@pytest.fixture(scope="session")
-def redis_server() -> RedisServer:
-    """One single-instance Redis for the session (RDB and AOF off)."""
-    return shared_server()
-
-
-@pytest.fixture(scope="session")
-def redis_cluster() -> RedisClusterServers:
-    """One local 3-master Redis Cluster for the session."""
-    return shared_cluster()
-
-
-@pytest.fixture
-def redis_aof_server(tmp_path: Path) -> Iterator[RedisServer]:
-    """A Redis of this test's own with AOF on (appendfsync everysec), to crash."""
-    with RedisServer(tmp_path / "redis-aof", appendonly=True) as server:
-        yield server

@@ -33,7 +33,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from bench.testweb.model import ROBOTS_FLAKY_HOST, Page, SiteModel, WebConfig, canonical_url
+from testweb.model import ROBOTS_FLAKY_HOST, Page, SiteModel, WebConfig, canonical_url
 
 FLUSH_PATH = "/__testweb/flush"
 RESET_PATH = "/__testweb/reset"
@@ -281,7 +281,7 @@ async def serve(config: WebConfig, port: int, workdir: Path,
                 model_class: Callable[..., SiteModel] = SiteModel) -> None:
     """Serve until SIGTERM or SIGINT; prints ``listening PORT`` when ready.
     ``model_class(config, port)`` builds the web (another web than the
-    default one, e.g. :class:`bench.testweb.trapweb.TrapWeb`)."""
+    default one, e.g. :class:`testweb.trapweb.TrapWeb`)."""
     workdir.mkdir(parents=True, exist_ok=True)
     loop = asyncio.get_running_loop()
     log = AccessLog(workdir / "access.log")

@@ -35,10 +35,10 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
-from bench.testweb.model import Link, Page, html_response, stable_int, words
+from testweb.model import Link, Page, html_response, stable_int, words
 
 if TYPE_CHECKING:
-    from bench.testweb.model import SiteModel
+    from testweb.model import SiteModel
 
 PAGES_PER_HOST = 20
 SEEDS = 3

@@ -1,6 +1,6 @@
 """Near-duplicate ground truth of the synthetic web, as labelled page pairs.
 
-:class:`~bench.testweb.truth.Truth` lists the pages a crawl fetches, the
+:class:`~testweb.truth.Truth` lists the pages a crawl fetches, the
 mirror's byte copies (``duplicates``) and the designed near-duplicates
 (``near_duplicates``: the news print and copy pages). A detector is scored
 on pairs of fetched 2xx HTML pages (the streamed big page excluded):
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from urllib.parse import urlsplit
 
-from bench.testweb.model import SLOW_HOST, SPECIAL_HOST, TRAP_HOST, Page, SiteModel
-from bench.testweb.truth import Truth, compute_truth
+from testweb.model import SLOW_HOST, SPECIAL_HOST, TRAP_HOST, Page, SiteModel
+from testweb.truth import Truth, compute_truth
 
 FAMILIES = (  # (family, host, path pattern) of pages built from one fixed text
     ("news", SPECIAL_HOST, r"/news/\d+(-print|-copy)?\.html"),

@@ -1,8 +1,8 @@
-"""A second synthetic web, built independently of :mod:`bench.testweb.model`,
+"""A second synthetic web, built independently of :mod:`testweb.model`,
 for measuring crawler traps under a page budget.
 
 A pure function of ``(config, port, host, target)`` like the default web,
-served by the same server (``python -m bench.testweb serve --web traps``),
+served by the same server (``python -m testweb serve --web traps``),
 with its own truth: which fetched URLs are traps and which documents are the
 non-trap pages a crawl should cover.
 
@@ -43,7 +43,7 @@ from datetime import date, timedelta
 from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
-from bench.testweb.model import Link, Page, canonical_url, html_response, not_found, stable_int, words
+from testweb.model import Link, Page, canonical_url, html_response, not_found, stable_int, words
 
 EVENTS_HOST = "events.example"
 SHOP_HOST = "shop.example"

@@ -1,7 +1,7 @@
 """The synthetic web as a pure function of (config, port, host, path).
 
 Every byte the server sends comes from here, so the ground truth
-(:mod:`bench.testweb.truth`) can be computed without a server and a crawl can
+(:mod:`testweb.truth`) can be computed without a server and a crawl can
 be checked against it. Randomness is ``random.Random(stable_int(...))`` seeded
 from a blake2b digest, never ``hash()``, so the same config and port give the
 same bytes in every process.
@@ -24,18 +24,18 @@ Hosts (see :class:`SiteModel`):
   /private/ok.html`` before ``Disallow: /private/``; 4 a ``*`` group and a
   stricter ``webcrawler`` group that also disallows the leaf page
   ``/p/{pages-1}.html``.
-* ``special.test`` (:mod:`bench.testweb.special`): redirects, errors, media,
+* ``special.test`` (:mod:`testweb.special`): redirects, errors, media,
   the big page, malformed HTML, charsets, nofollow, near-duplicates, link
   tags, ``<base>``, frames, query order and percent-encoding variants.
 * ``trap.test``: an infinite calendar, ever deeper paths, session ids.
 * ``mirror0.test``: byte-identical copy of ``h0001.test``.
 * ``slow.test``: every page but robots.txt is delayed by ``slow_delay``.
-* ``robots-<variant>.test`` (:mod:`bench.testweb.robots_hosts`): one RFC 9309
+* ``robots-<variant>.test`` (:mod:`testweb.robots_hosts`): one RFC 9309
   robots.txt edge case each (BOM, over 500 KiB, non-text, redirects, a loop,
   401/403/500, a flaky 503, user-agent groups, Crawl-delay, Sitemap, a slow
   robots.txt). Linked from nowhere: tests seed them, so they never change the
   default ground truth.
-* ``pl0000.test`` ... (:mod:`bench.testweb.powerlaw`): only when
+* ``pl0000.test`` ... (:mod:`testweb.powerlaw`): only when
   ``powerlaw_pages`` > 0, a Zipf-skewed link graph for AOPIC's importance
   benchmark; linked from nowhere (seeded with its own roots).
 """
@@ -233,7 +233,7 @@ class SiteModel:
     hosts: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        from bench.testweb import powerlaw  # builds on this module
+        from testweb import powerlaw  # builds on this module
 
         regular = [host_name(i) for i in range(self.config.hosts)]
         self.robots_hosts = list(ROBOTS_HOSTS)
@@ -265,7 +265,7 @@ class SiteModel:
 
     def _page(self, host: str, target: str) -> Page:
         """The page at canonical ``target`` (path and query) of ``host``."""
-        from bench.testweb import powerlaw, robots_hosts, special  # all build on this module
+        from testweb import powerlaw, robots_hosts, special  # all build on this module
 
         if host == MIRROR_HOST:
             host = self.mirrored_host
