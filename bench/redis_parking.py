@@ -25,7 +25,7 @@ from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.leases import HostLeases
 from extensions.store.base import Entry, Status
 from extensions.store.redis import RedisStore
-from tests.redisserver import RedisServer
+from testweb.redisserver import RedisServer
 
 
 def entries(urls: list[str]) -> list[Entry]:

@@ -16,7 +16,7 @@ from extensions.frontier.fingerprint import url_fingerprint
 from extensions.store.base import Status
 from extensions.store.redis import RedisStore
 from tests.conftest import fetched_urls
-from tests.redisserver import RedisServer, redis_server, unique_prefix  # noqa: F401 - fixtures
+from testweb.redisserver import RedisServer, unique_prefix
 from tests.test_deferral_e2e import closed_port
 from tests.test_distributed import DEPTH, crawl_settings, crawlers, wait_all
 

@@ -22,7 +22,7 @@ from extensions.frontier.politeness import Politeness
 from extensions.store.base import Status
 from extensions.store.redis import RedisStore
 from extensions.store.redis_bloom import BloomLayout
-from tests.redisserver import shared_server, unique_prefix
+from testweb.redisserver import shared_server, unique_prefix
 
 DEAD = "https://dead.test"
 REASON = "robots.txt unreachable (status 503)"

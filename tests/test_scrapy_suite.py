@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.redisserver import RedisServer
+from testweb.redisserver import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = Path(sys.prefix) / "scrapy-tests"
