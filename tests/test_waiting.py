@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from testweb.crawlrun import CrawlHung, run_spider
-from testweb.waiting import PERIODIC, CrawlActivity, NoProgress, all_ended, ended, wait_until
+from testweb.waiting import PERIODIC, CrawlActivity, NoProgress, all_ended, ended, wait_for_exit, wait_until
 
 
 def test_returns_the_polls_it_took_once_the_condition_holds() -> None:
@@ -88,3 +88,26 @@ def test_a_crawl_past_its_last_resort_timeout_is_reported_as_a_hang(tmp_path: Pa
     with pytest.raises(CrawlHung, match="did not end within 1 s") as caught:
         run_spider(tmp_path / "run", spider, timeout=1)
     assert "runspider" in str(caught.value)
+
+
+def test_a_hung_process_ends_the_wait_once_it_stops_writing(tmp_path: Path) -> None:
+    """A stand-in for a hung crawl (the fault a working crawl cannot be made
+    to produce): it writes its log, then nothing, and never exits."""
+    script = "import sys, time\nfor i in range(5):\n    print(i, flush=True)\ntime.sleep(600)\n"
+    with open(tmp_path / "crawl.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=log)
+    try:
+        with pytest.raises(NoProgress, match="no end of the crawls: nothing moved in 20 polls"):
+            wait_for_exit([proc], [tmp_path], patience=20, interval=0.05)
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (tmp_path / "crawl.log").read_text().split() == ["0", "1", "2", "3", "4"]
+
+
+def test_processes_that_end_end_the_wait(tmp_path: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", "print('done')"], stdout=subprocess.DEVNULL)
+             for _ in range(2)]
+    wait_for_exit(procs, [tmp_path], patience=1000, interval=0.01)
+    assert [proc.returncode for proc in procs] == [0, 0]
