@@ -69,7 +69,7 @@ def test_seeds_pushed_to_waiting_processes_are_crawled_to_the_ground_truth(
 
 
 def test_without_seeds_and_without_redis_the_crawl_stops_at_start_saying_how(tmp_path: Path) -> None:
-    result = run_web_crawl(tmp_path, "", timeout=60)
+    result = run_web_crawl(tmp_path, "")
     assert result.returncode != 0
     assert "seeds: missing" in result.log + (tmp_path / "stdout.txt").read_text(errors="replace")
 
