@@ -40,7 +40,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,7 +47,10 @@ from pathlib import Path
 
 import pytest
 
-START_TIMEOUT = 20.0
+from testweb.waiting import NoProgress, wait_until
+
+#: polls (50 ms apart, plus each poll's own time) of a starting nginx before giving up
+START_POLLS = 400
 STOP_TIMEOUT = 10.0
 MISSING = ("{what} is not installed: the real-web test needs it. `make test` installs it "
            "(apt-get install nginx-light openssl sphinx-doc python-django-doc nodejs-doc "
@@ -309,20 +311,20 @@ def start_realweb(directory: Path, sites: tuple[Site, ...] = SITES) -> Iterator[
 
 
 def _wait_until_up(process: subprocess.Popen[bytes], web: RealWeb) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
     wanted = [(BOTH_SCHEMES_ADDRESS, web.http_port), (BOTH_SCHEMES_ADDRESS, web.https_port),
               (HTTP_ONLY_ADDRESS, web.http_port)]
-    for _ in range(int(START_TIMEOUT / 0.05)):
+
+    def up() -> bool:
         if process.poll() is not None:
             log = web.directory / "logs" / "error.log"
             raise RuntimeError(f"nginx exited with {process.returncode}: "
                                f"{log.read_text() if log.exists() else ''}")
-        if all(_accepts(address, port) for address, port in wanted):
-            return
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    raise RuntimeError(f"nginx did not listen within {START_TIMEOUT} s")
+        return all(_accepts(address, port) for address, port in wanted)
+
+    try:
+        wait_until(up, "nginx listening on every address", patience=START_POLLS, interval=0.05)
+    except NoProgress as err:
+        raise RuntimeError(str(err)) from err
 
 
 def _accepts(address: str, port: int) -> bool:

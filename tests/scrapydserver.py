@@ -18,16 +18,20 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from testweb.waiting import NoProgress, wait_until
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-START_TIMEOUT = 30.0
+#: polls (0.1 s apart) without scrapyd writing a byte before giving up on its start
+START_POLLS = 300
+#: polls (0.5 s apart) without the job's state or files moving before giving up on it
+JOB_PATIENCE = 120
 STOP_TIMEOUT = 15.0
 # what a copy of the project leaves out: what a fresh checkout does not have
 COPY_IGNORE = shutil.ignore_patterns(
@@ -89,17 +93,20 @@ class ScrapydServer:
         return f"http://127.0.0.1:{self.port}/"
 
     def _wait_until_up(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
+        def up() -> bool:
             if self.process.poll() is not None:
                 raise ScrapydError(f"scrapyd exited with {self.process.returncode}:\n{self.log()}")
             try:
-                if self.get("daemonstatus.json")["status"] == "ok":
-                    return
+                return self.get("daemonstatus.json")["status"] == "ok"
             except OSError:
-                pass
-            time.sleep(0.1)  # polling from the test process, not a reactor
-        raise ScrapydError(f"scrapyd not answering after {START_TIMEOUT}s:\n{self.log()}")
+                return False
+
+        try:
+            # what scrapyd writes while it starts is its progress
+            wait_until(up, "answer from scrapyd", lambda: self.output.stat().st_size, patience=START_POLLS,
+                       interval=0.1)
+        except NoProgress as err:
+            raise ScrapydError(f"{err}:\n{self.log()}") from err
 
     def log(self) -> str:
         return self.output.read_text(errors="replace") if self.output.exists() else ""
@@ -128,16 +135,26 @@ class ScrapydServer:
         fields += list(spider_args.items())
         return self.post("schedule.json", fields)["jobid"]
 
-    def wait_for_job(self, project: str, job: str, timeout: float) -> dict[str, Any]:
-        """The job's ``listjobs.json`` entry once it is finished (bounded by ``timeout``)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def wait_for_job(self, project: str, job: str) -> dict[str, Any]:
+        """The job's ``listjobs.json`` entry once it is finished; bounded by
+        the job's progress (its state, what scrapyd and the crawl write):
+        :class:`~testweb.waiting.NoProgress` once nothing moved for a long run of polls."""
+        found: dict[str, Any] = {}
+
+        def finished() -> bool:
             jobs = self.get("listjobs.json", project=project)
-            for entry in jobs["finished"]:
-                if entry["id"] == job:
-                    return entry
-            time.sleep(0.5)
-        raise ScrapydError(f"job {job} not finished after {timeout}s: {jobs}")
+            found.update(next((entry for entry in jobs["finished"] if entry["id"] == job), {}))
+            found["states"] = [state for state in ("pending", "running", "finished")
+                               if any(entry["id"] == job for entry in jobs[state])]
+            return "id" in found
+
+        def progress() -> tuple[Any, ...]:
+            written = sum(path.stat().st_size for path in self.workdir.rglob("*") if path.is_file())
+            return tuple(found.get("states", ())), written
+
+        wait_until(finished, f"end of scrapyd job {job}", progress, patience=JOB_PATIENCE, interval=0.5)
+        del found["states"]
+        return found
 
     def job_file(self, kind: str, project: str, spider: str, job: str) -> Path:
         """``logs`` or ``items`` file of a job, where scrapyd.conf puts them."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 import signal
 import sqlite3
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from extensions.store.memory import MemoryStore
 from extensions.store.sqlite import SQLiteStore
 from extensions.urls.canonical import canonicalize
 from testweb.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
+from testweb.waiting import CrawlActivity, ended, wait_until
 from tests.test_frontier_support import make_frontier
 
 CONCURRENCY = 16
@@ -144,17 +144,15 @@ def _extra_fetches(web: Any) -> Counter[str]:
     return extra
 
 
-def _kill_after(web: Any, proc: Any, fetches: int) -> bool:
-    """SIGKILL the crawl once the test web has served ``fetches`` more
-    responses; False if it ended first. Polls the access log (bounded)."""
+def _kill_after(web: Any, proc: Any, fetches: int, workdir: Path) -> bool:
+    """SIGKILL the crawl (writing into ``workdir``) once the test web has
+    served ``fetches`` more responses; False if it ended first. Polls the
+    access log, bounded by the crawl's progress."""
     target = len(web.entries()) + fetches
-    for _ in range(3000):
-        if proc.poll() is not None:
-            return False
-        if len(web.entries()) >= target:
-            kill_crawl(proc, signal.SIGKILL)
-            return True
-        time.sleep(0.02)  # poll interval, not a synchronisation
+    wait_until(lambda: len(web.entries()) >= target or ended([proc]), f"{fetches} more fetches",
+               CrawlActivity([workdir], also=lambda: len(web.entries())))
+    if proc.poll() is not None:
+        return False
     kill_crawl(proc, signal.SIGKILL)
     return True
 
@@ -176,7 +174,7 @@ def test_sigkill_three_times_refetches_only_what_was_in_flight(tmp_path: Path, s
     kills = 0
     for run in range(3):
         proc = start_web_crawl(tmp_path / f"run{run}", str(web.seeds_file), settings)
-        if not _kill_after(web, proc, rng.randint(40, 120)):
+        if not _kill_after(web, proc, rng.randint(40, 120), tmp_path / f"run{run}"):
             break
         kills += 1
         at_kill = _in_flight(job)

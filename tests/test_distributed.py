@@ -33,6 +33,7 @@ from extensions.store.redis_keys import Keys
 from tests.conftest import fetched_urls
 from testweb.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
 from testweb.redisserver import RedisServer, unique_prefix
+from testweb.waiting import all_ended, wait_for_exit, wait_until
 from tests.test_frontier_e2e import _by_host, fetched_urls_of, repeats_other_than_retries
 
 DELAY = 0.15
@@ -69,13 +70,11 @@ def crawlers(workdir: Path, seeds: str, settings: dict[str, Any], count: int,
                 kill_crawl(proc)
 
 
-def wait_all(procs: list[subprocess.Popen[bytes]], workdir: Path, timeout: float = 180,
-             first: int = 0) -> list[CrawlResult]:
+def wait_all(procs: list[subprocess.Popen[bytes]], workdir: Path, first: int = 0) -> list[CrawlResult]:
     """The results of ``procs``, the crawls started as ``crawl<first>``,
-    ``crawl<first + 1>``, ... by :func:`crawlers`."""
-    deadline = time.monotonic() + timeout
-    for proc in procs:
-        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    ``crawl<first + 1>``, ... by :func:`crawlers`, once all have exited
+    (:class:`NoProgress` if none wrote anything for a long run of polls)."""
+    wait_for_exit(procs, [workdir / f"crawl{i}" for i in range(first, first + len(procs))])
     return [read_result(workdir / f"crawl{i}", proc.returncode, []) for i, proc in enumerate(procs, first)]
 
 
@@ -282,15 +281,15 @@ def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool =
     settings = crawl_settings(web, url, prefix, **(BLOOM_SETTINGS if bloom else {}))
     keys, client = Keys(prefix), connect(url, 10.0, Retry(NoBackoff(), 0))
     with crawlers(tmp_path, str(web.seeds_file), settings, 3) as procs:
-        deadline = time.monotonic() + 60
         # mid-crawl, and at a moment the victim holds a host with a URL in
         # flight and more queued, so that its lease must be taken over
-        while ((len(web.entries()) < 100 or not busy_hosts_of(client, keys, procs[0].pid))
-               and procs[0].poll() is None and time.monotonic() < deadline):
-            time.sleep(0.05)  # polling the access log and the leases
-        client.close()
-        assert procs[0].poll() is None, "the crawl ended before the kill"
-        assert time.monotonic() < deadline, "the victim never held a busy host"
+        try:
+            wait_until(lambda: procs[0].poll() is not None or (
+                len(web.entries()) >= 100 and busy_hosts_of(client, keys, procs[0].pid)),
+                "moment the victim holds a busy host", lambda: len(web.entries()))
+        finally:
+            client.close()
+        assert procs[0].poll() is None, "the crawl ended before the victim held a busy host"
         kill_crawl(procs[0], signal.SIGKILL)
         killed_at = time.time()
         results = wait_all(procs[1:], tmp_path, first=1)
@@ -349,14 +348,13 @@ def test_sigkills_at_random_moments_with_restarts_fetch_every_page_at_most_twice
     keys, client = Keys(prefix), connect(redis_server.url, 10.0, Retry(NoBackoff(), 0))
     with crawlers(tmp_path, str(web.seeds_file), settings, 3) as procs:
         running, kills, started = list(range(3)), 0, 3
-        deadline = time.monotonic() + 120
         try:
             for _ in range(3):
                 target = len(web.entries()) + rng.randint(40, 160)
-                while time.monotonic() < deadline and any(procs[i].poll() is None for i in running) and (
-                        len(web.entries()) < target
-                        or refetches_pending(client, keys, set(fetched_urls(web)))):
-                    time.sleep(0.05)  # polling the access log and the frontier
+                # while refetches are pending the survivors fetch them: the access log grows
+                wait_until(lambda: all_ended(procs[i] for i in running) or (  # noqa: B023 - called at once
+                    len(web.entries()) >= target and not refetches_pending(client, keys, set(fetched_urls(web)))),
+                    "moment to kill", lambda: len(web.entries()))
                 alive = [i for i in running if procs[i].poll() is None]
                 if len(alive) < 3:
                     break  # the crawl is ending
@@ -369,8 +367,7 @@ def test_sigkills_at_random_moments_with_restarts_fetch_every_page_at_most_twice
                 started += 1
         finally:
             client.close()
-        for i in running:
-            procs[i].wait(timeout=180)
+        wait_for_exit([procs[i] for i in running], [tmp_path / f"crawl{i}" for i in running])
         results = {i: read_result(tmp_path / f"crawl{i}", procs[i].returncode, []) for i in running}
     assert kills >= 2, kills
     for i, result in results.items():

@@ -27,7 +27,7 @@ def run_two(workdir: Path, seeds: list[str], settings: dict[str, Any]) -> list[A
     """Two crawl processes with the default robots.txt timing, each ended
     by itself (bounded: the back-offs alone would take minutes), exit 0."""
     with crawlers(workdir, ",".join(seeds), settings, 2, robots_overrides=False) as procs:
-        results = wait_all(procs, workdir, timeout=150)
+        results = wait_all(procs, workdir)
     for result in results:
         assert result.returncode == 0, result.log[-3000:]
         assert result.report["finish_reason"] == "finished"

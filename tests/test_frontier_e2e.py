@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import fetched_urls
 from testweb.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
+from testweb.waiting import CrawlActivity, ended, wait_until
 
 DELAY = 0.15
 
@@ -127,9 +128,8 @@ def test_sigkill_at_random_moments_then_resume_fetches_exactly_the_truth(
         proc = start_web_crawl(tmp_path / f"run{run}", str(web.seeds_file), settings)
         served = len(web.entries())
         target = served + rng.randint(5, 40)
-        deadline = time.monotonic() + 60
-        while len(web.entries()) < target and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)  # polling the access log for a kill moment
+        wait_until(lambda: len(web.entries()) >= target or ended([proc]), "kill moment",  # noqa: B023
+                   CrawlActivity([tmp_path / f"run{run}"], also=lambda: len(web.entries())))
         if proc.poll() is not None:
             break
         kill_crawl(proc, signal.SIGKILL)

@@ -10,8 +10,8 @@ links to the real web's other hosts stay unfetched), seeded with each site's
 http and https root, is then judged against nginx's access log and a ground
 truth computed from the files on disk (:mod:`tests.realweb_truth`):
 
-* the crawl exits 0 by itself (a crawl still running after
-  :data:`CRAWL_TIMEOUT` is interrupted, so the other checks still report);
+* the crawl exits 0 by itself (a crawl that stalls for :data:`STALL_POLLS`
+  polls is interrupted, so the other checks still report);
 * it fetched every page reachable over http and allowed by robots.txt (a
   page of a site served over https too counts as fetched when its https
   copy was: which copy comes first is the frontier's choice, and Mercator's
@@ -40,6 +40,7 @@ from urllib.parse import quote, unquote
 import pytest
 
 from testweb.crawlrun import CrawlResult, read_result, start_web_crawl
+from testweb.waiting import CrawlActivity, NoProgress, wait_until
 from tests.realweb import CRAWL_DELAY, LogEntry, RealWeb
 from tests.realweb_truth import (
     PRODUCT_TOKEN,
@@ -53,11 +54,12 @@ from tests.realweb_truth import (
     url_key,
 )
 
-#: A crawl still running after this long is interrupted (SIGINT, then
-#: SIGKILL): it did not end by itself. Not a performance bound: the sites
-#: are fetched in well under a minute, and a crawl left with only held work
-#: must close within its idle bound (at most 60 s by default).
-CRAWL_TIMEOUT = 180.0
+#: A crawl that neither wrote a line nor made a request for this many polls
+#: in a row (0.1 s apart) is interrupted (SIGINT, then SIGKILL): it did not
+#: end by itself. Not a performance bound: well above the silence of a crawl
+#: left with only held work, which must close within its idle bound (at most
+#: 60 s by default).
+STALL_POLLS = 1000
 INTERRUPT_GRACE = 60.0
 #: nginx logs $msec and $request_time in milliseconds, from a clock it
 #: updates once per event-loop turn.
@@ -87,9 +89,10 @@ class RealWebCrawl:
                 f"{len(self.result.items)} items\n{held}")
 
 
-def run_bounded(workdir: Path, web: RealWeb, timeout: float) -> tuple[CrawlResult, bool, float]:
-    """Run the crawl; past ``timeout`` interrupt it as a user would (SIGINT:
-    Scrapy closes gracefully, writing items, stats and report)."""
+def run_bounded(workdir: Path, web: RealWeb) -> tuple[CrawlResult, bool, float]:
+    """Run the crawl; once it stalled for :data:`STALL_POLLS` polls, interrupt
+    it as a user would (SIGINT: Scrapy closes gracefully, writing items,
+    stats and report)."""
     hosts = ",".join(site.host for site in web.sites)
     started = time.monotonic()
     proc = start_web_crawl(
@@ -97,9 +100,10 @@ def run_bounded(workdir: Path, web: RealWeb, timeout: float) -> tuple[CrawlResul
         settings={"DNS_HOSTS": web.hosts_file, "ALLOW_PRIVATE_ADDRESSES": True},
         spider_args={"allowed_domains": hosts}, robots_overrides=False)
     ended = True
+    activity = CrawlActivity([workdir], also=lambda: web.access_log.stat().st_size if web.access_log.exists() else 0)
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
+        wait_until(lambda: proc.poll() is not None, "end of the crawl", activity, patience=STALL_POLLS, interval=0.1)
+    except NoProgress:
         ended = False
         proc.send_signal(signal.SIGINT)
         try:
@@ -120,7 +124,7 @@ def truth(realweb: RealWeb) -> Truth:
 @pytest.fixture(scope="module")
 def crawl(realweb: RealWeb, truth: Truth, tmp_path_factory: pytest.TempPathFactory) -> RealWebCrawl:
     before = len(realweb.entries())
-    result, ended, seconds = run_bounded(tmp_path_factory.mktemp("realweb-crawl"), realweb, CRAWL_TIMEOUT)
+    result, ended, seconds = run_bounded(tmp_path_factory.mktemp("realweb-crawl"), realweb)
     entries = [e for e in realweb.entries()[before:] if e.user_agent.startswith(PRODUCT_TOKEN)]
     return RealWebCrawl(realweb, result, truth, entries, ended, seconds)
 

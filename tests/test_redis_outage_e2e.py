@@ -14,12 +14,12 @@ the store in tests/test_redis_store.py.
 from __future__ import annotations
 
 import signal
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from testweb.redisserver import RedisServer, unique_prefix
+from testweb.waiting import CrawlActivity, ended, wait_until
 from tests.test_distributed import assert_ground_truth, crawl_settings, crawlers, wait_all
 from tests.test_frontier_e2e import fetched_urls_of
 
@@ -34,13 +34,12 @@ class AlwaysFsyncRedis(RedisServer):
         return [part if part != "everysec" else "always" for part in super().command()]
 
 
-def wait_until(condition: Any, what: str, procs: list[Any], timeout: float = 60.0) -> None:
-    """Poll ``condition`` (bounded); fail if a crawler exits first."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert all(proc.poll() is None for proc in procs), f"a crawler exited before {what}"
-        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
-        time.sleep(0.05)
+def wait_for(condition: Any, what: str, procs: list[Any], workdir: Path) -> None:
+    """Poll ``condition`` while the crawls in ``workdir`` write (bounded by
+    their progress); fail if a crawler exits first."""
+    activity = CrawlActivity([workdir / f"crawl{i}" for i in range(len(procs))])
+    wait_until(lambda: condition() or ended(procs), what, activity)
+    assert not ended(procs), f"a crawler exited before {what}"
 
 
 def retried(workdir: Path, count: int) -> bool:
@@ -51,7 +50,7 @@ def retried(workdir: Path, count: int) -> bool:
 def crawl_through(tmp_path: Path, web: Any, server: RedisServer, outage: Any) -> list[Any]:
     settings = crawl_settings(web, server.url, unique_prefix(), **OUTAGE)
     with crawlers(tmp_path, str(web.seeds_file), settings, 2) as procs:
-        wait_until(lambda: len(web.entries()) >= 60, "60 fetches", procs)
+        wait_for(lambda: len(web.entries()) >= 60, "60 fetches", procs, tmp_path)
         outage(procs)
         return wait_all(procs, tmp_path)
 
@@ -74,7 +73,7 @@ def test_a_redis_crash_and_restart_mid_crawl_is_ridden_out(tmp_path: Path, start
     with AlwaysFsyncRedis(tmp_path / "redis", appendonly=True) as server:
         def crash_and_restart(procs: list[Any]) -> None:
             server.kill()
-            wait_until(lambda: retried(tmp_path, 2), "retry in a crawl log", procs)
+            wait_for(lambda: retried(tmp_path, 2), "retry in a crawl log", procs, tmp_path)
             server.start()
 
         results = crawl_through(tmp_path, web, server, crash_and_restart)
@@ -87,7 +86,7 @@ def test_a_frozen_redis_times_out_and_is_retried_until_it_answers(tmp_path: Path
         def freeze(procs: list[Any]) -> None:
             server.process.send_signal(signal.SIGSTOP)
             try:
-                wait_until(lambda: retried(tmp_path, 2), "retry in a crawl log", procs)
+                wait_for(lambda: retried(tmp_path, 2), "retry in a crawl log", procs, tmp_path)
             finally:
                 server.process.send_signal(signal.SIGCONT)
 

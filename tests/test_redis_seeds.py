@@ -6,7 +6,6 @@ synthetic test web; the seeds are pushed only once every process runs."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import redis
 from extensions.seedqueue import parse_entry
 from testweb.crawlrun import run_web_crawl
 from testweb.redisserver import RedisServer, unique_prefix
+from testweb.waiting import CrawlActivity, ended, wait_until
 from tests.test_distributed import assert_ground_truth, assert_polite, crawl_settings, crawlers, wait_all
 
 WEB = {"hosts": 12, "pages": 6, "links": 4, "seed": 5}
@@ -30,13 +30,13 @@ def test_an_entry_is_a_url_or_a_json_object_with_url_and_meta() -> None:
             parse_entry(bad)
 
 
-def wait_for_log(paths: list[Path], needle: str, procs: list[Any], timeout: float = 60.0) -> None:
-    """Until every log holds ``needle`` (bounded; fails if a process exits first)."""
-    deadline = time.monotonic() + timeout
-    while not all(path.exists() and needle in path.read_text(errors="replace") for path in paths):
-        assert all(proc.poll() is None for proc in procs), "a crawler exited before the seeds came"
-        assert time.monotonic() < deadline, f"no {needle!r} in every log within {timeout} s"
-        time.sleep(0.05)
+def wait_for_log(paths: list[Path], needle: str, procs: list[Any]) -> None:
+    """Until every log holds ``needle`` (bounded by what the crawls write;
+    fails if a process exits first)."""
+    wait_until(lambda: ended(procs) or all(
+        path.exists() and needle in path.read_text(errors="replace") for path in paths),
+        f"{needle!r} in every log", CrawlActivity({path.parent for path in paths}))
+    assert not ended(procs), "a crawler exited before the seeds came"
 
 
 @pytest.mark.parametrize("as_set", [False, True], ids=["list", "set"])
@@ -69,7 +69,7 @@ def test_seeds_pushed_to_waiting_processes_are_crawled_to_the_ground_truth(
 
 
 def test_without_seeds_and_without_redis_the_crawl_stops_at_start_saying_how(tmp_path: Path) -> None:
-    result = run_web_crawl(tmp_path, "", timeout=60)
+    result = run_web_crawl(tmp_path, "")
     assert result.returncode != 0
     assert "seeds: missing" in result.log + (tmp_path / "stdout.txt").read_text(errors="replace")
 

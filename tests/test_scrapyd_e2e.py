@@ -26,7 +26,6 @@ from tests.scrapydserver import ScrapydServer, deploy_project, isolated_env
 PROJECT = "webcrawler"
 VERSION = "e2e-1"
 DEPTH = 2
-JOB_TIMEOUT = 120.0
 
 
 @dataclass
@@ -70,7 +69,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Any:
                 "LOG_LEVEL": "INFO",
                 "PROGRESS_REPORT_FILE": tmp / "report.json",
             }, spider_args={"seeds": ",".join(web.model.seeds)})
-            finished = scrapyd.wait_for_job(PROJECT, job, JOB_TIMEOUT)
+            finished = scrapyd.wait_for_job(PROJECT, job)
         yield Deployment(web, scrapyd, deployed.stdout + deployed.stderr, deployed.returncode,
                          job, finished, tmp)
 

@@ -17,6 +17,7 @@ from warcio.archiveiterator import ArchiveIterator
 from extensions.output.warc import WarcWriter
 from testweb.crawlrun import kill_crawl, run_spider, start_spider
 from testweb.localserver import GZIP_TEXT, LocalWeb, page_body
+from testweb.waiting import CrawlActivity, ended, wait_until
 from tests._sup_spiders import FOLLOW_SPIDER, follow_args
 
 EXTENSIONS = {"extensions.output.warc.WarcWriter": 500}
@@ -157,7 +158,9 @@ def test_killed_crawl_leaves_an_open_file_of_whole_records(tmp_path: Path) -> No
                             {"EXTENSIONS": EXTENSIONS, "WARC_DIR": str(warcs)})
         try:
             # /hold is only linked from /to-hold, so /to-hold was archived by now
-            assert web.held.wait(timeout=60)
+            wait_until(lambda: web.held.is_set() or ended([proc]), "request for /hold",
+                       CrawlActivity([tmp_path], also=lambda: len(web.hits)))
+            assert web.held.is_set(), "the crawl ended before it asked for /hold"
         finally:
             kill_crawl(proc)
     [path] = list(warcs.iterdir())

@@ -55,6 +55,20 @@ class CrawlResult:
         return None if match is None else ast.literal_eval(match.group(1))
 
 
+class CrawlHung(AssertionError):
+    """A crawl subprocess still running at its last-resort time-out (killed)."""
+
+    @classmethod
+    def of(cls, command: list[str], timeout: float, log: Path | None, output: bytes | None) -> CrawlHung:
+        """The error for ``command``, with the end of its log (or output)."""
+        text = (output or b"").decode(errors="replace")
+        if log is not None and log.exists():
+            text = log.read_text(errors="replace")
+        return cls(f"the crawl did not end within {timeout:.0f} s, the last resort against a hang "
+                   f"(a hung crawl, or a machine far slower than any test expects); it was killed.\n"
+                   f"command: {' '.join(command)}\nlast lines of its log:\n{text[-3000:]}")
+
+
 def crawl_command(
     workdir: Path,
     seeds: str,
@@ -123,14 +137,18 @@ def run_web_crawl(
     timeout: float = 240.0,
     robots_overrides: bool = True,
 ) -> CrawlResult:
-    """Run one ``scrapy crawl web`` to completion (bounded by ``timeout``)
-    and collect its output."""
+    """Run one ``scrapy crawl web`` to completion and collect its output.
+    ``timeout`` is the last resort against a hang (:class:`CrawlHung`), far
+    above what the crawl needs on a slow machine: no test judges speed by it."""
     workdir.mkdir(parents=True, exist_ok=True)
     command = crawl_command(workdir, seeds, settings, spider_args, robots_overrides)
-    proc = subprocess.run(
-        command, cwd=ROOT, env=dict(os.environ), timeout=timeout,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
+    try:
+        proc = subprocess.run(
+            command, cwd=ROOT, env=dict(os.environ), timeout=timeout,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+    except subprocess.TimeoutExpired as err:
+        raise CrawlHung.of(command, timeout, workdir / "crawl.log", err.output) from err
     (workdir / "stdout.txt").write_bytes(proc.stdout)
     result = read_result(workdir, proc.returncode, command)
     if not result.log:
@@ -156,12 +174,15 @@ def start_web_crawl(
 def run_spider(workdir: Path, spider: Path | str, spider_args: dict[str, str] | None = None,
                settings: dict[str, Any] | None = None, timeout: float = 120.0,
                preexec_fn: Callable[[], Any] | None = None) -> CrawlResult:
-    """``scrapy runspider spider`` from ``workdir`` to completion (bounded by
-    ``timeout``); its output is the result's log."""
+    """``scrapy runspider spider`` from ``workdir`` to completion; its output
+    is the result's log. ``timeout`` as for :func:`run_web_crawl`."""
     workdir.mkdir(parents=True, exist_ok=True)
     command = spider_command(spider, spider_args, settings)
-    proc = subprocess.run(command, cwd=workdir, env=spider_env(), timeout=timeout,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
+    try:
+        proc = subprocess.run(command, cwd=workdir, env=spider_env(), timeout=timeout,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
+    except subprocess.TimeoutExpired as err:
+        raise CrawlHung.of(command, timeout, None, err.output) from err
     (workdir / "crawl.log").write_bytes(proc.stdout)
     return read_result(workdir, proc.returncode, command)
 

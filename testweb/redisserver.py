@@ -31,7 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-START_TIMEOUT = 20.0
+from testweb.waiting import NoProgress, wait_until
+
+#: polls of a starting server (20 ms apart, plus each poll's own time) before giving up
+START_POLLS = 1000
 STOP_TIMEOUT = 10.0
 MISSING = (
     "redis-server is not installed: the Redis store's tests need a real one. "
@@ -122,14 +125,15 @@ class RedisServer:
             raise
 
     def _wait_until_up(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
+        def up() -> bool:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"redis-server exited with {self.process.returncode}:\n{self.log()}")
-            if self.ping():
-                return
-            time.sleep(0.02)  # polling a starting server for readiness
-        raise RuntimeError(f"redis-server not answering PING after {START_TIMEOUT}s:\n{self.log()}")
+            return self.ping()
+
+        try:
+            wait_until(up, "answer to PING from redis-server", patience=START_POLLS, interval=0.02)
+        except NoProgress as err:
+            raise RuntimeError(f"{err}:\n{self.log()}") from err
 
     def ping(self) -> bool:
         try:
@@ -143,16 +147,16 @@ class RedisServer:
                              capture_output=True, text=True, timeout=timeout)
         return out.stdout
 
-    def wait_until_in_aof(self, needle: bytes, timeout: float = 5.0) -> float:
+    def wait_until_in_aof(self, needle: bytes, polls: int = 250) -> float:
         """Poll the AOF files until ``needle`` is written there (``appendfsync
-        everysec`` writes within about a second); return the seconds taken."""
+        everysec`` writes within about a second), at most ``polls`` times
+        (:class:`~testweb.waiting.NoProgress`); return the seconds taken."""
+        def written() -> bool:
+            return any(needle in path.read_bytes() for path in (self.directory / "appendonlydir").glob("*.aof"))
+
         start = time.monotonic()
-        while time.monotonic() < start + timeout:
-            files = (self.directory / "appendonlydir").glob("*.aof")
-            if any(needle in path.read_bytes() for path in files):
-                return time.monotonic() - start
-            time.sleep(0.02)  # polling the server's files, as for readiness
-        raise AssertionError(f"{needle!r} not in the AOF after {timeout}s")
+        wait_until(written, f"{needle!r} in the AOF", patience=polls, interval=0.02)
+        return time.monotonic() - start
 
     def log(self) -> str:
         return self.logfile.read_text(errors="replace")[-4000:] if self.logfile.exists() else ""
@@ -206,13 +210,11 @@ class RedisClusterServers:
             capture_output=True, text=True, timeout=60)
         if out.returncode != 0:
             raise RuntimeError(f"redis-cli --cluster create failed:\n{out.stdout}\n{out.stderr}")
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if all("cluster_state:ok" in node.cli("CLUSTER", "INFO") for node in self.nodes):
-                return
-            time.sleep(0.05)  # polling the nodes until they agree the cluster is up
-        raise RuntimeError("the Redis cluster did not reach cluster_state:ok:\n"
-                           + "\n".join(node.log() for node in self.nodes))
+        try:
+            wait_until(lambda: all("cluster_state:ok" in node.cli("CLUSTER", "INFO") for node in self.nodes),
+                       "cluster_state:ok on every node", patience=START_POLLS // 2, interval=0.05)
+        except NoProgress as err:
+            raise RuntimeError(f"{err}:\n" + "\n".join(node.log() for node in self.nodes)) from err
 
     def stop(self) -> None:
         for node in self.nodes:
