@@ -34,8 +34,6 @@ class ContentFeatureExtractor:
     def __init__(self, mode: str, max_text_bytes: int, near: bool) -> None:
         if mode not in MODES:
             raise ValueError(f"CONTENTSEEN_MODE must be one of {MODES}, not {mode!r}")
-        if max_text_bytes < 1:
-            raise ValueError(f"CONTENTSEEN_MAX_TEXT_BYTES must be >= 1, not {max_text_bytes}")
         self.mode = mode
         self.max_text_bytes = max_text_bytes
         self.near = near
