@@ -11,6 +11,13 @@ class PageItem(scrapy.Item):
     ``url`` is the canonical URL as first requested (before redirects),
     ``final_url`` the URL the body came from. ``processed`` maps each
     processing module's name to what it found (tag counts, image size, ...).
+
+    Fields declared ``internal=True`` carry data between the spider and the
+    item pipelines and never reach a feed: the pipeline that uses one removes
+    it, and :class:`extensions.pipelines.internal.InternalFields` (the last
+    pipeline) removes whatever is left. ``duplicate_of``,
+    ``near_duplicate_of``, ``simhash`` and ``fingerprint`` are set only when
+    the content-seen test gave that verdict (absent: none).
     """
 
     url = scrapy.Field()
@@ -21,11 +28,24 @@ class PageItem(scrapy.Item):
     fetched_at = scrapy.Field()
     depth = scrapy.Field()
     referer = scrapy.Field()
-    outlinks = scrapy.Field()
+    outlinks = scrapy.Field()  # how many links the page had (before the URL filter)
     processed = scrapy.Field()
     importance = scrapy.Field()  # AOPIC history: cash that flowed through the page
     fingerprint = scrapy.Field()  # 64-bit content fingerprint, 16 hex digits
     duplicate_of = scrapy.Field()  # first URL with the same content (links not followed)
     simhash = scrapy.Field()  # 64-bit simhash of the visible text, 16 hex digits
-    near_duplicate_of = scrapy.Field()  # closest earlier page within Hamming distance 3  # AOPIC history: cash that flowed through the page
-    links = scrapy.Field()  # accepted outlinks, for the pipelines; removed before export
+    # the closest earlier page within CONTENTSEEN_NEAR_DISTANCE whose
+    # resemblance reaches CONTENTSEEN_NEAR_MIN_RESEMBLANCE (its group joined)
+    near_duplicate_of = scrapy.Field()
+
+    # -- internal: spider -> pipelines -> frontier, never exported ---------------
+    # accepted outlinks (list[str], canonical, past the URL filter), with
+    # LINKS_IN_ITEMS; scheduled and removed by extensions.pipelines.links.LinkScheduler
+    links = scrapy.Field(internal=True, consumer="extensions.pipelines.links.LinkScheduler")
+    # extensions.contentseen.features.ContentFeatures of a 2xx document, with
+    # CONTENTSEEN_ENABLED; judged and removed by ContentSeenPipeline
+    content_features = scrapy.Field(internal=True,
+                                    consumer="extensions.pipelines.contentseen.ContentSeenPipeline")
+    # int | None, set by ContentSeenPipeline: the page's similar-content group
+    # (an exact copy: its original's; None: not judged), for the frontier's URL database
+    content_group = scrapy.Field(internal=True)

@@ -7,6 +7,11 @@ defaults of :mod:`extensions.defaults`. The defaults are applied at Scrapy's
 still win; components are added to Scrapy's component dictionaries only where
 the user has not placed them already, so a user can disable one by setting
 its order to ``None``.
+
+The spider hands a page's links to the pipelines (``LINKS_IN_ITEMS``, for
+:class:`~extensions.pipelines.links.LinkScheduler`) or follows them itself;
+the add-on checks at start that the setting and ``ITEM_PIPELINES`` agree
+(:func:`check_links_in_items`), so a crawl never silently follows no links.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # trap signals on the links, before AOPIC credits them
         "extensions.urls.traps.TrapFilter": 800,
         "extensions.pipelines.links.LinkScheduler": 900,
+        # after every other: internal item fields never reach a feed
+        "extensions.pipelines.internal.InternalFields": 1000,
     },
     # 500: after Scrapy's built-in extensions (CoreStats sets finish_reason first)
     "EXTENSIONS": {
@@ -64,3 +71,33 @@ class WebcrawlerAddon:
                 settings.setdefault_in_component_priority_dict(
                     setting, load_object(path), order
                 )
+        check_links_in_items(settings)
+
+
+LINK_SCHEDULER = "extensions.pipelines.links.LinkScheduler"
+
+
+def check_links_in_items(settings: BaseSettings) -> None:
+    """ValueError, naming both settings, when ``LINKS_IN_ITEMS`` and the
+    presence of the link-scheduling pipeline in ``ITEM_PIPELINES`` disagree."""
+    enabled = _enabled(settings, "ITEM_PIPELINES", load_object(LINK_SCHEDULER))
+    in_items = settings.getbool("LINKS_IN_ITEMS", defaults.LINKS_IN_ITEMS)
+    if in_items and not enabled:
+        raise ValueError(
+            f"LINKS_IN_ITEMS is True but {LINK_SCHEDULER} is not in ITEM_PIPELINES: the spider would put "
+            "every page's links on its item and nothing would follow them. Set LINKS_IN_ITEMS = False "
+            "(the spider then follows links itself) or enable the pipeline.")
+    if enabled and not in_items:
+        raise ValueError(
+            f"LINKS_IN_ITEMS is False but {LINK_SCHEDULER} is in ITEM_PIPELINES: it would get no links "
+            "to credit or schedule, and duplicates' links would be followed. Set LINKS_IN_ITEMS = True "
+            "or disable the pipeline (order None).")
+
+
+def _enabled(settings: BaseSettings, setting: str, component: type) -> bool:
+    """Whether ``component`` (or a subclass) has an order in ``setting``."""
+    for path, order in settings.getwithbase(setting).items():
+        found = load_object(path)
+        if order is not None and isinstance(found, type) and issubclass(found, component):
+            return True
+    return False

@@ -52,6 +52,9 @@ URL_FILTER_TRAP_MEMORY = 65536  # entries of each of the trap filter's LRU maps
 # extensions.processors.registry.ProcessorRegistry: MIME pattern (exact or
 # fnmatch wildcard) -> processor classes, each built once per crawl.
 LINKS_IGNORE_NOFOLLOW = False
+# the web spider puts a page's accepted links on its item, for the LinkScheduler
+# pipeline (which the add-on enables); False: the spider yields them as requests
+LINKS_IN_ITEMS = True
 LINKS_MAX_PER_PAGE = 10_000  # distinct links taken from one page; the rest is not read (links/capped)
 LINKS_PATH_ASCENDING = False  # also crawl the directories above each fetched URL
 LINKS_STRIP_PARAMS = [  # query arguments removed from links (sessions: a crawler trap)

@@ -1,21 +1,113 @@
-"""The content-seen pipeline in real crawls: verdicts recorded in the URL
+"""The content-seen pipeline: verdicts judged from the item's data alone
+(the spider's ``content_features``), and in real crawls recorded in the URL
 database and surviving a resume (``scrapy crawl web`` as a subprocess)."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
 
+from crawler.items import PageItem
+from extensions.contentseen.features import content_features
+from extensions.pipelines.contentseen import ContentSeenPipeline
 from testweb.crawlrun import run_web_crawl
 from testweb.localserver import NOT_FOUND, LocalServer, Reply, Request, Responder
 
 
 def items_by_url(result: Any) -> dict[str, dict[str, Any]]:
     return {item["url"]: item for item in result.items}
+
+
+class Store:
+    """The frontier's URL database as the pipeline sees it (until the page
+    entry point records groups): what it was told."""
+
+    def __init__(self) -> None:
+        self.groups: dict[int, tuple[int, bool]] = {}
+
+    def set_content_group(self, fingerprint: int, group: int, duplicate: bool) -> None:
+        self.groups[fingerprint] = (group, duplicate)
+
+
+@pytest.fixture
+def judge(tmp_path: Path) -> Iterator[Any]:
+    """``judge(url, html)``: the pipeline's item for a page as the spider
+    hands it over (no response: only its content features)."""
+    crawler = get_crawler(Spider, {"CONTENTSEEN_BACKEND": "sqlite", "JOBDIR": str(tmp_path),
+                                   "CONTENTSEEN_FLUSH_INTERVAL": 0})
+    crawler.engine = type("Engine", (), {"scheduler": type("Frontier", (), {"store": Store()})()})()
+    crawler.stats.open_spider()
+    pipeline = ContentSeenPipeline.from_crawler(crawler)
+    pipeline.open_spider()
+
+    def run(url: str, html: str | None, **fields: Any) -> PageItem:
+        item = PageItem(url=url, status=200, content_type="text/html", **fields)
+        if html is not None:
+            item["content_features"] = content_features(html.encode(), "utf-8", "text/html")
+        return pipeline.process_item(item)
+
+    run.stats = crawler.stats
+    run.store = crawler.engine.scheduler.store
+    yield run
+    pipeline.close()
+
+
+def prose(seed: int, count: int = 300) -> str:
+    rng = random.Random(seed)
+    return " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
+                    for _ in range(count))
+
+
+PROSE, OTHER = prose(6), prose(7)
+
+
+def test_verdicts_come_from_the_items_content_features_which_are_removed(judge: Any) -> None:
+    original = judge("http://a.test/", f"<p>{PROSE}</p>")
+    copy = judge("http://b.test/", f"<div>{PROSE}</div>")  # other markup, same text
+    near = judge("http://c.test/", f"<p>{PROSE} postscript</p>")
+    other = judge("http://d.test/", f"<p>{OTHER}</p>")
+    items = (original, copy, near, other)
+    assert not any("content_features" in item for item in items)
+    assert copy["duplicate_of"] == "http://a.test/" and copy["fingerprint"] == original["fingerprint"]
+    assert near["near_duplicate_of"] == "http://a.test/" and "duplicate_of" not in near
+    assert "duplicate_of" not in other and "near_duplicate_of" not in other
+    assert judge.stats.get_value("contentseen/checked") == 4
+
+
+def test_content_group_is_the_pages_group_and_a_copy_joins_its_originals(judge: Any) -> None:
+    original = judge("http://a.test/", f"<p>{PROSE}</p>")
+    copy = judge("http://b.test/", f"<p>{PROSE}</p>")
+    near = judge("http://c.test/", f"<p>{PROSE} postscript</p>")
+    other = judge("http://d.test/", f"<p>{OTHER}</p>")
+    group = original["content_group"]
+    assert isinstance(group, int)
+    assert copy["content_group"] == near["content_group"] == group != other["content_group"]
+    # until the frontier's page entry point takes the item's group, the pipeline records it
+    assert sorted(judge.store.groups.values()) == sorted([(group, False), (group, True), (group, False),
+                                                          (other["content_group"], False)])
+
+
+def test_an_item_without_content_features_is_not_judged(judge: Any) -> None:
+    """Sitemaps, error pages, or a spider that computed nothing: no verdict,
+    no fingerprint, group None."""
+    item = judge("http://a.test/sitemap.xml", None, fingerprint=None)
+    assert item["content_group"] is None and item.get("fingerprint") is None
+    assert "duplicate_of" not in item and judge.stats.get_value("contentseen/checked") is None
+
+
+def test_a_page_too_short_to_judge_has_no_group(judge: Any) -> None:
+    short = judge("http://a.test/", "<p>calendar 2026 no events</p>")
+    copy = judge("http://b.test/", "<p>calendar 2026 no events</p>")
+    assert short["content_group"] is None and copy["content_group"] is None
+    assert copy["duplicate_of"] == "http://a.test/"
+    assert judge.stats.get_value("contentseen/near_too_short") == 2
 
 
 def test_duplicate_verdicts_survive_a_resume_and_reach_the_url_database(

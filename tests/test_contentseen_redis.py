@@ -22,7 +22,6 @@ from redis.cluster import RedisCluster
 from redis.crc import key_slot
 from redis.retry import Retry
 from scrapy import Spider
-from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
 from testweb.neardup_truth import split_url
@@ -34,6 +33,7 @@ from extensions.contentseen.redisnear import RedisNearDuplicateIndex
 from extensions.contentseen.resemblance import exact_resemblance, near_features
 from extensions.contentseen.simhash import shingle_set, simhash
 from extensions.contentseen.text import visible_text
+from extensions.contentseen.features import content_features
 from extensions.pipelines.contentseen import ContentSeenPipeline
 from extensions.store.redis import RedisStore
 from extensions.store.redis_connection import connect
@@ -279,12 +279,10 @@ def test_keys_spread_over_the_three_masters_and_no_partition_is_hot(redis_cluste
 
 # -- round trips ------------------------------------------------------------------------------
 def _item(url: str, body: bytes, content_type: str = "text/html; charset=utf-8") -> PageItem:
-    item = PageItem(url=url, status=200, content_type=content_type)
-    if content_type.startswith("text/html"):
-        item._response = HtmlResponse(url, body=body, encoding="utf-8", headers={"Content-Type": content_type})
-    else:
-        item._response = Response(url, body=body, headers={"Content-Type": content_type})
-    return item
+    """The item as the spider hands it to the pipelines: its content features as data."""
+    mime = content_type.split(";", 1)[0]
+    return PageItem(url=url, status=200, content_type=content_type,
+                    content_features=content_features(body, "utf-8", mime))
 
 
 def _pipeline(url: str, prefix: str, **settings: Any) -> ContentSeenPipeline:
@@ -330,7 +328,8 @@ def test_round_trips_per_page(redis_url: str) -> None:
 
     assert trips(_item("http://a.test/", html(words)))[0] == 1  # new: candidates ride with the exact test
     count, copy = trips(_item("http://mirror.test/", html(words)))
-    assert count == 1 and copy["duplicate_of"] == "http://a.test/"  # carries a.test's store
+    # carries a.test's store; + the match's record: the copy joins its original's content group
+    assert count == 2 and copy["duplicate_of"] == "http://a.test/"
     count, near = trips(_item("http://b.test/", html(_near_copy(words))))
     assert count == 2 and near["near_duplicate_of"] == "http://a.test/"  # + the match's record
     assert trips(_item("http://a.test/logo.png", b"\x89PNG....", "image/png"))[0] == 1

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from scrapy import Spider
-from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from crawler.items import PageItem
@@ -26,6 +25,7 @@ from extensions.contentseen.resemblance import (
     sketch_of,
 )
 from extensions.contentseen.simhash import shingle_set
+from extensions.contentseen.features import content_features
 from extensions.pipelines.contentseen import ContentSeenPipeline
 
 FRAMESET_A = b'<html><frameset cols="50%,50%"><frame src="/a1.html"><frame src="/a2.html"></frameset></html>'
@@ -138,9 +138,8 @@ def pipeline(tmp_path: Path, **settings: Any) -> tuple[ContentSeenPipeline, Any]
 
 
 def judge(component: ContentSeenPipeline, url: str, body: bytes) -> PageItem:
-    item = PageItem(url=url, status=200, content_type="text/html; charset=utf-8")
-    item._response = HtmlResponse(url, body=body, encoding="utf-8",
-                                  headers={"Content-Type": "text/html; charset=utf-8"})
+    item = PageItem(url=url, status=200, content_type="text/html; charset=utf-8",
+                    content_features=content_features(body, "utf-8", "text/html"))
     return component.process_item(item)
 
 

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from crawler.items import PageItem
+from extensions.pipelines.internal import internal_fields
 from testweb import WebConfig, start_testweb
 from extensions.urls.canonical import canonicalize
 from tests.conftest import fetched_urls
@@ -147,6 +149,18 @@ def test_one_item_per_fetched_document_with_its_fields(crawl: Any) -> None:
     assert any(i["referer"] for i in items)
 
 
+def test_exported_items_carry_no_internal_fields(crawl: Any) -> None:
+    """links, content_features and content_group go from the spider to the
+    pipelines (and the frontier), never into the feed; each was consumed by
+    its pipeline, none left over for the last one to report."""
+    _, _, result, _ = crawl
+    internal = set(internal_fields(PageItem))
+    assert internal >= {"links", "content_features", "content_group"}
+    exported = set(PageItem.fields) - internal
+    assert result.items and all(set(item) <= exported for item in result.items)
+    assert not [key for key in result.stats if key.startswith("items/unconsumed/")]
+
+
 def test_processing_modules_fill_items_by_mime_type(crawl: Any) -> None:
     _, _, result, _ = crawl
     images = [i for i in result.items if i["content_type"].startswith("image/")]
@@ -224,3 +238,40 @@ def test_allowed_domains_limit_the_crawl(tmp_path: Path, start_web: Any) -> None
     hosts = {e.host for e in web.entries()}
     assert hosts == {"h0000.test"}
     assert result.stats.get("urlfilter/filtered/domain", 0) > 0
+
+
+LINK_SCHEDULER = "extensions.pipelines.links.LinkScheduler"
+
+
+def test_without_links_in_items_the_spider_follows_links_and_content_seen_still_judges(
+        tmp_path: Path, start_web: Any) -> None:
+    """LINKS_IN_ITEMS = False with LinkScheduler disabled: the spider yields
+    the links as requests (so a copy's links are followed too), and the
+    content-seen verdicts still come from the item's data."""
+    web = start_web(hosts=4, pages=6)
+    seeds = f"{web.url('h0001.test')},{web.url('mirror0.test')}"
+    result = _crawl(tmp_path, seeds, web, DEPTH_LIMIT=1, LINKS_IN_ITEMS=False,
+                    ITEM_PIPELINES=json.dumps({LINK_SCHEDULER: None}))
+    assert result.returncode == 0, result.log[-2000:]
+    items = {item["url"]: item for item in result.items}
+    truth = web.truth(depth_limit=1, seeds=seeds.split(","))
+    assert set(fetched_urls(web)) == set(truth.fetched)
+    assert items[web.url("mirror0.test")]["duplicate_of"] == web.url("h0001.test")
+    assert not any({"links", "content_features", "content_group"} & set(item) for item in result.items)
+    assert "links/not_followed_duplicate" not in result.stats
+
+
+@pytest.mark.parametrize("settings", [
+    {"ITEM_PIPELINES": json.dumps({LINK_SCHEDULER: None})},
+    {"LINKS_IN_ITEMS": False},
+], ids=["links-in-items-without-scheduler", "scheduler-without-links-in-items"])
+def test_links_in_items_disagreeing_with_the_pipelines_fails_at_start(
+        tmp_path: Path, start_web: Any, settings: dict[str, Any]) -> None:
+    """Links on items with nothing to schedule them would crawl the seeds
+    only, silently; the add-on refuses the configuration, naming both."""
+    web = start_web(hosts=2, pages=2)
+    result = _crawl(tmp_path, web.url("h0000.test"), web, **settings)
+    output = result.log + (tmp_path / "crawl" / "stdout.txt").read_text()
+    assert result.returncode != 0
+    assert "LINKS_IN_ITEMS" in output and LINK_SCHEDULER in output
+    assert not web.entries()

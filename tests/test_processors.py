@@ -1,5 +1,6 @@
-"""Processing modules: the MIME registry, link extraction, tag counting and
-image header parsing, on crafted responses and hand-built image files."""
+"""Processing modules: the MIME registry, link extraction, tag counting,
+image header parsing and the content-seen test's features, on crafted
+responses and hand-built image files."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
+from extensions.contentseen.features import ContentFeatures
+from extensions.contentseen.fingerprint import bytes_fingerprint, text_fingerprint
+from extensions.contentseen.resemblance import near_features
+from extensions.processors.content_features import ContentFeatureExtractor
 from extensions.processors.html_links import HtmlLinkExtractor
 from extensions.processors.image_stats import ImageStats, image_dimensions
 from extensions.processors.registry import ProcessorRegistry
@@ -460,3 +465,63 @@ def test_image_stats_counts_unparsed_images_without_raising() -> None:
         "image": {"format": None, "bytes": 40},
     }
     assert crawler.stats.get_value("images/unparsed") == 1
+
+
+# --- Content features (the content-seen test's data) ---------------------------
+
+def features_of(response: Response, mime: str = "text/html", **settings: Any) -> ContentFeatures:
+    return ContentFeatureExtractor.from_crawler(get_crawler(settings_dict=settings)).extract(response, mime)
+
+
+PROSE = " ".join(f"word{n} river mountain copper" for n in range(40))
+
+
+def test_normalised_fingerprint_ignores_markup_and_raw_does_not() -> None:
+    first = page(f"<html><body><p>{PROSE}</p></body></html>")
+    second = page(f"<div>\n  {PROSE}  </div><!-- other template -->")
+    assert features_of(first).fingerprint == features_of(second).fingerprint == text_fingerprint(PROSE)
+    raw = [features_of(response, CONTENTSEEN_MODE="raw").fingerprint for response in (first, second)]
+    assert raw == [bytes_fingerprint(first.body), bytes_fingerprint(second.body)]
+
+
+def test_text_features_are_those_of_the_visible_text() -> None:
+    found = features_of(page(f"<p>{PROSE}</p><script>var x = 1;</script>"))
+    assert found.near == near_features(PROSE)
+    assert not found.empty_text
+
+
+def test_a_page_without_visible_text_is_fingerprinted_by_its_bytes_and_flagged() -> None:
+    frameset = page('<html><frameset cols="50%,50%"><frame src="a.html"></frameset></html>')
+    found = features_of(frameset)
+    assert found == ContentFeatures(bytes_fingerprint(frameset.body), None, True)
+    assert not features_of(frameset, CONTENTSEEN_MODE="raw").empty_text
+
+
+def test_a_large_page_keeps_its_byte_fingerprint_and_first_text_only() -> None:
+    """CONTENTSEEN_MAX_TEXT_BYTES bounds the parse (memory); the exact test
+    still sees every byte."""
+    head = f"<p>{PROSE}</p>".encode()
+    large = page(head + b"<p>" + b"tail words differ " * 200 + b"</p>")
+    found = features_of(large, CONTENTSEEN_MAX_TEXT_BYTES=len(head))
+    assert found.fingerprint == bytes_fingerprint(large.body)
+    assert found.near == near_features(PROSE)
+
+
+def test_documents_that_are_not_text_have_only_a_byte_fingerprint() -> None:
+    image = Response("http://a.test/i.png", body=png(3, 3))
+    assert features_of(image, "image/png") == ContentFeatures(bytes_fingerprint(image.body), None, False)
+
+
+def test_near_features_are_not_computed_when_the_near_test_is_off() -> None:
+    found = features_of(page(f"<p>{PROSE}</p>"), CONTENTSEEN_NEAR_ENABLED=False)
+    assert found.near is None and found.fingerprint == text_fingerprint(PROSE)
+
+
+def test_content_features_are_off_with_the_content_seen_test() -> None:
+    with pytest.raises(NotConfigured):
+        ContentFeatureExtractor.from_crawler(get_crawler(settings_dict={"CONTENTSEEN_ENABLED": False}))
+
+
+def test_an_unknown_fingerprint_mode_fails_naming_the_setting() -> None:
+    with pytest.raises(ValueError, match="CONTENTSEEN_MODE.*'bytes'"):
+        ContentFeatureExtractor.from_crawler(get_crawler(settings_dict={"CONTENTSEEN_MODE": "bytes"}))

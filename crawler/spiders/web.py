@@ -11,6 +11,15 @@ The spider stays thin on purpose: what to do with a document is decided by
 the processing modules registered for its MIME type (``PROCESSING_MODULES``), which
 URLs may be crawled by the URL filter (``URL_FILTER_*``), and in which order
 and how politely by the frontier (the scheduler).
+
+Per document the spider yields one item carrying, besides its exported
+fields, data for the item pipelines (internal fields, never exported; see
+:mod:`crawler.items`): the content-seen test's features
+(``content_features``, :mod:`extensions.processors.content_features`) and,
+with ``LINKS_IN_ITEMS`` (the default, with the add-on's ``LinkScheduler``),
+the accepted links (``links``), which the pipelines schedule after the
+content-seen verdict. With ``LINKS_IN_ITEMS = False`` it yields the links as
+requests itself, and nothing waits for the verdict.
 """
 
 from __future__ import annotations
@@ -23,11 +32,13 @@ from typing import Any
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
 from crawler.items import PageItem
+from extensions.processors.content_features import ContentFeatureExtractor
 from extensions.processors.registry import ProcessorRegistry
 from extensions.signals import urls_refused
 from extensions.urls.ascending import ancestors
@@ -62,8 +73,9 @@ class WebSpider(scrapy.Spider):
         self.allowed_domains: list[str] = split_list(allowed_domains)
         self.url_filter: UrlFilter | None = None
         self.processors: ProcessorRegistry | None = None
+        self.content_features: ContentFeatureExtractor | None = None
         self.recent_links = RecentLinks(0)
-        self.links_via_pipeline = False
+        self.links_in_items = defaults.LINKS_IN_ITEMS
         self.path_ascending = False
         self.strip_names: frozenset[str] = frozenset()
 
@@ -79,18 +91,22 @@ class WebSpider(scrapy.Spider):
         return spider
 
     def build_components(self) -> None:
-        """The URL filter and processing modules, from the final settings."""
+        """The URL filter, processing modules and content features, from the
+        final settings."""
+        settings = self.crawler.settings
         self.url_filter = UrlFilter.from_crawler(self.crawler)
         self.url_filter.set_allowed_domains(self.allowed_domains)
         self.processors = ProcessorRegistry.from_crawler(self.crawler)
-        self.recent_links = RecentLinks(self.crawler.settings.getint("LINKS_RECENT_CACHE_SIZE"))
-        self.path_ascending = self.crawler.settings.getbool("LINKS_PATH_ASCENDING")
+        try:
+            self.content_features = ContentFeatureExtractor.from_crawler(self.crawler)
+        except NotConfigured:
+            self.content_features = None
+        self.recent_links = RecentLinks(settings.getint("LINKS_RECENT_CACHE_SIZE"))
+        self.path_ascending = settings.getbool("LINKS_PATH_ASCENDING")
         self.strip_names = frozenset(
-            name.lower() for name in self.crawler.settings.getlist("LINKS_STRIP_PARAMS", defaults.LINKS_STRIP_PARAMS))
-        pipelines = self.crawler.settings.getdict("ITEM_PIPELINES")
-        self.links_via_pipeline = any(
-            str(path).endswith("pipelines.links.LinkScheduler") or getattr(path, "__name__", "") == "LinkScheduler"
-            for path, order in pipelines.items() if order is not None)
+            name.lower() for name in settings.getlist("LINKS_STRIP_PARAMS", defaults.LINKS_STRIP_PARAMS))
+        # the add-on checks that LinkScheduler is enabled exactly when this is on
+        self.links_in_items = settings.getbool("LINKS_IN_ITEMS", defaults.LINKS_IN_ITEMS)
 
     async def start(self) -> AsyncIterator[Any]:
         for request in self.seed_requests():
@@ -127,8 +143,11 @@ class WebSpider(scrapy.Spider):
         content_type = response.headers.get(b"Content-Type", b"").decode("latin-1")
         links: list[str] = []
         processed: dict[str, Any] = {}
+        features = None
         if 200 <= response.status < 300:
             mime = content_type.split(";", 1)[0].strip().lower()
+            if self.content_features is not None:
+                features = self.content_features.extract(response, mime)
             processed = self.processors.run(response, mime)
             links = processed.pop("links", [])
             if self.path_ascending:
@@ -138,12 +157,13 @@ class WebSpider(scrapy.Spider):
                 links = [strip_params(url, names) if "?" in url or ";" in url else url for url in links]
         depth = response.meta.get("depth", 0)
         item = self.page_item(response, content_type, depth, len(links), processed)
-        item._response = response  # for the content-seen pipeline; never exported
+        if features is not None:
+            item["content_features"] = features  # judged by ContentSeenPipeline
         stats = self.crawler.stats
         refused: list[tuple[str, str]] = []
         accepted = [url for url in links if self.url_filter.check(url, depth + 1, stats, refused)]
         self.report_refused(refused)
-        if self.links_via_pipeline:
+        if self.links_in_items:
             item["links"] = accepted  # scheduled by LinkScheduler after the verdicts
             yield item
             return

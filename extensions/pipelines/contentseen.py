@@ -5,8 +5,9 @@ Mercator ran the content-seen test on the downloaded document before any
 processing: a document seen before under another URL is not processed
 further, in particular its links are not followed. Here the test runs on the
 item (the pipeline before :class:`~extensions.pipelines.links.LinkScheduler`,
-which follows links only when the verdict allows), with the response the
-spider attached to it (``item._response``, never exported):
+which follows links only when the verdict allows), from the data the spider
+put on it (``content_features``: :mod:`extensions.contentseen.features`,
+removed here; the pipeline never sees the response):
 
 * ``fingerprint``: 64-bit mmh3 of the body (``CONTENTSEEN_MODE``: ``raw``
   bytes, or ``normalised`` visible text with whitespace collapsed; a page
@@ -23,9 +24,13 @@ spider attached to it (``item._response``, never exported):
   ``contentseen/near_duplicates``; simhash candidates refused for too little
   resemblance as ``contentseen/near/dissimilar``). A page with fewer than
   ``CONTENTSEEN_NEAR_MIN_SHINGLES`` distinct shingles is not judged
-  (``contentseen/near_too_short``): it is mostly template; the group id is recorded per URL in the frontier's URL
-  database (``content_groups``). ``CONTENTSEEN_FOLLOW_NEAR_DUPLICATES``
-  (default True) decides whether their links are followed.
+  (``contentseen/near_too_short``): it is mostly template.
+  ``CONTENTSEEN_FOLLOW_NEAR_DUPLICATES`` (default True) decides whether
+  their links are followed;
+* ``content_group`` (internal, for the frontier's URL database): the page's
+  similar-content group; an exact copy joins its original's (looked up in
+  the near-duplicate index by the copy's identical features); None when the
+  page is not judged.
 
 Where the sets live, ``CONTENTSEEN_BACKEND``:
 
@@ -63,14 +68,12 @@ from extensions.contentseen import (
     ContentSeen,
     ContentStoreError,
     NearDuplicateIndex,
-    bytes_fingerprint,
-    text_fingerprint,
 )
-from extensions.contentseen.fingerprint import MODES, NORMALISED
+from extensions.contentseen.fingerprint import MODES
 from extensions.contentseen.redis import HEARTBEAT_TTL, RedisContentSeen, RedisContentStore
 from extensions.contentseen.redisnear import RedisNearDuplicateIndex
-from extensions.contentseen.resemblance import NearFeatures, near_features
-from extensions.contentseen.text import visible_text
+from extensions.contentseen.features import ContentFeatures
+from extensions.contentseen.resemblance import NearFeatures
 from extensions.frontier.fingerprint import url_fingerprint
 
 if TYPE_CHECKING:
@@ -78,7 +81,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 DATABASE = "contentseen.sqlite3"
 BACKENDS = ("auto", "sqlite", "redis")
 
@@ -121,9 +123,11 @@ class ContentSeenPipeline:
         settings = crawler.settings
         if not settings.getbool("CONTENTSEEN_ENABLED", defaults.CONTENTSEEN_ENABLED):
             raise NotConfigured
-        self.mode = settings.get("CONTENTSEEN_MODE", defaults.CONTENTSEEN_MODE)
-        if self.mode not in MODES:
-            raise ValueError(f"CONTENTSEEN_MODE must be one of {MODES}, not {self.mode!r}")
+        # the spider's extractor uses the mode; checked here too, because the
+        # spider builds it at spider_opened, where an error is only logged
+        mode = settings.get("CONTENTSEEN_MODE", defaults.CONTENTSEEN_MODE)
+        if mode not in MODES:
+            raise ValueError(f"CONTENTSEEN_MODE must be one of {MODES}, not {mode!r}")
         self.crawler = crawler
         self.stats = crawler.stats
         self.near_enabled = settings.getbool("CONTENTSEEN_NEAR_ENABLED", defaults.CONTENTSEEN_NEAR_ENABLED)
@@ -135,7 +139,6 @@ class ContentSeenPipeline:
         self.min_shingles = settings.getint("CONTENTSEEN_NEAR_MIN_SHINGLES", defaults.CONTENTSEEN_NEAR_MIN_SHINGLES)
         self.memory_entries = settings.getint("CONTENTSEEN_MEMORY_ENTRIES", defaults.CONTENTSEEN_MEMORY_ENTRIES)
         self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", defaults.CONTENTSEEN_FLUSH_INTERVAL)
-        self.max_text_bytes = settings.getint("CONTENTSEEN_MAX_TEXT_BYTES", defaults.CONTENTSEEN_MAX_TEXT_BYTES)
         self.cache_kib = settings.getint("CONTENTSEEN_SQLITE_CACHE_KIB", defaults.CONTENTSEEN_SQLITE_CACHE_KIB)
         self.backend = content_backend(settings)
         self.redis = redis_content_store(settings, self.flush_interval) if self.backend == "redis" else None
@@ -170,66 +173,60 @@ class ContentSeenPipeline:
             self._loop.start(self.flush_interval, now=False)
 
     def process_item(self, item: Any) -> Any:
-        response = item.__dict__.pop("_response", None)
-        if response is None or not 200 <= response.status < 300 or self.exact is None:
+        """The verdicts on ``item`` from its ``content_features`` (removed):
+        ``fingerprint``, ``duplicate_of``, ``simhash``, ``near_duplicate_of``
+        and ``content_group`` (None when the page is not judged)."""
+        features: ContentFeatures | None = item.pop("content_features", None)
+        item["content_group"] = None
+        if features is None or self.exact is None:
             return item
-        url = item.get("url") or response.url
-        mime = (item.get("content_type") or "").split(";", 1)[0].strip().lower()
-        body = response.body
-        # a huge page is judged by its first CONTENTSEEN_MAX_TEXT_BYTES for
-        # text (parsing megabytes costs more memory than the whole crawl's
-        # sets) and by all its bytes for the exact test
-        large = len(body) > self.max_text_bytes
-        text = visible_text(body[:self.max_text_bytes] if large else body,
-                            getattr(response, "encoding", None)) if mime in TEXT_TYPES else None
-        if self.mode == NORMALISED and text and not large:
-            fingerprint = text_fingerprint(text)
-        else:
-            if self.mode == NORMALISED and text == "":
-                self.stats.inc_value("contentseen/empty_text")
-            fingerprint = bytes_fingerprint(body)
-        item["fingerprint"] = hex64(fingerprint)
-        features = self._features(text)
-        if features is not None and hasattr(self.near, "prefetch"):
-            self.near.prefetch(features.simhash)  # Redis: its read shares the exact test's round trip
-        duplicate_of = self.exact.duplicate_of(fingerprint, url)
+        url = item["url"]
+        if features.empty_text:
+            self.stats.inc_value("contentseen/empty_text")
+        item["fingerprint"] = hex64(features.fingerprint)
+        near = self._judged(features.near)
+        if near is not None and hasattr(self.near, "prefetch"):
+            self.near.prefetch(near.simhash)  # Redis: its read shares the exact test's round trip
+        duplicate_of = self.exact.duplicate_of(features.fingerprint, url)
         self.stats.inc_value("contentseen/checked")
         if duplicate_of is not None:
             item["duplicate_of"] = duplicate_of
             self.stats.inc_value("contentseen/duplicates")
-            self._record_group(url, duplicate_of, None)
-            return item
-        if features is not None:
-            group, near_of = self.near.add_or_match(features.simhash, url, features.sketch)
-            item["simhash"] = hex64(features.simhash)
+            item["content_group"] = self._original_group(near)
+        elif near is not None:
+            group, near_of = self.near.add_or_match(near.simhash, url, near.sketch)
+            item["simhash"] = hex64(near.simhash)
             if near_of is not None and near_of != url:
                 item["near_duplicate_of"] = near_of
                 self.stats.inc_value("contentseen/near_duplicates")
-            self._record_group(url, None, group)
+            item["content_group"] = group
+        self._record_group(url, item["content_group"], duplicate_of is not None)
         return item
 
-    def _features(self, text: str | None) -> NearFeatures | None:
+    def _judged(self, near: NearFeatures | None) -> NearFeatures | None:
         """The page's near-duplicate features, or None when it is not judged."""
-        if self.near is None or not text:
+        if self.near is None or near is None:
             return None
-        features = near_features(text)
-        if features.shingles < self.min_shingles:
+        if near.shingles < self.min_shingles:
             self.stats.inc_value("contentseen/near_too_short")
             return None
-        return features
+        return near
 
-    def _record_group(self, url: str, duplicate_of: str | None, group: int | None) -> None:
-        """The similar-content group in the frontier's URL database: a
-        duplicate joins its original's group (by the original's fingerprint)."""
+    def _original_group(self, near: NearFeatures | None) -> int | None:
+        """An exact copy's group: its original's, found in the near index by
+        the same simhash and sketch (the copy itself is not stored)."""
+        if near is None:
+            return None
+        found = self.near.match(near.simhash, near.sketch)
+        return None if found is None else found.group_id
+
+    def _record_group(self, url: str, group: int | None, duplicate: bool) -> None:
+        """The similar-content group in the frontier's URL database."""
+        # moved to the page entry point at merge
         frontier = getattr(self.crawler.engine, "scheduler", None)
         store = getattr(frontier, "store", None)
-        if store is None or not hasattr(store, "set_content_group"):
-            return
-        fp, _ = url_fingerprint(url)
-        if duplicate_of is not None:
-            group = store.content_group(url_fingerprint(duplicate_of)[0])
-        if group is not None:
-            store.set_content_group(fp, group, duplicate_of is not None)
+        if group is not None and store is not None and hasattr(store, "set_content_group"):
+            store.set_content_group(url_fingerprint(url)[0], group, duplicate)
 
     def flush(self) -> None:
         try:

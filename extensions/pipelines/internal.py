@@ -1,0 +1,67 @@
+"""The last item pipeline: internal fields never reach a feed.
+
+An item field declared ``scrapy.Field(internal=True)`` (``links``,
+``content_features``, ``content_group`` of :class:`crawler.items.PageItem`)
+carries data from the spider to the pipelines and the frontier. The
+pipeline that consumes one removes it; this one, after every other
+(order 1000), removes whatever is left, so a feed holds only the exported
+fields whichever pipelines run.
+
+A field that names its ``consumer`` and is still on the item here was never
+consumed: the configuration is inconsistent (``links`` left: no pipeline
+scheduled them, so the crawl would silently follow no links). That is
+logged once per field as an error naming the consumer, and counted
+(``items/unconsumed/<field>``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["InternalFields", "internal_fields"]
+
+logger = logging.getLogger(__name__)
+
+
+def internal_fields(item_class: type) -> dict[str, str | None]:
+    """The internal fields of ``item_class`` with their consumers (None: none)."""
+    fields = getattr(item_class, "fields", {})
+    return {name: meta.get("consumer") for name, meta in fields.items() if meta.get("internal")}
+
+
+class InternalFields:
+    """Removes internal fields; reports one left by a missing consumer."""
+
+    def __init__(self, stats: Any) -> None:
+        self.stats = stats
+        self._fields: dict[type, dict[str, str | None]] = {}
+        self._reported: set[str] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> InternalFields:
+        return cls(crawler.stats)
+
+    def process_item(self, item: Any) -> Any:
+        kind = type(item)
+        fields = self._fields.get(kind)
+        if fields is None:
+            fields = self._fields[kind] = internal_fields(kind)
+        for name, consumer in fields.items():
+            if name in item:
+                del item[name]
+                if consumer is not None:
+                    self._unconsumed(name, consumer)
+        return item
+
+    def _unconsumed(self, name: str, consumer: str) -> None:
+        self.stats.inc_value(f"items/unconsumed/{name}")
+        if name not in self._reported:
+            self._reported.add(name)
+            logger.error(
+                "Items reach the end of the item pipelines with their %r field: %s is not in "
+                "ITEM_PIPELINES, so nothing used it (see crawler/items.py; further items "
+                "only counted in items/unconsumed/%s)", name, consumer, name)

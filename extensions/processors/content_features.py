@@ -1,0 +1,53 @@
+"""The content-seen test's data, computed in the spider's processing stage.
+
+Not one of the ``PROCESSING_MODULES`` (their results are exported in
+``processed``, and a project may replace them): the ``web`` spider calls
+:meth:`ContentFeatureExtractor.extract` on every successful document and
+puts the result on the item's ``content_features`` field, which
+:class:`~extensions.pipelines.contentseen.ContentSeenPipeline` judges and
+removes. Switched off with the test (``CONTENTSEEN_ENABLED = False``); reads
+``CONTENTSEEN_MODE``, ``CONTENTSEEN_MAX_TEXT_BYTES`` and
+``CONTENTSEEN_NEAR_ENABLED`` (what each computes:
+:mod:`extensions.contentseen.features`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import NotConfigured
+
+from extensions import defaults
+from extensions.contentseen.features import ContentFeatures, content_features
+from extensions.contentseen.fingerprint import MODES
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+__all__ = ["ContentFeatureExtractor"]
+
+
+class ContentFeatureExtractor:
+    """Fingerprint and near-duplicate features of a response, as item data."""
+
+    def __init__(self, mode: str, max_text_bytes: int, near: bool) -> None:
+        if mode not in MODES:
+            raise ValueError(f"CONTENTSEEN_MODE must be one of {MODES}, not {mode!r}")
+        self.mode = mode
+        self.max_text_bytes = max_text_bytes
+        self.near = near
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ContentFeatureExtractor:
+        settings = crawler.settings
+        if not settings.getbool("CONTENTSEEN_ENABLED", defaults.CONTENTSEEN_ENABLED):
+            raise NotConfigured("CONTENTSEEN_ENABLED is off")
+        return cls(settings.get("CONTENTSEEN_MODE", defaults.CONTENTSEEN_MODE),
+                   settings.getint("CONTENTSEEN_MAX_TEXT_BYTES", defaults.CONTENTSEEN_MAX_TEXT_BYTES),
+                   settings.getbool("CONTENTSEEN_NEAR_ENABLED", defaults.CONTENTSEEN_NEAR_ENABLED))
+
+    def extract(self, response: Response, mime: str) -> ContentFeatures:
+        """The features of ``response`` (``mime``: lower-case, no parameters)."""
+        return content_features(response.body, getattr(response, "encoding", None), mime, mode=self.mode,
+                                max_text_bytes=self.max_text_bytes, near=self.near)
