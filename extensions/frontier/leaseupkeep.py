@@ -16,23 +16,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from extensions.frontier.gauges import CRAWL_WIDE_STATS
 from extensions.frontier.holds import host_of_origin
 from extensions.store.base import Entry, FrontierStoreError
-
-if TYPE_CHECKING:
-    from extensions.frontier.shareddispatch import SharedDispatch
 
 
 logger = logging.getLogger(__name__)
 
 
 class LeaseUpkeep:
-    """Renewals, hand-backs and crawl-wide sharing of one :class:`SharedDispatch`."""
+    """Renewals, hand-backs and crawl-wide sharing of one
+    :class:`~extensions.frontier.shareddispatch.SharedDispatch`."""
 
-    def __init__(self, dispatch: SharedDispatch) -> None:
+    def __init__(self, dispatch: Any) -> None:  # its SharedDispatch (not imported: no cycle)
         self.dispatch = dispatch
         self._failures_seen = 0  # the store's failed calls at the last in-flight repair
         self._pushed: dict[str, float] = {}
