@@ -28,6 +28,8 @@ from typing import Any
 
 from scrapy import Request
 
+from extensions.frontier.page import PageVerdict
+
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
@@ -54,7 +56,7 @@ def crawl(url: str, prefix: str, bloom: BloomLayout | None, aopic: bool, urls: i
             clock[0] += 1.0
             continue
         if aopic:
-            frontier.distribute(request.url, [addresses[(fetched * 3 + k) % urls] for k in range(3)])
+            frontier.page_done(PageVerdict(request.url, [addresses[(fetched * 3 + k) % urls] for k in range(3)]))
         frontier.fetch_finished(request)
         fetched += 1
     ended = time.perf_counter()

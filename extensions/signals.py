@@ -32,3 +32,19 @@ origin_deferred = object()
 #: status ``refused``. Arguments: ``refusals``, a list of ``(url, reason)``,
 #: and ``request``: the request refused, if it was already handed out.
 urls_refused = object()
+
+#: An origin's robots.txt was fetched and parsed (not sent while it is
+#: unreachable): its ``Crawl-delay`` for our product token (seconds, clamped
+#: by ``ROBOTSTXT_MAX_CRAWL_DELAY``; None: none declared) becomes its host's
+#: delay in the frontier. A receiver may return the seconds until the host
+#: may be fetched again (the frontier does: the robots.txt fetch counts for
+#: the host's politeness gap), and the robots.txt middleware lets the pages
+#: that waited for that robots.txt wait the longest answer out.
+#: Arguments: ``origin`` (``scheme://host[:port]``), ``crawl_delay``.
+robots_rules_parsed = object()
+
+#: A request handed out must not be fetched: ``reason`` says why (robots.txt
+#: forbids it: ``"robotstxt"``). The frontier records the URL excluded and
+#: frees its host at once, without a politeness gap, since nothing was
+#: fetched. Arguments: ``request``, ``reason``.
+request_excluded = object()

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from scrapy import Request
+
+from extensions.frontier.page import PageVerdict
 from twisted.internet.task import Clock
 
 from extensions.aopic.ledger import AOPICLedger
@@ -144,7 +146,7 @@ def test_seeds_get_cash_and_richer_urls_are_fetched_first(store: Any) -> None:
     assert frontier.ledger.cash_of(url_fingerprint(seed.url)[0]) == 1.0
     assert frontier.next_request().url == "http://a.test/"
     links = [f"http://b.test/{i}" for i in range(6)]
-    frontier.distribute("http://a.test/", links)  # 0.15 each, before they are enqueued
+    frontier.page_done(PageVerdict("http://a.test/", links))  # 0.15 each, before they are enqueued
     for url in links:
         frontier.enqueue_request(Request(url))
     # b.test/5 gets a lot more cash while it waits (other pages link to it)
@@ -174,7 +176,7 @@ def test_frontier_conserves_cash_across_a_driven_crawl(store: Any) -> None:
             continue
         fetched += 1
         links = [f"http://h{rng.randrange(6)}.test/{rng.randrange(80)}" for _ in range(rng.randint(0, 5))]
-        frontier.distribute(request.url, links)
+        frontier.page_done(PageVerdict(request.url, links))
         for url in links:
             frontier.enqueue_request(Request(url))
         frontier.fetch_finished(request, duration=0.0)
@@ -229,7 +231,7 @@ def test_revisits_fetch_each_page_again_up_to_the_setting(store: Any) -> None:
             clock.advance(0.05)
             continue
         fetches.append(request.url)
-        frontier.distribute(request.url, graph[request.url])
+        frontier.page_done(PageVerdict(request.url, graph[request.url]))
         for url in graph[request.url]:
             frontier.enqueue_request(Request(url))
         frontier.fetch_finished(request, duration=0.0)

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from scrapy import Request
+
+from extensions.frontier.page import PageVerdict
 from twisted.internet.task import Clock
 
 from extensions.aopic.ledger import AOPICLedger
@@ -105,7 +107,7 @@ def test_write_ahead_keeps_aopic_cash_conserved_across_a_crash(tmp_path: Path) -
         frontier.enqueue_request(Request(f"http://h{i}.test/", meta={"is_start_request": True}))
     for _ in range(3):
         request = frontier.next_request()
-        frontier.distribute(request.url, [f"{request.url}a", f"{request.url}b"])
+        frontier.page_done(PageVerdict(request.url, [f"{request.url}a", f"{request.url}b"]))
         frontier.fetch_finished(request)
     frontier.next_request()  # the commit before the next hand-out
     store.abandon()

@@ -387,24 +387,25 @@ def test_the_redis_backend_makes_the_shared_frontier_the_scheduler(redis_server:
     from scrapy import Spider
     from scrapy.utils.test import get_crawler
 
-    from extensions.frontier.distributed import DistributedFrontier
     from extensions.frontier.scheduler import Frontier
 
     def scheduler(settings: dict[str, Any]) -> Any:
         return Frontier.from_crawler(get_crawler(Spider, {"REDIS_URL": redis_server.url, **settings}))
 
-    assert type(scheduler({"FRONTIER_BACKEND": "redis"})) is DistributedFrontier
-    assert type(scheduler({"FRONTIER_BACKEND": "redis", "FRONTIER_DISTRIBUTED": False})) is Frontier
-    assert type(scheduler({})) is Frontier
+    from extensions.frontier.localdispatch import LocalDispatch
+    from extensions.frontier.shareddispatch import SharedDispatch
+
+    assert type(scheduler({"FRONTIER_BACKEND": "redis"}).dispatch) is SharedDispatch
+    assert type(scheduler({"FRONTIER_BACKEND": "redis", "FRONTIER_DISTRIBUTED": False}).dispatch) is LocalDispatch
+    assert type(scheduler({}).dispatch) is LocalDispatch
     shared = scheduler({"FRONTIER_BACKEND": "redis", "FRONTIER_LEASE_TTL": 4, "FRONTIER_LEASE_POLL_INTERVAL": 0.5})
-    assert (shared.lease_ttl, shared.poll_interval) == (4.0, 0.5)
+    assert (shared.dispatch.lease_ttl, shared.dispatch.poll_interval) == (4.0, 0.5)
 
 
 @pytest.mark.parametrize(("settings", "named"), [
     ({"CONCURRENT_REQUESTS_PER_IP": 1}, "CONCURRENT_REQUESTS_PER_IP"),
     ({"FRONTIER_LEASE_TTL": 0}, "FRONTIER_LEASE_TTL"),
     ({"FRONTIER_LEASE_POLL_INTERVAL": -1}, "FRONTIER_LEASE_POLL_INTERVAL"),
-    ({"SCHEDULER": "tests.test_distributed.OtherScheduler"}, "FRONTIER_DISTRIBUTED"),
 ])
 def test_invalid_shared_frontier_settings_fail_at_start_naming_the_setting(
         settings: dict[str, Any], named: str) -> None:
@@ -416,18 +417,6 @@ def test_invalid_shared_frontier_settings_fail_at_start_naming_the_setting(
                                    "SCHEDULER": "extensions.frontier.scheduler.Frontier", **settings})
     with pytest.raises(ValueError, match=named):
         load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
-
-
-def _other_scheduler() -> type:
-    from extensions.frontier.scheduler import Frontier
-
-    class OtherScheduler(Frontier):
-        pass
-
-    return OtherScheduler
-
-
-OtherScheduler = _other_scheduler()
 
 
 def test_a_single_process_crawl_under_the_prefix_is_a_clear_error(redis_server: RedisServer) -> None:
@@ -460,17 +449,17 @@ def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServe
         assert frontier.enqueue_request(Request(f"http://h1.test/{path}"))
     first = frontier.next_request()
     assert first is not None
-    lost = frontier.leases.take("h1.test")  # the retried call's first run: its answer never came
+    lost = frontier.dispatch.leases.take("h1.test")  # the retried call's first run: its answer never came
     assert lost.state == "taken"
-    frontier.renew_leases()  # no failure seen: nothing to repair
+    frontier.dispatch.renew_leases()  # no failure seen: nothing to repair
     assert frontier.stats.get_value("frontier/inflight_repaired") is None
     frontier.store._retry.failures += 1  # what LoggingRetry counts when a call is retried
-    frontier.renew_leases()
+    frontier.dispatch.renew_leases()
     assert frontier.stats.get_value("frontier/inflight_repaired") == 1
-    inflight = frontier.leases.inflight_of(["h1.test"])["h1.test"]
+    inflight = frontier.dispatch.leases.inflight_of(["h1.test"])["h1.test"]
     assert inflight == [frontier.inflight[first].entry.fingerprint]
     from extensions.frontier.fingerprint import url_fingerprint
-    queued = {int(fp) for fp in frontier.store.call(("ZRANGE", frontier.leases.keys.back("h1.test"), 0, -1))[0]}
+    queued = {int(fp) for fp in frontier.store.call(("ZRANGE", frontier.dispatch.leases.keys.back("h1.test"), 0, -1))[0]}
     others = {url_fingerprint(f"http://h1.test/{path}")[0] for path in "abc"} - {url_fingerprint(first.url)[0]}
     assert queued == others and url_fingerprint(lost.entry.url)[0] in queued
     frontier.close("finished")

@@ -254,7 +254,7 @@ def test_a_process_taking_the_host_over_keeps_the_origins_apart() -> None:
     held_urls, live_urls = mixed_host(first)
     lost = first.next_request()  # fetched, never finished: the process is killed
     assert lost is not None and lost.url == live_urls[0]
-    first._lease_loop.stop()  # noqa: SLF001 - a SIGKILL: no more renewals, no close
+    first.dispatch._lease_loop.stop()  # noqa: SLF001 - a SIGKILL: no more renewals, no close
 
     second = open_with_delay(prefix, clock, idle_close=100 * HOLD)
     try:

@@ -127,24 +127,24 @@ def test_back_queues_never_mix_hosts_and_are_bounded(store):
     for i in range(60):
         frontier.enqueue_request(Request(f"http://h{i % 7}.test/{i}"))
     frontier.next_request()
-    assert frontier.back.in_use() <= 3
-    for index, queue in enumerate(frontier.back.queues):
+    assert frontier.dispatch.back.in_use() <= 3
+    for index, queue in enumerate(frontier.dispatch.back.queues):
         hosts = {entry.host for entry in list(queue.head) + queue.tail}
-        assert hosts <= {frontier.back.host_of[index]}
+        assert hosts <= {frontier.dispatch.back.host_of[index]}
 
 
 def test_refill_follows_the_textbook_rule(store):
     frontier = make_frontier(store, back_queues=2, front_queues=1)
     for url in ["http://a.test/1", "http://a.test/2", "http://b.test/1", "http://c.test/1"]:
         frontier.enqueue_request(Request(url))
-    frontier._refill()
-    assert frontier.back.host_of == ["a.test", "b.test"]
-    assert [len(queue) for queue in frontier.back.queues] == [2, 1]
-    assert len(frontier.front) == 1  # c.test waits for a free back queue
+    frontier.dispatch._refill()
+    assert frontier.dispatch.back.host_of == ["a.test", "b.test"]
+    assert [len(queue) for queue in frontier.dispatch.back.queues] == [2, 1]
+    assert len(frontier.dispatch.front) == 1  # c.test waits for a free back queue
     got = [frontier.next_request().url for _ in range(2)]
     assert got == ["http://a.test/1", "http://b.test/1"]
-    assert frontier.back.host_of[1] == "c.test"  # b's queue emptied and refilled at once
-    assert len(frontier.front) == 0
+    assert frontier.dispatch.back.host_of[1] == "c.test"  # b's queue emptied and refilled at once
+    assert len(frontier.dispatch.front) == 0
 
 
 def test_crawl_delay_is_honoured(store):
@@ -344,7 +344,7 @@ def test_from_crawler_reads_settings(tmp_path):
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "FRONTIER_CHECKPOINT_INTERVAL": 0,
     })
     frontier = Frontier.from_crawler(crawler)
-    assert len(frontier.back.queues) == 15 and len(frontier.front.queues) == 3
+    assert len(frontier.dispatch.back.queues) == 15 and len(frontier.dispatch.front.queues) == 3
     assert frontier.politeness.delay == 0.7
     frontier.open(Spider("s"))
     assert frontier.enqueue_request(Request("http://a.test/"))
@@ -367,5 +367,5 @@ def test_start_requests_are_stored_compactly(store):
     frontier = make_frontier(store)
     seed = {"is_start_request": True}
     assert frontier.enqueue_request(Request("http://a.test/", dont_filter=True, meta=seed))
-    entry = frontier.front.queues[-1].head[0]
+    entry = frontier.dispatch.front.queues[-1].head[0]
     assert entry.blob is None  # start requests are stored compactly too

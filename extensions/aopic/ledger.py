@@ -32,6 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from extensions.store.base import Entry
+
 META_KEY = "aopic"
 
 
@@ -49,6 +51,16 @@ class LedgerTotals:
     @property
     def conserved(self) -> float:
         return self.cash + self.unpaid + self.lambda_cash
+
+
+@dataclass(slots=True)
+class Paid:
+    """A fetched page's AOPIC step (:meth:`AOPICLedger.distribute`)."""
+
+    cash: float  # taken from the page
+    history: float  # the page's history now
+    visits: int
+    changes: list[tuple[float, float, bool]]  # per outlink: (cash before, after, had a row)
 
 
 class AOPICLedger:
@@ -148,6 +160,24 @@ class AOPICLedger:
         rows[fingerprint] = (0.0, history, self.dividend, visits)
         self.store.cash.put_cash([(fingerprint, *rows[fingerprint])])
         return cash, history, visits
+
+    def distribute(self, fingerprint: int, links: list[int],
+                   entries_of: list[int] | None = None) -> tuple[Paid, dict[int, Entry] | None]:
+        """The page was fetched: its cash to its history, the tax to Lambda,
+        the rest split over ``links`` (none: all to Lambda). Also returns
+        the URL rows of ``entries_of`` where the store reads them with the
+        cash rows in one round trip (else None: not read)."""
+        entries: dict[int, Entry] | None = None
+        # a networked store reads the cash and URL rows in one round trip
+        read_both = getattr(self.store, "get_cash_and_entries", None)
+        if read_both is not None:
+            rows, entries = read_both([fingerprint, *links])
+        else:
+            rows = self.read_rows([fingerprint, *links])
+        cash, history, visits = self.take(fingerprint, rows)
+        share = self.split(cash, len(links))
+        changes = self.credit_many([(fp, share) for fp in links], rows) if share > 0 and links else []
+        return Paid(cash, history, visits, changes), entries
 
     def split(self, cash: float, outlinks: int) -> float:
         """Tax to Lambda and the share of each outlink (none: all to Lambda)."""

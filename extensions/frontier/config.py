@@ -1,7 +1,8 @@
 """Settings to :class:`~extensions.frontier.scheduler.Frontier` arguments.
 
 Called only from ``Frontier.from_crawler``: the one place that reads
-settings, resolves class paths and reaches into the engine. Invalid values
+settings, resolves class paths, chooses the host dispatch and reaches into
+the engine. Invalid values
 fail here, at start, naming the setting and its value.
 
 Settings (defaults in :mod:`extensions.defaults`, section ``# --- Frontier``):
@@ -28,8 +29,9 @@ Redis shared by every process (``FRONTIER_REDIS_BLOOM_CAPACITY``,
 instead of the in-process one (``FRONTIER_BLOOM_*``).
 
 Several processes: with the Redis store and ``FRONTIER_DISTRIBUTED`` (on by
-default) the scheduler is :class:`~extensions.frontier.distributed.DistributedFrontier`,
-which also reads ``FRONTIER_LEASE_MAX_LATENESS``, ``FRONTIER_LEASE_POLL_INTERVAL``
+default) the frontier composes the shared host dispatch
+(:class:`~extensions.frontier.shareddispatch.SharedDispatch`, see
+:mod:`extensions.frontier.distributed`), which also reads ``FRONTIER_LEASE_MAX_LATENESS``, ``FRONTIER_LEASE_POLL_INTERVAL``
 and ``FRONTIER_LEASE_TTL``; ``CONCURRENT_REQUESTS_PER_IP`` is refused there.
 """
 
@@ -49,7 +51,9 @@ from extensions import defaults
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.front import BiasedSelector
 from extensions.frontier.hostkey import HostKey
+from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.politeness import Politeness
+from extensions.frontier.shareddispatch import SharedDispatch
 from extensions.frontier.urlseen import BloomSeen
 from extensions.store.base import WriteAheadStore
 from extensions.store.memory import MemoryStore
@@ -207,24 +211,8 @@ def _distributed(settings: Any) -> bool:
     return issubclass(_store_class(settings), RedisStore) and settings.getbool("FRONTIER_DISTRIBUTED")
 
 
-def frontier_class(crawler: Crawler, default: type) -> type:
-    """The scheduler class: ``default`` (SCHEDULER), or the multi-process
-    frontier when the store is Redis and FRONTIER_DISTRIBUTED is on."""
-    settings = _with_defaults(crawler.settings)
-    if not _distributed(settings):
-        return default
-    from extensions.frontier.distributed import DistributedFrontier  # noqa: PLC0415
-    from extensions.frontier.scheduler import Frontier  # noqa: PLC0415
-
-    if DistributedFrontier in default.__mro__:  # not issubclass: BaseScheduler's metaclass duck-types
-        return default
-    if default is not Frontier:
-        raise ValueError(f"FRONTIER_DISTRIBUTED needs SCHEDULER to be the Frontier or a "
-                         f"DistributedFrontier subclass, got {default.__module__}.{default.__qualname__}")
-    return DistributedFrontier
-
-
-def _distributed_kwargs(settings: Any) -> dict[str, Any]:
+def _shared_dispatch(settings: Any, front_queues: int, back_queues: int) -> SharedDispatch:
+    """The host dispatch shared by every process of the crawl (Redis leases)."""
     if settings.getint("CONCURRENT_REQUESTS_PER_IP"):
         raise ValueError("CONCURRENT_REQUESTS_PER_IP is not supported with FRONTIER_DISTRIBUTED "
                          f"(politeness is per host name), got {settings.get('CONCURRENT_REQUESTS_PER_IP')!r}")
@@ -233,16 +221,27 @@ def _distributed_kwargs(settings: Any) -> dict[str, Any]:
     for name, value in values.items():
         if value <= 0:
             raise ValueError(f"{name} must be > 0, got {settings.get(name)!r}")
-    return {"max_lateness": values["FRONTIER_LEASE_MAX_LATENESS"],
-            "poll_interval": values["FRONTIER_LEASE_POLL_INTERVAL"],
-            "lease_ttl": values["FRONTIER_LEASE_TTL"]}
+    return SharedDispatch(front_queues, back_queues, max_lateness=values["FRONTIER_LEASE_MAX_LATENESS"],
+                          poll_interval=values["FRONTIER_LEASE_POLL_INTERVAL"],
+                          lease_ttl=values["FRONTIER_LEASE_TTL"])
+
+
+def _local_dispatch(settings: Any, front_queues: int, back_queues: int) -> LocalDispatch:
+    """Mercator's front queues, back queues and host heap in this process."""
+    weights = settings.getlist("FRONTIER_FRONT_QUEUE_WEIGHTS")
+    return LocalDispatch(
+        front_queues, back_queues,
+        queue_buffer=_positive_int(settings, "FRONTIER_QUEUE_BUFFER"),
+        selector=BiasedSelector([int(w) for w in weights]) if weights else None,
+        refill_budget=_positive_int(settings, "FRONTIER_REFILL_BUDGET"),
+    )
 
 
 def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
-    """Every argument of ``Frontier.__init__`` from the crawler's settings
-    (and of ``DistributedFrontier.__init__`` when it is the scheduler)."""
+    """Every argument of ``Frontier.__init__`` from the crawler's settings,
+    the host dispatch included: shared (Redis leases) with the Redis store
+    and ``FRONTIER_DISTRIBUTED``, else local."""
     settings = _with_defaults(crawler.settings)
-    distributed = _distributed_kwargs(settings) if _distributed(settings) else {}
     front_queues = _positive_int(settings, "FRONTIER_FRONT_QUEUES")
     back_queues = settings.getint("FRONTIER_BACK_QUEUES") or 3 * _positive_int(
         settings, "CONCURRENT_REQUESTS"
@@ -250,17 +249,16 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
     if back_queues < 1:
         raise ValueError(f"FRONTIER_BACK_QUEUES must be >= 0, got {settings.get('FRONTIER_BACK_QUEUES')!r}")
     per_ip = settings.getint("CONCURRENT_REQUESTS_PER_IP")
-    weights = settings.getlist("FRONTIER_FRONT_QUEUE_WEIGHTS")
+    shared = _distributed(settings)
+    dispatch = (_shared_dispatch if shared else _local_dispatch)(settings, front_queues, back_queues)
     prioritizer_cls = load_object(settings.get("FRONTIER_PRIORITIZER"))
     store, directory, cleanup = _store(crawler)
     bloom = _bloom(settings)
     return {
         "store": store,
+        "dispatch": dispatch,
         "front_queues": front_queues,
-        "back_queues": back_queues,
-        "queue_buffer": _positive_int(settings, "FRONTIER_QUEUE_BUFFER"),
         "prioritizer": prioritizer_cls(levels=front_queues),
-        "selector": BiasedSelector([int(w) for w in weights]) if weights else None,
         "politeness": Politeness(
             delay=_non_negative(settings, "DOWNLOAD_DELAY"),
             factor=_non_negative(settings, "FRONTIER_POLITENESS_FACTOR"),
@@ -271,7 +269,6 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
         "bloom": bloom,
         "bloom_path": directory / BLOOM_NAME if bloom is not None and directory else None,
         "hostkey": HostKey(per_ip=bool(per_ip)),
-        "refill_budget": _positive_int(settings, "FRONTIER_REFILL_BUDGET"),
         "clock": time.monotonic,
         "wall_clock": time.time,
         "call_later": call_later,
@@ -288,5 +285,4 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
         "write_ahead": settings.getbool("FRONTIER_WRITE_AHEAD") and isinstance(store, WriteAheadStore),
         "record_refusals": settings.getbool("FRONTIER_RECORD_REFUSALS"),
         **_engine_hooks(crawler),
-        **distributed,
     }

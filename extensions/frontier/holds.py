@@ -15,6 +15,7 @@ crawl retries them first. Pure: no Scrapy, no clock; callers pass times.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from extensions.store.base import Entry
@@ -26,6 +27,12 @@ def origin_of(url: str) -> str:
     """``scheme://netloc`` of ``url``, as robots.txt is keyed."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
+
+
+@lru_cache(maxsize=4096)
+def host_of_origin(origin: str) -> str:
+    """The politeness key (host name) of an origin ``scheme://netloc``."""
+    return (urlsplit(origin).hostname or "").lower()
 
 
 @dataclass(slots=True)

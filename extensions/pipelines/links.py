@@ -6,39 +6,54 @@ reaches the pipelines, so a content-seen verdict ("this page duplicates
 another: do not follow its links", Mercator's rule) would come too late. The
 ``web`` spider therefore yields no link requests: it puts the links that
 passed the URL filter into the item's ``links`` field, the pipelines before
-this one judge the page (content-seen marks ``duplicate_of``), and this one
+this one judge the page (content-seen marks ``duplicate_of`` and
+``content_group``), and this one
 
-* runs AOPIC's credit assignment in the frontier: the page's cash moves to
-  its history (exported as ``importance``), the tax to Lambda, the rest is
-  split over every outlink, known or new, so waiting URLs move up;
-* schedules the outlinks (``crawler.engine.crawl``) unless the page is a
-  duplicate, skipping links it scheduled lately (the frontier's URL-seen test
-  would refuse them anyway; the cache only saves building the requests);
-* removes ``links`` from the item, so feeds hold only the count
-  (``outlinks``).
+* hands the judged page to the frontier's one entry point,
+  :meth:`Frontier.page_done <extensions.frontier.scheduler.Frontier.page_done>`
+  (a :class:`~extensions.frontier.page.PageVerdict`): AOPIC's credit
+  assignment (the page's cash to its history, exported as ``importance``;
+  the tax to Lambda; the rest split over every outlink, known or new, so
+  waiting URLs move up) and the page's content-seen group for the URL
+  database;
+* schedules the outlinks unless the page is a duplicate, skipping links it
+  scheduled lately (the frontier's URL-seen test would refuse them anyway;
+  the cache only saves building the requests). Each goes through
+  ``crawler.engine.crawl``, like any request from outside a callback: the
+  engine sends ``request_scheduled`` (other extensions see the link), asks
+  the scheduler, and sends ``request_dropped`` if the frontier refuses it.
+  The spider middlewares do not see these requests (they run on a
+  callback's output, long gone), so the two things they would add are set
+  here (:func:`~extensions.frontier.page.link_request`): the ``depth`` meta
+  (``DepthMiddleware``) and the ``Referer`` header (``RefererMiddleware``:
+  the page's final URL); plus the link's AOPIC credit, which the frontier
+  takes off the meta when it files the link;
+* removes ``links`` and ``content_group`` from the item, so feeds hold only
+  the count (``outlinks``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request
-
-from extensions.urls.recent import RecentLinks
 from extensions import defaults
+from extensions.frontier.page import PageVerdict, link_request
+from extensions.frontier.scheduler import Frontier
+from extensions.urls.recent import RecentLinks
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
 class LinkScheduler:
-    """Credit and schedule the outlinks of a judged page."""
+    """Hand the judged page to the frontier; schedule its outlinks."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.recent = RecentLinks(crawler.settings.getint("LINKS_RECENT_CACHE_SIZE"))
-        self.follow_near = crawler.settings.getbool("CONTENTSEEN_FOLLOW_NEAR_DUPLICATES", defaults.CONTENTSEEN_FOLLOW_NEAR_DUPLICATES)
+        self.follow_near = crawler.settings.getbool("CONTENTSEEN_FOLLOW_NEAR_DUPLICATES",
+                                                    defaults.CONTENTSEEN_FOLLOW_NEAR_DUPLICATES)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LinkScheduler:
@@ -48,18 +63,25 @@ class LinkScheduler:
         if "links" not in item.fields:
             return item
         links: list[str] = item.pop("links", None) or []
-        if item.get("duplicate_of") or (item.get("near_duplicate_of") and not self.follow_near):
+        group = item.pop("content_group", None) if "content_group" in item.fields else None
+        follow = not (item.get("duplicate_of") or (item.get("near_duplicate_of") and not self.follow_near))
+        if not follow:
             self.stats.inc_value("links/not_followed_duplicate", len(links))
             links = []
-        frontier = getattr(self.crawler.engine, "scheduler", None)
-        if hasattr(frontier, "distribute") and item.get("url"):
-            item["importance"] = frontier.distribute(item["url"], links)
+        credit: dict[str, tuple[float, float]] = {}
+        frontier = self.crawler.engine.scheduler
+        if isinstance(frontier, Frontier) and item.get("url"):
+            done = frontier.page_done(PageVerdict(
+                item["url"], links, follow, group,
+                duplicate=bool(item.get("duplicate_of") or item.get("near_duplicate_of"))))
+            item["importance"] = done.history
+            credit = done.credit
         depth = int(item.get("depth") or 0) + 1
         referer = item.get("final_url") or item.get("url")
         crawl, fresh = self.crawler.engine.crawl, self.recent.fresh
         for url in links:
             if fresh(url, depth):
-                crawl(Request(url, meta={"depth": depth}, headers={"Referer": referer}))
+                crawl(link_request(url, depth, referer, credit.get(url)))
             else:
                 self.stats.inc_value("links/recent_duplicates")
         return item

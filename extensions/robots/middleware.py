@@ -15,11 +15,14 @@ crawl:
   crawl that runs that long) the origin is treated as having no robots.txt;
 * a bounded LRU cache (``ROBOTSTXT_CACHE_SIZE`` origins) whose entries expire
   (``ROBOTSTXT_CACHE_TTL``), where Scrapy keeps every parser forever;
-* politeness: a host's first page waits the frontier's usual gap after its
-  robots.txt fetch, and the robots.txt ``Crawl-delay`` (clamped by
-  ``ROBOTSTXT_MAX_CRAWL_DELAY``) becomes the host's delay in the frontier;
-* excluded URLs are marked so in the frontier's URL database, and hosts are
-  never charged a politeness gap for a URL that was not fetched;
+* politeness: the ``robots_rules_parsed`` signal carries the robots.txt
+  ``Crawl-delay`` (clamped by ``ROBOTSTXT_MAX_CRAWL_DELAY``) to the frontier,
+  which makes it the host's delay and answers with the seconds until the
+  host may be fetched again: the pages that waited for the robots.txt wait
+  them out (a host's first page keeps the usual gap after its robots.txt);
+* an excluded URL is announced with ``request_excluded``: the frontier marks
+  it so in its URL database and never charges its host a politeness gap
+  for a URL that was not fetched;
 * ``Sitemap:`` lines are recorded (stats, log) and, with
   ``ROBOTSTXT_SITEMAP_SEEDS``, scheduled for the spider's ``parse_sitemap``.
 
@@ -50,7 +53,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 
 from extensions.robots.rules import Kind, RobotsRules, decode_body, kind_of_status, product_token
-from extensions.signals import origin_deferred, origin_held
+from extensions.signals import origin_deferred, origin_held, request_excluded, robots_rules_parsed
 from extensions import defaults
 
 if TYPE_CHECKING:
@@ -117,6 +120,9 @@ class RobotsMiddleware:
         self.max_crawl_delay = settings.getfloat("ROBOTSTXT_MAX_CRAWL_DELAY", defaults.ROBOTSTXT_MAX_CRAWL_DELAY)
         self.sitemap_seeds = settings.getbool("ROBOTSTXT_SITEMAP_SEEDS", defaults.ROBOTSTXT_SITEMAP_SEEDS)
         self._pending: dict[str, defer.Deferred[RobotsRules]] = {}
+        # origin -> when its host may be fetched after its robots.txt fetch
+        # (answered by the frontier through robots_rules_parsed)
+        self._polite_until: dict[str, float] = {}
         self._logged: set[str] = set()
         self.sitemaps: set[str] = set()
 
@@ -146,14 +152,12 @@ class RobotsMiddleware:
         if not rules.allowed(request.url):
             self._exclude(request)
         if fetched:
-            await self._polite_pause(request)
+            await self._polite_pause(origin)
 
     def _exclude(self, request: Request) -> None:
         self.stats.inc_value("robotstxt/forbidden")
         logger.debug("Forbidden by robots.txt: %s", request)
-        frontier = self._frontier()
-        if frontier is not None:
-            frontier.exclude(request)
+        self.crawler.signals.send_catch_log(request_excluded, request=request, reason="robotstxt")
         raise IgnoreRequest("Forbidden by robots.txt")
 
     def _hold(self, origin: str, rules: RobotsRules, request: Request) -> None:
@@ -178,16 +182,13 @@ class RobotsMiddleware:
                                "dropping its requests", origin)
         raise IgnoreRequest(f"robots.txt of {origin} unreachable")
 
-    async def _polite_pause(self, request: Request) -> None:
-        """After a robots.txt fetch, the page waits the host's usual gap."""
-        frontier = self._frontier()
-        wait = frontier.wait_for(request) if frontier is not None else 0.0
-        if wait > 0:
+    async def _polite_pause(self, origin: str) -> None:
+        """After a robots.txt fetch, the page waits the host's usual gap:
+        until the time the receivers of ``robots_rules_parsed`` answered."""
+        wait = self._polite_until.get(origin, 0.0) - self.clock()
+        if wait > 0:  # every page that waited on this robots.txt reads it before any wakes
             await maybe_deferred_to_future(task.deferLater(reactor, wait, lambda: None))
-
-    def _frontier(self) -> Any:
-        scheduler = getattr(self.crawler.engine, "scheduler", None)
-        return scheduler if hasattr(scheduler, "set_crawl_delay") else None
+        self._polite_until.pop(origin, None)
 
     # -- fetching (single flight per origin) ---------------------------------
     async def _rules_for(self, origin: str, previous: RobotsRules | None) -> RobotsRules:
@@ -282,13 +283,15 @@ class RobotsMiddleware:
 
     # -- what a fetched robots.txt gives the rest of the crawler -------------
     async def _apply(self, origin: str, rules: RobotsRules) -> None:
-        frontier = self._frontier()
-        if frontier is not None and rules.kind is not Kind.UNREACHABLE:
+        if rules.kind is not Kind.UNREACHABLE:
             delay = rules.crawl_delay()
             if delay is not None:
                 self.stats.inc_value("robotstxt/crawl_delays")
                 delay = min(delay, self.max_crawl_delay)
-            frontier.set_crawl_delay(frontier.host_of(Request(origin + "/")), delay)
+            answers = self.crawler.signals.send_catch_log(robots_rules_parsed, origin=origin, crawl_delay=delay)
+            waits = [result for _, result in answers if isinstance(result, (int, float))]
+            if waits and max(waits) > 0:
+                self._polite_until[origin] = self.clock() + max(waits)
         new = [url for url in rules.sitemaps if url not in self.sitemaps]
         if not new:
             return

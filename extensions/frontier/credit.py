@@ -1,0 +1,106 @@
+"""AOPIC in the frontier: credit a fetched page's outlinks, price URLs by cash.
+
+The ledger (:mod:`extensions.aopic.ledger`, or its Redis twin
+:mod:`extensions.aopic.shared`) keeps the cash; this part turns it into
+front-queue levels: a seed gets its initial cash when first enqueued; a link
+is filed at the level its cash earns (the credit its page gave it comes on
+its request's meta, see :mod:`.page`); a queued URL whose cash crosses a
+level after a credit moves up; a fetched page is revisited (OPIC) while it
+has had at most ``FRONTIER_AOPIC_REVISITS`` extra fetches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy import Request
+
+from extensions.aopic.ledger import AOPICLedger
+from extensions.frontier.fingerprint import canonical_fingerprint, url_fingerprint
+from extensions.frontier.page import CREDIT_META
+from extensions.frontier.prioritizer import Prioritizer
+from extensions.store.base import Entry
+
+
+@dataclass(slots=True)
+class Payment:
+    """One fetched page's credit assignment."""
+
+    fingerprint: int  # the page's
+    history: float  # the page's history now (its importance)
+    credit: dict[int, tuple[float, float]]  # per outlink: (cash after, the ledger's dividend then)
+    rising: list[int]  # known outlinks whose level the credit raised
+    entries: dict[int, Entry] | None  # the outlinks' URL rows, if read with the cash
+    revisit: bool  # fetch the page again (OPIC)
+
+
+class AOPICCredit:
+    """Cash-based levels and the per-page credit step, over one ledger."""
+
+    def __init__(self, ledger: AOPICLedger, prioritizer: Prioritizer, revisits: int = 0) -> None:
+        self.ledger, self.prioritizer, self.revisits = ledger, prioritizer, revisits
+
+    def pay(self, url: str, outlinks: list[str]) -> Payment:
+        """The page at ``url`` was fetched: its cash to its history, the tax
+        to Lambda, the rest split over ``outlinks`` (known or new)."""
+        ledger = self.ledger
+        fp, _ = url_fingerprint(url)
+        links = [canonical_fingerprint(link) for link in outlinks]
+        paid, entries = ledger.distribute(fp, links, entries_of=links)
+        credit, rising = self._rising(links, paid.changes) if links and paid.changes else ({}, [])
+        return Payment(fp, paid.history, credit, rising, entries, paid.visits <= self.revisits)
+
+    def grant(self, fingerprints: list[int], amount: float) -> tuple[dict[int, tuple[float, float]], list[int]]:
+        """Add ``amount`` to each URL's cash; return each one's credit and
+        those whose level rose (as :meth:`pay` does for a page's links)."""
+        changes = self.ledger.credit_many([(fp, amount) for fp in fingerprints])
+        return self._rising(fingerprints, changes)
+
+    def _rising(self, links: list[int], changes: list[tuple[float, float, bool]],
+                ) -> tuple[dict[int, tuple[float, float]], list[int]]:
+        dividend, mean = self.ledger.dividend, self.ledger.mean_cash()
+        credit: dict[int, tuple[float, float]] = {}
+        rising: list[int] = []
+        for link, (before, after, existed) in zip(links, changes):
+            credit[link] = (after, dividend)
+            if existed and self._level(after, mean) > self._level(before, mean):
+                rising.append(link)
+        return credit, rising
+
+    def _level(self, cash: float, mean: float) -> int:
+        return self.prioritizer.level(0, 0, {"aopic_cash": cash, "aopic_mean": mean})
+
+    def level_of(self, entry: Entry, cash: float) -> int:
+        """The level ``entry`` earns with ``cash``."""
+        return self.prioritizer.level(entry.priority, entry.depth,
+                                      {"aopic_cash": cash, "aopic_mean": self.ledger.mean_cash()})
+
+    def cash_meta(self, request: Request, fp: int, credit: tuple[float, float] | None) -> Mapping[str, Any]:
+        """What the prioritiser sees for a new request: its cash (a seed
+        gets its initial cash; ``credit``: what its page just gave it, with
+        the dividends paid since added), else its meta (a URL no page gave
+        cash, such as a redirect target: by depth)."""
+        ledger = self.ledger
+        if request.meta.get("is_start_request") and not ledger.cash_of(fp):
+            ledger.seed(fp)
+        if credit is not None:
+            cash: float | None = credit[0] + (ledger.dividend - credit[1])
+        else:
+            cash = ledger.cash_of(fp)
+        if cash is None:
+            return request.meta
+        return {"aopic_cash": cash, "aopic_mean": ledger.mean_cash()}
+
+
+def take_credit(request: Request) -> tuple[float, float] | None:
+    """Remove and return the AOPIC credit on ``request``'s meta (never stored with the URL)."""
+    credit = request.meta.pop(CREDIT_META, None) if CREDIT_META in request.meta else None
+    if credit is None:
+        return None
+    try:
+        cash, dividend = credit
+        return float(cash), float(dividend)
+    except (TypeError, ValueError):
+        return None  # not ours: priced by its cash row

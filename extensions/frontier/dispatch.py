@@ -1,0 +1,172 @@
+"""Host dispatch: the part of the frontier that decides which host fetches next.
+
+The :class:`~extensions.frontier.scheduler.Frontier` composes exactly one
+strategy (chosen in :mod:`extensions.frontier.config` from
+``FRONTIER_BACKEND``):
+
+* :class:`~extensions.frontier.localdispatch.LocalDispatch` -- Mercator's
+  front queues (one per priority level, a biased selector), back queues (one
+  host each) and host heap, in one process;
+* :class:`~extensions.frontier.shareddispatch.SharedDispatch` -- every
+  host's queue in Redis, hosts taken by this process under a lease, so that
+  several processes crawl one frontier.
+
+Both keep a local host heap of the hosts they serve, ordered by the time
+each may fetch again (:mod:`.politeness`), and the same order among the
+hosts due at once (:func:`ready_order`). The frontier gives its strategy the
+parts it shares (:class:`FrontierParts`): the store, politeness, origin
+holds, the in-flight table, stats, clocks, and a few callbacks (turn a queue
+entry into a request, defer an origin's URLs, wake the engine).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from scrapy import Request
+
+from extensions.aopic.ledger import AOPICLedger
+from extensions.frontier.holds import OriginHolds
+from extensions.frontier.hostkey import HostKey
+from extensions.frontier.inflight import InFlight, InFlightTable
+from extensions.frontier.politeness import Politeness
+from extensions.frontier.prioritizer import Prioritizer
+from extensions.frontier.urlseen import URLSeen
+from extensions.store.base import Entry
+
+#: subtracted from a rate-limited host's order: ahead of every level
+RATE_LIMITED_FIRST = 1 << 20
+
+
+def ready_order(level: int, rate_limited: bool) -> float:
+    """The order of a due host among those ready at once (lowest first).
+
+    By the level of its head URL, so that with many hosts and no delay the
+    more important URLs go first (AOPIC order across hosts) -- except for
+    hosts whose politeness gap is longer than the common delay: they are
+    served as soon as they are due. Such a host can take only one fetch
+    per gap, so it cannot crowd out the others; left to compete by level,
+    its low-cash URLs waited for seconds at a time and, since a host with
+    a Crawl-delay cannot catch up later, its backlog was the crawl's last
+    several seconds (bench/distributed.py: the Crawl-delay hosts of the
+    test web ended 3 s after all others). This holds for a trap too: one
+    that declares a Crawl-delay of d gets at most 1/d fetches a second
+    (and ``FRONTIER_HOST_BUDGET`` caps its total), not the crawl's slots;
+    keeping the bottom level out of this brought the tail back, since
+    the Crawl-delay hosts' deep pages sit there too."""
+    return -level - (RATE_LIMITED_FIRST if rate_limited else 0)
+
+
+@dataclass(eq=False)
+class FrontierParts:
+    """What the frontier shares with its host-dispatch strategy."""
+
+    store: Any
+    politeness: Politeness
+    holds: OriginHolds
+    inflight: InFlightTable
+    stats: Any
+    clock: Callable[[], float]
+    wall_clock: Callable[[], float]
+    prioritizer: Prioritizer
+    seen: URLSeen
+    hostkey: HostKey
+    ledger: AOPICLedger | None
+    idle_close: float
+    #: entry (and its AOPIC cash, if known) -> the request to fetch, or None
+    request_of: Callable[[Entry, float | None], Request | None]
+    #: mark entries of an origin deferred for this run, with the reason
+    defer: Callable[[Sequence[Entry], str, str], None]
+    #: write an entry's row as refused: (entry, reason, now, known row)
+    record_refused: Callable[..., None]
+    #: count a noisy event, logging its first case: (key, message, *args)
+    count_once: Callable[..., None]
+    #: a host got a queue here (the host_assigned signal: DNS prefetch)
+    host_assigned: Callable[[str], None]
+    #: wake the engine when the strategy's next due time comes
+    arm_timer: Callable[[float], None]
+    #: a store failure outside a scheduler call (None: raise it)
+    on_store_error: Callable[[Exception], None] | None = None
+    memory_only: dict[int, Request] = field(default_factory=dict)
+    unfiled: deque[Request] = field(default_factory=deque)
+
+
+class HostDispatch(Protocol):
+    """A host-dispatch strategy (see the module docstring)."""
+
+    #: how a request that cannot be serialised is described in the log
+    memory_only_note: str
+
+    def bind(self, parts: FrontierParts) -> None:
+        """Take the frontier's parts (called once, by the frontier)."""
+
+    def open(self) -> None:
+        """The store is open: check it suits this strategy, set up."""
+
+    def resume(self) -> None:
+        """The ledger is loaded: restore or rebuild queues, retry the
+        origins the run before deferred, join the crawl."""
+
+    def start(self, looping_call: Callable[[Callable[[], None]], Any] | None) -> None:
+        """Start periodic work of the strategy's own (lease renewals)."""
+
+    def close(self, records: list[InFlight]) -> None:
+        """Closing: put unfinished requests (``records``) back, spill buffers."""
+
+    def leave(self, reason: str) -> None:
+        """After the closing gauges: leave the crawl, log the close."""
+
+    def checkpoint(self) -> None:
+        """After the frontier's checkpoint: the strategy's own."""
+
+    def __len__(self) -> int:
+        """Requests queued for this process (plus the unfiled ones)."""
+
+    def has_pending(self) -> bool:
+        """Whether there is work anywhere (Scrapy's has_pending_requests)."""
+
+    def host_of(self, request: Request, host: str) -> str:
+        """The politeness key filed with ``request`` (``host``: its URL's host)."""
+
+    def enqueue(self, entry: Entry, bypass: bool) -> bool:
+        """File a new entry (``bypass``: a dont_filter copy, filed even if
+        its URL is known); whether it was new."""
+
+    def next_request(self, now: float) -> Request | None:
+        """The best request of a host that may fetch now (in flight after)."""
+
+    def next_due(self, now: float) -> float | None:
+        """When the engine should ask again (None: on its own events only)."""
+
+    def reschedule(self, host: str) -> None:
+        """``host``'s politeness changed: its place on the host heap."""
+
+    def scheduled(self, host: str) -> bool:
+        """Whether ``host`` is on the host heap."""
+
+    def hosts_in_use(self) -> set[str]:
+        """The hosts this process serves now (their politeness state stays)."""
+
+    def in_memory(self) -> int:
+        """Queue entries buffered in memory."""
+
+    def finish(self, record: InFlight) -> None:
+        """The engine is done with a request: its row's final status."""
+
+    def stale_copy(self, fingerprint: int) -> bool:
+        """Whether a dequeued entry is an out-of-date copy (skip it)."""
+
+    def promote(self, entry: Entry, level: int) -> bool:
+        """A queued URL's cash rose to ``level``: move it up; whether it moved."""
+
+    def revisit(self, entry: Entry, level: int) -> None:
+        """AOPIC revisits a fetched page: queue it again at ``level``."""
+
+    def origin_held(self, origin: str, delay: float, reason: str) -> None:
+        """After the frontier held ``origin``: the strategy's part."""
+
+    def origin_deferred(self, origin: str) -> None:
+        """After the frontier deferred ``origin``: the strategy's part."""

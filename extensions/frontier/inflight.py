@@ -1,0 +1,109 @@
+"""Requests the frontier handed to the engine and has not finished yet.
+
+A request is in flight from ``next_request`` until the engine is done with
+it. Its fetch ends first (``request_left_downloader``: the host is free
+again after its politeness gap, see :meth:`InFlightTable.release`); it is
+finished (its URL row done, failed, refused...) only when the engine no
+longer holds it, i.e. after the requests its callbacks yielded were
+enqueued, so a page recorded done never lacks its outlinks. The engine's
+view comes from ``in_progress`` (the engine slot's ``inprogress`` set);
+without an engine (tests, benchmarks) a request is finished when its fetch
+ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Iterator
+from dataclasses import dataclass
+
+from scrapy import Request
+
+from extensions.frontier.politeness import Politeness
+from extensions.store.base import Entry
+
+
+@dataclass(slots=True)
+class InFlight:
+    """A request handed to the engine and not yet finished."""
+
+    entry: Entry
+    host: str
+    started: float
+    released: bool = False  # its fetch ended: the host's gap is running
+    ok: bool = False
+    excluded: bool = False  # refused before the fetch (robots.txt)
+    held: bool = False  # refused because its origin is held (origin_held named it)
+    refused: str | None = None  # refused for good (urls_refused named it): why
+
+
+class InFlightTable:
+    """The in-flight records by request, and the fetch-end rule."""
+
+    def __init__(self, politeness: Politeness,
+                 in_progress: Callable[[], Container[Request] | None] | None = None) -> None:
+        self.politeness = politeness
+        self.in_progress = in_progress or (lambda: None)
+        self.records: dict[Request, InFlight] = {}
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __contains__(self, request: object) -> bool:
+        return request in self.records
+
+    def __iter__(self) -> Iterator[Request]:
+        return iter(self.records)
+
+    def __getitem__(self, request: Request) -> InFlight:
+        return self.records[request]
+
+    def get(self, request: Request | None) -> InFlight | None:
+        return None if request is None else self.records.get(request)
+
+    def values(self) -> list[InFlight]:
+        return list(self.records.values())
+
+    def add(self, request: Request, entry: Entry, host: str, now: float) -> None:
+        self.records[request] = InFlight(entry, host, now)
+
+    def pop(self, request: Request) -> InFlight | None:
+        return self.records.pop(request, None)
+
+    def clear(self) -> list[InFlight]:
+        """Forget every record (a close); return them."""
+        records = list(self.records.values())
+        self.records.clear()
+        return records
+
+    def engine_tracks(self) -> bool:
+        """Whether an engine tells when it is done with a request."""
+        return self.in_progress() is not None
+
+    def gone(self) -> list[Request]:
+        """Requests the engine no longer holds (finished, or refused by a
+        downloader middleware before they reached the downloader)."""
+        in_progress = self.in_progress()
+        if in_progress is None or not self.records:
+            return []
+        return [request for request in self.records if request not in in_progress]
+
+    def release(self, record: InFlight, now: float, duration: float | None) -> bool:
+        """The fetch of ``record`` ended: its host's gap starts (once);
+        whether this was the first end seen."""
+        if record.released:
+            return False
+        record.released = True
+        taken = now - record.started if duration is None else float(duration)
+        self.politeness.finished(record.host, now, taken)
+        return True
+
+    def free_unfetched(self, record: InFlight) -> bool:
+        """``record`` will not be fetched (robots.txt): its host is free at
+        once, with no gap; whether it was still holding the host."""
+        if record.released:
+            return False
+        record.released = True
+        state = self.politeness.hosts.get(record.host)
+        if state is not None:
+            state.in_flight = max(0, state.in_flight - 1)
+        return True

@@ -1,0 +1,364 @@
+"""Mercator's host dispatch in one process: front queues, back queues, host heap.
+
+1. A new URL goes to the front queue of its priority level (the prioritiser
+   chose it; :mod:`.front`).
+2. Free back queues are refilled from the front queues (biased selector,
+   Mercator's rule: each back queue holds one host's URLs; :mod:`.back`).
+3. The host heap yields the earliest host that is due (:mod:`.hostheap`);
+   among the hosts due at once, the one whose head URL has the highest
+   level goes first (:func:`~extensions.frontier.dispatch.ready_order`); its
+   back queue's head is handed to the engine. An emptied back queue is
+   released and refilled at once.
+
+Origins held by ``origin_held`` (robots.txt unreachable, a tripped circuit
+breaker) have their URLs parked in memory (:mod:`.holds`) while the host's
+other origins go on; when a hold ends, one URL goes out as a probe, and if
+it is fetched the rest follow. When nothing but held work is left for
+``FRONTIER_IDLE_CLOSE`` seconds, the held origins are deferred, so a finite
+crawl ends.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from scrapy import Request
+
+from extensions.frontier.back import BackQueues
+from extensions.frontier.dispatch import FrontierParts, ready_order
+from extensions.frontier.front import BiasedSelector, FrontQueues
+from extensions.frontier.holds import origin_of
+from extensions.frontier.hostheap import HostHeap
+from extensions.frontier.inflight import InFlight
+from extensions.frontier.politeness import INFINITY
+from extensions.frontier.resume import rebuild_queues, record_shape, shape_changed
+from extensions.store.base import Entry, Status
+
+logger = logging.getLogger(__name__)
+
+
+class LocalDispatch:
+    """Front queues, back queues and a host heap over the frontier's store."""
+
+    memory_only_note = "kept in memory only"
+
+    def __init__(self, front_queues: int = 8, back_queues: int = 48, queue_buffer: int = 256,
+                 selector: BiasedSelector | None = None, refill_budget: int = 1024) -> None:
+        self.front_queues, self.back_queues, self.queue_buffer = front_queues, back_queues, queue_buffer
+        self.selector, self.refill_budget = selector, refill_budget
+        self.heap = HostHeap()
+        # hosts whose time has come, best head URL first (see next_request)
+        self._ready: list[tuple[float, int, str]] = []
+        self._ready_seq = 0
+        self._probes: set[int] = set()  # one released URL per ended hold
+        self._idle_since: float | None = None
+
+    def bind(self, parts: FrontierParts) -> None:
+        self.parts = parts
+        self.store = parts.store
+        self.front = FrontQueues(parts.store, self.front_queues, self.queue_buffer, self.selector)
+        self.back = BackQueues(parts.store, self.back_queues, self.queue_buffer)
+
+    # -- lifecycle -------------------------------------------------------------
+    def open(self) -> None:
+        for queue in self.front.queues + self.back.queues:
+            queue.drop_buffers()  # empty before open; this syncs the counts
+        if shape_changed(self.store, self.front, self.back):
+            logger.info("Queue counts changed; rebuilding the frontier queues")
+            self.store.clean = False
+
+    def resume(self) -> None:
+        if self.store.clean:
+            self._restore_clean()
+        else:
+            self._rebuild()
+        self._retry_deferred()
+
+    def start(self, looping_call: Callable[[Callable[[], None]], Any] | None) -> None:
+        """Nothing periodic of its own."""
+
+    def close(self, records: list[InFlight]) -> None:
+        for record in records:
+            fp = record.entry.fingerprint
+            self.store.urls.set_status([fp], Status.QUEUED, only_from=Status.INFLIGHT)
+            self.store.queues.push_front(f"front/{self.front.level_of(record.entry)}", [fp])
+        for hold in self.parts.holds.held.values():  # parked URLs are queued rows
+            for entry in hold.parked.values():
+                self.front.push(entry)
+        for queue in self.front.queues:
+            queue.spill()
+        self.back.spill()
+        record_shape(self.store, self.front, self.back)
+
+    def leave(self, reason: str) -> None:
+        logger.info("Frontier closed (%s): %d requests left", reason,
+                    self.parts.stats.get_value("frontier/queued", 0))
+
+    def checkpoint(self) -> None:
+        """Nothing beyond the frontier's."""
+
+    def _restore_clean(self) -> None:
+        try:
+            hosts = self.back.restore(self._key_of)
+        except ValueError as err:
+            logger.info("Back queues inconsistent (%s); rebuilding", err)
+            self.back.drop_buffers()
+            self._rebuild()
+            return
+        for host in hosts:
+            self.reschedule(host)
+
+    def _retry_deferred(self) -> None:
+        """A resumed crawl retries the origins deferred by the run before,
+        first: their URLs go to the highest front queue."""
+        if not self.store.hosts.deferrals():
+            return
+        fingerprints = self.store.urls.take_deferred()
+        self.store.hosts.clear_deferrals()
+        top = len(self.front.queues) - 1
+        for entry in self.store.urls.get_many(fingerprints).values():
+            self.front.push(entry._replace(level=top))
+        self.parts.stats.set_value("frontier/deferred_retried", len(fingerprints))
+        logger.info("Retrying %d URLs deferred by the previous run first", len(fingerprints))
+
+    def _rebuild(self) -> None:
+        self.heap = HostHeap()
+        total = rebuild_queues(self.store, self.front, self.back)
+        self.parts.stats.set_value("frontier/rebuilt", total)
+        logger.warning(
+            "The frontier in %s was not closed cleanly; rebuilt its queues from %d URL rows",
+            self.store.location, total,
+        )
+
+    # -- queue state -----------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.front) + len(self.back) + len(self.parts.unfiled)
+
+    def has_pending(self) -> bool:
+        """Work to hand out. URLs parked by held origins count only until
+        the crawl has had nothing else to do for ``idle_close`` seconds;
+        then they are deferred, so a finite crawl always ends."""
+        holds = self.parts.holds
+        if not holds.held:
+            return len(self) > 0
+        now = self.parts.clock()
+        if self._busy():
+            self._idle_since = None
+            return True
+        if self._idle_since is None:
+            self._idle_since = now
+        if now - self._idle_since < self.parts.idle_close:
+            return True
+        for origin, (reason, entries) in holds.defer_all_held("held when nothing else was left").items():
+            self.parts.defer(entries, origin, reason)
+        self._probes.clear()
+        return len(self) > 0
+
+    def _busy(self) -> bool:
+        """Work other than the probes of held origins: queued, unfiled or in flight."""
+        if self.parts.unfiled:
+            return True
+        inflight = {record.entry.fingerprint for record in self.parts.inflight.values()}
+        queued = len(self.front) + len(self.back)
+        return queued > len(self._probes - inflight) or bool(inflight - self._probes)
+
+    def hosts_in_use(self) -> set[str]:
+        return set(self.back.queue_of)
+
+    def in_memory(self) -> int:
+        """Entries in the queues' memory buffers."""
+        return self.front.in_memory() + self.back.in_memory()
+
+    def host_of(self, request: Request, host: str) -> str:
+        """The request's ``download_slot`` meta, else its host (Scrapy's slot key)."""
+        return self.parts.hostkey.host_of(request) or host
+
+    def _key_of(self, entry: Entry) -> str:
+        return self.parts.hostkey.key(entry.host)
+
+    # -- enqueue ---------------------------------------------------------------
+    def enqueue(self, entry: Entry, bypass: bool) -> bool:
+        """Write the URL row (the URL-seen test's insert) and append the entry
+        to its level's front queue; a ``bypass`` copy rewrites its row."""
+        now = self.parts.wall_clock()
+        if bypass:
+            self.store.urls.requeue(entry, now)
+            self.parts.seen.remember(entry.fingerprint)
+        elif not self.parts.seen.add(entry, now):
+            return False
+        self.front.push(entry)
+        return True
+
+    def promote(self, entry: Entry, level: int) -> bool:
+        """A second copy at the higher level (the first becomes stale)."""
+        fp = entry.fingerprint
+        if fp in self.parts.memory_only or self.store.urls.status_of(fp) != Status.QUEUED:
+            return False
+        if level <= entry.level:
+            return False
+        moved = entry._replace(level=level)
+        self.store.urls.requeue(moved, self.parts.wall_clock())
+        self.front.push(moved)
+        return True
+
+    def revisit(self, entry: Entry, level: int) -> None:
+        again = entry._replace(level=level)
+        self.store.urls.requeue(again, self.parts.wall_clock())
+        self.front.push(again)
+
+    def stale_copy(self, fingerprint: int) -> bool:
+        """AOPIC promotions leave a stale copy in a lower queue: only the
+        first copy of a still-queued URL is fetched."""
+        return self.store.urls.status_of(fingerprint) != Status.QUEUED
+
+    # -- dispatch --------------------------------------------------------------
+    def next_request(self, now: float) -> Request | None:
+        """The best URL of the hosts whose politeness allows a fetch now.
+
+        The heap orders hosts by the time they may fetch again (Mercator);
+        the hosts that are due wait in a second heap ordered by the level of
+        the URL at the head of their back queue, so among hosts ready at the
+        same moment the one with the more important URL goes first (with
+        many hosts and no delay, nearly all are ready: without this the
+        order would be host round-robin, whatever the priorities)."""
+        if self.parts.holds.held:
+            self._release_holds(now)
+        self._refill()
+        ready = self._ready
+        while (host := self.heap.pop_due(now)) is not None:
+            self._ready_seq += 1
+            order = ready_order(self.back.head_level(host), self.parts.politeness.rate_limited(host))
+            heapq.heappush(ready, (order, self._ready_seq, host))
+        while ready:
+            host = heapq.heappop(ready)[2]
+            if host in self.heap:  # rescheduled meanwhile (a Crawl-delay)
+                continue
+            if self.parts.politeness.ready_at(host) > now:
+                self.reschedule(host)
+                continue
+            request = self._dispatch(host, now)
+            if request is not None:
+                return request
+        return None
+
+    def _dispatch(self, host: str, now: float) -> Request | None:
+        """Take the head of ``host``'s back queue; None if it was unusable."""
+        if host not in self.back.queue_of:
+            return None
+        entry = self.back.pop(host)
+        while entry is not None and self.parts.holds and self._kept_back(entry):
+            entry = self.back.pop(host)  # a held origin's URL: parked; the host's next
+        request = None if entry is None else self.parts.request_of(entry, None)
+        if request is not None:  # before a refill can give the host a queue again
+            self.parts.politeness.started(host, now)
+        if entry is None or not self.back.length(host):
+            self.back.release(host)
+            self._refill()  # Mercator: an emptied back queue refills at once
+        else:
+            self.reschedule(host)
+        if entry is None or request is None:
+            return None
+        self.parts.inflight.add(request, entry, host, now)
+        self.store.urls.set_status([entry.fingerprint], Status.INFLIGHT)
+        return request
+
+    def reschedule(self, host: str) -> None:
+        """Put ``host`` on the heap if it has a back queue and may fetch."""
+        if host in self.back.queue_of:
+            ready = self.parts.politeness.ready_at(host)
+            if ready < INFINITY:
+                self.heap.schedule(host, ready)
+            else:
+                self.heap.remove(host)
+
+    def scheduled(self, host: str) -> bool:
+        return host in self.heap
+
+    def _refill(self) -> None:
+        if not self.back.free or not len(self.front):
+            return
+        assigned, _ = self.back.refill(self.front, self.refill_budget, self._key_of)
+        for host in assigned:
+            self.reschedule(host)
+            self.parts.host_assigned(host)
+        self.parts.stats.set_value("frontier/back_queues", self.back.in_use())
+
+    def next_due(self, now: float) -> float | None:
+        """The earliest due host (now when a refill ran out of budget), or
+        the end of the first hold."""
+        due = self.heap.next_time()
+        if self.back.free and len(self.front):
+            due = now
+        release = self.parts.holds.next_release()
+        if release is not None:
+            due = release if due is None else min(due, release)
+        return due
+
+    # -- fetch end -------------------------------------------------------------
+    def finish(self, record: InFlight) -> None:
+        if record.excluded:
+            return
+        entry, parts = record.entry, self.parts
+        if record.refused is not None:
+            parts.record_refused(entry, record.refused, parts.wall_clock(), known=True)
+            return
+        if not record.ok and (parts.holds or record.held) and self._kept_back(entry, True, record.held):
+            return
+        if entry.fingerprint in self._probes:
+            self._probe_ended(entry)
+        status = Status.DONE if record.ok else Status.FAILED
+        self.store.urls.set_status([entry.fingerprint], status, parts.wall_clock(), only_from=Status.INFLIGHT)
+        parts.stats.inc_value(f"frontier/{status.name.lower()}")
+
+    # -- origins held and deferred ----------------------------------------------
+    def origin_held(self, origin: str, delay: float, reason: str) -> None:
+        """Nothing beyond the frontier's hold: URLs are parked as they are met."""
+
+    def origin_deferred(self, origin: str) -> None:
+        """Nothing beyond the frontier's: the parked URLs were deferred."""
+
+    def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
+        """Park or defer ``entry`` if its origin is held or deferred (a
+        hold's probe goes through); whether it was kept back. ``refused``:
+        a hold refused it in flight, and if that hold has ended since, it
+        goes back to the front queues."""
+        parts = self.parts
+        state = parts.holds.state_of(entry.url)
+        if state is None and refused:
+            self._probes.discard(entry.fingerprint)
+            self.store.urls.set_status([entry.fingerprint], Status.QUEUED, only_from=Status.INFLIGHT)
+            self.front.push(entry)
+            parts.stats.inc_value("frontier/requeued_after_hold")
+            return True
+        if state is None or (not inflight and parts.ledger is not None and self.stale_copy(entry.fingerprint)):
+            return False  # a stale copy (AOPIC promotion) is skipped as usual
+        if state == "deferred":
+            self._probes.discard(entry.fingerprint)
+            origin = origin_of(entry.url)
+            parts.defer([entry], origin, parts.holds.deferred[origin])
+            return True
+        if state != "held" or (not inflight and entry.fingerprint in self._probes):
+            return False
+        self._probes.discard(entry.fingerprint)
+        if inflight:
+            self.store.urls.set_status([entry.fingerprint], Status.QUEUED, only_from=Status.INFLIGHT)
+        parts.holds.park(entry)
+        parts.stats.inc_value("frontier/parked")
+        return True
+
+    def _release_holds(self, now: float) -> None:
+        """Holds whose time has come: one URL of each goes out as a probe."""
+        for entry in self.parts.holds.release_due(now):
+            self._probes.add(entry.fingerprint)
+            self.front.push(entry)
+            self.parts.stats.inc_value("frontier/hold_probes")
+
+    def _probe_ended(self, entry: Entry) -> None:
+        """A probe was fetched (or failed without a new hold): the rest of
+        its origin's parked URLs go back to the front queues."""
+        self._probes.discard(entry.fingerprint)
+        for parked in self.parts.holds.release(origin_of(entry.url)):
+            self.front.push(parked)

@@ -1,0 +1,53 @@
+"""The page's verdict, handed to the frontier by the last item pipeline.
+
+The judged page comes back to the frontier through one entry point,
+:meth:`Frontier.page_done(verdict) <extensions.frontier.scheduler.Frontier.page_done>`:
+AOPIC's credit assignment (the page's cash to its history, the rest over its
+outlinks), and the content-seen group for the URL database. It answers with
+the page's history and each outlink's new cash; the pipeline puts that cash
+on the outlink's request (:func:`link_request`), so the frontier files the
+link at the level its cash earns without reading the cash row again, and
+with no state left behind between the two calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scrapy import Request
+
+#: request meta: ``(cash, dividend)``, an outlink's AOPIC cash right after
+#: its page's credit and the ledger's dividend then (consumed by the frontier)
+CREDIT_META = "aopic_credit"
+
+
+@dataclass(frozen=True, slots=True)
+class PageVerdict:
+    """What the pipelines concluded about a fetched page."""
+
+    url: str  # as requested (the URL whose cash is taken)
+    links: list[str] = field(default_factory=list)  # accepted outlinks, already canonical or not
+    follow: bool = True  # not a duplicate: its links are credited and followed
+    content_group: int | None = None  # its similar-content group (URL database)
+    duplicate: bool = False  # a duplicate of an earlier page of that group
+
+
+@dataclass(frozen=True, slots=True)
+class PageDone:
+    """The frontier's answer: the page's AOPIC history (its importance) and
+    the credit of each outlink, for its request's meta (:func:`link_request`)."""
+
+    history: float = 0.0
+    credit: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def link_request(url: str, depth: int, referer: str | None,
+                 credit: tuple[float, float] | None = None) -> Request:
+    """The request for an outlink found at ``depth - 1``, as Scrapy's
+    spider middlewares would build it: ``depth`` meta (DepthMiddleware) and
+    the ``Referer`` header (RefererMiddleware, default policy: the page's
+    final URL); plus the link's AOPIC credit, if any."""
+    meta: dict[str, object] = {"depth": depth}
+    if credit is not None:
+        meta[CREDIT_META] = credit
+    return Request(url, meta=meta, headers={"Referer": referer} if referer else None)
