@@ -25,24 +25,12 @@ def items_by_url(result: Any) -> dict[str, dict[str, Any]]:
     return {item["url"]: item for item in result.items}
 
 
-class Store:
-    """The frontier's URL database as the pipeline sees it (until the page
-    entry point records groups): what it was told."""
-
-    def __init__(self) -> None:
-        self.groups: dict[int, tuple[int, bool]] = {}
-
-    def set_content_group(self, fingerprint: int, group: int, duplicate: bool) -> None:
-        self.groups[fingerprint] = (group, duplicate)
-
-
 @pytest.fixture
 def judge(tmp_path: Path) -> Iterator[Any]:
     """``judge(url, html)``: the pipeline's item for a page as the spider
     hands it over (no response: only its content features)."""
     crawler = get_crawler(Spider, {"CONTENTSEEN_BACKEND": "sqlite", "JOBDIR": str(tmp_path),
                                    "CONTENTSEEN_FLUSH_INTERVAL": 0})
-    crawler.engine = type("Engine", (), {"scheduler": type("Frontier", (), {"store": Store()})()})()
     crawler.stats.open_spider()
     pipeline = ContentSeenPipeline.from_crawler(crawler)
     pipeline.open_spider()
@@ -54,7 +42,6 @@ def judge(tmp_path: Path) -> Iterator[Any]:
         return pipeline.process_item(item)
 
     run.stats = crawler.stats
-    run.store = crawler.engine.scheduler.store
     yield run
     pipeline.close()
 
@@ -89,9 +76,6 @@ def test_content_group_is_the_pages_group_and_a_copy_joins_its_originals(judge: 
     group = original["content_group"]
     assert isinstance(group, int)
     assert copy["content_group"] == near["content_group"] == group != other["content_group"]
-    # until the frontier's page entry point takes the item's group, the pipeline records it
-    assert sorted(judge.store.groups.values()) == sorted([(group, False), (group, True), (group, False),
-                                                          (other["content_group"], False)])
 
 
 def test_an_item_without_content_features_is_not_judged(judge: Any) -> None:

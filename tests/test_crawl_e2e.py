@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> Any:
             settings={
                 "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": DEPTH,
                 "CONCURRENT_REQUESTS": 32, "WARC_DIR": tmp / "warc",
-                "WARC_MAX_SIZE": 200_000, "PROGRESS_INTERVAL": 1,
+                "WARC_MAX_SIZE": 200_000, "PROGRESS_INTERVAL": 1, "JOBDIR": tmp / "job",
             },
         )
         truth = web.truth(depth_limit=DEPTH, robots_5xx="allow")
@@ -159,6 +160,24 @@ def test_exported_items_carry_no_internal_fields(crawl: Any) -> None:
     exported = set(PageItem.fields) - internal
     assert result.items and all(set(item) <= exported for item in result.items)
     assert not [key for key in result.stats if key.startswith("items/unconsumed/")]
+
+
+def test_content_groups_reach_the_url_database(crawl: Any) -> None:
+    """The page entry point files each judged page's content group in the
+    URL database (JOBDIR/frontier.sqlite3): a copy in its original's group,
+    flagged a duplicate; a near duplicate in its pair's group, not flagged."""
+    web, truth, result, _ = crawl
+    with sqlite3.connect(result.workdir.parent / "job" / "frontier.sqlite3") as db:
+        rows = {url: (group, duplicate) for url, group, duplicate in db.execute(
+            "SELECT url, group_id, duplicate FROM urls_readable WHERE group_id IS NOT NULL")}
+    mirror_root = f"http://mirror0.test:{web.port}/"
+    original = truth.duplicates[mirror_root]
+    assert rows[mirror_root] == (rows[original][0], 1)
+    assert rows[original][1] == 0
+    pairs = [(url, of) for url, of in truth.near_duplicates.items() if url in rows and of in rows]
+    assert pairs, "the test web has near-duplicate pages"
+    same = [url for url, of in pairs if rows[url][0] == rows[of][0] and rows[url][1] == 0]
+    assert len(same) >= 0.95 * len(pairs), sorted(set(dict(pairs)) - set(same))
 
 
 def test_processing_modules_fill_items_by_mime_type(crawl: Any) -> None:

@@ -63,7 +63,7 @@ from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.codec import decode, encode
 from extensions.frontier.credit import AOPICCredit, take_credit
 from extensions.frontier.dispatch import FrontierParts, HostDispatch
-from extensions.frontier.fingerprint import URL_BITS, url_fingerprint
+from extensions.frontier.fingerprint import URL_BITS, canonical_fingerprint, url_fingerprint
 from extensions.frontier.gauges import CRAWL_WIDE_STATS, DictStats, update_gauges
 from extensions.frontier.holds import OriginHolds
 from extensions.frontier.hostkey import HostKey
@@ -455,7 +455,6 @@ class Frontier(BaseScheduler):
             self._revisit(payment.fingerprint)
         by_url = {}
         if payment.credit:
-            from extensions.frontier.fingerprint import canonical_fingerprint  # noqa: PLC0415
             by_url = {link: credit for link in links
                       if (credit := payment.credit.get(canonical_fingerprint(link))) is not None}
         return PageDone(payment.history, by_url)

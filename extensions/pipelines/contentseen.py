@@ -74,7 +74,6 @@ from extensions.contentseen.redis import HEARTBEAT_TTL, RedisContentSeen, RedisC
 from extensions.contentseen.redisnear import RedisNearDuplicateIndex
 from extensions.contentseen.features import ContentFeatures
 from extensions.contentseen.resemblance import NearFeatures
-from extensions.frontier.fingerprint import url_fingerprint
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -200,7 +199,6 @@ class ContentSeenPipeline:
                 item["near_duplicate_of"] = near_of
                 self.stats.inc_value("contentseen/near_duplicates")
             item["content_group"] = group
-        self._record_group(url, item["content_group"], duplicate_of is not None)
         return item
 
     def _judged(self, near: NearFeatures | None) -> NearFeatures | None:
@@ -219,14 +217,6 @@ class ContentSeenPipeline:
             return None
         found = self.near.match(near.simhash, near.sketch)
         return None if found is None else found.group_id
-
-    def _record_group(self, url: str, group: int | None, duplicate: bool) -> None:
-        """The similar-content group in the frontier's URL database."""
-        # moved to the page entry point at merge
-        frontier = getattr(self.crawler.engine, "scheduler", None)
-        store = getattr(frontier, "store", None)
-        if group is not None and store is not None and hasattr(store, "set_content_group"):
-            store.set_content_group(url_fingerprint(url)[0], group, duplicate)
 
     def flush(self) -> None:
         try:

@@ -73,7 +73,7 @@ class LinkScheduler:
         if isinstance(frontier, Frontier) and item.get("url"):
             done = frontier.page_done(PageVerdict(
                 item["url"], links, follow, group,
-                duplicate=bool(item.get("duplicate_of") or item.get("near_duplicate_of"))))
+                duplicate=bool(item.get("duplicate_of"))))
             item["importance"] = done.history
             credit = done.credit
         depth = int(item.get("depth") or 0) + 1
