@@ -23,6 +23,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 500
 
+#: Issue 13's remaining debt, being paid: modules still over the limit (each
+#: may not grow past the count given) and cycles still open. An entry that no
+#: longer offends fails the test, so the list only shrinks.
+OVER_LIMIT_PENDING = {
+    "extensions/frontier/scheduler.py": 652,
+    "extensions/store/redis.py": 701,
+    "extensions/frontier/leases.py": 728,
+}
+CYCLES_PENDING = [("extensions.store.redis_bloom", "extensions.store.redis_keys")]
+
 
 @dataclass(frozen=True)
 class Import:
@@ -182,18 +192,26 @@ def a_cycle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
 def test_no_module_under_extensions_is_over_500_lines() -> None:
     long = sorted((len(path.read_text().splitlines()), str(path.relative_to(ROOT)))
                   for path in python_files("extensions"))
-    over = [f"{name}: {lines} lines" for lines, name in long if lines > MAX_LINES]
+    over = [f"{name}: {lines} lines" for lines, name in long
+            if lines > max(MAX_LINES, OVER_LIMIT_PENDING.get(name, 0))]
     assert not over, f"modules over {MAX_LINES} lines:\n  " + "\n  ".join(over)
+    paid = sorted(set(OVER_LIMIT_PENDING) - {name for lines, name in long if lines > MAX_LINES})
+    assert not paid, f"no longer over {MAX_LINES} lines: remove from OVER_LIMIT_PENDING: {paid}"
 
 
 def test_no_import_cycle_among_extensions_modules() -> None:
     edges = import_edges("extensions")
     graph = import_graph("extensions")
     report = []
+    open_cycles: set[tuple[str, ...]] = set()
     for component in cycles(graph):
         cycle = a_cycle(graph, component)
         steps = "\n".join(f"      {edges[step]}: {step[0]} imports {step[1]}" for step in zip(cycle, cycle[1:]))
+        if tuple(sorted(component)) in CYCLES_PENDING:
+            open_cycles.add(tuple(sorted(component)))
+            continue
         report.append(f"{len(component)} modules in a cycle: {', '.join(component)}\n    e.g.\n{steps}")
+    assert not set(CYCLES_PENDING) - open_cycles, "cycles gone: remove them from CYCLES_PENDING"
     assert not report, "import cycles among extensions/ modules:\n  " + "\n  ".join(report)
 
 
