@@ -369,7 +369,7 @@ def test_a_pop_sent_again_by_a_retry_returns_the_same_batch(
     """A time-out after Redis ran a pop makes redis-py's retry send it again:
     the second run must hand back the same batch, not lose it by popping the
     next one (the single-process frontier would never fetch those URLs)."""
-    from extensions.store.redis_keys import POP_ONCE
+    from extensions.store.redis_scripts import POP_ONCE
 
     store = opened(redis_cluster.url if topology == "cluster" else redis_server.url)
     store.queues.push("front/0", list(range(1, 11)))

@@ -50,6 +50,8 @@ from typing import Any
 import mmh3
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
+from extensions.store.redis_connection import script
+
 MIN_LAYER = 64  # URLs in a shard's first layer at the least
 HEADER_BITS = 64  # the shard's URL count (BITFIELD i64 at offset 0)
 MAX_BITS = 1 << 32  # a Redis string holds at most 512 MB
@@ -107,13 +109,13 @@ end
 
 #: Add URLs to one shard. KEYS: shard. ARGV: first capacity, first error,
 #: then h1, h2, h3 per URL. Returns 1 (new) or 0 (seen) per URL.
-BLOOM_ADD = BLOOM_ADD_FN + """
+BLOOM_ADD = script(BLOOM_ADD_FN + """
 local added = {}
 for i = 3, #ARGV, 3 do
   added[#added + 1] = bloom_add(KEYS[1], ARGV[1], ARGV[2], ARGV[i], ARGV[i + 1], ARGV[i + 2])
 end
 return added
-"""
+""")
 
 
 @dataclass(frozen=True)
