@@ -252,6 +252,11 @@ class RedisStore(RedisCashTable):
         """Whether the store talks to a Redis Cluster (after open)."""
         return self.connection.cluster
 
+    @property
+    def _retry(self) -> Any:
+        """The connection's retry policy (tests/test_distributed.py counts a failure on it)."""
+        return self.connection.retry
+
     def sequence_numbers(self, count: int) -> range:
         """``count`` discovery-order numbers (reserved in blocks)."""
         return self._next_seqs(count)

@@ -207,6 +207,11 @@ class RedisConnection:
         have run twice (a time-out after the server ran it)."""
         return self._retry.failures if self._retry is not None else 0
 
+    @property
+    def retry(self) -> LoggingRetry | None:
+        """The retry policy of the open connection (its failure count)."""
+        return self._retry
+
     def registry(self, key: str, factory: Callable[[], T]) -> T:
         """The one object of ``key`` on this connection (the process
         registry of a crawl), made by ``factory`` on first use."""
