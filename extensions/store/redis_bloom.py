@@ -185,7 +185,7 @@ def bloom_hashes(fingerprint: int) -> tuple[int, int, int]:
 @cache
 def _slot_tags() -> tuple[str, ...]:
     """For every slot, the first ``bloom-N`` that hashes to it (about 150,000
-    CRC16s, 60 ms, once per process)."""
+    CRC16s, once per process)."""
     tags: list[str | None] = [None] * REDIS_CLUSTER_HASH_SLOTS
     missing, number = REDIS_CLUSTER_HASH_SLOTS, 0
     while missing:
