@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.job import job_dir
 
 from extensions import defaults
+from extensions.contentseen.redis import HEARTBEAT_TTL, RedisContentStore
 from extensions.frontier.urlseen import BloomSeen
 from extensions.store.base import FrontierStore
 from extensions.store.memory import MemoryStore
@@ -38,8 +39,6 @@ from extensions.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-
-    from extensions.contentseen.redis import RedisContentStore
 
 DB_NAME = "frontier.sqlite3"
 BACKENDS: dict[str, type] = {"sqlite": SQLiteStore, "redis": RedisStore, "memory": MemoryStore}
@@ -166,8 +165,6 @@ def redis_store(crawler: Crawler) -> RedisStore:
 
 def redis_content_store(crawler: Crawler, flush_interval: float) -> RedisContentStore:
     """The content-seen sets' store on the crawler's connection."""
-    from extensions.contentseen.redis import HEARTBEAT_TTL, RedisContentStore  # noqa: PLC0415 - store <- contentseen
-
     config = redis_settings(crawler.settings)
     return RedisContentStore(
         config.url, config.prefix, persist=config.persist, flush_on_start=config.flush_on_start,

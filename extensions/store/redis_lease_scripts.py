@@ -4,7 +4,8 @@ for what they do together, and :mod:`extensions.store.redis_keys` for the keys).
 Each is registered with :func:`~extensions.store.redis_connection.script`
 (loaded once per connection, called by SHA) and reads URL rows only through
 :data:`~extensions.store.redis_rows.ROW_LUA`. Back-queue scores: higher
-front-queue level first, then discovery order (:func:`queue_score`); a held
+front-queue level first, then discovery order
+(:func:`extensions.frontier.leases.queue_score`); a held
 origin's URL is *parked* ``PARKED`` above its place, behind every URL not
 parked.
 """
