@@ -42,7 +42,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from twisted.internet import task
 
-from extensions.store.redis_connection import LoggingRetry, connect, redact
+from extensions.store.factory import redis_connection
 from extensions import defaults
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ class RedisSeeds:
         self._idle_since: float | None = None
         self._activity: tuple[int, ...] = ()
         self._announced = False
+        self.connection: Any = None  # the shared RedisConnection the client belongs to
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisSeeds:
@@ -106,16 +107,14 @@ class RedisSeeds:
             if not ok:
                 raise ValueError(f"{setting} must be {'>= 0' if setting.startswith('MAX') else '> 0'}, "
                                  f"not {value!r}")
-        url = settings.get("REDIS_URL")
-        try:
-            client = connect(url, settings.getfloat("FRONTIER_REDIS_TIMEOUT", defaults.FRONTIER_REDIS_TIMEOUT) or None,
-                             LoggingRetry(redact(url), settings.getint("FRONTIER_REDIS_RETRIES", defaults.FRONTIER_REDIS_RETRIES)))
-        except (RedisError, OSError, ValueError) as err:
-            raise RuntimeError(f"cannot reach Redis at {redact(url)} for seeds ({key}): {err}") from err
+        connection = redis_connection(crawler)  # the crawler's one connection, shared with the frontier
+        connection.attach(f"seeds ({key})", RuntimeError)
+        client = connection.client
         waiting = not getattr(spider, "seed_lines", None)
         extension = cls(crawler, client, key, as_set=settings.getbool("REDIS_START_URLS_AS_SET"),
                         batch_size=batch_size, poll_interval=poll_interval, max_idle=max_idle,
                         waiting=waiting)
+        extension.connection = connection
         crawler.signals.connect(extension.spider_opened, signals.spider_opened)
         crawler.signals.connect(extension.spider_idle, signals.spider_idle)
         crawler.signals.connect(extension.spider_closed, signals.spider_closed)
@@ -130,7 +129,8 @@ class RedisSeeds:
     def spider_closed(self) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        self.client.close()
+        if self.connection is not None:
+            self.connection.detach()
 
     def pull(self) -> int:
         """Pop one batch of seeds and schedule the valid ones; their number."""

@@ -371,7 +371,7 @@ def test_an_expired_process_does_not_keep_the_keys(redis_server: RedisServer) ->
     seen = RedisContentSeen.open(redis_server.url, prefix, persist=False)
     seen.add_or_get(1, "http://a.test/")
     client = redis.Redis.from_url(redis_server.url)
-    client.zadd(f"{prefix}:contentseen:clients", {"killed-process": 1})  # expired in 1970
+    client.zadd(f"{prefix}:processes", {"killed-process": 1})  # expired in 1970
     seen.close()
     assert client.keys(f"{prefix}:contentseen:*") == []
     client.close()

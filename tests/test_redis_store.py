@@ -263,14 +263,16 @@ def test_frontier_backend_chooses_the_store(redis_server: RedisServer) -> None:
     assert isinstance(store, RedisStore)
     assert (store.url, store.keys.prefix, store.persist, store.retries) == (redis_server.url, "crawl7", True, 2)
     assert not _store_of({"FRONTIER_BACKEND": "redis"}).persist  # scrapy-redis' default
-    legacy = _store_of({"FRONTIER_STORE": "extensions.store.redis.RedisStore", "REDIS_URL": redis_server.url})
-    assert isinstance(legacy, RedisStore)
-    assert isinstance(_store_of({"FRONTIER_STORE": "extensions.store.memory.MemoryStore"}), MemoryStore)
+
+
+def test_the_removed_frontier_store_setting_fails_naming_frontier_backend() -> None:
+    with pytest.raises(ValueError, match="FRONTIER_STORE.*FRONTIER_BACKEND"):
+        _store_of({"FRONTIER_STORE": "extensions.store.memory.MemoryStore"})
 
 
 @pytest.mark.parametrize(("settings", "named"), [
     ({"FRONTIER_BACKEND": "postgres"}, "FRONTIER_BACKEND"),
-    ({"FRONTIER_BACKEND": "redis", "FRONTIER_STORE": "extensions.store.memory.MemoryStore"}, "FRONTIER_STORE"),
+    ({"FRONTIER_BACKEND": "redis", "FRONTIER_STORE": "extensions.store.memory.MemoryStore"}, "FRONTIER_BACKEND"),
     ({"FRONTIER_BACKEND": "redis", "REDIS_URL": "127.0.0.1:6379"}, "REDIS_URL"),
     ({"FRONTIER_BACKEND": "redis", "FRONTIER_REDIS_PREFIX": "a{b}"}, "FRONTIER_REDIS_PREFIX"),
     ({"FRONTIER_BACKEND": "redis", "FRONTIER_REDIS_RETRIES": -1}, "FRONTIER_REDIS_RETRIES"),
@@ -369,7 +371,7 @@ def test_a_pop_sent_again_by_a_retry_returns_the_same_batch(
     """A time-out after Redis ran a pop makes redis-py's retry send it again:
     the second run must hand back the same batch, not lose it by popping the
     next one (the single-process frontier would never fetch those URLs)."""
-    from extensions.store.redis_keys import POP_ONCE
+    from extensions.store.redis_scripts import POP_ONCE
 
     store = opened(redis_cluster.url if topology == "cluster" else redis_server.url)
     store.queues.push("front/0", list(range(1, 11)))

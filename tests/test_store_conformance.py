@@ -21,6 +21,7 @@ import pytest
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.store.base import (
     CashTable,
+    ContentGroups,
     Entry,
     FrontierStore,
     FrontierStoreError,
@@ -113,7 +114,21 @@ def test_store_implements_every_protocol(backend: Backend) -> None:
     assert isinstance(store.urls, URLTable)
     assert isinstance(store.hosts, HostTable)
     assert isinstance(store.cash, CashTable)
-    assert callable(store.set_content_group) and callable(store.urls.count_host)
+    assert isinstance(store, ContentGroups)
+    # what callers read without probing: every store has these
+    assert isinstance(store.round_trips, int)
+    assert callable(store.abandon) and callable(store.cash.get_cash_and_entries)
+
+
+def test_memory_usage_is_measured_or_none(backend: Backend) -> None:
+    store = backend.store
+    store.urls.insert_new([real("http://a.test/1"), real("http://a.test/2")], 0.0)
+    store.checkpoint()
+    usage = store.memory_usage()
+    if backend.kind.startswith(("sqlite", "memory")):
+        assert usage is None
+    else:
+        assert usage is not None and usage[1] == 2 and usage[0] >= 0
 
 
 # -- request queues ------------------------------------------------------------------
@@ -339,6 +354,21 @@ def test_cash_rows_round_trip_and_add_up(backend: Backend) -> None:
     assert cash.get_cash([]) == {}
     assert cash.cash_count() == 2
     assert cash.cash_totals() == pytest.approx((3.5, 2.5, 0.5))
+
+
+def test_cash_and_entries_in_one_read_match_the_two_reads(backend: Backend) -> None:
+    entries = [real(f"http://{host}.test/p") for host in ("a", "b", "c")]
+    backend.store.urls.insert_new(entries, 0.0)
+    backend.store.cash.put_cash([(entries[0].fingerprint, 1.0, 0.5, 0.0, 1), (entries[2].fingerprint, 2.0, 0.0, 0.0, 0)])
+    store = backend.cycle()
+    fps = [entry.fingerprint for entry in entries] + [404]
+    cash, rows = store.cash.get_cash_and_entries(fps)
+    assert cash == store.cash.get_cash(fps) and len(cash) == 2
+    if backend.kind.startswith(("sqlite", "memory")):
+        assert rows is None  # embedded: no round trip to save, rows read when needed
+    else:
+        assert rows == store.urls.get_many(fps) and set(rows) == set(fps[:3])
+    assert store.cash.get_cash_and_entries([])[0] == {}
 
 
 def test_an_empty_cash_table_adds_up_to_zero(backend: Backend) -> None:

@@ -30,9 +30,9 @@ with the frontier and is as durable as the last checkpoint.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from extensions.store.base import Entry
+
+from extensions.store.base import Entry, FrontierStore
 
 META_KEY = "aopic"
 
@@ -66,7 +66,7 @@ class Paid:
 class AOPICLedger:
     """Cash, history and Lambda over a store with a cash table."""
 
-    def __init__(self, store: Any, initial_cash: float = 1.0, tax: float = 0.1) -> None:
+    def __init__(self, store: FrontierStore, initial_cash: float = 1.0, tax: float = 0.1) -> None:
         if initial_cash <= 0 or not 0.0 <= tax < 1.0:
             raise ValueError(f"AOPIC needs initial cash > 0 and 0 <= tax < 1; got {initial_cash!r}, {tax!r}")
         self.store = store
@@ -167,13 +167,8 @@ class AOPICLedger:
         the rest split over ``links`` (none: all to Lambda). Also returns
         the URL rows of ``entries_of`` where the store reads them with the
         cash rows in one round trip (else None: not read)."""
-        entries: dict[int, Entry] | None = None
         # a networked store reads the cash and URL rows in one round trip
-        read_both = getattr(self.store, "get_cash_and_entries", None)
-        if read_both is not None:
-            rows, entries = read_both([fingerprint, *links])
-        else:
-            rows = self.read_rows([fingerprint, *links])
+        rows, entries = self.store.cash.get_cash_and_entries(list(dict.fromkeys([fingerprint, *links])))
         cash, history, visits = self.take(fingerprint, rows)
         share = self.split(cash, len(links))
         changes = self.credit_many([(fp, share) for fp in links], rows) if share > 0 and links else []

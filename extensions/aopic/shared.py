@@ -45,7 +45,9 @@ from typing import Any
 
 from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals
 from extensions.store.base import Entry
+from extensions.store.redis_connection import script
 from extensions.store.redis_keys import tag_of
+from extensions.store.redis_rows import CASH_LUA
 
 Taken = tuple[float, float, int, float]  # cash taken, history, visits, each outlink's share
 Change = tuple[float, float, bool]  # a credited URL's cash before, after, and whether it had a row
@@ -53,7 +55,7 @@ Change = tuple[float, float, bool]  # a credited URL's cash before, after, and w
 #: the ledger hash's fields, in the order every script returns them
 FIELDS = ("lambda", "dividend", "put_in", "rows", "crawls")
 
-_LIB = """
+_LIB = CASH_LUA + """
 local function fmt(x) return string.format('%.17g', x) end
 local FIELDS = {'lambda', 'dividend', 'put_in', 'rows', 'crawls'}
 local function load(key)
@@ -69,15 +71,6 @@ end
 local function state(s)
   return {fmt(s.lambda), fmt(s.dividend), fmt(s.put_in), s.rows, s.crawls}
 end
-local function get(hash, fp)
-  local packed = redis.call('HGET', hash, fp)
-  if not packed then return nil end
-  local c, h, m, v = struct.unpack('>dddi8', packed)
-  return {c, h, m, v}
-end
-local function put(hash, fp, c, h, m, v)
-  redis.call('HSET', hash, fp, struct.pack('>dddi8', c, h, m, v))
-end
 """
 
 #: One page's AOPIC step or a seed's cash. KEYS: the ledger hash (if
@@ -92,7 +85,7 @@ end
 #: takes more than the row holds. Returns {cash taken, history, visits,
 #: share, to Lambda, new rows, cash put in, {before, after, existed} per
 #: credit, ledger state or {}}.
-CASH = _LIB + """
+CASH = script(_LIB + """
 local shared = ARGV[1] == '1'
 local s
 if shared then s = load(KEYS[1]) else s = {dividend = tonumber(ARGV[2])} end
@@ -144,25 +137,25 @@ if shared then
   ledger = state(s)
 end
 return {fmt(cash), fmt(history), visits, fmt(share), fmt(to_lambda), new, fmt(put_in), credits, ledger}
-"""
+""")
 
 #: A cluster's half of :data:`CASH` in the ledger's slot: the tax to Lambda,
 #: new rows counted, the dividends a row created with ``d`` got before
 #: joining charged to Lambda, seeds' cash put in. KEYS: the ledger. ARGV:
 #: to Lambda, new rows, d, put in. Returns the ledger state.
-JOIN = _LIB + """
+JOIN = script(_LIB + """
 local s = load(KEYS[1])
 local new = tonumber(ARGV[2])
 s.lambda = s.lambda + tonumber(ARGV[1]) - new * (s.dividend - tonumber(ARGV[3]))
 s.rows, s.put_in = s.rows + new, s.put_in + tonumber(ARGV[4])
 save(KEYS[1], s)
 return state(s)
-"""
+""")
 
 #: Crawl Lambda if it holds at least ``rival`` (and something): its cash
 #: spread equally over every row. KEYS: the ledger. ARGV: rival cash.
 #: Returns the ledger state.
-CRAWL_LAMBDA = _LIB + """
+CRAWL_LAMBDA = script(_LIB + """
 local s = load(KEYS[1])
 if s.lambda > 0 and s.lambda >= tonumber(ARGV[1]) and s.rows > 0 then
   s.dividend = s.dividend + s.lambda / s.rows
@@ -170,17 +163,17 @@ if s.lambda > 0 and s.lambda >= tonumber(ARGV[1]) and s.rows > 0 then
   save(KEYS[1], s)
 end
 return state(s)
-"""
+""")
 
 #: Fill the ledger hash from a crawl's old per-process copy (``P:meta``
 #: ``aopic``), once. KEYS: the ledger. ARGV: the five fields' values.
-MIGRATE = """
+MIGRATE = script("""
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1], 'lambda', ARGV[1], 'dividend', ARGV[2], 'put_in', ARGV[3],
              'rows', ARGV[4], 'crawls', ARGV[5])
 end
 return 1
-"""
+""")
 
 
 @dataclass(slots=True)

@@ -291,6 +291,10 @@ class NearDuplicateIndex:
             connection.close()
             raise
 
+    def prefetch(self, simhash: int) -> None:
+        """Nothing to do: a local look-up costs no round trip (the Redis
+        index reads its candidates along with the exact test's)."""
+
     def match(self, simhash: int, sketch: bytes | None = None) -> Match | None:
         """The closest stored document within the distance and resembling
         (ties: the earliest), or None."""

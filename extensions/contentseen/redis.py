@@ -18,7 +18,6 @@ prefix ``P`` (``FRONTIER_REDIS_PREFIX``), next to the shared frontier::
                                         top 8 (3 bytes) -> simhashes (8 bytes each)
     P:contentseen:meta            hash  schema, distance, blocks (the index layout)
     P:contentseen:near_ids        int   document ids, reserved in blocks
-    P:contentseen:clients         zset  process id -> heartbeat expiry (server ms)
 
 ``X`` is the top 12 bits of the fingerprint or simhash (three hex digits)
 and ``Y`` the top 8 bits of the table's key: Redis Cluster hash tags, so a
@@ -28,8 +27,9 @@ touches different ones) and none grows past 1/4,096 of the crawl. The keys
 are outside the frontier's ``P:{T}:*`` pattern, so each component deletes
 only its own.
 
-Round trips. A :class:`RedisContentStore` is one connection with one
-non-transactional pipeline, shared by the exact set and the index: writes
+Round trips. A :class:`RedisContentStore` uses the crawler's one
+:class:`~extensions.store.redis_connection.RedisConnection` (shared with the
+frontier), for the exact set and the index: writes
 whose answer nobody needs (storing a document in the index) wait and go
 with the next read, the next page's exact test. Per page (counted by
 ``RedisContentStore.round_trips``, asserted in
@@ -48,42 +48,36 @@ go with the next page or, at the latest, with the flush every
 ``CONTENTSEEN_FLUSH_INTERVAL`` seconds (no round trip when a page carried
 them). First writer wins across processes: ``HSETNX`` keeps the first URL
 of a fingerprint and ``HGET`` in the same pipeline reads whatever was kept.
-Measured on loopback before schema 2 (100,000 new pages, 55-byte URLs):
-330 microseconds and 390 bytes of Redis memory per page for both sets (75
-exact, 140 the document, 165 its ten table entries), against SQLite's files
-on disk; the sketch adds its 256 bytes to the document's record.
+Memory and time per page: ``python -m bench.contentseen_cost`` (figures in
+the README, not here).
 
 Lifetime (scrapy-redis conventions, as the frontier's Redis store):
 ``persist=False`` (``SCHEDULER_PERSIST`` off) deletes every content-seen key
-of the crawl at a clean close, but only by the last process: each process
-is in ``clients`` with an expiry renewed every third of ``ttl`` (riding on a
-page's pipeline or the periodic flush), and a process that closes while
-another one is alive leaves the keys, as
-:class:`~extensions.frontier.distributed.DistributedFrontier` does with the
-frontier's. ``flush_on_start`` (``SCHEDULER_FLUSH_ON_START``) deletes them at
+of the crawl at a clean close, but only by the last process: the crawl's
+process registry (:mod:`extensions.store.redis_registry`, ``P:processes``,
+shared with the frontier) holds each process with an expiry renewed every
+third of ``ttl`` (riding on a page's pipeline or the periodic flush), and a
+process that closes while another one is alive leaves the keys, as the
+shared frontier does with its own. ``flush_on_start`` (``SCHEDULER_FLUSH_ON_START``) deletes them at
 open. Failures: Redis unreachable at open raises
 :class:`~extensions.contentseen.exact.ContentStoreError` naming the URL
 (password hidden); mid-crawl, errors are retried with back-off and each
-retry logged (:class:`~extensions.store.redis.LoggingRetry`), then raise
+retry logged (:class:`~extensions.store.redis_connection.LoggingRetry`), then raise
 ``ContentStoreError``. Not thread-safe. Pure: no Scrapy.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import struct
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from redis.exceptions import RedisError
-
 from extensions.contentseen.exact import ContentStoreError
-from extensions.store.redis_connection import LoggingRetry, connect, is_cluster, redact
+from extensions.store.redis_connection import RedisConnection, RedisLayerError, redact
 from extensions.store.redis_keys import Keys, glob_escape
+from extensions.store.redis_registry import ProcessRegistry, registry_of
 
 logger = logging.getLogger(__name__)
 
@@ -92,24 +86,6 @@ PARTITION_BITS = 12  # exact and document partitions: the top 12 bits (3 hex dig
 HEARTBEAT_TTL = 60.0  # seconds a process counts as alive without renewing
 _U64 = struct.Struct(">Q")
 _TEXT = ("utf-8", "surrogatepass")
-
-#: A process is alive until now + ARGV[2] ms (server clock). KEYS: clients.
-#: ARGV: id, TTL ms. Returns how many processes are alive.
-HEARTBEAT = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-return redis.call('ZCOUNT', KEYS[1], now, '+inf')
-"""
-
-#: A process leaves. KEYS: clients. ARGV: id. Returns how many others are alive.
-LEAVE = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREM', KEYS[1], ARGV[1])
-return redis.call('ZCOUNT', KEYS[1], now, '+inf')
-"""
-
 
 def pack64(value: int) -> bytes:
     """An unsigned 64-bit fingerprint or simhash as 8 bytes (a hash field)."""
@@ -137,11 +113,11 @@ class ContentKeys:
         self.base = f"{prefix}:contentseen"
         self.meta = f"{self.base}:meta"
         self.ids = f"{self.base}:near_ids"
-        self.clients = f"{self.base}:clients"
+        self.processes = Keys(prefix).processes  # the crawl's process registry (shared)
         literal = glob_escape(self.base)
         #: what deleting the content-seen sets removes
         self.patterns = tuple(f"{literal}:{{*}}:{kind}" for kind in ("exact", "near_docs", "near_table"))
-        self.singles = (self.meta, self.ids, self.clients)
+        self.singles = (self.meta, self.ids)
 
     def exact(self, fingerprint: int) -> str:
         return f"{self.base}:{{{fingerprint >> (64 - PARTITION_BITS):03x}}}:exact"
@@ -151,11 +127,6 @@ class ContentKeys:
 
     def near_table(self, table: int, partition: int) -> str:
         return f"{self.base}:{{t{table}-{partition:02x}}}:near_table"
-
-
-def process_id() -> str:
-    """A name for this process among the crawl's, unique across restarts."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class RedisContentStore:
@@ -170,32 +141,36 @@ class RedisContentStore:
 
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
                  flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,
-                 ttl: float = HEARTBEAT_TTL, clock: Callable[[], float] = time.monotonic) -> None:
+                 ttl: float = HEARTBEAT_TTL, clock: Callable[[], float] = time.monotonic,
+                 connection: RedisConnection | None = None) -> None:
         self.url, self.keys = url, ContentKeys(prefix)
         self.location = f"{redact(url)} (keys {self.keys.base}:*)"
         self.persist, self.flush_on_start = persist, flush_on_start
         self.retries, self.timeout, self.ttl, self.clock = retries, timeout, ttl, clock
-        self.owner = process_id()
-        self.round_trips = 0  # pipelines sent
+        self.connection = connection or RedisConnection(url, retries=retries, timeout=timeout)
+        self.round_trips = 0  # pipelines this store sent
         self.users = 0
-        self._client: Any = None
-        self._pipe: Any = None
+        self._open = False
         self._beat_due = 0.0
         self._riders: list[tuple[list[tuple[Any, ...]], Callable[[list[Any]], None]]] = []
+
+    @property
+    def registry(self) -> ProcessRegistry:
+        """The crawl's process registry (shared with the frontier)."""
+        return registry_of(self.connection, self.keys.processes)
+
+    @property
+    def owner(self) -> str:
+        """This process's id in the registry."""
+        return self.registry.owner
 
     # -- lifecycle ---------------------------------------------------------------
     def open(self) -> RedisContentStore:
         """Connect (a clear error naming the URL if Redis is not there), flush
         on request, and join the crawl's processes."""
-        try:
-            self._client = connect(self.url, self.timeout, LoggingRetry(redact(self.url), self.retries))
-        except ValueError as err:
-            raise ContentStoreError(f"cannot use Redis at {redact(self.url)} for content-seen: {err}") from err
-        except (RedisError, OSError) as err:
-            raise ContentStoreError(
-                f"cannot reach Redis at {redact(self.url)} for the content-seen sets: {err} "
-                "(is redis-server running there? check REDIS_URL)") from err
-        self._pipe = self._client.pipeline(transaction=False)
+        self.connection.attach("the content-seen sets", ContentStoreError)
+        self._open = True
+        self.registry.join(self.ttl)
         if self.flush_on_start:
             self.delete_all()
         self._beat_due = 0.0
@@ -204,7 +179,7 @@ class RedisContentStore:
 
     def attach(self) -> RedisContentStore:
         """One more user (the exact set, the index); opens on the first."""
-        if self._client is None:
+        if not self._open:
             self.open()
         self.users += 1
         return self
@@ -218,18 +193,19 @@ class RedisContentStore:
     def close(self) -> None:
         """Send the buffered writes and leave; delete the keys if ``persist``
         is off and this was the crawl's last process."""
-        if self._client is None:
+        if not self._open:
             return
         try:
-            others = int(self.call(("EVAL", LEAVE, 1, self.keys.clients, self.owner))[0])
+            self.call()
+            others = self._mapped(self.registry.leave, self.ttl)
             if not self.persist and others == 0:
                 self.delete_all()
             elif not self.persist:
                 logger.info("%d other process(es) still use the content-seen sets at %s: their keys stay",
                             others, self.location)
         finally:
-            self._client.close()
-            self._client = self._pipe = None
+            self._open = False
+            self.connection.detach()
 
     def delete_all(self) -> int:
         """Delete every content-seen key of this prefix; return how many."""
@@ -242,11 +218,12 @@ class RedisContentStore:
     # -- the pipeline --------------------------------------------------------------
     def write(self, *command: Any) -> None:
         """Buffer a command whose answer nobody needs (sent with the next call)."""
-        self._require().execute_command(*command)
+        self._require()
+        self._mapped(self.connection.write, *command)
 
     def pending(self) -> int:
-        """Commands buffered."""
-        return len(self._pipe) if self._pipe is not None else 0
+        """Commands buffered (on the shared connection)."""
+        return self.connection.pending() if self._open else 0
 
     def ride(self, commands: list[tuple[Any, ...]], deliver: Callable[[list[Any]], None]) -> None:
         """Send ``commands`` with the next call and hand their answers to
@@ -258,28 +235,22 @@ class RedisContentStore:
     def call(self, *commands: tuple[Any, ...]) -> list[Any]:
         """Send the buffered writes (and a heartbeat when due), ``commands``
         and any riders in one round trip; the answers to ``commands``."""
-        pipe = self._require()
+        self._require()
         now = self.clock()
+        sent: list[tuple[Any, ...]] = []
         if now >= self._beat_due:
-            pipe.execute_command("EVAL", HEARTBEAT, 1, self.keys.clients, self.owner, int(self.ttl * 1000))
+            sent.append(self.registry.heartbeat_command())
             self._beat_due = now + self.ttl / 3
-        start = len(pipe)
-        for command in commands:
-            pipe.execute_command(*command)
+        start = len(sent)
+        sent += commands
         riders, self._riders = self._riders, []
         for ride, _ in riders:
-            for command in ride:
-                pipe.execute_command(*command)
-        if not len(pipe):
+            sent += ride
+        before = self.connection.round_trips
+        results = self._mapped(self.connection.call, *sent) if sent else self._mapped(self.connection.flush)
+        self.round_trips += self.connection.round_trips - before
+        if not sent:
             return []
-        self.round_trips += 1
-        try:
-            results = pipe.execute(raise_on_error=False)
-        except RedisError as err:
-            raise ContentStoreError(f"Redis at {self.location} failed: {err}") from err
-        for result in results:
-            if isinstance(result, Exception):
-                raise ContentStoreError(f"Redis at {self.location} refused a command: {result}") from result
         end = start + len(commands)
         for ride, deliver in riders:
             deliver(results[end:end + len(ride)])
@@ -296,19 +267,25 @@ class RedisContentStore:
         """Every key matching ``pattern`` (on every master of a cluster)."""
         self.call()
         try:
-            yield from self._client.scan_iter(match=pattern, count=1000)
-        except RedisError as err:
-            raise ContentStoreError(f"Redis at {self.location} failed: {err}") from err
+            yield from self.connection.scan(pattern)
+        except RedisLayerError as err:
+            raise ContentStoreError(str(err)) from err
+
+    def _mapped(self, method: Callable[..., Any], *args: Any) -> Any:
+        """``method(*args)``, a Redis failure as this store's error."""
+        try:
+            return method(*args)
+        except RedisLayerError as err:
+            raise ContentStoreError(f"{err} (content-seen keys {self.keys.base}:*)") from err
 
     @property
     def cluster(self) -> bool:
         """Whether the store talks to a Redis Cluster (after open)."""
-        return is_cluster(self._client)
+        return self.connection.cluster
 
-    def _require(self) -> Any:
-        if self._pipe is None:
+    def _require(self) -> None:
+        if not self._open:
             raise ContentStoreError(f"the content-seen store {self.location} is not open")
-        return self._pipe
 
 
 class RedisContentPart:

@@ -63,7 +63,8 @@ from extensions.contentseen.redis import (
     pack64,
     unpack64,
 )
-from extensions.store.redis_keys import MULTI_HMGET
+from extensions.store.redis_scripts import MULTI_HMGET
+from extensions.store.redis_connection import script
 
 TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key
 ID_BLOCK = 1024  # document ids reserved per INCRBY
@@ -71,17 +72,17 @@ _DOC = struct.Struct(">qqHI")  # id, group id, sketch and URL lengths; the sketc
 
 #: Append a document's record to those stored under its simhash. KEYS: the
 #: documents' partition; ARGV: the simhash field (8 bytes), the record.
-APPEND_RECORD = """
+APPEND_RECORD = script("""
 local v = redis.call('HGET', KEYS[1], ARGV[1]) or ''
 redis.call('HSET', KEYS[1], ARGV[1], v .. ARGV[2])
 return #v
-"""
+""")
 
 #: Append a simhash to one field of each of several table partitions unless
 #: already there. KEYS: the partitions (one, on a cluster: they sit in
 #: different slots); ARGV: per key, its field and the simhash (8 bytes).
 #: Returns how many were added.
-APPEND = """
+APPEND = script("""
 local added = 0
 for k = 1, #KEYS do
   local field, packed = ARGV[2 * k - 1], ARGV[2 * k]
@@ -98,7 +99,7 @@ for k = 1, #KEYS do
   end
 end
 return added
-"""
+""")
 
 
 class RedisNearDuplicateIndex(RedisContentPart):

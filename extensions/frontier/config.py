@@ -13,13 +13,13 @@ Settings (defaults in :mod:`extensions.defaults`, section ``# --- Frontier``):
 ``FRONTIER_POLITENESS_FACTOR``, ``FRONTIER_PRIORITIZER``,
 ``FRONTIER_QUEUE_BUFFER``, ``FRONTIER_REFILL_BUDGET``,
 ``FRONTIER_SEEN_BACKEND`` ("exact" or "bloom"), ``FRONTIER_SEEN_CACHE_SIZE``,
-``FRONTIER_SQLITE_CACHE_MB``, ``FRONTIER_STORE``, ``FRONTIER_WRITE_AHEAD``; and Scrapy's own
+``FRONTIER_SQLITE_CACHE_MB``, ``FRONTIER_WRITE_AHEAD``; and Scrapy's own
 ``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_DOMAIN``,
 ``CONCURRENT_REQUESTS_PER_IP``, ``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``,
 ``JOBDIR``.
 
-The store: ``FRONTIER_BACKEND`` ("sqlite", the default; "redis"; "memory")
-unless ``FRONTIER_STORE`` names a class other than the SQLite store. The Redis
+The store: ``FRONTIER_BACKEND`` ("sqlite", the default; "redis"; "memory"),
+built by :mod:`extensions.store.factory`. The Redis
 store reads ``REDIS_URL``, ``SCHEDULER_PERSIST`` and ``SCHEDULER_FLUSH_ON_START``
 (scrapy-redis' names and meanings), ``FRONTIER_REDIS_PREFIX``,
 ``FRONTIER_REDIS_RETRIES`` and ``FRONTIER_REDIS_TIMEOUT``; with
@@ -37,15 +37,13 @@ and ``FRONTIER_LEASE_TTL``; ``CONCURRENT_REQUESTS_PER_IP`` is refused there.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.asyncio import call_later, create_looping_call
 from scrapy.utils.defer import _schedule_coro
-from scrapy.utils.job import job_dir
-from scrapy.utils.misc import build_from_crawler, load_object
+from scrapy.utils.misc import load_object
 
 from extensions import defaults
 from extensions.aopic.ledger import AOPICLedger
@@ -56,15 +54,12 @@ from extensions.frontier.politeness import Politeness
 from extensions.frontier.shareddispatch import SharedDispatch
 from extensions.frontier.urlseen import BloomSeen
 from extensions.store.base import WriteAheadStore
-from extensions.store.memory import MemoryStore
+from extensions.store.factory import frontier_store, redis_bloom, seen_backend, store_class, url_bloom
 from extensions.store.redis import RedisStore
-from extensions.store.redis_bloom import BloomLayout
-from extensions.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-DB_NAME = "frontier.sqlite3"
 BLOOM_NAME = "frontier.bloom"
 
 
@@ -93,86 +88,20 @@ def _non_negative(settings: Any, name: str) -> float:
     return value
 
 
-BACKENDS = {"sqlite": SQLiteStore, "redis": RedisStore, "memory": MemoryStore}
-
-
-def _store_class(settings: Any) -> type:
-    """FRONTIER_STORE when it names another class than the SQLite store, else
-    the class of FRONTIER_BACKEND."""
-    backend = settings.get("FRONTIER_BACKEND") or "sqlite"
-    if backend not in BACKENDS:
-        raise ValueError(f'FRONTIER_BACKEND must be "sqlite", "redis" or "memory", got {backend!r}')
-    store_cls = load_object(settings.get("FRONTIER_STORE") or SQLiteStore)
-    if store_cls is SQLiteStore:
-        return BACKENDS[backend]
-    if backend != "sqlite":
-        raise ValueError(f"FRONTIER_STORE ({settings.get('FRONTIER_STORE')!r}) and FRONTIER_BACKEND "
-                         f"({backend!r}) both choose the store: set only one")
-    return store_cls
-
-
-def _setting(settings: Any, name: str) -> Any:
-    """A setting outside the FRONTIER_ prefix, with our default."""
-    value = settings.get(name)
-    return getattr(defaults, name) if value is None else value
-
-
-def _redis_store(store_cls: type, settings: Any) -> Any:
-    url = _setting(settings, "REDIS_URL")
-    if not str(url).startswith(("redis://", "rediss://", "unix://")):
-        raise ValueError(f"REDIS_URL must be a redis://, rediss:// or unix:// URL, got {url!r}")
-    return store_cls(
-        str(url), settings.get("FRONTIER_REDIS_PREFIX"),
-        persist=settings.getbool("SCHEDULER_PERSIST", defaults.SCHEDULER_PERSIST),
-        flush_on_start=settings.getbool("SCHEDULER_FLUSH_ON_START", defaults.SCHEDULER_FLUSH_ON_START),
-        retries=_positive_int(settings, "FRONTIER_REDIS_RETRIES", 0),
-        timeout=_non_negative(settings, "FRONTIER_REDIS_TIMEOUT") or None,
-        bloom=_redis_bloom(settings) if _seen_backend(settings) == "bloom" else None,
-    )
-
-
-def _redis_bloom(settings: Any) -> BloomLayout:
-    """The shared filter's layout; BloomLayout names a setting out of range."""
-    values = []
-    for name, read in (("FRONTIER_REDIS_BLOOM_CAPACITY", settings.getint),
-                       ("FRONTIER_REDIS_BLOOM_ERROR_RATE", settings.getfloat)):
-        try:
-            values.append(read(name))
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} must be a number, got {settings.get(name)!r}") from err
-    return BloomLayout(*values)
-
-
-def _seen_backend(settings: Any) -> str:
-    backend = settings.get("FRONTIER_SEEN_BACKEND", defaults.FRONTIER_SEEN_BACKEND)
-    if backend not in ("exact", "bloom"):
-        raise ValueError(f'FRONTIER_SEEN_BACKEND must be "exact" or "bloom", got {backend!r}')
-    return backend
+# The store-building functions live in extensions/store/factory.py (one
+# store factory for the frontier and the content-seen sets).
+_store_class = store_class
+_seen_backend = seen_backend
+_redis_bloom = redis_bloom
 
 
 def _store(crawler: Crawler) -> tuple[Any, Path | None, Path | None]:
     """The store, the directory it lives in, and a directory to remove at close."""
-    settings = _with_defaults(crawler.settings)
-    store_cls = _store_class(settings)
-    jobdir = job_dir(settings)
-    if issubclass(store_cls, RedisStore):
-        return _redis_store(store_cls, settings), Path(jobdir) if jobdir else None, None
-    if not issubclass(store_cls, SQLiteStore):
-        store = build_from_crawler(store_cls, crawler) if hasattr(store_cls, "from_crawler") else store_cls()
-        return store, Path(jobdir) if jobdir else None, None
-    directory = Path(jobdir) if jobdir else Path(tempfile.mkdtemp(prefix="frontier-"))
-    cache_mb = _positive_int(settings, "FRONTIER_SQLITE_CACHE_MB")
-    return store_cls(directory / DB_NAME, cache_mb=cache_mb), directory, None if jobdir else directory
+    return frontier_store(crawler)
 
 
 def _bloom(settings: Any) -> BloomSeen | None:
-    """The in-process Bloom filter; none on Redis, whose store has its own."""
-    if _seen_backend(settings) == "exact" or issubclass(_store_class(settings), RedisStore):
-        return None
-    return BloomSeen(
-        initial_capacity=_positive_int(settings, "FRONTIER_BLOOM_INITIAL_CAPACITY"),
-        error_rate=settings.getfloat("FRONTIER_BLOOM_ERROR_RATE"),
-    )
+    return url_bloom(settings)
 
 
 def _engine_hooks(crawler: Crawler) -> dict[str, Any]:

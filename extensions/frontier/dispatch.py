@@ -35,7 +35,7 @@ from extensions.frontier.inflight import InFlight, InFlightTable
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.prioritizer import Prioritizer
 from extensions.frontier.urlseen import URLSeen
-from extensions.store.base import Entry
+from extensions.store.base import Entry, FrontierStore
 
 #: subtracted from a rate-limited host's order: ahead of every level
 RATE_LIMITED_FIRST = 1 << 20
@@ -64,7 +64,7 @@ def ready_order(level: int, rate_limited: bool) -> float:
 class FrontierParts:
     """What the frontier shares with its host-dispatch strategy."""
 
-    store: Any
+    store: FrontierStore
     politeness: Politeness
     holds: OriginHolds
     inflight: InFlightTable

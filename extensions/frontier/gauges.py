@@ -6,6 +6,7 @@ from typing import Any
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.urlseen import BloomSeen
+from extensions.store.base import FrontierStore
 
 #: Stats that measure the whole crawl, not this process: several processes
 #: sharing a frontier each report the same value, so they are not summed.
@@ -29,7 +30,7 @@ class DictStats:
         return self.values.get(key, default)
 
 
-def update_gauges(stats: Any, store: Any, *, back_queues: int, queued: int, inflight: int,
+def update_gauges(stats: Any, store: FrontierStore, *, back_queues: int, queued: int, inflight: int,
                   bloom: BloomSeen | None, ledger: AOPICLedger | None) -> None:
     """Queue sizes, the URL-seen cache's hit rate, the ledger's totals."""
     stats.set_value("frontier/back_queues", back_queues)
@@ -42,20 +43,18 @@ def update_gauges(stats: Any, store: Any, *, back_queues: int, queued: int, infl
         stats.set_value("frontier/seen_cache_hit_rate", round(hits / lookups, 4))
     if bloom is not None:
         stats.set_value("frontier/bloom_size", bloom.size_bytes())
-    round_trips = getattr(store, "round_trips", None)  # a networked store (Redis)
-    if round_trips is not None:
-        stats.set_value("frontier/store_round_trips", round_trips)
+    if store.round_trips:  # a networked store (Redis); 0 for an embedded one
+        stats.set_value("frontier/store_round_trips", store.round_trips)
     if ledger is not None:
         stats.set_value("aopic/lambda_cash", round(ledger.lambda_cash, 6))
         stats.set_value("aopic/pages_with_cash", ledger.rows)
     memory_gauges(stats, store)
 
 
-def memory_gauges(stats: Any, store: Any) -> None:
+def memory_gauges(stats: Any, store: FrontierStore) -> None:
     """Memory per URL of a store that reports it (Redis: the crawl's, over
     every process; see CRAWL_WIDE_STATS). At checkpoints and close only."""
-    usage = getattr(store, "memory_usage", None)
-    report = usage() if usage is not None else None
+    report = store.memory_usage()
     if report is None:
         return
     used, known = report

@@ -57,362 +57,42 @@ to within a small part of the TTL); tests inject a clock instead.
 
 from __future__ import annotations
 
-import os
 import random
-import socket
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from extensions.frontier.fingerprint import host_hash
 from extensions.store.base import Entry, Status
-from extensions.store.redis_bloom import BLOOM_ADD_FN, bloom_hashes
-from extensions.store.redis_keys import (
-    FINISHED_FIELD,
-    ROW_URL_AT,
-    STATUS_BYTE,
-    fetched_bytes,
-    host_tag,
-    pack_row,
-    unpack_cash,
-    unpack_entry,
+from extensions.store.redis_bloom import bloom_hashes
+from extensions.store.redis_keys import host_tag
+from extensions.store.redis_lease_scripts import (
+    ACQUIRE,
+    CONFIRM,
+    DELIST_IF,
+    ENQUEUE,
+    ENQUEUE_BLOOM,
+    FINISH,
+    FINISH_TRIM,
+    LEVEL_SPAN,
+    LIST,
+    MAX_LEVELS,
+    ORPHAN,
+    PARK_FLOOR,
+    PARKED,
+    POLL,
+    PUT_BACK,
+    RELEASE,
+    RENEW,
+    TAKE,
+    TAKE_HELD,
+    UNPARK,
 )
+from extensions.store.redis_registry import process_id
+from extensions.store.redis_rows import STATUS_BYTE, fetched_bytes, pack_row, unpack_cash, unpack_entry
+from extensions.store.redis_scripts import FINISHED_FIELD
 
-LEVEL_SPAN = float(1 << 40)  # discovery numbers stay below this
-# A parked URL (its origin held) is scored PARKED above its place, behind
-# every unparked URL: exact in a double while levels stay below MAX_LEVELS.
-PARKED = 1 << 52
-PARK_FLOOR = 1 << 51
-MAX_LEVELS = 2048
-
-_NOW = """
-local function now_ms(arg)
-  if arg ~= '' then return tonumber(arg) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function fmt(x) return string.format('%.17g', x) end
-local function head(key)
-  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  return first[2] or ''
-end
-local function requeue_inflight(inflight, back, urls)
-  local taken = redis.call('ZRANGE', inflight, 0, -1, 'WITHSCORES')
-  for i = 1, #taken, 2 do
-    redis.call('ZADD', back, taken[i + 1], taken[i])
-    local row = redis.call('HGET', urls, taken[i])
-    if row and string.sub(row, 1, 1) == '1' then
-      redis.call('HSET', urls, taken[i], '0' .. string.sub(row, 2))
-    end
-  end
-  redis.call('DEL', inflight)
-  return #taken / 2
-end
-"""
-
-_ENQUEUE = _NOW + """
-local added = {}
-for i = $FIRST, #ARGV, $STRIDE do
-  local new = 0
-  if $FRESH or ARGV[3] == '1' then new = redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
-  if new == 1 then
-    redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
-    redis.call('ZADD', KEYS[3], ARGV[i + 2], ARGV[i])
-  elseif ARGV[3] == '1' then
-    local old = redis.call('HGET', KEYS[1], ARGV[i])
-    local row = ARGV[i + 1]
-    redis.call('HSET', KEYS[1], ARGV[i], string.sub(row, 1, 1) .. string.sub(old, 2, 9) .. string.sub(row, 10))
-    redis.call('ZADD', KEYS[3], ARGV[i + 2], ARGV[i])
-  end
-  added[#added + 1] = new
-end
-local now = now_ms(ARGV[1])
-local st = redis.call('HMGET', KEYS[5], 'owner', 'expires', 'listed', 'next', 'ver')
-local queued = redis.call('ZCARD', KEYS[3])
-local needs = 0
-if st[3] ~= '1' and queued + redis.call('ZCARD', KEYS[4]) > 0 then needs = 1 end
-local mine = 0
-if st[1] == ARGV[2] and tonumber(st[2]) > now then mine = 1 end
-local wait = math.max(0, (tonumber(st[4]) or 0) - now)
-return {added, needs, mine, queued, head(KEYS[3]), wait, st[5] or ''}
-"""
-
-#: New URLs of one host: row (add-if-new) and back-queue entry together;
-#: ``force`` requeues known ones (``dont_filter``), keeping their fetch time.
-#: KEYS: urls, host_urls, back, inflight, lease. ARGV: now, me, force, host,
-#: then fingerprint, row, score per URL. Returns {added per URL, needs
-#: listing, held by me, back-queue length, head score, ms to next fetch, ver}.
-ENQUEUE = _ENQUEUE.replace("$FIRST", "5").replace("$STRIDE", "3").replace("$FRESH", "true")
-
-#: The same with the URL-seen Bloom filter (the URL is new if the filter
-#: says so; a forced one is added to it too). KEYS: as ENQUEUE's, then the
-#: Bloom shard. ARGV: now, me, force, host, first capacity, first error,
-#: then fingerprint, row, score, h1, h2, h3 per URL.
-ENQUEUE_BLOOM = BLOOM_ADD_FN + _ENQUEUE.replace("$FIRST", "7").replace("$STRIDE", "6").replace(
-    "$FRESH", "bloom_add(KEYS[6], ARGV[5], ARGV[6], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]) == 1")
-
-#: Put a host on its heap shard. KEYS: heap. ARGV: now, ms to wait, host,
-#: a random fraction (so that a re-listing never repeats a score). Returns the score.
-LIST = _NOW + """
-local score = fmt(now_ms(ARGV[1]) + tonumber(ARGV[2]) - tonumber(ARGV[4]))
-redis.call('ZADD', KEYS[1], score, ARGV[3])
-return score
-"""
-
-#: The listing is done, unless the host changed hands since ENQUEUE read
-#: ``ver`` (its new owner or releaser then set ``listed``). KEYS: lease. ARGV: ver.
-CONFIRM = """
-local ver = redis.call('HGET', KEYS[1], 'ver') or ''
-if ver == ARGV[1] then redis.call('HSET', KEYS[1], 'listed', '1') return 1 end
-return 0
-"""
-
-#: Remove a host from the heap only if its score is still the one seen.
-#: KEYS: heap. ARGV: host, score.
-DELIST_IF = """
-local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if score and tonumber(score) == tonumber(ARGV[2]) then return redis.call('ZREM', KEYS[1], ARGV[1]) end
-return 0
-"""
-
-#: Hosts due on one heap shard. KEYS: heap. ARGV: now, limit. Returns
-#: {hosts on the shard, now, {host, score, ...} due, earliest score}.
-POLL = _NOW + """
-local now = now_ms(ARGV[1])
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-return {redis.call('ZCARD', KEYS[1]), now, due, head(KEYS[1])}
-"""
-
-#: Take a host nobody holds (or whose lease expired: its in-flight URLs go
-#: back to the queue). KEYS: lease, back, inflight, urls. ARGV: now, me, TTL
-#: ms. Returns {0, expires} if another process holds it; {2, recovered} if
-#: it has no work (it leaves the heap: ``listed`` cleared); else {1, expires,
-#: ms to next fetch, back-queue length, head score, recovered, 1 if it was
-#: taken over from a lapsed lease}.
-ACQUIRE = _NOW + """
-local now = now_ms(ARGV[1])
-local st = redis.call('HMGET', KEYS[1], 'owner', 'expires', 'next')
-if st[1] and tonumber(st[2]) > now then return {0, tonumber(st[2])} end
-local lapsed = 0
-if st[1] then lapsed = 1 end
-local recovered = requeue_inflight(KEYS[3], KEYS[2], KEYS[4])
-redis.call('HINCRBY', KEYS[1], 'ver', 1)
-local queued = redis.call('ZCARD', KEYS[2])
-if queued == 0 then
-  redis.call('HDEL', KEYS[1], 'owner', 'expires')
-  redis.call('HSET', KEYS[1], 'listed', '0')
-  return {2, recovered}
-end
-local expires = now + tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'expires', expires, 'listed', '1')
-local wait = math.max(0, (tonumber(st[3]) or 0) - now)
-return {1, expires, wait, queued, head(KEYS[2]), recovered, lapsed}
-"""
-
-_TAKE = _NOW + """
-local now = now_ms(ARGV[1])
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return {-1} end
-redis.call('HSET', KEYS[1], 'expires', now + tonumber(ARGV[4]))
-local skipped, parked, kept = 0, 0, {}
-$SETUP
-for _ = 1, tonumber(ARGV[3]) do
-  local popped = redis.call('ZPOPMIN', KEYS[2])
-  if #popped == 0 then break end
-  local row = redis.call('HGET', KEYS[4], popped[1])
-  if not row or string.sub(row, 1, 1) ~= '0' then
-    skipped = skipped + 1
-  $PARK
-  else
-    $RESTORE
-    redis.call('HSET', KEYS[4], popped[1], '1' .. string.sub(row, 2))
-    redis.call('ZADD', KEYS[3], popped[2], popped[1])
-    return {1, popped[1], row, redis.call('ZCARD', KEYS[2]), head(KEYS[2]), skipped,
-            redis.call('HGET', KEYS[5], popped[1]), parked}
-  end
-end
-$RESTORE
-local queued = redis.call('ZCARD', KEYS[2])
-if queued == 0 then return {0, skipped, parked} end
-if #kept > 0 then return {3, skipped, parked, queued, head(KEYS[2])} end
-return {2, skipped, parked, queued, head(KEYS[2])}
-"""
-
-#: The best queued URL of a host we hold whose origin is not held, into
-#: its in-flight set; extends the lease (still ours: nobody acquired it, even
-#: if it lapsed). A held origin's URL met on the way is parked: moved behind
-#: every unparked URL of the queue (:func:`parked_score`), so the host's other
-#: origins keep their turns. KEYS: lease, back, inflight, urls, cash. ARGV:
-#: now, me, most entries to pass over (stale or held), TTL ms, then the held
-#: origins of the host. Returns {-1} (lease lost), {0, skipped, parked}
-#: (queue empty), {2, skipped, parked, back-queue length, head score} (only
-#: stale or held entries so far, more to look at), {3, skipped, parked,
-#: back-queue length, head score} (only held origins' URLs are queued), or {1,
-#: fingerprint, row, back-queue length, head score, skipped, AOPIC cash row
-#: or false, parked} (the cash row saves the dispatch a round trip: same hash tag).
-TAKE = _TAKE.replace("$SETUP", "").replace("$PARK", "").replace("$RESTORE", "")
-
-#: :data:`TAKE` for a host with held origins (ARGV from the fifth on): the
-#: held origins' URLs it meets are parked, or, in the parked tail, looked at
-#: and left where they were.
-TAKE_HELD = _TAKE.replace("$SETUP", """
-local held = {}
-for i = 5, #ARGV do held[ARGV[i]] = true end
-local function origin_of(row)
-  local length = struct.unpack('>i4', row, $URL_AT)
-  if length < 0 then return '' end
-  local scheme, netloc = string.match(string.sub(row, $URL_AT + 4, $URL_AT + 3 + length),
-                                      '^(%a[%w+%.%-]*)://([^/?#]*)')
-  if not scheme then return '' end
-  return string.lower(scheme) .. '://' .. netloc
-end
-local function restore()
-  for i = 1, #kept, 2 do redis.call('ZADD', KEYS[2], kept[i], kept[i + 1]) end
-end""").replace("$PARK", """elseif held[origin_of(row)] then
-    local score = tonumber(popped[2])
-    if score < $PARK_FLOOR then
-      redis.call('ZADD', KEYS[2], fmt(score + $PARKED), popped[1])
-      parked = parked + 1
-    else
-      kept[#kept + 1] = popped[2]; kept[#kept + 1] = popped[1]
-    end""").replace("$RESTORE", "restore()").replace("$URL_AT", str(ROW_URL_AT + 1)).replace(
-    "$PARK_FLOOR", "%d" % PARK_FLOOR).replace("$PARKED", "%d" % PARKED)
-
-#: Every parked URL of a host back in its place (its origin's hold ended:
-#: it goes before the URLs found since, as its level and discovery order
-#: say). KEYS: back. Returns {how many, head score}.
-UNPARK = _NOW + """
-local found = redis.call('ZRANGEBYSCORE', KEYS[1], '$PARK_FLOOR', '+inf', 'WITHSCORES')
-for i = 1, #found, 2 do redis.call('ZADD', KEYS[1], fmt(tonumber(found[i + 1]) - $PARKED), found[i]) end
-return {#found / 2, head(KEYS[1])}
-""".replace("$PARK_FLOOR", "%d" % PARK_FLOOR).replace("$PARKED", "%d" % PARKED)
-
-#: Whether another process took the host over from us (its ACQUIRE put
-#: our in-flight URLs back in the queue: they are no longer ours to move).
-_TAKEN_OVER = """
-local function taken_over(lease, me)
-  local owner = redis.call('HGET', lease, 'owner')
-  return owner and owner ~= me
-end
-"""
-
-#: A handed-out URL is finished. If the host was taken over meanwhile, the
-#: URL went back to its queue: taken out again and finished if it is still
-#: there (no second fetch), left alone if the new owner has it in flight.
-#: KEYS: inflight, urls, lease, back. ARGV: status byte ('' keeps it),
-#: fetch time (8 bytes or ''), fingerprint, me.
-FINISH = _TAKEN_OVER + """
-local guard = '1'
-if taken_over(KEYS[3], ARGV[4]) then
-  if ARGV[1] == '' or redis.call('ZREM', KEYS[4], ARGV[3]) == 0 then return 0 end
-  guard = '0'
-else
-  redis.call('ZREM', KEYS[1], ARGV[3])
-end
-if ARGV[1] ~= '' then
-  local row = redis.call('HGET', KEYS[2], ARGV[3])
-  if row and string.sub(row, 1, 1) == guard then
-    local fetched = ARGV[2]
-    if fetched == '' then fetched = string.sub(row, 2, 9) end
-    redis.call('HSET', KEYS[2], ARGV[3], ARGV[1] .. fetched .. string.sub(row, 10))
-  end
-end
-return 1
-"""
-
-#: The same in Bloom mode: a finished row goes, counted under its status in
-#: ``host_urls`` (see extensions/store/redis_keys.py). KEYS: inflight, urls,
-#: host_urls, lease, back. ARGV: the count's field (``#done`` ...; '' keeps
-#: the row), fingerprint, me.
-FINISH_TRIM = _TAKEN_OVER + """
-local guard = '1'
-if taken_over(KEYS[4], ARGV[3]) then
-  if ARGV[1] == '' or redis.call('ZREM', KEYS[5], ARGV[2]) == 0 then return 0 end
-  guard = '0'
-else
-  redis.call('ZREM', KEYS[1], ARGV[2])
-end
-if ARGV[1] ~= '' then
-  local row = redis.call('HGET', KEYS[2], ARGV[2])
-  if row and string.sub(row, 1, 1) == guard then
-    redis.call('HDEL', KEYS[2], ARGV[2])
-    redis.call('HINCRBY', KEYS[3], ARGV[1], 1)
-  end
-end
-return 1
-"""
-
-#: A handed-out URL goes back to its host's queue (postponed), unless the
-#: host was taken over meanwhile (its ACQUIRE did that already; the URL may
-#: be in the new owner's hands). KEYS: inflight, urls, back, lease. ARGV:
-#: fingerprint, score, me.
-PUT_BACK = _TAKEN_OVER + """
-if taken_over(KEYS[4], ARGV[3]) then return 0 end
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
-local row = redis.call('HGET', KEYS[2], ARGV[1])
-if row and string.sub(row, 1, 1) == '1' then redis.call('HSET', KEYS[2], ARGV[1], '0' .. string.sub(row, 2)) end
-return 1
-"""
-
-#: Give a held host back, writing its politeness state. KEYS: lease, back,
-#: inflight, urls. ARGV: now, me, ms to next fetch, idle only ('1': keep it
-#: if it has work). Returns {-1} (not ours), {0, back-queue length, head
-#: score} (kept: it has work), {1} (released, no work: off the heap) or
-#: {2, next fetch score} (released with work: back on the heap at that time).
-RELEASE = _NOW + """
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return {-1} end
-local now = now_ms(ARGV[1])
-local next = now + tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], 'next', next)
-local queued = redis.call('ZCARD', KEYS[2])
-if ARGV[4] == '1' and queued + redis.call('ZCARD', KEYS[3]) > 0 then
-  return {0, queued, head(KEYS[2])}
-end
-requeue_inflight(KEYS[3], KEYS[2], KEYS[4])
-redis.call('HDEL', KEYS[1], 'owner', 'expires')
-redis.call('HINCRBY', KEYS[1], 'ver', 1)
-if redis.call('ZCARD', KEYS[2]) == 0 then
-  redis.call('HSET', KEYS[1], 'listed', '0')
-  return {1}
-end
-return {2, fmt(next)}
-"""
-
-#: Extend a held lease and record the politeness state. KEYS: lease. ARGV:
-#: now, me, TTL ms, ms to next fetch. Returns the new expiry, -1 if not ours.
-RENEW = _NOW + """
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return -1 end
-local now = now_ms(ARGV[1])
-local expires = now + tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], 'expires', expires, 'next', now + tonumber(ARGV[4]))
-return expires
-"""
-
-#: Does a host have work and no live owner? KEYS: lease, back, inflight.
-#: ARGV: now. Returns {1, ver, ms to next fetch} if so, else {0}.
-ORPHAN = _NOW + """
-local now = now_ms(ARGV[1])
-local st = redis.call('HMGET', KEYS[1], 'owner', 'expires', 'next', 'ver')
-if st[1] and tonumber(st[2]) > now then return {0} end
-if redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3]) == 0 then return {0} end
-return {1, st[4] or '', math.max(0, (tonumber(st[3]) or 0) - now)}
-"""
-
-#: A process is alive until the returned expiry. KEYS: processes. ARGV:
-#: now, id, TTL ms. Returns how many processes are alive.
-HEARTBEAT = _NOW + """
-local now = now_ms(ARGV[1])
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
-return redis.call('ZCOUNT', KEYS[1], now, '+inf')
-"""
-
-#: A process leaves. KEYS: processes. ARGV: now, id. Returns how many are alive.
-LEAVE = _NOW + """
-redis.call('ZREM', KEYS[1], ARGV[2])
-return redis.call('ZCOUNT', KEYS[1], now_ms(ARGV[1]), '+inf')
-"""
-
+__all__ = ["MAX_LEVELS", "HostLeases", "is_parked", "level_of_score", "parked_score", "process_id", "queue_score"]
 
 def queue_score(level: int, seq: int) -> float:
     """Back-queue order: higher level first, then discovery order."""
@@ -440,11 +120,6 @@ def level_of_score(score: bytes | str | float | None) -> int:
 def head_score(score: bytes | str | None) -> float:
     """A back queue's head score as a number (infinity: empty queue)."""
     return float("inf") if score in (None, b"", "") else float(score)
-
-
-def process_id() -> str:
-    """A name for this crawler process, unique across restarts."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 @dataclass(slots=True)
@@ -504,6 +179,7 @@ class HostLeases:
         self.store, self.keys = store, store.keys
         self.owner, self.ttl_ms, self.shards = owner, int(ttl * 1000), shards
         self.clock, self.rng = clock, rng or random.Random()
+        self._joined: float | None = None  # the heartbeat TTL this frontier joined the registry with
 
     def _now(self) -> str:
         return "" if self.clock is None else str(int(self.clock() * 1000))
@@ -697,13 +373,18 @@ class HostLeases:
 
     # -- processes and stats -------------------------------------------------
     def heartbeat(self, ttl: float) -> int:
-        """This process is alive for ``ttl`` seconds; how many are alive."""
-        return int(self.store.call(("EVAL", HEARTBEAT, 1, self.keys.processes, self._now(),
-                                    self.owner, int(ttl * 1000)))[0])
+        """This process is alive for ``ttl`` seconds (in the crawl's process
+        registry, shared with the content-seen sets); how many are alive."""
+        if self._joined is None:
+            self._joined = ttl
+            self.store.registry.join(ttl)
+        return self.store.registry.heartbeat(self._now())
 
     def leave(self) -> int:
-        """This process is gone; how many others are still alive."""
-        return int(self.store.call(("EVAL", LEAVE, 1, self.keys.processes, self._now(), self.owner))[0])
+        """The frontier of this process is gone; how many other processes
+        are still alive (the last one out deletes the crawl's keys)."""
+        joined, self._joined = self._joined, None
+        return self.store.registry.leave(joined if joined is not None else self.ttl_ms / 1000, self._now())
 
     def add_stats(self, deltas: Iterable[tuple[str, float]]) -> None:
         """Add this process's stat changes to the crawl's totals (buffered)."""

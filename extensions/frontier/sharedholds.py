@@ -43,21 +43,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from extensions.frontier.leases import _NOW
+from extensions.store.redis_connection import script
+from extensions.store.redis_scripts import NOW_LUA as _NOW
 
 #: An origin is held for ARGV[3] ms from now. KEYS: origins. ARGV: now,
 #: origin, ms, reason.
-HOLD = _NOW + """
+HOLD = script(_NOW + """
 redis.call('HSET', KEYS[1], ARGV[2], fmt(now_ms(ARGV[1]) + tonumber(ARGV[3])) .. ' ' .. ARGV[4])
 return 1
-"""
+""")
 
 #: Some process has work no hold keeps back now. KEYS: active. ARGV: now.
-ACTIVE = _NOW + """
+ACTIVE = script(_NOW + """
 local now = now_ms(ARGV[1])
 if now > tonumber(redis.call('GET', KEYS[1]) or '0') then redis.call('SET', KEYS[1], fmt(now)) end
 return 1
-"""
+""")
 
 _ENTRIES = """
 local function entries(key, now, take)
@@ -76,33 +77,27 @@ end
 
 #: Origins held now (ended holds are dropped). KEYS: origins. ARGV: now.
 #: Returns {origin, ms left, reason, ...}.
-HELD = _NOW + _ENTRIES + """
+HELD = script(_NOW + _ENTRIES + """
 return entries(KEYS[1], now_ms(ARGV[1]), false)
-"""
+""")
 
 #: The idle close: if no process has been active for ARGV[2] ms, take every
 #: held origin out of the hash. KEYS: origins, active. ARGV: now, idle ms.
 #: Returns {origin, ms left, reason, ...} (empty while the crawl is active).
-IDLE_DEFER = _NOW + _ENTRIES + """
+IDLE_DEFER = script(_NOW + _ENTRIES + """
 local now = now_ms(ARGV[1])
 local last = tonumber(redis.call('GET', KEYS[2]) or '')
 if not last then redis.call('SET', KEYS[2], fmt(now)) return {} end
 if now - last < tonumber(ARGV[2]) then return {} end
 return entries(KEYS[1], now, true)
-"""
+""")
 
 #: A hash's entries, and the hash deleted (one taker). KEYS: the hash.
-TAKE_ALL = """
+TAKE_ALL = script("""
 local found = redis.call('HGETALL', KEYS[1])
 redis.call('DEL', KEYS[1])
 return found
-"""
-
-#: Live processes. KEYS: processes. ARGV: now.
-ALIVE = _NOW + """
-return redis.call('ZCOUNT', KEYS[1], now_ms(ARGV[1]), '+inf')
-"""
-
+""")
 
 def _triples(answer: list[Any]) -> dict[str, tuple[float, str]]:
     return {answer[i].decode(): (float(answer[i + 1]) / 1000.0, answer[i + 2].decode())
@@ -143,7 +138,7 @@ class SharedHolds:
 
     def others_alive(self) -> int:
         """Processes of the crawl alive now (before this one's heartbeat: others)."""
-        return int(self.store.call(("EVAL", ALIVE, 1, self.store.keys.processes, self._now()))[0])
+        return self.store.registry.others_alive(self._now())
 
     def take_deferrals(self) -> dict[str, str]:
         """The deferral table of the run before (``origin -> reason``),

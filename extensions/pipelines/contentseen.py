@@ -69,11 +69,12 @@ from extensions.contentseen import (
     ContentStoreError,
     NearDuplicateIndex,
 )
-from extensions.contentseen.fingerprint import MODES
-from extensions.contentseen.redis import HEARTBEAT_TTL, RedisContentSeen, RedisContentStore
-from extensions.contentseen.redisnear import RedisNearDuplicateIndex
 from extensions.contentseen.features import ContentFeatures
+from extensions.contentseen.fingerprint import MODES
+from extensions.contentseen.redis import RedisContentSeen
+from extensions.contentseen.redisnear import RedisNearDuplicateIndex
 from extensions.contentseen.resemblance import NearFeatures
+from extensions.store.factory import content_backend, redis_content_store
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -81,38 +82,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DATABASE = "contentseen.sqlite3"
-BACKENDS = ("auto", "sqlite", "redis")
 
 
 def hex64(value: int) -> str:
     """A 64-bit value as 16 hex digits (JSON-safe, unlike a bare 64-bit int)."""
     return f"{value & ((1 << 64) - 1):016x}"
-
-
-def content_backend(settings: Any) -> str:
-    """``CONTENTSEEN_BACKEND`` resolved: "sqlite" or "redis" ("auto" follows
-    ``FRONTIER_BACKEND``, so processes sharing a frontier share the sets)."""
-    backend = settings.get("CONTENTSEEN_BACKEND") or defaults.CONTENTSEEN_BACKEND
-    if backend not in BACKENDS:
-        raise ValueError(f'CONTENTSEEN_BACKEND must be "auto", "sqlite" or "redis", got {backend!r}')
-    if backend == "auto":
-        return "redis" if settings.get("FRONTIER_BACKEND") == "redis" else "sqlite"
-    return backend
-
-
-def redis_content_store(settings: Any, flush_interval: float) -> RedisContentStore:
-    """The connection for the Redis sets, from the frontier's Redis settings."""
-    url = str(settings.get("REDIS_URL") or defaults.REDIS_URL)
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ValueError(f"REDIS_URL must be a redis://, rediss:// or unix:// URL, got {url!r}")
-    return RedisContentStore(
-        url, settings.get("FRONTIER_REDIS_PREFIX") or defaults.FRONTIER_REDIS_PREFIX,
-        persist=settings.getbool("SCHEDULER_PERSIST", defaults.SCHEDULER_PERSIST),
-        flush_on_start=settings.getbool("SCHEDULER_FLUSH_ON_START", defaults.SCHEDULER_FLUSH_ON_START),
-        retries=settings.getint("FRONTIER_REDIS_RETRIES", defaults.FRONTIER_REDIS_RETRIES),
-        timeout=settings.getfloat("FRONTIER_REDIS_TIMEOUT", defaults.FRONTIER_REDIS_TIMEOUT) or None,
-        # the periodic flush renews this process's heartbeat
-        ttl=max(HEARTBEAT_TTL, 3 * flush_interval))
 
 
 class ContentSeenPipeline:
@@ -140,7 +114,7 @@ class ContentSeenPipeline:
         self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", defaults.CONTENTSEEN_FLUSH_INTERVAL)
         self.cache_kib = settings.getint("CONTENTSEEN_SQLITE_CACHE_KIB", defaults.CONTENTSEEN_SQLITE_CACHE_KIB)
         self.backend = content_backend(settings)
-        self.redis = redis_content_store(settings, self.flush_interval) if self.backend == "redis" else None
+        self.redis = redis_content_store(crawler, self.flush_interval) if self.backend == "redis" else None
         jobdir = settings.get("JOBDIR")
         self._tmp = None if jobdir or self.redis else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
         self.path = (Path(jobdir) if jobdir else self._tmp or Path()) / DATABASE
@@ -184,7 +158,7 @@ class ContentSeenPipeline:
             self.stats.inc_value("contentseen/empty_text")
         item["fingerprint"] = hex64(features.fingerprint)
         near = self._judged(features.near)
-        if near is not None and hasattr(self.near, "prefetch"):
+        if near is not None and self.near is not None:
             self.near.prefetch(near.simhash)  # Redis: its read shares the exact test's round trip
         duplicate_of = self.exact.duplicate_of(features.fingerprint, url)
         self.stats.inc_value("contentseen/checked")

@@ -20,6 +20,9 @@ buffers in memory and talks to storage through four narrow protocols:
 * :class:`HostTable` -- per-host state that must survive a resume: the
   robots.txt Crawl-delay and the count of distinct hosts.
 
+* :class:`CashTable` -- AOPIC's cash per URL; :class:`ContentGroups` -- the
+  content-seen verdict per URL.
+
 A :class:`FrontierStore` bundles one of each with the lifecycle the frontier
 needs: open (raising :class:`FrontierStoreError` naming the file), checkpoint
 (make everything so far durable), close (clean or not) and a ``clean`` flag
@@ -206,10 +209,31 @@ class CashTable(Protocol):
     def cash_totals(self) -> tuple[float, float, float]:
         """Sums of cash, history and mark over all rows (for the conservation check)."""
 
+    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
+            dict[int, tuple[float, float, float, int]], dict[int, Entry] | None]:
+        """:meth:`get_cash` of the URLs (a fetched page's links) and, where
+        reading them together saves a round trip (a networked store),
+        :meth:`URLTable.get_many` of the same URLs; None where it would not
+        (an embedded store: the caller reads the few rows it needs)."""
+
 
 @runtime_checkable
-class FrontierStore(Protocol):
-    """One of each store concern plus the lifecycle the frontier needs."""
+class ContentGroups(Protocol):
+    """The content-seen test's verdict per URL: its similar-content group
+    and whether it was a duplicate (``content_groups`` in SQLite)."""
+
+    def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
+        """Record the URL's group (buffered until the next checkpoint)."""
+
+    def content_group(self, fingerprint: int) -> int | None:
+        """The URL's group, None if none was recorded."""
+
+
+@runtime_checkable
+class FrontierStore(ContentGroups, Protocol):
+    """One of each store concern plus the lifecycle the frontier needs.
+    Every store (memory, SQLite, Redis) implements all of it: callers never
+    probe for a method."""
 
     queues: RequestQueues
     urls: URLTable
@@ -220,6 +244,9 @@ class FrontierStore(Protocol):
     clean: bool
     #: Where the store lives (a file name, a Redis URL), for messages.
     location: str
+    #: Requests sent to a networked store so far (0 for an embedded one),
+    #: for ``frontier/store_round_trips``.
+    round_trips: int
 
     def open(self) -> None:
         """Open or create; raise :class:`FrontierStoreError` naming the file."""
@@ -235,6 +262,13 @@ class FrontierStore(Protocol):
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a small persistent string (durable at the next checkpoint)."""
+
+    def abandon(self) -> None:
+        """Release without writing anything more (a simulated crash)."""
+
+    def memory_usage(self) -> tuple[int, int] | None:
+        """``(bytes, URLs)`` the crawl's URL database takes in a server's
+        memory (Redis), None where that is not measured (embedded stores)."""
 
 
 @runtime_checkable

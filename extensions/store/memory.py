@@ -19,6 +19,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self.location = "memory"
+        self.round_trips = 0  # an embedded store sends no requests
         self.clean = True
         self.queues = self.urls = self.hosts = self.cash = self
         self._groups: dict[int, tuple[int, bool]] = {}
@@ -65,6 +66,18 @@ class MemoryStore:
         return (sum(v[0] for v in values), sum(v[1] for v in values), sum(v[2] for v in values))
 
     # -- content groups (content-seen) ---------------------------------------
+    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
+            dict[int, tuple[float, float, float, int]], dict[int, Entry] | None]:
+        """The cash rows only: a URL row is read when needed, at no round trip's cost."""
+        return self.get_cash(fingerprints), None
+
+    def memory_usage(self) -> tuple[int, int] | None:
+        """Not measured for an embedded store."""
+        return None
+
+    def abandon(self) -> None:
+        """Nothing to release: the data stays in this object."""
+
     def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
         self._groups[fingerprint] = (group_id, duplicate)
 

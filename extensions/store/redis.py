@@ -1,105 +1,60 @@
 """The frontier's distributed store: Redis, single instance or Redis Cluster.
 
 ``-s FRONTIER_BACKEND=redis -s REDIS_URL=redis://host:port/db`` selects it
-(:mod:`extensions.frontier.config`); the embedded SQLite store stays the
-default. The URL may name a single Redis or any node of a Redis Cluster: the
-store asks the server (``INFO cluster``) and uses redis-py's cluster client
-when it is one (a cluster has only database 0). The key layout, row format
-and server-side scripts are in :mod:`extensions.store.redis_keys`; in short,
-every per-URL and per-host key carries the hash tag ``{T}`` of the host's
-24-bit hash (the top bits of every fingerprint of the host), so a host's URL
+(:mod:`extensions.store.factory`); the embedded SQLite store stays the
+default. The URL may name a single Redis or any node of a Redis Cluster
+(:func:`~extensions.store.redis_connection.connect` asks ``INFO cluster``;
+a cluster has only database 0). The store talks through the crawler's one
+:class:`~extensions.store.redis_connection.RedisConnection`, shared with the
+host leases, the AOPIC ledger and the content-seen sets. Keys:
+:mod:`extensions.store.redis_keys`; rows: :mod:`extensions.store.redis_rows`;
+scripts: :mod:`extensions.store.redis_scripts`. Every per-URL and per-host
+key carries the hash tag ``{T}`` of the host's 24-bit hash, so a host's URL
 rows, its slice of the URL-seen set and its state live on one shard.
 
 Round trips. Writes whose answer nobody needs (queue pushes, status
-changes, requeues, cash, groups, crawl delays, meta) wait in one
-non-transactional pipeline; the next read sends them together with its own
-commands (so reads still see every earlier write), and so do
-:meth:`RedisStore.checkpoint` and a full pipeline (``batch`` commands). In a
-cluster, redis-py's cluster pipeline sends each shard its commands in order.
-Per frontier operation (counted by ``RedisStore.round_trips``, asserted in
-``tests/test_redis_store.py``):
+changes, requeues, cash, groups, crawl delays, meta) wait in the
+connection's pipeline; the next read sends them with its own commands (so
+reads still see every earlier write), and so do :meth:`RedisStore.checkpoint`
+and a full pipeline. Per frontier operation (``RedisStore.round_trips``,
+asserted in ``tests/test_redis_store.py``): enqueue 1 (``insert_new``);
+queue refill 2 per buffer (``pop`` + ``get_many``); status changes 0
+(buffered); checkpoint at most 1; with AOPIC +1 per enqueue, +2 per
+dispatch, 2 per fetched page.
 
-====================================  ==========================================
-enqueue a new URL                     1 (``insert_new``; +1 for a host not cached,
-                                      +1 per 1024 URLs for the sequence block);
-                                      the same with the Bloom filter
-enqueue a known URL (cold cache)      1 (``insert_new`` answers "known")
-front/back queue refill               2 per buffer of ``FRONTIER_QUEUE_BUFFER``
-                                      (``pop`` + ``get_many``); pushes: 0
-dispatch, fetch end (status changes)  0 (buffered)
-with AOPIC                            +1 per enqueue (the URL's cash), +2 per
-                                      dispatch (``status_of``, cash), 2 per
-                                      fetched page (take, credit), +2 per
-                                      promoted URL
-checkpoint                            2 (gauges; memory per URL, with INFO; +1
-                                      per master of a cluster); the store's
-                                      own: 1 (0 when nothing is buffered)
-====================================  ==========================================
+URL-seen: exact (the default), the URL rows are the seen set; or Bloom
+(``FRONTIER_SEEN_BACKEND = "bloom"``, ``bloom=`` here), the shared filter of
+:mod:`extensions.store.redis_bloom`, tested inside the script that inserts
+the row, and a row lives only while its URL is queued or in flight (done,
+failed, excluded and refused rows are deleted and counted by status:
+``status_of`` and ``get_many`` answer None for a finished URL,
+``count_by_status`` adds the counts, ``iter_all`` yields pending rows only).
+Cash rows, content groups and per-host URL counts stay. A crawl keeps the
+URL-seen backend and Bloom layout it began with (``seen`` in ``P:meta``).
+Memory per URL is reported as ``frontier/redis_bytes_per_url``
+(:meth:`RedisStore.memory_usage`); measured figures: ``bench/results/redis_memory.txt``
+(``python -m bench.redis_memory``).
 
-URL-seen, exact (the default): the URL rows are the seen set (64-bit
-fingerprints as hash fields); a URL takes about 205 bytes of Redis memory (a
-100-byte row plus the hash's overhead and its host's counts; 100,000 URLs of
-1,000 hosts, ``python -m bench.redis_memory``) for the whole crawl, and ``insert_new`` of one URL about 90 microseconds on
-loopback.
-
-URL-seen, Bloom (``FRONTIER_SEEN_BACKEND = "bloom"``, ``bloom=`` here): the
-shared filter of :mod:`extensions.store.redis_bloom` is the seen set, tested
-and set inside the script that inserts the row (same round trips, about 10
-microseconds more of Redis time per URL), and a row lives only while its
-URL is queued or in flight: done, failed and excluded rows are deleted and
-counted by status (:data:`~extensions.store.redis_keys.TRIM`). What reads
-finished rows, and what that means here:
-
-* the URL-seen test: the filter answers for them (a false positive, a new
-  URL never crawled, at the configured rate);
-* ``status_of``, ``get_many``: None for a finished URL, which is what
-  AOPIC's stale-copy check, promotions and revisits (made before the fetch
-  ends, while the row is in flight) already do with a finished one; a
-  promoted URL's stale copy in a lower queue is dropped at the refill;
-* ``count_by_status``: the rows plus the counts of trimmed ones (a URL
-  finished twice, through ``dont_filter``, counts twice, and twice in its
-  host's URL count); ``iter_all``: pending rows only (it rebuilt the
-  in-process filter, unused on Redis);
-* the rebuild after a crash and the shared frontier's recovery of a killed
-  process's URLs read queued and in-flight rows only, which stay.
-
-Kept, as they are not URL rows: AOPIC's cash rows (conservation needs every
-page's cash, and credit reaches finished pages), content groups, per-host
-URL counts (``FRONTIER_HOST_BUDGET``). A crawl keeps the URL-seen backend
-and Bloom layout it began with (``seen`` in ``P:meta``; another is refused
-at open). Memory per URL, reported as ``frontier/redis_bytes_per_url``
-(:meth:`RedisStore.memory_usage`), 100,000 URLs of 1,000 hosts enqueued and
-fetched (``python -m bench.redis_memory``): exact 205 bytes (256 with
-AOPIC), Bloom 11 (62 with AOPIC).
-
-Durability. What the server acknowledged survives the client; with AOF
-(``appendonly yes``, ``appendfsync everysec``) a Redis restart loses at most
-the last second of acknowledged writes. A crash of the crawler loses the
-writes still buffered (at most ``batch`` commands, and nothing older than the
-last checkpoint). Unlike SQLite there is no multi-key transaction: after a
-crash the store holds a prefix of the command stream rather than a
-checkpoint's snapshot, which the frontier's rebuild handles because the URL
-rows stay authoritative (the ``clean`` flag in ``P:meta`` is ``0`` while a
-crawl runs, ``1`` after a clean close); AOPIC's saved totals may lag its cash
-rows by the work since the last checkpoint.
+Durability. What the server acknowledged survives the client (with AOF, a
+Redis restart loses at most the last second). A crash of the crawler loses
+the writes still buffered; there is no multi-key transaction, so after a
+crash the store holds a prefix of the command stream, which the frontier's
+rebuild handles because the URL rows stay authoritative (``clean`` in
+``P:meta`` is ``0`` while a crawl runs, ``1`` after a clean close).
 
 Failures. Redis unreachable at :meth:`RedisStore.open` raises
-:class:`FrontierStoreError` naming the URL (password hidden). Mid-crawl,
-connection errors and time-outs are retried ``retries`` times with
-exponential back-off (0.1 s doubling, at most 2 s per wait), each retry
-logged as a warning; then the operation raises :class:`FrontierStoreError`.
-While retrying the store blocks its caller: the frontier's calls are
-synchronous, and nothing can be scheduled without the store anyway.
+:class:`FrontierStoreError` naming the URL (password hidden); mid-crawl,
+errors are retried with logged back-off, then raise
+:class:`~extensions.store.redis_connection.RedisLayerError` (a
+``FrontierStoreError``). The frontier's calls are synchronous: while
+retrying the store blocks its caller.
 
 Lifetime (scrapy-redis conventions): ``persist=False`` (``SCHEDULER_PERSIST``
-off, scrapy-redis' default) deletes every key of the crawl at a clean close;
-``flush_on_start`` (``SCHEDULER_FLUSH_ON_START``) deletes them at open.
-Queue lengths are kept in the client, as the SQLite store keeps them: a
-queue has one writer, the frontier process that owns it. Operations that
-scan every tag (``iter_pending``, ``iter_all``, ``requeue_inflight``,
-``count_by_status``, ``cash_count``, ``cash_totals``) run only at a rebuild,
-at start or in tests; ``iter_pending`` sorts in client memory (24 bytes per
-pending URL) because Redis has no global discovery order.
+off) deletes every key of the crawl at a clean close; ``flush_on_start``
+(``SCHEDULER_FLUSH_ON_START``) deletes them at open. Queue lengths are kept
+in the client (a queue has one writer). Operations that scan every tag
+(``iter_pending``, ``iter_all``, ``requeue_inflight``, ``count_by_status``,
+``cash_count``, ``cash_totals``) run only at a rebuild, at start or in tests.
 
 Inspect a running crawl with ``redis-cli``: ``--scan --pattern 'web:*'``,
 ``HLEN 'web:{abcdef}:urls'``, ``LLEN web:queue:front/0``, ``HGETALL web:meta``.
@@ -110,85 +65,70 @@ from __future__ import annotations
 import uuid
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
-from redis.cluster import RedisCluster
-from redis.exceptions import RedisError
 
 from extensions.store.base import Entry, FrontierStoreError, Status
-from extensions.store.redis_connection import LoggingRetry, connect, is_cluster, redact
 from extensions.store.redis_bloom import BloomLayout, bloom_hashes
-from extensions.store.redis_keys import (
-    FINISHED_FIELD,
-    INSERT_NEW,
-    INSERT_NEW_BLOOM,
-    MULTI_HMGET,
-    MULTI_HSET,
-    MULTI_LIMIT,
-    POP_ONCE,
-    REQUEUE,
-    REQUEUE_BLOOM,
-    SCHEMA_VERSION,
-    SET_STATUS,
+from extensions.store.redis_cash import RedisCashTable
+from extensions.store.redis_cash import group_by_tag as _group
+from extensions.store.redis_connection import RedisConnection, redact
+from extensions.store.redis_keys import SCHEMA_VERSION, Keys, tag_of
+from extensions.store.redis_registry import ProcessRegistry, registry_of
+from extensions.store.redis_rows import (
     STATUS_BYTE,
-    TRIM,
-    Keys,
     fetched_bytes,
-    pack_cash,
     pack_row,
     row_head,
     row_status,
-    tag_of,
-    unpack_cash,
     unpack_entry,
 )
+from extensions.store.redis_scripts import (
+    FINISHED_FIELD,
+    INSERT_NEW,
+    INSERT_NEW_BLOOM,
+    POP_ONCE,
+    REQUEUE,
+    REQUEUE_BLOOM,
+    SET_STATUS,
+    TRIM,
+)
 
-
-T = TypeVar("T")
 SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
 _PENDING = (Status.QUEUED, Status.INFLIGHT)
 
 
-class RedisStore:
+class RedisStore(RedisCashTable):
     """Every frontier store concern in Redis (see the module docstring).
     With ``bloom``, the URL-seen set is that Bloom filter and finished rows
-    are trimmed."""
+    are trimmed. ``connection`` is the crawler's shared one; without it the
+    store opens a connection of its own to ``url`` (tests, tools)."""
 
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
-                 flush_on_start: bool = False, retries: int = 6, timeout: float = 10.0,
-                 batch: int = 1024, bloom: BloomLayout | None = None) -> None:
+                 flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,
+                 batch: int = 1024, bloom: BloomLayout | None = None,
+                 connection: RedisConnection | None = None) -> None:
         self.url = url
         self.bloom = bloom
         self.keys = Keys(prefix)
         self.location = f"{redact(url)} (keys {prefix}:*)"
         self.persist, self.flush_on_start = persist, flush_on_start
         self.retries, self.timeout, self.batch = retries, timeout, batch
+        self.connection = connection or RedisConnection(url, retries=retries, timeout=timeout, batch=batch)
         self.clean = True
         self.queues = self.urls = self.hosts = self.cash = self
-        self.round_trips = 0  # pipelines sent (see the module docstring)
-        self._client: Any = None
-        self._retry: LoggingRetry | None = None
+        self._attached = False
         self._owner, self._pops = uuid.uuid4().hex, 0
-        self._pipe: Any = None
         self._lengths: dict[str, int] = {}
         self._seq_next, self._seq_end = 1, 0
         self._known = 0  # URLs inserted as new, not yet added to P:known
 
     # -- lifecycle -------------------------------------------------------------
     def open(self) -> None:
-        try:
-            self._retry = LoggingRetry(redact(self.url), self.retries)
-            self._client = connect(self.url, self.timeout, self._retry)
-        except ValueError as err:
-            raise FrontierStoreError(f"cannot use Redis at {redact(self.url)} for the frontier: {err}") from err
-        except (RedisError, OSError) as err:
-            raise FrontierStoreError(
-                f"cannot reach Redis at {redact(self.url)} for the frontier: {err} "
-                "(is redis-server running there? check REDIS_URL)"
-            ) from err
-        self._pipe = self._client.pipeline(transaction=False)
+        self.connection.attach("the frontier")
+        self._attached = True
         if self.flush_on_start:
             self.delete_crawl()
         schema, clean = self._call(("HGET", self.keys.meta, "schema"), ("HGET", self.keys.meta, "clean"))
@@ -201,7 +141,7 @@ class RedisStore:
         self.clean = clean != b"0" or not self._has_rows()
         self._write("HSET", self.keys.meta, "schema", SCHEMA_VERSION, "clean", "0")
         if schema is None:  # a new crawl: the baseline of its memory use
-            self._write("HSETNX", self.keys.meta, "memory_base", self._used_memory())
+            self._write("HSETNX", self.keys.meta, "memory_base", self.connection.used_memory()[0])
         self._flush()
         self._load_lengths()
 
@@ -223,7 +163,7 @@ class RedisStore:
         self._flush()
 
     def close(self, clean: bool = True) -> None:
-        if self._client is None:
+        if not self._attached:
             return
         if self.persist:
             self.set_meta("clean", "1" if clean else "0")
@@ -231,15 +171,14 @@ class RedisStore:
             self._flush()
         else:
             self.delete_crawl()
-        self._client.close()
-        self._client = self._pipe = None
+        self._attached = False
+        self.connection.detach()
 
     def abandon(self) -> None:
         """Drop the connection without sending buffered writes (a simulated crash)."""
-        if self._client is not None:
-            self._pipe.reset()
-            self._client.close()
-            self._client = self._pipe = None
+        if self._attached:
+            self._attached = False
+            self.connection.close()
 
     def delete_crawl(self) -> int:
         """Delete every key of this prefix; return how many."""
@@ -265,39 +204,30 @@ class RedisStore:
         """``(bytes, URLs)``, crawl-wide: the Redis dataset memory added since
         the crawl's keys were created (``used_memory_dataset`` over every
         master, less its value then) and the URLs known. It counts whatever
-        else the server stored meanwhile: exact on a Redis of its own (a
-        fresh server also counts the latency statistics it keeps per
-        command, about 25 KB each at its first use). None if the crawl began
-        before this baseline existed. One round trip (on a cluster, plus one
-        per master): for checkpoints, not per page."""
+        else the server stored meanwhile: exact on a Redis of its own. None
+        if the crawl began before this baseline existed. One round trip (on
+        a cluster, plus one per master): for checkpoints, not per page."""
         self._add_known()
         commands: list[tuple[Any, ...]] = [("GET", self.keys.known), ("HGET", self.keys.meta, "memory_base")]
         if not self.cluster:
             commands.append(("INFO", "memory"))
         known, base, *info = self._call(*commands)
-        used = self._used_memory() if self.cluster else int(info[0]["used_memory_dataset"])
+        used = self.connection.used_memory()[0] if self.cluster else int(info[0]["used_memory_dataset"])
         if base is None:
             return None
         return max(0, used - int(base)), int(known or 0)
 
-    def _used_memory(self) -> int:
-        """``used_memory_dataset`` summed over the masters. INFO is always
-        allowed: :func:`connect` needs it too."""
-        try:
-            if self.cluster:
-                info = self._client.info("memory", target_nodes=RedisCluster.PRIMARIES)
-                sections = [info] if "used_memory" in info else list(info.values())
-            else:
-                sections = [self._client.info("memory")]
-        except RedisError as err:
-            raise FrontierStoreError(f"Redis at {self.location} failed: {err}") from err
-        self.round_trips += len(sections)
-        return sum(int(section["used_memory_dataset"]) for section in sections)
+    # -- the pipeline (the crawler's shared connection) ----------------------------
+    @property
+    def registry(self) -> ProcessRegistry:
+        """The crawl's process registry on this store's connection."""
+        return registry_of(self.connection, self.keys.processes)
 
-    # -- the pipeline ------------------------------------------------------------
-    # Public for the multi-process frontier's leases
-    # (extensions/frontier/leases.py), which share this pipeline so that
-    # their commands and the store's stay in one order.
+    @property
+    def round_trips(self) -> int:
+        """Pipelines the connection sent (see the module docstring)."""
+        return self.connection.round_trips
+
     def call(self, *commands: tuple[Any, ...]) -> list[Any]:
         """Send the buffered writes and ``commands``; the answers to ``commands``."""
         return self._call(*commands) if commands else self._flush() or []
@@ -314,65 +244,43 @@ class RedisStore:
     def failures(self) -> int:
         """Failed Redis calls so far (each retried): after one, a command
         may have run twice, e.g. a URL taken from a back queue whose answer
-        was lost (see DistributedFrontier's in-flight repair)."""
-        return self._retry.failures if self._retry is not None else 0
+        was lost (see the shared frontier's in-flight repair)."""
+        return self.connection.failures
 
     @property
     def cluster(self) -> bool:
         """Whether the store talks to a Redis Cluster (after open)."""
-        return is_cluster(self._client)
+        return self.connection.cluster
+
+    @property
+    def _retry(self) -> Any:
+        """The connection's retry policy (tests/test_distributed.py counts a failure on it)."""
+        return self.connection.retry
 
     def sequence_numbers(self, count: int) -> range:
         """``count`` discovery-order numbers (reserved in blocks)."""
         return self._next_seqs(count)
 
-    def _require(self) -> Any:
-        if self._pipe is None:
+    def _require(self) -> RedisConnection:
+        if not self._attached:
             raise FrontierStoreError(f"the frontier store {self.location} is not open")
-        return self._pipe
+        return self.connection
 
     def _write(self, *command: Any) -> None:
-        """Buffer a command whose answer nobody needs."""
-        pipe = self._require()
-        pipe.execute_command(*command)
-        if len(pipe) >= self.batch:
-            self._flush()
+        self._require().write(*command)
 
     def _call(self, *commands: tuple[Any, ...]) -> list[Any]:
-        """Send the buffered writes and ``commands``; the answers to ``commands``."""
-        pipe = self._require()
-        start = len(pipe)
-        for command in commands:
-            pipe.execute_command(*command)
-        return self._execute()[start:]
+        return self._require().call(*commands)
 
     def _flush(self) -> None:
-        if self._pipe is not None and len(self._pipe):
-            self._execute()
-
-    def _execute(self) -> list[Any]:
-        self.round_trips += 1
-        try:
-            results = self._pipe.execute(raise_on_error=False)
-        except RedisError as err:
-            raise FrontierStoreError(f"Redis at {self.location} failed: {err}") from err
-        for result in results:
-            if isinstance(result, Exception):
-                raise FrontierStoreError(f"Redis at {self.location} refused a command: {result}") from result
-        return results
+        if self._attached:
+            self.connection.flush()
 
     def _scan(self, pattern: str) -> Iterator[bytes]:
-        self._flush()
-        try:
-            yield from self._client.scan_iter(match=pattern, count=1000)
-        except RedisError as err:
-            raise FrontierStoreError(f"Redis at {self.location} failed: {err}") from err
+        return self._require().scan(pattern)
 
     def _hscan(self, key: bytes, batch: int) -> Iterator[tuple[bytes, bytes]]:
-        try:
-            yield from self._client.hscan_iter(key, count=batch)
-        except RedisError as err:
-            raise FrontierStoreError(f"Redis at {self.location} failed: {err}") from err
+        return self._require().hscan(key, batch)
 
     def _has_rows(self) -> bool:
         return next(self._scan(self.keys.urls_pattern), None) is not None
@@ -455,7 +363,7 @@ class RedisStore:
         self._known += new
 
     def _add_known(self) -> None:
-        if self._known and self._pipe is not None:
+        if self._known and self._attached:
             self._write("INCRBY", self.keys.known, self._known)
             self._known = 0
 
@@ -587,115 +495,3 @@ class RedisStore:
 
     def clear_deferrals(self) -> None:
         self._write("DEL", self.keys.deferrals)
-
-    # -- CashTable (AOPIC) ---------------------------------------------------------
-    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float, int]]:
-        if not fingerprints:
-            return {}
-        by_tag = _group(fingerprints, tag_of)
-        answers = self._read_hashes([(self.keys.cash(tag), fps) for tag, fps in by_tag.items()])
-        return {fp: unpack_cash(value) for fps, values in zip(by_tag.values(), answers)
-                for fp, value in zip(fps, values) if value is not None}
-
-    def call_with_entries(self, commands: Sequence[tuple[Any, ...]],
-                          fingerprints: Sequence[int]) -> tuple[list[Any], dict[int, Entry]]:
-        """``commands``' answers and the URL rows of ``fingerprints``, in one
-        round trip (the shared AOPIC ledger's script and a page's links'
-        rows, which a promotion rewrites)."""
-        by_tag = _group(list(dict.fromkeys(fingerprints)), tag_of)
-        reads = [(self.keys.urls(tag), fps) for tag, fps in by_tag.items()]
-        multi = self._multi(MULTI_HMGET, reads) if reads else None
-        read_commands = [multi] if multi is not None else [("HMGET", key, *fps) for key, fps in reads]
-        if not commands and not read_commands:
-            return [], {}
-        answers = self._call(*commands, *read_commands)
-        rows = answers[len(commands):]
-        if multi is not None:
-            rows = rows[0]
-        entries = {fp: unpack_entry(fp, row) for fps, found in zip(by_tag.values(), rows)
-                   for fp, row in zip(fps, found) if row is not None}
-        return answers[:len(commands)], entries
-
-    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
-            dict[int, tuple[float, float, float, int]], dict[int, Entry]]:
-        """:meth:`get_cash` and :meth:`get_many` of the same URLs in one round
-        trip: a fetched page's links, whose cash AOPIC credits and whose rows
-        a promotion rewrites."""
-        if not fingerprints:
-            return {}, {}
-        by_tag = _group(list(dict.fromkeys(fingerprints)), tag_of)
-        groups = list(by_tag.items())
-        answers = self._read_hashes([(self.keys.cash(tag), fps) for tag, fps in groups]
-                                    + [(self.keys.urls(tag), fps) for tag, fps in groups])
-        cash = {fp: unpack_cash(value) for (_, fps), values in zip(groups, answers)
-                for fp, value in zip(fps, values) if value is not None}
-        entries = {fp: unpack_entry(fp, row) for (_, fps), rows in zip(groups, answers[len(groups):])
-                   for fp, row in zip(fps, rows) if row is not None}
-        return cash, entries
-
-    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
-        by_tag = _group(rows, lambda row: tag_of(row[0]))
-        writes = []
-        for tag, tagged in by_tag.items():
-            fields: list[Any] = []
-            for fp, cash, history, mark, visits in tagged:
-                fields += [fp, pack_cash(cash, history, mark, visits)]
-            writes.append((self.keys.cash(tag), fields))
-        self._write_hashes(writes)
-
-    # -- several hashes in one command -------------------------------------------------
-    def _read_hashes(self, reads: list[tuple[str, list[Any]]]) -> list[list[Any]]:
-        """HMGET of each ``(key, fields)``: one script call on a single Redis
-        (a page's links span several host tags), one HMGET per key on a cluster."""
-        multi = self._multi(MULTI_HMGET, reads)
-        if multi is None:
-            return self._call(*[("HMGET", key, *fields) for key, fields in reads])
-        return self._call(multi)[0]
-
-    def _write_hashes(self, writes: list[tuple[str, list[Any]]]) -> None:
-        """HSET of each ``(key, fields and values)``, buffered; as one script
-        call on a single Redis, as :meth:`_read_hashes` does."""
-        multi = self._multi(MULTI_HSET, writes)
-        if multi is None:
-            for key, fields in writes:
-                self._write("HSET", key, *fields)
-        else:
-            self._write(*multi)
-
-    def _multi(self, script: str, items: list[tuple[str, list[Any]]]) -> tuple[Any, ...] | None:
-        """``script`` over every ``(key, arguments)`` as one EVAL, or None
-        where it cannot or need not be one (a cluster, one key, too many arguments)."""
-        if self.cluster or len(items) == 1 or sum(len(args) + 1 for _, args in items) > MULTI_LIMIT:
-            return None
-        flat: list[Any] = []
-        for _, args in items:
-            flat += [len(args), *args]
-        return ("EVAL", script, len(items), *[key for key, _ in items], *flat)
-
-    def cash_count(self) -> int:
-        keys = list(self._scan(self.keys.cash_pattern))
-        return sum(self._call(*[("HLEN", key) for key in keys])) if keys else 0
-
-    def cash_totals(self) -> tuple[float, float, float]:
-        cash = history = mark = 0.0
-        for key in list(self._scan(self.keys.cash_pattern)):
-            for _, value in self._hscan(key, 10_000):
-                row = unpack_cash(value)
-                cash, history, mark = cash + row[0], history + row[1], mark + row[2]
-        return cash, history, mark
-
-    # -- content groups (content-seen) -----------------------------------------------
-    def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
-        self._write("HSET", self.keys.groups(tag_of(fingerprint)), fingerprint, f"{group_id},{int(duplicate)}")
-
-    def content_group(self, fingerprint: int) -> int | None:
-        value = self._call(("HGET", self.keys.groups(tag_of(fingerprint)), fingerprint))[0]
-        return None if value is None else int(value.split(b",")[0])
-
-
-def _group(items: Iterable[T], key: Callable[[T], str]) -> dict[str, list[T]]:
-    """``items`` by tag, in first-seen order (one command per tag)."""
-    groups: dict[str, list[T]] = {}
-    for item in items:
-        groups.setdefault(key(item), []).append(item)
-    return groups

@@ -50,6 +50,9 @@ from typing import Any
 import mmh3
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
+from extensions.store.redis_connection import script
+from extensions.store.redis_rows import tag_of
+
 MIN_LAYER = 64  # URLs in a shard's first layer at the least
 HEADER_BITS = 64  # the shard's URL count (BITFIELD i64 at offset 0)
 MAX_BITS = 1 << 32  # a Redis string holds at most 512 MB
@@ -107,13 +110,13 @@ end
 
 #: Add URLs to one shard. KEYS: shard. ARGV: first capacity, first error,
 #: then h1, h2, h3 per URL. Returns 1 (new) or 0 (seen) per URL.
-BLOOM_ADD = BLOOM_ADD_FN + """
+BLOOM_ADD = script(BLOOM_ADD_FN + """
 local added = {}
 for i = 3, #ARGV, 3 do
   added[#added + 1] = bloom_add(KEYS[1], ARGV[1], ARGV[2], ARGV[i], ARGV[i + 1], ARGV[i + 2])
 end
 return added
-"""
+""")
 
 
 @dataclass(frozen=True)
@@ -183,7 +186,7 @@ def bloom_hashes(fingerprint: int) -> tuple[int, int, int]:
 @cache
 def _slot_tags() -> tuple[str, ...]:
     """For every slot, the first ``bloom-N`` that hashes to it (about 150,000
-    CRC16s, 60 ms, once per process)."""
+    CRC16s, once per process)."""
     tags: list[str | None] = [None] * REDIS_CLUSTER_HASH_SLOTS
     missing, number = REDIS_CLUSTER_HASH_SLOTS, 0
     while missing:
@@ -211,8 +214,6 @@ class RedisBloom:
         self.store, self.layout = store, layout
 
     def add_if_new(self, fingerprints: Sequence[int]) -> list[bool]:
-        from extensions.store.redis_keys import tag_of  # noqa: PLC0415 - redis_keys imports this module
-
         groups: dict[str, list[int]] = {}
         for index, fp in enumerate(fingerprints):
             groups.setdefault(self.store.keys.bloom(tag_of(fp)), []).append(index)

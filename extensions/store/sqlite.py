@@ -123,6 +123,7 @@ class SQLiteStore:
     def __init__(self, path: str | Path, cache_mb: int = 64, max_mb: float | None = None) -> None:
         self.path = Path(path)
         self.location = str(self.path)
+        self.round_trips = 0  # an embedded store sends no requests
         self.cache_mb = cache_mb
         self.max_mb = max_mb  # a quota: beyond it writes fail as on a full disk
         self.clean = True
@@ -262,6 +263,15 @@ class SQLiteStore:
         return float(row[0]), float(row[1]), float(row[2])
 
     # -- content groups (content-seen) ---------------------------------------
+    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
+            dict[int, tuple[float, float, float, int]], dict[int, Entry] | None]:
+        """The cash rows only: a URL row is read when needed, at no round trip's cost."""
+        return self.get_cash(fingerprints), None
+
+    def memory_usage(self) -> tuple[int, int] | None:
+        """Not measured for an embedded store."""
+        return None
+
     def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
         self._require().execute("INSERT OR REPLACE INTO content_groups VALUES (?, ?, ?)",
                                 (fingerprint, group_id, int(duplicate)))

@@ -1,0 +1,197 @@
+"""The one Redis layer: one connection per crawler, scripts by SHA, one
+process registry with the last-one-out rule for the frontier and the
+content-seen sets alike. Real redis-server (single and cluster)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+from scrapy import Request, Spider
+from scrapy.utils.test import get_crawler
+
+from extensions.contentseen.redis import RedisContentSeen, RedisContentStore
+from extensions.frontier.distributed import DistributedFrontier
+from extensions.frontier.scheduler import Frontier
+from extensions.pipelines.contentseen import ContentSeenPipeline
+from extensions.store.base import Entry, Status
+from extensions.store.factory import redis_connection, redis_store
+from extensions.store.redis import RedisStore
+from extensions.store.redis_connection import RedisConnection
+from extensions.store.redis_rows import ROW_LUA, pack_row, unpack_entry
+from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
+
+
+def _entries(count: int, host: str = "a.test") -> list[Entry]:
+    from extensions.frontier.fingerprint import url_fingerprint
+
+    return [Entry(url_fingerprint(f"http://{host}/{i}")[0], f"http://{host}/{i}", host) for i in range(count)]
+
+
+def _commandstats(client: Any) -> dict[str, int]:
+    stats = client.info("commandstats")
+    return {name: int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("eval", "evalsha")}
+
+
+def test_scripts_go_by_sha_and_survive_a_script_flush(redis_server: RedisServer) -> None:
+    """After open, a script travels as EVALSHA, never as its text; when the
+    server loses its script cache (SCRIPT FLUSH, a restart, a fail-over) the
+    connection loads the scripts again and the call still works."""
+    store = RedisStore(redis_server.url, unique_prefix())
+    store.open()
+    observer = redis.Redis.from_url(redis_server.url)
+    before = _commandstats(observer)
+    entries = _entries(20)
+    assert store.insert_new(entries, 0.0) == [True] * 20
+    store.set_status([entries[0].fingerprint], Status.INFLIGHT)
+    assert store.status_of(entries[0].fingerprint) == Status.INFLIGHT
+    after = _commandstats(observer)
+    assert after["eval"] == before["eval"]
+    assert after["evalsha"] > before["evalsha"]
+
+    observer.script_flush()
+    assert store.insert_new(_entries(5, "b.test"), 0.0) == [True] * 5  # NOSCRIPT, loaded, sent again
+    store.set_status([entries[1].fingerprint], Status.DONE)
+    assert store.status_of(entries[1].fingerprint) == Status.DONE
+    assert store.connection.script_reloads == 1
+    assert store.insert_new(_entries(5, "b.test"), 0.0) == [False] * 5
+    assert store.connection.script_reloads == 1  # loaded once: no second reload
+    store.close()
+    observer.close()
+
+
+def test_scripts_survive_a_script_flush_on_a_cluster(redis_cluster: RedisClusterServers) -> None:
+    store = RedisStore(redis_cluster.url, unique_prefix())
+    store.open()
+    hosts = [f"h{i}.test" for i in range(12)]  # tags spread over the masters
+    for host in hosts:
+        assert store.insert_new(_entries(2, host), 0.0) == [True, True]
+    observer = RedisCluster.from_url(redis_cluster.url)
+    observer.script_flush()  # on every master
+    for host in hosts:
+        assert store.insert_new(_entries(3, host), 0.0) == [False, False, True]
+    assert store.connection.script_reloads >= 1
+    store.close()
+    observer.close()
+
+
+def test_the_lua_row_accessors_read_what_pack_row_wrote(redis_server: RedisServer) -> None:
+    """The Lua side of the URL-row format is generated from the same
+    constants as pack_row: a script reading the status, the URL and the
+    fetch time of a packed row gets what Python put there."""
+    client = redis.Redis.from_url(redis_server.url)
+    entry = Entry(7, "http://ü.test/path?q=1", "ü.test", level=3, referer="http://r.test/")
+    row = pack_row(entry, Status.DEFERRED, 42, fetched=1234.5)
+    status, url, changed = client.eval(ROW_LUA + """
+      local row = ARGV[1]
+      return {row_status(row), row_url(row), row_with(S_QUEUED, row_fetched(row), row)}
+    """, 0, row)
+    assert status == b"5" and url.decode() == entry.url
+    assert changed == pack_row(entry, Status.QUEUED, 42, fetched=1234.5)
+    assert unpack_entry(7, changed) == entry
+    client.close()
+
+
+def _crawler(url: str, prefix: str, **extra: Any) -> Any:
+    return get_crawler(Spider, {"FRONTIER_BACKEND": "redis", "REDIS_URL": url, "FRONTIER_REDIS_PREFIX": prefix,
+                                "CONTENTSEEN_FLUSH_INTERVAL": 0, **extra})
+
+
+def _frontier(crawler: Any) -> DistributedFrontier:
+    """The shared frontier on the crawler's store, without Scrapy's timers
+    (this test runs no reactor)."""
+    return DistributedFrontier(redis_store(crawler), ledger=None)
+
+
+def test_one_crawler_opens_one_connection_for_the_frontier_and_the_content_seen_sets(
+        redis_server: RedisServer) -> None:
+    """The frontier's store (with its host leases) and the content-seen sets
+    of one crawler share one connection: the server sees one client for the
+    crawler, and its pool made one connection (there were one per component)."""
+    prefix = unique_prefix()
+    crawler = _crawler(redis_server.url, prefix, FRONTIER_AOPIC=True)
+    pipeline = ContentSeenPipeline.from_crawler(crawler)
+    connection = redis_connection(crawler)
+    assert Frontier.from_crawler(crawler).store.connection is connection
+    assert pipeline.redis.connection is connection
+    frontier = _frontier(crawler)
+    frontier.open(None)
+    pipeline.open_spider()
+    connection.client.client_setname(prefix)  # names the pool's one connection
+    assert frontier.enqueue_request(Request("http://a.test/"))
+    assert frontier.next_request() is not None
+    pipeline.exact.add_or_get(1, "http://a.test/")
+    observer = redis.Redis.from_url(redis_server.url)
+    names = [entry.get("name") for entry in observer.client_list()]
+    ours = [entry for entry in observer.client_list() if entry.get("name") == prefix]
+    assert len(ours) == 1, names
+    assert connection.client.connection_pool._created_connections == 1
+    pipeline.close()
+    frontier.close("finished")
+    assert not connection.is_open  # the last user closed it
+    observer.close()
+
+
+def test_one_process_is_one_member_of_the_registry(redis_server: RedisServer) -> None:
+    prefix = unique_prefix()
+    crawler = _crawler(redis_server.url, prefix, SCHEDULER_PERSIST=True)
+    frontier = _frontier(crawler)
+    pipeline = ContentSeenPipeline.from_crawler(crawler)
+    frontier.open(None)
+    pipeline.open_spider()
+    pipeline.exact.add_or_get(1, "http://a.test/")  # rides a heartbeat
+    observer = redis.Redis.from_url(redis_server.url)
+    members = observer.zrange(f"{prefix}:processes", 0, -1)
+    assert members == [frontier.store.registry.owner.encode()]
+    pipeline.close()
+    assert observer.zrange(f"{prefix}:processes", 0, -1) == members  # the frontier still runs
+    frontier.close("finished")
+    assert observer.zcard(f"{prefix}:processes") == 0
+    observer.close()
+
+
+def _keys(client: Any, prefix: str) -> list[bytes]:
+    return sorted(client.scan_iter(match=f"{prefix}:*"))
+
+
+def _process(url: str, prefix: str) -> tuple[DistributedFrontier, RedisContentSeen]:
+    """One crawler process: a shared frontier and the content-seen set on one connection."""
+    connection = RedisConnection(url)
+    frontier = DistributedFrontier(RedisStore(url, prefix, persist=False, connection=connection))
+    frontier.open(None)
+    seen = RedisContentSeen(RedisContentStore(url, prefix, persist=False, connection=connection))
+    return frontier, seen
+
+
+@pytest.mark.parametrize("content_first", [True, False])
+def test_the_last_process_out_deletes_the_keys_of_both_stores(redis_server: RedisServer,
+                                                                content_first: bool) -> None:
+    """SCHEDULER_PERSIST off: the frontier's and the content-seen keys stay
+    while another process is alive, and go with the last one, whichever of
+    a process's components closes first."""
+    prefix = unique_prefix()
+    observer = redis.Redis.from_url(redis_server.url)
+    first, second = _process(redis_server.url, prefix), _process(redis_server.url, prefix)
+    for number, (frontier, seen) in enumerate((first, second)):
+        assert frontier.enqueue_request(Request(f"http://h{number}.test/"))
+        seen.add_or_get(number + 1, f"http://h{number}.test/")
+    assert observer.zcard(f"{prefix}:processes") == 2
+
+    def close(process: tuple[DistributedFrontier, RedisContentSeen]) -> None:
+        frontier, seen = process
+        if content_first:
+            seen.close()
+            frontier.close("finished")
+        else:
+            frontier.close("finished")
+            seen.close()
+
+    close(first)
+    left = _keys(observer, prefix)
+    assert any(b":contentseen:" in key for key in left) and any(b":urls" in key for key in left)
+    assert observer.zcard(f"{prefix}:processes") == 1
+    close(second)
+    assert _keys(observer, prefix) == []
+    observer.close()
