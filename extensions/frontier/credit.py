@@ -29,6 +29,7 @@ class Payment:
     """One fetched page's credit assignment."""
 
     fingerprint: int  # the page's
+    links: list[int]  # its outlinks' fingerprints, in the order given
     history: float  # the page's history now (its importance)
     credit: dict[int, tuple[float, float]]  # per outlink: (cash after, the ledger's dividend then)
     rising: list[int]  # known outlinks whose level the credit raised
@@ -50,7 +51,7 @@ class AOPICCredit:
         links = [canonical_fingerprint(link) for link in outlinks]
         paid, entries = ledger.distribute(fp, links, entries_of=links)
         credit, rising = self._rising(links, paid.changes) if links and paid.changes else ({}, [])
-        return Payment(fp, paid.history, credit, rising, entries, paid.visits <= self.revisits)
+        return Payment(fp, links, paid.history, credit, rising, entries, paid.visits <= self.revisits)
 
     def grant(self, fingerprints: list[int], amount: float) -> tuple[dict[int, tuple[float, float]], list[int]]:
         """Add ``amount`` to each URL's cash; return each one's credit and
@@ -96,7 +97,7 @@ class AOPICCredit:
 
 def take_credit(request: Request) -> tuple[float, float] | None:
     """Remove and return the AOPIC credit on ``request``'s meta (never stored with the URL)."""
-    credit = request.meta.pop(CREDIT_META, None) if CREDIT_META in request.meta else None
+    credit = request.meta.pop(CREDIT_META, None)
     if credit is None:
         return None
     try:

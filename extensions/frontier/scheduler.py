@@ -63,7 +63,7 @@ from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.codec import decode, encode
 from extensions.frontier.credit import AOPICCredit, take_credit
 from extensions.frontier.dispatch import FrontierParts, HostDispatch
-from extensions.frontier.fingerprint import URL_BITS, canonical_fingerprint, url_fingerprint
+from extensions.frontier.fingerprint import URL_BITS, url_fingerprint
 from extensions.frontier.gauges import CRAWL_WIDE_STATS, DictStats, update_gauges
 from extensions.frontier.holds import OriginHolds
 from extensions.frontier.hostkey import HostKey
@@ -453,10 +453,8 @@ class Frontier(BaseScheduler):
             self._promote(payment.rising, payment.credit, payment.entries)
         if payment.revisit:
             self._revisit(payment.fingerprint)
-        by_url = {}
-        if payment.credit:
-            by_url = {link: credit for link in links
-                      if (credit := payment.credit.get(canonical_fingerprint(link))) is not None}
+        by_url = {link: credit for link, fp in zip(links, payment.links)
+                  if (credit := payment.credit.get(fp)) is not None}
         return PageDone(payment.history, by_url)
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
