@@ -16,7 +16,7 @@ from extensions.frontier.holds import OriginHolds, origin_of
 from extensions.store.base import Entry, Status
 from twisted.internet.task import Clock
 
-from tests.test_frontier_support import STORES, make_frontier, make_store
+from tests.test_frontier_support import STORES, make_frontier, make_store, reopen_store
 
 
 @pytest.fixture(params=STORES)
@@ -31,16 +31,6 @@ def entry(url: str) -> Entry:
 def status(frontier: Any, url: str) -> Status | None:
     from extensions.frontier.fingerprint import url_fingerprint  # noqa: PLC0415
     return frontier.store.urls.status_of(url_fingerprint(url)[0])
-
-
-def reopened(store: Any) -> Any:
-    """A new store object over the same data (a new process's view)."""
-    kind = type(store).__name__
-    if kind == "MemoryStore":
-        pytest.skip("a memory store does not outlive its frontier")
-    if kind == "SQLiteStore":
-        return type(store)(store.path)
-    return type(store)(store.url, store.keys.prefix, bloom=store.bloom)
 
 
 def fetch_all(frontier: Any, clock: Clock, refuse: set[str] = frozenset(), limit: int = 10_000) -> list[str]:
@@ -225,7 +215,7 @@ def test_urls_of_a_deferred_origin_found_later_are_deferred_at_once(store: Any) 
 
 def test_a_resumed_crawl_retries_deferred_urls_first(store: Any, tmp_path: Any) -> None:
     clock = Clock()
-    fresh = reopened(store)
+    fresh = reopen_store(store)
     frontier = make_frontier(store, clock=clock, idle_close=5.0)
     frontier.enqueue_request(Request("https://dead.test/", priority=-5))
     frontier.origin_held("https://dead.test", 1000.0, "refused")
@@ -287,7 +277,7 @@ def test_a_retried_start_request_is_scheduled_again(store: Any) -> None:
 
 def test_start_requests_of_an_earlier_run_are_not_fetched_again(store: Any) -> None:
     clock = Clock()
-    fresh = reopened(store)
+    fresh = reopen_store(store)
     seed = {"is_start_request": True}
     frontier = make_frontier(store, clock=clock)
     assert frontier.enqueue_request(Request("http://a.test/", dont_filter=True, meta=seed))
