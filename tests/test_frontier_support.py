@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import shutil
 import weakref
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from scrapy import Request
-from twisted.internet.task import Clock
+from twisted.internet.task import Clock, LoopingCall
 
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import frontier_arguments
@@ -92,6 +93,13 @@ class Wakes:
         self.count += 1
 
 
+def looping_call(clock: Clock, function: Any) -> LoopingCall:
+    """A LoopingCall on the test's clock."""
+    loop = LoopingCall(function)
+    loop.clock = clock
+    return loop
+
+
 def make_frontier(store: Any, clock: Clock | None = None, **kwargs: Any) -> Frontier:
     """An open frontier on ``store`` driven by ``clock``: the shared host
     dispatch for a store made as "shared"/"shared-bloom", else the local one
@@ -105,8 +113,11 @@ def make_frontier(store: Any, clock: Clock | None = None, **kwargs: Any) -> Fron
     local = {name: kwargs.pop(name) for name in ("queue_buffer", "selector", "refill_budget") if name in kwargs}
     local.setdefault("queue_buffer", 8)
     if shared(store):
-        # the lease clock is the test's clock too: leases expire only when the test says so
+        # the lease clock is the test's clock too: leases expire and holds
+        # end only when the test says so; lease upkeep (renewals, the idle
+        # close) runs as the clock advances
         kwargs.setdefault("dispatch", SharedDispatch(front_queues, back_queues, lease_clock=clock.seconds))
+        kwargs.setdefault("looping_call", partial(looping_call, clock))
     else:
         kwargs.setdefault("dispatch", LocalDispatch(front_queues, back_queues, **local))
     frontier = Frontier(store, **frontier_arguments(
