@@ -87,6 +87,8 @@ def _child(args: argparse.Namespace) -> dict:
 def _drive(args: argparse.Namespace, ours: str | None) -> dict:
     from scrapy import Request  # noqa: PLC0415 - keep the parent process light
 
+    from extensions.frontier.localdispatch import LocalDispatch  # noqa: PLC0415
+    from extensions.frontier.options import frontier_arguments  # noqa: PLC0415
     from extensions.frontier.politeness import Politeness  # noqa: PLC0415
     from extensions.frontier.scheduler import Frontier  # noqa: PLC0415
     from extensions.frontier.urlseen import BloomSeen  # noqa: PLC0415
@@ -102,11 +104,11 @@ def _drive(args: argparse.Namespace, ours: str | None) -> dict:
         store.close(clean=True)
         frontier = _StockDriver(directory, jobdir=args.scheduler == "stock-jobdir")
     else:
-        frontier = Frontier(
-            store, front_queues=8, back_queues=args.back_queues, queue_buffer=args.buffer,
+        frontier = Frontier(store, **frontier_arguments(
+            dispatch=LocalDispatch(8, args.back_queues, queue_buffer=args.buffer),
             politeness=Politeness(), seen_cache_size=args.cache, bloom=bloom,
             clock=lambda: now[0], wall_clock=time.time,
-        )
+        ))
         frontier.open(None)
 
     def url(i: int) -> str:

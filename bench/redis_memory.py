@@ -31,6 +31,8 @@ from scrapy import Request
 from extensions.frontier.page import PageVerdict
 
 from extensions.aopic.ledger import AOPICLedger
+from extensions.frontier.localdispatch import LocalDispatch
+from extensions.frontier.options import frontier_arguments
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
 from extensions.store.redis import RedisStore
@@ -42,8 +44,9 @@ def crawl(url: str, prefix: str, bloom: BloomLayout | None, aopic: bool, urls: i
     """Enqueue and fetch ``urls`` URLs with one frontier; its stats and rates."""
     store = RedisStore(url, prefix, bloom=bloom)
     clock = [0.0]
-    frontier = Frontier(store, politeness=Politeness(), back_queues=64, queue_buffer=256,
-                        clock=lambda: clock[0], ledger=AOPICLedger(store) if aopic else None)
+    frontier = Frontier(store, **frontier_arguments(
+        dispatch=LocalDispatch(8, 64, queue_buffer=256), politeness=Politeness(),
+        clock=lambda: clock[0], ledger=AOPICLedger(store) if aopic else None))
     frontier.open(None)
     addresses = [f"http://h{i % hosts}.example/section/page-{i}.html" for i in range(urls)]
     started = time.perf_counter()

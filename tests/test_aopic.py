@@ -16,7 +16,7 @@ from twisted.internet.task import Clock
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.prioritizer import CashPrioritizer
-from tests.test_frontier_support import STORES, drain, make_frontier, make_store
+from tests.test_frontier_support import STORES, drain, make_frontier, make_store, shared
 
 
 @pytest.fixture(params=STORES)
@@ -144,7 +144,11 @@ def test_seeds_get_cash_and_richer_urls_are_fetched_first(store: Any) -> None:
     seed = Request("http://a.test/", meta={"is_start_request": True})
     assert frontier.enqueue_request(seed)
     assert frontier.ledger.cash_of(url_fingerprint(seed.url)[0]) == 1.0
-    assert frontier.next_request().url == "http://a.test/"
+    fetched = frontier.next_request()
+    assert fetched.url == "http://a.test/"
+    # the fetch ends before the pipelines judge the page (the shared dispatch
+    # holds a host while a fetch of it is in flight: back_queues=1 is all)
+    frontier.fetch_finished(fetched, duration=0.0)
     links = [f"http://b.test/{i}" for i in range(6)]
     frontier.page_done(PageVerdict("http://a.test/", links))  # 0.15 each, before they are enqueued
     for url in links:
@@ -155,7 +159,9 @@ def test_seeds_get_cash_and_richer_urls_are_fetched_first(store: Any) -> None:
     order = [url for _, url in drain(frontier, clock)]
     assert order[0] == "http://b.test/5"
     assert sorted(order) == sorted(links)  # every URL once: the stale copy is skipped
-    if not getattr(store, "trims", False):  # else dropped at the refill already: its row is gone
+    # with trims, dropped at the refill already (its row is gone); the shared
+    # dispatch moves the URL within its host's queue, leaving no copy behind
+    if not getattr(store, "trims", False) and not shared(store):
         assert frontier.stats.get_value("frontier/stale_copies") == 1
 
 

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import weakref
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from scrapy import Request
-from twisted.internet.task import Clock
+import pytest
 
+from scrapy import Request
+from twisted.internet.task import Clock, LoopingCall
+
+from extensions.frontier.localdispatch import LocalDispatch
+from extensions.frontier.options import frontier_arguments
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
+from extensions.frontier.shareddispatch import SharedDispatch
 from extensions.store.memory import MemoryStore
 from extensions.store.redis import RedisStore
 from extensions.store.redis_bloom import BloomLayout
@@ -25,21 +32,55 @@ from testweb.redisserver import shared_server, unique_prefix
 
 # "redis": a real redis-server (one per test process, a key prefix per
 # store); "redis-bloom": the same with the shared URL-seen Bloom filter,
-# whose store trims finished rows. Left out only on a machine without the
+# whose store trims finished rows. Each with the local host dispatch (back
+# queues in this process); "shared" and "shared-bloom": the same stores
+# with the shared host dispatch (host leases on Redis), the frontier that
+# FRONTIER_BACKEND=redis composes. Left out only on a machine without the
 # binary outside CI; CI runs `make test`, which installs it, and fails
 # loudly if it is missing.
 STORES = ["memory", "sqlite"]
 if shutil.which("redis-server") or os.environ.get("CI"):
-    STORES += ["redis", "redis-bloom"]
+    STORES += ["redis", "redis-bloom", "shared", "shared-bloom"]
+
+#: the kind each store of make_store was made as (make_frontier picks the dispatch by it)
+_KINDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 def make_store(kind: str, directory: Path) -> Any:
     if kind == "memory":
-        return MemoryStore()
-    if kind.startswith("redis"):
-        bloom = BloomLayout(1_000_000, 1e-6) if kind == "redis-bloom" else None
-        return RedisStore(shared_server().url, unique_prefix(), bloom=bloom)
-    return SQLiteStore(directory / "frontier.sqlite3")
+        store: Any = MemoryStore()
+    elif kind.startswith(("redis", "shared")):
+        bloom = BloomLayout(1_000_000, 1e-6) if kind.endswith("-bloom") else None
+        store = RedisStore(shared_server().url, unique_prefix(), bloom=bloom)
+    else:
+        store = SQLiteStore(directory / "frontier.sqlite3")
+    _KINDS[store] = kind
+    return store
+
+
+def reopen_store(store: Any) -> Any:
+    """A new store object over the same data (a new process's view), of
+    the same kind; a memory store does not outlive its frontier (skip)."""
+    kind = _KINDS.get(store, type(store).__name__)
+    if isinstance(store, MemoryStore):
+        pytest.skip("a memory store does not outlive its frontier")
+    if isinstance(store, SQLiteStore):
+        fresh: Any = type(store)(store.path)
+    else:
+        fresh = type(store)(store.url, store.keys.prefix, bloom=store.bloom)
+    _KINDS[fresh] = kind
+    return fresh
+
+
+def shared(store: Any) -> bool:
+    """Whether frontiers on ``store`` compose the shared host dispatch."""
+    return _KINDS.get(store, "").startswith("shared")
+
+
+def local_only(store: Any, reason: str) -> None:
+    """Skip a test of the local back queues on the shared dispatch, saying why."""
+    if shared(store):
+        pytest.skip(f"local dispatch only: {reason}")
 
 
 class Wakes:
@@ -52,19 +93,40 @@ class Wakes:
         self.count += 1
 
 
+def looping_call(clock: Clock, function: Any) -> LoopingCall:
+    """A LoopingCall on the test's clock."""
+    loop = LoopingCall(function)
+    loop.clock = clock
+    return loop
+
+
 def make_frontier(store: Any, clock: Clock | None = None, **kwargs: Any) -> Frontier:
+    """An open frontier on ``store`` driven by ``clock``: the shared host
+    dispatch for a store made as "shared"/"shared-bloom", else the local one
+    (``front_queues``, ``back_queues``, ``queue_buffer``, ``selector``,
+    ``refill_budget`` configure either's share); other keywords as
+    :func:`~extensions.frontier.options.frontier_arguments` takes them."""
     clock = clock or Clock()
     kwargs.setdefault("politeness", Politeness())
-    kwargs.setdefault("back_queues", 4)
-    kwargs.setdefault("queue_buffer", 8)
-    frontier = Frontier(
-        store,
+    front_queues = kwargs.pop("front_queues", 8)
+    back_queues = kwargs.pop("back_queues", 4)
+    local = {name: kwargs.pop(name) for name in ("queue_buffer", "selector", "refill_budget") if name in kwargs}
+    local.setdefault("queue_buffer", 8)
+    if shared(store):
+        # the lease clock is the test's clock too: leases expire and holds
+        # end only when the test says so; lease upkeep (renewals, the idle
+        # close) runs as the clock advances
+        kwargs.setdefault("dispatch", SharedDispatch(front_queues, back_queues, lease_clock=clock.seconds))
+        kwargs.setdefault("looping_call", partial(looping_call, clock))
+    else:
+        kwargs.setdefault("dispatch", LocalDispatch(front_queues, back_queues, **local))
+    frontier = Frontier(store, **frontier_arguments(
         clock=clock.seconds,
         wall_clock=lambda: 1_700_000_000.0 + clock.seconds(),
         call_later=clock.callLater,
         wake=kwargs.pop("wake", Wakes()),
         **kwargs,
-    )
+    ))
     frontier.open(None)
     return frontier
 

@@ -29,7 +29,7 @@ def test_host_budget_counts_survive_a_cold_cache(store: Any, tmp_path: Any) -> N
     frontier = make_frontier(store, host_budget=3)
     for i in range(2):
         assert frontier.enqueue_request(Request(f"http://trap.test/{i}"))
-    frontier._host_counts.clear()
+    frontier.admission.host_counts.clear()
     assert frontier.enqueue_request(Request("http://trap.test/2"))
     assert not frontier.enqueue_request(Request("http://trap.test/3"))
 

@@ -50,6 +50,7 @@ from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.front import BiasedSelector
 from extensions.frontier.hostkey import HostKey
 from extensions.frontier.localdispatch import LocalDispatch
+from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.shareddispatch import SharedDispatch
 from extensions.frontier.urlseen import BloomSeen
@@ -167,9 +168,10 @@ def _local_dispatch(settings: Any, front_queues: int, back_queues: int) -> Local
 
 
 def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
-    """Every argument of ``Frontier.__init__`` from the crawler's settings,
-    the host dispatch included: shared (Redis leases) with the Redis store
-    and ``FRONTIER_DISTRIBUTED``, else local."""
+    """Every argument of ``Frontier.__init__`` from the crawler's settings:
+    the parts, the host dispatch among them (shared, on Redis leases, with
+    the Redis store and ``FRONTIER_DISTRIBUTED``, else local), and the plain
+    values grouped as :mod:`.options` declares them."""
     settings = _with_defaults(crawler.settings)
     front_queues = _positive_int(settings, "FRONTIER_FRONT_QUEUES")
     back_queues = settings.getint("FRONTIER_BACK_QUEUES") or 3 * _positive_int(
@@ -186,7 +188,6 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
     return {
         "store": store,
         "dispatch": dispatch,
-        "front_queues": front_queues,
         "prioritizer": prioritizer_cls(levels=front_queues),
         "politeness": Politeness(
             delay=_non_negative(settings, "DOWNLOAD_DELAY"),
@@ -194,24 +195,22 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
             concurrency=per_ip or _positive_int(settings, "CONCURRENT_REQUESTS_PER_DOMAIN"),
             slots=settings.getdict("DOWNLOAD_SLOTS"),
         ),
-        "seen_cache_size": _positive_int(settings, "FRONTIER_SEEN_CACHE_SIZE", 0),
-        "bloom": bloom,
-        "bloom_path": directory / BLOOM_NAME if bloom is not None and directory else None,
         "hostkey": HostKey(per_ip=bool(per_ip)),
-        "clock": time.monotonic,
-        "wall_clock": time.time,
-        "call_later": call_later,
-        "stats": crawler.stats,
-        "looping_call": create_looping_call,
-        "checkpoint_interval": _non_negative(settings, "FRONTIER_CHECKPOINT_INTERVAL"),
-        "cleanup_dir": cleanup,
         "ledger": AOPICLedger(store, settings.getfloat("FRONTIER_AOPIC_INITIAL_CASH"),
                               settings.getfloat("FRONTIER_AOPIC_TAX"))
         if settings.getbool("FRONTIER_AOPIC") else None,
-        "host_budget": _positive_int(settings, "FRONTIER_HOST_BUDGET", 0),
-        "revisits": _positive_int(settings, "FRONTIER_AOPIC_REVISITS", 0),
-        "idle_close": _non_negative(settings, "FRONTIER_IDLE_CLOSE"),
-        "write_ahead": settings.getbool("FRONTIER_WRITE_AHEAD") and isinstance(store, WriteAheadStore),
-        "record_refusals": settings.getbool("FRONTIER_RECORD_REFUSALS"),
-        **_engine_hooks(crawler),
+        "bloom": bloom,
+        "options": FrontierOptions(
+            seen_cache_size=_positive_int(settings, "FRONTIER_SEEN_CACHE_SIZE", 0),
+            checkpoint_interval=_non_negative(settings, "FRONTIER_CHECKPOINT_INTERVAL"),
+            host_budget=_positive_int(settings, "FRONTIER_HOST_BUDGET", 0),
+            revisits=_positive_int(settings, "FRONTIER_AOPIC_REVISITS", 0),
+            idle_close=_non_negative(settings, "FRONTIER_IDLE_CLOSE"),
+            write_ahead=settings.getbool("FRONTIER_WRITE_AHEAD") and isinstance(store, WriteAheadStore),
+            record_refusals=settings.getbool("FRONTIER_RECORD_REFUSALS"),
+            bloom_path=directory / BLOOM_NAME if bloom is not None and directory else None,
+            cleanup_dir=cleanup,
+        ),
+        "runtime": Runtime(clock=time.monotonic, wall_clock=time.time, call_later=call_later,
+                           stats=crawler.stats, looping_call=create_looping_call, **_engine_hooks(crawler)),
     }

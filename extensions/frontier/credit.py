@@ -11,17 +11,20 @@ has had at most ``FRONTIER_AOPIC_REVISITS`` extra fetches.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.fingerprint import canonical_fingerprint, url_fingerprint
-from extensions.frontier.page import CREDIT_META
+from extensions.frontier.page import CREDIT_META, PageDone, PageVerdict
 from extensions.frontier.prioritizer import Prioritizer
-from extensions.store.base import Entry
+from extensions.store.base import Entry, FrontierStore
+
+if TYPE_CHECKING:
+    from extensions.frontier.dispatch import HostDispatch
 
 
 @dataclass(slots=True)
@@ -93,6 +96,60 @@ class AOPICCredit:
         if cash is None:
             return request.meta
         return {"aopic_cash": cash, "aopic_mean": ledger.mean_cash()}
+
+
+class CreditAssignment:
+    """AOPIC's credit steps applied to the queues: a judged page's payment
+    (its outlinks' credit handed back for their requests), grants from
+    outside, queued URLs moving up, OPIC revisits."""
+
+    def __init__(self, aopic: AOPICCredit, store: FrontierStore, dispatch: HostDispatch, stats: Any,
+                 memory_only: Mapping[int, Request]) -> None:
+        self.aopic, self.store, self.dispatch, self.stats = aopic, store, dispatch, stats
+        self.memory_only = memory_only  # rows of these are not requests: never moved
+
+    def page_done(self, page: PageVerdict) -> PageDone:
+        """The page's cash to its history, credit to its outlinks (none if
+        not followed; queued ones whose level rises move up); the history
+        and each outlink's credit, by URL."""
+        links = page.links if page.follow else []
+        payment = self.aopic.pay(page.url, links)
+        if payment.rising:
+            self._promote(payment.rising, payment.credit, payment.entries)
+        if payment.revisit:
+            self._revisit(payment.fingerprint)
+        by_url = {link: credit for link, fp in zip(links, payment.links)
+                  if (credit := payment.credit.get(fp)) is not None}
+        return PageDone(payment.history, by_url)
+
+    def grant(self, fingerprints: Sequence[int], amount: float) -> None:
+        """Add ``amount`` of cash to each URL; queued ones whose level rises move up."""
+        if not fingerprints:
+            return
+        credit, rising = self.aopic.grant(list(fingerprints), amount)
+        if rising:
+            self._promote(rising, credit, None)
+
+    def _promote(self, fingerprints: list[int], credit: dict[int, tuple[float, float]],
+                 known: dict[int, Entry] | None) -> None:
+        """Queued URLs whose cash crossed a level move up (their rows: ``known``
+        if read with the cash, else from the store)."""
+        rows = self.store.urls.get_many(fingerprints) if known is None else \
+            {fp: known[fp] for fp in fingerprints if fp in known}
+        for fp, entry in rows.items():
+            if fp in self.memory_only:
+                continue
+            if self.dispatch.promote(entry, self.aopic.level_of(entry, credit[fp][0])):
+                self.stats.inc_value("aopic/promoted")
+
+    def _revisit(self, fp: int) -> None:
+        """OPIC revisits pages: back into the frontier at the level its cash
+        (none, just after the fetch) earns; credits move it up as they come."""
+        entry = self.store.urls.get_many([fp]).get(fp)
+        if entry is None or fp in self.memory_only:
+            return
+        self.dispatch.revisit(entry, self.aopic.level_of(entry, self.aopic.ledger.cash_of(fp) or 0.0))
+        self.stats.inc_value("aopic/revisits")
 
 
 def take_credit(request: Request) -> tuple[float, float] | None:

@@ -99,6 +99,8 @@ class HostDispatch(Protocol):
 
     #: how a request that cannot be serialised is described in the log
     memory_only_note: str
+    #: priority levels (front queues) it orders URLs by
+    levels: int
 
     def bind(self, parts: FrontierParts) -> None:
         """Take the frontier's parts (called once, by the frontier)."""

@@ -64,20 +64,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from extensions.frontier.options import frontier_arguments
 from extensions.frontier.scheduler import Frontier
 from extensions.frontier.shareddispatch import SharedDispatch
 
 
 class DistributedFrontier(Frontier):
     """A :class:`Frontier` composed with the shared dispatch, built from
-    plain values (tests, scripts); a crawl gets the same from its settings
-    through ``Frontier.from_crawler``. Nothing is overridden."""
+    plain values (tests, scripts; the other keywords as
+    :func:`~extensions.frontier.options.frontier_arguments` takes them);
+    a crawl gets the same from its settings through
+    ``Frontier.from_crawler``. Nothing is overridden."""
 
     def __init__(self, store: Any, *, lease_ttl: float = 10.0, poll_interval: float = 0.1,
                  max_lateness: float = 1.0, lease_clock: Callable[[], float] | None = None,
                  owner: str | None = None, front_queues: int = 8, back_queues: int = 48,
-                 **kwargs: Any) -> None:
+                 **values: Any) -> None:
         dispatch = SharedDispatch(front_queues, back_queues, lease_ttl=lease_ttl, poll_interval=poll_interval,
                                   max_lateness=max_lateness, lease_clock=lease_clock, owner=owner)
-        kwargs.pop("queue_buffer", None)  # local back queues only
-        super().__init__(store, dispatch, front_queues=front_queues, **kwargs)
+        values.pop("queue_buffer", None)  # local back queues only
+        super().__init__(store, dispatch, **frontier_arguments(**values))

@@ -56,6 +56,11 @@ class LocalDispatch:
         self._probes: set[int] = set()  # one released URL per ended hold
         self._idle_since: float | None = None
 
+    @property
+    def levels(self) -> int:
+        """Priority levels: one front queue each."""
+        return self.front_queues
+
     def bind(self, parts: FrontierParts) -> None:
         self.parts = parts
         self.store = parts.store

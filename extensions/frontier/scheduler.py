@@ -11,9 +11,10 @@ thin Scrapy scheduler over parts, each in its own module:
   back queues and host heap in this process (:mod:`.localdispatch`), or
   host queues shared with other processes under Redis leases
   (:mod:`.shareddispatch`), chosen from ``FRONTIER_BACKEND`` in :mod:`.config`;
-* politeness (:mod:`.politeness`), origin holds (:mod:`.holds`), the
-  in-flight table (:mod:`.inflight`), the wake-up timer (:mod:`.wakeup`),
-  AOPIC credit (:mod:`.credit`), resume (:mod:`.resume`), gauges (:mod:`.gauges`).
+* admission (:mod:`.admission`), politeness (:mod:`.politeness`), origin
+  holds (:mod:`.holds`), the in-flight table (:mod:`.inflight`), the wake-up
+  timer (:mod:`.wakeup`), AOPIC credit (:mod:`.credit`), resume
+  (:mod:`.resume`), gauges (:mod:`.gauges`); plain values in :mod:`.options`.
 
 A request travels:
 
@@ -45,30 +46,27 @@ queues are rebuilt from the URL rows. The design is in
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
-import time
-from collections import OrderedDict
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import mmh3
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 
 from extensions.aopic.ledger import AOPICLedger
+from extensions.frontier.admission import Admission
 from extensions.frontier.codec import decode, encode
-from extensions.frontier.credit import AOPICCredit, take_credit
+from extensions.frontier.credit import AOPICCredit, CreditAssignment, take_credit
 from extensions.frontier.dispatch import FrontierParts, HostDispatch
-from extensions.frontier.fingerprint import URL_BITS, url_fingerprint
+from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.gauges import CRAWL_WIDE_STATS, DictStats, update_gauges
 from extensions.frontier.holds import OriginHolds
 from extensions.frontier.hostkey import HostKey
 from extensions.frontier.inflight import InFlight, InFlightTable
 from extensions.frontier.localdispatch import LocalDispatch
+from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.page import PageDone, PageVerdict
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
@@ -93,9 +91,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["CRAWL_WIDE_STATS", "DictStats", "Frontier", "InFlight"]
 
-URL_MASK = (1 << URL_BITS) - 1
-
-
 class Frontier(BaseScheduler):
     """Scrapy scheduler composing URL-seen, prioritiser and a host dispatch."""
 
@@ -104,54 +99,29 @@ class Frontier(BaseScheduler):
         store: FrontierStore,
         dispatch: HostDispatch | None = None,
         *,
-        front_queues: int = 8,
         prioritizer: Prioritizer | None = None,
         politeness: Politeness | None = None,
-        seen_cache_size: int = 65536,
-        bloom: BloomSeen | None = None,
-        bloom_path: Path | None = None,
         hostkey: HostKey | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        wall_clock: Callable[[], float] = time.time,
-        call_later: Callable[..., Any] | None = None,
-        wake: Callable[[], None] | None = None,
-        in_progress: Callable[[], Container[Request] | None] | None = None,
-        stats: Any = None,
-        looping_call: Callable[[Callable[[], None]], Any] | None = None,
-        checkpoint_interval: float = 0.0,
-        on_store_error: Callable[[Exception], None] | None = None,
-        cleanup_dir: Path | None = None,
         ledger: AOPICLedger | None = None,
-        host_budget: int = 0,
-        revisits: int = 0,
-        idle_close: float = 60.0,
-        write_ahead: bool = False,
-        record_refusals: bool = True,
-        **local: Any,
+        bloom: BloomSeen | None = None,
+        options: FrontierOptions = FrontierOptions(),
+        runtime: Runtime = Runtime(),
     ) -> None:
-        """``dispatch``: the host-dispatch strategy; by default a
-        :class:`LocalDispatch` built from ``front_queues`` and ``local``
-        (its ``back_queues``, ``queue_buffer``, ``selector``, ``refill_budget``)."""
+        """The parts (defaults: a :class:`LocalDispatch`, a :class:`DepthPrioritizer`
+        over its levels) and the plain values (:mod:`.options`)."""
         self.store = store
-        self.dispatch: HostDispatch = dispatch if dispatch is not None else LocalDispatch(front_queues, **local)
-        self.prioritizer = prioritizer or DepthPrioritizer(front_queues)
+        self.dispatch: HostDispatch = dispatch if dispatch is not None else LocalDispatch()
+        self.prioritizer = prioritizer or DepthPrioritizer(self.dispatch.levels)
         self.politeness = politeness or Politeness()
-        self.seen = URLSeen(store.urls, seen_cache_size, bloom)
-        self.bloom, self.bloom_path = bloom, bloom_path
+        self.seen = URLSeen(store.urls, options.seen_cache_size, bloom)
+        self.bloom, self.bloom_path = bloom, options.bloom_path
         self.hostkey = hostkey or HostKey()
-        self.clock, self.wall_clock = clock, wall_clock
-        self.stats = stats if stats is not None else DictStats()
-        self.wakeup = WakeUpTimer(call_later, wake, self.stats)
-        self.inflight = InFlightTable(self.politeness, in_progress)
-        self.looping_call, self.checkpoint_interval = looping_call, checkpoint_interval
-        self.on_store_error = on_store_error
-        self.cleanup_dir = cleanup_dir
-        self.write_ahead = write_ahead  # commit before each hand-out (see _write_ahead)
-        self.host_budget = host_budget  # URLs accepted per host; 0: unlimited
-        self.record_refusals = record_refusals  # refused URLs get a row (status refused)
-        self._host_counts: OrderedDict[str, int] = OrderedDict()  # LRU over the store
+        self.options, self.runtime = options, runtime
+        self.clock, self.wall_clock = runtime.clock, runtime.wall_clock
+        self.stats = runtime.stats if runtime.stats is not None else DictStats()
+        self.wakeup = WakeUpTimer(runtime.call_later, runtime.wake, self.stats)
+        self.inflight = InFlightTable(self.politeness, runtime.in_progress)
         self.spider: Spider | None = None
-        self.excluded: set[int] = set()  # excluded while queued: skip at dequeue
         self._known_hosts = LRUCache(4096)
         self._loop: Any = None
         self._checkpoints = 0
@@ -161,26 +131,29 @@ class Frontier(BaseScheduler):
         # tripped circuit breaker): their URLs wait, the host's other
         # origins go on; see :mod:`extensions.frontier.holds`
         self.holds = OriginHolds()
-        self._seeds_this_run: set[int] = set()
-        self._deferred_reasons: dict[str, str] = {}
+        self.memory_only: dict[int, Request] = {}  # requests that cannot be serialised, by fingerprint
+        self.admission = Admission(store, self.seen, self.stats, self.wall_clock, self.memory_only,
+                                   options.host_budget, options.record_refusals)
+        self.excluded = self.admission.excluded  # excluded while queued: skip at dequeue
         self.parts = FrontierParts(
             store=store, politeness=self.politeness, holds=self.holds, inflight=self.inflight,
-            stats=self.stats, clock=clock, wall_clock=wall_clock, prioritizer=self.prioritizer,
-            seen=self.seen, hostkey=self.hostkey, ledger=ledger, idle_close=idle_close,
-            request_of=self._request_of, defer=self._defer, record_refused=self._record_refused,
+            stats=self.stats, clock=self.clock, wall_clock=self.wall_clock, prioritizer=self.prioritizer,
+            seen=self.seen, hostkey=self.hostkey, ledger=ledger, idle_close=options.idle_close,
+            request_of=self._request_of, defer=self.admission.defer, record_refused=self.admission.record_refused,
             count_once=self._count_once, host_assigned=self._host_assigned, arm_timer=self._arm_timer,
-            on_store_error=on_store_error)
+            on_store_error=runtime.on_store_error, memory_only=self.memory_only)
         self.dispatch.bind(self.parts)
         self.ledger = self.parts.ledger  # the shared dispatch shares the ledger too
-        self.aopic = AOPICCredit(self.ledger, self.prioritizer, revisits) if self.ledger is not None else None
-        self.memory_only, self.unfiled = self.parts.memory_only, self.parts.unfiled
+        self.aopic = None if self.ledger is None else AOPICCredit(self.ledger, self.prioritizer, options.revisits)
+        self.credit_assignment = None if self.aopic is None else CreditAssignment(
+            self.aopic, store, self.dispatch, self.stats, self.memory_only)  # page_done's AOPIC part
+        self.unfiled = self.parts.unfiled
 
     # -- construction from a crawler ----------------------------------------
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Frontier:
         from extensions.frontier.config import frontier_kwargs  # noqa: PLC0415 - config imports the parts
-
-        frontier = cls(**frontier_kwargs(crawler))
+        frontier = cls(**frontier_kwargs(crawler))  # the one place settings are read
         connect = crawler.signals.connect
         connect(frontier.request_left_downloader, signals.request_left_downloader)
         connect(frontier.request_dropped, signals.request_dropped)
@@ -210,10 +183,11 @@ class Frontier(BaseScheduler):
         self._update_gauges()
         if len(self):
             logger.info("Resuming crawl (%d requests in the frontier, %s)", len(self), self.store.location)
-        self.dispatch.start(self.looping_call)
-        if self.looping_call is not None and self.checkpoint_interval > 0:
-            self._loop = self.looping_call(self.checkpoint)
-            self._loop.start(self.checkpoint_interval, now=False)
+        looping_call, interval = self.runtime.looping_call, self.options.checkpoint_interval
+        self.dispatch.start(looping_call)
+        if looping_call is not None and interval > 0:
+            self._loop = looping_call(self.checkpoint)
+            self._loop.start(interval, now=False)
 
     def close(self, reason: str) -> None:
         """Pause cleanly: requeue what is unfinished, spill buffers, commit."""
@@ -228,8 +202,8 @@ class Frontier(BaseScheduler):
         self.dispatch.leave(reason)
         self._save_bloom()
         self.store.close(clean=True)
-        if self.cleanup_dir is not None:
-            shutil.rmtree(self.cleanup_dir, ignore_errors=True)
+        if self.options.cleanup_dir is not None:
+            shutil.rmtree(self.options.cleanup_dir, ignore_errors=True)
 
     def __len__(self) -> int:
         return len(self.dispatch)
@@ -250,8 +224,9 @@ class Frontier(BaseScheduler):
             fp, host = url_fingerprint(request.url, request.method, request.body)
         except ValueError:
             return self._unfiled(request)
-        bypass = request.dont_filter and not self._first_seed_copy(request, fp)
-        if not bypass and self._known(fp):
+        admission = self.admission
+        bypass = request.dont_filter and not admission.first_seed_copy(request, fp)
+        if not bypass and admission.known(fp):
             return self._duplicate()
         host = self.dispatch.host_of(request, host)
         depth = int(request.meta.get("depth", 0))
@@ -260,16 +235,14 @@ class Frontier(BaseScheduler):
         meta = request.meta if self.aopic is None else self.aopic.cash_meta(request, fp, credit)
         level = self.prioritizer.level(request.priority, depth, meta)
         if bypass:
-            fp = self._distinct_copy(fp)
+            fp = admission.distinct_copy(fp)
         entry = encode(request, fp, host, level, self.spider)
-        if not bypass and self.host_budget and (verdict := self._over_budget(fp, host)):
-            if verdict == "budget" and self.record_refusals:
-                self._record_refused(entry, "budget", self.wall_clock())
+        if not bypass and admission.over_budget(entry):
             return False  # refused or a duplicate, counted
         if not self.dispatch.enqueue(entry, bypass):
             return self._duplicate()
         if request.meta.get("is_start_request"):
-            self._seeds_this_run.add(fp)
+            admission.seeds_this_run.add(fp)
         if entry.flags & FLAG_MEMORY:
             self.memory_only[fp] = request
             self._count_once("unserializable", "Request %s cannot be serialised; %s", request,
@@ -293,65 +266,15 @@ class Frontier(BaseScheduler):
             self._arm_timer(now)
         else:
             self.stats.inc_value("frontier/dequeued")
-        if self.write_ahead:
+        if self.options.write_ahead:
             self._write_ahead()
         return request
 
     def _unfiled(self, request: Request) -> bool:
-        """A request whose URL has no host to be polite to (``data:``) or
-        that the frontier cannot canonicalise: handed out as it is."""
+        """A URL with no host to be polite to (``data:``), or not canonical: handed out as it is."""
         self.unfiled.append(request)
         self._count_once("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
         return True
-
-    def _known(self, fp: int) -> bool:
-        """The URL-seen test (counting the cache's hits and misses)."""
-        hits = self.seen.cache_hits
-        known = self.seen.known(fp)
-        self.stats.inc_value("frontier/seen_cache_hit" if self.seen.cache_hits > hits
-                             else "frontier/seen_cache_miss")
-        return known
-
-    def _first_seed_copy(self, request: Request, fp: int) -> bool:
-        """A start request not yet seen in this run goes through the URL-seen
-        test even with ``dont_filter``: an earlier run may have fetched it."""
-        if not request.meta.get("is_start_request") or "retry_times" in request.meta:
-            return False
-        return fp not in self._seeds_this_run
-
-    def _distinct_copy(self, fp: int) -> int:
-        """The fingerprint under which a ``dont_filter`` request is filed:
-        its own, unless that URL is queued already (identical requests at
-        once); then a copy's (same host bits), so that each is fetched. A
-        retry of a URL in flight re-queues its own row."""
-        copy, salt = fp, 0
-        while self.store.urls.status_of(copy) == Status.QUEUED or copy in self.memory_only:
-            salt += 1
-            copy = (fp & ~URL_MASK) | (mmh3.hash64(f"{fp}:{salt}", signed=False)[0] & URL_MASK)
-        if copy != fp:
-            self.stats.inc_value("frontier/dont_filter_copies")
-        return copy
-
-    def _over_budget(self, fp: int, host: str) -> str | None:
-        """Per-host page budget (a trap defence): refuse a host's new URLs
-        once it has ``host_budget`` known ones (``"budget"``; a known URL is
-        a ``"duplicate"``, spending none). Counts live in a bounded LRU
-        over the store's per-host range count."""
-        if self.store.urls.status_of(fp) is not None:  # known already: no budget spent
-            self._duplicate()
-            return "duplicate"
-        counts = self._host_counts
-        count = counts.pop(host, None)
-        if count is None:
-            count = self.store.urls.count_host(fp, host)
-        if count >= self.host_budget:
-            counts[host] = count
-            self.stats.inc_value("frontier/host_budget_refused")
-            return "budget"
-        counts[host] = count + 1
-        if len(counts) > 65536:
-            counts.popitem(last=False)
-        return None
 
     def _request_of(self, entry: Entry, cash: float | None = None) -> Request | None:
         """The request to fetch for ``entry`` (``cash``: its AOPIC cash, if
@@ -445,47 +368,15 @@ class Frontier(BaseScheduler):
         if page.content_group is not None:
             fp, _ = url_fingerprint(page.url)
             self.store.set_content_group(fp, page.content_group, page.duplicate)
-        if self.aopic is None:
+        if self.credit_assignment is None:
             return PageDone()
-        links = page.links if page.follow else []
-        payment = self.aopic.pay(page.url, links)
-        if payment.rising:
-            self._promote(payment.rising, payment.credit, payment.entries)
-        if payment.revisit:
-            self._revisit(payment.fingerprint)
-        by_url = {link: credit for link, fp in zip(links, payment.links)
-                  if (credit := payment.credit.get(fp)) is not None}
-        return PageDone(payment.history, by_url)
+        return self.credit_assignment.page_done(page)
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL from outside a page's credit
         step (tools, tests); queued ones whose level rises move up."""
-        if self.aopic is None or not fingerprints:
-            return
-        credit, rising = self.aopic.grant(list(fingerprints), amount)
-        if rising:
-            self._promote(rising, credit, None)
-
-    def _promote(self, fingerprints: list[int], credit: dict[int, tuple[float, float]],
-                 known: dict[int, Entry] | None) -> None:
-        """Queued URLs whose cash crossed a level move up (their rows: ``known``
-        if read with the cash, else from the store)."""
-        rows = self.store.urls.get_many(fingerprints) if known is None else \
-            {fp: known[fp] for fp in fingerprints if fp in known}
-        for fp, entry in rows.items():
-            if fp in self.memory_only:
-                continue
-            if self.dispatch.promote(entry, self.aopic.level_of(entry, credit[fp][0])):
-                self.stats.inc_value("aopic/promoted")
-
-    def _revisit(self, fp: int) -> None:
-        """OPIC revisits pages: back into the frontier at the level its cash
-        (none, just after the fetch) earns; credits move it up as they come."""
-        entry = self.store.urls.get_many([fp]).get(fp)
-        if entry is None or fp in self.memory_only:
-            return
-        self.dispatch.revisit(entry, self.aopic.level_of(entry, self.ledger.cash_of(fp) or 0.0))
-        self.stats.inc_value("aopic/revisits")
+        if self.credit_assignment is not None:
+            self.credit_assignment.grant(fingerprints, amount)
 
     # -- signals from robots.txt and other components -----------------------------
     def robots_rules_parsed(self, origin: str, crawl_delay: float | None) -> float:
@@ -518,15 +409,7 @@ class Frontier(BaseScheduler):
     def mark_excluded(self, url: str) -> None:
         """Record that ``url`` must not be fetched (robots.txt, a filter): a
         queued URL is skipped at dequeue, an unknown one is never enqueued."""
-        fp, host = url_fingerprint(url)
-        status = self.store.urls.status_of(fp)
-        if status is None:
-            self.seen.add(Entry(fp, url, host), self.wall_clock())
-        elif status == Status.QUEUED:
-            self.excluded.add(fp)
-        self.store.urls.set_status([fp], Status.EXCLUDED)
-        self.seen.remember(fp)
-        self.stats.inc_value("frontier/excluded")
+        self.admission.mark_excluded(url)
 
     def origin_held(self, origin: str, delay: float, reason: str, request: Request | None = None) -> None:
         """Signal handler: park ``origin``'s URLs for ``delay`` seconds;
@@ -542,7 +425,7 @@ class Frontier(BaseScheduler):
 
     def origin_deferred(self, origin: str, reason: str) -> None:
         """Signal handler: ``origin``'s URLs are deferred for this run."""
-        self._defer(self.holds.defer(origin, reason), origin, reason)
+        self.admission.defer(self.holds.defer(origin, reason), origin, reason)
         self.dispatch.origin_deferred(origin)
 
     def urls_refused(self, refusals: Sequence[tuple[str, str]], request: Request | None = None) -> None:
@@ -554,41 +437,7 @@ class Frontier(BaseScheduler):
         if record is not None:
             record.refused = refusals[0][1] if refusals else "refused"
             return
-        if not self.record_refusals:
-            return
-        now = self.wall_clock()
-        for url, reason in refusals:
-            try:
-                fp, host = url_fingerprint(url)
-            except ValueError:
-                continue  # not a URL the frontier could file: nothing to record
-            if not self.seen.known(fp):
-                self._record_refused(Entry(fp, url, host), reason, now)
-
-    def _record_refused(self, entry: Entry, reason: str, now: float, known: bool = False) -> None:
-        """Write ``entry``'s row as refused, the reason in ``extra``: a new
-        row (nothing if the URL turns out known), or, ``known``, its row
-        rewritten (a request handed out, then refused)."""
-        row = entry._replace(extra=json.dumps({"refused": reason}))
-        if known:
-            self.store.urls.requeue(row, now)
-        elif not self.seen.add(row, now):
-            return
-        self.store.urls.set_status([entry.fingerprint], Status.REFUSED, only_from=Status.QUEUED)
-        self.stats.inc_value("frontier/refused")
-
-    def _defer(self, entries: Sequence[Entry], origin: str, reason: str) -> None:
-        """Mark ``entries`` deferred (status and reason in the URL database)."""
-        if origin not in self._deferred_reasons:
-            self._deferred_reasons[origin] = reason
-            self.store.hosts.defer_origin(origin, reason, self.wall_clock())
-            self.stats.set_value("frontier/deferred_origins", len(self._deferred_reasons))
-            self.stats.set_value("frontier/deferred_reasons", dict(self._deferred_reasons))
-            logger.warning("Deferred %s for this run: %s", origin, reason)
-        fingerprints = [entry.fingerprint for entry in entries]
-        if fingerprints:
-            self.store.urls.set_status(fingerprints, Status.DEFERRED)
-            self.stats.inc_value("frontier/deferred", len(fingerprints))
+        self.admission.refuse(refusals)
 
     # -- checkpoints ---------------------------------------------------------------
     def checkpoint(self) -> None:
@@ -603,9 +452,9 @@ class Frontier(BaseScheduler):
             self.stats.inc_value("frontier/checkpoints")
         except (FrontierStoreError, OSError) as err:
             logger.error("Frontier checkpoint failed: %s", err)
-            if self.on_store_error is None:
+            if self.runtime.on_store_error is None:
                 raise
-            self.on_store_error(err)
+            self.runtime.on_store_error(err)
         self.dispatch.checkpoint()
 
     def _write_ahead(self) -> None:
@@ -618,9 +467,9 @@ class Frontier(BaseScheduler):
             self.store.commit(self.ledger.save if self.ledger is not None else None)
         except FrontierStoreError as err:
             logger.error("Frontier commit failed: %s", err)
-            if self.on_store_error is None:
+            if self.runtime.on_store_error is None:
                 raise
-            self.on_store_error(err)
+            self.runtime.on_store_error(err)
 
     def _save_bloom(self) -> None:
         self._checkpoints += 1

@@ -1,0 +1,158 @@
+"""Admission: which URLs the frontier files, and the rows of those it keeps out.
+
+Before a request reaches the host dispatch the frontier asks this part: is
+the URL known (the URL-seen test, its cache hits and misses counted); is a
+``dont_filter`` request a start request's first copy in this run (then it
+takes the URL-seen test too: an earlier run may have fetched it), or a copy
+that needs a fingerprint of its own; is its host over ``FRONTIER_HOST_BUDGET``.
+It also writes the URL rows of what is kept out: URLs refused for good
+(status ``refused``, the reason in ``extra``), excluded by robots.txt
+(status ``excluded``; a queued one is skipped at dequeue) and deferred
+for this run (status ``deferred``, the origin's reason in the hosts table).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import mmh3
+from scrapy import Request
+
+from extensions.frontier.fingerprint import URL_BITS, url_fingerprint
+from extensions.frontier.urlseen import URLSeen
+from extensions.store.base import Entry, FrontierStore, Status
+
+logger = logging.getLogger("extensions.frontier.scheduler")  # the frontier's log, as before the split
+
+URL_MASK = (1 << URL_BITS) - 1
+#: hosts whose URL count the host budget keeps in memory (an LRU over the store)
+HOST_COUNTS = 65536
+
+
+class Admission:
+    """The URL-seen test, ``dont_filter`` copies, the host budget, and the
+    rows of URLs refused, excluded or deferred."""
+
+    def __init__(self, store: FrontierStore, seen: URLSeen, stats: Any, wall_clock: Callable[[], float],
+                 memory_only: dict[int, Request], host_budget: int = 0, record_refusals: bool = True) -> None:
+        self.store, self.seen, self.stats, self.wall_clock = store, seen, stats, wall_clock
+        self.memory_only = memory_only  # requests kept in memory, by fingerprint (shared with the dispatch)
+        self.host_budget = host_budget  # URLs accepted per host; 0: unlimited
+        self.record_refusals = record_refusals  # refused URLs get a row (status refused)
+        self.excluded: set[int] = set()  # excluded while queued: skip at dequeue
+        self.seeds_this_run: set[int] = set()
+        self.deferred_reasons: dict[str, str] = {}
+        self.host_counts: OrderedDict[str, int] = OrderedDict()  # an LRU cache over the store's counts
+
+    # -- before filing -------------------------------------------------------------
+    def known(self, fp: int) -> bool:
+        """The URL-seen test (counting the cache's hits and misses)."""
+        hits = self.seen.cache_hits
+        known = self.seen.known(fp)
+        self.stats.inc_value("frontier/seen_cache_hit" if self.seen.cache_hits > hits
+                             else "frontier/seen_cache_miss")
+        return known
+
+    def first_seed_copy(self, request: Request, fp: int) -> bool:
+        """A start request not yet seen in this run goes through the URL-seen
+        test even with ``dont_filter``: an earlier run may have fetched it."""
+        if not request.meta.get("is_start_request") or "retry_times" in request.meta:
+            return False
+        return fp not in self.seeds_this_run
+
+    def distinct_copy(self, fp: int) -> int:
+        """The fingerprint under which a ``dont_filter`` request is filed:
+        its own, unless that URL is queued already (identical requests at
+        once); then a copy's (same host bits), so that each is fetched. A
+        retry of a URL in flight re-queues its own row."""
+        copy, salt = fp, 0
+        while self.store.urls.status_of(copy) == Status.QUEUED or copy in self.memory_only:
+            salt += 1
+            copy = (fp & ~URL_MASK) | (mmh3.hash64(f"{fp}:{salt}", signed=False)[0] & URL_MASK)
+        if copy != fp:
+            self.stats.inc_value("frontier/dont_filter_copies")
+        return copy
+
+    def over_budget(self, entry: Entry) -> bool:
+        """Per-host page budget (a trap defence): refuse a host's new URLs
+        once it has ``host_budget`` known ones (its row written refused); a
+        known URL is a duplicate, spending none. Whether ``entry`` is kept
+        out (counted either way). Counts live in a bounded LRU over the
+        store's per-host range count."""
+        if not self.host_budget:
+            return False
+        fp, host = entry.fingerprint, entry.host
+        if self.store.urls.status_of(fp) is not None:  # known already: no budget spent
+            self.stats.inc_value("frontier/duplicates")
+            return True
+        counts = self.host_counts
+        count = counts.pop(host, None)
+        if count is None:
+            count = self.store.urls.count_host(fp, host)
+        if count >= self.host_budget:
+            counts[host] = count
+            self.stats.inc_value("frontier/host_budget_refused")
+            if self.record_refusals:
+                self.record_refused(entry, "budget", self.wall_clock())
+            return True
+        counts[host] = count + 1
+        if len(counts) > HOST_COUNTS:
+            counts.popitem(last=False)
+        return False
+
+    # -- URLs kept out -----------------------------------------------------------------
+    def refuse(self, refusals: Sequence[tuple[str, str]]) -> None:
+        """Each unknown ``(url, reason)`` gets a row with status ``refused``
+        (if refusals are recorded), so the URL database says why it was never fetched."""
+        if not self.record_refusals:
+            return
+        now = self.wall_clock()
+        for url, reason in refusals:
+            try:
+                fp, host = url_fingerprint(url)
+            except ValueError:
+                continue  # not a URL the frontier could file: nothing to record
+            if not self.seen.known(fp):
+                self.record_refused(Entry(fp, url, host), reason, now)
+
+    def record_refused(self, entry: Entry, reason: str, now: float, known: bool = False) -> None:
+        """Write ``entry``'s row as refused, the reason in ``extra``: a new
+        row (nothing if the URL turns out known), or, ``known``, its row
+        rewritten (a request handed out, then refused)."""
+        row = entry._replace(extra=json.dumps({"refused": reason}))
+        if known:
+            self.store.urls.requeue(row, now)
+        elif not self.seen.add(row, now):
+            return
+        self.store.urls.set_status([entry.fingerprint], Status.REFUSED, only_from=Status.QUEUED)
+        self.stats.inc_value("frontier/refused")
+
+    def mark_excluded(self, url: str) -> None:
+        """Record that ``url`` must not be fetched (robots.txt, a filter): a
+        queued URL is skipped at dequeue, an unknown one is never enqueued."""
+        fp, host = url_fingerprint(url)
+        status = self.store.urls.status_of(fp)
+        if status is None:
+            self.seen.add(Entry(fp, url, host), self.wall_clock())
+        elif status == Status.QUEUED:
+            self.excluded.add(fp)
+        self.store.urls.set_status([fp], Status.EXCLUDED)
+        self.seen.remember(fp)
+        self.stats.inc_value("frontier/excluded")
+
+    def defer(self, entries: Sequence[Entry], origin: str, reason: str) -> None:
+        """Mark ``entries`` deferred (status and reason in the URL database)."""
+        if origin not in self.deferred_reasons:
+            self.deferred_reasons[origin] = reason
+            self.store.hosts.defer_origin(origin, reason, self.wall_clock())
+            self.stats.set_value("frontier/deferred_origins", len(self.deferred_reasons))
+            self.stats.set_value("frontier/deferred_reasons", dict(self.deferred_reasons))
+            logger.warning("Deferred %s for this run: %s", origin, reason)
+        fingerprints = [entry.fingerprint for entry in entries]
+        if fingerprints:
+            self.store.urls.set_status(fingerprints, Status.DEFERRED)
+            self.stats.inc_value("frontier/deferred", len(fingerprints))

@@ -1,0 +1,71 @@
+"""The frontier's plain values, grouped by what they configure.
+
+:meth:`Frontier.__init__ <extensions.frontier.scheduler.Frontier>` takes its
+parts (store, host dispatch, prioritiser, politeness, host key, AOPIC
+ledger, Bloom filter) and two groups of plain values: :class:`FrontierOptions`
+(policy numbers, each from a ``FRONTIER_*`` setting) and :class:`Runtime`
+(clocks, timers and the engine's hooks: real ones in a crawl, fakes in
+tests). :mod:`.config` builds all of them from settings; tests and scripts
+that pass flat keyword values sort them with :func:`frontier_arguments`.
+
+The defaults here are those of a frontier driven directly (no checkpoints,
+no write-ahead): a crawl's come from :mod:`extensions.defaults`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Container
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from scrapy import Request
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierOptions:
+    """Policy numbers (the setting each comes from in a crawl)."""
+
+    seen_cache_size: int = 65536  # FRONTIER_SEEN_CACHE_SIZE: popular fingerprints in memory
+    checkpoint_interval: float = 0.0  # FRONTIER_CHECKPOINT_INTERVAL: 0, none
+    host_budget: int = 0  # FRONTIER_HOST_BUDGET: URLs accepted per host; 0, unlimited
+    revisits: int = 0  # FRONTIER_AOPIC_REVISITS: OPIC's extra fetches of a page
+    idle_close: float = 60.0  # FRONTIER_IDLE_CLOSE: idle seconds before held origins are deferred
+    write_ahead: bool = False  # FRONTIER_WRITE_AHEAD: commit before each hand-out
+    record_refusals: bool = True  # FRONTIER_RECORD_REFUSALS: refused URLs get a row
+    bloom_path: Path | None = None  # where the in-process Bloom filter is saved (JOBDIR)
+    cleanup_dir: Path | None = None  # a temporary directory removed at close
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """Time and the engine, as the frontier sees them."""
+
+    clock: Callable[[], float] = time.monotonic  # politeness and timers
+    wall_clock: Callable[[], float] = time.time  # timestamps in the URL database
+    call_later: Callable[..., Any] | None = None  # the wake-up timer (None: none)
+    wake: Callable[[], None] | None = None  # ask the engine to poll the scheduler
+    #: the requests the engine still holds (None: no engine; a fetch end finishes at once)
+    in_progress: Callable[[], Container[Request] | None] | None = None
+    stats: Any = None  # a stats collector (None: a private dict)
+    looping_call: Callable[[Callable[[], None]], Any] | None = None  # checkpoints, lease upkeep
+    on_store_error: Callable[[Exception], None] | None = None  # a failure outside a scheduler call
+
+
+PARTS = ("dispatch", "prioritizer", "politeness", "hostkey", "ledger", "bloom")
+OPTIONS = frozenset(field.name for field in fields(FrontierOptions))
+RUNTIME = frozenset(field.name for field in fields(Runtime))
+
+
+def frontier_arguments(**values: Any) -> dict[str, Any]:
+    """Flat keyword values (``clock=...``, ``host_budget=...``, a part by
+    name) as ``Frontier.__init__``'s keyword arguments; a name that is
+    none of these is a TypeError."""
+    unknown = set(values) - OPTIONS - RUNTIME - set(PARTS)
+    if unknown:
+        raise TypeError(f"unknown frontier arguments: {', '.join(sorted(unknown))}")
+    arguments = {name: values[name] for name in PARTS if name in values}
+    arguments["options"] = FrontierOptions(**{k: v for k, v in values.items() if k in OPTIONS})
+    arguments["runtime"] = Runtime(**{k: v for k, v in values.items() if k in RUNTIME})
+    return arguments
