@@ -232,9 +232,6 @@ def test_a_resumed_crawl_retries_deferred_urls_first(store: Any, tmp_path: Any) 
     assert again.stats.get_value("frontier/deferred_retried") == 1
     assert status(again, "https://dead.test/") == Status.QUEUED
     assert again.store.hosts.deferrals() == {}
-    if shared(store):
-        pytest.xfail("shared dispatch: a retried deferred URL ties at the top level with a new "
-                     "top-level URL of another host, and hosts tie in no set order")
     assert fetch_all(again, clock)[0] == "https://dead.test/"
     again.close("finished")
 

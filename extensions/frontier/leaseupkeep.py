@@ -222,6 +222,7 @@ class LeaseUpkeep:
             by_host.setdefault(entry.host, []).append(entry._replace(level=top))
         for host, entries in by_host.items():
             dispatch.leases.enqueue(host, entries, force=True)
+        dispatch.retried.update(by_host)
         dispatch.parts.stats.set_value("frontier/deferred_retried", len(fingerprints))
         logger.info("Retrying %d URLs deferred by the previous run first", len(fingerprints))
 

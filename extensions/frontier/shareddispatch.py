@@ -94,7 +94,10 @@ class SharedDispatch:
         self.shared_holds: SharedHolds | None = None
         self.held: dict[str, HeldHost] = {}
         self.upkeep = LeaseUpkeep(self)
-        self._ready: list[tuple[float, int, str]] = []
+        self._ready: list[tuple[float, bool, int, str]] = []
+        #: hosts this process gave back the URLs the run before deferred: first
+        #: among the ready hosts of their level while it holds them
+        self.retried: set[str] = set()
         self._ready_seq = 0
         self._next_poll = 0.0
         self._heap_hosts: int | None = None  # hosts on the shared heap at the last poll
@@ -245,17 +248,19 @@ class SharedDispatch:
 
     def _dispatch_ready(self, now: float) -> Request | None:
         """Move the due held hosts to the ready heap (hosts of one level in
-        the order they became ready, see :func:`ready_order`), then dispatch
-        from the best one that still may fetch."""
+        the order they became ready, see :func:`ready_order`, those with the
+        URLs a resumed crawl retries first), then dispatch from the best one
+        that still may fetch."""
         ready, politeness = self._ready, self.parts.politeness
         while (host := self.heap.pop_due(now)) is not None:
             if host in self.held:  # a host given away meanwhile is someone else's
                 head = self.held[host].head
                 self._ready_seq += 1
                 level = -1 if head == INFINITY else level_of_score(head)
-                heapq_push(ready, (ready_order(level, politeness.rate_limited(host)), self._ready_seq, host))
+                order = ready_order(level, politeness.rate_limited(host))
+                heapq_push(ready, (order, host not in self.retried, self._ready_seq, host))
         while ready:
-            host = heapq_pop(ready)[2]
+            host = heapq_pop(ready)[3]
             if host in self.heap or host not in self.held:
                 continue
             if politeness.ready_at(host) > now:
@@ -417,6 +422,7 @@ class SharedDispatch:
 
     def drop(self, host: str) -> None:
         self.held.pop(host, None)
+        self.retried.discard(host)
         self.heap.remove(host)
         self.parts.stats.set_value("frontier/back_queues", len(self.held))
 
