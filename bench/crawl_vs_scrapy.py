@@ -6,6 +6,10 @@ responses served between the first request start and the last response end)
 and peak RSS (``wait4`` rusage of the crawl process), and their ratios.
 
     python -m bench.crawl_vs_scrapy --hosts 200 --pages 20 --runs 3
+
+``--checkout NAME=PATH`` adds our crawler as another checkout has it (a
+clone with its own ``.venv`` or a symlink to ours), run in the same loop:
+before/after comparisons on one machine state.
 """
 
 from __future__ import annotations
@@ -69,7 +73,7 @@ def pages_and_seconds(access_log: Path, since: float) -> tuple[int, float]:
 
 
 def crawl_ours(web, workdir: Path, depth: int, concurrency: int, timeout: float,
-               extra: tuple[str, ...] = (), name: str = "webcrawler") -> CrawlRun:
+               extra: tuple[str, ...] = (), name: str = "webcrawler", root: Path = ROOT) -> CrawlRun:
     since = time.time()
     cmd = [
         SCRAPY, "crawl", "web", "-a", f"seeds={web.seeds_file}",
@@ -80,7 +84,7 @@ def crawl_ours(web, workdir: Path, depth: int, concurrency: int, timeout: float,
         # does (RFC 9309's wait would add a tail that measures the period)
         "-s", "ROBOTSTXT_UNREACHABLE_PERIOD=0",
     ]
-    rss = run_measured(cmd, ROOT, dict(os.environ), timeout, workdir / "crawl.log")
+    rss = run_measured(cmd, root, dict(os.environ), timeout, workdir / "crawl.log")
     pages, seconds = pages_and_seconds(web.access_log, since)
     return CrawlRun(name, pages, seconds, rss)
 
@@ -130,8 +134,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-s", dest="settings", action="append", default=[],
                         help="NAME=VALUE for our spider's crawls (both our variants), e.g. "
                              "CONTENTSEEN_ENABLED=False to compare the frontier alone")
+    parser.add_argument("--checkout", action="append", default=[],
+                        help="NAME=PATH: also crawl with the webcrawler checkout at PATH (repeatable)")
     args = parser.parse_args(argv)
     extra = tuple(part for item in args.settings for part in ("-s", item))
+    checkouts = [(name, Path(path).resolve()) for name, _, path in
+                 (item.partition("=") for item in args.checkout)]
+    others: dict[str, list[CrawlRun]] = {name: [] for name, _ in checkouts}
 
     config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links)
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
@@ -147,12 +156,18 @@ def main(argv: list[str] | None = None) -> None:
                         sink.append(crawl(web, rundir, args.depth, args.concurrency, args.timeout))
                     else:
                         sink.append(crawl(web, rundir, args.depth, args.concurrency, args.timeout, extra))
+                for name, path in checkouts:
+                    rundir = workdir / f"checkout-{name}-{run}"
+                    rundir.mkdir()
+                    others[name].append(crawl_ours(web, rundir, args.depth, args.concurrency, args.timeout,
+                                                   extra, f"ours@{name}", path))
     a, b, c = median_run(ours), median_run(stock), median_run(stock_scheduler)
+    other_medians = [median_run(runs) for runs in others.values()]
     print(f"whole crawl: {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
           f"CONCURRENT_REQUESTS={args.concurrency}, medians of {args.runs} runs"
           + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
     print(f"{'crawler':<16}{'pages':>8}{'seconds':>10}{'pages/s':>10}{'peak RSS MB':>13}")
-    for r in (a, b, c):
+    for r in (a, b, c, *other_medians):
         print(f"{r.name:<16}{r.pages:>8}{r.seconds:>10.2f}{r.pages_per_second:>10.1f}{r.peak_rss_mb:>13.1f}")
     ratio_speed = a.pages_per_second / b.pages_per_second if b.pages_per_second else float("nan")
     ratio_rss = a.peak_rss_mb / b.peak_rss_mb if b.peak_rss_mb else float("nan")
@@ -160,6 +175,11 @@ def main(argv: list[str] | None = None) -> None:
     if c.pages_per_second and c.peak_rss_mb:
         print(f"{'ours/stock sched':<16}{'':>8}{'':>10}{a.pages_per_second / c.pages_per_second:>10.2f}"
               f"{a.peak_rss_mb / c.peak_rss_mb:>13.2f}")
+    for o in other_medians:
+        if o.pages_per_second and o.peak_rss_mb:
+            label = f"ours/{o.name.removeprefix('ours@')}"
+            print(f"{label:<16}{'':>8}{'':>10}{a.pages_per_second / o.pages_per_second:>10.2f}"
+                  f"{a.peak_rss_mb / o.peak_rss_mb:>13.2f}")
     print("webcrawler: our spider + frontier (1 request per host, politeness);"
           " stock scrapy: a plain CrawlSpider on Scrapy's defaults;"
           " stock scheduler: our spider with Scrapy's own scheduler")

@@ -294,3 +294,23 @@ def test_links_in_items_disagreeing_with_the_pipelines_fails_at_start(
     assert result.returncode != 0
     assert "LINKS_IN_ITEMS" in output and LINK_SCHEDULER in output
     assert not web.entries()
+
+
+def test_on_scrapys_own_scheduler_the_spider_still_follows_every_link(tmp_path: Path, start_web: Any) -> None:
+    """Our spider and pipelines with ``SCHEDULER`` set to Scrapy's own: no
+    frontier to hand the page to, so no AOPIC credit, but every link is
+    crawled. Was: Scrapy's scheduler metaclass answers ``isinstance`` by
+    duck typing, so the pipeline took Scrapy's scheduler for the frontier,
+    called its missing ``page_done`` and the crawl stopped at the seeds."""
+    web = start_web(hosts=3, pages=5, links=4)
+    seeds = ",".join(web.url(f"h000{i}.test") for i in range(3))
+    # a robots.txt answering 5xx: no restrictions at once (holding an
+    # origin needs the frontier), as the truth's robots_5xx="allow" has it
+    result = _crawl(tmp_path, seeds, web, DEPTH_LIMIT=3, SCHEDULER="scrapy.core.scheduler.Scheduler",
+                    ROBOTSTXT_UNREACHABLE_PERIOD=0)
+    assert result.returncode == 0, result.log[-2000:]
+    assert "Error processing" not in result.log
+    truth = web.truth(depth_limit=3, seeds=seeds.split(","), robots_5xx="allow")
+    missing = set(truth.fetched) - set(truth.duplicates) - set(fetched_urls(web))
+    assert not missing, sorted(missing)
+    assert all("importance" not in item for item in result.items)

@@ -70,7 +70,9 @@ class LinkScheduler:
             links = []
         credit: dict[str, tuple[float, float]] = {}
         frontier = self.crawler.engine.scheduler
-        if isinstance(frontier, Frontier) and item.get("url"):
+        # not isinstance: Scrapy's scheduler metaclass answers it by duck
+        # typing, so any scheduler "is" a Frontier (Scrapy's own has no page_done)
+        if Frontier in type(frontier).__mro__ and item.get("url"):
             done = frontier.page_done(PageVerdict(
                 item["url"], links, follow, group,
                 duplicate=bool(item.get("duplicate_of"))))
