@@ -91,10 +91,10 @@ def test_single_host_200_pages_with_0_2_s_delay_has_no_idle_gaps(tmp_path, site)
     times = _fetch_times(server)
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert min(gaps) >= 0.2 - 0.01
-    # woken by the frontier's timer, not the engine's 5 s heartbeat (which
-    # would leave most gaps seconds long); a loaded machine may stall a few
-    idle = [round(gap, 2) for gap in gaps if gap >= 1.0]
-    assert len(idle) <= len(gaps) // 20, idle
+    # woken by the frontier's timer, not the engine's 5 s heartbeat: after
+    # each fetch the one host waits out its gap with nothing else to do, so
+    # (nearly) every fetch after the first follows a timer that fired
+    assert run.dumped_stat("frontier/wakeups_fired") >= 150
 
 
 def test_ctrl_c_pauses_and_the_same_command_resumes(tmp_path, site):

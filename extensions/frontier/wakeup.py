@@ -46,5 +46,6 @@ class WakeUpTimer:
 
     def _fire(self) -> None:
         self._timer, self.due = None, INFINITY
+        self.stats.inc_value("frontier/wakeups_fired")
         if self.wake is not None:
             self.wake()
