@@ -7,7 +7,9 @@ on a shared machine hits each alike), ``--runs`` rounds. Pages/s come from
 the test web's access log (:mod:`bench.crawl_vs_scrapy`, whose runners this
 reuses); the table gives the median pages/s of each crawler and the median
 of the per-round ratios on/off (paired, so a noisy round counts once). The
-edges recorded come from the last run's ``JOBDIR/frontier.sqlite3``.
+edges recorded come from the last run's ``JOBDIR/frontier.sqlite3``. A second
+figure times ``Frontier.page_done`` alone, on and off (:func:`page_done_cost`),
+and relates the difference to the crawl's time per page.
 
     python -m bench.linkgraph_record --hosts 200 --pages 20 --runs 5
 """
@@ -38,6 +40,40 @@ def recorded(job: Path) -> tuple[int, int]:
     finally:
         db.close()
     return pages, size // 8
+
+
+def page_done_cost(pages: int = 5000, links: int = 8, repeats: int = 5) -> dict[bool, float]:
+    """Microseconds per ``Frontier.page_done`` (AOPIC on, SQLite store,
+    ``links`` links a page) with recording on and off: medians of
+    ``repeats`` interleaved runs over fresh stores. The in-process cost the
+    whole-crawl figure hides in its noise."""
+    import time  # noqa: PLC0415
+
+    from extensions.aopic.ledger import AOPICLedger  # noqa: PLC0415
+    from extensions.frontier.options import frontier_arguments  # noqa: PLC0415
+    from extensions.frontier.page import PageVerdict  # noqa: PLC0415
+    from extensions.frontier.prioritizer import CashPrioritizer  # noqa: PLC0415
+    from extensions.frontier.scheduler import Frontier  # noqa: PLC0415
+    from extensions.store.sqlite import SQLiteStore  # noqa: PLC0415
+
+    verdicts = [PageVerdict(f"http://h{i % 200}.test/p/{i}.html",
+                            [f"http://h{(i + k * 7) % 200}.test/p/{i * 3 + k}.html" for k in range(links)])
+                for i in range(pages)]
+    timings: dict[bool, list[float]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory(prefix="bench-linkgraph-micro-") as tmp:
+        for repeat in range(repeats):
+            for on in (True, False) if repeat % 2 == 0 else (False, True):
+                store = SQLiteStore(Path(tmp) / f"{repeat}-{on}.sqlite3")
+                frontier = Frontier(store, **frontier_arguments(
+                    ledger=AOPICLedger(store), prioritizer=CashPrioritizer(8), linkgraph_record=on))
+                frontier.open(None)
+                start = time.perf_counter()
+                for verdict in verdicts:
+                    frontier.page_done(verdict)
+                store.commit()
+                timings[on].append((time.perf_counter() - start) / pages * 1e6)
+                frontier.close("finished")
+    return {on: statistics.median(values) for on, values in timings.items()}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -84,6 +120,12 @@ def main(argv: list[str] | None = None) -> None:
           f"median of per-round ratios {statistics.median(ratios):.3f} "
           f"(rounds: {' '.join(f'{r:.3f}' for r in ratios)})")
     print(f"recorded (last run): {graph[0]} pages, {graph[1]} edges")
+    micro = page_done_cost(links=args.links)
+    budget = 1e6 / speed["recording off"]  # microseconds of crawl per page
+    extra = micro[True] - micro[False]
+    print(f"Frontier.page_done (AOPIC on, SQLite, {args.links} links), median us/page: "
+          f"on {micro[True]:.1f}, off {micro[False]:.1f}; recording adds {extra:.1f} us/page = "
+          f"{100 * extra / budget:.2f}% of the crawl's {budget:.0f} us/page (recording off)")
 
 
 if __name__ == "__main__":
