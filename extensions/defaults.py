@@ -181,6 +181,14 @@ SCHEDULER_FLUSH_ON_START = False  # delete the crawl's keys at start
 SCHEDULER_PERSIST = False  # keep the crawl's keys at close (to resume); off: deleted
 
 
+# --- Link graph (extensions.frontier.linkrecord) ------------------------------
+# Each fetched page's accepted outlinks (after canonicalisation, the URL and
+# trap filters, before the URL-seen test), by URL fingerprint, in the
+# frontier's store (store.links): JOBDIR/frontier.sqlite3 table links, or
+# P:{T}:links on Redis. A redirect records its Location as its one outlink.
+LINKGRAPH_RECORD = True
+
+
 # --- robots.txt (extensions.robots.middleware, RFC 9309) --------------------
 # ROBOTSTXT_OBEY (above) switches it; ROBOTSTXT_USER_AGENT (Scrapy's) names
 # the product token groups are matched by (default: USER_AGENT's first token).

@@ -26,6 +26,7 @@ from extensions.store.base import (
     FrontierStore,
     FrontierStoreError,
     HostTable,
+    LinkTable,
     RequestQueues,
     Status,
     URLTable,
@@ -114,6 +115,7 @@ def test_store_implements_every_protocol(backend: Backend) -> None:
     assert isinstance(store.urls, URLTable)
     assert isinstance(store.hosts, HostTable)
     assert isinstance(store.cash, CashTable)
+    assert isinstance(store.links, LinkTable)
     assert isinstance(store, ContentGroups)
     # what callers read without probing: every store has these
     assert isinstance(store.round_trips, int)
@@ -396,6 +398,43 @@ def test_meta_survives(backend: Backend) -> None:
     assert store.get_meta("absent") is None
 
 
+# -- link table (the recorded link graph) ------------------------------------------------
+def test_link_lists_keep_order_drop_repeats_and_are_replaced_by_a_refetch(backend: Backend) -> None:
+    page, other = real("http://a.test/").fingerprint, real("http://b.test/x").fingerprint
+    far = [real(f"http://h{i}.test/").fingerprint for i in range(5)]
+    links = backend.store.links
+    links.record(page, [far[3], far[0], far[3], -(1 << 63), (1 << 63) - 1, far[0]])
+    links.record(other, [far[1]])
+    links.record(other, [far[2], far[4]])  # a re-fetch replaces the list
+    links = backend.cycle().links
+    assert links.targets_of(page) == [far[3], far[0], -(1 << 63), (1 << 63) - 1]
+    assert links.targets_of(other) == [far[2], far[4]]
+    assert links.targets_of(far[0]) is None
+    assert links.sources() == 2
+
+
+def test_a_page_without_links_has_an_empty_list_not_none(backend: Backend) -> None:
+    page = real("http://a.test/leaf").fingerprint
+    backend.store.links.record(page, [])
+    links = backend.cycle().links
+    assert links.targets_of(page) == [] and links.sources() == 1
+
+
+def test_link_scan_gives_every_list_once_in_batches(backend: Backend) -> None:
+    recorded = {real(f"http://h{i % 7}.test/{i}").fingerprint: [i, i + 1, -i] for i in range(1, 40)}
+    for source, targets in recorded.items():
+        backend.store.links.record(source, targets)
+    batches = list(backend.cycle().links.scan(batch=5))
+    assert all(0 < len(batch) <= 5 for batch in batches)
+    scanned = [pair for batch in batches for pair in batch]
+    assert len(scanned) == len(recorded) and dict(scanned) == recorded
+    assert list(backend.store.links.scan()) != [] and backend.store.links.sources() == 39
+
+
+def test_an_empty_link_table_scans_nothing(backend: Backend) -> None:
+    assert list(backend.store.links.scan()) == [] and backend.store.links.sources() == 0
+
+
 # -- lifecycle (persistent backends) ----------------------------------------------------------
 def test_a_new_store_is_clean(persistent: Backend) -> None:
     assert persistent.store.clean
@@ -418,11 +457,13 @@ def test_a_crash_keeps_every_checkpointed_change(persistent: Backend) -> None:
     store.urls.set_status([1], Status.INFLIGHT)
     store.queues.push("front/0", [1, 2])
     store.put_cash([(2, 1.0, 0.0, 0.0, 0)])
+    store.links.record(1, [2, 3])
     store.set_meta("k", "v")
     store = persistent.crash()
     assert store.urls.status_of(1) == Status.INFLIGHT
     assert store.queues.pop("front/0", 5) == [1, 2]
     assert store.get_cash([2]) == {2: (1.0, 0.0, 0.0, 0)}
+    assert store.links.targets_of(1) == [2, 3]
     assert store.get_meta("k") == "v"
 
 

@@ -13,7 +13,8 @@ Settings (defaults in :mod:`extensions.defaults`, section ``# --- Frontier``):
 ``FRONTIER_POLITENESS_FACTOR``, ``FRONTIER_PRIORITIZER``,
 ``FRONTIER_QUEUE_BUFFER``, ``FRONTIER_REFILL_BUDGET``,
 ``FRONTIER_SEEN_BACKEND`` ("exact" or "bloom"), ``FRONTIER_SEEN_CACHE_SIZE``,
-``FRONTIER_SQLITE_CACHE_MB``, ``FRONTIER_WRITE_AHEAD``; and Scrapy's own
+``FRONTIER_SQLITE_CACHE_MB``, ``FRONTIER_WRITE_AHEAD``; ``LINKGRAPH_RECORD``
+(:mod:`.linkrecord`, section ``# --- Link graph``); and Scrapy's own
 ``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_DOMAIN``,
 ``CONCURRENT_REQUESTS_PER_IP``, ``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``,
 ``JOBDIR``.
@@ -208,6 +209,7 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
             idle_close=_non_negative(settings, "FRONTIER_IDLE_CLOSE"),
             write_ahead=settings.getbool("FRONTIER_WRITE_AHEAD") and isinstance(store, WriteAheadStore),
             record_refusals=settings.getbool("FRONTIER_RECORD_REFUSALS"),
+            linkgraph_record=settings.getbool("LINKGRAPH_RECORD", defaults.LINKGRAPH_RECORD),
             bloom_path=directory / BLOOM_NAME if bloom is not None and directory else None,
             cleanup_dir=cleanup,
         ),

@@ -46,12 +46,13 @@ class AOPICCredit:
     def __init__(self, ledger: AOPICLedger, prioritizer: Prioritizer, revisits: int = 0) -> None:
         self.ledger, self.prioritizer, self.revisits = ledger, prioritizer, revisits
 
-    def pay(self, url: str, outlinks: list[str]) -> Payment:
+    def pay(self, url: str, outlinks: list[str], fingerprints: list[int] | None = None) -> Payment:
         """The page at ``url`` was fetched: its cash to its history, the tax
-        to Lambda, the rest split over ``outlinks`` (known or new)."""
+        to Lambda, the rest split over ``outlinks`` (known or new), whose
+        ``fingerprints`` are computed here unless given (the link recorder's)."""
         ledger = self.ledger
         fp, _ = url_fingerprint(url)
-        links = [canonical_fingerprint(link) for link in outlinks]
+        links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
         paid, entries = ledger.distribute(fp, links, entries_of=links)
         credit, rising = self._rising(links, paid.changes) if links and paid.changes else ({}, [])
         return Payment(fp, links, paid.history, credit, rising, entries, paid.visits <= self.revisits)
@@ -108,12 +109,13 @@ class CreditAssignment:
         self.aopic, self.store, self.dispatch, self.stats = aopic, store, dispatch, stats
         self.memory_only = memory_only  # rows of these are not requests: never moved
 
-    def page_done(self, page: PageVerdict) -> PageDone:
+    def page_done(self, page: PageVerdict, fingerprints: list[int] | None = None) -> PageDone:
         """The page's cash to its history, credit to its outlinks (none if
         not followed; queued ones whose level rises move up); the history
-        and each outlink's credit, by URL."""
+        and each outlink's credit, by URL. ``fingerprints``: those of
+        ``page.links`` if computed already (the link recorder's)."""
         links = page.links if page.follow else []
-        payment = self.aopic.pay(page.url, links)
+        payment = self.aopic.pay(page.url, links, fingerprints if page.follow else None)
         if payment.rising:
             self._promote(payment.rising, payment.credit, payment.entries)
         if payment.revisit:

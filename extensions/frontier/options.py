@@ -34,6 +34,7 @@ class FrontierOptions:
     idle_close: float = 60.0  # FRONTIER_IDLE_CLOSE: idle seconds before held origins are deferred
     write_ahead: bool = False  # FRONTIER_WRITE_AHEAD: commit before each hand-out
     record_refusals: bool = True  # FRONTIER_RECORD_REFUSALS: refused URLs get a row
+    linkgraph_record: bool = True  # LINKGRAPH_RECORD: each fetched page's outlinks into store.links
     bloom_path: Path | None = None  # where the in-process Bloom filter is saved (JOBDIR)
     cleanup_dir: Path | None = None  # a temporary directory removed at close
 

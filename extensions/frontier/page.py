@@ -3,7 +3,8 @@
 The judged page comes back to the frontier through one entry point,
 :meth:`Frontier.page_done(verdict) <extensions.frontier.scheduler.Frontier.page_done>`:
 AOPIC's credit assignment (the page's cash to its history, the rest over its
-outlinks), and the content-seen group for the URL database. It answers with
+outlinks), the content-seen group for the URL database and the page's
+outlinks for the link graph (:mod:`.linkrecord`). It answers with
 the page's history and each outlink's new cash; the pipeline puts that cash
 on the outlink's request (:func:`link_request`), so the frontier files the
 link at the level its cash earns without reading the cash row again, and
@@ -26,10 +27,11 @@ class PageVerdict:
     """What the pipelines concluded about a fetched page."""
 
     url: str  # as requested (the URL whose cash is taken)
-    links: list[str] = field(default_factory=list)  # accepted outlinks, already canonical or not
-    follow: bool = True  # not a duplicate: its links are credited and followed
+    links: list[str] = field(default_factory=list)  # accepted outlinks, canonical (the extractor's)
+    follow: bool = True  # not a duplicate: its links are credited and followed (recorded either way)
     content_group: int | None = None  # its similar-content group (URL database)
     duplicate: bool = False  # a duplicate of an earlier page of that group
+    final_url: str | None = None  # where it was fetched after redirects (None: url); its links' source
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,9 @@ thin Scrapy scheduler over parts, each in its own module:
   (:mod:`.shareddispatch`), chosen from ``FRONTIER_BACKEND`` in :mod:`.config`;
 * admission (:mod:`.admission`), politeness (:mod:`.politeness`), origin
   holds (:mod:`.holds`), the in-flight table (:mod:`.inflight`), the wake-up
-  timer (:mod:`.wakeup`), AOPIC credit (:mod:`.credit`), resume
-  (:mod:`.resume`), gauges (:mod:`.gauges`); plain values in :mod:`.options`.
+  timer (:mod:`.wakeup`), AOPIC credit (:mod:`.credit`), link recording
+  (:mod:`.linkrecord`), resume (:mod:`.resume`), gauges (:mod:`.gauges`);
+  plain values in :mod:`.options`.
 
 A request travels:
 
@@ -30,7 +31,7 @@ A request travels:
    the request (its callbacks' output is scheduled), the row becomes done
    or failed.
 4. The last item pipeline hands the judged page back (:meth:`Frontier.page_done`):
-   AOPIC credit for its outlinks, its content-seen group.
+   AOPIC credit for its outlinks, its content-seen group, its outlinks recorded.
 
 Other components reach the frontier only through signals
 (:mod:`extensions.signals`): robots.txt rules parsed (the Crawl-delay), a
@@ -65,6 +66,7 @@ from extensions.frontier.gauges import CRAWL_WIDE_STATS, DictStats, update_gauge
 from extensions.frontier.holds import OriginHolds
 from extensions.frontier.hostkey import HostKey
 from extensions.frontier.inflight import InFlight, InFlightTable
+from extensions.frontier.linkrecord import LinkRecorder
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.page import PageDone, PageVerdict
@@ -107,8 +109,7 @@ class Frontier(BaseScheduler):
         options: FrontierOptions = FrontierOptions(),
         runtime: Runtime = Runtime(),
     ) -> None:
-        """The parts (defaults: a :class:`LocalDispatch`, a :class:`DepthPrioritizer`
-        over its levels) and the plain values (:mod:`.options`)."""
+        """The parts (default: local dispatch, depth prioritiser) and plain values (:mod:`.options`)."""
         self.store = store
         self.dispatch: HostDispatch = dispatch if dispatch is not None else LocalDispatch()
         self.prioritizer = prioritizer or DepthPrioritizer(self.dispatch.levels)
@@ -127,10 +128,7 @@ class Frontier(BaseScheduler):
         self._checkpoints = 0
         self._logged: set[str] = set()
         self.on_host_assigned: Callable[..., Any] | None = None  # the host_assigned signal (DNS prefetch)
-        # origins that cannot be crawled now (robots.txt unreachable, a
-        # tripped circuit breaker): their URLs wait, the host's other
-        # origins go on; see :mod:`extensions.frontier.holds`
-        self.holds = OriginHolds()
+        self.holds = OriginHolds()  # origins that cannot be crawled now (see .holds)
         self.memory_only: dict[int, Request] = {}  # requests that cannot be serialised, by fingerprint
         self.admission = Admission(store, self.seen, self.stats, self.wall_clock, self.memory_only,
                                    options.host_budget, options.record_refusals)
@@ -148,6 +146,7 @@ class Frontier(BaseScheduler):
         self.credit_assignment = None if self.aopic is None else CreditAssignment(
             self.aopic, store, self.dispatch, self.stats, self.memory_only)  # page_done's AOPIC part
         self.unfiled = self.parts.unfiled
+        self.link_record = LinkRecorder(store.links, self.stats, options.linkgraph_record)
 
     # -- construction from a crawler ----------------------------------------
     @classmethod
@@ -325,8 +324,9 @@ class Frontier(BaseScheduler):
 
     def response_received(self, response: Any, request: Request, spider: Spider | None = None) -> None:
         record = self.inflight.get(request)
-        if record is not None:
+        if record is not None:  # a redirect's Location is its outlink (link graph)
             record.ok = True
+            self.link_record.redirected(request.url, response.status, response.headers.get(b"Location"), response.url)
 
     def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
         if request in self.inflight:
@@ -360,17 +360,18 @@ class Frontier(BaseScheduler):
 
     # -- the page's verdict (the last item pipeline) ---------------------------
     def page_done(self, page: PageVerdict) -> PageDone:
-        """The pipelines judged a fetched page: AOPIC moves its cash to its
-        history and credits its outlinks (none if not followed; queued ones
-        whose level rises move up), and its content-seen group goes into the
-        URL database. Returns the history and each outlink's credit, which
-        the caller puts on the outlink's request (:func:`.page.link_request`)."""
+        """The pipelines judged a fetched page: its outlinks are recorded
+        (followed or not), AOPIC moves its cash to its history and credits
+        its outlinks (none if not followed; queued ones whose level rises
+        move up), its content-seen group goes into the URL database. Returns
+        the history and each outlink's credit, for the outlink's request."""
         if page.content_group is not None:
             fp, _ = url_fingerprint(page.url)
             self.store.set_content_group(fp, page.content_group, page.duplicate)
+        fingerprints = self.link_record.page_done(page)  # computed once, for AOPIC too
         if self.credit_assignment is None:
             return PageDone()
-        return self.credit_assignment.page_done(page)
+        return self.credit_assignment.page_done(page, fingerprints)
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL from outside a page's credit

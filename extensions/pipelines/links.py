@@ -65,19 +65,19 @@ class LinkScheduler:
         links: list[str] = item.pop("links", None) or []
         group = item.pop("content_group", None) if "content_group" in item.fields else None
         follow = not (item.get("duplicate_of") or (item.get("near_duplicate_of") and not self.follow_near))
-        if not follow:
-            self.stats.inc_value("links/not_followed_duplicate", len(links))
-            links = []
         credit: dict[str, tuple[float, float]] = {}
         frontier = self.crawler.engine.scheduler
         # not isinstance: Scrapy's scheduler metaclass answers it by duck
         # typing, so any scheduler "is" a Frontier (Scrapy's own has no page_done)
         if Frontier in type(frontier).__mro__ and item.get("url"):
-            done = frontier.page_done(PageVerdict(
+            done = frontier.page_done(PageVerdict(  # a duplicate's links too: the link graph records them
                 item["url"], links, follow, group,
-                duplicate=bool(item.get("duplicate_of"))))
+                duplicate=bool(item.get("duplicate_of")), final_url=item.get("final_url")))
             item["importance"] = done.history
             credit = done.credit
+        if not follow:
+            self.stats.inc_value("links/not_followed_duplicate", len(links))
+            links = []
         depth = int(item.get("depth") or 0) + 1
         referer = item.get("final_url") or item.get("url")
         crawl, fresh = self.crawler.engine.crawl, self.recent.fresh

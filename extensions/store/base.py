@@ -22,6 +22,8 @@ buffers in memory and talks to storage through four narrow protocols:
 
 * :class:`CashTable` -- AOPIC's cash per URL; :class:`ContentGroups` -- the
   content-seen verdict per URL.
+* :class:`LinkTable` -- the link graph as recorded: each fetched page's
+  accepted outlinks, by fingerprint (:mod:`extensions.frontier.linkrecord`).
 
 A :class:`FrontierStore` bundles one of each with the lifecycle the frontier
 needs: open (raising :class:`FrontierStoreError` naming the file), checkpoint
@@ -230,6 +232,28 @@ class ContentGroups(Protocol):
 
 
 @runtime_checkable
+class LinkTable(Protocol):
+    """The link graph as the crawl recorded it: per fetched page (its URL
+    fingerprint), its accepted outlinks' fingerprints, in the order found,
+    each once. Written in the same transaction (SQLite) or pipeline (Redis)
+    as the page's other changes, so a page marked done has its list."""
+
+    def record(self, source: int, targets: Sequence[int]) -> None:
+        """``source``'s outlinks (duplicates dropped, first kept); replaces
+        any earlier list of ``source`` (a re-fetch)."""
+
+    def targets_of(self, source: int) -> list[int] | None:
+        """``source``'s recorded outlinks, None if it has no list."""
+
+    def sources(self) -> int:
+        """How many pages have a recorded list."""
+
+    def scan(self, batch: int = 10_000) -> Iterator[list[tuple[int, list[int]]]]:
+        """Every recorded ``(source, targets)``, in lists of up to ``batch``,
+        each source once (for the graph builder; no order promised)."""
+
+
+@runtime_checkable
 class FrontierStore(ContentGroups, Protocol):
     """One of each store concern plus the lifecycle the frontier needs.
     Every store (memory, SQLite, Redis) implements all of it: callers never
@@ -239,6 +263,7 @@ class FrontierStore(ContentGroups, Protocol):
     urls: URLTable
     hosts: HostTable
     cash: CashTable
+    links: LinkTable
     #: Whether the previous run closed cleanly (False on a fresh store with
     #: no data is fine: there is nothing to rebuild).
     clean: bool

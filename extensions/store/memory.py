@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import count
 
 from extensions.store.base import Entry, Status
+from extensions.store.linktable import MemoryLinkTable
 
 
 class MemoryStore:
@@ -22,6 +23,7 @@ class MemoryStore:
         self.round_trips = 0  # an embedded store sends no requests
         self.clean = True
         self.queues = self.urls = self.hosts = self.cash = self
+        self.links = MemoryLinkTable()
         self._groups: dict[int, tuple[int, bool]] = {}
         self._cash: dict[int, tuple[float, float, float, int]] = {}
         self._queues: dict[str, deque[int]] = {}

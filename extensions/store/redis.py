@@ -54,7 +54,7 @@ off) deletes every key of the crawl at a clean close; ``flush_on_start``
 (``SCHEDULER_FLUSH_ON_START``) deletes them at open. Queue lengths are kept
 in the client (a queue has one writer). Operations that scan every tag
 (``iter_pending``, ``iter_all``, ``requeue_inflight``, ``count_by_status``,
-``cash_count``, ``cash_totals``) run only at a rebuild, at start or in tests.
+``cash_count``, ``cash_totals``, the link table's scans) run only at a rebuild, at start or in tests.
 
 Inspect a running crawl with ``redis-cli``: ``--scan --pattern 'web:*'``,
 ``HLEN 'web:{abcdef}:urls'``, ``LLEN web:queue:front/0``, ``HGETALL web:meta``.
@@ -76,6 +76,7 @@ from extensions.store.redis_cash import RedisCashTable
 from extensions.store.redis_cash import group_by_tag as _group
 from extensions.store.redis_connection import RedisConnection, redact
 from extensions.store.redis_keys import SCHEMA_VERSION, Keys, tag_of
+from extensions.store.redis_links import RedisLinkTable
 from extensions.store.redis_registry import ProcessRegistry, registry_of
 from extensions.store.redis_rows import (
     STATUS_BYTE,
@@ -119,6 +120,7 @@ class RedisStore(RedisCashTable):
         self.connection = connection or RedisConnection(url, retries=retries, timeout=timeout, batch=batch)
         self.clean = True
         self.queues = self.urls = self.hosts = self.cash = self
+        self.links = RedisLinkTable(self.keys, self._require)  # pipelined with the rest
         self._attached = False
         self._owner, self._pops = uuid.uuid4().hex, 0
         self._lengths: dict[str, int] = {}

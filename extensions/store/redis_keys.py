@@ -14,6 +14,8 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
                       see extensions/store/redis_bloom.py)
     P:{T}:cash        hash  fingerprint -> AOPIC (cash, history, mark, visits)
     P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
+    P:{T}:links       hash  fingerprint of a fetched page -> its outlinks'
+                      fingerprints, packed int64 (extensions/store/redis_links.py)
     P:{aopic}:ledger  hash  AOPIC's shared scalars: lambda, dividend, put_in,
                       rows, crawls (extensions/aopic/shared.py)
     P:{T}:lease:HOST  hash  a host's lease and politeness state, shared by
@@ -106,6 +108,7 @@ class Keys:
         self.bloom_pattern = f"{literal}:{{*}}:bloom"
         self.known = f"{prefix}:known"
         self.cash_pattern = f"{literal}:{{*}}:cash"
+        self.links_pattern = f"{literal}:{{*}}:links"
         self.queue_pattern = f"{glob_escape(self.queue_prefix)}*"
         self.back_pattern = f"{literal}:{{*}}:back:*"
         self.processes = f"{prefix}:processes"
@@ -128,6 +131,10 @@ class Keys:
 
     def groups(self, tag: str) -> str:
         return f"{self.prefix}:{{{tag}}}:groups"
+
+    def links(self, tag: str) -> str:
+        """The recorded outlinks of the fetched pages of tag ``tag``."""
+        return f"{self.prefix}:{{{tag}}}:links"
 
     def bloom(self, tag: str) -> str:
         """The Bloom filter's shard for the slot of ``tag``."""

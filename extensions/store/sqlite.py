@@ -56,6 +56,9 @@ Schema (version 1)::
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
                                         -- schema, clean ('1' after a clean
                                         -- close), front_queues, back_queues
+    CREATE TABLE links (source INTEGER PRIMARY KEY, targets BLOB NOT NULL);
+                                        -- a fetched page's outlinks: packed
+                                        -- int64 fingerprints (linktable.py)
     CREATE TABLE statuses (status INTEGER PRIMARY KEY, name TEXT NOT NULL);
     CREATE VIEW urls_readable AS        -- urls with text status and dates
       SELECT u.fingerprint, u.url, u.host, s.name AS status, u.level,
@@ -73,6 +76,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from extensions.store.base import Entry, FrontierStoreError, Status
+from extensions.store.linktable import SQLiteLinkTable
 
 SCHEMA_VERSION = "1"
 
@@ -94,6 +98,8 @@ CREATE TABLE IF NOT EXISTS cash (
 CREATE TABLE IF NOT EXISTS content_groups (
   fingerprint INTEGER PRIMARY KEY, group_id INTEGER NOT NULL,
   duplicate INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS links (
+  source INTEGER PRIMARY KEY, targets BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS statuses (status INTEGER PRIMARY KEY, name TEXT NOT NULL);
 INSERT OR IGNORE INTO statuses VALUES
   (0, 'queued'), (1, 'inflight'), (2, 'done'), (3, 'failed'), (4, 'excluded'),
@@ -128,6 +134,7 @@ class SQLiteStore:
         self.max_mb = max_mb  # a quota: beyond it writes fail as on a full disk
         self.clean = True
         self.queues = self.urls = self.hosts = self.cash = self
+        self.links = SQLiteLinkTable(self._require)  # same connection, same transaction
         self._db: sqlite3.Connection | None = None
         self._lengths: dict[str, int] = {}
         self._bounds: dict[str, list[int]] = {}  # queue -> [first seq, last seq]

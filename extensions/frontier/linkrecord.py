@@ -1,0 +1,76 @@
+"""Recording the link graph: every fetched page's outlinks, by URL fingerprint.
+
+The frontier composes one :class:`LinkRecorder` (``LINKGRAPH_RECORD``, on by
+default) and calls it at two points, writing into the store's
+:class:`~extensions.store.base.LinkTable` (``store.links``):
+
+* :meth:`LinkRecorder.page_done`, from ``Frontier.page_done``: the judged
+  page (the URL it was fetched from, after redirects) gets the list of its
+  accepted outlinks: after canonicalisation, the URL filter and the trap
+  filter, before the URL-seen test, so links to known URLs are kept; also
+  for a duplicate page and with AOPIC off (the graph is the web's, not the
+  crawl's). A page without links gets an empty list.
+* :meth:`LinkRecorder.redirected`, when a fetch answers a redirect: the
+  redirecting URL gets one outlink, its ``Location`` (as BUbiNG records a
+  redirect), so every URL of a redirect chain that is marked done has a list.
+
+A link's id is the fingerprint under which the frontier's admission files
+its URL (:func:`~extensions.frontier.fingerprint.canonical_fingerprint` of
+the canonical link, :func:`~extensions.frontier.fingerprint.url_fingerprint`
+of a page's or redirect's URL), the URL database's key, so the graph
+builder resolves ids to URLs through ``store.urls.get_many``. The records go
+into the store's open transaction (SQLite) or pipeline (Redis) with the
+page's other writes: the commit that makes a page done carries its list.
+
+Stats: ``linkgraph/pages`` (lists recorded), ``linkgraph/edges`` (their
+links, each target once per page), ``linkgraph/redirects`` (of those lists,
+redirects'), ``linkgraph/bad_redirects`` (a ``Location`` that is no URL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urljoin
+
+from extensions.frontier.fingerprint import canonical_fingerprint, url_fingerprint
+from extensions.frontier.page import PageVerdict
+from extensions.store.base import LinkTable
+
+
+class LinkRecorder:
+    """Writes each fetched page's outlinks into ``links`` (nothing when not ``enabled``)."""
+
+    def __init__(self, links: LinkTable, stats: Any, enabled: bool = True) -> None:
+        self.links, self.stats, self.enabled = links, stats, enabled
+
+    def page_done(self, page: PageVerdict) -> list[int] | None:
+        """Record the page's outlinks; return their fingerprints (one per
+        link of ``page.links``, for AOPIC's credit step), None when off."""
+        if not self.enabled:
+            return None
+        fingerprints = [canonical_fingerprint(link) for link in page.links]
+        source, _ = url_fingerprint(page.final_url or page.url)
+        self.record(source, fingerprints)
+        return fingerprints
+
+    def redirected(self, url: str, status: int, location: bytes | None, base: str) -> None:
+        """A fetch of ``url`` answered ``status``: if a redirect, record its
+        one outlink, ``location`` resolved against ``base`` (the response's URL)."""
+        if not self.enabled or not 300 <= status < 400 or not location:
+            return
+        try:
+            target, _ = url_fingerprint(urljoin(base, location.decode("latin-1").strip()))
+            source, _ = url_fingerprint(url)
+        except ValueError:
+            self.stats.inc_value("linkgraph/bad_redirects")
+            return
+        self.record(source, [target])
+        self.stats.inc_value("linkgraph/redirects")
+
+    def record(self, source: int, targets: Sequence[int]) -> None:
+        """``source``'s outlinks, each once, replacing an earlier list."""
+        unique = list(dict.fromkeys(targets))
+        self.links.record(source, unique)
+        self.stats.inc_value("linkgraph/pages")
+        self.stats.inc_value("linkgraph/edges", len(unique))
