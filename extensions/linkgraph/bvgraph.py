@@ -336,7 +336,9 @@ def write_bvgraph(basename: Path, graph: Adjacency, *, window: int = 7, max_ref_
         codes = _code_batch(batch, chosen, window, min_interval, zeta_k)
         node_bits[lo:hi] = codes.bits_per_node(lo, hi)
         packer.write(*codes.ordered())
+    # webgraph-rs reads the stream in 32-bit words (Java pads to 64): pad it
     graph_bytes = packer.getvalue()
+    graph_bytes += b"\0" * (-len(graph_bytes) % 8)
     basename.with_suffix(".graph").write_bytes(graph_bytes)
     gaps = np.concatenate([[0], node_bits])
     offsets_packer = BitPacker()
@@ -361,7 +363,8 @@ def _write_properties(basename: Path, nodes: int, arcs: int, bits: int, window: 
         f"maxrefcount={max_ref_count}",
         f"minintervallength={min_interval}",
         f"zetak={zeta_k}",
-        "compressionflags=",
+        # webgraph-rs reads zetak only with an explicit residual flag (Java always)
+        "compressionflags=" + ("" if zeta_k == 3 else "RESIDUALS_ZETA"),
         f"bitsperlink={bits / arcs if arcs else 0:.3f}",
         f"length={bits}",
     ]
@@ -400,7 +403,7 @@ class BVGraph:
         """Load ``basename.graph``, ``.offsets`` and ``.properties``."""
         basename = Path(basename)
         props = _read_properties(basename.with_suffix(".properties"))
-        if props.get("compressionflags", ""):
+        if props.get("compressionflags", "") not in ("", "RESIDUALS_ZETA"):
             raise ValueError(f"unsupported compressionflags {props['compressionflags']!r}")
         nodes = int(props["nodes"])
         gaps = read_gamma_stream(basename.with_suffix(".offsets").read_bytes(), nodes + 1)
