@@ -1,0 +1,3 @@
+"""placeholder"""
+def write_ef(path, offsets, upper):
+    pass
