@@ -32,10 +32,12 @@ import numpy as np
 
 from extensions.linkgraph.bvgraph import Adjacency, transpose, write_bvgraph
 from extensions.linkgraph.ordering import node_order
+from extensions.linkgraph.pagerank import pagerank, spearman
 
 GRAPH, TRANSPOSED = "graph", "graph-t"
 URLS, URL_OFFSETS = "urls.txt", "urls.offsets.npy"
 FINGERPRINTS, FINGERPRINT_IDS = "fingerprints.npy", "fingerprint_ids.npy"
+PAGERANK = "pagerank.npy"
 REPORT = "build.json"
 LOOKUP_BATCH = 500  # URL rows per get_many (SQLite's host parameter limit is far above)
 
@@ -54,6 +56,9 @@ class BuildReport:
     pages: int  # recorded pages the build read (a later build with more is newer)
     unresolved_targets: int  # edges left out: their target has no URL row
     source: str  # the store it was built from
+    pagerank_iterations: int
+    aopic_spearman: float | None  # rank correlation of AOPIC history and PageRank
+    aopic_pages: int  # fetched pages with an AOPIC history it was computed over
 
 
 def read_lists(store: Any, batch: int = 10_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -105,6 +110,9 @@ def build_link_graph(store: Any, directory: Path, *, batch: int = 10_000,
     _write_urls(staging, [urls[fp] for fp in named[order].tolist()])
     np.save(staging / FINGERPRINTS, named)
     np.save(staging / FINGERPRINT_IDS, node_of_named)
+    ranked = pagerank(graph.offsets, graph.targets)
+    np.save(staging / PAGERANK, ranked.scores)
+    rho, compared = _aopic_spearman(store, pages, *_ids(named, node_of_named, pages), ranked.scores)
     arcs = graph.num_arcs
     report = BuildReport(
         nodes=graph.num_nodes, arcs=arcs,
@@ -114,6 +122,7 @@ def build_link_graph(store: Any, directory: Path, *, batch: int = 10_000,
         uncompressed_bytes=2 * 4 * (arcs + graph.num_nodes + 1),
         build_seconds=round(clock() - started, 3), pages=len(pages),
         unresolved_targets=int((~target_ok).sum()), source=str(getattr(store, "location", "")),
+        pagerank_iterations=ranked.iterations, aopic_spearman=rho, aopic_pages=compared,
     )
     (staging / REPORT).write_text(json.dumps(asdict(report), indent=1) + "\n")
     _replace(staging, directory)
@@ -127,6 +136,23 @@ def _ids(named: np.ndarray, node_of_named: np.ndarray, fingerprints: np.ndarray)
     at = np.minimum(np.searchsorted(named, fingerprints), len(named) - 1)
     ok = named[at] == fingerprints
     return np.where(ok, node_of_named[at], 0), ok
+
+
+def _aopic_spearman(store: Any, pages: np.ndarray, nodes: np.ndarray, resolved: np.ndarray,
+                    scores: np.ndarray) -> tuple[float | None, int]:
+    """Spearman's rho between the fetched pages' AOPIC history (the cash
+    they were credited, Abiteboul et al.'s importance estimate) and their
+    PageRank; None without AOPIC rows."""
+    history: dict[int, float] = {}
+    fingerprints = pages.tolist()
+    for start in range(0, len(fingerprints), LOOKUP_BATCH):
+        rows = store.cash.get_cash(fingerprints[start:start + LOOKUP_BATCH])
+        history.update((fp, row[1]) for fp, row in rows.items())
+    keep = [i for i, fp in enumerate(fingerprints) if resolved[i] and fp in history]
+    if len(keep) < 2:
+        return None, len(keep)
+    rho = spearman(np.array([history[fingerprints[i]] for i in keep]), scores[nodes[keep]])
+    return (None if np.isnan(rho) else round(rho, 4)), len(keep)
 
 
 def _write_urls(directory: Path, urls: Iterable[str]) -> None:

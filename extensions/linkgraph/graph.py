@@ -20,6 +20,7 @@ from extensions.linkgraph.build import (
     FINGERPRINT_IDS,
     FINGERPRINTS,
     GRAPH,
+    PAGERANK,
     TRANSPOSED,
     URL_OFFSETS,
     URLS,
@@ -81,6 +82,10 @@ class LinkGraph:
     def in_links(self, url: str) -> list[str]:
         """The URLs that link to ``url``, in node order."""
         return [self.url_of(int(node)) for node in self.transposed.successors(self.node_of(url))]
+
+    def pagerank(self) -> np.ndarray:
+        """PageRank by node id (damping 0.85), computed at build time."""
+        return np.load(self.directory / PAGERANK)
 
     def edges(self) -> Iterator[tuple[str, str]]:
         """Every ``(source URL, target URL)``, in node order (one sequential decode)."""
