@@ -11,6 +11,9 @@ BOT_NAME = "webcrawler"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
 
+# scrapy linkgraph (crawler/commands/linkgraph.py)
+COMMANDS_MODULE = "crawler.commands"
+
 ADDONS = {"extensions.addon.WebcrawlerAddon": 0}
 
 # Read by Scrapy before add-ons run, so it lives here: our caching

@@ -1,0 +1,1 @@
+"""The project's own Scrapy commands (``COMMANDS_MODULE``): ``scrapy linkgraph``."""
