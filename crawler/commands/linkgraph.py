@@ -26,7 +26,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from extensions.linkgraph.graph import LinkGraph, UnknownURL
-from extensions.linkgraph.service import graph_directory, up_to_date_graph
+from extensions.linkgraph.service import up_to_date_graph
+from extensions.store.base import FrontierStoreError
 
 if TYPE_CHECKING:
     import argparse
@@ -62,7 +63,7 @@ class Command(ScrapyCommand):
             raise UsageError(f"--top must be >= 1, got {opts.top}")
         try:
             graph = up_to_date_graph(self.settings, rebuild=opts.rebuild)
-        except (FileNotFoundError, ValueError) as err:
+        except (FileNotFoundError, ValueError, FrontierStoreError) as err:
             self._fail(str(err))
             return
         try:

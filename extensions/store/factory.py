@@ -196,3 +196,20 @@ def url_bloom(settings: Any) -> BloomSeen | None:
         initial_capacity=_number(settings, "FRONTIER_BLOOM_INITIAL_CAPACITY", 1, int),
         error_rate=float(_setting(settings, "FRONTIER_BLOOM_ERROR_RATE")),
     )
+
+
+def read_only_store(settings: Any) -> FrontierStore:
+    """The store of the crawl the settings name, opened to read only (tools
+    such as ``scrapy linkgraph``; the crawl may be running). ValueError if
+    the settings name no kept store; FrontierStoreError if it is not there."""
+    backend = frontier_backend(settings)
+    if backend == "redis":
+        config = redis_settings(settings)
+        store: Any = RedisStore(config.url, config.prefix, retries=config.retries, timeout=config.timeout)
+    elif backend == "sqlite" and job_dir(settings):
+        store = SQLiteStore(Path(job_dir(settings)) / DB_NAME)
+    else:
+        raise ValueError("no kept crawl to read: name it with -s JOBDIR=DIR "
+                         "(or -s FRONTIER_BACKEND=redis and REDIS_URL)")
+    store.open_read_only()
+    return store

@@ -3,10 +3,8 @@
 ``-s FRONTIER_BACKEND=redis -s REDIS_URL=redis://host:port/db`` selects it
 (:mod:`extensions.store.factory`); the embedded SQLite store stays the
 default. The URL may name a single Redis or any node of a Redis Cluster
-(:func:`~extensions.store.redis_connection.connect` asks ``INFO cluster``;
-a cluster has only database 0). The store talks through the crawler's one
-:class:`~extensions.store.redis_connection.RedisConnection`, shared with the
-host leases, the AOPIC ledger and the content-seen sets. Keys:
+(database 0). The store talks through the crawler's one
+:class:`~extensions.store.redis_connection.RedisConnection`. Keys:
 :mod:`extensions.store.redis_keys`; rows: :mod:`extensions.store.redis_rows`;
 scripts: :mod:`extensions.store.redis_scripts`. Every per-URL and per-host
 key carries the hash tag ``{T}`` of the host's 24-bit hash, so a host's URL
@@ -31,9 +29,8 @@ failed, excluded and refused rows are deleted and counted by status:
 ``count_by_status`` adds the counts, ``iter_all`` yields pending rows only).
 Cash rows, content groups and per-host URL counts stay. A crawl keeps the
 URL-seen backend and Bloom layout it began with (``seen`` in ``P:meta``).
-Memory per URL is reported as ``frontier/redis_bytes_per_url``
-(:meth:`RedisStore.memory_usage`); measured figures: ``bench/results/redis_memory.txt``
-(``python -m bench.redis_memory``).
+Memory per URL: ``frontier/redis_bytes_per_url`` (:meth:`RedisStore.memory_usage`),
+measured in ``bench/results/redis_memory.txt`` (``python -m bench.redis_memory``).
 
 Durability. What the server acknowledged survives the client (with AOF, a
 Redis restart loses at most the last second). A crash of the crawler loses
@@ -44,10 +41,8 @@ rebuild handles because the URL rows stay authoritative (``clean`` in
 
 Failures. Redis unreachable at :meth:`RedisStore.open` raises
 :class:`FrontierStoreError` naming the URL (password hidden); mid-crawl,
-errors are retried with logged back-off, then raise
-:class:`~extensions.store.redis_connection.RedisLayerError` (a
-``FrontierStoreError``). The frontier's calls are synchronous: while
-retrying the store blocks its caller.
+errors are retried with logged back-off (blocking the caller), then raise
+:class:`~extensions.store.redis_connection.RedisLayerError`.
 
 Lifetime (scrapy-redis conventions): ``persist=False`` (``SCHEDULER_PERSIST``
 off) deletes every key of the crawl at a clean close; ``flush_on_start``
@@ -56,8 +51,7 @@ in the client (a queue has one writer). Operations that scan every tag
 (``iter_pending``, ``iter_all``, ``requeue_inflight``, ``count_by_status``,
 ``cash_count``, ``cash_totals``, the link table's scans) run only at a rebuild, at start or in tests.
 
-Inspect a running crawl with ``redis-cli``: ``--scan --pattern 'web:*'``,
-``HLEN 'web:{abcdef}:urls'``, ``LLEN web:queue:front/0``, ``HGETALL web:meta``.
+Inspect a running crawl: ``redis-cli --scan --pattern 'web:*'``, ``HGETALL web:meta``.
 """
 
 from __future__ import annotations
@@ -121,7 +115,7 @@ class RedisStore(RedisCashTable):
         self.clean = True
         self.queues = self.urls = self.hosts = self.cash = self
         self.links = RedisLinkTable(self.keys, self._require)  # pipelined with the rest
-        self._attached = False
+        self._attached = self.read_only = False
         self._owner, self._pops = uuid.uuid4().hex, 0
         self._lengths: dict[str, int] = {}
         self._seq_next, self._seq_end = 1, 0
@@ -147,6 +141,15 @@ class RedisStore(RedisCashTable):
         self._flush()
         self._load_lengths()
 
+    def open_read_only(self) -> None:
+        """Attach to an existing crawl's keys to read them, a running crawl's
+        too: nothing is written, :meth:`close` only disconnects."""
+        self.connection.attach("the frontier (read only)")
+        self._attached = self.read_only = True
+        if self.get_meta("schema") is None:
+            self.abandon()
+            raise FrontierStoreError(f"no crawl at {self.location} (check REDIS_URL and FRONTIER_REDIS_PREFIX)")
+
     def _check_seen_backend(self) -> None:
         """A crawl keeps the URL-seen backend (and Bloom layout) it began with:
         exact rows cannot stand in for trimmed ones, nor shards change size."""
@@ -165,8 +168,8 @@ class RedisStore(RedisCashTable):
         self._flush()
 
     def close(self, clean: bool = True) -> None:
-        if not self._attached:
-            return
+        if not self._attached or self.read_only:
+            return self.abandon()
         if self.persist:
             self.set_meta("clean", "1" if clean else "0")
             self._add_known()
@@ -203,12 +206,10 @@ class RedisStore(RedisCashTable):
 
     # -- memory (for stats) --------------------------------------------------------
     def memory_usage(self) -> tuple[int, int] | None:
-        """``(bytes, URLs)``, crawl-wide: the Redis dataset memory added since
-        the crawl's keys were created (``used_memory_dataset`` over every
-        master, less its value then) and the URLs known. It counts whatever
-        else the server stored meanwhile: exact on a Redis of its own. None
-        if the crawl began before this baseline existed. One round trip (on
-        a cluster, plus one per master): for checkpoints, not per page."""
+        """``(bytes, URLs)``, crawl-wide: ``used_memory_dataset`` over every
+        master less its value when the crawl's keys were created (whatever
+        else the server stored counts too), and the URLs known; None if the
+        crawl predates that baseline. For checkpoints, not per page."""
         self._add_known()
         commands: list[tuple[Any, ...]] = [("GET", self.keys.known), ("HGET", self.keys.meta, "memory_base")]
         if not self.cluster:

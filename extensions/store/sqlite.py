@@ -133,6 +133,7 @@ class SQLiteStore:
         self.cache_mb = cache_mb
         self.max_mb = max_mb  # a quota: beyond it writes fail as on a full disk
         self.clean = True
+        self.read_only = False
         self.queues = self.urls = self.hosts = self.cash = self
         self.links = SQLiteLinkTable(self._require)  # same connection, same transaction
         self._db: sqlite3.Connection | None = None
@@ -161,6 +162,19 @@ class SQLiteStore:
                 "(a corrupt file, a full disk or another program's file; move "
                 "it away or choose another JOBDIR)"
             ) from err
+
+    def open_read_only(self) -> None:
+        """Open an existing database to read it, a running crawl's too:
+        nothing is written, :meth:`close` only closes."""
+        if not self.path.is_file():
+            raise FrontierStoreError(f"no frontier database at {self.location} (check JOBDIR)")
+        try:
+            self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+            self.get_meta("schema")
+        except sqlite3.Error as err:
+            self._abandon()
+            raise FrontierStoreError(f"cannot read the frontier database {self.location}: {err}") from err
+        self.read_only = True
 
     def _configure(self) -> None:
         db = self._require()
@@ -215,8 +229,8 @@ class SQLiteStore:
         return True
 
     def close(self, clean: bool = True) -> None:
-        if self._db is None:
-            return
+        if self._db is None or self.read_only:
+            return self._abandon()
         self.set_meta("clean", "1" if clean else "0")
         self.checkpoint()
         self._db.execute("COMMIT")
