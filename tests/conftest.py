@@ -41,11 +41,14 @@ def fetched_urls(web: Any, include_robots: bool = False) -> Counter[str]:
 @pytest.fixture(scope="session")
 def realweb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """nginx serving real documentation sites under their real names
-    (:mod:`tests.realweb`), once per session: starting it makes a key and
-    a certificate."""
-    from tests.realweb import start_realweb  # noqa: PLC0415
-    with start_realweb(tmp_path_factory.mktemp("realweb")) as web:
-        yield web
+    (:mod:`testweb.realweb`), once per session: starting it makes a key and
+    a certificate. A missing part fails the test with the fix."""
+    from testweb.realweb import MissingTool, start_realweb  # noqa: PLC0415
+    try:
+        with start_realweb(tmp_path_factory.mktemp("realweb")) as web:
+            yield web
+    except MissingTool as err:
+        pytest.fail(str(err), pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@
 independently of the crawler.
 
 :func:`reachable_pages` is a breadth-first search from a scheme's seeds
-(each site's root) over the documents :mod:`tests.realweb` serves: it reads
+(each site's root) over the documents :mod:`testweb.realweb` serves: it reads
 each HTML file, extracts its links the way a correct crawler follows them,
 keeps those inside the served origins of that scheme, applies each site's
 robots.txt (Protego, the crawler's product token) and answers every URL as
@@ -44,7 +44,7 @@ import lxml.html
 from protego import Protego
 
 from extensions.contentseen.text import visible_text
-from tests.realweb import RealWeb, Site
+from testweb.realweb import RealWeb, Site
 
 PRODUCT_TOKEN = "webcrawler"
 DEPTH_LIMIT = 25

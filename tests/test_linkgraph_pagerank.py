@@ -93,3 +93,9 @@ def test_pages_of_a_site_get_consecutive_ids_in_url_order() -> None:
 
 def test_an_unparsable_url_sorts_after_every_host() -> None:
     assert order_key("http://[::1/") > order_key("http://zzz.test/")
+
+
+def test_numbered_pages_sort_by_number_so_a_run_of_them_gets_consecutive_ids() -> None:
+    urls = [f"http://a.test/p/{n}.html" for n in (10, 9, 11, 8, 100, 2)] + ["http://a.test/p/index.html"]
+    ordered = [urls[i].rsplit("/", 1)[1] for i in node_order(urls)]
+    assert ordered == ["2.html", "8.html", "9.html", "10.html", "11.html", "100.html", "index.html"]

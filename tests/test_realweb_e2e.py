@@ -1,7 +1,7 @@
 """The crawler on a piece of the real web, with default settings.
 
 nginx serves four real documentation sites from Debian's doc packages under
-their real host names (:mod:`tests.realweb`) over http and https; nodejs.org's
+their real host names (:mod:`testweb.realweb`) over http and https; nodejs.org's
 https port refuses connections; www.debian.org asks for a ``Crawl-delay``;
 the robots.txt files have wildcard and ``$`` rules. One ``scrapy crawl web``
 with every default except what loopback needs (``DNS_HOSTS``,
@@ -41,7 +41,7 @@ import pytest
 
 from testweb.crawlrun import CrawlResult, read_result, start_web_crawl
 from testweb.waiting import CrawlActivity, NoProgress, wait_until
-from tests.realweb import CRAWL_DELAY, LogEntry, RealWeb
+from testweb.realweb import CRAWL_DELAY, LogEntry, RealWeb
 from tests.realweb_truth import (
     PRODUCT_TOKEN,
     Truth,

@@ -45,8 +45,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from testweb.waiting import NoProgress, wait_until
 
 #: polls (50 ms apart, plus each poll's own time) of a starting nginx before giving up
@@ -177,16 +175,20 @@ def _entry(record: dict[str, str]) -> LogEntry:
                     record["user_agent"])
 
 
+class MissingTool(RuntimeError):
+    """A part of the real web is not installed (the message says how to get it)."""
+
+
 def require_tools(sites: tuple[Site, ...] = SITES) -> str:
-    """The nginx binary; fail the test with the fix when a part is missing."""
+    """The nginx binary; :class:`MissingTool` with the fix when a part is missing."""
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
     if nginx is None:
-        pytest.fail(MISSING.format(what="nginx"), pytrace=False)
+        raise MissingTool(MISSING.format(what="nginx"))
     if shutil.which("openssl") is None:
-        pytest.fail(MISSING.format(what="openssl"), pytrace=False)
+        raise MissingTool(MISSING.format(what="openssl"))
     for site in sites:
         if not (site.document_root / "index.html").is_file():
-            pytest.fail(MISSING.format(what=f"{site.package} ({site.root})"), pytrace=False)
+            raise MissingTool(MISSING.format(what=f"{site.package} ({site.root})"))
     return nginx
 
 
