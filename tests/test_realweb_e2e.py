@@ -48,6 +48,7 @@ from tests.realweb_truth import (
     UrlKey,
     file_of,
     file_shingles,
+    html_links,
     reachable_pages,
     resemblance,
     robots_parsers,
@@ -97,7 +98,7 @@ def run_bounded(workdir: Path, web: RealWeb) -> tuple[CrawlResult, bool, float]:
     started = time.monotonic()
     proc = start_web_crawl(
         workdir, ",".join(web.seeds()),
-        settings={"DNS_HOSTS": web.hosts_file, "ALLOW_PRIVATE_ADDRESSES": True},
+        settings={"DNS_HOSTS": web.hosts_file, "ALLOW_PRIVATE_ADDRESSES": True, "JOBDIR": workdir / "job"},
         spider_args={"allowed_domains": hosts}, robots_overrides=False)
     ended = True
     activity = CrawlActivity([workdir], also=lambda: web.access_log.stat().st_size if web.access_log.exists() else 0)
@@ -234,3 +235,35 @@ def test_near_duplicate_flags_join_pages_sharing_half_their_shingles(crawl: Real
         if score < MIN_RESEMBLANCE:
             wrong.append(f"{score:.2f} {url} ~ {original}")
     assert not wrong, f"{len(wrong)} of {len(flagged)} near-duplicate flags wrong:\n" + "\n".join(wrong[:20])
+
+
+def test_the_link_graph_holds_each_pages_links_in_under_4_bits_a_link(crawl: RealWebCrawl) -> None:
+    """``scrapy linkgraph`` on the real crawl: WebGraph's compression of a
+    real site's links (navigation shared by neighbouring pages) takes under
+    4 bits a link; each fetched page's out-links are links its file holds,
+    and every link to a page the crawl fetched is there."""
+    import json  # noqa: PLC0415
+
+    from extensions.linkgraph.graph import LinkGraph  # noqa: PLC0415
+    from extensions.urls.canonical import canonicalize  # noqa: PLC0415
+    from testweb.crawlrun import ROOT, SCRAPY  # noqa: PLC0415
+
+    job = crawl.result.workdir / "job"
+    run = subprocess.run([SCRAPY, "linkgraph", "-s", f"JOBDIR={job}", "stats"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    stats = json.loads(run.stdout)
+    assert stats["pages"] >= len(crawl.truth.pages) and stats["bits_per_link"] <= 4.0, stats
+    fetched = {canonicalize(item["url"]) for item in crawl.result.items}
+    graph = LinkGraph(job / "linkgraph")
+    try:
+        for url, _ in crawl.truth.pages.values():
+            path = file_of(crawl.web, url)
+            if path is None or path.suffix != ".html":
+                continue
+            links = {canonicalize(link) for link in html_links(path.read_bytes(), url)}
+            out = set(graph.out_links(url))
+            assert out <= links, (url, sorted(out - links)[:5])
+            assert links & fetched <= out, (url, sorted((links & fetched) - out)[:5])
+    finally:
+        graph.close()
