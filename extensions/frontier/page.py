@@ -32,6 +32,11 @@ class PageVerdict:
     content_group: int | None = None  # its similar-content group (URL database)
     duplicate: bool = False  # a duplicate of an earlier page of that group
     final_url: str | None = None  # where it was fetched after redirects (None: url); its links' source
+    status: int = 200  # the HTTP status answered
+    content: int | None = None  # the body's exact fingerprint (signed 64-bit), if computed
+    etag: str | None = None  # the response's validators (a conditional GET sends them next time)
+    last_modified: str | None = None
+    not_modified: bool = False  # a 304 to a conditional GET: no body, the stored outlinks stand
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +46,7 @@ class PageDone:
 
     history: float = 0.0
     credit: dict[str, tuple[float, float]] = field(default_factory=dict)
+    links: list[str] | None = None  # a 304's stored outlinks, to schedule in place of the item's
 
 
 def link_request(url: str, depth: int, referer: str | None,

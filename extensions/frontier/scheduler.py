@@ -1,48 +1,29 @@
 """The Mercator URL frontier as Scrapy's scheduler.
 
-``SCHEDULER = "extensions.frontier.scheduler.Frontier"``. The frontier is a
-thin Scrapy scheduler over parts, each in its own module:
+``SCHEDULER = "extensions.frontier.scheduler.Frontier"``: a thin Scrapy
+scheduler over parts, each in its own module: URL-seen (:mod:`.urlseen`)
+and the store (:mod:`extensions.store`: URL rows, queues, cash); the
+prioritiser (:mod:`.prioritizer`); one host-dispatch strategy
+(:mod:`.dispatch`: Mercator's front queues, back queues and host heap in
+this process, :mod:`.localdispatch`, or host queues shared under Redis
+leases, :mod:`.shareddispatch`; chosen in :mod:`.config`); admission
+(:mod:`.admission`), politeness, origin holds, the in-flight table, the
+wake-up timer, AOPIC credit (:mod:`.credit`), link recording
+(:mod:`.linkrecord`), re-visits (:mod:`.revisits`), resume, gauges; plain
+values in :mod:`.options`.
 
-* URL-seen (:mod:`.urlseen`: cache, optional Bloom filter, the URL table's
-  primary key) and the store (:mod:`extensions.store`), which holds the URL
-  rows, queues and cash;
-* the prioritiser (:mod:`.prioritizer`): a request's front-queue level;
-* one host-dispatch strategy (:mod:`.dispatch`): Mercator's front queues,
-  back queues and host heap in this process (:mod:`.localdispatch`), or
-  host queues shared with other processes under Redis leases
-  (:mod:`.shareddispatch`), chosen from ``FRONTIER_BACKEND`` in :mod:`.config`;
-* admission (:mod:`.admission`), politeness (:mod:`.politeness`), origin
-  holds (:mod:`.holds`), the in-flight table (:mod:`.inflight`), the wake-up
-  timer (:mod:`.wakeup`), AOPIC credit (:mod:`.credit`), link recording
-  (:mod:`.linkrecord`), resume (:mod:`.resume`), gauges (:mod:`.gauges`);
-  plain values in :mod:`.options`.
-
-A request travels:
-
-1. ``enqueue_request``: fingerprint (host-local, of the canonical URL); the
-   URL-seen test (``dont_filter`` bypasses it); the prioritiser picks a
-   level; the dispatch files it (URL row written, status queued).
-2. ``next_request``: the dispatch hands out the best URL of a host whose
-   politeness allows a fetch now (status inflight). If nothing is due, a
-   single timer wakes the engine at the next due time.
-3. Fetch end (``request_left_downloader``, or ``request_dropped``, or the
-   request leaving the engine without reaching the downloader): the host's
-   next fetch is allowed at end + gap. When the engine has finished with
-   the request (its callbacks' output is scheduled), the row becomes done
-   or failed.
-4. The last item pipeline hands the judged page back (:meth:`Frontier.page_done`):
-   AOPIC credit for its outlinks, its content-seen group, its outlinks recorded.
-
+A request travels: ``enqueue_request`` (fingerprint of the canonical URL,
+URL-seen test, a level, filed by the dispatch: status queued);
+``next_request`` (the best URL of a host whose politeness allows a fetch:
+status inflight; nothing due arms the wake-up timer); the fetch's end (the
+host's next fetch at end + gap; done or failed once the engine has finished
+with the request); :meth:`Frontier.page_done` from the last item pipeline
+(AOPIC credit, content-seen group, outlinks recorded, the next visit).
 Other components reach the frontier only through signals
-(:mod:`extensions.signals`): robots.txt rules parsed (the Crawl-delay), a
-request excluded by robots.txt, origins held and deferred, URLs refused.
-
-Persistence: the URL table is authoritative; with ``FRONTIER_WRITE_AHEAD``
-every change is committed before a request is handed out (else only every
-``FRONTIER_CHECKPOINT_INTERVAL`` seconds); a clean close (Ctrl-C too)
-spills the buffers and the same command resumes; after ``kill -9`` the
-queues are rebuilt from the URL rows. The design is in
-:mod:`extensions.frontier.resume`, the schema in :mod:`extensions.store.sqlite`.
+(:mod:`extensions.signals`). The URL table is authoritative: with
+``FRONTIER_WRITE_AHEAD`` every change is committed before a request is
+handed out; a clean close resumes with the same command; after ``kill -9``
+the queues are rebuilt from the URL rows (:mod:`.resume`).
 """
 
 from __future__ import annotations
@@ -50,6 +31,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +55,7 @@ from extensions.frontier.page import PageDone, PageVerdict
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
 from extensions.frontier.resume import load_bloom, save_bloom
+from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
 from extensions.frontier.wakeup import WakeUpTimer
 from extensions.signals import (
@@ -106,6 +89,7 @@ class Frontier(BaseScheduler):
         hostkey: HostKey | None = None,
         ledger: AOPICLedger | None = None,
         bloom: BloomSeen | None = None,
+        revisits: RevisitSchedule | None = None,
         options: FrontierOptions = FrontierOptions(),
         runtime: Runtime = Runtime(),
     ) -> None:
@@ -147,6 +131,9 @@ class Frontier(BaseScheduler):
             self.aopic, store, self.dispatch, self.stats, self.memory_only)  # page_done's AOPIC part
         self.unfiled = self.parts.unfiled
         self.link_record = LinkRecorder(store.links, self.stats, options.linkgraph_record)
+        self.revisits = revisits  # continuous crawling (REVISIT_ENABLED), see .revisits
+        if revisits is not None:  # files due URLs at the level their importance earns
+            revisits.bind(self.dispatch, self.aopic)
 
     # -- construction from a crawler ----------------------------------------
     @classmethod
@@ -208,8 +195,8 @@ class Frontier(BaseScheduler):
         return len(self.dispatch)
 
     def has_pending_requests(self) -> bool:
-        """Work to hand out (see the dispatch: held origins, other processes)."""
-        return self.dispatch.has_pending()
+        """Work to hand out (the dispatch's: held origins, other processes), or a URL due again."""
+        return self.dispatch.has_pending() or bool(self.revisits and self.revisits.pending(self.wall_clock()))
 
     def enqueue_request(self, request: Request) -> bool:
         """URL-seen test, prioritiser, dispatch; never raises on a request
@@ -260,6 +247,8 @@ class Frontier(BaseScheduler):
             return self.unfiled.popleft()
         now = self.clock()
         self._sweep()  # before holds end: a request refused by a hold is parked, not failed
+        if self.revisits is not None:
+            self.revisits.pump(self.wall_clock(), len(self))
         request = self.dispatch.next_request(now)
         if request is None:
             self._arm_timer(now)
@@ -297,14 +286,21 @@ class Frontier(BaseScheduler):
                 self.store.urls.set_status([fp], Status.FAILED)
             return request
         try:
-            return decode(entry, self.spider)
+            request = decode(entry, self.spider)
         except Exception as err:  # noqa: BLE001 - one bad row must not end the crawl
             self._count_once("undecodable", "Cannot rebuild the request for %s: %s", entry.url, err)
             self.store.urls.set_status([fp], Status.FAILED)
             return None
+        validators = self.revisits.handed_out(entry) if self.revisits is not None else None
+        if validators:  # a re-visit: the conditional GET middleware sends them
+            request.meta["revisit_validators"] = validators
+        return request
 
     def _arm_timer(self, now: float) -> None:
-        self.wakeup.arm(self.dispatch.next_due(now), now)
+        due = self.dispatch.next_due(now)
+        if self.revisits is not None:  # or the next URL due again, if earlier
+            due = self.revisits.wake_at(due, now, self.wall_clock())
+        self.wakeup.arm(due, now)
 
     def _host_assigned(self, host: str) -> None:
         if self.on_host_assigned is not None:
@@ -368,10 +364,13 @@ class Frontier(BaseScheduler):
         if page.content_group is not None:
             fp, _ = url_fingerprint(page.url)
             self.store.set_content_group(fp, page.content_group, page.duplicate)
+        if self.revisits is not None:  # its next visit; a 304 gets its stored outlinks back
+            page = self.revisits.page_done(page, self.wall_clock())
         fingerprints = self.link_record.page_done(page)  # computed once, for AOPIC too
+        stored = page.links if page.not_modified else None
         if self.credit_assignment is None:
-            return PageDone()
-        return self.credit_assignment.page_done(page, fingerprints)
+            return PageDone(links=stored)
+        return replace(self.credit_assignment.page_done(page, fingerprints), links=stored)
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL from outside a page's credit
@@ -452,10 +451,7 @@ class Frontier(BaseScheduler):
             self._save_bloom()
             self.stats.inc_value("frontier/checkpoints")
         except (FrontierStoreError, OSError) as err:
-            logger.error("Frontier checkpoint failed: %s", err)
-            if self.runtime.on_store_error is None:
-                raise
-            self.runtime.on_store_error(err)
+            self._store_failed("checkpoint", err)
         self.dispatch.checkpoint()
 
     def _write_ahead(self) -> None:
@@ -467,10 +463,14 @@ class Frontier(BaseScheduler):
         try:
             self.store.commit(self.ledger.save if self.ledger is not None else None)
         except FrontierStoreError as err:
-            logger.error("Frontier commit failed: %s", err)
-            if self.runtime.on_store_error is None:
-                raise
-            self.runtime.on_store_error(err)
+            self._store_failed("commit", err)
+
+    def _store_failed(self, what: str, err: Exception) -> None:
+        """Log; the engine's hook decides (pause the crawl), else raise."""
+        logger.error("Frontier %s failed: %s", what, err)
+        if self.runtime.on_store_error is None:
+            raise err
+        self.runtime.on_store_error(err)
 
     def _save_bloom(self) -> None:
         self._checkpoints += 1

@@ -45,6 +45,22 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
+def verdict(item: Any, links: list[str], follow: bool, group: int | None) -> PageVerdict:
+    """The page's verdict from its item (a duplicate's links too: the link graph records them)."""
+    content = item.get("fingerprint")
+    try:
+        fingerprint = int(content, 16) if content else None
+    except (TypeError, ValueError):
+        fingerprint = None
+    if fingerprint is not None and fingerprint >= 1 << 63:
+        fingerprint -= 1 << 64  # signed, as the stores keep 64-bit values
+    return PageVerdict(
+        item["url"], links, follow, group, duplicate=bool(item.get("duplicate_of")),
+        final_url=item.get("final_url"), status=int(item.get("status") or 200), content=fingerprint,
+        etag=item.get("etag"), last_modified=item.get("last_modified"),
+        not_modified=bool(item.get("not_modified")))
+
+
 class LinkScheduler:
     """Hand the judged page to the frontier; schedule its outlinks."""
 
@@ -70,11 +86,11 @@ class LinkScheduler:
         # not isinstance: Scrapy's scheduler metaclass answers it by duck
         # typing, so any scheduler "is" a Frontier (Scrapy's own has no page_done)
         if Frontier in type(frontier).__mro__ and item.get("url"):
-            done = frontier.page_done(PageVerdict(  # a duplicate's links too: the link graph records them
-                item["url"], links, follow, group,
-                duplicate=bool(item.get("duplicate_of")), final_url=item.get("final_url")))
+            done = frontier.page_done(verdict(item, links, follow, group))
             item["importance"] = done.history
             credit = done.credit
+            if done.links is not None:  # a 304: the links stored at its last 200
+                links = done.links
         if not follow:
             self.stats.inc_value("links/not_followed_duplicate", len(links))
             links = []

@@ -69,6 +69,7 @@ FLAG_DONT_FILTER = 1
 FLAG_BLOB = 2  # the request is in Entry.blob (request_to_dict + pickle)
 FLAG_MEMORY = 4  # the request could not be serialised; kept in memory only
 FLAG_HAS_DEPTH = 8  # request.meta had a 'depth' key
+FLAG_REVISIT = 16  # queued again by the re-visit schedule (its request carries the validators)
 
 
 class Entry(NamedTuple):

@@ -1,0 +1,196 @@
+"""Continuous crawling in the frontier: fetched pages come back when due.
+
+Mercator's frontier holds URLs not fetched yet; an incremental crawler
+(Cho and Garcia-Molina) also keeps, for every fetched page, when to fetch it
+again. With ``REVISIT_ENABLED`` the frontier composes one
+:class:`RevisitSchedule`, which keeps each URL's visit history in the store
+(``store.revisits``, :class:`~extensions.store.base.RevisitRecord`) and
+
+* after each fetch (the page's verdict, :meth:`RevisitSchedule.page_done`)
+  moves the history on by the policy (:mod:`extensions.revisit.policy`):
+  changed (another exact content fingerprint, or other validators),
+  unchanged (a ``304 Not Modified``, or the same fingerprint), gone (404 or
+  410 after a 200, confirmed ``REVISIT_GONE_AFTER`` times: never due again);
+  a ``304`` gets the page's stored outlinks back (the link graph), offered
+  to the frontier as if extracted, so discovery goes on through unchanged
+  pages;
+* puts due URLs back into the frontier (:meth:`RevisitSchedule.pump`):
+  taken from the store's due order (atomically, so processes sharing a
+  Redis store never take the same URL), their URL rows queued again through
+  the host dispatch, so politeness, robots.txt, holds and budgets apply as
+  to new URLs; at the level their importance earns (AOPIC cash, or the
+  prioritiser's), raised one level per doubling of how overdue they are;
+  flagged ``FLAG_REVISIT`` so that the request is built with the stored
+  validators (:meth:`RevisitSchedule.validators`; the conditional GET
+  middleware sends them);
+* caps the share of fetches that are re-visits while new URLs wait
+  (``REVISIT_MAX_SHARE``), so a continuous crawl keeps discovering;
+* keeps the crawl open while anything is scheduled (:meth:`pending`) and
+  tells the wake-up timer the next due time (:meth:`next_due`).
+
+Due times are wall-clock (they outlive the process: the same command with
+the same ``JOBDIR`` or Redis prefix resumes them). Stats: ``revisit/due``
+(URLs put back), ``revisit/changed``, ``revisit/unchanged``,
+``revisit/not_modified`` (by the middleware), ``revisit/gone``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from extensions.frontier.credit import AOPICCredit
+from extensions.frontier.dispatch import HostDispatch
+from extensions.frontier.fingerprint import url_fingerprint
+from extensions.frontier.page import PageVerdict
+from extensions.revisit.policy import RevisitPolicy
+from extensions.store.base import FLAG_REVISIT, Entry, FrontierStore, RevisitRecord
+
+#: how often the earliest due time is read from the store again (other
+#: processes schedule URLs too)
+NEXT_DUE_REFRESH = 1.0
+
+
+class RevisitSchedule:
+    """Each fetched URL's next visit, and putting due URLs back in the frontier."""
+
+    def __init__(self, store: FrontierStore, policy: RevisitPolicy, stats: Any, *,
+                 max_share: float = 0.5, batch: int = 256) -> None:
+        self.store, self.policy, self.stats = store, policy, stats
+        self.max_share, self.batch = max_share, batch
+        self.released = 0  # URLs put back this run
+        self.handed = 0  # re-visit requests handed to the engine this run
+        self.new_handed = 0  # other requests handed to the engine this run
+        self._next_due: float | None = None
+        self._read_at = -math.inf  # wall time the next due time was last read
+        self.dispatch: HostDispatch | None = None
+        self.aopic: AOPICCredit | None = None
+
+    def bind(self, dispatch: HostDispatch, aopic: AOPICCredit | None) -> None:
+        """The frontier's dispatch files due URLs, at the level their
+        importance earns (AOPIC cash; else their level when first filed)."""
+        self.dispatch, self.aopic = dispatch, aopic
+
+    def level_of(self, entry: Entry) -> int:
+        if self.aopic is None:
+            return entry.level
+        return self.aopic.level_of(entry, self.aopic.ledger.cash_of(entry.fingerprint) or 0.0)
+
+    # -- after a fetch -----------------------------------------------------------
+    def page_done(self, page: PageVerdict, now: float) -> PageVerdict:
+        """Move the URL's history on; a ``304``'s verdict comes back with the
+        page's stored outlinks as its links."""
+        fingerprint, _ = url_fingerprint(page.final_url or page.url)
+        record = self.store.revisits.get([fingerprint]).get(fingerprint)
+        changed = self._changed(record, page)
+        updated = self.policy.after_visit(record, fingerprint, now, status=page.status, changed=changed,
+                                          content=page.content, etag=page.etag,
+                                          last_modified=page.last_modified)
+        self.store.revisits.put([updated])
+        self._count(record, updated, changed, page)
+        if updated.due < (self._next_due if self._next_due is not None else math.inf):
+            self._next_due = updated.due
+        if page.not_modified:
+            return replace(page, links=self._stored_outlinks(fingerprint))
+        return page
+
+    @staticmethod
+    def _changed(record: RevisitRecord | None, page: PageVerdict) -> bool | None:
+        """Whether the page changed since the last visit (None: nothing to
+        compare, a first visit or an error answer)."""
+        if page.not_modified:
+            return False
+        if record is None or record.content is None or page.content is None:
+            return None
+        if page.content != record.content:
+            return True
+        return bool(page.etag and record.etag and page.etag != record.etag)
+
+    def _count(self, before: RevisitRecord | None, after: RevisitRecord, changed: bool | None,
+               page: PageVerdict) -> None:
+        if changed is True:
+            self.stats.inc_value("revisit/changed")
+        elif changed is False:
+            self.stats.inc_value("revisit/unchanged")
+        if after.gone and math.isinf(after.due) and not (before is not None and math.isinf(before.due)
+                                                        and before.gone):
+            self.stats.inc_value("revisit/gone")
+
+    def _stored_outlinks(self, fingerprint: int) -> list[str]:
+        """The outlinks recorded at the page's last 200, by URL (those with a row)."""
+        targets = self.store.links.targets_of(fingerprint) or []
+        rows = self.store.urls.get_many(targets) if targets else {}
+        return [rows[target].url for target in targets if target in rows]
+
+    # -- due URLs back into the frontier -------------------------------------------
+    def pump(self, now: float, queued: int) -> int:
+        """Put due URLs back, within the share of fetches re-visits may take
+        while ``queued`` requests wait; how many."""
+        due = self.next_due(now)
+        if due is None or due > now:
+            return 0
+        limit = self._allowance(queued)
+        if limit <= 0:
+            return 0
+        records = self.store.revisits.take_due(now, limit)
+        self._read_at = -math.inf  # the earliest due time moved
+        entries = self.store.urls.get_many([record.fingerprint for record in records]) if records else {}
+        for record in records:
+            entry = entries.get(record.fingerprint)
+            if entry is None:  # no URL row to fetch it by (a trimmed Bloom-mode row)
+                continue
+            self._requeue(entry._replace(flags=entry.flags | FLAG_REVISIT), now, record)
+            self.released += 1
+        self.stats.inc_value("revisit/due", len(records))
+        return len(records)
+
+    def _requeue(self, entry: Entry, now: float, record: RevisitRecord) -> None:
+        """File a due URL: one level higher per doubling of how overdue it is
+        (in intervals), so the stalest of equally important pages go first."""
+        assert self.dispatch is not None, "bind() the dispatch first"
+        overdue = max(0.0, (now - record.due) / record.interval) if record.interval > 0 else 0.0
+        level = min(self.dispatch.levels - 1, self.level_of(entry) + int(math.log2(1.0 + overdue)))
+        self.dispatch.revisit(entry, level)
+
+    def _allowance(self, queued: int) -> int:
+        """How many URLs may come back now: a batch when nothing new waits,
+        else as many as keep re-visits within ``max_share`` of the fetches."""
+        waiting_revisits = self.released - self.handed
+        if queued - waiting_revisits <= 0 or self.max_share >= 1.0:
+            return self.batch
+        ratio = self.max_share / (1.0 - self.max_share)
+        return min(self.batch, int(ratio * (self.new_handed + 1)) - self.released)
+
+    def handed_out(self, entry: Entry) -> dict[str, Any] | None:
+        """A request for ``entry`` goes to the engine: count it; a re-visit's
+        validators for its meta (None: not a re-visit, or none stored)."""
+        if not entry.flags & FLAG_REVISIT:
+            self.new_handed += 1
+            return None
+        self.handed += 1
+        record = self.store.revisits.get([entry.fingerprint]).get(entry.fingerprint)
+        if record is None or not (record.etag or record.last_modified):
+            return None
+        return {"etag": record.etag, "last_modified": record.last_modified}
+
+    def next_due(self, now: float) -> float | None:
+        """The earliest due time of a scheduled URL (re-read from the store
+        at most every :data:`NEXT_DUE_REFRESH` seconds)."""
+        if now - self._read_at >= NEXT_DUE_REFRESH:
+            self._next_due, self._read_at = self.store.revisits.next_due(), now
+        return self._next_due
+
+    def wake_at(self, due: float | None, now: float, wall_now: float) -> float | None:
+        """The earlier of ``due`` (the dispatch's, on the monotonic clock
+        ``now``) and the next re-visit (wall-clock, converted)."""
+        wall_due = self.next_due(wall_now)
+        if wall_due is None:
+            return due
+        revisit_due = now + max(0.0, wall_due - wall_now)
+        return revisit_due if due is None else min(due, revisit_due)
+
+    def pending(self, now: float) -> bool:
+        """Whether any URL is scheduled for a re-visit (the crawl stays open)."""
+        return self.next_due(now) is not None
+
