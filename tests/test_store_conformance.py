@@ -13,6 +13,7 @@ A missing ``redis-server`` fails the Redis variants.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,9 @@ from extensions.store.base import (
     HostTable,
     LinkTable,
     RequestQueues,
+    RevisitCounts,
+    RevisitRecord,
+    RevisitTable,
     Status,
     URLTable,
 )
@@ -116,6 +120,7 @@ def test_store_implements_every_protocol(backend: Backend) -> None:
     assert isinstance(store.hosts, HostTable)
     assert isinstance(store.cash, CashTable)
     assert isinstance(store.links, LinkTable)
+    assert isinstance(store.revisits, RevisitTable)
     assert isinstance(store, ContentGroups)
     # what callers read without probing: every store has these
     assert isinstance(store.round_trips, int)
@@ -435,6 +440,88 @@ def test_an_empty_link_table_scans_nothing(backend: Backend) -> None:
     assert list(backend.store.links.scan()) == [] and backend.store.links.sources() == 0
 
 
+# -- re-visit table (continuous crawling) -------------------------------------------------
+def visit(url: str, due: float, **fields: Any) -> RevisitRecord:
+    """A record of ``url`` (a real fingerprint, so records spread over host tags)."""
+    return RevisitRecord(real(url).fingerprint, due, fields.pop("interval", 60.0), **fields)
+
+
+def test_revisit_records_round_trip_every_field(backend: Backend) -> None:
+    full = visit("http://a.test/full", 1_700_000_123.25, interval=3600.5, visits=7, changes=3,
+                 first_visit=1_699_000_000.125, last_visit=1_700_000_000.5, last_change=1_699_999_999.75,
+                 content=-(1 << 63), etag='W/"ü-5f3c"', last_modified="Wed, 21 Oct 2015 07:28:00 GMT", gone=0)
+    bare = visit("http://b.test/bare", math.inf, interval=0.001, content=(1 << 63) - 1, gone=2)
+    odd = visit("http://c.test/odd", 5.0, etag="", last_modified="yesterday, maybe", visits=2**31, changes=2**31)
+    backend.store.revisits.put([full, bare, odd])
+    found = backend.cycle().revisits.get([full.fingerprint, bare.fingerprint, odd.fingerprint, 404])
+    assert found == {full.fingerprint: full, bare.fingerprint: bare, odd.fingerprint: odd}
+    assert found[bare.fingerprint].etag is None and found[bare.fingerprint].last_modified is None
+    assert math.isinf(found[bare.fingerprint].due) and backend.store.revisits.get([]) == {}
+
+
+def test_take_due_gives_the_earliest_due_first_up_to_the_limit(backend: Backend) -> None:
+    records = [visit(f"http://h{i % 5}.test/{i}", 100.0 + (i * 7) % 20) for i in range(20)]
+    backend.store.revisits.put(records)
+    backend.store.revisits.put([visit("http://late.test/", 500.0), visit("http://never.test/", math.inf)])
+    revisits = backend.cycle().revisits
+    assert revisits.count_due(109.0) == 10 and revisits.next_due() == 100.0
+    first = revisits.take_due(109.0, 4)
+    rest = revisits.take_due(109.0, 100)
+    assert [r.due for r in first] == [100.0, 101.0, 102.0, 103.0]
+    assert [r.due for r in first + rest] == sorted(r.due for r in records if r.due <= 109.0)
+    by_fp = {r.fingerprint: r for r in records}
+    assert all(by_fp[r.fingerprint] == r for r in first + rest)  # returned as they were when taken
+    assert revisits.take_due(109.0, 100) == [] and revisits.count_due(109.0) == 0
+    assert revisits.take_due(1000.0, 0) == []
+    assert backend.cycle().revisits.next_due() == 110.0
+
+
+def test_a_taken_record_is_not_scheduled_until_put_again(backend: Backend) -> None:
+    record = visit("http://a.test/page", 10.0, visits=1)
+    revisits = backend.store.revisits
+    revisits.put([record])
+    assert revisits.take_due(10.0, 5) == [record]
+    revisits = backend.cycle().revisits
+    assert revisits.get([record.fingerprint])[record.fingerprint] == record._replace(due=math.inf)
+    assert revisits.next_due() is None and revisits.count_due(1e12) == 0
+    assert revisits.counts() == RevisitCounts(1, 0, 0)
+    again = record._replace(due=70.0, visits=2, last_visit=10.0)
+    revisits.put([again])
+    revisits = backend.cycle().revisits
+    assert revisits.next_due() == 70.0 and revisits.take_due(69.9, 5) == []
+    assert revisits.take_due(70.0, 5) == [again]
+
+
+def test_put_reschedules_and_inf_unschedules(backend: Backend) -> None:
+    early, other = visit("http://a.test/1", 10.0), visit("http://b.test/2", 20.0)
+    revisits = backend.store.revisits
+    revisits.put([early, other])
+    revisits.put([early._replace(due=30.0), other._replace(due=math.inf, gone=3)])
+    revisits = backend.cycle().revisits
+    assert revisits.next_due() == 30.0 and revisits.count_due(25.0) == 0
+    assert revisits.counts() == RevisitCounts(records=2, scheduled=1, gone=1)
+    assert [r.fingerprint for r in revisits.take_due(100.0, 10)] == [early.fingerprint]
+
+
+def test_revisit_counts_and_scan(backend: Backend) -> None:
+    records = [visit(f"http://h{i % 7}.test/{i}", float(i) if i % 3 else math.inf, gone=int(i % 4 == 0))
+               for i in range(1, 31)]
+    backend.store.revisits.put(records)
+    revisits = backend.cycle().revisits
+    assert revisits.counts() == RevisitCounts(30, 20, 7)
+    batches = list(revisits.scan(batch=4))
+    assert all(0 < len(batch) <= 4 for batch in batches)
+    scanned = [record for batch in batches for record in batch]
+    assert len(scanned) == 30 and {r.fingerprint: r for r in scanned} == {r.fingerprint: r for r in records}
+
+
+def test_an_empty_revisit_table(backend: Backend) -> None:
+    revisits = backend.store.revisits
+    assert revisits.next_due() is None and revisits.count_due(1e18) == 0
+    assert revisits.take_due(1e18, 10) == [] and revisits.counts() == RevisitCounts(0, 0, 0)
+    assert list(revisits.scan()) == []
+
+
 # -- lifecycle (persistent backends) ----------------------------------------------------------
 def test_a_new_store_is_clean(persistent: Backend) -> None:
     assert persistent.store.clean
@@ -458,12 +545,14 @@ def test_a_crash_keeps_every_checkpointed_change(persistent: Backend) -> None:
     store.queues.push("front/0", [1, 2])
     store.put_cash([(2, 1.0, 0.0, 0.0, 0)])
     store.links.record(1, [2, 3])
+    store.revisits.put([RevisitRecord(1, 50.0, 60.0, visits=1)])
     store.set_meta("k", "v")
     store = persistent.crash()
     assert store.urls.status_of(1) == Status.INFLIGHT
     assert store.queues.pop("front/0", 5) == [1, 2]
     assert store.get_cash([2]) == {2: (1.0, 0.0, 0.0, 0)}
     assert store.links.targets_of(1) == [2, 3]
+    assert store.revisits.take_due(50.0, 5) == [RevisitRecord(1, 50.0, 60.0, visits=1)]
     assert store.get_meta("k") == "v"
 
 

@@ -24,6 +24,8 @@ buffers in memory and talks to storage through four narrow protocols:
   content-seen verdict per URL.
 * :class:`LinkTable` -- the link graph as recorded: each fetched page's
   accepted outlinks, by fingerprint (:mod:`extensions.frontier.linkrecord`).
+* :class:`RevisitTable` -- per-URL re-visit history (:class:`RevisitRecord`)
+  and the order in which fetched URLs fall due again (continuous crawling).
 
 A :class:`FrontierStore` bundles one of each with the lifecycle the frontier
 needs: open (raising :class:`FrontierStoreError` naming the file), checkpoint
@@ -40,6 +42,7 @@ frontier's memory (or sorted sets when several processes share hosts).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from enum import IntEnum
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -254,6 +257,74 @@ class LinkTable(Protocol):
         each source once (for the graph builder; no order promised)."""
 
 
+class RevisitRecord(NamedTuple):
+    """A fetched URL's re-visit history and its next due time (see
+    :class:`RevisitTable`; the policy that fills it is
+    :mod:`extensions.revisit.policy`)."""
+
+    fingerprint: int  # the URL's (URL database key)
+    due: float  # wall-clock time it is next due; math.inf: not scheduled (taken, or gone)
+    interval: float  # the current re-visit interval, seconds
+    visits: int = 0  # fetches answered (200, 304, 404/410)
+    changes: int = 0  # visits that found the page changed (the first fetch is not a change)
+    first_visit: float = 0.0  # wall time of the first fetch
+    last_visit: float = 0.0  # wall time of the latest fetch
+    last_change: float = 0.0  # wall time the latest change was seen (first fetch: its time)
+    content: int | None = None  # exact content fingerprint of the latest 200 (signed 64-bit)
+    etag: str | None = None  # validators of the latest 200
+    last_modified: str | None = None
+    gone: int = 0  # consecutive 404/410 answers after a 200 (0: alive)
+
+
+class RevisitCounts(NamedTuple):
+    """The re-visit table in numbers, for stats."""
+
+    records: int  # URLs with a record
+    scheduled: int  # records with a finite due time
+    gone: int  # records with ``gone > 0``
+
+
+#: The due time of a record that is not scheduled.
+NOT_SCHEDULED = math.inf
+
+
+@runtime_checkable
+class RevisitTable(Protocol):
+    """Per-URL re-visit records and their due order, in the URL database
+    (``store.revisits``). Written in the same transaction (SQLite) or
+    pipeline (Redis) as the store's other changes. A record's ``due`` is
+    either a finite wall-clock time (it is in the due order) or
+    :data:`NOT_SCHEDULED` (``math.inf``: taken, or given up)."""
+
+    def get(self, fingerprints: Sequence[int]) -> dict[int, RevisitRecord]:
+        """The records of the known ``fingerprints``."""
+
+    def put(self, records: Sequence[RevisitRecord]) -> None:
+        """Insert or replace each record (the last of a fingerprint wins);
+        a finite ``due`` puts it in the due order, ``math.inf`` takes it out."""
+
+    def take_due(self, now: float, limit: int) -> list[RevisitRecord]:
+        """Up to ``limit`` records with ``due <= now``, earliest due first,
+        each atomically set to not scheduled (two processes sharing a Redis
+        store never take the same record). The records are returned as they
+        were when taken (their ``due`` is when they fell due); the caller
+        re-queues the URLs and :meth:`put` s them again after the visit."""
+
+    def next_due(self) -> float | None:
+        """The earliest finite due time, None if nothing is scheduled."""
+
+    def count_due(self, now: float) -> int:
+        """How many records have ``due <= now``."""
+
+    def counts(self) -> RevisitCounts:
+        """Records, scheduled records and gone records (for stats; it may
+        scan the table: call it at stats intervals, not per page)."""
+
+    def scan(self, batch: int = 10_000) -> Iterator[list[RevisitRecord]]:
+        """Every record, in lists of up to ``batch``, each once (for
+        freshness estimates and reports; no order promised)."""
+
+
 @runtime_checkable
 class FrontierStore(ContentGroups, Protocol):
     """One of each store concern plus the lifecycle the frontier needs.
@@ -265,6 +336,7 @@ class FrontierStore(ContentGroups, Protocol):
     hosts: HostTable
     cash: CashTable
     links: LinkTable
+    revisits: RevisitTable
     #: Whether the previous run closed cleanly (False on a fresh store with
     #: no data is fine: there is nothing to rebuild).
     clean: bool

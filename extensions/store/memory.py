@@ -13,6 +13,7 @@ from itertools import count
 
 from extensions.store.base import Entry, Status
 from extensions.store.linktable import MemoryLinkTable
+from extensions.store.revisittable import MemoryRevisitTable
 
 
 class MemoryStore:
@@ -24,6 +25,7 @@ class MemoryStore:
         self.clean = True
         self.queues = self.urls = self.hosts = self.cash = self
         self.links = MemoryLinkTable()
+        self.revisits = MemoryRevisitTable()
         self._groups: dict[int, tuple[int, bool]] = {}
         self._cash: dict[int, tuple[float, float, float, int]] = {}
         self._queues: dict[str, deque[int]] = {}

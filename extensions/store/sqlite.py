@@ -59,13 +59,16 @@ Schema (version 1)::
     CREATE TABLE links (source INTEGER PRIMARY KEY, targets BLOB NOT NULL);
                                         -- a fetched page's outlinks: packed
                                         -- int64 fingerprints (linktable.py)
+    CREATE TABLE revisits (...);        -- a fetched URL's re-visit history and
+                                        -- next due time (revisittable.py)
     CREATE TABLE statuses (status INTEGER PRIMARY KEY, name TEXT NOT NULL);
     CREATE VIEW urls_readable AS        -- urls with text status and dates
       SELECT u.fingerprint, u.url, u.host, s.name AS status, u.level,
              u.priority, u.depth, datetime(u.discovered, 'unixepoch') AS
              discovered, datetime(u.fetched, 'unixepoch') AS fetched,
-             u.referer, u.flags, u.extra, length(u.blob) AS blob_bytes
-      FROM urls u JOIN statuses s USING (status);
+             u.referer, u.flags, u.extra, length(u.blob) AS blob_bytes,
+             ... cash, group, next_due, revisit_visits, changes, gone
+      FROM urls u JOIN statuses s USING (status) LEFT JOIN ...;
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ from pathlib import Path
 
 from extensions.store.base import Entry, FrontierStoreError, Status
 from extensions.store.linktable import SQLiteLinkTable
+from extensions.store.revisittable import REVISITS_SCHEMA, SQLiteRevisitTable
 
 SCHEMA_VERSION = "1"
 
@@ -106,16 +110,19 @@ INSERT OR IGNORE INTO statuses VALUES
   (5, 'deferred'), (6, 'refused');
 CREATE TABLE IF NOT EXISTS deferrals (
   origin TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
-CREATE VIEW IF NOT EXISTS urls_readable AS
+DROP VIEW IF EXISTS urls_readable;
+CREATE VIEW urls_readable AS
   SELECT u.fingerprint, u.url, u.host, s.name AS status, u.level, u.priority,
          u.depth, datetime(u.discovered, 'unixepoch') AS discovered,
          datetime(u.fetched, 'unixepoch') AS fetched, u.referer, u.flags,
          u.extra, length(u.blob) AS blob_bytes, c.cash, c.history, c.visits,
-         g.group_id, g.duplicate
+         g.group_id, g.duplicate, datetime(r.due, 'unixepoch') AS next_due,
+         r.visits AS revisit_visits, r.changes, r.gone
   FROM urls u JOIN statuses s USING (status) LEFT JOIN cash c USING (fingerprint)
-  LEFT JOIN content_groups g USING (fingerprint);
+  LEFT JOIN content_groups g USING (fingerprint) LEFT JOIN revisits r USING (fingerprint);
 """
 
+_SCHEMA = REVISITS_SCHEMA + _SCHEMA  # the view reads the revisits table
 _ENTRY_COLUMNS = "fingerprint, url, host, level, priority, depth, referer, flags, extra, blob"
 _CHUNK = 500  # bound on SQL variables per statement
 
@@ -136,6 +143,7 @@ class SQLiteStore:
         self.read_only = False
         self.queues = self.urls = self.hosts = self.cash = self
         self.links = SQLiteLinkTable(self._require)  # same connection, same transaction
+        self.revisits = SQLiteRevisitTable(self._require)  # so too
         self._db: sqlite3.Connection | None = None
         self._lengths: dict[str, int] = {}
         self._bounds: dict[str, list[int]] = {}  # queue -> [first seq, last seq]
