@@ -42,7 +42,7 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from testweb.waiting import NoProgress, wait_until
@@ -79,6 +79,14 @@ class Site:
     def document_root(self) -> Path:
         """The root with symlinks resolved (debian-reference's ``docs`` is one)."""
         return Path(self.root).resolve()
+
+
+def writable_copy(site: Site, directory: Path) -> Site:
+    """``site`` served from a copy of its files under ``directory`` (symlinks
+    followed), which a test may change while nginx serves it."""
+    target = Path(directory) / site.host
+    shutil.copytree(site.document_root, target, symlinks=False)
+    return replace(site, root=str(target))
 
 
 CRAWL_DELAY = 0.3
