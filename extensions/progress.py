@@ -134,9 +134,17 @@ class ProgressReporter:
         recent = (self.pages - self.last_pages) / max(now - self.last_tick, 1e-9)
         self.last_tick, self.last_pages = now, self.pages
         queue = self.queue_size()
-        logger.info("Progress: %d pages (%.1f pages/s, %.1f overall), queue %s, %d hosts, %d errors",
+        logger.info("Progress: %d pages (%.1f pages/s, %.1f overall), queue %s, %d hosts, %d errors%s",
                     self.pages, recent, self.overall_rate(now),
-                    "?" if queue is None else queue, len(self.hosts), self.errors)
+                    "?" if queue is None else queue, len(self.hosts), self.errors, self.freshness_note())
+
+    def freshness_note(self) -> str:
+        """A continuous crawl's freshness and age estimates (empty otherwise)."""
+        freshness = self.stats.get_value("revisit/freshness")
+        if freshness is None:
+            return ""
+        return (f", freshness {freshness:.2f}, age {self.stats.get_value('revisit/age_seconds', 0):.0f} s, "
+                f"{self.stats.get_value('revisit/due_now', 0)} due")
 
     def overall_rate(self, now: float) -> float:
         return self.pages / max(now - self.started, 1e-9)
@@ -172,6 +180,9 @@ class ProgressReporter:
             # origins whose URLs could not be crawled in this run, with why
             "deferred": dict(self.stats.get_value("frontier/deferred_reasons", {})),
             "deferred_urls": self.stats.get_value("frontier/deferred", 0),
+            # a continuous crawl: Cho and Garcia-Molina's freshness and age of its copies, estimated
+            "freshness": self.stats.get_value("revisit/freshness"),
+            "age_seconds": self.stats.get_value("revisit/age_seconds"),
             "stats": json_safe(self.stats.get_stats()),
         }
 

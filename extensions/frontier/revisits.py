@@ -44,12 +44,16 @@ from extensions.frontier.credit import AOPICCredit
 from extensions.frontier.dispatch import HostDispatch
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.page import PageVerdict
+from extensions.revisit.freshness import crawl_freshness
 from extensions.revisit.policy import RevisitPolicy
 from extensions.store.base import FLAG_REVISIT, Entry, FrontierStore, RevisitRecord
 
 #: how often the earliest due time is read from the store again (other
 #: processes schedule URLs too)
 NEXT_DUE_REFRESH = 1.0
+#: how often the freshness gauges are computed, and over how many records at most
+GAUGES_INTERVAL = 1.0
+GAUGES_SAMPLE = 10_000
 
 
 class RevisitSchedule:
@@ -64,6 +68,7 @@ class RevisitSchedule:
         self.new_handed = 0  # other requests handed to the engine this run
         self._next_due: float | None = None
         self._read_at = -math.inf  # wall time the next due time was last read
+        self._gauged_at = -math.inf
         self.dispatch: HostDispatch | None = None
         self.aopic: AOPICCredit | None = None
 
@@ -127,6 +132,8 @@ class RevisitSchedule:
     def pump(self, now: float, queued: int) -> int:
         """Put due URLs back, within the share of fetches re-visits may take
         while ``queued`` requests wait; how many."""
+        if now - self._gauged_at >= GAUGES_INTERVAL:
+            self.gauges(now)
         due = self.next_due(now)
         if due is None or due > now:
             return 0
@@ -189,6 +196,21 @@ class RevisitSchedule:
             return due
         revisit_due = now + max(0.0, wall_due - wall_now)
         return revisit_due if due is None else min(due, revisit_due)
+
+    def gauges(self, now: float) -> None:
+        """Stats of the schedule: URLs scheduled, due now, gone, and the
+        crawl's estimated freshness and age (Cho and Garcia-Molina) over the
+        first :data:`GAUGES_SAMPLE` records."""
+        self._gauged_at = now
+        counts = self.store.revisits.counts()
+        self.stats.set_value("revisit/scheduled", counts.scheduled)
+        self.stats.set_value("revisit/gone_urls", counts.gone)
+        self.stats.set_value("revisit/due_now", self.store.revisits.count_due(now))
+        sample = next(iter(self.store.revisits.scan(GAUGES_SAMPLE)), [])
+        estimate = crawl_freshness(sample, now)
+        if estimate.urls:
+            self.stats.set_value("revisit/freshness", round(estimate.freshness, 4))
+            self.stats.set_value("revisit/age_seconds", round(estimate.age_seconds, 1))
 
     def pending(self, now: float) -> bool:
         """Whether any URL is scheduled for a re-visit (the crawl stays open)."""
