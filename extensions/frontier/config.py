@@ -53,8 +53,10 @@ from extensions.frontier.hostkey import HostKey
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.politeness import Politeness
+from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.shareddispatch import SharedDispatch
 from extensions.frontier.urlseen import BloomSeen
+from extensions.revisit.policy import policy_from_settings
 from extensions.store.base import WriteAheadStore
 from extensions.store.factory import frontier_store, redis_bloom, seen_backend, store_class, url_bloom
 from extensions.store.redis import RedisStore
@@ -168,6 +170,16 @@ def _local_dispatch(settings: Any, front_queues: int, back_queues: int) -> Local
     )
 
 
+def _revisit_schedule(settings: Any, store: Any, stats: Any) -> RevisitSchedule | None:
+    """Continuous crawling (``REVISIT_ENABLED``): the schedule and its policy."""
+    if not settings.getbool("REVISIT_ENABLED"):
+        return None
+    share = settings.getfloat("REVISIT_MAX_SHARE")
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"REVISIT_MAX_SHARE must be in (0, 1], got {settings.get('REVISIT_MAX_SHARE')!r}")
+    return RevisitSchedule(store, policy_from_settings(settings), stats, max_share=share)
+
+
 def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
     """Every argument of ``Frontier.__init__`` from the crawler's settings:
     the parts, the host dispatch among them (shared, on Redis leases, with
@@ -201,6 +213,7 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
                               settings.getfloat("FRONTIER_AOPIC_TAX"))
         if settings.getbool("FRONTIER_AOPIC") else None,
         "bloom": bloom,
+        "revisits": _revisit_schedule(settings, store, crawler.stats),
         "options": FrontierOptions(
             seen_cache_size=_positive_int(settings, "FRONTIER_SEEN_CACHE_SIZE", 0),
             checkpoint_interval=_non_negative(settings, "FRONTIER_CHECKPOINT_INTERVAL"),
