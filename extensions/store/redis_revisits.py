@@ -4,7 +4,7 @@
 Keys (:mod:`extensions.store.redis_keys`)::
 
     P:{T}:revisit         hash  fingerprint -> the record without its due time,
-                                packed (pack_record: 43 bytes and the validators)
+                                packed (pack_record: usually under 64 bytes)
     P:{revisit-N}:due     zset  fingerprint -> due time (+inf: not scheduled);
                                 every record is in its shard, so the zset is
                                 the authority for ``due`` and counts the records
@@ -47,8 +47,11 @@ from extensions.store.redis_keys import Keys, tag_of
 
 CLUSTER_SHARDS = 16  # due-order shards on a Redis Cluster (one on a single Redis)
 
-_FIXED = struct.Struct("<BddddIIH")  # flags, interval, first, last visit, last change, visits, changes, gone
-_CONTENT, _DATE, _TEXT_DATE, _ETAG = 1, 2, 4, 8  # flag bits: which optional parts follow
+_TIMES = struct.Struct("<Bddd")  # flags, first visit, last visit, last change
+_SMALL, _LARGE = struct.Struct("<BBB"), struct.Struct("<IIH")  # visits, changes, gone
+_FLOAT, _DOUBLE = struct.Struct("<f"), struct.Struct("<d")  # the interval
+# flag bits: which forms and optional parts follow
+_CONTENT, _DATE, _TEXT_DATE, _ETAG, _SMALL_COUNTS, _FLOAT_INTERVAL = 1, 2, 4, 8, 16, 32
 _INT64, _UINT32, _UINT16 = struct.Struct("<q"), struct.Struct("<I"), struct.Struct("<H")
 _UTF8 = "surrogatepass"  # any str round-trips
 
@@ -83,50 +86,76 @@ def _http_date(text: str) -> int | None:
     return seconds
 
 
+def _exact_float32(value: float) -> bool:
+    try:
+        return _FLOAT.unpack(_FLOAT.pack(value))[0] == value
+    except OverflowError:
+        return False
+
+
 def pack_record(record: RevisitRecord) -> bytes:
-    """Every field but the fingerprint (the hash field) and ``due`` (the
-    zset score): 43 bytes, then a content fingerprint (8), Last-Modified as
-    4 bytes when it is an exact HTTP date (else its text), the ETag's text.
-    ``visits`` and ``changes`` must fit 32 bits, ``gone`` 16."""
+    """Every field but the fingerprint (the hash field) and ``due`` (the zset
+    score), in 25 bytes (flags, the three times) and: the interval (4 bytes
+    when a float32 holds it exactly, else 8), the counters (3 bytes when each
+    is under 256, else 10: ``visits`` and ``changes`` must fit 32 bits,
+    ``gone`` 16), the content fingerprint (8), Last-Modified as 4 bytes when
+    it is an exact HTTP date, the ETag, then a Last-Modified that is not.
+    A usual record takes under 64 bytes: Redis keeps a small host's hash
+    as a listpack (``hash-max-listpack-value``)."""
     flags, tail = 0, []
+    if _exact_float32(record.interval):
+        flags |= _FLOAT_INTERVAL
+        tail.append(_FLOAT.pack(record.interval))
+    else:
+        tail.append(_DOUBLE.pack(record.interval))
+    if all(0 <= count < 256 for count in (record.visits, record.changes, record.gone)):
+        flags |= _SMALL_COUNTS
+        tail.append(_SMALL.pack(record.visits, record.changes, record.gone))
+    else:
+        tail.append(_LARGE.pack(record.visits, record.changes, record.gone))
     if record.content is not None:
         flags |= _CONTENT
         tail.append(_INT64.pack(record.content))
-    if record.last_modified is not None:
-        seconds = _http_date(record.last_modified)
-        if seconds is not None:
-            flags |= _DATE
-            tail.append(_UINT32.pack(seconds))
-        else:
-            flags |= _TEXT_DATE
+    seconds = None if record.last_modified is None else _http_date(record.last_modified)
+    if seconds is not None:
+        flags |= _DATE
+        tail.append(_UINT32.pack(seconds))
+    elif record.last_modified is not None:
+        flags |= _TEXT_DATE
     if record.etag is not None:
         flags |= _ETAG
         etag = record.etag.encode("utf-8", _UTF8)
-        tail += [_UINT16.pack(len(etag)), etag]
-    if flags & _TEXT_DATE:  # the rest of the value
+        tail += [_UINT16.pack(len(etag)), etag] if flags & _TEXT_DATE else [etag]  # else the rest of the value
+    if flags & _TEXT_DATE:
         tail.append(record.last_modified.encode("utf-8", _UTF8))
-    head = _FIXED.pack(flags, record.interval, record.first_visit, record.last_visit, record.last_change,
-                       record.visits, record.changes, record.gone)
-    return head + b"".join(tail)
+    return _TIMES.pack(flags, record.first_visit, record.last_visit, record.last_change) + b"".join(tail)
 
 
 def unpack_record(fingerprint: int, due: float, value: bytes) -> RevisitRecord:
     """The record :func:`pack_record` packed."""
-    flags, interval, first, last, change, visits, changes, gone = _FIXED.unpack_from(value)
-    at, content, etag, modified = _FIXED.size, None, None, None
+    flags, first, last, change = _TIMES.unpack_from(value)
+    at, content, etag, modified = _TIMES.size, None, None, None
+    interval_form = _FLOAT if flags & _FLOAT_INTERVAL else _DOUBLE
+    interval = interval_form.unpack_from(value, at)[0]
+    at += interval_form.size
+    counts_form = _SMALL if flags & _SMALL_COUNTS else _LARGE
+    visits, changes, gone = counts_form.unpack_from(value, at)
+    at += counts_form.size
     if flags & _CONTENT:
         content = _INT64.unpack_from(value, at)[0]
         at += 8
     if flags & _DATE:
         modified = formatdate(_UINT32.unpack_from(value, at)[0], usegmt=True)
         at += 4
-    if flags & _ETAG:
+    if flags & _ETAG and flags & _TEXT_DATE:
         size = _UINT16.unpack_from(value, at)[0]
         etag = value[at + 2:at + 2 + size].decode("utf-8", _UTF8)
         at += 2 + size
+    elif flags & _ETAG:
+        etag = value[at:].decode("utf-8", _UTF8)
     if flags & _TEXT_DATE:
         modified = value[at:].decode("utf-8", _UTF8)
-    return RevisitRecord(fingerprint, due, interval, visits, changes, first, last, change,
+    return RevisitRecord(fingerprint, due, float(interval), visits, changes, first, last, change,
                          content, etag, modified, gone)
 
 
