@@ -21,7 +21,6 @@ per record; with the mean packed value for reference.
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import tempfile
 import time
@@ -74,8 +73,9 @@ def exercise(store: Any, made: list[RevisitRecord], batch: int) -> tuple[float, 
     return put / len(made), take / len(made)
 
 
-def redis_bytes(url: str, prefix: str, made: list[RevisitRecord], batch: int) -> tuple[float, float]:
-    """Bytes per record: (used_memory_dataset added, MEMORY USAGE of the table's keys)."""
+def redis_bytes(url: str, prefix: str, made: list[RevisitRecord], batch: int) -> tuple[float, float, str]:
+    """Bytes per record: used_memory_dataset added, MEMORY USAGE of the
+    table's keys, and that split by key kind."""
     store = RedisStore(url, prefix)
     store.open()
     before = store.connection.used_memory()[0]
@@ -84,9 +84,14 @@ def redis_bytes(url: str, prefix: str, made: list[RevisitRecord], batch: int) ->
     store.checkpoint()
     added = store.connection.used_memory()[0] - before
     keys = [key for key in store.scan(f"{prefix}:*") if b"revisit" in key]
-    usage = sum(store.call(*[("MEMORY", "USAGE", key, "SAMPLES", "0") for key in keys]))
+    usages = store.call(*[("MEMORY", "USAGE", key, "SAMPLES", "0") for key in keys])
+    kinds: dict[str, int] = {}
+    for key, usage in zip(keys, usages):
+        kind = key.decode().rsplit(":", 1)[1]
+        kinds[kind] = kinds.get(kind, 0) + usage
     store.close()
-    return added / len(made), usage / len(made)
+    split = ", ".join(f"{kind} {usage / len(made):.1f}" for kind, usage in sorted(kinds.items()))
+    return added / len(made), sum(usages) / len(made), split
 
 
 def timed(name: str, factory: Callable[[int], Any], made: list[RevisitRecord], batch: int,
@@ -130,11 +135,14 @@ def main() -> None:
                 rows.append(timed("redis-cluster", lambda run: RedisStore(cluster.url, f"run{run}"), made,
                                   args.batch, args.runs))
     print("| store | put µs/record | take_due µs/record | bytes/record (used_memory_dataset) "
-          "| bytes/record (MEMORY USAGE) |")
+          "| bytes/record (MEMORY USAGE: by key) |")
     print("|---|---:|---:|---:|---:|")
     for name, put, take in rows:
-        dataset, usage = memory.get(name, (math.nan, math.nan))
-        extra = f"{dataset:.1f} | {usage:.1f}" if name in memory else "- | -"
+        if name in memory:
+            dataset, usage, split = memory[name]
+            extra = f"{dataset:.1f} | {usage:.1f} ({split})"
+        else:
+            extra = "- | -"
         print(f"| {name} | {put * 1e6:.1f} | {take * 1e6:.1f} | {extra} |", flush=True)
 
 
