@@ -14,6 +14,7 @@ A missing ``redis-server`` fails the Redis variants.
 from __future__ import annotations
 
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from extensions.store.base import (
 )
 from extensions.store.memory import MemoryStore
 from extensions.store.redis import RedisStore
+from extensions.store.redis_revisits import TAKE
 from extensions.store.redis_bloom import BloomLayout
 from extensions.store.sqlite import SQLiteStore
 from testweb.redisserver import free_port, shared_cluster, shared_server, unique_prefix
@@ -520,6 +522,67 @@ def test_an_empty_revisit_table(backend: Backend) -> None:
     assert revisits.next_due() is None and revisits.count_due(1e18) == 0
     assert revisits.take_due(1e18, 10) == [] and revisits.counts() == RevisitCounts(0, 0, 0)
     assert list(revisits.scan()) == []
+
+
+# -- re-visit table on Redis: shared by processes, lifetime of the crawl's keys ---------------
+@pytest.fixture(params=["redis", "redis-cluster"])
+def shared(request: Any, tmp_path: Path) -> Any:
+    wrapper = Backend(request.param, tmp_path, reopen=True)
+    yield wrapper
+    wrapper.store.close()
+
+
+def test_two_processes_taking_due_records_never_take_the_same_one(shared: Backend) -> None:
+    records = [visit(f"http://h{i % 41}.test/{i}", float(i % 97)) for i in range(600)]
+    shared.store.revisits.put(records)
+    shared.store.checkpoint()
+    other = shared.open()  # a second process: its own store and connection on the same prefix
+    taken: dict[str, list[int]] = {"one": [], "two": []}
+
+    def take(name: str, store: Any) -> None:
+        for _ in range(len(records)):  # bounded: each round takes >= 1 until none is due
+            batch = store.revisits.take_due(1000.0, 7)
+            if not batch:
+                return
+            taken[name] += [record.fingerprint for record in batch]
+
+    threads = [threading.Thread(target=take, args=("two", other))]
+    threads[0].start()
+    take("one", shared.store)
+    threads[0].join(timeout=120)
+    other.close()
+    assert not threads[0].is_alive()
+    assert not set(taken["one"]) & set(taken["two"])
+    assert sorted(taken["one"] + taken["two"]) == sorted(r.fingerprint for r in records)
+    assert taken["one"] and taken["two"]  # both took some: the takes did interleave
+    assert shared.cycle().revisits.counts() == RevisitCounts(600, 0, 0)
+
+
+def test_a_retried_take_returns_the_same_records_and_takes_no_more(shared: Backend) -> None:
+    revisits = shared.store.revisits
+    revisits.put([visit(f"http://a.test/{i}", float(i)) for i in range(10)])
+    shard = revisits._shard(real("http://a.test/0").fingerprint)
+    call = ("EVAL", TAKE, 2, shared.store.keys.revisit_due(shard), shared.store.keys.revisit_taken(shard),
+            "100", 3, "owner-x", "op-1")
+    first, again = shared.store.call(call)[0], shared.store.call(call)[0]
+    assert first == again and len(first) == 6  # three (fingerprint, due) pairs
+    assert revisits.count_due(100.0) == 7
+
+
+def test_revisit_keys_go_with_the_crawl(shared: Backend) -> None:
+    shared.store.revisits.put([visit(f"http://h{i}.test/", float(i), gone=i % 2) for i in range(20)])
+    assert len(shared.store.revisits.take_due(5.0, 3)) == 3
+    shared.store.close()
+    fresh = shared.new()
+    fresh.flush_on_start = True
+    fresh.open()
+    shared.store = fresh
+    assert fresh.revisits.counts() == RevisitCounts(0, 0, 0) and list(fresh.revisits.scan()) == []
+    fresh.revisits.put([visit("http://a.test/", 1.0)])
+    fresh.persist = False
+    fresh.close()
+    shared.store = shared.open()
+    assert [key for key in shared.store.scan(f"{shared.prefix}:*") if b"revisit" in key] == []
 
 
 # -- lifecycle (persistent backends) ----------------------------------------------------------

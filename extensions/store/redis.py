@@ -44,14 +44,12 @@ Failures. Redis unreachable at :meth:`RedisStore.open` raises
 errors are retried with logged back-off (blocking the caller), then raise
 :class:`~extensions.store.redis_connection.RedisLayerError`.
 
-Lifetime (scrapy-redis conventions): ``persist=False`` (``SCHEDULER_PERSIST``
-off) deletes every key of the crawl at a clean close; ``flush_on_start``
-(``SCHEDULER_FLUSH_ON_START``) deletes them at open. Queue lengths are kept
-in the client (a queue has one writer). Operations that scan every tag
-(``iter_pending``, ``iter_all``, ``requeue_inflight``, ``count_by_status``,
-``cash_count``, ``cash_totals``, the link table's scans) run only at a rebuild, at start or in tests.
-
-Inspect a running crawl: ``redis-cli --scan --pattern 'web:*'``, ``HGETALL web:meta``.
+Lifetime (scrapy-redis conventions): ``persist=False`` (``SCHEDULER_PERSIST`` off) deletes every
+key of the crawl at a clean close; ``flush_on_start`` (``SCHEDULER_FLUSH_ON_START``) deletes them
+at open. Queue lengths are kept in the client (a queue has one writer). Operations that scan every
+tag (``iter_pending``, ``iter_all``, ``requeue_inflight``, ``count_by_status``, ``cash_count``,
+``cash_totals``, the link and re-visit tables' scans) run only at a rebuild, at start or in tests.
+Re-visit records: :mod:`extensions.store.redis_revisits`. Inspect: ``HGETALL web:meta``.
 """
 
 from __future__ import annotations
@@ -71,6 +69,7 @@ from extensions.store.redis_cash import group_by_tag as _group
 from extensions.store.redis_connection import RedisConnection, redact
 from extensions.store.redis_keys import SCHEMA_VERSION, Keys, tag_of
 from extensions.store.redis_links import RedisLinkTable
+from extensions.store.redis_revisits import RedisRevisitTable
 from extensions.store.redis_registry import ProcessRegistry, registry_of
 from extensions.store.redis_rows import (
     STATUS_BYTE,
@@ -115,6 +114,7 @@ class RedisStore(RedisCashTable):
         self.clean = True
         self.queues = self.urls = self.hosts = self.cash = self
         self.links = RedisLinkTable(self.keys, self._require)  # pipelined with the rest
+        self.revisits = RedisRevisitTable(self.keys, self._require, lambda: not self.read_only)
         self._attached = self.read_only = False
         self._owner, self._pops = uuid.uuid4().hex, 0
         self._lengths: dict[str, int] = {}

@@ -16,6 +16,11 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
     P:{T}:links       hash  fingerprint of a fetched page -> its outlinks'
                       fingerprints, packed int64 (extensions/store/redis_links.py)
+    P:{T}:revisit     hash  fingerprint of a fetched URL -> its re-visit record
+                      (packed, without its due time; extensions/store/redis_revisits.py)
+    P:{revisit-N}:due zset  fingerprint -> due time (+inf: not scheduled), in shards
+    P:{revisit-N}:gone set  fingerprints of records with gone > 0; and
+    P:{revisit-N}:taken hash process -> its last take of due records (retry-safe)
     P:{aopic}:ledger  hash  AOPIC's shared scalars: lambda, dividend, put_in,
                       rows, crawls (extensions/aopic/shared.py)
     P:{T}:lease:HOST  hash  a host's lease and politeness state, shared by
@@ -109,6 +114,7 @@ class Keys:
         self.known = f"{prefix}:known"
         self.cash_pattern = f"{literal}:{{*}}:cash"
         self.links_pattern = f"{literal}:{{*}}:links"
+        self.revisit_pattern = f"{literal}:{{*}}:revisit"
         self.queue_pattern = f"{glob_escape(self.queue_prefix)}*"
         self.back_pattern = f"{literal}:{{*}}:back:*"
         self.processes = f"{prefix}:processes"
@@ -135,6 +141,23 @@ class Keys:
     def links(self, tag: str) -> str:
         """The recorded outlinks of the fetched pages of tag ``tag``."""
         return f"{self.prefix}:{{{tag}}}:links"
+
+    def revisit(self, tag: str) -> str:
+        """The re-visit records of the fetched URLs of tag ``tag``."""
+        return f"{self.prefix}:{{{tag}}}:revisit"
+
+    def revisit_due(self, shard: int) -> str:
+        """One shard of the re-visit due order (its own tag: a cluster
+        spreads the shards over its masters)."""
+        return f"{self.prefix}:{{revisit-{shard}}}:due"
+
+    def revisit_gone(self, shard: int) -> str:
+        """The gone records of one due-order shard (in its slot)."""
+        return f"{self.prefix}:{{revisit-{shard}}}:gone"
+
+    def revisit_taken(self, shard: int) -> str:
+        """Each process's last take from one due-order shard (in its slot)."""
+        return f"{self.prefix}:{{revisit-{shard}}}:taken"
 
     def bloom(self, tag: str) -> str:
         """The Bloom filter's shard for the slot of ``tag``."""
