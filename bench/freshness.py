@@ -267,7 +267,8 @@ def plot(results: list[Run], path: Path, args: argparse.Namespace) -> None:
         top.plot(run.times, run.fresh_curve, style, label=run.name, linewidth=1.2)
         bottom.plot(run.times, run.age_curve, style, label=run.name, linewidth=1.2)
     top.set_ylabel("freshness (share of fresh copies)")
-    bottom.set_ylabel("mean age of copies (hours)")
+    bottom.set_ylabel("mean age of copies (hours, log)")
+    bottom.set_yscale("log")  # the oracles' never re-visited pages age without bound
     bottom.set_xlabel("simulated days")
     for axes in (top, bottom):
         axes.axvline(args.warmup, color="grey", linewidth=0.8, linestyle="--")
