@@ -23,7 +23,9 @@ fed each fetch's content fingerprint, deciding every due time):
   (bisection) so the schedule uses the budget.
 * ``estimate``: the change-rate estimate from each page's visit history and
   the freshness-optimal interval, clamped the same way, ``initial`` (which
-  sets its budget) tuned the same way.
+  sets its budget) tuned the same way; ``estimate/4``: untuned, ``initial``
+  a quarter of the uniform interval, so it asks for more fetches than the
+  budget and due pages queue (what REVISIT_MAX_SHARE leaves to a crawl).
 
 Measured exactly from the known change times, time-averaged over the
 window after ``--warmup`` days: freshness (share of pages whose copy is up to
@@ -236,6 +238,9 @@ def runs(web: Web, args: argparse.Namespace) -> list[Run]:
     initial, _ = tune(estimate, web, args, slot, 60.0, maximum)
     results.append(run("estimate", estimate(initial),
                        f"initial {initial / HOUR:.2f} h (tuned), max {args.max_interval:g} d"))
+    eager = uniform / 4  # asks for more than the budget: due pages wait, earliest due first
+    results.append(run("estimate/4", estimate(eager),
+                       f"initial {eager / HOUR:.2f} h (over budget: a backlog), max {args.max_interval:g} d"))
     return results
 
 
