@@ -189,6 +189,21 @@ SCHEDULER_PERSIST = False  # keep the crawl's keys at close (to resume); off: de
 LINKGRAPH_RECORD = True
 
 
+# --- Re-visits (extensions.revisit) -----------------------------------------
+# Continuous crawling: every fetched URL gets a next-due time and comes back to
+# the frontier when due. extensions.revisit.policy.RevisitPolicy decides the
+# interval (see extensions/revisit/config.py for each setting).
+REVISIT_ENABLED = False  # True: the crawl does not end; fetched URLs are re-visited when due
+REVISIT_ADAPTIVE_DECREASE = 0.2  # "adaptive" schedule: a change multiplies the interval by 1 - this
+REVISIT_ADAPTIVE_INCREASE = 0.4  # "adaptive" schedule: no change multiplies it by 1 + this
+REVISIT_GONE_AFTER = 3  # consecutive 404/410 after a 200 that make a URL gone (never re-visited)
+REVISIT_INITIAL_INTERVAL = 86400.0  # seconds; a URL's first interval ("estimate": also its shortest)
+REVISIT_MAX_INTERVAL = 30 * 86400.0  # seconds
+REVISIT_MAX_SHARE = 0.5  # share of fetches that may be re-visits while new URLs wait
+REVISIT_MIN_INTERVAL = 3600.0  # seconds
+REVISIT_SCHEDULE = "estimate"  # change rate from the visit history (Cho & Garcia-Molina), or "adaptive" (Nutch)
+
+
 # --- robots.txt (extensions.robots.middleware, RFC 9309) --------------------
 # ROBOTSTXT_OBEY (above) switches it; ROBOTSTXT_USER_AGENT (Scrapy's) names
 # the product token groups are matched by (default: USER_AGENT's first token).

@@ -1,0 +1,124 @@
+"""Change-rate arithmetic of Cho and Garcia-Molina (pure, no I/O).
+
+A page is modelled as changing by a Poisson process of rate ``lambda``.
+
+* **Estimator** ("Estimating frequency of change", 2003): X changes seen in
+  n visits at interval I give ``r = -log((n - X + 0.5) / (n + 0.5))`` and
+  ``lambda = r / I``. The +0.5 keeps it finite when every visit saw a
+  change. With irregular intervals (an adaptive crawl) I is the mean
+  interval, ``(last_visit - first_visit) / n``. With no change seen the
+  estimator says 0, which would push a page to the longest interval after one
+  quiet re-visit; half a change is assumed instead (``r = log(1 + 0.5/n)``),
+  so the interval grows with each quiet visit rather than jumping.
+* **Freshness-optimal interval** ("Effective page refresh policies", 2003):
+  a page re-visited every I seconds is up to date for the time-averaged
+  share ``(1 - exp(-x)) / x`` of the time, ``x = lambda * I``. Spreading a
+  fixed fetch budget to maximise the summed freshness gives every page the
+  same marginal gain ``mu`` (a Lagrange multiplier, seconds):
+  ``1 - (1 + x) exp(-x) = mu * lambda``. Pages with ``mu * lambda >= 1``
+  change too often for any affordable visit to keep them fresh, and are
+  best left alone (interval infinite; the policy clamps it).
+"""
+
+from __future__ import annotations
+
+import math
+
+#: Below this x the marginal gain uses its series (1 - (1+x)e^-x cancels).
+_SERIES_BELOW = 1e-2
+
+
+def marginal_gain(x: float) -> float:
+    """``1 - (1 + x) exp(-x)``: lambda times the freshness one more visit per
+    second buys a page re-visited at ``x = lambda * I``. Rises from 0 to 1."""
+    if x < _SERIES_BELOW:
+        return x * x * (0.5 - x * (1 / 3 - x * (1 / 8 - x / 30)))
+    return -math.expm1(-x) - x * math.exp(-x)
+
+
+def _solve_gain(u: float) -> float:
+    """The x with ``marginal_gain(x) == u``, for 0 < u < 1 (Newton steps kept
+    inside a bisection bracket: the curve is S-shaped)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(64):
+        if marginal_gain(hi) >= u:
+            break
+        lo, hi = hi, hi * 2
+    x = min(max(math.sqrt(2 * u), lo), hi)
+    for _ in range(100):
+        error = marginal_gain(x) - u
+        if error < 0:
+            lo = x
+        else:
+            hi = x
+        slope = x * math.exp(-x)
+        step = x - error / slope if slope > 0 else math.nan
+        if not lo < step < hi:
+            step = (lo + hi) / 2
+        if abs(step - x) <= 1e-12 * x or hi - lo <= 1e-15 * hi:
+            return step
+        x = step
+    return x
+
+
+def optimal_interval(rate: float, mu: float) -> float:
+    """The freshness-optimal re-visit interval (seconds) of a page changing
+    at ``rate`` per second, for the budget's marginal gain ``mu`` (seconds).
+    ``math.inf`` when the page is not worth re-visiting (``mu * rate >= 1``)
+    or never changes."""
+    u = mu * rate
+    if rate <= 0 or u >= 1:
+        return math.inf
+    return _solve_gain(u) / rate
+
+
+def _shortest_ratio() -> float:
+    """``min over u of x(u) / u``: the optimal interval never falls below this
+    many ``mu`` (golden-section search; the curve is unimodal)."""
+    a, b = 1e-3, 1 - 1e-3
+    ratio = (math.sqrt(5) - 1) / 2
+    for _ in range(80):
+        c, d = b - ratio * (b - a), a + ratio * (b - a)
+        if _solve_gain(c) / c < _solve_gain(d) / d:
+            b = d
+        else:
+            a = c
+    u = (a + b) / 2
+    return _solve_gain(u) / u
+
+
+#: The shortest freshness-optimal interval, in units of ``mu`` (about 3.35).
+SHORTEST_INTERVAL_MU = _shortest_ratio()
+
+
+def change_rate(visits: int, changes: int, observed: float) -> float | None:
+    """Changes per second estimated from ``visits`` fetches spread over
+    ``observed`` seconds (first to last fetch) of which ``changes`` found the
+    page changed. None before a second visit (nothing observed yet)."""
+    intervals = visits - 1
+    if intervals < 1 or observed <= 0:
+        return None
+    seen = min(max(changes, 0), intervals)
+    if seen == 0:
+        r = math.log1p(0.5 / intervals)  # half a change: see the module docstring
+    else:
+        r = -math.log((intervals - seen + 0.5) / (intervals + 0.5))
+    return r * intervals / observed
+
+
+def time_averaged_freshness(rate: float, interval: float) -> float:
+    """Share of the time a page changing at ``rate``, fetched every
+    ``interval`` seconds, is up to date: ``(1 - exp(-x)) / x``."""
+    x = rate * interval
+    return 1.0 if x <= 0 else -math.expm1(-x) / x
+
+
+def time_averaged_age(rate: float, interval: float) -> float:
+    """Mean age (seconds) of that page's copy:
+    ``I/2 - 1/lambda + (1 - exp(-x)) / (lambda x)``."""
+    x = rate * interval
+    if x <= 0:
+        return 0.0
+    if x < 1e-4:  # series: the closed form cancels
+        return interval * x / 6
+    return interval / 2 - 1 / rate + -math.expm1(-x) / (rate * x)

@@ -1,0 +1,180 @@
+"""When a fetched URL is due again: :class:`RevisitPolicy`.
+
+Pure: no store, no clock, no Scrapy; the caller passes the time and the
+visit's outcome and stores the record it gets back. Two schedules:
+
+* ``"estimate"`` (the default): the page's change rate is estimated from
+  its visit history (Cho and Garcia-Molina's estimator,
+  :func:`~.estimate.change_rate`) and it gets the interval that maximises
+  the crawl's freshness for a fetch budget (:func:`~.estimate.optimal_interval`).
+  The budget's marginal gain ``mu`` is set so that the shortest interval
+  this schedule ever gives is ``initial``: pages changing about every
+  ``initial / 1.8`` get it; slower pages wait longer (roughly as the square
+  root of their change interval); pages changing much faster than
+  ``initial`` go to ``maximum``, since no affordable visit keeps them fresh.
+  Until a second visit a URL gets ``initial``.
+* ``"adaptive"``: the StormCrawler/Nutch adaptive schedule: a change
+  multiplies the interval by ``1 - decrease``, no change by
+  ``1 + increase``.
+
+Either way the interval is clamped to ``[minimum, maximum]``; with
+``minimum == maximum`` both give a fixed (uniform) interval.
+
+Outcomes: a 2xx is a fetch of the page (changed or not: see
+:meth:`RevisitPolicy.changed`); a 304 (or ``not_modified``) is a visit
+that found it unchanged; a 404/410 after a 200 is a confirmation that the
+page is gone (re-checked at ``min(interval, initial)``; after
+``gone_after`` in a row it is never due again: ``due = math.inf``), a
+404/410 of a URL never fetched with a 200 is gone at once (nothing to keep
+fresh); any 2xx or 304 revives a gone page (a 200 after gone counts as a
+change). Other statuses (redirects, 5xx, 403, 429) carry no evidence: the
+URL is due again after its current interval, its history untouched.
+"""
+
+from __future__ import annotations
+
+import math
+
+from extensions.revisit.estimate import SHORTEST_INTERVAL_MU, change_rate, optimal_interval
+from extensions.revisit.record import RevisitRecord
+
+SCHEDULES = ("estimate", "adaptive")
+GONE_STATUSES = frozenset({404, 410})
+
+
+class RevisitPolicy:
+    """Next interval and due time of a URL after each visit."""
+
+    def __init__(
+        self,
+        initial: float,
+        minimum: float,
+        maximum: float,
+        gone_after: int = 3,
+        schedule: str = "estimate",
+        increase: float = 0.4,
+        decrease: float = 0.2,
+    ) -> None:
+        if not 0 < minimum <= initial <= maximum < math.inf:
+            raise ValueError(f"re-visit intervals need 0 < minimum <= initial <= maximum < inf; got "
+                             f"minimum={minimum!r} initial={initial!r} maximum={maximum!r}")
+        if gone_after < 1:
+            raise ValueError(f"gone_after must be >= 1, got {gone_after!r}")
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+        if increase < 0 or not 0 <= decrease < 1:
+            raise ValueError(f"the adaptive schedule needs increase >= 0 and 0 <= decrease < 1; got "
+                             f"increase={increase!r} decrease={decrease!r}")
+        self.initial = initial
+        self.minimum = minimum
+        self.maximum = maximum
+        self.gone_after = gone_after
+        self.schedule = schedule
+        self.increase = increase
+        self.decrease = decrease
+        # The budget's marginal gain: the optimal interval is never below
+        # SHORTEST_INTERVAL_MU * mu, so this mu makes that shortest one `initial`.
+        self.mu = initial / SHORTEST_INTERVAL_MU
+
+    # -- records -------------------------------------------------------------
+
+    def first(self, fingerprint: int, now: float) -> RevisitRecord:
+        """The record of a URL not fetched yet: due now, the initial interval."""
+        return RevisitRecord(fingerprint=fingerprint, due=now, interval=self.initial)
+
+    def after_visit(
+        self,
+        record: RevisitRecord,
+        now: float,
+        changed: bool | None = None,
+        not_modified: bool = False,
+        status: int = 200,
+        content: int | None = None,
+        etag: str | None = None,
+        last_modified: str | None = None,
+    ) -> RevisitRecord:
+        """The record after a fetch of its URL answered at ``now``.
+
+        ``changed``: the caller's verdict on a 2xx (None: decided here from
+        the content fingerprint and validators); ``not_modified``: the answer
+        was a 304; ``content``, ``etag``, ``last_modified``: of a 2xx."""
+        not_modified = not_modified or status == 304
+        if (not_modified or 200 <= status < 300) and record.visits == 0:
+            return record._replace(
+                due=now + self.initial, interval=self.initial, visits=1, first_visit=now,
+                last_visit=now, last_change=now, content=content, etag=etag,
+                last_modified=last_modified, gone=0)
+        if not_modified:
+            return self._visited(record._replace(gone=0), now, False, record.content,
+                                 etag or record.etag, last_modified or record.last_modified)
+        if 200 <= status < 300:
+            revived = record.gone > 0
+            is_changed = revived or self.changed(record, changed, content, etag, last_modified)
+            return self._visited(record._replace(gone=0), now, is_changed, content, etag, last_modified)
+        if status in GONE_STATUSES:
+            return self._missing(record, now)
+        return record._replace(due=now + record.interval)
+
+    def changed(
+        self,
+        record: RevisitRecord,
+        changed: bool | None,
+        content: int | None,
+        etag: str | None,
+        last_modified: str | None,
+    ) -> bool:
+        """Whether a 200 found the page changed since the record's copy: the
+        caller's verdict if given, else the exact content fingerprints, else
+        the validators; with no evidence at all, changed (a page is never
+        left stale for want of a fingerprint)."""
+        if changed is not None:
+            return changed
+        if content is not None and record.content is not None:
+            return content != record.content
+        if etag and record.etag:
+            return etag != record.etag
+        if last_modified and record.last_modified:
+            return last_modified != record.last_modified
+        return True
+
+    def next_interval(self, record: RevisitRecord, changed: bool) -> float:
+        """The interval after a visit, from the record already updated by it
+        (``changed``: what that visit found)."""
+        if self.schedule == "adaptive":
+            factor = (1 - self.decrease) if changed else (1 + self.increase)
+            return self._clamp(record.interval * factor)
+        rate = change_rate(record.visits, record.changes, record.last_visit - record.first_visit)
+        if rate is None:
+            return self.initial
+        return self._clamp(optimal_interval(rate, self.mu))
+
+    # -- helpers -------------------------------------------------------------
+
+    def _clamp(self, interval: float) -> float:
+        return min(max(interval, self.minimum), self.maximum)
+
+    def _visited(
+        self,
+        record: RevisitRecord,
+        now: float,
+        changed: bool,
+        content: int | None,
+        etag: str | None,
+        last_modified: str | None,
+    ) -> RevisitRecord:
+        updated = record._replace(
+            visits=record.visits + 1, changes=record.changes + changed, last_visit=now,
+            last_change=now if changed else record.last_change,
+            content=content, etag=etag, last_modified=last_modified)
+        interval = self.next_interval(updated, changed)
+        return updated._replace(interval=interval, due=now + interval)
+
+    def _missing(self, record: RevisitRecord, now: float) -> RevisitRecord:
+        """A 404/410: one more confirmation that the page is gone."""
+        gone = record.gone + 1
+        updated = record._replace(visits=record.visits + 1, last_visit=now, gone=gone,
+                                  first_visit=record.first_visit if record.visits else now)
+        had_copy = record.visits > record.gone  # some visit answered 2xx/304
+        if not had_copy or gone >= self.gone_after:
+            return updated._replace(due=math.inf)
+        return updated._replace(due=now + min(record.interval, self.initial))
