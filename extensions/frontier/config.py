@@ -56,7 +56,7 @@ from extensions.frontier.politeness import Politeness
 from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.shareddispatch import SharedDispatch
 from extensions.frontier.urlseen import BloomSeen
-from extensions.revisit.policy import policy_from_settings
+from extensions.revisit.config import max_share_from_settings, policy_from_settings
 from extensions.store.base import WriteAheadStore
 from extensions.store.factory import frontier_store, redis_bloom, seen_backend, store_class, url_bloom
 from extensions.store.redis import RedisStore
@@ -174,10 +174,7 @@ def _revisit_schedule(settings: Any, store: Any, stats: Any) -> RevisitSchedule 
     """Continuous crawling (``REVISIT_ENABLED``): the schedule and its policy."""
     if not settings.getbool("REVISIT_ENABLED"):
         return None
-    share = settings.getfloat("REVISIT_MAX_SHARE")
-    if not 0.0 < share <= 1.0:
-        raise ValueError(f"REVISIT_MAX_SHARE must be in (0, 1], got {settings.get('REVISIT_MAX_SHARE')!r}")
-    return RevisitSchedule(store, policy_from_settings(settings), stats, max_share=share)
+    return RevisitSchedule(store, policy_from_settings(settings), stats, max_share=max_share_from_settings(settings))
 
 
 def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:

@@ -87,39 +87,23 @@ class RevisitSchedule:
         """Move the URL's history on; a ``304``'s verdict comes back with the
         page's stored outlinks as its links."""
         fingerprint, _ = url_fingerprint(page.final_url or page.url)
-        record = self.store.revisits.get([fingerprint]).get(fingerprint)
-        changed = self._changed(record, page)
-        updated = self.policy.after_visit(record, fingerprint, now, status=page.status, changed=changed,
-                                          content=page.content, etag=page.etag,
-                                          last_modified=page.last_modified)
-        self.store.revisits.put([updated])
-        self._count(record, updated, changed, page)
-        if updated.due < (self._next_due if self._next_due is not None else math.inf):
-            self._next_due = updated.due
+        before = self.store.revisits.get([fingerprint]).get(fingerprint) or self.policy.first(fingerprint, now)
+        after = self.policy.after_visit(before, now, not_modified=page.not_modified, status=page.status,
+                                        content=page.content, etag=page.etag, last_modified=page.last_modified)
+        self.store.revisits.put([after])
+        self._count(before, after)
+        if after.due < (self._next_due if self._next_due is not None else math.inf):
+            self._next_due = after.due
         if page.not_modified:
             return replace(page, links=self._stored_outlinks(fingerprint))
         return page
 
-    @staticmethod
-    def _changed(record: RevisitRecord | None, page: PageVerdict) -> bool | None:
-        """Whether the page changed since the last visit (None: nothing to
-        compare, a first visit or an error answer)."""
-        if page.not_modified:
-            return False
-        if record is None or record.content is None or page.content is None:
-            return None
-        if page.content != record.content:
-            return True
-        return bool(page.etag and record.etag and page.etag != record.etag)
-
-    def _count(self, before: RevisitRecord | None, after: RevisitRecord, changed: bool | None,
-               page: PageVerdict) -> None:
-        if changed is True:
-            self.stats.inc_value("revisit/changed")
-        elif changed is False:
-            self.stats.inc_value("revisit/unchanged")
-        if after.gone and math.isinf(after.due) and not (before is not None and math.isinf(before.due)
-                                                        and before.gone):
+    def _count(self, before: RevisitRecord, after: RevisitRecord) -> None:
+        """``revisit/changed`` and ``revisit/unchanged`` per re-visit answered,
+        ``revisit/gone`` when a page is given up."""
+        if before.visits and after.visits > before.visits:
+            self.stats.inc_value("revisit/changed" if after.changes > before.changes else "revisit/unchanged")
+        if after.gone and math.isinf(after.due) and not (before.gone and math.isinf(before.due)):
             self.stats.inc_value("revisit/gone")
 
     def _stored_outlinks(self, fingerprint: int) -> list[str]:

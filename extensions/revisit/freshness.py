@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from extensions.revisit.estimate import change_rate
-from extensions.revisit.record import RevisitRecord
+from extensions.store.base import RevisitRecord
 
 
 class Freshness(NamedTuple):

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 
 from extensions.revisit.estimate import SHORTEST_INTERVAL_MU, change_rate, optimal_interval
-from extensions.revisit.record import RevisitRecord
+from extensions.store.base import RevisitRecord
 
 SCHEDULES = ("estimate", "adaptive")
 GONE_STATUSES = frozenset({404, 410})
