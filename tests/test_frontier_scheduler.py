@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from scrapy import Request, Spider
-from scrapy.http import FormRequest, HtmlResponse
+from scrapy.http import FormRequest, HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 from twisted.internet.task import Clock
 
@@ -266,7 +266,7 @@ def test_done_waits_until_the_engine_has_finished_with_the_response():
     request = frontier.next_request()
     fp = frontier.inflight[request].entry.fingerprint
     engine_holds.add(request)
-    frontier.response_received(None, request)
+    frontier.response_received(Response(request.url, status=200, request=request), request)
     frontier.request_left_downloader(request)
     assert store.urls.status_of(fp) == Status.INFLIGHT  # callbacks still running
     engine_holds.discard(request)
