@@ -58,7 +58,7 @@ from extensions.frontier.shareddispatch import SharedDispatch
 from extensions.frontier.urlseen import BloomSeen
 from extensions.revisit.config import max_share_from_settings, policy_from_settings
 from extensions.store.base import WriteAheadStore
-from extensions.store.factory import frontier_store, redis_bloom, seen_backend, store_class, url_bloom
+from extensions.store.factory import frontier_backend, frontier_store, redis_bloom, seen_backend, store_class, url_bloom
 from extensions.store.redis import RedisStore
 
 if TYPE_CHECKING:
@@ -174,6 +174,9 @@ def _revisit_schedule(settings: Any, store: Any, stats: Any) -> RevisitSchedule 
     """Continuous crawling (``REVISIT_ENABLED``): the schedule and its policy."""
     if not settings.getbool("REVISIT_ENABLED"):
         return None
+    if frontier_backend(settings) == "redis" and seen_backend(settings) == "bloom":
+        raise ValueError("REVISIT_ENABLED needs the URL rows of fetched pages, which the Redis store drops "
+                         "with FRONTIER_SEEN_BACKEND='bloom': use FRONTIER_SEEN_BACKEND='exact'")
     return RevisitSchedule(store, policy_from_settings(settings), stats, max_share=max_share_from_settings(settings))
 
 

@@ -103,7 +103,8 @@ class RevisitSchedule:
         ``revisit/gone`` when a page is given up."""
         if before.visits and after.visits > before.visits:
             self.stats.inc_value("revisit/changed" if after.changes > before.changes else "revisit/unchanged")
-        if after.gone and math.isinf(after.due) and not (before.gone and math.isinf(before.due)):
+        if after.gone and math.isinf(after.due) and (before.gone < self.policy.gone_after <= after.gone
+                                                      or not before.visits):
             self.stats.inc_value("revisit/gone")
 
     def _stored_outlinks(self, fingerprint: int) -> list[str]:
