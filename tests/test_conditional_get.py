@@ -288,6 +288,10 @@ def test_304_is_added_to_the_statuses_the_request_already_let_through() -> None:
     assert conditional(validators).meta["dont_cache"] is True
     untouched = conditional({})
     assert untouched.meta == {} and b"If-None-Match" not in untouched.headers
+    # a re-visit of a page that had no validators: not from the HTTP cache either
+    bare = conditional({"revisit_validators": {"etag": None, "last_modified": None}})
+    assert bare.meta["dont_cache"] is True and "handle_httpstatus_list" not in bare.meta
+    assert not {b"If-None-Match", b"If-Modified-Since"} & set(bare.headers)
 
 
 def test_a_conditional_header_the_request_already_has_is_kept() -> None:

@@ -10,10 +10,11 @@ before ``HttpCacheMiddleware`` (900)) turns them into ``If-None-Match`` and
 unless the request already has that header. So that the server's answer is
 the spider's:
 
-* ``dont_cache`` is set: Scrapy's HTTP cache would otherwise answer the
-  re-visit from its copy (``DummyPolicy``) or turn the 304 into the cached
-  200 (``RFC2616Policy``), and the page would never be asked again;
-* 304 reaches the spider: with ``HTTPERROR_ALLOW_ALL`` (the add-on's
+* ``dont_cache`` is set on every request with ``revisit_validators`` (even
+  without a usable validator): Scrapy's HTTP cache would otherwise answer
+  the re-visit from its copy (``DummyPolicy``) or turn the 304 into the
+  cached 200 (``RFC2616Policy``), and the page would never be asked again;
+* 304 reaches the spider (when a validator was sent): with ``HTTPERROR_ALLOW_ALL`` (the add-on's
   default) every status does already; otherwise 304 is added to the
   request's ``handle_httpstatus_list`` (starting from the spider's
   ``handle_httpstatus_list`` or ``HTTPERROR_ALLOWED_CODES``, so the statuses
@@ -132,6 +133,8 @@ class ConditionalGetMiddleware:
         validators = request.meta.get(REVISIT_VALIDATORS)
         if validators is None:
             return
+        # a re-visit, with or without validators: the server's answer it must be
+        request.meta.setdefault("dont_cache", True)
         if not isinstance(validators, Mapping):
             self.stats.inc_value("revisit/validators_ignored/not_a_mapping")
             return
@@ -146,7 +149,6 @@ class ConditionalGetMiddleware:
                 added = True
         if added:
             self.stats.inc_value("revisit/conditional_requests")
-        request.meta.setdefault("dont_cache", True)
         self._let_not_modified_through(request.meta)
 
     def _validator(self, validators: Mapping[str, Any], key: str, clean: Any) -> str | None:
