@@ -133,7 +133,7 @@ class ConditionalGetMiddleware:
         validators = request.meta.get(REVISIT_VALIDATORS)
         if validators is None:
             return
-        # a re-visit, with or without validators: the server's answer it must be
+        # a re-visit, with or without validators, must reach the server, not Scrapy's HTTP cache
         request.meta.setdefault("dont_cache", True)
         if not isinstance(validators, Mapping):
             self.stats.inc_value("revisit/validators_ignored/not_a_mapping")
