@@ -37,6 +37,10 @@ class PageItem(scrapy.Item):
     # the closest earlier page within CONTENTSEEN_NEAR_DISTANCE whose
     # resemblance reaches CONTENTSEEN_NEAR_MIN_RESEMBLANCE (its group joined)
     near_duplicate_of = scrapy.Field()
+    # True on the item of a 304 Not Modified answer to a re-visit's conditional
+    # GET (extensions.revisit.conditional): nothing parsed, no processing, no
+    # links, no content-seen verdict; absent on every other item
+    not_modified = scrapy.Field()
 
     # -- internal: spider -> pipelines -> frontier, never exported ---------------
     # accepted outlinks (list[str], canonical, past the URL filter), with
@@ -49,3 +53,9 @@ class PageItem(scrapy.Item):
     # int | None, set by ContentSeenPipeline: the page's similar-content group
     # (an exact copy: its original's; None: not judged), for the frontier's URL database
     content_group = scrapy.Field(internal=True)
+    # str | None: the response's ETag and Last-Modified exactly as sent (None:
+    # none, or malformed and counted), on the item of every 2xx and of a 304
+    # (which may carry them: None there means keep the stored ones); for the
+    # frontier, which sends them back on the page's re-visit
+    etag = scrapy.Field(internal=True)
+    last_modified = scrapy.Field(internal=True)

@@ -34,6 +34,10 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # beside the downloader, after RetryMiddleware (550): it sees every
         # attempt's connection failure first
         "extensions.breaker.CircuitBreakerMiddleware": 560,
+        # a re-visit's validators: after every Scrapy middleware that sets
+        # headers, before DownloaderStats (850) counts the request and
+        # HttpCacheMiddleware (900), which must not answer or eat its 304
+        "extensions.revisit.conditional.ConditionalGetMiddleware": 800,
     },
     "SPIDER_MIDDLEWARES": {},
     # links: last, after every pipeline that judges the page

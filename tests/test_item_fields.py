@@ -21,6 +21,8 @@ def test_the_page_items_internal_fields_name_their_consumers() -> None:
         "links": LINK_SCHEDULER,
         "content_features": "extensions.pipelines.contentseen.ContentSeenPipeline",
         "content_group": None,
+        "etag": None,  # the frontier's, through LinkScheduler's PageVerdict
+        "last_modified": None,
     }
     assert internal_fields(dict) == {}
 

@@ -20,6 +20,12 @@ with ``LINKS_IN_ITEMS`` (the default, with the add-on's ``LinkScheduler``),
 the accepted links (``links``), which the pipelines schedule after the
 content-seen verdict. With ``LINKS_IN_ITEMS = False`` it yields the links as
 requests itself, and nothing waits for the verdict.
+
+Re-visits (:mod:`extensions.revisit.conditional`): the item of a 2xx carries
+the response's validators (internal ``etag``, ``last_modified``) for the
+frontier; a 304 Not Modified becomes an item with ``not_modified = True``
+and nothing else of the page: no parsing, no processing modules, no content
+features, no ``links`` (the frontier offers the page's stored outlinks).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from scrapy.utils.sitemap import Sitemap
 from crawler.items import PageItem
 from extensions.processors.content_features import ContentFeatureExtractor
 from extensions.processors.registry import ProcessorRegistry
+from extensions.revisit.conditional import NOT_MODIFIED, response_validators
 from extensions.signals import urls_refused
 from extensions.urls.ascending import ancestors
 from extensions.urls.canonical import InvalidURL, canonicalize, strip_params
@@ -140,6 +147,9 @@ class WebSpider(scrapy.Spider):
 
     def parse(self, response: Response) -> Iterator[Any]:
         """One item per document; requests for the links its processors found."""
+        if response.status == NOT_MODIFIED:
+            yield self.not_modified_item(response)
+            return
         content_type = response.headers.get(b"Content-Type", b"").decode("latin-1")
         links: list[str] = []
         processed: dict[str, Any] = {}
@@ -196,6 +206,9 @@ class WebSpider(scrapy.Spider):
     def parse_sitemap(self, response: Response) -> Iterator[Any]:
         """A sitemap or sitemap index (sitemaps.org, gzip allowed): its item,
         and requests for the URLs it lists (nested sitemaps to this method)."""
+        if response.status == NOT_MODIFIED:
+            yield self.not_modified_item(response)
+            return
         content_type = response.headers.get(b"Content-Type", b"").decode("latin-1")
         body = response.body
         if body[:2] == b"\x1f\x8b":
@@ -233,6 +246,25 @@ class WebSpider(scrapy.Spider):
         self, response: Response, content_type: str, depth: int, outlinks: int,
         processed: dict[str, Any],
     ) -> PageItem:
+        item = self.fetch_item(response, content_type, depth)
+        item["outlinks"] = outlinks
+        item["processed"] = processed
+        if 200 <= response.status < 300:  # the frontier sends them back on the re-visit
+            item["etag"], item["last_modified"] = response_validators(response.headers, self.crawler.stats)
+        return item
+
+    def not_modified_item(self, response: Response) -> PageItem:
+        """The item of a 304: the page is as it was, so nothing is read from
+        it; validators the 304 repeats are passed on (None: keep the stored ones)."""
+        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1")
+        item = self.fetch_item(response, content_type, response.meta.get("depth", 0))
+        item["not_modified"] = True
+        item["etag"], item["last_modified"] = response_validators(response.headers, self.crawler.stats)
+        return item
+
+    @staticmethod
+    def fetch_item(response: Response, content_type: str, depth: int) -> PageItem:
+        """The fields every item has: what was fetched, when, from where."""
         request = response.request
         referer = request.headers.get(b"Referer") if request is not None else None
         first_url = response.meta.get("redirect_urls", [response.url])[0]
@@ -245,6 +277,4 @@ class WebSpider(scrapy.Spider):
             fetched_at=datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
             depth=depth,
             referer=referer.decode("latin-1") if referer else None,
-            outlinks=outlinks,
-            processed=processed,
         )
