@@ -297,3 +297,18 @@ def test_on_redis_every_process_records_into_the_shared_store(tmp_path: Any, sta
     reports = [json.loads((tmp_path / f"crawl{i}" / "report.json").read_text()) for i in range(2)]
     recorded = [report["stats"].get("linkgraph/pages", 0) for report in reports]
     assert all(recorded) and sum(recorded) >= pages  # both processes recorded pages
+
+
+def test_a_304_keeps_the_list_of_the_last_200_and_a_304_location_is_no_redirect(store: Any) -> None:
+    """A 304 item has no links (no body was parsed): recording its empty
+    list would wipe the page's outlinks; and a Location on a 304 is not a
+    redirect's. Both failed before (the list became empty, the Location an edge)."""
+    frontier = make_frontier(store, Clock())
+    fetched(frontier, "http://a.test/")
+    frontier.page_done(PageVerdict("http://a.test/", ["http://b.test/1"]))
+    frontier.page_done(PageVerdict("http://a.test/", [], status=304, not_modified=True))
+    assert store.links.targets_of(fp_of("http://a.test/")) == [fp_of("http://b.test/1")]
+    request = fetched(frontier, "http://c.test/")
+    frontier.response_received(Response("http://c.test/", status=304, headers={"Location": "/elsewhere"},
+                                        request=request), request)
+    assert store.links.targets_of(fp_of("http://c.test/")) is None

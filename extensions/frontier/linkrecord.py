@@ -38,6 +38,10 @@ from extensions.frontier.page import PageVerdict
 from extensions.store.base import LinkTable
 
 
+#: the answers whose Location is the page's one outlink (a 304 may carry one too: not a redirect)
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+
 class LinkRecorder:
     """Writes each fetched page's outlinks into ``links`` (nothing when not ``enabled``)."""
 
@@ -50,14 +54,15 @@ class LinkRecorder:
         if not self.enabled:
             return None
         fingerprints = [canonical_fingerprint(link) for link in page.links]
-        source, _ = url_fingerprint(page.final_url or page.url)
-        self.record(source, fingerprints)
+        if not page.not_modified:  # a 304 has no body: the list of its last 200 stands
+            source, _ = url_fingerprint(page.final_url or page.url)
+            self.record(source, fingerprints)
         return fingerprints
 
     def redirected(self, url: str, status: int, location: bytes | None, base: str) -> None:
         """A fetch of ``url`` answered ``status``: if a redirect, record its
         one outlink, ``location`` resolved against ``base`` (the response's URL)."""
-        if not self.enabled or not 300 <= status < 400 or not location:
+        if not self.enabled or status not in REDIRECT_STATUSES or not location:
             return
         try:
             target, _ = url_fingerprint(urljoin(base, location.decode("latin-1").strip()))
