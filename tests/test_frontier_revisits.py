@@ -179,3 +179,22 @@ def test_continuous_crawl_refuses_a_store_that_drops_rows() -> None:
                                          "FRONTIER_SEEN_BACKEND": "bloom", "REDIS_URL": "redis://127.0.0.1:1/0"})
     with pytest.raises(ValueError, match="REVISIT_ENABLED.*FRONTIER_SEEN_BACKEND"):
         frontier_kwargs(crawler)
+
+
+def test_a_redirect_is_revisited_so_a_new_location_is_followed(store: Any) -> None:
+    """A 301 has no item and no verdict; it is due again all the same (was:
+    never re-visited, so a Location that changed was never seen)."""
+    from scrapy.http import Response  # noqa: PLC0415
+
+    clock = Clock()
+    frontier = continuous(store, clock)
+    frontier.enqueue_request(Request("http://a.test/old", meta={"is_start_request": True}))
+    request = frontier.next_request()
+    assert request is not None
+    frontier.response_received(Response(request.url, status=301, headers={"Location": "/new"}, request=request),
+                               request)
+    frontier.fetch_finished(request, duration=0.0)
+    assert record(store, "http://a.test/old").due == pytest.approx(EPOCH + clock.seconds() + INITIAL)
+    again = fetch(frontier, clock, {"content": 1})
+    assert again is not None and again.url == "http://a.test/old"
+    frontier.close("finished")

@@ -98,6 +98,14 @@ class RevisitSchedule:
             return replace(page, links=self._stored_outlinks(fingerprint))
         return page
 
+    def redirected(self, url: str, now: float) -> None:
+        """A fetch of ``url`` answered a redirect (no page, no verdict): it
+        is due again after its interval all the same, so that a Location
+        that changes leads to the new target (a new URL for the frontier)."""
+        fingerprint, _ = url_fingerprint(url)
+        before = self.store.revisits.get([fingerprint]).get(fingerprint) or self.policy.first(fingerprint, now)
+        self.store.revisits.put([self.policy.after_visit(before, now, status=301)])
+
     def _count(self, before: RevisitRecord, after: RevisitRecord) -> None:
         """``revisit/changed`` and ``revisit/unchanged`` per re-visit answered,
         ``revisit/gone`` when a page is given up."""

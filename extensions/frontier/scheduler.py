@@ -48,7 +48,7 @@ from extensions.frontier.gauges import CRAWL_WIDE_STATS, DictStats, update_gauge
 from extensions.frontier.holds import OriginHolds
 from extensions.frontier.hostkey import HostKey
 from extensions.frontier.inflight import InFlight, InFlightTable
-from extensions.frontier.linkrecord import LinkRecorder
+from extensions.frontier.linkrecord import REDIRECT_STATUSES, LinkRecorder
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.page import PageDone, PageVerdict
@@ -323,6 +323,8 @@ class Frontier(BaseScheduler):
         if record is not None:  # a redirect's Location is its outlink (link graph)
             record.ok = True
             self.link_record.redirected(request.url, response.status, response.headers.get(b"Location"), response.url)
+            if self.revisits is not None and response.status in REDIRECT_STATUSES:  # re-visited: its target may change
+                self.revisits.redirected(request.url, self.wall_clock())
 
     def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
         if request in self.inflight:
@@ -380,10 +382,8 @@ class Frontier(BaseScheduler):
 
     # -- signals from robots.txt and other components -----------------------------
     def robots_rules_parsed(self, origin: str, crawl_delay: float | None) -> float:
-        """Signal handler: ``origin``'s robots.txt was fetched and parsed:
-        its Crawl-delay (None: none) becomes its host's; return the seconds
-        until the host may be fetched again (the page that waited for the
-        robots.txt waits them out: the robots.txt fetch counts for the gap)."""
+        """Signal handler: ``origin``'s robots.txt Crawl-delay (None: none) becomes its host's;
+        the seconds until the host may be fetched again (the robots.txt fetch counts for the gap)."""
         host = self.hostkey.of_request(Request(origin + "/"))
         self.set_crawl_delay(host, crawl_delay)
         return self.politeness.wait(host, self.clock())
