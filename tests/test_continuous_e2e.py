@@ -130,3 +130,40 @@ def test_a_continuous_crawl_follows_changes_deletions_and_new_pages(site: RealWe
         assert min(gaps) >= CRAWL_DELAY - 0.01, sorted(gaps)[:5]
     report = json.loads((tmp_path / "run2" / "report.json").read_text())["stats"]
     assert report["revisit/not_modified"] >= 10 and report["finish_reason"] == "shutdown"
+
+
+def test_two_processes_on_redis_share_one_revisit_schedule(site: RealWeb, tmp_path: Path, redis_server: Any) -> None:
+    """Both processes crawl the same Redis frontier continuously: each due
+    URL is taken once (no page is asked for twice within its shortest
+    interval), re-visits are answered 304, and the Crawl-delay holds across
+    the processes."""
+    from testweb.redisserver import unique_prefix  # noqa: PLC0415
+
+    web = site
+    common = {**settings(web, tmp_path / "unused"), "FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url,
+              "FRONTIER_REDIS_PREFIX": unique_prefix(), "SCHEDULER_PERSIST": False}
+    del common["JOBDIR"]
+    seeds, spider_args = f"{web.origin(SITE.host)}/", {"allowed_domains": SITE.host}
+    procs = [start_web_crawl(tmp_path / f"p{i}", seeds, common, spider_args, robots_overrides=False)
+             for i in range(2)]
+    try:
+        wait_for(web, procs[0], tmp_path / "p0", lambda: sum(e.status == 304 for e in ours(web)) >= 20
+                 and procs[1].poll() is None, "twenty 304s from two processes")
+        for proc in procs:
+            proc.send_signal(signal.SIGINT)
+        assert [proc.wait(timeout=60) for proc in procs] == [0, 0]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                kill_crawl(proc)
+    entries = ours(web)
+    by_page: dict[str, list[LogEntry]] = {}
+    for entry in entries:
+        by_page.setdefault(entry.uri, []).append(entry)
+    for uri, visits in by_page.items():
+        gaps = [b.start - a.end for a, b in zip(visits, visits[1:])]
+        assert not gaps or min(gaps) >= 1.0 - 0.05, (uri, sorted(gaps)[:3])  # REVISIT_MIN_INTERVAL
+    gaps = [b.start - a.end for a, b in zip(entries, entries[1:])]
+    assert min(gaps) >= CRAWL_DELAY - 0.01, sorted(gaps)[:5]
+    reports = [json.loads((tmp_path / f"p{i}" / "report.json").read_text())["stats"] for i in range(2)]
+    assert sum(report.get("revisit/not_modified", 0) for report in reports) >= 20
