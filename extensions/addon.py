@@ -55,6 +55,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.output.warc.WarcWriter": 500,
         # seeds pushed to Redis (FRONTIER_BACKEND = "redis" only)
         "extensions.seedqueue.RedisSeeds": 500,
+        # Prometheus /metrics (METRICS_PORT; off by default)
+        "extensions.metrics.MetricsExporter": 500,
     },
 }
 

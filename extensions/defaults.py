@@ -204,6 +204,11 @@ REVISIT_MIN_INTERVAL = 3600.0  # seconds
 REVISIT_SCHEDULE = "estimate"  # change rate from the visit history (Cho & Garcia-Molina), or "adaptive" (Nutch)
 
 
+# --- Metrics (extensions.metrics) -------------------------------------------
+METRICS_PORT = 0  # TCP port of the Prometheus /metrics endpoint; 0: off
+METRICS_HOST = "127.0.0.1"  # address it listens on (loopback: not exposed by default)
+
+
 # --- robots.txt (extensions.robots.middleware, RFC 9309) --------------------
 # ROBOTSTXT_OBEY (above) switches it; ROBOTSTXT_USER_AGENT (Scrapy's) names
 # the product token groups are matched by (default: USER_AGENT's first token).

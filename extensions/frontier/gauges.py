@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.urlseen import BloomSeen
-from extensions.store.base import FrontierStore
+from extensions.store.base import FrontierStore, Status
+
+#: ``frontier/urls/<status>``: URLs in the store by status (queued, inflight,
+#: done, failed, excluded, deferred, refused), counted at checkpoints.
+URL_STATUS_STATS = tuple(f"frontier/urls/{status.name.lower()}" for status in Status)
 
 #: Stats that measure the whole crawl, not this process: several processes
 #: sharing a frontier each report the same value, so they are not summed.
 CRAWL_WIDE_STATS = frozenset({"frontier/redis_memory_bytes", "frontier/redis_known_urls",
-                              "frontier/redis_bytes_per_url"})
+                              "frontier/redis_bytes_per_url", "frontier/hosts", *URL_STATUS_STATS,
+                              "frontier/urls_counted_at", "frontier/urls_count_seconds"})
+
+#: Counting URLs by status scans the URL table (a full table scan in SQLite,
+#: every row in Redis): it is redone only once this many times the last
+#: count's duration has passed since, so it takes at most ~1% of the time.
+STATUS_COUNT_SPACING = 100.0
 
 
 class DictStats:
@@ -30,10 +42,12 @@ class DictStats:
         return self.values.get(key, default)
 
 
-def update_gauges(stats: Any, store: FrontierStore, *, back_queues: int, queued: int, inflight: int,
+def update_gauges(stats: Any, store: FrontierStore, *, back_queues: int, held: int, queued: int, inflight: int,
                   bloom: BloomSeen | None, ledger: AOPICLedger | None) -> None:
-    """Queue sizes, the URL-seen cache's hit rate, the ledger's totals."""
+    """Queue sizes, held origins, the URL-seen cache's hit rate, the
+    ledger's totals, URLs by status (:func:`status_gauges`)."""
     stats.set_value("frontier/back_queues", back_queues)
+    stats.set_value("frontier/held_origins", held)
     stats.set_value("frontier/hosts", store.hosts.host_count())
     stats.set_value("frontier/queued", queued)
     stats.set_value("frontier/inflight", inflight)
@@ -49,6 +63,25 @@ def update_gauges(stats: Any, store: FrontierStore, *, back_queues: int, queued:
         stats.set_value("aopic/lambda_cash", round(ledger.lambda_cash, 6))
         stats.set_value("aopic/pages_with_cash", ledger.rows)
     memory_gauges(stats, store)
+    status_gauges(stats, store)
+
+
+def status_gauges(stats: Any, store: FrontierStore, clock: Callable[[], float] = time.time) -> None:
+    """``frontier/urls/<status>`` from the store (on Redis: the crawl's, see
+    CRAWL_WIDE_STATS), with when (``frontier/urls_counted_at``, Unix time)
+    and how long (``frontier/urls_count_seconds``) the count took; skipped
+    while the last count is recent for its cost (STATUS_COUNT_SPACING)."""
+    started = clock()
+    counted_at = stats.get_value("frontier/urls_counted_at")
+    if counted_at is not None and \
+            started - counted_at < STATUS_COUNT_SPACING * stats.get_value("frontier/urls_count_seconds", 0.0):
+        return
+    counts = store.count_by_status()
+    finished = clock()
+    for status, key in zip(Status, URL_STATUS_STATS):
+        stats.set_value(key, counts.get(status, 0))
+    stats.set_value("frontier/urls_counted_at", round(finished, 3))
+    stats.set_value("frontier/urls_count_seconds", round(finished - started, 6))
 
 
 def memory_gauges(stats: Any, store: FrontierStore) -> None:
