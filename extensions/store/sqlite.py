@@ -181,6 +181,7 @@ class SQLiteStore:
         try:
             self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
             self.get_meta("schema")
+            self._load_counters()  # host_count and queue lengths, as a writer's open loads them
         except sqlite3.Error as err:
             self._abandon()
             raise FrontierStoreError(f"cannot read the frontier database {self.location}: {err}") from err
