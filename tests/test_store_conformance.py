@@ -34,6 +34,7 @@ from extensions.store.base import (
     RevisitRecord,
     RevisitTable,
     Status,
+    URLCensus,
     URLTable,
 )
 from extensions.store.memory import MemoryStore
@@ -123,6 +124,7 @@ def test_store_implements_every_protocol(backend: Backend) -> None:
     assert isinstance(store.cash, CashTable)
     assert isinstance(store.links, LinkTable)
     assert isinstance(store.revisits, RevisitTable)
+    assert isinstance(store.census, URLCensus)
     assert isinstance(store, ContentGroups)
     # what callers read without probing: every store has these
     assert isinstance(store.round_trips, int)
@@ -443,6 +445,76 @@ def test_an_empty_link_table_scans_nothing(backend: Backend) -> None:
 
 
 # -- re-visit table (continuous crawling) -------------------------------------------------
+# -- census (scrapy crawlstatus) ------------------------------------------------------
+def census_crawl(store: Any) -> None:
+    """Three hosts: busy.test 3 queued + 1 in flight, calm.test 1 queued + 2
+    done, idle.test 1 done; failures and refusals at times 10 .. 13."""
+    rows = [real(f"http://busy.test/{n}") for n in range(4)] + [
+        real(f"http://calm.test/{n}") for n in range(3)] + [real("http://idle.test/")]
+    refused = real("http://calm.test/refused")._replace(extra='{"refused": "budget"}')
+    failed = [real("http://busy.test/failed"), real("http://idle.test/failed")]
+    store.urls.insert_new([*rows, refused, *failed], 1.0)
+    store.urls.set_status([rows[3].fingerprint], Status.INFLIGHT)
+    store.urls.set_status([rows[5].fingerprint], Status.DONE, 5.0)
+    store.urls.set_status([rows[6].fingerprint], Status.DONE, 7.0)
+    store.urls.set_status([rows[7].fingerprint], Status.DONE, 9.0)
+    store.urls.set_status([failed[0].fingerprint], Status.FAILED, 10.0)
+    store.urls.set_status([refused.fingerprint], Status.REFUSED)  # as admission does: never fetched
+    store.urls.set_status([failed[1].fingerprint], Status.FAILED, 13.0)
+
+
+def test_census_orders_hosts_by_queue_length_and_errors_newest_first(backend: Backend) -> None:
+    census_crawl(backend.store)
+    census = backend.cycle().census.census(hosts=2, errors=3, since=9.0)
+    trimmed = backend.finished(Status.DONE) is None
+    assert [(load.host, load.queued, load.inflight) for load in census.busiest] == [
+        ("busy.test", 3, 1), ("calm.test", 1, 0)]
+    assert [load.done for load in census.busiest] == ([0, 0] if trimmed else [0, 2])
+    assert census.busiest[1].last_fetch == (None if trimmed else 7.0)
+    if trimmed:  # finished rows are gone: no fetch times, no errors left to show
+        assert (census.fetched, census.errors, census.first_fetch) == (0, [], None)
+        return
+    assert [(event.url, event.status, event.at, event.reason) for event in census.errors[:2]] == [
+        ("http://idle.test/failed", Status.FAILED, 13.0, None),
+        ("http://busy.test/failed", Status.FAILED, 10.0, None)]
+    refusal = census.errors[2]  # its discovery time where the row keeps one (SQLite), else none
+    assert (refusal.url, refusal.reason, refusal.at) == (
+        "http://calm.test/refused", "budget", 1.0 if backend.kind == "sqlite" else None)
+    assert (census.fetched, census.first_fetch, census.last_fetch, census.fetched_since) == (5, 5.0, 13.0, 3)
+
+
+def test_census_limits_and_an_empty_table(backend: Backend) -> None:
+    store = backend.store
+    empty = store.census.census(hosts=5, errors=5, since=0.0)
+    assert (empty.busiest, empty.errors, empty.fetched, empty.first_fetch, empty.last_fetch) == (
+        [], [], 0, None, None)
+    census_crawl(store)
+    census = backend.cycle().census.census(hosts=10, errors=0, since=100.0)
+    idle = [] if backend.finished(Status.DONE) is None else ["idle.test"]  # trimmed: no row left
+    assert [load.host for load in census.busiest] == ["busy.test", "calm.test", *idle]
+    assert census.errors == [] and census.fetched_since == 0
+    assert backend.store.census.census(hosts=1, errors=1, since=0.0).busiest[0].host == "busy.test"
+
+
+def test_census_knows_holds_only_where_the_store_keeps_them(backend: Backend) -> None:
+    held = backend.store.census.census(hosts=1, errors=1, since=0.0).held
+    assert held == ({} if backend.kind.startswith("redis") else None)
+
+
+def test_census_of_a_redis_crawl_shows_shared_holds_and_next_due_times(shared: Backend) -> None:
+    from extensions.frontier.sharedholds import SharedHolds
+
+    store = shared.store
+    census_crawl(store)
+    SharedHolds(store).hold("http://calm.test", 3600.0, "robots.txt 503")
+    SharedHolds(store).hold("http://gone.test", -1.0, "ended")
+    # the field the lease scripts write at renewal and release (redis_lease_scripts.py)
+    store.connection.call(("HSET", store.keys.lease("busy.test"), "next", "4102444800000"))
+    census = store.census.census(hosts=2, errors=0, since=0.0)
+    assert census.busiest[0].next_due == 4102444800.0 and census.busiest[1].next_due is None
+    assert list(census.held) == ["http://calm.test"] and census.held["http://calm.test"][0] == "robots.txt 503"
+
+
 def visit(url: str, due: float, **fields: Any) -> RevisitRecord:
     """A record of ``url`` (a real fingerprint, so records spread over host tags)."""
     return RevisitRecord(real(url).fingerprint, due, fields.pop("interval", 60.0), **fields)

@@ -26,6 +26,9 @@ buffers in memory and talks to storage through four narrow protocols:
   accepted outlinks, by fingerprint (:mod:`extensions.frontier.linkrecord`).
 * :class:`RevisitTable` -- per-URL re-visit history (:class:`RevisitRecord`)
   and the order in which fetched URLs fall due again (continuous crawling).
+* :class:`URLCensus` -- read-only summaries of the URL table for an
+  operator (``scrapy crawlstatus``): the busiest hosts, the last errors,
+  fetch times, origins held (:class:`Census`).
 
 A :class:`FrontierStore` bundles one of each with the lifecycle the frontier
 needs: open (raising :class:`FrontierStoreError` naming the file), checkpoint
@@ -325,6 +328,51 @@ class RevisitTable(Protocol):
         freshness estimates and reports; no order promised)."""
 
 
+class HostLoad(NamedTuple):
+    """One host's share of the URL table (:meth:`URLCensus.census`)."""
+
+    host: str
+    queued: int  # its queue length: URLs waiting
+    inflight: int  # handed out, not finished
+    done: int  # fetched (rows trimmed on a Bloom-mode Redis store are not counted)
+    last_fetch: float | None  # wall time its latest fetch ended, None if never
+    next_due: float | None = None  # wall time its next fetch may start, where the store keeps it
+
+
+class URLEvent(NamedTuple):
+    """A finished URL row: a failed fetch or a refusal."""
+
+    url: str
+    host: str
+    status: Status
+    at: float | None  # when: its fetch's end, else its discovery (None where not kept)
+    reason: str | None  # why (a refusal's reason); None where the row keeps none
+
+
+class Census(NamedTuple):
+    """The URL table summed up in one pass (see :meth:`URLCensus.census`)."""
+
+    busiest: list[HostLoad]  # most queued first, then in flight, then done
+    errors: list[URLEvent]  # failed and refused rows, newest first
+    fetched: int  # rows with a fetch time
+    first_fetch: float | None  # earliest fetch end among them
+    last_fetch: float | None  # latest
+    fetched_since: int  # rows whose fetch ended at or after ``since``
+    #: origin -> (reason, until wall time) of origins held now; None where
+    #: holds are not kept in the store (a single process keeps them in memory)
+    held: dict[str, tuple[str, float]] | None = None
+
+
+@runtime_checkable
+class URLCensus(Protocol):
+    """Read-only summaries of the URL table for an operator. It scans the
+    table (on Redis every row): call it from tools, not from a crawl."""
+
+    def census(self, hosts: int, errors: int, since: float) -> Census:
+        """Up to ``hosts`` busiest hosts, up to ``errors`` newest failed or
+        refused rows, and fetch times (``since``: a wall time)."""
+
+
 @runtime_checkable
 class FrontierStore(ContentGroups, Protocol):
     """One of each store concern plus the lifecycle the frontier needs.
@@ -337,6 +385,7 @@ class FrontierStore(ContentGroups, Protocol):
     cash: CashTable
     links: LinkTable
     revisits: RevisitTable
+    census: URLCensus
     #: Whether the previous run closed cleanly (False on a fresh store with
     #: no data is fine: there is nothing to rebuild).
     clean: bool

@@ -206,8 +206,8 @@ def read_only_store(settings: Any) -> FrontierStore:
     if backend == "redis":
         config = redis_settings(settings)
         store: Any = RedisStore(config.url, config.prefix, retries=config.retries, timeout=config.timeout)
-    elif backend == "sqlite" and job_dir(settings):
-        store = SQLiteStore(Path(job_dir(settings)) / DB_NAME)
+    elif backend == "sqlite" and settings.get("JOBDIR"):  # not job_dir(): it would make the directory
+        store = SQLiteStore(Path(settings.get("JOBDIR")) / DB_NAME)
     else:
         raise ValueError("no kept crawl to read: name it with -s JOBDIR=DIR "
                          "(or -s FRONTIER_BACKEND=redis and REDIS_URL)")

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import count
 
 from extensions.store.base import Entry, Status
+from extensions.store.census import Row, RowCensus
 from extensions.store.linktable import MemoryLinkTable
 from extensions.store.revisittable import MemoryRevisitTable
 
@@ -26,6 +27,7 @@ class MemoryStore:
         self.queues = self.urls = self.hosts = self.cash = self
         self.links = MemoryLinkTable()
         self.revisits = MemoryRevisitTable()
+        self.census = RowCensus(self._census_rows)
         self._groups: dict[int, tuple[int, bool]] = {}
         self._cash: dict[int, tuple[float, float, float, int]] = {}
         self._queues: dict[str, deque[int]] = {}
@@ -153,6 +155,10 @@ class MemoryStore:
         ]
         for _, fp, level in sorted(pending):
             yield fp, level
+
+    def _census_rows(self) -> Iterator[Row]:
+        for entry, status, seq, fetched in list(self._rows.values()):
+            yield Row(entry, status, seq, fetched)
 
     def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
         for fp, row in list(self._rows.items()):

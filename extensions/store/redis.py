@@ -48,7 +48,7 @@ Lifetime (scrapy-redis conventions): ``persist=False`` (``SCHEDULER_PERSIST`` of
 key of the crawl at a clean close; ``flush_on_start`` (``SCHEDULER_FLUSH_ON_START``) deletes them
 at open. Queue lengths are kept in the client (a queue has one writer). Operations that scan every
 tag (``iter_pending``, ``iter_all``, ``requeue_inflight``, ``count_by_status``, ``cash_count``,
-``cash_totals``, the link and re-visit tables' scans) run only at a rebuild, at start or in tests.
+``cash_totals``, the link and re-visit tables' scans, the census) run only at a rebuild, at start or in tests.
 Re-visit records: :mod:`extensions.store.redis_revisits`. Inspect: ``HGETALL web:meta``.
 """
 
@@ -66,19 +66,14 @@ from extensions.store.base import Entry, FrontierStoreError, Status
 from extensions.store.redis_bloom import BloomLayout, bloom_hashes
 from extensions.store.redis_cash import RedisCashTable
 from extensions.store.redis_cash import group_by_tag as _group
+from extensions.store.redis_census import RedisCensus
 from extensions.store.redis_connection import RedisConnection, redact
 from extensions.store.redis_keys import SCHEMA_VERSION, Keys, tag_of
 from extensions.store.redis_links import RedisLinkTable
 from extensions.store.redis_revisits import RedisRevisitTable
 from extensions.store.redis_registry import ProcessRegistry, registry_of
 from extensions.store.redis_rows import (
-    STATUS_BYTE,
-    fetched_bytes,
-    pack_row,
-    row_head,
-    row_status,
-    unpack_entry,
-)
+    STATUS_BYTE, fetched_bytes, pack_row, row_head, row_status, unpack_entry)
 from extensions.store.redis_scripts import (
     FINISHED_FIELD,
     INSERT_NEW,
@@ -115,6 +110,7 @@ class RedisStore(RedisCashTable):
         self.queues = self.urls = self.hosts = self.cash = self
         self.links = RedisLinkTable(self.keys, self._require)  # pipelined with the rest
         self.revisits = RedisRevisitTable(self.keys, self._require, lambda: not self.read_only)
+        self.census = RedisCensus(self.keys, self._require)  # reads only
         self._attached = self.read_only = False
         self._owner, self._pops = uuid.uuid4().hex, 0
         self._lengths: dict[str, int] = {}

@@ -79,6 +79,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from extensions.store.base import Entry, FrontierStoreError, Status
+from extensions.store.census import SQLiteCensus
 from extensions.store.linktable import SQLiteLinkTable
 from extensions.store.revisittable import REVISITS_SCHEMA, SQLiteRevisitTable
 
@@ -144,6 +145,7 @@ class SQLiteStore:
         self.queues = self.urls = self.hosts = self.cash = self
         self.links = SQLiteLinkTable(self._require)  # same connection, same transaction
         self.revisits = SQLiteRevisitTable(self._require)  # so too
+        self.census = SQLiteCensus(self._require)  # reads only
         self._db: sqlite3.Connection | None = None
         self._lengths: dict[str, int] = {}
         self._bounds: dict[str, list[int]] = {}  # queue -> [first seq, last seq]
@@ -179,6 +181,7 @@ class SQLiteStore:
         try:
             self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
             self.get_meta("schema")
+            self._load_counters()  # host_count and queue lengths, as a writer's open loads them
         except sqlite3.Error as err:
             self._abandon()
             raise FrontierStoreError(f"cannot read the frontier database {self.location}: {err}") from err

@@ -1,0 +1,233 @@
+"""The status of a running or finished crawl, read from its store: :class:`CrawlStatus`.
+
+:func:`collect` builds one snapshot from a store opened read-only
+(:func:`extensions.store.factory.read_only_store`), so a running crawl is
+not disturbed; ``scrapy crawlstatus`` (:mod:`crawler.commands.crawlstatus`)
+prints it as one screen (:func:`render`) or as JSON (:func:`as_json`).
+
+Where each part comes from:
+
+* URLs by status: ``store.urls.count_by_status()`` (every status, zeros too).
+* Rates: the URL rows' fetch times (``store.census``): overall is fetches
+  over the span from the first to the last, recent is fetches in the last
+  :data:`RECENT_SECONDS` before the snapshot. A row keeps only its latest
+  fetch (a re-visit overwrites it), so on a continuous crawl these count
+  URLs fetched, not fetches. With the crawl's ``PROGRESS_REPORT_FILE``
+  (written when it closes) its pages, time and rate are shown too.
+* Busiest hosts: queue length (queued URLs), in flight and done per host,
+  with the next due time where the store keeps it (the multi-process Redis
+  frontier's host leases); elsewhere politeness state lives in the crawl's
+  memory, and the host's Crawl-delay and last fetch are shown instead.
+* Held origins: kept in the store only by the multi-process Redis frontier
+  (``held`` is None elsewhere); deferred origins: ``store.hosts.deferrals()``.
+* Re-visit schedule: ``store.revisits.counts()`` and ``next_due()``.
+* Last errors: failed and refused rows, newest first (a refusal keeps its
+  reason; a failed row keeps none: the error kinds are in the crawl's stats).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from extensions.store.base import FrontierStore, Status
+
+RECENT_SECONDS = 60.0  # the window of the recent rate
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Pages per second, from the URL rows' fetch times (and the progress report)."""
+
+    fetched: int  # URL rows with a fetch time
+    first_fetch: float | None
+    last_fetch: float | None
+    recent_window: float  # seconds before the snapshot
+    recent: int  # rows fetched in that window
+    pages_per_second_recent: float
+    pages_per_second_overall: float  # fetched / (last_fetch - first_fetch)
+    report: dict[str, Any] | None = None  # from PROGRESS_REPORT_FILE: pages, elapsed, pages_per_second, finish_reason
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    """One of the busiest hosts."""
+
+    host: str
+    queued: int  # its queue length
+    inflight: int
+    done: int
+    last_fetch: float | None
+    crawl_delay: float | None  # robots.txt Crawl-delay, if the host has one
+    next_due: float | None  # when its next fetch may start, where the store keeps it
+    next_due_known: bool  # False: politeness state is in the crawl's memory, not the store
+
+
+@dataclass(frozen=True)
+class OriginNote:
+    """A held or deferred origin and why; ``at``: a hold's end, a deferral's time."""
+
+    origin: str
+    reason: str
+    at: float
+
+
+@dataclass(frozen=True)
+class URLError:
+    """A failed or refused URL row."""
+
+    url: str
+    status: str
+    at: float | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class CrawlStatus:
+    """One snapshot of a crawl (see the module doc for where each part comes from)."""
+
+    location: str
+    taken_at: float  # wall time of the snapshot
+    closed_cleanly: bool  # False: running, or ended without a clean close
+    urls: dict[str, int]  # status name -> URLs, every status
+    total: int
+    hosts: int  # distinct hosts known
+    rates: Rates
+    busiest: list[HostStatus]
+    held: list[OriginNote] | None  # None: not kept in the store
+    deferred: list[OriginNote]
+    revisits: dict[str, Any]  # records, scheduled, gone, due_now, next_due
+    errors: list[URLError] = field(default_factory=list)
+
+
+def collect(store: FrontierStore, hosts: int = 10, errors: int = 5, report_file: Path | None = None,
+            now: float | None = None) -> CrawlStatus:
+    """A snapshot of ``store`` (open; only read): the ``hosts`` busiest hosts,
+    the ``errors`` newest errors; ``report_file`` is the crawl's progress report."""
+    now = time.time() if now is None else now
+    counts = store.urls.count_by_status()
+    census = store.census.census(hosts, errors, now - RECENT_SECONDS)
+    delays = store.hosts.crawl_delays()
+    revisits = store.revisits.counts()
+    return CrawlStatus(
+        location=store.location, taken_at=now, closed_cleanly=store.get_meta("clean") == "1",
+        urls={status.name.lower(): counts.get(status, 0) for status in Status},
+        total=sum(counts.values()), hosts=store.hosts.host_count(),
+        rates=_rates(census.fetched, census.first_fetch, census.last_fetch, census.fetched_since,
+                     _report(report_file)),
+        busiest=[HostStatus(load.host, load.queued, load.inflight, load.done, load.last_fetch,
+                            delays.get(load.host), load.next_due, load.next_due is not None)
+                 for load in census.busiest],
+        held=None if census.held is None else [
+            OriginNote(origin, reason, until) for origin, (reason, until) in sorted(census.held.items())],
+        deferred=[OriginNote(origin, reason, at) for origin, (reason, at) in sorted(store.hosts.deferrals().items())],
+        revisits={**revisits._asdict(), "due_now": store.revisits.count_due(now),
+                  "next_due": store.revisits.next_due()},
+        errors=[URLError(event.url, event.status.name.lower(), event.at, event.reason) for event in census.errors],
+    )
+
+
+def _rates(fetched: int, first: float | None, last: float | None, recent: int,
+           report: dict[str, Any] | None) -> Rates:
+    span = (last - first) if first is not None and last is not None else 0.0
+    return Rates(fetched, first, last, RECENT_SECONDS, recent, round(recent / RECENT_SECONDS, 3),
+                 round(fetched / span, 3) if span > 0 else 0.0, report)
+
+
+def _report(path: Path | None) -> dict[str, Any] | None:
+    """The headline of the crawl's progress report, None if there is none (yet)."""
+    if path is None:
+        return None
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(report, dict):
+        return None
+    return {key: report.get(key) for key in ("pages", "elapsed", "pages_per_second", "finish_reason")}
+
+
+def as_json(status: CrawlStatus) -> str:
+    """The snapshot as JSON (times as unix seconds, None as null)."""
+    return json.dumps(asdict(status), indent=1, sort_keys=False)
+
+
+def when(at: float | None) -> str:
+    """A wall time as ``YYYY-MM-DD HH:MM:SS`` UTC, ``-`` if unknown."""
+    if at is None:
+        return "-"
+    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def render(status: CrawlStatus) -> str:
+    """The snapshot as one screen of text."""
+    return "\n".join(_header(status) + _hosts(status) + _origins(status) + _revisits(status)
+                     + _errors(status)) + "\n"
+
+
+def _header(status: CrawlStatus) -> list[str]:
+    rates = status.rates
+    state = "closed cleanly" if status.closed_cleanly else "running (or stopped without a clean close)"
+    lines = [f"Crawl at {status.location}: {state}; snapshot {when(status.taken_at)} UTC", "",
+             f"URLs: {status.total} in {status.hosts} hosts",
+             "  " + "  ".join(f"{name} {count}" for name, count in status.urls.items()), "",
+             f"Rates: {rates.pages_per_second_recent:.2f} pages/s in the last {rates.recent_window:.0f} s, "
+             f"{rates.pages_per_second_overall:.2f} overall ({rates.fetched} URLs fetched, "
+             f"first {when(rates.first_fetch)}, last {when(rates.last_fetch)})"]
+    if rates.report is not None:
+        report = rates.report
+        lines.append(f"  progress report: {report['pages']} pages in {report['elapsed']} s, "
+                     f"{report['pages_per_second']} pages/s, finished: {report['finish_reason']}")
+    return lines
+
+
+def _hosts(status: CrawlStatus) -> list[str]:
+    lines = ["", f"Busiest hosts ({len(status.busiest)}):",
+             f"  {'host':<32} {'queued':>7} {'inflight':>8} {'done':>7}  {'last fetch':<19}  next due"]
+    for host in status.busiest:
+        if host.next_due_known:
+            due = when(host.next_due)
+        else:
+            delay = "none" if host.crawl_delay is None else f"{host.crawl_delay:g} s"
+            due = f"not in the store (Crawl-delay {delay})"
+        lines.append(f"  {host.host:<32} {host.queued:>7} {host.inflight:>8} {host.done:>7}  "
+                     f"{when(host.last_fetch):<19}  {due}")
+    if any(not host.next_due_known for host in status.busiest):
+        lines.append("  (next due times live in the crawl's memory: its Crawl-delay and last fetch are shown)")
+    return lines
+
+
+def _origins(status: CrawlStatus) -> list[str]:
+    lines = [""]
+    if status.held is None:
+        lines.append("Held origins: not kept in the store (a single-process crawl holds them in memory)")
+    else:
+        lines.append(f"Held origins ({len(status.held)}):")
+        lines += [f"  {note.origin} until {when(note.at)}: {note.reason}" for note in status.held]
+    lines.append(f"Deferred origins ({len(status.deferred)}):")
+    lines += [f"  {note.origin} since {when(note.at)}: {note.reason}" for note in status.deferred]
+    return lines
+
+
+def _revisits(status: CrawlStatus) -> list[str]:
+    revisits = status.revisits
+    if not revisits["records"]:
+        return ["", "Re-visits: none scheduled"]
+    return ["", f"Re-visits: {revisits['records']} URLs, {revisits['scheduled']} scheduled, "
+                f"{revisits['due_now']} due now, next {when(revisits['next_due'])}, {revisits['gone']} gone"]
+
+
+def _errors(status: CrawlStatus) -> list[str]:
+    lines = ["", f"Last errors ({len(status.errors)}):"]
+    lines += [f"  {when(error.at)}  {error.status:<8} {_short(error.url)}  {error.reason or '(reason not kept)'}"
+              for error in status.errors]
+    return lines
+
+
+def _short(text: str, width: int = 100) -> str:
+    """``text`` cut to ``width`` characters (a screen line; the JSON keeps it whole)."""
+    return text if len(text) <= width else text[:width - 3] + "..."
