@@ -34,7 +34,7 @@ def continuous(store: Any, clock: Clock, max_share: float = 1.0, **kwargs: Any) 
     stats = DictStats()
     policy = RevisitPolicy(INITIAL, MINIMUM, MAXIMUM, gone_after=2, schedule="adaptive")
     schedule = RevisitSchedule(store, policy, stats, max_share=max_share)
-    return make_frontier(store, clock, stats=stats, revisits=schedule, **kwargs)
+    return make_frontier(store, clock, stats=stats, revisit_schedule=schedule, **kwargs)
 
 
 def fetch(frontier: Frontier, clock: Clock, verdict: dict[str, Any] | None = None,

@@ -213,7 +213,7 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
                               settings.getfloat("FRONTIER_AOPIC_TAX"))
         if settings.getbool("FRONTIER_AOPIC") else None,
         "bloom": bloom,
-        "revisits": _revisit_schedule(settings, store, crawler.stats),
+        "revisit_schedule": _revisit_schedule(settings, store, crawler.stats),
         "options": FrontierOptions(
             seen_cache_size=_positive_int(settings, "FRONTIER_SEEN_CACHE_SIZE", 0),
             checkpoint_interval=_non_negative(settings, "FRONTIER_CHECKPOINT_INTERVAL"),

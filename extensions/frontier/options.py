@@ -54,7 +54,7 @@ class Runtime:
     on_store_error: Callable[[Exception], None] | None = None  # a failure outside a scheduler call
 
 
-PARTS = ("dispatch", "prioritizer", "politeness", "hostkey", "ledger", "bloom", "revisits")
+PARTS = ("dispatch", "prioritizer", "politeness", "hostkey", "ledger", "bloom", "revisit_schedule")
 OPTIONS = frozenset(field.name for field in fields(FrontierOptions))
 RUNTIME = frozenset(field.name for field in fields(Runtime))
 

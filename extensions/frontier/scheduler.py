@@ -89,7 +89,7 @@ class Frontier(BaseScheduler):
         hostkey: HostKey | None = None,
         ledger: AOPICLedger | None = None,
         bloom: BloomSeen | None = None,
-        revisits: RevisitSchedule | None = None,
+        revisit_schedule: RevisitSchedule | None = None,
         options: FrontierOptions = FrontierOptions(),
         runtime: Runtime = Runtime(),
     ) -> None:
@@ -131,9 +131,9 @@ class Frontier(BaseScheduler):
             self.aopic, store, self.dispatch, self.stats, self.memory_only)  # page_done's AOPIC part
         self.unfiled = self.parts.unfiled
         self.link_record = LinkRecorder(store.links, self.stats, options.linkgraph_record)
-        self.revisits = revisits  # continuous crawling (REVISIT_ENABLED), see .revisits
-        if revisits is not None:  # files due URLs at the level their importance earns
-            revisits.bind(self.dispatch, self.aopic)
+        self.revisits = revisit_schedule  # continuous crawling (REVISIT_ENABLED), see .revisits
+        if revisit_schedule is not None:  # files due URLs at the level their importance earns
+            revisit_schedule.bind(self.dispatch, self.aopic)
 
     # -- construction from a crawler ----------------------------------------
     @classmethod
