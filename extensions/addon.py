@@ -55,6 +55,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.output.warc.WarcWriter": 500,
         # seeds pushed to Redis (FRONTIER_BACKEND = "redis" only)
         "extensions.seedqueue.RedisSeeds": 500,
+        # REPORT_DIR set only: index.html and plots, refreshed during the crawl
+        "extensions.report.extension.CrawlReport": 500,
     },
 }
 
