@@ -31,7 +31,7 @@ from extensions.report.series import StatsSeries
 PLOT_SIZE = (5.6, 2.6)
 DPI = 80
 #: rows of the hosts and MIME tables, bars of the hosts plot
-TOP_ROWS = 25
+TOP_ROWS = 20
 TOP_BARS = 12
 
 
@@ -206,10 +206,8 @@ def page(snapshot: Snapshot, images: Sequence[str]) -> str:
         f'<p class="meta">{esc(snapshot.state)}, {snapshot.elapsed:.0f} s since start; '
         f"updated {esc(snapshot.generated)}; {snapshot.samples_taken} samples "
         f"({len(snapshot.series)} kept)</p>",
-        '<h2>Summary</h2><div class="grid">',
+        '<h2>Summary, rates and frontier size</h2><div class="grid">',
         table(["", ""], [(label, value) for label, value in snapshot.summary.items()]),
-        "</div>",
-        '<h2>Rates and frontier</h2><div class="grid">',
         _image("rates.png", "pages/s and bytes/s over time", images),
         _image("frontier.png", "frontier size over time", images),
         "</div>",
@@ -227,12 +225,10 @@ def page(snapshot: Snapshot, images: Sequence[str]) -> str:
         _image("status.png", "status mix", images),
         table(["MIME type", "documents"], snapshot.mime_types[:TOP_ROWS]),
         "</div>",
-        '<h2>Frontier</h2><div class="grid">',
-        table(["status", "URLs"], snapshot.frontier_status),
+        '<h2>Frontier and depth</h2><div class="grid">',
+        table(["frontier", "URLs"], snapshot.frontier_status),
         table(["front-queue level", "URLs"], snapshot.frontier_levels) if snapshot.frontier_levels
-        else '<p class="note">The frontier reports no counts by front-queue level.</p>',
-        "</div>",
-        '<h2>Depth</h2><div class="grid">',
+        else '<p class="note">The frontier reports<br>no counts by<br>front-queue level.</p>',
         table(["depth", "pages"], snapshot.depths),
         _image("depth.png", "depth distribution", images),
         "</div>",
