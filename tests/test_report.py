@@ -13,6 +13,7 @@ import pytest
 from matplotlib.image import imread
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
+from twisted.internet.defer import maybeDeferred
 
 from extensions.report.extension import CrawlReport
 from extensions.report.render import Snapshot, write_report
@@ -246,3 +247,17 @@ def test_tally_keeps_the_busiest_keys_and_counts_the_rest() -> None:
     assert dict(tally.most_common(2)) == {"big": 100, "mid": 50}
     assert len(tally.counts) <= 4
     assert tally.total() == 170
+
+
+def test_unwritable_report_is_counted_and_logged_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A REPORT_DIR that cannot be written never ends the crawl."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    stats = get_crawler().stats
+    report = CrawlReport(stats, blocker / "report", 1.0, in_thread=maybeDeferred)
+    report.sample()
+    report.refresh("running")
+    report.refresh("finished (finished)")
+    assert stats.get_value("report/errors") == 2
+    assert stats.get_value("report/refreshes") is None
+    assert caplog.text.count("cannot write the report") == 1
