@@ -15,7 +15,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import maybeDeferred
 
-from extensions.report.extension import CrawlReport
+from extensions.report.extension import CrawlReport, frontier_levels, frontier_urls
 from extensions.report.render import Snapshot, write_report
 from extensions.report.series import BoundedTally, StatsSeries
 from testweb import WebConfig, start_testweb
@@ -219,7 +219,7 @@ def test_text_from_the_web_is_escaped(tmp_path: Path) -> None:
     snapshot = Snapshot(spider="web", state="running", generated="now", elapsed=1.0,
                         summary={"seeds": 1}, hosts=[(evil, 3, 30)], hosts_other=0,
                         mime_types=[(evil, 2)], status_codes=[("200", 3)], frontier_status=[],
-                        frontier_levels=[], depths=[(0, 3)], series=series, samples_taken=0,
+                        frontier_levels=[], frontier_urls=[], depths=[(0, 3)], series=series, samples_taken=0,
                         stats={evil: evil})
     write_report(tmp_path, snapshot)
     page = (tmp_path / "index.html").read_text()
@@ -261,3 +261,11 @@ def test_unwritable_report_is_counted_and_logged_once(tmp_path: Path, caplog: py
     assert stats.get_value("report/errors") == 2
     assert stats.get_value("report/refreshes") is None
     assert caplog.text.count("cannot write the report") == 1
+
+
+def test_frontier_counts_by_status_and_level_are_shown_where_the_frontier_reports_them() -> None:
+    stats = {"frontier/urls/queued": 5, "frontier/urls/done": 7, "frontier/urls_counted_at": 1.5,
+             "frontier/level/0": 2, "frontier/level/3": 4, "frontier/done": 7}
+    assert frontier_urls(stats) == [("done", 7), ("queued", 5)]
+    assert frontier_levels(stats) == [("3", 4), ("0", 2)]
+    assert frontier_urls({"frontier/done": 7}) == [] and frontier_levels({}) == []

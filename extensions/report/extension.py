@@ -61,8 +61,10 @@ FRONTIER_STATUS = (
     ("queued", "frontier/queued"), ("in flight", "frontier/inflight"), ("done", "frontier/done"),
     ("failed", "frontier/failed"), ("excluded", "frontier/excluded"), ("deferred", "frontier/deferred"),
     ("parked (held hosts)", "frontier/parked"), ("duplicates", "frontier/duplicates"),
-    ("refused", "frontier/refused"),
+    ("refused", "frontier/refused"), ("held origins", "frontier/held_origins"),
 )
+#: URLs in the store by status, where the frontier counts them (frontier/urls/<status>)
+URL_STATUS_STAT = re.compile(r"^frontier/urls/([a-z_]+)$")
 #: by-level counts, should the frontier report them (frontier/level/<n>)
 LEVEL_STAT = re.compile(r"^frontier/(?:front_queue|level)s?/(\d+)$")
 STATUS_STAT = "downloader/response_status_count/"
@@ -219,7 +221,7 @@ class CrawlReport:
             elapsed=elapsed, summary=self.summary(stats, elapsed), hosts=hosts,
             hosts_other=self.host_pages.other, mime_types=self.mime_types.most_common(),
             status_codes=status_codes(stats), frontier_status=self.frontier_status(stats),
-            frontier_levels=frontier_levels(stats),
+            frontier_levels=frontier_levels(stats), frontier_urls=frontier_urls(stats),
             depths=sorted((int(d), n) for d, n in self.depths.counts.items() if d.isdigit()),
             series=copy.deepcopy(self.series), samples_taken=self.series.taken,
             stats={key: str(value) for key, value in stats.items()},
@@ -267,6 +269,12 @@ def status_codes(stats: dict[str, Any]) -> list[tuple[str, int]]:
     """(code, responses) from Scrapy's downloader stats, by code."""
     return sorted((key[len(STATUS_STAT):], value) for key, value in stats.items()
                   if key.startswith(STATUS_STAT) and isinstance(value, int))
+
+
+def frontier_urls(stats: dict[str, Any]) -> list[tuple[str, int]]:
+    """(status, URLs in the store) where the frontier counts them; empty otherwise."""
+    return sorted((match.group(1), value) for key, value in stats.items()
+                  if (match := URL_STATUS_STAT.match(key)) and isinstance(value, int))
 
 
 def frontier_levels(stats: dict[str, Any]) -> list[tuple[str, int]]:

@@ -50,6 +50,7 @@ class Snapshot:
     status_codes: list[tuple[str, int]]  # (code, responses), by code
     frontier_status: list[tuple[str, int]]
     frontier_levels: list[tuple[str, int]]  # empty: the frontier reports none
+    frontier_urls: list[tuple[str, int]]  # URLs in the store by status; empty: not counted
     depths: list[tuple[int, int]]  # (depth, pages), by depth
     series: StatsSeries
     samples_taken: int
@@ -227,6 +228,7 @@ def page(snapshot: Snapshot, images: Sequence[str]) -> str:
         "</div>",
         '<h2>Frontier and depth</h2><div class="grid">',
         table(["frontier", "URLs"], snapshot.frontier_status),
+        table(["URL database", "URLs"], snapshot.frontier_urls) if snapshot.frontier_urls else "",
         table(["front-queue level", "URLs"], snapshot.frontier_levels) if snapshot.frontier_levels
         else '<p class="note">The frontier reports<br>no counts by<br>front-queue level.</p>',
         table(["depth", "pages"], snapshot.depths),
