@@ -2,8 +2,9 @@
 
 Starts the synthetic test web on loopback, runs ``scrapy crawl web`` on it as
 a user would (hosts file for the made-up names, items to JSON lines, WARC
-files), then prints the crawl's own report and how much of the ground truth
-it reached. Output stays in ``out/demo/``.
+files, the HTML report with plots), then prints the crawl's own report, how
+much of the ground truth it reached and the path of ``report/index.html``.
+Output stays in ``out/demo/``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def demo_settings(web: TestWeb, out: Path, depth: int) -> dict[str, Any]:
     retried, and deferred when nothing else is left (the defaults: the
     runner's shortcuts for tests are off)."""
     return {"DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": depth, "CONCURRENT_REQUESTS": 32,
-            "WARC_DIR": out / "warc", "PROGRESS_INTERVAL": 2, "JOBDIR": out / "job"}
+            "WARC_DIR": out / "warc", "PROGRESS_INTERVAL": 2, "JOBDIR": out / "job",
+            "REPORT_DIR": out / "report", "REPORT_INTERVAL": 2}
 
 
 LABELS = {
@@ -66,6 +68,7 @@ def print_report(out: Path, truth: Any, fetched: set[str]) -> None:
     for origin, reason in sorted(deferred.items()):
         print(f"  {'deferred':<24} {origin}: {reason}")
     print(f"  {'output':<24} {out}/items.jsonl, {out}/warc/, {out}/crawl.log")
+    print(f"\nreport (open in a browser): {(out / 'report' / 'index.html').resolve()}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,6 +57,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.seedqueue.RedisSeeds": 500,
         # Prometheus /metrics (METRICS_PORT; off by default)
         "extensions.metrics.MetricsExporter": 500,
+        # REPORT_DIR set only: index.html and plots, refreshed during the crawl
+        "extensions.report.extension.CrawlReport": 500,
     },
 }
 

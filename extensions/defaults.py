@@ -209,6 +209,15 @@ METRICS_PORT = 0  # TCP port of the Prometheus /metrics endpoint; 0: off
 METRICS_HOST = "127.0.0.1"  # address it listens on (loopback: not exposed by default)
 
 
+# --- Report (extensions.report) --------------------------------------------
+# REPORT_DIR/index.html with PNG plots beside it, rewritten every
+# REPORT_INTERVAL seconds and at the end of the crawl (extensions.report.extension).
+REPORT_DIR = ""  # empty: no report
+REPORT_INTERVAL = 30.0  # seconds between refreshes (each also takes one sample)
+REPORT_MAX_HOSTS = 10_000  # hosts tallied by pages and bytes; when full, the less busy half is dropped
+REPORT_MAX_SAMPLES = 1000  # samples kept for the plots over time; when full, every other one is dropped
+
+
 # --- robots.txt (extensions.robots.middleware, RFC 9309) --------------------
 # ROBOTSTXT_OBEY (above) switches it; ROBOTSTXT_USER_AGENT (Scrapy's) names
 # the product token groups are matched by (default: USER_AGENT's first token).
