@@ -388,3 +388,14 @@ def test_start_requests_are_stored_compactly(store):
     entry = store.urls.get_many([fp])[fp]  # the stored row (either dispatch)
     assert entry.url == "http://a.test/" and not entry.flags & (FLAG_BLOB | FLAG_MEMORY)
     assert entry.blob is None  # start requests are stored compactly too
+
+
+def test_gauges_count_the_urls_waiting_in_each_front_queue() -> None:
+    """The report and the metrics show the frontier by front-queue level."""
+    frontier = make_frontier(make_store("memory", None))
+    for depth, count in ((0, 3), (2, 2)):
+        for i in range(count):
+            frontier.enqueue_request(Request(f"http://h{depth}-{i}.test/", meta={"depth": depth}))
+    frontier.checkpoint()
+    levels = {key: value for key, value in frontier.stats.values.items() if key.startswith("frontier/level/")}
+    assert sum(levels.values()) == 5 and len([v for v in levels.values() if v]) == 2, levels

@@ -155,6 +155,9 @@ class HostDispatch(Protocol):
     def in_memory(self) -> int:
         """Queue entries buffered in memory."""
 
+    def queued_by_level(self) -> dict[int, int]:
+        """URLs waiting in each front queue (empty: no front queues kept)."""
+
     def finish(self, record: InFlight) -> None:
         """The engine is done with a request: its row's final status."""
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.urlseen import BloomSeen
 from extensions.store.base import FrontierStore, Status
+
+if TYPE_CHECKING:
+    from extensions.frontier.dispatch import HostDispatch
 
 #: ``frontier/urls/<status>``: URLs in the store by status (queued, inflight,
 #: done, failed, excluded, deferred, refused), counted at checkpoints.
@@ -42,14 +45,17 @@ class DictStats:
         return self.values.get(key, default)
 
 
-def update_gauges(stats: Any, store: FrontierStore, *, back_queues: int, held: int, queued: int, inflight: int,
+def update_gauges(stats: Any, store: FrontierStore, dispatch: HostDispatch, *, held: int, inflight: int,
                   bloom: BloomSeen | None, ledger: AOPICLedger | None) -> None:
-    """Queue sizes, held origins, the URL-seen cache's hit rate, the
-    ledger's totals, URLs by status (:func:`status_gauges`)."""
-    stats.set_value("frontier/back_queues", back_queues)
+    """Queue sizes (in all, and per front-queue level where the dispatch
+    keeps front queues: ``frontier/level/<n>``), held origins, the URL-seen
+    cache's hit rate, the ledger's totals, URLs by status (:func:`status_gauges`)."""
+    stats.set_value("frontier/back_queues", len(dispatch.hosts_in_use()))
     stats.set_value("frontier/held_origins", held)
     stats.set_value("frontier/hosts", store.hosts.host_count())
-    stats.set_value("frontier/queued", queued)
+    stats.set_value("frontier/queued", len(dispatch))
+    for level, count in dispatch.queued_by_level().items():
+        stats.set_value(f"frontier/level/{level}", count)
     stats.set_value("frontier/inflight", inflight)
     hits = stats.get_value("frontier/seen_cache_hit", 0)
     lookups = hits + stats.get_value("frontier/seen_cache_miss", 0)

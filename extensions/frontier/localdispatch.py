@@ -177,6 +177,10 @@ class LocalDispatch:
         """Entries in the queues' memory buffers."""
         return self.front.in_memory() + self.back.in_memory()
 
+    def queued_by_level(self) -> dict[int, int]:
+        """Each front queue's URLs (those already moved to a host's back queue not counted)."""
+        return {level: queue.count for level, queue in enumerate(self.front.queues)}
+
     def host_of(self, request: Request, host: str) -> str:
         """The request's ``download_slot`` meta, else its host (Scrapy's slot key)."""
         return self.parts.hostkey.host_of(request) or host

@@ -488,8 +488,8 @@ class Frontier(BaseScheduler):
             logger.warning(message + " (further cases only counted in frontier/%s)", *args, key)
 
     def _update_gauges(self) -> None:
-        update_gauges(self.stats, self.store, back_queues=len(self.dispatch.hosts_in_use()), held=len(self.holds.held),
-                      queued=len(self), inflight=len(self.inflight), bloom=self.bloom, ledger=self.ledger)
+        update_gauges(self.stats, self.store, self.dispatch, held=len(self.holds.held),
+                      inflight=len(self.inflight), bloom=self.bloom, ledger=self.ledger)
 
     def entries_in_memory(self) -> int:
         """Request entries the frontier holds in memory (buffers + in flight)."""

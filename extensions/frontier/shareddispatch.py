@@ -198,6 +198,10 @@ class SharedDispatch:
         """Nothing buffered: the queues are in Redis."""
         return 0
 
+    def queued_by_level(self) -> dict[int, int]:
+        """None: no front queues; each host's queue orders its URLs by level."""
+        return {}
+
     def host_of(self, request: Request, host: str) -> str:
         """The URL's host name (``download_slot`` meta is a single-process feature)."""
         return host
