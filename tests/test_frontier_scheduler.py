@@ -399,3 +399,18 @@ def test_gauges_count_the_urls_waiting_in_each_front_queue() -> None:
     frontier.checkpoint()
     levels = {key: value for key, value in frontier.stats.values.items() if key.startswith("frontier/level/")}
     assert sum(levels.values()) == 5 and len([v for v in levels.values() if v]) == 2, levels
+
+
+def test_the_url_counts_by_status_are_current_when_the_frontier_is_idle() -> None:
+    """The count is spaced out by its cost during a crawl, but an idle
+    frontier (its close) is always counted: was, the demo's report kept
+    URLs "queued" that had been deferred just before the end."""
+    frontier = make_frontier(make_store("memory", None))
+    frontier.enqueue_request(Request("http://a.test/", meta={"is_start_request": True}))
+    frontier.stats.set_value("frontier/urls_count_seconds", 3600.0)  # as if counting were slow: spaced out
+    frontier.checkpoint()  # not idle: not counted again
+    assert frontier.stats.get_value("frontier/urls/queued") == 0  # the count at open
+    request = frontier.next_request()
+    frontier.fetch_finished(request, duration=0.0)
+    frontier.checkpoint()
+    assert frontier.stats.get_value("frontier/urls/done") == 1 and frontier.stats.get_value("frontier/urls/queued") == 0

@@ -69,17 +69,20 @@ def update_gauges(stats: Any, store: FrontierStore, dispatch: HostDispatch, *, h
         stats.set_value("aopic/lambda_cash", round(ledger.lambda_cash, 6))
         stats.set_value("aopic/pages_with_cash", ledger.rows)
     memory_gauges(stats, store)
-    status_gauges(stats, store)
+    # an idle frontier (the end of a crawl) is counted whatever the spacing:
+    # the last figures are the ones the report and the metrics keep
+    status_gauges(stats, store, force=not len(dispatch) and not inflight)
 
 
-def status_gauges(stats: Any, store: FrontierStore, clock: Callable[[], float] = time.time) -> None:
+def status_gauges(stats: Any, store: FrontierStore, clock: Callable[[], float] = time.time,
+                  force: bool = False) -> None:
     """``frontier/urls/<status>`` from the store (on Redis: the crawl's, see
     CRAWL_WIDE_STATS), with when (``frontier/urls_counted_at``, Unix time)
     and how long (``frontier/urls_count_seconds``) the count took; skipped
     while the last count is recent for its cost (STATUS_COUNT_SPACING)."""
     started = clock()
     counted_at = stats.get_value("frontier/urls_counted_at")
-    if counted_at is not None and \
+    if not force and counted_at is not None and \
             started - counted_at < STATUS_COUNT_SPACING * stats.get_value("frontier/urls_count_seconds", 0.0):
         return
     counts = store.count_by_status()
