@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from extensions.store.base import FrontierStore, Status
+from extensions.store.base import HELD_META, FrontierStore, Status
 
 RECENT_SECONDS = 60.0  # the window of the recent rate
 
@@ -122,13 +122,27 @@ def collect(store: FrontierStore, hosts: int = 10, errors: int = 5, report_file:
         busiest=[HostStatus(load.host, load.queued, load.inflight, load.done, load.last_fetch,
                             delays.get(load.host), load.next_due, load.next_due is not None)
                  for load in census.busiest],
-        held=None if census.held is None else [
-            OriginNote(origin, reason, until) for origin, (reason, until) in sorted(census.held.items())],
+        held=_held(store, census.held),
         deferred=[OriginNote(origin, reason, at) for origin, (reason, at) in sorted(store.hosts.deferrals().items())],
         revisits={**revisits._asdict(), "due_now": store.revisits.count_due(now),
                   "next_due": store.revisits.next_due()},
         errors=[URLError(event.url, event.status.name.lower(), event.at, event.reason) for event in census.errors],
     )
+
+
+def _held(store: FrontierStore, held: dict[str, tuple[str, float]] | None) -> list[OriginNote] | None:
+    """Held origins: the shared store's (with their ends), else what a
+    single-process frontier last wrote at a checkpoint (``held_origins``
+    meta: reasons only, its holds end on its own clock); None if neither."""
+    if held is None:
+        try:
+            written = json.loads(store.get_meta(HELD_META) or "null")
+        except ValueError:
+            written = None
+        if not isinstance(written, dict):
+            return None
+        held = {str(origin): (str(reason), None) for origin, reason in written.items()}
+    return [OriginNote(origin, reason, until) for origin, (reason, until) in sorted(held.items())]
 
 
 def _rates(fetched: int, first: float | None, last: float | None, recent: int,
@@ -207,7 +221,8 @@ def _origins(status: CrawlStatus) -> list[str]:
         lines.append("Held origins: not kept in the store (a single-process crawl holds them in memory)")
     else:
         lines.append(f"Held origins ({len(status.held)}):")
-        lines += [f"  {note.origin} until {when(note.at)}: {note.reason}" for note in status.held]
+        lines += [f"  {note.origin}{'' if note.at is None else ' until ' + when(note.at)}: {note.reason}"
+                  for note in status.held]
     lines.append(f"Deferred origins ({len(status.deferred)}):")
     lines += [f"  {note.origin} since {when(note.at)}: {note.reason}" for note in status.deferred]
     return lines

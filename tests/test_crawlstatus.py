@@ -124,7 +124,7 @@ def test_the_screen_shows_every_section(finished: tuple[Path, Path]) -> None:
     run = crawlstatus("--hosts", "3", JOBDIR=job, PROGRESS_REPORT_FILE=workdir / "report.json")
     assert run.returncode == 0, run.stderr
     screen = run.stdout
-    for section in ("URLs:", "Rates:", "progress report:", "Busiest hosts (3):", "Held origins:",
+    for section in ("URLs:", "Rates:", "progress report:", "Busiest hosts (3):", "Held origins (0):",
                     "Deferred origins (0):", "Re-visits:", "Last errors ("):
         assert section in screen, section
     counts = database_counts(job)
@@ -181,3 +181,26 @@ def test_a_redis_crawl_is_read_through_the_redis_settings(tmp_path: Path, start_
     assert status["held"] == [] and status["rates"]["fetched"] >= status["urls"]["done"]
     gone = crawlstatus(**{**redis, "FRONTIER_REDIS_PREFIX": unique_prefix()})
     assert gone.returncode != 0 and "no crawl at" in gone.stderr
+
+
+def test_the_origins_a_single_process_crawl_holds_are_shown_with_their_reason(tmp_path: Path) -> None:
+    """A single-process frontier keeps its holds in memory; at each
+    checkpoint it writes them (reasons) where `crawlstatus` reads them.
+    Was: "not kept in the store" for every SQLite crawl."""
+    from extensions.status import collect  # noqa: PLC0415
+    from extensions.store.factory import read_only_store  # noqa: PLC0415
+    from extensions.store.sqlite import SQLiteStore  # noqa: PLC0415
+    from tests.test_frontier_support import make_frontier  # noqa: PLC0415
+
+    frontier = make_frontier(SQLiteStore(tmp_path / "frontier.sqlite3"))
+    frontier.origin_held("https://a.test", 60.0, "robots.txt answered 503")
+    frontier.checkpoint()
+    frontier.store.commit()
+    reader = read_only_store({"JOBDIR": str(tmp_path)})
+    try:
+        held = collect(reader).held
+    finally:
+        reader.close()
+    assert held is not None and [(note.origin, note.reason) for note in held] == \
+        [("https://a.test", "robots.txt answered 503")]
+    frontier.close("finished")

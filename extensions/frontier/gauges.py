@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.urlseen import BloomSeen
-from extensions.store.base import FrontierStore, Status
+from extensions.store.base import HELD_META, FrontierStore, Status
 
 if TYPE_CHECKING:
     from extensions.frontier.dispatch import HostDispatch
@@ -45,13 +46,17 @@ class DictStats:
         return self.values.get(key, default)
 
 
-def update_gauges(stats: Any, store: FrontierStore, dispatch: HostDispatch, *, held: int, inflight: int,
+def update_gauges(stats: Any, store: FrontierStore, dispatch: HostDispatch, *, held: Mapping[str, Any], inflight: int,
                   bloom: BloomSeen | None, ledger: AOPICLedger | None) -> None:
     """Queue sizes (in all, and per front-queue level where the dispatch
     keeps front queues: ``frontier/level/<n>``), held origins, the URL-seen
     cache's hit rate, the ledger's totals, URLs by status (:func:`status_gauges`)."""
     stats.set_value("frontier/back_queues", len(dispatch.hosts_in_use()))
-    stats.set_value("frontier/held_origins", held)
+    stats.set_value("frontier/held_origins", len(held))
+    if not store.round_trips:  # an embedded store: the held origins for `scrapy crawlstatus`
+        written = json.dumps({origin: hold.reason for origin, hold in held.items()}, sort_keys=True)
+        if store.get_meta(HELD_META) != written:
+            store.set_meta(HELD_META, written)
     stats.set_value("frontier/hosts", store.hosts.host_count())
     stats.set_value("frontier/queued", len(dispatch))
     for level, count in dispatch.queued_by_level().items():

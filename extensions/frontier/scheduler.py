@@ -488,7 +488,7 @@ class Frontier(BaseScheduler):
             logger.warning(message + " (further cases only counted in frontier/%s)", *args, key)
 
     def _update_gauges(self) -> None:
-        update_gauges(self.stats, self.store, self.dispatch, held=len(self.holds.held),
+        update_gauges(self.stats, self.store, self.dispatch, held=self.holds.held,
                       inflight=len(self.inflight), bloom=self.bloom, ledger=self.ledger)
 
     def entries_in_memory(self) -> int:

@@ -70,6 +70,9 @@ class Status(IntEnum):
     REFUSED = 6  # a URL filter, the trap filter, the host budget or the address policy said no
 
 
+#: meta key: the origins a single-process frontier holds (JSON origin -> reason), for tools
+HELD_META = "held_origins"
+
 #: Entry.flags bits.
 FLAG_DONT_FILTER = 1
 FLAG_BLOB = 2  # the request is in Entry.blob (request_to_dict + pickle)
