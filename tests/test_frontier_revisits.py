@@ -71,6 +71,8 @@ def test_a_fetched_page_comes_back_when_due_with_its_validators(store: Any) -> N
     assert again.meta["revisit_validators"] == {"etag": '"v1"', "last_modified": "Tue, 24 Nov 2026 07:00:00 GMT"}
     assert frontier.stats.get_value("revisit/due") == 1
     assert frontier.stats.get_value("revisit/unchanged") == 1
+    assert frontier.stats.get_value("revisit/scheduled") == 1  # the gauges ran while it pumped
+    assert 0.0 <= frontier.stats.get_value("revisit/freshness") <= 1.0
     frontier.close("finished")
 
 

@@ -37,6 +37,7 @@ the same ``JOBDIR`` or Redis prefix resumes them). Stats: ``revisit/due``
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -51,8 +52,12 @@ from extensions.store.base import FLAG_REVISIT, Entry, FrontierStore, RevisitRec
 #: how often the earliest due time is read from the store again (other
 #: processes schedule URLs too)
 NEXT_DUE_REFRESH = 1.0
-#: how often the freshness gauges are computed, and over how many records at most
+#: the freshness gauges: at most every this many seconds, and no more often
+#: than GAUGES_SPACING times what the last computation took (counting the
+#: records may scan them: about 1% of the time at most), over at most
+#: GAUGES_SAMPLE records
 GAUGES_INTERVAL = 1.0
+GAUGES_SPACING = 100.0
 GAUGES_SAMPLE = 10_000
 
 
@@ -68,7 +73,7 @@ class RevisitSchedule:
         self.new_handed = 0  # other requests handed to the engine this run
         self._next_due: float | None = None
         self._read_at = -math.inf  # wall time the next due time was last read
-        self._gauged_at = -math.inf
+        self._gauges_due = -math.inf  # wall time the gauges may be computed again
         self.dispatch: HostDispatch | None = None
         self.aopic: AOPICCredit | None = None
 
@@ -125,7 +130,7 @@ class RevisitSchedule:
     def pump(self, now: float, queued: int) -> int:
         """Put due URLs back, within the share of fetches re-visits may take
         while ``queued`` requests wait; how many."""
-        if now - self._gauged_at >= GAUGES_INTERVAL:
+        if now >= self._gauges_due:
             self.gauges(now)
         due = self.next_due(now)
         if due is None or due > now:
@@ -194,7 +199,7 @@ class RevisitSchedule:
         """Stats of the schedule: URLs scheduled, due now, gone, and the
         crawl's estimated freshness and age (Cho and Garcia-Molina) over the
         first :data:`GAUGES_SAMPLE` records."""
-        self._gauged_at = now
+        started = time.perf_counter()
         counts = self.store.revisits.counts()
         self.stats.set_value("revisit/scheduled", counts.scheduled)
         self.stats.set_value("revisit/gone_urls", counts.gone)
@@ -204,6 +209,7 @@ class RevisitSchedule:
         if estimate.urls:
             self.stats.set_value("revisit/freshness", round(estimate.freshness, 4))
             self.stats.set_value("revisit/age_seconds", round(estimate.age_seconds, 1))
+        self._gauges_due = now + max(GAUGES_INTERVAL, GAUGES_SPACING * (time.perf_counter() - started))
 
     def pending(self, now: float) -> bool:
         """Whether any URL is scheduled for a re-visit (the crawl stays open)."""
