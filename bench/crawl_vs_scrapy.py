@@ -4,6 +4,9 @@ Both crawl the same synthetic web in the same run, alternating, ``--runs``
 times; the table gives medians of pages/s (from the test web's access log:
 responses served between the first request start and the last response end)
 and peak RSS (``wait4`` rusage of the crawl process), and their ratios.
+"scrapy floor" (``bench/floor_spider.py``) fetches the same pages from a
+fixed list and does nothing else: ours/floor is the fraction of what Scrapy's
+own engine allows on this machine.
 
     python -m bench.crawl_vs_scrapy --hosts 200 --pages 20 --runs 3
 
@@ -113,6 +116,26 @@ def crawl_stock(web, workdir: Path, depth: int, concurrency: int, timeout: float
     return CrawlRun("stock scrapy", pages, seconds, rss)
 
 
+def crawl_floor(web, workdir: Path, depth: int, concurrency: int, timeout: float) -> CrawlRun:
+    """Scrapy's floor: ``bench/floor_spider.py`` fetching the ground truth's
+    pages (what a correct crawl to ``depth`` fetches) and nothing else."""
+    since = time.time()
+    spider = workdir / "floor_spider.py"
+    shutil.copy(ROOT / "bench" / "floor_spider.py", spider)
+    urls = workdir / "urls.txt"
+    urls.write_text("".join(f"{url}\n" for url in sorted(web.truth(depth_limit=depth).fetched)))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [
+        SCRAPY, "runspider", str(spider), "-a", f"urls={urls}",
+        "-s", "TWISTED_DNS_RESOLVER=extensions.resolver.HostsFileResolver",
+        "-s", f"DNS_HOSTS={web.hosts_file}",
+        "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO",
+    ]
+    rss = run_measured(cmd, workdir, env, timeout)
+    pages, seconds = pages_and_seconds(web.access_log, since)
+    return CrawlRun("scrapy floor", pages, seconds, rss)
+
+
 def median_run(runs: list[CrawlRun]) -> CrawlRun:
     return CrawlRun(
         runs[0].name,
@@ -146,13 +169,14 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
         workdir = Path(tmp)
         with start_testweb(config, workdir / "web") as web:
-            ours, stock, stock_scheduler = [], [], []
+            ours, stock, stock_scheduler, floor = [], [], [], []
             for run in range(args.runs):
                 for name, crawl, sink in (("ours", crawl_ours, ours), ("stock", crawl_stock, stock),
-                                          ("stocksched", crawl_stock_scheduler, stock_scheduler)):
+                                          ("stocksched", crawl_stock_scheduler, stock_scheduler),
+                                          ("floor", crawl_floor, floor)):
                     rundir = workdir / f"{name}-{run}"
                     rundir.mkdir()
-                    if crawl is crawl_stock:
+                    if crawl in (crawl_stock, crawl_floor):
                         sink.append(crawl(web, rundir, args.depth, args.concurrency, args.timeout))
                     else:
                         sink.append(crawl(web, rundir, args.depth, args.concurrency, args.timeout, extra))
@@ -162,12 +186,13 @@ def main(argv: list[str] | None = None) -> None:
                     others[name].append(crawl_ours(web, rundir, args.depth, args.concurrency, args.timeout,
                                                    extra, f"ours@{name}", path))
     a, b, c = median_run(ours), median_run(stock), median_run(stock_scheduler)
+    f = median_run(floor)
     other_medians = [median_run(runs) for runs in others.values()]
     print(f"whole crawl: {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
           f"CONCURRENT_REQUESTS={args.concurrency}, medians of {args.runs} runs"
           + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
     print(f"{'crawler':<16}{'pages':>8}{'seconds':>10}{'pages/s':>10}{'peak RSS MB':>13}")
-    for r in (a, b, c, *other_medians):
+    for r in (a, b, c, f, *other_medians):
         print(f"{r.name:<16}{r.pages:>8}{r.seconds:>10.2f}{r.pages_per_second:>10.1f}{r.peak_rss_mb:>13.1f}")
     ratio_speed = a.pages_per_second / b.pages_per_second if b.pages_per_second else float("nan")
     ratio_rss = a.peak_rss_mb / b.peak_rss_mb if b.peak_rss_mb else float("nan")
@@ -175,6 +200,9 @@ def main(argv: list[str] | None = None) -> None:
     if c.pages_per_second and c.peak_rss_mb:
         print(f"{'ours/stock sched':<16}{'':>8}{'':>10}{a.pages_per_second / c.pages_per_second:>10.2f}"
               f"{a.peak_rss_mb / c.peak_rss_mb:>13.2f}")
+    if f.pages_per_second and f.peak_rss_mb:
+        print(f"{'ours/floor':<16}{'':>8}{'':>10}{a.pages_per_second / f.pages_per_second:>10.2f}"
+              f"{a.peak_rss_mb / f.peak_rss_mb:>13.2f}")
     for o in other_medians:
         if o.pages_per_second and o.peak_rss_mb:
             label = f"ours/{o.name.removeprefix('ours@')}"
@@ -182,7 +210,8 @@ def main(argv: list[str] | None = None) -> None:
                   f"{a.peak_rss_mb / o.peak_rss_mb:>13.2f}")
     print("webcrawler: our spider + frontier (1 request per host, politeness);"
           " stock scrapy: a plain CrawlSpider on Scrapy's defaults;"
-          " stock scheduler: our spider with Scrapy's own scheduler")
+          " stock scheduler: our spider with Scrapy's own scheduler;"
+          " scrapy floor: a spider fetching the ground truth's URLs, nothing else")
 
 
 if __name__ == "__main__":

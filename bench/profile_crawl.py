@@ -1,0 +1,138 @@
+"""Profile one whole crawl of the synthetic test web under cProfile.
+
+Runs ``scrapy crawl web`` exactly as ``bench/crawl_vs_scrapy.py`` runs ours
+(same settings: DNS_HOSTS, DEPTH_LIMIT, CONCURRENT_REQUESTS, JOBDIR,
+ROBOTSTXT_UNREACHABLE_PERIOD=0, every component on, WARC off) but as
+``python -m cProfile -o crawl.prof scrapy crawl web ...``, then prints the top
+functions by tottime and by cumtime and the total own time by package.
+
+    python -m bench.profile_crawl --hosts 200 --pages 20
+
+The table also goes to ``bench/results/profile_crawl.txt`` (``--out``).
+cProfile slows the crawl (every Python call is traced), so its pages/s is
+lower than an unprofiled crawl's and C-heavy code looks cheaper than it is
+relative to Python-heavy code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.crawl_vs_scrapy import pages_and_seconds, run_measured
+from testweb import WebConfig, start_testweb
+from testweb.crawlrun import ROOT, SCRAPY
+
+# Package buckets for own time, first match wins (matched on the file path).
+PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ours (extensions/, crawler/)", (f"{ROOT}/extensions/", f"{ROOT}/crawler/")),
+    ("scrapy", ("/scrapy/",)),
+    ("twisted", ("/twisted/",)),
+    ("lxml/parsel/w3lib", ("/lxml/", "/parsel/", "/w3lib/", "/cssselect/")),
+    ("sqlite3", ("/sqlite3/", "sqlite3.Connection", "sqlite3.Cursor")),
+)
+
+
+def bucket(filename: str, funcname: str) -> str:
+    """The package bucket of one pstats entry (``~`` is a builtin)."""
+    key = f"{filename} {funcname}"
+    for name, needles in PACKAGES:
+        if any(needle in key for needle in needles):
+            return name
+    if filename == "~":
+        # builtins: C functions called from anywhere ("<method 'execute' of
+        # 'sqlite3.Cursor' objects>" caught above)
+        return "builtins (C, unattributed)"
+    if "site-packages" in filename or "dist-packages" in filename:
+        return "other"
+    if filename.startswith(sys.base_prefix) or "/lib/python3" in filename:
+        return "stdlib"
+    return "other"
+
+
+def by_package(stats: pstats.Stats) -> list[tuple[str, float, int]]:
+    """(bucket, own seconds, calls), largest first."""
+    totals: dict[str, list[float]] = {}
+    for (filename, _line, funcname), (_cc, nc, tt, _ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        entry = totals.setdefault(bucket(filename, funcname), [0.0, 0])
+        entry[0] += tt
+        entry[1] += nc
+    return sorted(((name, t, int(n)) for name, (t, n) in totals.items()), key=lambda x: -x[1])
+
+
+def top(stats: pstats.Stats, key: str, count: int) -> str:
+    buffer = io.StringIO()
+    stats.stream = buffer  # type: ignore[attr-defined]
+    stats.sort_stats(key).print_stats(count)
+    lines = buffer.getvalue().splitlines()
+    # drop pstats' preamble (file name, totals) up to the column header
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls")), 0)
+    return "\n".join(lines[start:]).rstrip()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=200)
+    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--links", type=int, default=8)
+    parser.add_argument("--depth", type=int, default=8)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--timeout", type=float, default=1200.0)
+    parser.add_argument("--keep", type=Path, default=None, help="also copy the .prof file here")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "profile_crawl.txt")
+    parser.add_argument("-s", dest="settings", action="append", default=[], help="NAME=VALUE for the crawl")
+    args = parser.parse_args(argv)
+    extra = [part for item in args.settings for part in ("-s", item)]
+
+    config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links)
+    with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp:
+        workdir = Path(tmp)
+        prof = workdir / "crawl.prof"
+        with start_testweb(config, workdir / "web") as web:
+            since = time.time()
+            cmd = [
+                sys.executable, "-m", "cProfile", "-o", str(prof), SCRAPY,
+                "crawl", "web", "-a", f"seeds={web.seeds_file}",
+                "-s", f"DNS_HOSTS={web.hosts_file}", "-s", f"DEPTH_LIMIT={args.depth}",
+                "-s", f"CONCURRENT_REQUESTS={args.concurrency}", "-s", "LOG_LEVEL=INFO",
+                "-s", f"JOBDIR={workdir / 'job'}", "-s", "ALLOW_PRIVATE_ADDRESSES=True", *extra,
+                "-s", "ROBOTSTXT_UNREACHABLE_PERIOD=0",
+            ]
+            started = time.monotonic()
+            rss = run_measured(cmd, ROOT, dict(os.environ), args.timeout, workdir / "crawl.log")
+            wall = time.monotonic() - started
+            pages, seconds = pages_and_seconds(web.access_log, since)
+        if args.keep:
+            args.keep.write_bytes(prof.read_bytes())
+        stats = pstats.Stats(str(prof))
+        total = stats.total_tt  # type: ignore[attr-defined]
+        packages = by_package(stats)
+        report = io.StringIO()
+        w = report.write
+        w(f"profiled whole crawl (cProfile): {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
+          f"CONCURRENT_REQUESTS={args.concurrency}, every component on, WARC off"
+          + (f"; {' '.join(args.settings)}" if args.settings else "") + "\n")
+        w(f"pages {pages}, crawl seconds {seconds:.2f}, pages/s {pages / seconds if seconds else 0:.1f} "
+          f"(UNDER cProfile: slower than an unprofiled crawl); process wall {wall:.1f} s, "
+          f"profiled CPU {total:.1f} s, peak RSS {rss:.0f} MB\n\n")
+        w("own time (tottime) by package\n")
+        w(f"{'package':<32}{'seconds':>10}{'share':>8}{'calls':>12}\n")
+        for name, seconds_, calls in packages:
+            w(f"{name:<32}{seconds_:>10.2f}{seconds_ / total:>8.1%}{calls:>12}\n")
+        w(f"\ntop {args.top} by tottime\n{top(stats, 'tottime', args.top)}\n")
+        w(f"\ntop {args.top} by cumtime\n{top(stats, 'cumulative', args.top)}\n")
+    text = report.getvalue()
+    print(text, end="")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
