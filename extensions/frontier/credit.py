@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 
 from extensions.aopic.ledger import AOPICLedger
-from extensions.frontier.fingerprint import canonical_fingerprint, url_fingerprint
+from extensions.frontier.fingerprint import canonical_fingerprint
 from extensions.frontier.page import CREDIT_META, PageDone, PageVerdict
 from extensions.frontier.prioritizer import Prioritizer
 from extensions.store.base import Entry, FrontierStore
@@ -46,12 +46,12 @@ class AOPICCredit:
     def __init__(self, ledger: AOPICLedger, prioritizer: Prioritizer, revisits: int = 0) -> None:
         self.ledger, self.prioritizer, self.revisits = ledger, prioritizer, revisits
 
-    def pay(self, url: str, outlinks: list[str], fingerprints: list[int] | None = None) -> Payment:
-        """The page at ``url`` was fetched: its cash to its history, the tax
-        to Lambda, the rest split over ``outlinks`` (known or new), whose
-        ``fingerprints`` are computed here unless given (the link recorder's)."""
+    def pay(self, fp: int, outlinks: list[str], fingerprints: list[int] | None = None) -> Payment:
+        """The page whose URL's fingerprint is ``fp`` was fetched: its cash to
+        its history, the tax to Lambda, the rest split over ``outlinks``
+        (known or new), whose ``fingerprints`` are computed here unless given
+        (the link recorder's)."""
         ledger = self.ledger
-        fp, _ = url_fingerprint(url)
         links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
         paid, entries = ledger.distribute(fp, links, entries_of=links)
         credit, rising = self._rising(links, paid.changes) if links and paid.changes else ({}, [])
@@ -109,13 +109,14 @@ class CreditAssignment:
         self.aopic, self.store, self.dispatch, self.stats = aopic, store, dispatch, stats
         self.memory_only = memory_only  # rows of these are not requests: never moved
 
-    def page_done(self, page: PageVerdict, fingerprints: list[int] | None = None) -> PageDone:
-        """The page's cash to its history, credit to its outlinks (none if
-        not followed; queued ones whose level rises move up); the history
-        and each outlink's credit, by URL. ``fingerprints``: those of
-        ``page.links`` if computed already (the link recorder's)."""
+    def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None) -> PageDone:
+        """The page's (``fingerprint``: of the URL it was requested as) cash
+        to its history, credit to its outlinks (none if not followed; queued
+        ones whose level rises move up); the history and each outlink's
+        credit, by URL. ``fingerprints``: those of ``page.links`` if computed
+        already (the link recorder's)."""
         links = page.links if page.follow else []
-        payment = self.aopic.pay(page.url, links, fingerprints if page.follow else None)
+        payment = self.aopic.pay(fingerprint, links, fingerprints if page.follow else None)
         if payment.rising:
             self._promote(payment.rising, payment.credit, payment.entries)
         if payment.revisit:

@@ -48,14 +48,14 @@ class LinkRecorder:
     def __init__(self, links: LinkTable, stats: Any, enabled: bool = True) -> None:
         self.links, self.stats, self.enabled = links, stats, enabled
 
-    def page_done(self, page: PageVerdict) -> list[int] | None:
-        """Record the page's outlinks; return their fingerprints (one per
-        link of ``page.links``, for AOPIC's credit step), None when off."""
+    def page_done(self, page: PageVerdict, source: int) -> list[int] | None:
+        """Record the page's outlinks under ``source`` (the fingerprint of its
+        final URL); return their fingerprints (one per link of ``page.links``,
+        for AOPIC's credit step), None when off."""
         if not self.enabled:
             return None
         fingerprints = [canonical_fingerprint(link) for link in page.links]
         if not page.not_modified:  # a 304 has no body: the list of its last 200 stands
-            source, _ = url_fingerprint(page.final_url or page.url)
             self.record(source, fingerprints)
         return fingerprints
 

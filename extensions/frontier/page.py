@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 from scrapy import Request
 
+from extensions.frontier.fingerprint import url_fingerprint
+
 #: request meta: ``(cash, dividend)``, an outlink's AOPIC cash right after
 #: its page's credit and the ledger's dividend then (consumed by the frontier)
 CREDIT_META = "aopic_credit"
@@ -47,6 +49,16 @@ class PageDone:
     history: float = 0.0
     credit: dict[str, tuple[float, float]] = field(default_factory=dict)
     links: list[str] | None = None  # a 304's stored outlinks, to schedule in place of the item's
+
+
+def page_fingerprints(page: PageVerdict) -> tuple[int, int]:
+    """The fingerprints of the URL the page was requested as (its cash, its
+    content group) and of the one its links belong to (the final URL after
+    redirects): each URL canonicalised once for every step of the verdict."""
+    requested, _ = url_fingerprint(page.url)
+    if not page.final_url or page.final_url == page.url:
+        return requested, requested
+    return requested, url_fingerprint(page.final_url)[0]
 
 
 def link_request(url: str, depth: int, referer: str | None,

@@ -88,10 +88,9 @@ class RevisitSchedule:
         return self.aopic.level_of(entry, self.aopic.ledger.cash_of(entry.fingerprint) or 0.0)
 
     # -- after a fetch -----------------------------------------------------------
-    def page_done(self, page: PageVerdict, now: float) -> PageVerdict:
-        """Move the URL's history on; a ``304``'s verdict comes back with the
-        page's stored outlinks as its links."""
-        fingerprint, _ = url_fingerprint(page.final_url or page.url)
+    def page_done(self, page: PageVerdict, fingerprint: int, now: float) -> PageVerdict:
+        """Move the history of the page's final URL (``fingerprint``) on; a
+        ``304``'s verdict comes back with the page's stored outlinks as its links."""
         before = self.store.revisits.get([fingerprint]).get(fingerprint) or self.policy.first(fingerprint, now)
         after = self.policy.after_visit(before, now, not_modified=page.not_modified, status=page.status,
                                         content=page.content, etag=page.etag, last_modified=page.last_modified)

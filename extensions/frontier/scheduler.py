@@ -51,7 +51,7 @@ from extensions.frontier.inflight import InFlight, InFlightTable
 from extensions.frontier.linkrecord import REDIRECT_STATUSES, LinkRecorder
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
-from extensions.frontier.page import PageDone, PageVerdict
+from extensions.frontier.page import PageDone, PageVerdict, page_fingerprints
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
 from extensions.frontier.resume import load_bloom, save_bloom
@@ -363,16 +363,16 @@ class Frontier(BaseScheduler):
         its outlinks (none if not followed; queued ones whose level rises
         move up), its content-seen group goes into the URL database. Returns
         the history and each outlink's credit, for the outlink's request."""
+        fp, source = page_fingerprints(page)  # the requested and the final URL's, once
         if page.content_group is not None:
-            fp, _ = url_fingerprint(page.url)
             self.store.set_content_group(fp, page.content_group, page.duplicate)
         if self.revisits is not None:  # its next visit; a 304 gets its stored outlinks back
-            page = self.revisits.page_done(page, self.wall_clock())
-        fingerprints = self.link_record.page_done(page)  # computed once, for AOPIC too
+            page = self.revisits.page_done(page, source, self.wall_clock())
+        fingerprints = self.link_record.page_done(page, source)  # computed once, for AOPIC too
         stored = page.links if page.not_modified else None
         if self.credit_assignment is None:
             return PageDone(links=stored)
-        return replace(self.credit_assignment.page_done(page, fingerprints), links=stored)
+        return replace(self.credit_assignment.page_done(page, fp, fingerprints), links=stored)
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL from outside a page's credit
