@@ -3,7 +3,9 @@
 Both crawl the same synthetic web in the same run, alternating, ``--runs``
 times; the table gives medians of pages/s (from the test web's access log:
 responses served between the first request start and the last response end)
-and peak RSS (``wait4`` rusage of the crawl process), and their ratios.
+peak RSS and CPU seconds (``wait4`` rusage of the crawl process: user +
+system), and their ratios. Pages per CPU second is the per-core figure: it
+does not depend on what else the shared machine runs as much as wall time.
 "scrapy floor" (``bench/floor_spider.py``) fetches the same pages from a
 fixed list and does nothing else: ours/floor is the fraction of what Scrapy's
 own engine allows on this machine.
@@ -37,15 +39,21 @@ class CrawlRun:
     pages: int
     seconds: float
     peak_rss_mb: float
+    cpu_seconds: float = 0.0
 
     @property
     def pages_per_second(self) -> float:
         return self.pages / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def pages_per_cpu_second(self) -> float:
+        return self.pages / self.cpu_seconds if self.cpu_seconds > 0 else 0.0
+
 
 def run_measured(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
-                 log_path: Path | None = None) -> float:
-    """Run ``cmd`` to completion; return its peak RSS in MB (from wait4).
+                 log_path: Path | None = None) -> tuple[float, float]:
+    """Run ``cmd`` to completion; return its peak RSS in MB and its CPU
+    seconds, user + system (from wait4).
     Its output goes to ``log_path`` (default ``cwd/crawl.log``)."""
     log_path = log_path or cwd / "crawl.log"
     with open(log_path, "wb") as log:
@@ -64,7 +72,7 @@ def run_measured(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
     if proc.returncode != 0:
         tail = log_path.read_text(errors="replace")[-2000:]
         raise RuntimeError(f"crawl failed ({proc.returncode}): {cmd}\n{tail}")
-    return usage.ru_maxrss / 1024.0
+    return usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
 def pages_and_seconds(access_log: Path, since: float) -> tuple[int, float]:
@@ -87,9 +95,9 @@ def crawl_ours(web, workdir: Path, depth: int, concurrency: int, timeout: float,
         # does (RFC 9309's wait would add a tail that measures the period)
         "-s", "ROBOTSTXT_UNREACHABLE_PERIOD=0",
     ]
-    rss = run_measured(cmd, root, dict(os.environ), timeout, workdir / "crawl.log")
+    rss, cpu = run_measured(cmd, root, dict(os.environ), timeout, workdir / "crawl.log")
     pages, seconds = pages_and_seconds(web.access_log, since)
-    return CrawlRun(name, pages, seconds, rss)
+    return CrawlRun(name, pages, seconds, rss, cpu)
 
 
 def crawl_stock_scheduler(web, workdir: Path, depth: int, concurrency: int, timeout: float,
@@ -111,9 +119,9 @@ def crawl_stock(web, workdir: Path, depth: int, concurrency: int, timeout: float
         "-s", f"DNS_HOSTS={web.hosts_file}", "-s", f"DEPTH_LIMIT={depth}",
         "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO",
     ]
-    rss = run_measured(cmd, workdir, env, timeout)
+    rss, cpu = run_measured(cmd, workdir, env, timeout)
     pages, seconds = pages_and_seconds(web.access_log, since)
-    return CrawlRun("stock scrapy", pages, seconds, rss)
+    return CrawlRun("stock scrapy", pages, seconds, rss, cpu)
 
 
 def crawl_floor(web, workdir: Path, depth: int, concurrency: int, timeout: float) -> CrawlRun:
@@ -131,9 +139,9 @@ def crawl_floor(web, workdir: Path, depth: int, concurrency: int, timeout: float
         "-s", f"DNS_HOSTS={web.hosts_file}",
         "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO",
     ]
-    rss = run_measured(cmd, workdir, env, timeout)
+    rss, cpu = run_measured(cmd, workdir, env, timeout)
     pages, seconds = pages_and_seconds(web.access_log, since)
-    return CrawlRun("scrapy floor", pages, seconds, rss)
+    return CrawlRun("scrapy floor", pages, seconds, rss, cpu)
 
 
 def median_run(runs: list[CrawlRun]) -> CrawlRun:
@@ -142,7 +150,12 @@ def median_run(runs: list[CrawlRun]) -> CrawlRun:
         int(statistics.median(r.pages for r in runs)),
         statistics.median(r.seconds for r in runs),
         statistics.median(r.peak_rss_mb for r in runs),
+        statistics.median(r.cpu_seconds for r in runs),
     )
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -191,23 +204,16 @@ def main(argv: list[str] | None = None) -> None:
     print(f"whole crawl: {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
           f"CONCURRENT_REQUESTS={args.concurrency}, medians of {args.runs} runs"
           + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
-    print(f"{'crawler':<16}{'pages':>8}{'seconds':>10}{'pages/s':>10}{'peak RSS MB':>13}")
+    print(f"{'crawler':<16}{'pages':>8}{'seconds':>10}{'pages/s':>10}{'CPU s':>8}{'pages/CPU-s':>13}"
+          f"{'peak RSS MB':>13}")
     for r in (a, b, c, f, *other_medians):
-        print(f"{r.name:<16}{r.pages:>8}{r.seconds:>10.2f}{r.pages_per_second:>10.1f}{r.peak_rss_mb:>13.1f}")
-    ratio_speed = a.pages_per_second / b.pages_per_second if b.pages_per_second else float("nan")
-    ratio_rss = a.peak_rss_mb / b.peak_rss_mb if b.peak_rss_mb else float("nan")
-    print(f"{'ours/stock':<16}{'':>8}{'':>10}{ratio_speed:>10.2f}{ratio_rss:>13.2f}")
-    if c.pages_per_second and c.peak_rss_mb:
-        print(f"{'ours/stock sched':<16}{'':>8}{'':>10}{a.pages_per_second / c.pages_per_second:>10.2f}"
-              f"{a.peak_rss_mb / c.peak_rss_mb:>13.2f}")
-    if f.pages_per_second and f.peak_rss_mb:
-        print(f"{'ours/floor':<16}{'':>8}{'':>10}{a.pages_per_second / f.pages_per_second:>10.2f}"
-              f"{a.peak_rss_mb / f.peak_rss_mb:>13.2f}")
-    for o in other_medians:
-        if o.pages_per_second and o.peak_rss_mb:
-            label = f"ours/{o.name.removeprefix('ours@')}"
-            print(f"{label:<16}{'':>8}{'':>10}{a.pages_per_second / o.pages_per_second:>10.2f}"
-                  f"{a.peak_rss_mb / o.peak_rss_mb:>13.2f}")
+        print(f"{r.name:<16}{r.pages:>8}{r.seconds:>10.2f}{r.pages_per_second:>10.1f}{r.cpu_seconds:>8.2f}"
+              f"{r.pages_per_cpu_second:>13.1f}{r.peak_rss_mb:>13.1f}")
+    for label, o in (("ours/stock", b), ("ours/stock sched", c), ("ours/floor", f),
+                     *((f"ours/{o.name.removeprefix('ours@')}", o) for o in other_medians)):
+        print(f"{label:<16}{'':>8}{'':>10}{_ratio(a.pages_per_second, o.pages_per_second):>10.2f}{'':>8}"
+              f"{_ratio(a.pages_per_cpu_second, o.pages_per_cpu_second):>13.2f}"
+              f"{_ratio(a.peak_rss_mb, o.peak_rss_mb):>13.2f}")
     print("webcrawler: our spider + frontier (1 request per host, politeness);"
           " stock scrapy: a plain CrawlSpider on Scrapy's defaults;"
           " stock scheduler: our spider with Scrapy's own scheduler;"

@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
                 "-s", "ROBOTSTXT_UNREACHABLE_PERIOD=0",
             ]
             started = time.monotonic()
-            rss = run_measured(cmd, ROOT, dict(os.environ), args.timeout, workdir / "crawl.log")
+            rss, _cpu = run_measured(cmd, ROOT, dict(os.environ), args.timeout, workdir / "crawl.log")
             wall = time.monotonic() - started
             pages, seconds = pages_and_seconds(web.access_log, since)
         if args.keep:
