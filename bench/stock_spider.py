@@ -16,8 +16,10 @@ class StockSpider(CrawlSpider):
     name = "stock"
     rules = (Rule(LinkExtractor(), callback="parse_page", follow=True),)
 
-    def __init__(self, seeds: str = "", **kwargs: Any):
+    def __init__(self, seeds: str = "", allowed_domains: str = "", **kwargs: Any):
         super().__init__(**kwargs)
+        if allowed_domains:  # comma-separated, as our spider takes it
+            self.allowed_domains = [name for name in allowed_domains.split(",") if name]
         with open(seeds, encoding="utf-8") as handle:
             self.start_urls = [
                 line.strip() for line in handle if line.strip() and not line.startswith("#")
