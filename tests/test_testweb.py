@@ -19,7 +19,7 @@ from testweb.model import USER_AGENT, Page, host_name, robots_variant
 from testweb.robots_hosts import sitemap_locations
 from testweb.truth import fetch_robots, page_links
 
-CONFIG = WebConfig(hosts=12, pages=10, links=6, seed=1, slow_delay=0.3)
+CONFIG = WebConfig(hosts=12, pages=10, links=6, seed=1, slow_delay=0.3, nav_sections=5)  # not the default: the server gets it
 
 
 @pytest.fixture(scope="module")
