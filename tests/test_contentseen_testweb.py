@@ -105,3 +105,15 @@ def test_independent_pages_are_neither_duplicates_nor_grouped(truth, crawl):
                    and not any(url in pair for pair in truth.positives)]
     assert all(crawl[url]["duplicate_of"] is None and crawl[url]["near_duplicate_of"] is None
                for url in independent)
+
+
+def test_a_hosts_shared_menu_is_not_mistaken_for_duplication(truth, crawl):
+    """Every page of a regular host opens with the same menu (boilerplate,
+    as real sites' chrome): no two of them share a near-duplicate group,
+    short search and private pages included."""
+    regular = [url for url in truth.pages if url.startswith(f"http://h0002.test:{PORT}/")]
+    menu = " ".join(item.label for item in SiteModel(WebConfig(), PORT).navigation(2))
+    assert len(regular) > 30 and len(menu.split()) > 5
+    assert all(menu in visible_text(truth.pages[url].body, "utf-8") for url in regular)
+    groups = [crawl[url]["group"] for url in regular]
+    assert None not in groups and len(set(groups)) == len(groups)

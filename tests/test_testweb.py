@@ -19,7 +19,7 @@ from testweb.model import USER_AGENT, Page, host_name, robots_variant
 from testweb.robots_hosts import sitemap_locations
 from testweb.truth import fetch_robots, page_links
 
-CONFIG = WebConfig(hosts=12, pages=10, links=6, seed=1, slow_delay=0.3)
+CONFIG = WebConfig(hosts=12, pages=10, links=6, seed=1, slow_delay=0.3, nav_sections=5)  # not the default: the server gets it
 
 
 @pytest.fixture(scope="module")
@@ -295,6 +295,75 @@ def test_nofollow_links_are_followed_on_request(web):
 def test_default_config_reaches_every_page_shallowly():
     truth = compute_truth(SiteModel(WebConfig(), 8080))
     assert truth.regular_max_depth <= 7
+
+
+# --- site chrome and link locality ----------------------------------------------------
+
+def menu_of(page: Page) -> list[tuple[str, str]]:
+    """(href, anchor text) of the links inside the page's ``<nav>``."""
+    response = HtmlResponse("http://x/", body=page.body, encoding="utf-8")
+    return [(a.attrib["href"], a.xpath("string()").get()) for a in response.css("nav a")]
+
+
+def test_every_page_of_a_regular_host_carries_the_same_menu(web, truth):
+    """Home and the first nav_sections pages, same hrefs, order and anchor
+    text on every HTML page of the host (search and private pages too)."""
+    model = SiteModel(CONFIG, web.port)
+    sections = min(CONFIG.nav_sections, CONFIG.pages)
+    for index in (0, 5):
+        host = host_name(index)
+        urls = [url for url in truth.fetched if urlsplit(url).hostname == host]
+        menus = {tuple(menu_of(model.page(host, target_of(url)))) for url in urls}
+        assert len(urls) > CONFIG.pages and len(menus) == 1
+        (menu,) = menus
+        assert [href for href, _ in menu] == ["/"] + [f"/p/{n}.html" for n in range(sections)]
+        assert menu[0][1] == "Home" and all(label.isalpha() for _, label in menu)
+    other = {tuple(menu_of(model.page(host_name(index), "/"))) for index in range(CONFIG.hosts)}
+    assert len(other) > 1  # anchor text drawn per host
+
+
+def test_menu_is_deterministic_from_the_seed_and_can_be_switched_off(web):
+    model = SiteModel(CONFIG, web.port)
+    body = get(web, "h0002.test", "/p/3.html")[2]
+    assert menu_of(Page(200, body=body)) == menu_of(model.page("h0002.test", "/p/3.html"))
+    reseeded = SiteModel(replace(CONFIG, seed=2), web.port).page("h0002.test", "/p/3.html")
+    assert [href for href, _ in menu_of(reseeded)] == [href for href, _ in menu_of(Page(200, body=body))]
+    assert menu_of(reseeded) != menu_of(Page(200, body=body))
+    bare = SiteModel(replace(CONFIG, nav_sections=0), web.port).page("h0002.test", "/p/3.html")
+    assert b"<nav" not in bare.body and not menu_of(bare)
+
+
+def test_special_and_trap_hosts_have_no_menu(web):
+    model = SiteModel(CONFIG, web.port)
+    assert not menu_of(model.page("special.test", "/")) and not menu_of(model.page("trap.test", "/"))
+
+
+def graph_bits_per_link(config: WebConfig, tmp_path) -> float:
+    """BVGraph bits per link of the ground-truth crawl's link graph (the
+    fetched pages' outlinks, canonical, ids in the link graph's order)."""
+    import numpy as np  # noqa: PLC0415
+
+    from extensions.linkgraph.bvgraph import Adjacency, write_bvgraph  # noqa: PLC0415
+    from extensions.linkgraph.ordering import node_order  # noqa: PLC0415
+    from testweb.truth import safe_canonical  # noqa: PLC0415
+
+    model = SiteModel(config, 8080)
+    edges = set()
+    for url in compute_truth(model).fetched:
+        followed, _ = page_links(model.page(urlsplit(url).hostname, target_of(url)), url, False)
+        edges.update((url, target) for target in map(safe_canonical, followed) if target)
+    urls = sorted({url for edge in edges for url in edge})
+    node = {urls[position]: ident for ident, position in enumerate(node_order(urls))}
+    sources, targets = (np.array([node[edge[side]] for edge in edges]) for side in (0, 1))
+    size = write_bvgraph(tmp_path / "graph", Adjacency.from_arcs(len(urls), sources, targets))
+    return size.graph_bits / len(edges)
+
+
+def test_regular_hosts_link_graph_has_real_sites_locality(tmp_path):
+    """With the menu and local links, BVGraph codes the default web's graph
+    in under 4 bits per link, as it does real sites; without the menu, over 5."""
+    assert graph_bits_per_link(WebConfig(), tmp_path) < 4
+    assert graph_bits_per_link(WebConfig(nav_sections=0), tmp_path) > 5
 
 
 # --- robots.txt edge-case hosts (RFC 9309) ------------------------------------------

@@ -26,13 +26,15 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--big-page-mb", type=float, default=defaults.big_page_mb)
     parser.add_argument("--robots-flaky-failures", type=int, default=defaults.robots_flaky_failures)
     parser.add_argument("--powerlaw-pages", type=int, default=defaults.powerlaw_pages)
+    parser.add_argument("--nav-sections", type=int, default=defaults.nav_sections,
+                        help="section pages in each regular host's menu (0: no menu)")
 
 
 def config_from(args: argparse.Namespace) -> WebConfig:
     return WebConfig(hosts=args.hosts, pages=args.pages, links=args.links, seed=args.seed,
                      slow_delay=args.slow_delay, crawl_delay=args.crawl_delay,
                      big_page_mb=args.big_page_mb, robots_flaky_failures=args.robots_flaky_failures,
-                     powerlaw_pages=args.powerlaw_pages)
+                     powerlaw_pages=args.powerlaw_pages, nav_sections=args.nav_sections)
 
 
 def main(argv: list[str] | None = None) -> int:

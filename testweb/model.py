@@ -11,11 +11,21 @@ Hosts (see :class:`SiteModel`):
 * ``h0000.test`` ... ``h{hosts-1}.test``: regular hosts. Host ``i``'s root
   links to the roots of hosts ``4i+1 .. 4i+4`` and to pages ``/p/0..3.html``;
   page ``N`` links to pages ``4(N+1) .. 4(N+1)+3``; the rest of the
-  ``links`` outgoing links are random (same host in several relative
-  spellings, other hosts in several absolute spellings, search pages with
-  shuffled and repeated query arguments, fragments). Both trees have
+  ``links`` outgoing links are random (:meth:`SiteModel.random_links`):
+  mostly to the same host in several relative spellings, on page ``N``
+  mostly to pages within 3 of ``N``, as real sites link what is near;
+  some to other hosts in several absolute spellings, search pages with
+  shuffled and repeated query arguments, fragments. Both trees have
   fan-out 4, so every regular page is a few hops from ``h0000.test/``.
   Each root also links ``/private/secret.html`` and ``/private/ok.html``.
+  Every HTML page of a regular host opens with the host's navigation menu
+  (:meth:`SiteModel.navigation`), as real sites' chrome does: a ``<nav>``
+  linking home (``/``) and the section pages ``/p/0.html ..
+  /p/{nav_sections-1}.html``, the same hrefs in the same order on every
+  page, with anchor text drawn from the seed. It is boilerplate (the same
+  on every page, so not a sign of duplication), and with the local links
+  it gives the link graph real sites' locality: neighbouring pages' link
+  lists share the menu, which BVGraph's reference compression copies.
 * robots.txt of regular host ``i`` (:func:`robots_variant`): the last host
   answers 503; hosts 3, 13 and 23 have ``Crawl-delay: config.crawl_delay``;
   the others cycle through ``i % 5``: 0 ``*`` disallows ``/private/``;
@@ -65,6 +75,13 @@ ROBOTS_FLAKY_HOST = "robots-flaky.test"
 TREE_FANOUT = 4
 CRAWL_DELAY_HOSTS = (3, 13, 23)
 SEARCH_VALUES = 3  # search pages per host: SEARCH_VALUES ** 2
+# A page's random links (see random_links): real sites link mostly within
+# themselves, and to pages near the one linking.
+SAME_HOST_SHARE = 0.65  # to a page of its host
+CROSS_HOST_SHARE = 0.15  # to another regular host
+SEARCH_SHARE = 0.12  # to a search page (the rest: a page of its host with a fragment)
+LOCAL_SHARE = 0.7  # of a tree page's same-host links: to a neighbour, not any page
+LOCAL_SPAN = 3  # how far a neighbour is, in page numbers either side
 
 WORDS = (
     "frontier queue host politeness crawler page link robots seen content "
@@ -88,6 +105,7 @@ class WebConfig:
     big_page_mb: float = 5.5
     robots_flaky_failures: int = 2  # 503s robots-flaky.test answers before its robots.txt
     powerlaw_pages: int = 0  # pages of the power-law hosts pl0000.test...; 0: none
+    nav_sections: int = 8  # section pages in each regular host's menu; 0: no menu
 
     def cli_args(self) -> list[str]:
         """The ``serve``/``truth`` command-line flags for this config."""
@@ -98,6 +116,7 @@ class WebConfig:
             "--big-page-mb", str(self.big_page_mb),
             "--robots-flaky-failures", str(self.robots_flaky_failures),
             "--powerlaw-pages", str(self.powerlaw_pages),
+            "--nav-sections", str(self.nav_sections),
         ]
 
 
@@ -178,22 +197,40 @@ def render_link(link: Link, text: str = "") -> str:
     raise ValueError(f"cannot render a {link.tag!r} link inline")
 
 
+class NavItem(NamedTuple):
+    """One entry of a site's navigation menu: where it goes, what it says."""
+
+    href: str
+    label: str
+
+
+def render_nav(nav: tuple[NavItem, ...] | list[NavItem]) -> str:
+    """A ``<nav>`` menu, empty for no items."""
+    if not nav:
+        return ""
+    items = "".join(f"<li>{render_link(Link(item.href), item.label)}</li>" for item in nav)
+    return f'<nav class="site-menu"><ul>{items}</ul></nav>\n'
+
+
 def html_page(title: str, text: str, links: tuple[Link, ...] | list[Link],
-              head: str = "", extra: str = "") -> bytes:
-    """A small well-formed UTF-8 page with ``links`` in a list."""
+              head: str = "", extra: str = "", nav: tuple[NavItem, ...] = ()) -> bytes:
+    """A small well-formed UTF-8 page with ``links`` in a list, after the
+    ``nav`` menu if there is one."""
     items = "".join(f"<li>{render_link(link)}</li>\n" for link in links)
     return (
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title>{head}</head>\n<body><h1>{escape(title)}</h1>\n"
+        f"<title>{escape(title)}</title>{head}</head>\n<body>{render_nav(nav)}<h1>{escape(title)}</h1>\n"
         f"<p>{escape(text)}</p>\n<ul>\n{items}</ul>\n{extra}</body></html>\n"
     ).encode("utf-8")
 
 
 def html_response(title: str, text: str, links: tuple[Link, ...] | list[Link], head: str = "",
-                  extra: str = "", status: int = 200, **fields: object) -> Page:
-    """A page rendered by :func:`html_page` that knows its own links."""
-    links = tuple(links)
-    body = html_page(title, text, links, head, extra)
+                  extra: str = "", status: int = 200, nav: tuple[NavItem, ...] = (),
+                  **fields: object) -> Page:
+    """A page rendered by :func:`html_page` that knows its own links (the
+    menu's first, in document order)."""
+    body = html_page(title, text, tuple(links), head, extra, nav)
+    links = tuple(Link(item.href) for item in nav) + tuple(links)
     return Page(status, body=body, links=links, **fields)  # type: ignore[arg-type]
 
 
@@ -308,12 +345,12 @@ class SiteModel:
             return self.tree_page(index, int(match.group(1)))
         if target in ("/private/secret.html", "/private/ok.html"):
             rng = self.rng(host, target)
-            return html_response(f"{host} private", words(rng, 30), [Link("/")])
+            return html_response(f"{host} private", words(rng, 30), [Link("/")], nav=self.navigation(index))
         match = re.fullmatch(r"/s/search\.html\?a=(\d)&a=\1&b=(\d)", target)
         if match and max(int(match.group(1)), int(match.group(2))) < SEARCH_VALUES:
             rng = self.rng(host, target)
             links = self.random_links(rng, index, "/s/", 2, search=False)
-            return html_response(f"{host} search {target}", words(rng, 25), links)
+            return html_response(f"{host} search {target}", words(rng, 25), links, nav=self.navigation(index))
         return None
 
     def root_page(self, index: int) -> Page:
@@ -326,7 +363,19 @@ class SiteModel:
         if index == 0:
             links += [Link(self.url(h, "/")) for h in (SPECIAL_HOST, TRAP_HOST, MIRROR_HOST, SLOW_HOST)]
         links += self.random_links(rng, index, "/", config.links)
-        return html_response(f"{host} home", words(rng, 60), links)
+        return html_response(f"{host} home", words(rng, 60), links, nav=self.navigation(index))
+
+    def navigation(self, index: int) -> tuple[NavItem, ...]:
+        """Regular host ``index``'s menu: home and the first
+        ``nav_sections`` pages (the tree's top), labelled from the seed,
+        identical on every page of the host."""
+        sections = min(self.config.nav_sections, self.config.pages)
+        if sections <= 0:
+            return ()
+        rng = self.rng(host_name(index), "#navigation")
+        labels = rng.sample(WORDS * (1 + sections // len(WORDS)), sections)
+        return (NavItem("/", "Home"),
+                *(NavItem(f"/p/{n}.html", label.title()) for n, label in enumerate(labels)))
 
     def tree_page(self, index: int, number: int) -> Page:
         host, config = host_name(index), self.config
@@ -334,25 +383,38 @@ class SiteModel:
         first = TREE_FANOUT * (number + 1)
         children = [n for n in range(first, first + TREE_FANOUT) if n < config.pages]
         links = [Link(rng.choice((f"{n}.html", f"/p/{n}.html", f"./{n}.html"))) for n in children]
-        links += self.random_links(rng, index, "/p/", max(config.links - len(children), 1))
-        return html_response(f"{host} page {number}", words(rng, rng.randint(40, 90)), links)
+        links += self.random_links(rng, index, "/p/", max(config.links - len(children), 1), near=number)
+        return html_response(f"{host} page {number}", words(rng, rng.randint(40, 90)), links,
+                             nav=self.navigation(index))
 
     def random_links(self, rng: random.Random, index: int, directory: str, count: int,
-                     search: bool = True) -> list[Link]:
-        """``count`` random links in the spellings real sites use."""
+                     search: bool = True, near: int | None = None) -> list[Link]:
+        """``count`` random links in the spellings real sites use; from page
+        ``near``, most same-host links go to its neighbours (:meth:`page_number`)."""
         links = []
         for _ in range(count):
             roll = rng.random()
-            if roll < 0.45:
-                href = self.same_host_href(rng, index, directory, rng.randrange(self.config.pages))
-            elif roll < 0.8:
+            if roll < SAME_HOST_SHARE:
+                href = self.same_host_href(rng, index, directory, self.page_number(rng, near))
+            elif roll < SAME_HOST_SHARE + CROSS_HOST_SHARE:
                 href = self.cross_host_href(rng)
-            elif roll < 0.92 and search:
+            elif roll < SAME_HOST_SHARE + CROSS_HOST_SHARE + SEARCH_SHARE and search:
                 href = search_href(rng)
             else:
-                href = f"/p/{rng.randrange(self.config.pages)}.html#section-{rng.randint(1, 3)}"
+                href = f"/p/{self.page_number(rng, near)}.html#section-{rng.randint(1, 3)}"
             links.append(Link(href))
         return links
+
+    def page_number(self, rng: random.Random, near: int | None) -> int:
+        """A page of the host: with probability :data:`LOCAL_SHARE` one within
+        :data:`LOCAL_SPAN` of page ``near`` (real sites link the pages next
+        to one: the previous and next chapter, the rest of a listing), else
+        any page."""
+        pages = self.config.pages
+        if near is None or rng.random() >= LOCAL_SHARE:
+            return rng.randrange(pages)
+        offset = rng.randint(1, LOCAL_SPAN) * rng.choice((-1, 1))
+        return min(max(near + offset, 0), pages - 1)
 
     def same_host_href(self, rng: random.Random, index: int, directory: str, number: int) -> str:
         choices = [f"/p/{number}.html", self.url(host_name(index), f"/p/{number}.html")]
