@@ -142,7 +142,9 @@ def test_large_pages_are_judged_by_their_bytes_and_their_first_text(
             "CONTENTSEEN_NEAR_MIN_SHINGLES": 1})  # 200 bytes are fewer shingles than the default
     assert result.returncode == 0
     items = items_by_url(result)
-    assert items[copy]["duplicate_of"] == original
+    # both seeds are fetched at once: whichever is judged second is the copy
+    verdicts = (items[copy].get("duplicate_of"), items[original].get("duplicate_of"))
+    assert verdicts in ((original, None), (None, copy)), verdicts
     assert len(items[original]["simhash"]) == 16
 
 
