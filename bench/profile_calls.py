@@ -5,7 +5,9 @@ seconds are noisy on a shared machine).
     python -m bench.profile_calls before.prof after.prof --match scan_html text.py:.*_parse
 
 ``--match``: regular expressions on ``file(function)``; every matching
-function is a row (calls and cumulative seconds per profile).
+function is a row: calls, cumulative seconds and their share of the
+profile's total (the share is steadier than seconds when the machine's load
+changes between runs).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from pathlib import Path
 
 
 def rows(path: Path, patterns: list[re.Pattern[str]]) -> dict[str, tuple[int, float]]:
-    """``file(function)`` -> (calls, cumulative seconds) for matching functions (a moved function keeps its row)."""
-    stats = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
-    found = {}
+    """``file(function)`` -> (calls, cumulative seconds) for matching
+    functions (a moved function keeps its row); ``total`` -> the profile's."""
+    profile = pstats.Stats(str(path))
+    stats = profile.stats  # type: ignore[attr-defined]
+    found = {"total": (0, profile.total_tt)}  # type: ignore[attr-defined]
     for (filename, line, name), (_, calls, _, cumulative, _) in stats.items():
         key = f"{'/'.join(filename.split('/')[-2:])}({name})"
         if any(pattern.search(key) for pattern in patterns):
@@ -35,11 +39,13 @@ def main() -> None:
     patterns = [re.compile(text) for text in args.match]
     tables = [rows(path, patterns) for path in args.profiles]
     keys = sorted({key for table in tables for key in table}, key=lambda k: -max(t.get(k, (0, 0))[1] for t in tables))
-    header = "".join(f" | {path.stem} calls | {path.stem} s" for path in args.profiles)
+    header = "".join(f" | {path.stem} calls | {path.stem} s | share" for path in args.profiles)
     print(f"| function{header} |")
-    print("|---" + "|---:" * 2 * len(args.profiles) + "|")
+    print("|---" + "|---:" * 3 * len(args.profiles) + "|")
     for key in keys:
-        cells = "".join(f" | {t[key][0]} | {t[key][1]:.2f}" if key in t else " | - | -" for t in tables)
+        cells = "".join(
+            f" | {t[key][0]} | {t[key][1]:.2f} | {100 * t[key][1] / t['total'][1]:.1f}%" if key in t
+            else " | - | - | -" for t in tables)
         print(f"| {key}{cells} |")
 
 
