@@ -42,7 +42,7 @@ from extensions import defaults
 from extensions.processors.htmlscan import scan_html
 from extensions.processors.parsedpage import parsed_page
 from extensions.processors.registry import LateStats
-from extensions.urls.canonical import InvalidURL, canonicalize, resolve
+from extensions.urls.canonical import InvalidURL, Resolver, canonicalize, resolve
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -153,12 +153,12 @@ class HtmlLinkExtractor:
         self._count("links/nofollow", scan.nofollow_skipped)
         if scan.page_nofollow and not self.ignore_nofollow:
             return {"links": [], "nofollow": True}
-        base = base_url(scan.base, response.url)
+        resolver = Resolver(base_url(scan.base, response.url))  # the base split once per page
         links: dict[str, None] = {}
         invalid = 0
         for value, elements in scan.hrefs.items():
             try:
-                url = canonicalize(resolve(base, value), encoding=encoding)
+                url = canonicalize(resolver.resolve(value), encoding=encoding)
             except InvalidURL:
                 invalid += elements
                 continue
