@@ -42,15 +42,27 @@ class ContentFeatures(NamedTuple):
     empty_text: bool = False  # normalised mode: a text document without visible text
 
 
+def wants_text(mime: str, mode: str, near: bool) -> bool:
+    """Whether :func:`content_features` reads the visible text of a ``mime``
+    document (raw mode without the near test uses no text: no parse)."""
+    return mime in TEXT_TYPES and (near or mode == NORMALISED)
+
+
 def content_features(body: bytes, encoding: str | None, mime: str, *, mode: str = NORMALISED,
-                     max_text_bytes: int = 1 << 20, near: bool = True) -> ContentFeatures:
-    """The features of ``body`` (``mime``: lower-case, without parameters)."""
+                     max_text_bytes: int = 1 << 20, near: bool = True,
+                     text: str | None = None) -> ContentFeatures:
+    """The features of ``body`` (``mime``: lower-case, without parameters).
+
+    ``text``: the visible text of ``body[:max_text_bytes]`` when the caller
+    has it already (the page's one parse); otherwise parsed here if wanted.
+    """
     if mode not in MODES:
         raise ValueError(f"fingerprint mode must be one of {MODES}, not {mode!r}")
     large = len(body) > max_text_bytes
-    # raw mode without the near test uses no text: no parse
-    wanted = mime in TEXT_TYPES and (near or mode == NORMALISED)
-    text = visible_text(body[:max_text_bytes] if large else body, encoding) if wanted else None
+    if not wants_text(mime, mode, near):
+        text = None
+    elif text is None:
+        text = visible_text(body[:max_text_bytes] if large else body, encoding)
     if mode == NORMALISED and text and not large:
         fingerprint = text_fingerprint(text)
     else:

@@ -27,7 +27,7 @@ from typing import Final, NamedTuple
 
 import numpy as np
 
-from extensions.contentseen.simhash import DEFAULT_SHINGLE_WORDS, shingle_set, simhash_of
+from extensions.contentseen.simhash import DEFAULT_SHINGLE_WORDS, shingle_set, shingle_sets, simhash_of
 
 SKETCH_SIZE: Final = 64
 _BIG_U32 = np.dtype(">u4")
@@ -60,8 +60,10 @@ def near_features(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS,
     page on two days) stay within the distance, while the sketch still tells
     two unrelated tables of figures apart.
     """
-    hashes = shingle_set(text, shingle_words)
-    candidate = shingle_set(text, shingle_words, fold_digits=True) if candidate_fold_digits else hashes
+    if candidate_fold_digits:  # one tokenisation for both sets
+        hashes, candidate = shingle_sets(text, shingle_words)
+    else:
+        candidate = hashes = shingle_set(text, shingle_words)
     return NearFeatures(simhash_of(candidate), sketch_of(hashes), len(hashes))
 
 

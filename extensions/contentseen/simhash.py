@@ -56,6 +56,8 @@ MASK64: Final = (1 << 64) - 1
 _U64 = np.uint64
 _PRIME: Final = 0x100000001B3  # odd, so invertible mod 2**64
 _SPACE: Final = 32
+_ZERO: Final = np.uint8(ord("0"))
+_NINE: Final = np.uint8(ord("9"))
 
 
 def _translation(fold_digits: bool) -> bytes:
@@ -127,23 +129,58 @@ def normalised_bytes(text: str, fold_digits: bool = False) -> np.ndarray:
 
 def token_hashes(data: np.ndarray) -> np.ndarray:
     """One 64-bit hash per word of :func:`normalised_bytes` output, in order."""
+    return _token_hashes(data, fold_too=False)[0]
+
+
+def token_hashes_folded(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`token_hashes` of ``data`` (:func:`normalised_bytes` without
+    folding) and of the same text with digits folded, from one tokenisation.
+
+    Folding maps ASCII digits to ``0`` and nothing else, so both have the
+    same words at the same places; only words with a digit are hashed again.
+    The second array is the first (the same object) when no word has one.
+    """
+    return _token_hashes(data, fold_too=True)
+
+
+def _token_hashes(data: np.ndarray, fold_too: bool) -> tuple[np.ndarray, np.ndarray | None]:
     parts, start = [], 0
     while len(data) - start > CHUNK_BYTES:
         window = data[start:start + CHUNK_BYTES]
         spaces = np.flatnonzero(window == _SPACE)
         cut = start + (int(spaces[-1]) + 1 if len(spaces) else CHUNK_BYTES)
-        parts.append(_chunk_token_hashes(data[start:cut]))
+        parts.append(_chunk_token_hashes(data[start:cut], fold_too))
         start = cut
-    parts.append(_chunk_token_hashes(data[start:]))
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    parts.append(_chunk_token_hashes(data[start:], fold_too))
+    if len(parts) == 1:
+        return parts[0]
+    plain = np.concatenate([part[0] for part in parts])
+    if not fold_too:
+        return plain, None
+    if all(part[1] is part[0] for part in parts):
+        return plain, plain
+    return plain, np.concatenate([part[1] for part in parts])
 
 
-def _chunk_token_hashes(data: np.ndarray) -> np.ndarray:
+def _chunk_token_hashes(data: np.ndarray, fold_too: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     length = len(data)
     padded = np.zeros(length + 2, dtype=bool)
     padded[1:-1] = data != _SPACE
     edges = np.flatnonzero(padded[1:] != padded[:-1])
     starts, ends = edges[0::2], edges[1::2]
+    plain = _word_hashes(data, starts, ends)
+    if not fold_too:
+        return plain, None
+    # "1".."9" only come from digits: other ASCII is a letter or a space
+    digits = (data > _ZERO) & (data <= _NINE)
+    if not digits.any():
+        return plain, plain
+    return plain, _word_hashes(np.where(digits, _ZERO, data), starts, ends)
+
+
+def _word_hashes(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The hash of each word ``data[starts[i]:ends[i]]`` (module docstring)."""
+    length = len(data)
     prefix = np.zeros(length + 1, dtype=_U64)
     np.multiply(data, _POWERS[:length], out=prefix[1:])
     np.cumsum(prefix[1:], out=prefix[1:])
@@ -173,6 +210,18 @@ def shingle_set(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS,
     with np.errstate(over="ignore"):
         tokens = token_hashes(normalised_bytes(text, fold_digits))
         return np.unique(shingle_hashes(tokens, shingle_words))
+
+
+def shingle_sets(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`shingle_set` of ``text`` without and with ``fold_digits``,
+    tokenised once; the second is the first (same object) when the text has
+    no digit."""
+    with np.errstate(over="ignore"):
+        plain, folded = token_hashes_folded(normalised_bytes(text))
+        hashes = np.unique(shingle_hashes(plain, shingle_words))
+        if folded is plain:
+            return hashes, hashes
+        return hashes, np.unique(shingle_hashes(folded, shingle_words))
 
 
 def bit_votes(hashes: np.ndarray) -> np.ndarray:

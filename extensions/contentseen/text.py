@@ -47,30 +47,59 @@ def visible_text(body: bytes, encoding: str | None = None) -> str:
 
     Never raises on bad input: an empty or unparsable body gives ``""``.
     """
-    root = _parse(decode_body(body, encoding).replace("<", " <"))
+    root, _ = text_tree(body, encoding)
+    return text_of(root)
+
+
+def text_tree(body: bytes, encoding: str | None = None) -> tuple[etree._Element | None, bool]:
+    """The tree :func:`visible_text` reads, and whether libxml2 parsed the
+    whole document (False when it stopped at a resource limit, such as
+    elements nested deeper than 256).
+
+    Every tag boundary carries a space (module docstring); elements and
+    their order are those of any libxml2 HTML parse of the same text, so
+    the HTML processors can read their elements from this tree before
+    :func:`text_of` strips it (:mod:`extensions.processors.parsedpage`).
+    """
+    return _parse(decode_body(body, encoding).replace("<", " <"))
+
+
+def text_of(root: etree._Element | None) -> str:
+    """The visible text of a :func:`text_tree` tree; strips the tree's
+    dropped elements in place."""
     if root is None:
         return ""
     etree.strip_elements(root, *DROPPED_ELEMENTS, with_tail=False)
     return normalise_whitespace(etree.tostring(root, method="text", encoding="unicode"))
 
 
-def _parse(text: str) -> etree._Element | None:
+def _parse(text: str) -> tuple[etree._Element | None, bool]:
     if not text.strip():
-        return None
+        return None, True
     try:
-        return etree.fromstring(text, _PARSER)
+        return etree.fromstring(text, _PARSER), _complete(_PARSER)
     except ValueError:
         # lxml refuses str input that declares its own encoding (<?xml
         # encoding=...?>); the text is already decoded, so hand it over as UTF-8.
         return _parse_utf8(text.encode("utf-8"))
     except etree.LxmlError:
-        return None
+        return None, False
 
 
-def _parse_utf8(data: bytes) -> etree._Element | None:
+def _parse_utf8(data: bytes) -> tuple[etree._Element | None, bool]:
     parser = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True,
                               encoding="utf-8")
     try:
-        return etree.fromstring(data, parser)
+        return etree.fromstring(data, parser), _complete(parser)
     except (ValueError, etree.LxmlError):
-        return None
+        return None, False
+
+
+def _complete(parser: etree.HTMLParser) -> bool:
+    """False if the last parse stopped at one of libxml2's limits (without
+    ``huge_tree``: nesting depth, text node size), where a scan with
+    ``huge_tree`` reads on."""
+    return not any(error.type == _RESOURCE_LIMIT for error in parser.error_log)
+
+
+_RESOURCE_LIMIT = etree.ErrorTypes.ERR_RESOURCE_LIMIT

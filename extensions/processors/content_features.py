@@ -8,7 +8,10 @@ puts the result on the item's ``content_features`` field, which
 removes. Switched off with the test (``CONTENTSEEN_ENABLED = False``); reads
 ``CONTENTSEEN_MODE``, ``CONTENTSEEN_MAX_TEXT_BYTES`` and
 ``CONTENTSEEN_NEAR_ENABLED`` (what each computes:
-:mod:`extensions.contentseen.features`).
+:mod:`extensions.contentseen.features`). The visible text of an HTML page
+comes from the page's one parse
+(:func:`extensions.processors.parsedpage.parsed_page`), which the HTML
+processors then read their elements from.
 """
 
 from __future__ import annotations
@@ -18,14 +21,18 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import NotConfigured
 
 from extensions import defaults
-from extensions.contentseen.features import ContentFeatures, content_features
+from extensions.contentseen.features import ContentFeatures, content_features, wants_text
 from extensions.contentseen.fingerprint import MODES
+from extensions.processors.parsedpage import parsed_page
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
 __all__ = ["ContentFeatureExtractor"]
+
+#: Types parsed as HTML by the processors too (text/plain is not).
+HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 
 class ContentFeatureExtractor:
@@ -49,5 +56,8 @@ class ContentFeatureExtractor:
 
     def extract(self, response: Response, mime: str) -> ContentFeatures:
         """The features of ``response`` (``mime``: lower-case, no parameters)."""
+        text = None
+        if mime in HTML_TYPES and wants_text(mime, self.mode, self.near):
+            text = parsed_page(response, self.max_text_bytes, text=True).text
         return content_features(response.body, getattr(response, "encoding", None), mime, mode=self.mode,
-                                max_text_bytes=self.max_text_bytes, near=self.near)
+                                max_text_bytes=self.max_text_bytes, near=self.near, text=text)

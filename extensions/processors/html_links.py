@@ -1,7 +1,10 @@
 """Link extraction for HTML: the processing module that feeds the frontier.
 
-Scans the document with :func:`extensions.processors.htmlscan.scan_html`
-(libxml2's push parser, no tree) rather than running Scrapy's
+Reads the page's link elements from its one parse
+(:func:`extensions.processors.parsedpage.parsed_page`, shared with tag
+counting and the content-seen test), or scans a document too large for a
+tree with :func:`extensions.processors.htmlscan.scan_html` (libxml2's push
+parser, no tree), rather than running Scrapy's
 ``LinkExtractor`` on ``response.selector``: a tree of a large page costs
 hundreds of bytes per element, and that extractor cannot keep ``link``
 elements by their ``rel``, knows nothing of ``<meta name=robots>``, and
@@ -37,8 +40,9 @@ from scrapy.http import TextResponse
 
 from extensions import defaults
 from extensions.processors.htmlscan import scan_html
+from extensions.processors.parsedpage import parsed_page
 from extensions.processors.registry import LateStats
-from extensions.urls.canonical import InvalidURL, canonicalize, resolve
+from extensions.urls.canonical import InvalidURL, Resolver, canonicalize, resolve
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -138,18 +142,23 @@ class HtmlLinkExtractor:
             return {"links": [], "nofollow": False}
         encoding = response.encoding
         scan = LinkScan(self.max_links, self.ignore_nofollow)
-        truncated = scan_html(response.body, encoding, scan, self.max_parse_bytes)
+        page = parsed_page(response, self.max_parse_bytes)
+        if page is not None and page.exact:
+            page.replay(scan)
+            truncated = page.truncated and not scan.done
+        else:
+            truncated = scan_html(response.body, encoding, scan, self.max_parse_bytes)
         self._count("processors/truncated/HtmlLinkExtractor", int(truncated))
         self._count("links/capped", int(scan.done))
         self._count("links/nofollow", scan.nofollow_skipped)
         if scan.page_nofollow and not self.ignore_nofollow:
             return {"links": [], "nofollow": True}
-        base = base_url(scan.base, response.url)
+        resolver = Resolver(base_url(scan.base, response.url))  # the base split once per page
         links: dict[str, None] = {}
         invalid = 0
         for value, elements in scan.hrefs.items():
             try:
-                url = canonicalize(resolve(base, value), encoding=encoding)
+                url = canonicalize(resolver.resolve(value), encoding=encoding)
             except InvalidURL:
                 invalid += elements
                 continue

@@ -1,9 +1,11 @@
 """Tag counting: Mercator's example of a statistics-gathering processor.
 
-Counts the elements of an HTML document by tag name in one streaming pass
-(:func:`extensions.processors.htmlscan.scan_html`: no tree, at most
-``PROCESSING_MAX_PARSE_BYTES`` of the document read; documents cut count
-``processors/truncated/TagCounter``). Only the ``TAG_COUNTER_MAX_TAGS`` most
+Counts the elements of an HTML document by tag name, from the page's one
+parse (:func:`extensions.processors.parsedpage.parsed_page`) or, for a
+document too large for a tree, in one streaming pass
+(:func:`extensions.processors.htmlscan.scan_html`); at most
+``PROCESSING_MAX_PARSE_BYTES`` of the document read, documents cut count
+``processors/truncated/TagCounter``. Only the ``TAG_COUNTER_MAX_TAGS`` most
 common tags are reported, so a page of invented tags (a trap, or a
 custom-element framework) cannot bloat every item.
 """
@@ -17,6 +19,7 @@ from scrapy.http import TextResponse
 
 from extensions import defaults
 from extensions.processors.htmlscan import scan_html
+from extensions.processors.parsedpage import parsed_page
 from extensions.processors.registry import LateStats
 
 if TYPE_CHECKING:
@@ -65,7 +68,13 @@ class TagCounter:
     def process(self, response: Response) -> dict[str, Any]:
         if not isinstance(response, TextResponse) or not response.body:
             return {"tags": {}}
-        scan = _TagScan()
-        if scan_html(response.body, response.encoding, scan, self.max_parse_bytes) and self.stats is not None:
+        page = parsed_page(response, self.max_parse_bytes)
+        if page is not None and page.exact:
+            counts, truncated = page.tags, page.truncated
+        else:
+            scan = _TagScan()
+            truncated = scan_html(response.body, response.encoding, scan, self.max_parse_bytes)
+            counts = scan.counts
+        if truncated and self.stats is not None:
             self.stats.inc_value("processors/truncated/TagCounter")
-        return {"tags": dict(scan.counts.most_common(self.max_tags))}
+        return {"tags": dict(counts.most_common(self.max_tags))}

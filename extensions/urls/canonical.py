@@ -11,7 +11,10 @@ raise :class:`InvalidURL` instead of passing through.
 
 :func:`resolve` turns an ``href`` into an absolute URL: ``urljoin`` (RFC 3986
 section 5.2, which it passes for all section 5.4 examples) after the
-whitespace clean-up browsers do.
+whitespace clean-up browsers do. :class:`Resolver` does the same for the
+many links of one page, splitting the page's base once instead of once per
+link (``urljoin``'s algorithm with the base's parts kept; equal to
+:func:`resolve` for every reference, ``tests/test_resolver_once.py``).
 
 Both run for every link of every page. Results of :func:`canonicalize` are
 cached (a site's navigation links repeat on every page), and the extra checks
@@ -24,11 +27,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from ipaddress import IPv6Address
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlparse, urlsplit, urlunparse, uses_netloc, uses_relative
 
 from w3lib.url import canonicalize_url
 
-__all__ = ["InvalidURL", "canonicalize", "host_of", "resolve"]
+__all__ = ["InvalidURL", "Resolver", "canonicalize", "host_of", "resolve"]
 
 #: Distinct URLs whose canonical form is kept (about 300 bytes each).
 CACHE_SIZE = 16384
@@ -116,15 +119,88 @@ def resolve(base: str, href: str) -> str:
     not canonical: pass it to :func:`canonicalize`. :class:`InvalidURL` if
     the reference cannot be parsed (a broken IPv6 literal).
     """
+    href = _clean_href(base, href)
+    try:
+        return urljoin(base, href)
+    except ValueError as err:
+        raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {err}") from err
+
+
+class Resolver:
+    """:func:`resolve` against one base, for the links of one page.
+
+    ``urljoin`` parses its base again for every reference; this parses it
+    once and runs the rest of ``urljoin``'s algorithm (CPython's, step for
+    step) per reference, so ``Resolver(base).resolve(href) ==
+    resolve(base, href)`` for every ``href``, raising where it raises.
+    """
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self._error: ValueError | None = None
+        try:
+            self._parts = urlparse(base)
+        except ValueError as err:  # raised per reference, as urljoin would
+            self._error = err
+            return
+        base_parts = self._parts.path.split("/")
+        if base_parts[-1] != "":  # the last segment is not a directory
+            del base_parts[-1]
+        self._base_segments = base_parts
+
+    def resolve(self, href: str) -> str:
+        """``href`` made absolute against the base (see :func:`resolve`)."""
+        base = self.base
+        href = _clean_href(base, href)
+        if not base:
+            return href
+        if not href:
+            return base
+        if self._error is not None:
+            raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {self._error}") from self._error
+        try:
+            return self._join(href)
+        except ValueError as err:
+            raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {err}") from err
+
+    def _join(self, url: str) -> str:
+        """``urljoin(self.base, url)`` with the base already split (CPython 3.11)."""
+        bscheme, bnetloc, bpath, bparams, bquery, _ = self._parts
+        scheme, netloc, path, params, query, fragment = urlparse(url, bscheme)
+        if scheme != bscheme or scheme not in uses_relative:
+            return url
+        if scheme in uses_netloc:
+            if netloc:
+                return urlunparse((scheme, netloc, path, params, query, fragment))
+            netloc = bnetloc
+        if not path and not params:
+            return urlunparse((scheme, netloc, bpath, bparams, query or bquery, fragment))
+        if path[:1] == "/":  # RFC 3986: an absolute path ignores the base's
+            segments = path.split("/")
+        else:
+            segments = self._base_segments + path.split("/")
+            # no empty segments inside: they would double slashes on joining
+            segments[1:-1] = filter(None, segments[1:-1])
+        resolved: list[str] = []
+        for segment in segments:
+            if segment == "..":
+                if resolved:
+                    resolved.pop()
+            elif segment != ".":
+                resolved.append(segment)
+        if segments[-1] in (".", ".."):  # a relative directory keeps its slash
+            resolved.append("")
+        return urlunparse((scheme, netloc, "/".join(resolved) or "/", params, query, fragment))
+
+
+def _clean_href(base: str, href: str) -> str:
+    """``href`` after the browsers' clean-up (:func:`resolve`)."""
     href = href.strip(_STRIP)
     if "\t" in href or "\n" in href or "\r" in href:
         href = href.translate(_TAB_NEWLINE)
     if "\\" in href:
         href = _backslashes_to_slashes(base, href)
-    try:
-        return urljoin(base, href)
-    except ValueError as err:
-        raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {err}") from err
+    return href
 
 
 def _backslashes_to_slashes(base: str, href: str) -> str:

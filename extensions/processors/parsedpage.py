@@ -1,0 +1,145 @@
+"""One parse of an HTML page, shared by everything that reads it.
+
+Three readers want the same document: link extraction (the elements that
+carry links, ``<base>``, ``<meta name=robots>``), tag counting (every
+element) and the content-seen test (the visible text). Each used to parse it
+on its own. :func:`parsed_page` parses it once, with the tree
+:func:`extensions.contentseen.text.text_tree` builds for the visible text,
+records the tag counts and the link elements, then (if asked) strips the
+tree to its text and lets it go. The first reader of a response pays for the
+parse; the others get the same :class:`ParsedPage` (a one-page memo keyed by
+the response object, held weakly, so nothing outlives the response).
+
+What each reader sees is exactly what its own scan
+(:func:`extensions.processors.htmlscan.scan_html`) saw: the same libxml2
+parser builds the same elements in the same order, whether it is fed in
+chunks or at once. Where the two parses could differ, the page says so and
+the processors scan as before (``exact`` False): a body with NUL characters
+(the scan drops them), a parse stopped at libxml2's nesting limit (the scan
+reads on with ``huge_tree``) and a ``<`` inside a tag (the text parse puts
+a space before every ``<``, which cuts a tag name or an unquoted attribute
+value, and changes a link's quoted value). ``tests/test_parsedpage.py`` compares both on the test web's
+pages and on real documentation pages.
+
+Memory: a tree is built only for documents of at most
+:data:`TREE_MAX_BYTES` (the visible text always built one of the same
+bound); larger documents get no parsed page and the processors stream them
+with :func:`~extensions.processors.htmlscan.scan_html` within
+``PROCESSING_MAX_PARSE_BYTES``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from lxml import etree
+
+from extensions import defaults
+from extensions.contentseen.text import text_of, text_tree
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
+
+    from extensions.processors.htmlscan import ScanTarget
+
+__all__ = ["LINK_ELEMENTS", "TREE_MAX_BYTES", "ParsedPage", "parse_page", "parsed_page"]
+
+#: Largest document (bytes read) parsed into a tree; larger ones are streamed.
+TREE_MAX_BYTES: int = defaults.CONTENTSEEN_MAX_TEXT_BYTES
+#: Elements a link extractor looks at, in document order.
+LINK_ELEMENTS = ("a", "area", "link", "frame", "iframe", "base", "meta")
+
+# A "<" inside a tag: the text parse puts a space before it, which cuts a
+# tag name or an unquoted value there and turns the rest into an attribute
+# name, and changes a link element's quoted value. The scan reads them whole.
+_LT_IN_TAG = etree.XPath(
+    "boolean(//@*[contains(name(), '<')]"
+    " | (//a|//area|//link|//frame|//iframe|//base|//meta)/@*[contains(., '<')])")
+
+
+class ParsedPage:
+    """What the HTML processors and the content-seen test read of one page.
+
+    ``read_bytes``: how much of the body was parsed; ``truncated``: the body
+    is longer. ``exact``: ``tags`` and ``link_elements`` are what a
+    :func:`~extensions.processors.htmlscan.scan_html` of the same bytes
+    sees (when False they are empty and a processor scans itself).
+    ``text``: the visible text, None unless asked for.
+    """
+
+    __slots__ = ("exact", "link_elements", "read_bytes", "tags", "text", "truncated", "__weakref__")
+
+    def __init__(self, read_bytes: int, truncated: bool, exact: bool, tags: Counter[str],
+                 link_elements: list[tuple[str, dict[str, str]]], text: str | None) -> None:
+        self.read_bytes = read_bytes
+        self.truncated = truncated
+        self.exact = exact
+        self.tags = tags
+        self.link_elements = link_elements
+        self.text = text
+
+    def replay(self, target: ScanTarget) -> None:
+        """Feed the link elements to ``target`` as a scan would, until it is done."""
+        start = target.start
+        for tag, attrib in self.link_elements:
+            if target.done:
+                return
+            start(tag, attrib)
+
+
+def parse_page(body: bytes, encoding: str | None, max_bytes: int, text: bool = True) -> ParsedPage:
+    """Parse ``body[:max_bytes]`` once: tag counts, link elements and
+    (with ``text``) the visible text. Never raises on bad input."""
+    read = body[:max_bytes] if len(body) > max_bytes else body
+    root, complete = text_tree(read, encoding)
+    tags: Counter[str] = Counter()
+    elements: list[tuple[str, dict[str, str]]] = []
+    exact = complete and b"\x00" not in read and (root is None or not _LT_IN_TAG(root))
+    if exact and root is not None:
+        tags.update(element.tag for element in root.iter(etree.Element))
+        elements = [(element.tag, dict(element.attrib)) for element in root.iter(*LINK_ELEMENTS)]
+    return ParsedPage(len(read), len(body) > max_bytes, exact, tags, elements,
+                      text_of(root) if text else None)
+
+
+class _LastPage:
+    """A one-page memo: the last response asked about and its parse."""
+
+    def __init__(self) -> None:
+        self.response: weakref.ref[Any] | None = None
+        self.page: ParsedPage | None = None
+
+    def get(self, response: Response, read_bytes: int, text: bool) -> ParsedPage | None:
+        page = self.page
+        if (page is None or self.response is None or self.response() is not response
+                or page.read_bytes != read_bytes or (text and page.text is None)):
+            return None
+        return page
+
+    def put(self, response: Response, page: ParsedPage) -> None:
+        self.response = weakref.ref(response)
+        self.page = page
+
+
+_LAST = _LastPage()
+
+
+def parsed_page(response: Response, max_bytes: int, text: bool = False) -> ParsedPage | None:
+    """The parse of ``response``'s first ``max_bytes``, made once per response.
+
+    None when no tree is built: a document over :data:`TREE_MAX_BYTES` read
+    without ``text`` (stream it). With ``text`` always a page (the visible
+    text needs the tree whatever its size, as before).
+    """
+    body = response.body
+    read_bytes = min(len(body), max_bytes)
+    page = _LAST.get(response, read_bytes, text)
+    if page is not None:
+        return page
+    if not text and read_bytes > TREE_MAX_BYTES:
+        return None
+    page = parse_page(body, getattr(response, "encoding", None), max_bytes, text)
+    _LAST.put(response, page)
+    return page

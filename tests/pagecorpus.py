@@ -1,0 +1,37 @@
+"""HTML pages to compare a new page-processing path with the old one on:
+the synthetic test web's pages (every kind it serves: encodings, ``<base>``,
+nofollow, frames, near-duplicates) and real documentation pages installed
+by Debian packages (Sphinx, DocBook, Django's and Node's docs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from testweb.model import SiteModel, WebConfig
+from testweb.truth import compute_truth
+
+#: Where Debian installs documentation HTML (python-django-doc,
+#: debian-reference-en, nodejs-doc, sphinx-doc, ...).
+DOC_ROOT = Path("/usr/share/doc")
+
+
+def synthetic_pages(hosts: int = 30, pages: int = 30) -> list[tuple[str, bytes, str]]:
+    """``(url, body, encoding)`` of every 200 HTML page a crawl of a small
+    test web fetches, in URL order."""
+    model = SiteModel(WebConfig(hosts=hosts, pages=pages), port=8080)
+    found = []
+    for url in sorted(compute_truth(model, depth_limit=8).fetched):
+        parts = urlsplit(url)
+        page = model.page(parts.hostname, parts.path + (f"?{parts.query}" if parts.query else ""))
+        if page.status == 200 and page.body and page.content_type.startswith("text/html"):
+            charset = page.content_type.partition("charset=")[2] or "utf-8"
+            found.append((url, page.body, charset))
+    return found
+
+
+def real_pages(every: int = 1, root: Path = DOC_ROOT) -> list[tuple[str, bytes, str]]:
+    """``(url, body, "utf-8")`` of every ``every``-th documentation HTML
+    file under ``root`` (sorted by path); empty if none is installed."""
+    files = sorted(path for path in root.rglob("*.html") if path.is_file())
+    return [(f"http://docs.test{path}", path.read_bytes(), "utf-8") for path in files[::every]]

@@ -1,0 +1,93 @@
+"""Link resolution with the base split once per page
+(extensions.urls.canonical.Resolver) gives exactly what resolve() (urljoin
+per link) gives: for every reference hypothesis builds against many bases,
+for the RFC 3986 section 5.4 examples and for the WHATWG URL test data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from extensions.urls.canonical import InvalidURL, Resolver, resolve
+
+CONFORMANCE = Path(__file__).resolve().parents[1] / ".." / "shared" / "conformance"
+
+BASES = [
+    "http://a/b/c/d;p?q", "http://a.test/dir/page.html", "http://a.test/dir/", "http://a.test",
+    "http://a.test/", "https://u:p@a.test:8443/x/y/z?k=v#frag", "http://a.test/a/b/../c/./d.html",
+    "http://[::1]:8080/p/q", "http://a.test//double//slash/", "https://a.test/;params/x;y?q",
+    "ftp://a.test/pub/", "mailto:someone@a.test", "", "http://[::1/broken", "http://a.test/?",
+]
+
+# pieces of relative references, weighted toward what breaks path merging
+PIECES = ["", "/", "//", ".", "..", "./", "../", "g", "g/", ";x", "?", "?y", "#", "#s", ":", "@",
+          "http:", "https:", "http://h", "//h", "%2e", "%2E%2e", "\\", " ", "\t", "\n", "~", "a b",
+          "[::1]", "[", "]", "javascript:", "ü", "%", "=", "&", "+"]
+
+
+def outcome(function: Any, *args: str) -> tuple[str, str]:
+    try:
+        return "ok", function(*args)
+    except InvalidURL:
+        return "invalid", ""
+
+
+def assert_same(base: str, href: str) -> None:
+    assert outcome(Resolver(base).resolve, href) == outcome(resolve, base, href), (base, href)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.sampled_from(BASES), st.lists(st.sampled_from(PIECES), max_size=8).map("".join))
+def test_resolver_equals_urljoin_for_built_references(base: str, href: str) -> None:
+    assert_same(base, href)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.sampled_from(BASES), st.text(max_size=40))
+def test_resolver_equals_urljoin_for_any_text(base: str, href: str) -> None:
+    assert_same(base, href)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=6).map(lambda parts: "http://h.test/" + "".join(parts)),
+       st.lists(st.sampled_from(PIECES), max_size=6).map("".join))
+def test_resolver_equals_urljoin_for_built_bases(base: str, href: str) -> None:
+    assert_same(base, href)
+
+
+def vectors(name: str) -> list[dict[str, Any]]:
+    path = CONFORMANCE / name
+    if not path.exists():
+        pytest.skip(f"conformance vectors not found: {path}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_resolver_equals_urljoin_on_the_rfc3986_examples() -> None:
+    cases = vectors("rfc3986_examples.json")
+    assert len(cases) == 42
+    for case in cases:
+        assert_same(case["base"], case["input"])
+
+
+def test_resolver_equals_urljoin_on_the_whatwg_url_test_data() -> None:
+    cases = vectors("url_resolution.json")
+    assert len(cases) == 482
+    for case in cases:  # no base: the input is absolute, taken against the page's URL
+        assert_same(case["base"] or "http://page.test/dir/x.html", case["input"])
+
+
+def test_one_resolver_serves_many_references_without_reparsing_its_base(monkeypatch: pytest.MonkeyPatch) -> None:
+    from extensions.urls import canonical
+
+    calls: list[str] = []
+    original = canonical.urlparse
+    monkeypatch.setattr(canonical, "urlparse", lambda url, *a: calls.append(url) or original(url, *a))
+    resolver = Resolver("http://a.test/dir/page.html")
+    assert [resolver.resolve(href) for href in ("x", "../y", "/z")] == [
+        "http://a.test/dir/x", "http://a.test/y", "http://a.test/z"]
+    assert calls.count("http://a.test/dir/page.html") == 1
