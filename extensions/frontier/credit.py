@@ -68,14 +68,17 @@ class AOPICCredit:
         dividend, mean = self.ledger.dividend, self.ledger.mean_cash()
         credit: dict[int, tuple[float, float]] = {}
         rising: list[int] = []
+        level = self.prioritizer.level
+        meta: dict[str, float] = {"aopic_mean": mean}  # one dict for every link of the page
         for link, (before, after, existed) in zip(links, changes):
             credit[link] = (after, dividend)
-            if existed and self._level(after, mean) > self._level(before, mean):
-                rising.append(link)
+            if existed:
+                meta["aopic_cash"] = after
+                higher = level(0, 0, meta)
+                meta["aopic_cash"] = before
+                if higher > level(0, 0, meta):
+                    rising.append(link)
         return credit, rising
-
-    def _level(self, cash: float, mean: float) -> int:
-        return self.prioritizer.level(0, 0, {"aopic_cash": cash, "aopic_mean": mean})
 
     def level_of(self, entry: Entry, cash: float) -> int:
         """The level ``entry`` earns with ``cash``."""

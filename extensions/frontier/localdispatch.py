@@ -204,9 +204,9 @@ class LocalDispatch:
     def promote(self, entry: Entry, level: int) -> bool:
         """A second copy at the higher level (the first becomes stale)."""
         fp = entry.fingerprint
-        if fp in self.parts.memory_only or self.store.urls.status_of(fp) != Status.QUEUED:
+        if level <= entry.level or fp in self.parts.memory_only:  # before the status look-up
             return False
-        if level <= entry.level:
+        if self.store.urls.status_of(fp) != Status.QUEUED:
             return False
         moved = entry._replace(level=level)
         self.store.urls.requeue(moved, self.parts.wall_clock())

@@ -15,7 +15,7 @@ no write-ahead): a crawl's come from :mod:`extensions.defaults`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Container
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ class Runtime:
     call_later: Callable[..., Any] | None = None  # the wake-up timer (None: none)
     wake: Callable[[], None] | None = None  # ask the engine to poll the scheduler
     #: the requests the engine still holds (None: no engine; a fetch end finishes at once)
-    in_progress: Callable[[], Container[Request] | None] | None = None
+    in_progress: Callable[[], Collection[Request] | None] | None = None
     stats: Any = None  # a stats collector (None: a private dict)
     looping_call: Callable[[Callable[[], None]], Any] | None = None  # checkpoints, lease upkeep
     on_store_error: Callable[[Exception], None] | None = None  # a failure outside a scheduler call

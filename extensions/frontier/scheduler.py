@@ -320,11 +320,12 @@ class Frontier(BaseScheduler):
 
     def response_received(self, response: Any, request: Request, spider: Spider | None = None) -> None:
         record = self.inflight.get(request)
-        if record is not None:  # a redirect's Location is its outlink (link graph)
+        if record is not None:
             record.ok = True
-            self.link_record.redirected(request.url, response.status, response.headers.get(b"Location"), response.url)
-            if self.revisits is not None and response.status in REDIRECT_STATUSES:  # re-visited: its target may change
-                self.revisits.redirected(request.url, self.wall_clock())
+            if response.status in REDIRECT_STATUSES:  # its Location is its outlink (link graph)
+                self.link_record.redirected(request.url, response.status, response.headers.get(b"Location"), response.url)
+                if self.revisits is not None:  # re-visited: its target may change
+                    self.revisits.redirected(request.url, self.wall_clock())
 
     def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
         if request in self.inflight:
@@ -455,11 +456,10 @@ class Frontier(BaseScheduler):
         self.dispatch.checkpoint()
 
     def _write_ahead(self) -> None:
-        """Commit what changed before the engine gets a request: the pages
-        just finished with the outlinks their callbacks enqueued (one
-        transaction, so done never comes without its links), AOPIC's cash
-        with its Lambda, and the request handed out now as in flight. After
-        a kill, only the in-flight rows are fetched again."""
+        """Commit what changed before the engine gets a request: the pages just finished with
+        the outlinks their callbacks enqueued (one transaction, so done never comes without its
+        links), AOPIC's cash with its Lambda, and the request handed out now as in flight. After a
+        kill, only the in-flight rows are fetched again."""
         try:
             self.store.commit(self.ledger.save if self.ledger is not None else None)
         except FrontierStoreError as err:

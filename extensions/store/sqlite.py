@@ -79,9 +79,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from extensions.store.base import Entry, FrontierStoreError, Status
+from extensions.store.cashtable import SQLiteCashTable
 from extensions.store.census import SQLiteCensus
 from extensions.store.linktable import SQLiteLinkTable
 from extensions.store.revisittable import REVISITS_SCHEMA, SQLiteRevisitTable
+from extensions.store.rowcache import RowCache
 
 SCHEMA_VERSION = "1"
 
@@ -126,13 +128,15 @@ CREATE VIEW urls_readable AS
 _SCHEMA = REVISITS_SCHEMA + _SCHEMA  # the view reads the revisits table
 _ENTRY_COLUMNS = "fingerprint, url, host, level, priority, depth, referer, flags, extra, blob"
 _CHUNK = 500  # bound on SQL variables per statement
+_STATUSES = {int(status): status for status in Status}  # a dict look-up, not an enum call
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteCashTable):
     """All four store concerns on one connection and one open transaction.
 
-    ``queues``, ``urls`` and ``hosts`` are this object itself (the protocols
-    of :mod:`extensions.store.base` have disjoint method names)."""
+    ``queues``, ``urls``, ``hosts`` and ``cash`` are this object itself (the
+    protocols of :mod:`extensions.store.base` have disjoint method names; the
+    cash and content-group methods come from :mod:`.cashtable`)."""
 
     def __init__(self, path: str | Path, cache_mb: int = 64, max_mb: float | None = None) -> None:
         self.path = Path(path)
@@ -152,6 +156,7 @@ class SQLiteStore:
         self._host_count = 0
         self._seq = 0
         self._committed_changes = 0  # the connection's total_changes at the last commit
+        self._recent = RowCache()  # statuses and cash rows touched lately (see .rowcache)
 
     # -- lifecycle ---------------------------------------------------------
     def open(self) -> None:
@@ -224,6 +229,7 @@ class SQLiteStore:
             db.execute("COMMIT")
             db.execute("BEGIN")
         except sqlite3.Error as err:
+            self._recent.clear()  # what the file holds now is not known
             raise FrontierStoreError(f"cannot commit {self.location}: {err}") from err
         self._committed_changes = db.total_changes
 
@@ -253,9 +259,19 @@ class SQLiteStore:
         self._abandon()
 
     def _abandon(self) -> None:
+        self._recent.clear()
         if self._db is not None:
             self._db.close()  # an open transaction is rolled back
             self._db = None
+
+    def _memory(self) -> RowCache | None:
+        """The row cache, trusted only inside this store's own open
+        transaction (a failed statement may have rolled it back; a
+        read-only reader sees another process's writes)."""
+        if self._require().in_transaction:
+            return self._recent
+        self._recent.clear()
+        return None
 
     def _require(self) -> sqlite3.Connection:
         if self._db is None:
@@ -269,49 +285,9 @@ class SQLiteStore:
     def set_meta(self, key: str, value: str) -> None:
         self._require().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
-    # -- CashTable (AOPIC) ---------------------------------------------------
-    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float, int]]:
-        db, found = self._require(), {}
-        for start in range(0, len(fingerprints), _CHUNK):
-            chunk = fingerprints[start:start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for fp, cash, history, mark, visits in db.execute(
-                f"SELECT fingerprint, cash, history, mark, visits FROM cash WHERE fingerprint IN ({marks})",
-                chunk,
-            ):
-                found[fp] = (cash, history, mark, visits)
-        return found
-
-    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
-        self._require().executemany("INSERT OR REPLACE INTO cash VALUES (?, ?, ?, ?, ?)", rows)
-
-    def cash_count(self) -> int:
-        return self._require().execute("SELECT COUNT(*) FROM cash").fetchone()[0]
-
-    def cash_totals(self) -> tuple[float, float, float]:
-        row = self._require().execute(
-            "SELECT COALESCE(SUM(cash), 0), COALESCE(SUM(history), 0), COALESCE(SUM(mark), 0) FROM cash"
-        ).fetchone()
-        return float(row[0]), float(row[1]), float(row[2])
-
-    # -- content groups (content-seen) ---------------------------------------
-    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
-            dict[int, tuple[float, float, float, int]], dict[int, Entry] | None]:
-        """The cash rows only: a URL row is read when needed, at no round trip's cost."""
-        return self.get_cash(fingerprints), None
-
     def memory_usage(self) -> tuple[int, int] | None:
         """Not measured for an embedded store."""
         return None
-
-    def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
-        self._require().execute("INSERT OR REPLACE INTO content_groups VALUES (?, ?, ?)",
-                                (fingerprint, group_id, int(duplicate)))
-
-    def content_group(self, fingerprint: int) -> int | None:
-        row = self._require().execute(
-            "SELECT group_id FROM content_groups WHERE fingerprint=?", (fingerprint,)).fetchone()
-        return None if row is None else row[0]
 
     # -- RequestQueues -------------------------------------------------------
     def push(self, name: str, fingerprints: Sequence[int]) -> None:
@@ -362,7 +338,7 @@ class SQLiteStore:
 
     # -- URLTable ----------------------------------------------------------
     def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
-        db = self._require()
+        db, memory = self._require(), self._memory()
         result = []
         for entry in entries:
             self._seq += 1
@@ -371,10 +347,14 @@ class SQLiteStore:
                 self._row(entry, now),
             )
             result.append(cursor.rowcount == 1)
+            if result[-1] and memory is not None:
+                memory.remember_status(entry.fingerprint, Status.QUEUED)
         return result
 
     def requeue(self, entry: Entry, now: float) -> None:
         self._seq += 1
+        if (memory := self._memory()) is not None:
+            memory.remember_status(entry.fingerprint, Status.QUEUED)
         self._require().execute(
             "INSERT INTO urls VALUES (?,?,?,0,?,?,?,?,?,NULL,?,?,?,?) "
             "ON CONFLICT (fingerprint) DO UPDATE SET url=excluded.url, "
@@ -409,18 +389,27 @@ class SQLiteStore:
         only_from: Status | None = None,
     ) -> None:
         sql = "UPDATE urls SET status=?, fetched=COALESCE(?, fetched) WHERE fingerprint=?"
+        fingerprints = list(fingerprints)
         if only_from is None:
             rows = [(int(status), now, fp) for fp in fingerprints]
         else:
             sql += " AND status=?"
             rows = [(int(status), now, fp, int(only_from)) for fp in fingerprints]
         self._require().executemany(sql, rows)
+        if (memory := self._memory()) is not None:
+            memory.wrote_status(fingerprints, int(status), None if only_from is None else int(only_from))
 
     def status_of(self, fingerprint: int) -> Status | None:
-        row = self._require().execute(
-            "SELECT status FROM urls WHERE fingerprint=?", (fingerprint,)
-        ).fetchone()
-        return None if row is None else Status(row[0])
+        memory = self._memory()
+        status = None if memory is None else memory.status(fingerprint)
+        if status is None:
+            row = self._require().execute(
+                "SELECT status FROM urls WHERE fingerprint=?", (fingerprint,)
+            ).fetchone()
+            if row is None:
+                return None
+            status = row[0] if memory is None else memory.remember_status(fingerprint, row[0])
+        return _STATUSES[status]
 
     def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
         cursor = self._require().cursor()
@@ -444,6 +433,7 @@ class SQLiteStore:
         ).fetchone()[0]
 
     def requeue_inflight(self) -> int:
+        self._recent.statuses.clear()  # a bulk update
         return self._require().execute("UPDATE urls SET status=0 WHERE status=1").rowcount
 
     def count_by_status(self) -> dict[Status, int]:
@@ -454,6 +444,7 @@ class SQLiteStore:
         db = self._require()
         fingerprints = [fp for (fp,) in db.execute("SELECT fingerprint FROM urls WHERE status=5")]
         db.execute("UPDATE urls SET status=0 WHERE status=5")
+        self._recent.statuses.clear()  # a bulk update
         return fingerprints
 
     # -- HostTable ---------------------------------------------------------
