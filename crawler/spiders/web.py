@@ -179,11 +179,11 @@ class WebSpider(scrapy.Spider):
             return
         yield item
         recent = self.recent_links
-        for url in accepted:
-            if recent.fresh(url, depth + 1):
-                yield scrapy.Request(url)
-            else:
-                stats.inc_value("links/recent_duplicates")
+        fresh = [url for url in accepted if recent.fresh(url, depth + 1)]
+        if len(fresh) < len(accepted):  # counted once per page, not per link
+            stats.inc_value("links/recent_duplicates", len(accepted) - len(fresh))
+        for url in fresh:
+            yield scrapy.Request(url)
 
     def report_refused(self, refused: list[tuple[str, str]]) -> None:
         """Tell the frontier which URLs the filter refused (it records them)."""
