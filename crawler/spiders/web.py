@@ -40,6 +40,9 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
+from scrapy.settings import BaseSettings
+from scrapy.spidermiddlewares.metacopy import MetaCopyDetectionMiddleware
+from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
@@ -85,6 +88,23 @@ class WebSpider(scrapy.Spider):
         self.links_in_items = defaults.LINKS_IN_ITEMS
         self.path_ascending = False
         self.strip_names: frozenset[str] = frozenset()
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        """Two of Scrapy's default spider middlewares off (unless placed in
+        ``SPIDER_MIDDLEWARES``): each wraps every page's output in one more
+        async generator and can change nothing this spider yields."""
+        super().update_settings(settings)
+        # UrlLengthMiddleware drops requests longer than URLLENGTH_LIMIT; every
+        # request this spider yields (seeds, sitemap entries, links) passed its
+        # URL filter, which refuses URLs longer than URL_FILTER_MAX_LENGTH, so
+        # with that limit set and no larger it never drops one.
+        max_length = settings.getint("URL_FILTER_MAX_LENGTH", defaults.URL_FILTER_MAX_LENGTH)
+        if 0 < max_length <= settings.getint("URLLENGTH_LIMIT"):
+            settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", UrlLengthMiddleware, None)
+        # MetaCopyDetectionMiddleware warns about requests built with a copy of
+        # response.meta; this spider builds every request's meta itself.
+        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", MetaCopyDetectionMiddleware, None)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
