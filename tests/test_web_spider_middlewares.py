@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scrapy.crawler import Crawler
+from scrapy.crawler import Crawler, CrawlerRunner
 from scrapy.spidermiddlewares.depth import DepthMiddleware
 from scrapy.spidermiddlewares.metacopy import MetaCopyDetectionMiddleware
 from scrapy.spidermiddlewares.referer import RefererMiddleware
@@ -19,7 +19,8 @@ from crawler.spiders.web import WebSpider
 def spider_middlewares(**values: Any) -> dict[type, int | None]:
     settings = get_project_settings()
     settings.setdict(values, priority="cmdline")
-    crawler = Crawler(WebSpider, settings)
+    # as `scrapy crawl` builds it: the runner merges its settings in afterwards
+    crawler = CrawlerRunner(settings).create_crawler(Crawler(WebSpider, settings))
     merged = crawler.settings.get_component_priority_dict_with_base("SPIDER_MIDDLEWARES")
     return {load_object(path): order for path, order in merged.items()}
 

@@ -44,6 +44,7 @@ from scrapy.settings import BaseSettings
 from scrapy.spidermiddlewares.metacopy import MetaCopyDetectionMiddleware
 from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 from scrapy.utils.gz import gunzip
+from scrapy.utils.misc import load_object
 from scrapy.utils.sitemap import Sitemap
 
 from crawler.items import PageItem
@@ -95,16 +96,23 @@ class WebSpider(scrapy.Spider):
         ``SPIDER_MIDDLEWARES``): each wraps every page's output in one more
         async generator and can change nothing this spider yields."""
         super().update_settings(settings)
+        off = []
         # UrlLengthMiddleware drops requests longer than URLLENGTH_LIMIT; every
         # request this spider yields (seeds, sitemap entries, links) passed its
         # URL filter, which refuses URLs longer than URL_FILTER_MAX_LENGTH, so
         # with that limit set and no larger it never drops one.
         max_length = settings.getint("URL_FILTER_MAX_LENGTH", defaults.URL_FILTER_MAX_LENGTH)
         if 0 < max_length <= settings.getint("URLLENGTH_LIMIT"):
-            settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", UrlLengthMiddleware, None)
+            off.append(UrlLengthMiddleware)
         # MetaCopyDetectionMiddleware warns about requests built with a copy of
         # response.meta; this spider builds every request's meta itself.
-        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", MetaCopyDetectionMiddleware, None)
+        off.append(MetaCopyDetectionMiddleware)
+        middlewares = settings.getdict("SPIDER_MIDDLEWARES")
+        placed = {load_object(key) if isinstance(key, str) else key for key in middlewares}
+        middlewares.update({component: None for component in off if component not in placed})
+        # at spider priority: the crawler runner merges its own (default
+        # priority) SPIDER_MIDDLEWARES into the crawler's settings afterwards
+        settings.set("SPIDER_MIDDLEWARES", middlewares, priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
