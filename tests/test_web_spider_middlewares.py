@@ -11,13 +11,16 @@ from scrapy.spidermiddlewares.metacopy import MetaCopyDetectionMiddleware
 from scrapy.spidermiddlewares.referer import RefererMiddleware
 from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 from scrapy.utils.misc import load_object
-from scrapy.utils.project import get_project_settings
+from scrapy.settings import Settings
 
 from crawler.spiders.web import WebSpider
 
 
 def spider_middlewares(**values: Any) -> dict[type, int | None]:
-    settings = get_project_settings()
+    # the project's settings module, without get_project_settings(): that sets
+    # SCRAPY_SETTINGS_MODULE in os.environ, which later tests' subprocesses inherit
+    settings = Settings()
+    settings.setmodule("crawler.settings", priority="project")
     settings.setdict(values, priority="cmdline")
     # as `scrapy crawl` builds it: the runner merges its settings in afterwards
     crawler = CrawlerRunner(settings).create_crawler(Crawler(WebSpider, settings))
