@@ -15,8 +15,10 @@ from __future__ import annotations
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 1
 # The web spider yields one item per response (links go through the
-# pipelines): Scrapy's 100 item workers per response would only cost tasks.
-CONCURRENT_ITEMS = 4
+# pipelines) and every pipeline is synchronous, so a second worker never has
+# anything to do: Scrapy starts one asyncio task per worker and response
+# (plus the one filling their queue), and each is a task created for nothing.
+CONCURRENT_ITEMS = 1
 COOKIES_ENABLED = False
 DEPTH_LIMIT = 25
 DOWNLOAD_DELAY = 0.0
@@ -25,8 +27,15 @@ DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_WARNSIZE = 8 * 1024 * 1024
 HTTPERROR_ALLOW_ALL = True
 ROBOTSTXT_OBEY = True
+# extensions.stats.DirectStatsCollector: Scrapy's MemoryStatsCollector
+# without the wrapper its __getattribute__ puts around every stats call
+STATS_CLASS = "extensions.stats.DirectStatsCollector"
 TELNETCONSOLE_ENABLED = False
 USER_AGENT = "webcrawler/0.1 (+https://github.com/webcrawler/webcrawler)"
+# Scrapy re-reads this setting for every response to warn about a callback
+# that is a generator returning a value; the web spider's callbacks are ours
+# and tested, so the per-response check is switched off.
+WARN_ON_GENERATOR_RETURN_VALUE = False
 
 
 # --- URL filter -------------------------------------------------------------

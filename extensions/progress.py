@@ -121,7 +121,10 @@ class ProgressReporter:
         self.pages += 1
         if response.status >= 500:
             self.server_errors += 1
-        host = urlparse_cached(response).hostname
+        # the request's URL was parsed and cached when it was scheduled; the
+        # response's (the same URL, unless a middleware swapped the response)
+        # would be parsed again for every page
+        host = urlparse_cached(request if request.url == response.url else response).hostname
         if host:
             self.hosts.add(host)
 

@@ -40,7 +40,11 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
+from scrapy.settings import BaseSettings
+from scrapy.spidermiddlewares.metacopy import MetaCopyDetectionMiddleware
+from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 from scrapy.utils.gz import gunzip
+from scrapy.utils.misc import load_object
 from scrapy.utils.sitemap import Sitemap
 
 from crawler.items import PageItem
@@ -85,6 +89,30 @@ class WebSpider(scrapy.Spider):
         self.links_in_items = defaults.LINKS_IN_ITEMS
         self.path_ascending = False
         self.strip_names: frozenset[str] = frozenset()
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        """Two of Scrapy's default spider middlewares off (unless placed in
+        ``SPIDER_MIDDLEWARES``): each wraps every page's output in one more
+        async generator and can change nothing this spider yields."""
+        super().update_settings(settings)
+        off = []
+        # UrlLengthMiddleware drops requests longer than URLLENGTH_LIMIT; every
+        # request this spider yields (seeds, sitemap entries, links) passed its
+        # URL filter, which refuses URLs longer than URL_FILTER_MAX_LENGTH, so
+        # with that limit set and no larger it never drops one.
+        max_length = settings.getint("URL_FILTER_MAX_LENGTH", defaults.URL_FILTER_MAX_LENGTH)
+        if 0 < max_length <= settings.getint("URLLENGTH_LIMIT"):
+            off.append(UrlLengthMiddleware)
+        # MetaCopyDetectionMiddleware warns about requests built with a copy of
+        # response.meta; this spider builds every request's meta itself.
+        off.append(MetaCopyDetectionMiddleware)
+        middlewares = settings.getdict("SPIDER_MIDDLEWARES")
+        placed = {load_object(key) if isinstance(key, str) else key for key in middlewares}
+        middlewares.update({component: None for component in off if component not in placed})
+        # at spider priority: the crawler runner merges its own (default
+        # priority) SPIDER_MIDDLEWARES into the crawler's settings afterwards
+        settings.set("SPIDER_MIDDLEWARES", middlewares, priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
@@ -179,11 +207,11 @@ class WebSpider(scrapy.Spider):
             return
         yield item
         recent = self.recent_links
-        for url in accepted:
-            if recent.fresh(url, depth + 1):
-                yield scrapy.Request(url)
-            else:
-                stats.inc_value("links/recent_duplicates")
+        fresh = [url for url in accepted if recent.fresh(url, depth + 1)]
+        if len(fresh) < len(accepted):  # counted once per page, not per link
+            stats.inc_value("links/recent_duplicates", len(accepted) - len(fresh))
+        for url in fresh:
+            yield scrapy.Request(url)
 
     def report_refused(self, refused: list[tuple[str, str]]) -> None:
         """Tell the frontier which URLs the filter refused (it records them)."""

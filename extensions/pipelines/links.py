@@ -97,9 +97,12 @@ class LinkScheduler:
         depth = int(item.get("depth") or 0) + 1
         referer = item.get("final_url") or item.get("url")
         crawl, fresh = self.crawler.engine.crawl, self.recent.fresh
+        recent_duplicates = 0  # counted here, added to the stats once per page
         for url in links:
             if fresh(url, depth):
                 crawl(link_request(url, depth, referer, credit.get(url)))
             else:
-                self.stats.inc_value("links/recent_duplicates")
+                recent_duplicates += 1
+        if recent_duplicates:
+            self.stats.inc_value("links/recent_duplicates", recent_duplicates)
         return item

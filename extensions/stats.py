@@ -1,0 +1,70 @@
+"""The crawl's stats collector (``STATS_CLASS``, set by the add-on).
+
+:class:`DirectStatsCollector` is Scrapy's ``MemoryStatsCollector`` with the
+same keys, values and dump, minus one cost. Scrapy 2.19's ``StatsCollector``
+overrides ``__getattribute__`` to hand out its stats methods wrapped in a
+check that warns about a deprecated ``spider`` argument: every
+``stats.inc_value(...)`` then runs ``__getattribute__`` twice (the method,
+then ``self._stats`` inside it) and the wrapper's argument check. A crawl
+makes about two dozen stats calls per page (Scrapy's downloader and core
+stats, the frontier, the pipelines), so the wrapper is a measurable share of
+the per-page CPU. Here attribute access is Python's own, and the frequent
+methods check for a ``spider`` argument inline, so a caller passing one is
+still warned.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from scrapy.exceptions import ScrapyDeprecationWarning
+from scrapy.statscollectors import MemoryStatsCollector
+
+__all__ = ["DirectStatsCollector"]
+
+
+def _warn_spider_argument(method: str) -> None:
+    warnings.warn(
+        f"Passing a 'spider' argument to StatsCollector.{method}() is deprecated and "
+        "the argument will be removed in a future Scrapy version.",
+        category=ScrapyDeprecationWarning, stacklevel=3)
+
+
+class DirectStatsCollector(MemoryStatsCollector):
+    """``MemoryStatsCollector`` without the per-call method wrapper."""
+
+    __getattribute__ = object.__getattribute__
+
+    def get_value(self, key: str, default: Any = None, spider: Any = None) -> Any:
+        if spider is not None:
+            _warn_spider_argument("get_value")
+        return self._stats.get(key, default)
+
+    def get_stats(self, spider: Any = None) -> dict[str, Any]:
+        if spider is not None:
+            _warn_spider_argument("get_stats")
+        return self._stats
+
+    def set_value(self, key: str, value: Any, spider: Any = None) -> None:
+        if spider is not None:
+            _warn_spider_argument("set_value")
+        self._stats[key] = value
+
+    def inc_value(self, key: str, count: int = 1, start: int = 0, spider: Any = None) -> None:
+        if spider is not None:
+            _warn_spider_argument("inc_value")
+        stats = self._stats
+        stats[key] = stats.setdefault(key, start) + count
+
+    def max_value(self, key: str, value: Any, spider: Any = None) -> None:
+        if spider is not None:
+            _warn_spider_argument("max_value")
+        stats = self._stats
+        stats[key] = max(stats.setdefault(key, value), value)
+
+    def min_value(self, key: str, value: Any, spider: Any = None) -> None:
+        if spider is not None:
+            _warn_spider_argument("min_value")
+        stats = self._stats
+        stats[key] = min(stats.setdefault(key, value), value)

@@ -1,0 +1,46 @@
+"""The web spider switches off the two Scrapy spider middlewares that can
+change nothing it yields, and only those, only when that holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy.crawler import Crawler, CrawlerRunner
+from scrapy.spidermiddlewares.depth import DepthMiddleware
+from scrapy.spidermiddlewares.metacopy import MetaCopyDetectionMiddleware
+from scrapy.spidermiddlewares.referer import RefererMiddleware
+from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
+from scrapy.utils.misc import load_object
+from scrapy.settings import Settings
+
+from crawler.spiders.web import WebSpider
+
+
+def spider_middlewares(**values: Any) -> dict[type, int | None]:
+    # the project's settings module, without get_project_settings(): that sets
+    # SCRAPY_SETTINGS_MODULE in os.environ, which later tests' subprocesses inherit
+    settings = Settings()
+    settings.setmodule("crawler.settings", priority="project")
+    settings.setdict(values, priority="cmdline")
+    # as `scrapy crawl` builds it: the runner merges its settings in afterwards
+    crawler = CrawlerRunner(settings).create_crawler(Crawler(WebSpider, settings))
+    merged = crawler.settings.get_component_priority_dict_with_base("SPIDER_MIDDLEWARES")
+    return {load_object(path): order for path, order in merged.items()}
+
+
+def test_url_length_and_meta_copy_are_off_depth_and_referer_stay() -> None:
+    enabled = {cls for cls, order in spider_middlewares().items() if order is not None}
+    assert UrlLengthMiddleware not in enabled and MetaCopyDetectionMiddleware not in enabled
+    assert {DepthMiddleware, RefererMiddleware} <= enabled
+
+
+def test_url_length_stays_when_its_limit_is_below_the_url_filters() -> None:
+    assert spider_middlewares(URLLENGTH_LIMIT=100)[UrlLengthMiddleware] is not None
+    assert spider_middlewares(URL_FILTER_MAX_LENGTH=0)[UrlLengthMiddleware] is not None
+
+
+def test_a_project_that_places_them_keeps_its_choice() -> None:
+    placed = spider_middlewares(SPIDER_MIDDLEWARES={
+        "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": 800,
+        "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": 1000})
+    assert placed[UrlLengthMiddleware] == 800 and placed[MetaCopyDetectionMiddleware] == 1000
