@@ -130,15 +130,15 @@ class TrapSignals:
         calendar refusals are appended to ``refused`` as ``(url,
         "trap/calendar")`` (not descents: another path may reach the URL
         in fewer steps)."""
-        links = list(links)
-        page_host = urlsplit(page_url).netloc
+        split = [(url, urlsplit(url)) for url in links]  # each link split once
+        page_parts = urlsplit(page_url)
+        page_host = page_parts.netloc
         if self.session_min_links:
-            self._learn_sessions(page_host, [url for url in links if urlsplit(url).netloc == page_host])
+            self._learn_sessions(page_host, [url for url, parts in split if parts.netloc == page_host])
         kept = []
         steps = self.descents.get(page_url, 0)
-        page_path = urlsplit(page_url).path
-        for url in links:
-            parts = urlsplit(url)
+        page_path = page_parts.path
+        for url, parts in split:
             if self.sessions.get(parts.netloc):
                 url = self._rewrite(url, parts.netloc)
                 parts = urlsplit(url)
