@@ -26,6 +26,10 @@ DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_WARNSIZE = 8 * 1024 * 1024
 HTTPERROR_ALLOW_ALL = True
+# Scrapy's RemoteControl runs Python code sent over HTTP inside the crawl
+# (token in a job file under the user's profile): off on a crawl machine, as
+# the telnet console is; the metrics, crawlstatus and report watch a crawl
+REMOTE_CONTROL_ENABLED = False
 ROBOTSTXT_OBEY = True
 # extensions.stats.DirectStatsCollector: Scrapy's MemoryStatsCollector
 # without the wrapper its __getattribute__ puts around every stats call

@@ -14,6 +14,7 @@ from scrapy.utils.misc import load_object
 from scrapy.settings import Settings
 
 from crawler.spiders.web import WebSpider
+from extensions.addon import WebcrawlerAddon
 
 
 def spider_middlewares(**values: Any) -> dict[type, int | None]:
@@ -44,3 +45,19 @@ def test_a_project_that_places_them_keeps_its_choice() -> None:
         "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": 800,
         "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": 1000})
     assert placed[UrlLengthMiddleware] == 800 and placed[MetaCopyDetectionMiddleware] == 1000
+
+
+def crawler_settings(**values: Any) -> Settings:
+    """The project's settings with the add-on applied, as at a crawl's start."""
+    settings = Settings()
+    settings.setmodule("crawler.settings", priority="project")
+    settings.setdict(values, priority="cmdline")
+    WebcrawlerAddon().update_settings(settings)
+    return settings
+
+
+def test_scrapys_remote_control_server_is_off_unless_asked_for() -> None:
+    """RemoteControl runs Python code sent over HTTP inside the crawl: off, as
+    the telnet console is; ``-s REMOTE_CONTROL_ENABLED=True`` turns it on."""
+    assert crawler_settings().getbool("REMOTE_CONTROL_ENABLED") is False
+    assert crawler_settings(REMOTE_CONTROL_ENABLED=True).getbool("REMOTE_CONTROL_ENABLED") is True
