@@ -13,6 +13,7 @@ TTL (:mod:`.leaseupkeep`).
 from __future__ import annotations
 
 import logging
+from collections import deque
 from heapq import heappop as heapq_pop, heappush as heapq_push
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from extensions.frontier.leaseupkeep import LeaseUpkeep
 from extensions.frontier.leases import (
     MAX_LEVELS,
     HostLeases,
+    Taken,
     is_parked,
     level_of_score,
     parked_score,
@@ -39,11 +41,13 @@ from extensions.frontier.leases import (
 from extensions.frontier.politeness import INFINITY
 from extensions.frontier.sharedholds import SharedHolds
 from extensions.store.base import Entry, FrontierStoreError, Status
+from extensions.store.redis_worker import DirectIO, RedisWorker, running_reactor, start_worker
 
 logger = logging.getLogger(__name__)
 
 POLL_BATCH = 16  # hosts taken per poll at most
 CLUSTER_HEAP_SHARDS = 16  # host heap shards in a Redis Cluster (one on a single Redis)
+TAKES_AHEAD = 16  # takes on their way to Redis at most (worker thread)
 
 
 @dataclass(slots=True)
@@ -54,7 +58,8 @@ class HeldHost:
     head: float  # back-queue score of its best queued URL (inf: none)
     heap_score: float  # the lease expiry we last put on the heap (ms)
     since: float  # when we took it (local clock)
-    inflight: int = 0
+    inflight: int = 0  # requests of ours in flight, and a take waiting for its answer
+    taking: bool = False  # a take is on its way to Redis (the host is off the heap until it answers)
     # when to look at its queue again: it holds only held origins' URLs (0: not so)
     parked_until: float = 0.0
 
@@ -78,7 +83,8 @@ class SharedDispatch:
 
     def __init__(self, levels: int = 8, max_hosts: int = 48, *, lease_ttl: float = 10.0,
                  poll_interval: float = 0.1, max_lateness: float = 1.0,
-                 lease_clock: Callable[[], float] | None = None, owner: str | None = None) -> None:
+                 lease_clock: Callable[[], float] | None = None, owner: str | None = None,
+                 io_thread: bool = True) -> None:
         if levels > MAX_LEVELS:
             raise ValueError(f"FRONTIER_FRONT_QUEUES must be <= {MAX_LEVELS} with FRONTIER_BACKEND=redis, "
                              f"got {levels}")
@@ -88,6 +94,11 @@ class SharedDispatch:
         self.levels, self.max_hosts = levels, max_hosts
         self.lease_ttl, self.poll_interval, self.max_lateness = lease_ttl, poll_interval, max_lateness
         self.lease_clock = lease_clock
+        self.io_thread = io_thread  # Redis round trips in a worker thread once the reactor runs
+        self.worker: RedisWorker | None = None
+        #: answered takes, waiting for next_request: (host, what the take found)
+        self.arrived: deque[tuple[str, Taken]] = deque()
+        self._takes = 0  # takes on their way
         self.owner = owner or process_id()
         self.heap = HostHeap()
         self.leases: HostLeases | None = None
@@ -132,6 +143,10 @@ class SharedDispatch:
                     self.owner, self._alive - 1, self.store.location)
 
     def start(self, looping_call: Callable[[Callable[[], None]], Any] | None) -> None:
+        reactor = running_reactor()
+        if self.io_thread and looping_call is not None and reactor is not None:
+            self.worker = start_worker(self.store, reactor, self._io_failed)
+            self.leases.io = self.worker
         if looping_call is not None:
             self._lease_loop = looping_call(self.renew_leases)
             self._lease_loop.start(self.lease_ttl / 3, now=False)
@@ -146,6 +161,12 @@ class SharedDispatch:
         """Give every held host back (in-flight URLs to their queues)."""
         if self._lease_loop is not None and self._lease_loop.running:
             self._lease_loop.stop()
+        if self.worker is not None:
+            self.worker.drain()  # every take answered: the URLs taken and not handed out go back
+        while self.arrived:
+            host, taken = self.arrived.popleft()
+            if taken.entry is not None:
+                self.leases.put_back(host, taken.entry.fingerprint, taken.entry.level)
         for record in records:
             self.leases.put_back(record.host, record.entry.fingerprint, record.entry.level)
         now = self.parts.clock()
@@ -158,7 +179,39 @@ class SharedDispatch:
         """Add this process's stats to the crawl's, leave; the crawl's keys
         are deleted (``SCHEDULER_PERSIST`` off) only by the last process."""
         self.upkeep.leave()
+        self.stop_worker()
         logger.info("Frontier %s closed (%s)", self.owner, reason)
+
+    def stop_worker(self) -> None:
+        """Send what the worker holds; lease commands go the store's way again."""
+        if self.worker is not None:
+            self.worker.stop()
+            self.leases.io = DirectIO(self.store)
+            self.worker = None
+
+    def redis_timing(self) -> dict[str, float]:
+        """Round trips and seconds waiting for Redis (``redis/*`` stats),
+        the store's connection and the worker's added."""
+        timing = self.store.connection.timing()
+        if self.worker is not None:
+            for name, value in self.worker.timing().items():
+                timing[name] = round(timing[name] + value, 6)
+        return timing
+
+    def redis_failures(self) -> int:
+        """Failed Redis calls so far (retried), the worker's included."""
+        worker = 0 if self.worker is None else self.worker.connection.failures
+        return self.store.failures + worker
+
+    def takes_pending(self) -> bool:
+        """Whether a take is on its way or answered and not yet handed out."""
+        return bool(self.arrived or self._takes)
+
+    def _io_failed(self, err: Exception) -> None:
+        """A Redis command sent by the worker failed after its retries."""
+        logger.error("The shared frontier's Redis commands failed: %s", err)
+        if self.parts.on_store_error is not None:
+            self.parts.on_store_error(err)
 
     def checkpoint(self) -> None:
         try:
@@ -210,9 +263,23 @@ class SharedDispatch:
     def enqueue(self, entry: Entry, bypass: bool) -> bool:
         """The URL-seen test and the host's shared back queue, in one script."""
         host = entry.host
-        result = self.leases.enqueue(host, [entry], force=bypass)[0]
         self.parts.seen.remember(entry.fingerprint)
+        answered: list[bool] = []
+        late = False
+        self.leases.enqueue_then(host, [entry], bypass,
+                                 lambda results: answered.append(self._enqueued(entry, bypass, results[0], late)))
+        late = True  # not answered at once: the worker thread answers later
+        return answered[0] if answered else True
+
+    def _enqueued(self, entry: Entry, bypass: bool, result: Any, late: bool = False) -> bool:
+        """Redis' answer to an enqueue; whether the URL was new. ``late``:
+        the enqueue was counted as new already, a duplicate is counted now."""
+        host, parts = entry.host, self.parts
         if not result.new and not bypass:
+            if late:  # counted as enqueued when it was handed to the worker
+                parts.stats.inc_value("frontier/enqueued", -1)
+                parts.stats.inc_value("frontier/duplicates")
+                parts.memory_only.pop(entry.fingerprint, None)
             return False
         if result.listed and self._alive == 1:
             self._next_poll = 0.0  # a host is due on the heap and nobody else polls
@@ -222,6 +289,8 @@ class SharedDispatch:
             if not is_parked(result.head):
                 held.parked_until = 0.0  # work again (a held origin's URL is parked at its take)
             self.reschedule(host)
+        if late:  # the engine may have been told there was nothing to do
+            parts.arm_timer(parts.clock())
         return True
 
     def promote(self, entry: Entry, level: int) -> bool:
@@ -245,10 +314,44 @@ class SharedDispatch:
         there is none, take more hosts from the shared heap first."""
         if self.parts.holds.held:
             self.upkeep.end_holds(now)
-        request = self._dispatch_ready(now)
-        if request is None and self._poll(now):
+        request = self._hand_out(now)
+        if request is None:
+            request = self._dispatch_ready(now)
+        if request is None and not self.takes_pending() and self._poll(now):
             request = self._dispatch_ready(now)
         return request
+
+    def _hand_out(self, now: float) -> Request | None:
+        """A request from the takes the worker thread has answered, in the order they were sent."""
+        while self.arrived:
+            host, taken = self.arrived.popleft()
+            held = self.held.get(host)
+            if held is None:  # given away meanwhile (lease lost): its URL goes back
+                if taken.entry is not None:
+                    self.leases.put_back(host, taken.entry.fingerprint, taken.entry.level)
+                continue
+            held.inflight = max(0, held.inflight - 1)
+            request = self._use(host, taken, now)
+            if request is not None:
+                return request
+        return None
+
+    def _take_arrived(self, host: str, taken: Taken) -> None:
+        """On the reactor thread: a take sent through the worker is answered."""
+        held = self.held.get(host)
+        if held is not None:
+            held.taking = False
+        self._takes -= 1
+        self.arrived.append((host, taken))
+        self.parts.arm_timer(self.parts.clock())  # next_due is now: the engine asks again
+
+    def _take_failed(self, host: str, err: Exception) -> None:
+        self._takes -= 1
+        held = self.held.get(host)
+        if held is not None:
+            held.taking = False
+            held.inflight = max(0, held.inflight - 1)
+            self.reschedule(host)
 
     def _dispatch_ready(self, now: float) -> Request | None:
         """Move the due held hosts to the ready heap (hosts of one level in
@@ -263,9 +366,9 @@ class SharedDispatch:
                 level = -1 if head == INFINITY else level_of_score(head)
                 order = ready_order(level, politeness.rate_limited(host))
                 heapq_push(ready, (order, host not in self.retried, self._ready_seq, host))
-        while ready:
+        while ready and self._takes < TAKES_AHEAD:
             host = heapq_pop(ready)[3]
-            if host in self.heap or host not in self.held:
+            if host in self.heap or host not in self.held or self.held[host].taking:
                 continue
             if politeness.ready_at(host) > now:
                 self.reschedule(host)
@@ -312,8 +415,22 @@ class SharedDispatch:
         return bool(acquired)
 
     def _dispatch(self, host: str, now: float) -> Request | None:
+        """Take ``host``'s best URL: at once, or through the worker thread
+        (the host waits off the heap, counted in flight, until it answers;
+        :meth:`_hand_out` gives the engine its request)."""
+        if self.worker is None:
+            return self._use(host, self.leases.take(host, self.held_origins(host)), now)
+        held = self.held[host]
+        held.taking, held.inflight = True, held.inflight + 1
+        self._takes += 1
+        self.heap.remove(host)
+        self.leases.take_then(host, self.held_origins(host), lambda taken: self._take_arrived(host, taken),
+                              lambda err: self._take_failed(host, err))
+        return None
+
+    def _use(self, host: str, taken: Taken, now: float) -> Request | None:
+        """What a take of ``host`` found: the request to fetch, or None."""
         held, parts = self.held[host], self.parts
-        taken = self.leases.take(host, self.held_origins(host))
         if taken.skipped:
             parts.stats.inc_value("frontier/stale_entries", taken.skipped)
         if taken.parked:
@@ -353,7 +470,9 @@ class SharedDispatch:
         return request
 
     def reschedule(self, host: str) -> None:
-        if host in self.held:
+        if host in self.held and self.held[host].taking:
+            self.heap.remove(host)  # back on the heap when its take answers
+        elif host in self.held:
             ready = max(self.parts.politeness.ready_at(host), self.held[host].parked_until)
             if ready < INFINITY:
                 self.heap.schedule(host, ready)
@@ -365,6 +484,8 @@ class SharedDispatch:
 
     def next_due(self, now: float) -> float | None:
         """The first held host's due time, or the next poll while there is room."""
+        if self.arrived:
+            return now
         due = self.heap.next_time()
         if len(self.held) < self.max_hosts and self._heap_hosts != 0:
             due = self._next_poll if due is None else min(due, self._next_poll)
