@@ -249,8 +249,17 @@ class HostLeases:
     # -- the host heap -------------------------------------------------------
     def poll(self, limit: int) -> Poll:
         """Hosts due on every heap shard (up to ``limit`` per shard)."""
-        answers = self.io.call(*[("EVAL", POLL, 1, self.keys.host_heap(shard), self._now(), limit)
-                                    for shard in range(self.shards)])
+        return self._polled(self.io.call(*self._poll_commands(limit)))
+
+    def poll_then(self, limit: int, then: Callable[[Poll], None],
+                  failed: Callable[[Exception], None] | None = None) -> None:
+        """:meth:`poll` without waiting (``then`` gets the outcome)."""
+        self.io.submit(self._poll_commands(limit), lambda answers: then(self._polled(answers)), failed)
+
+    def _poll_commands(self, limit: int) -> list[tuple[Any, ...]]:
+        return [("EVAL", POLL, 1, self.keys.host_heap(shard), self._now(), limit) for shard in range(self.shards)]
+
+    def _polled(self, answers: list[Any]) -> Poll:
         total, due, wait = 0, [], None
         for count, now, pairs, first in answers:
             total += int(count)
@@ -265,9 +274,22 @@ class HostLeases:
         """Try to take each ``(host, score)`` from the heap; the hosts taken."""
         if not candidates:
             return []
-        answers = self.io.call(*[
-            ("EVAL", ACQUIRE, 4, *self._host_keys(host), self._now(), self.owner, self.ttl_ms)
-            for host, _ in candidates])
+        return self._acquired(candidates, self.io.call(*self._acquire_commands(candidates)))
+
+    def acquire_then(self, candidates: Sequence[tuple[str, bytes]], then: Callable[[list[Acquired]], None],
+                     failed: Callable[[Exception], None] | None = None) -> None:
+        """:meth:`acquire` without waiting (``then`` gets the hosts taken)."""
+        if not candidates:
+            then([])
+            return
+        self.io.submit(self._acquire_commands(candidates),
+                       lambda answers: then(self._acquired(candidates, answers)), failed)
+
+    def _acquire_commands(self, candidates: Sequence[tuple[str, bytes]]) -> list[tuple[Any, ...]]:
+        return [("EVAL", ACQUIRE, 4, *self._host_keys(host), self._now(), self.owner, self.ttl_ms)
+                for host, _ in candidates]
+
+    def _acquired(self, candidates: Sequence[tuple[str, bytes]], answers: list[Any]) -> list[Acquired]:
         acquired = []
         for (host, score), answer in zip(candidates, answers):
             state = answer[0]
@@ -360,8 +382,20 @@ class HostLeases:
         """Give ``host`` back (``idle_only``: only if it has no work), its
         next fetch ``wait`` seconds from now. Returns ``(state, queued,
         head score)``: state 0 kept (it has work), 1 released, -1 not ours."""
-        answer = self.io.call(("EVAL", RELEASE, 4, *self._host_keys(host), self._now(), self.owner,
-                                  int(wait * 1000), "1" if idle_only else "0"))[0]
+        return self._released(host, heap_score, self.io.call(self._release_command(host, wait, idle_only))[0])
+
+    def release_then(self, host: str, wait: float, idle_only: bool, heap_score: float | None,
+                     then: Callable[[tuple[int, int, float]], None],
+                     failed: Callable[[Exception], None] | None = None) -> None:
+        """:meth:`release` without waiting (``then`` gets the outcome)."""
+        self.io.submit([self._release_command(host, wait, idle_only)],
+                       lambda answers: then(self._released(host, heap_score, answers[0])), failed)
+
+    def _release_command(self, host: str, wait: float, idle_only: bool) -> tuple[Any, ...]:
+        return ("EVAL", RELEASE, 4, *self._host_keys(host), self._now(), self.owner,
+                int(wait * 1000), "1" if idle_only else "0")
+
+    def _released(self, host: str, heap_score: float | None, answer: list[Any]) -> tuple[int, int, float]:
         state = answer[0]
         if state == 0:
             return 0, int(answer[1]), head_score(answer[2])

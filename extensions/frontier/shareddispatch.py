@@ -30,7 +30,9 @@ from extensions.frontier.inflight import InFlight
 from extensions.frontier.leaseupkeep import LeaseUpkeep
 from extensions.frontier.leases import (
     MAX_LEVELS,
+    Acquired,
     HostLeases,
+    Poll,
     Taken,
     is_parked,
     level_of_score,
@@ -59,7 +61,7 @@ class HeldHost:
     heap_score: float  # the lease expiry we last put on the heap (ms)
     since: float  # when we took it (local clock)
     inflight: int = 0  # requests of ours in flight, and a take waiting for its answer
-    taking: bool = False  # a take is on its way to Redis (the host is off the heap until it answers)
+    taking: bool = False  # a take or release is on its way to Redis (off the heap until it answers)
     # when to look at its queue again: it holds only held origins' URLs (0: not so)
     parked_until: float = 0.0
 
@@ -99,6 +101,7 @@ class SharedDispatch:
         #: answered takes, waiting for next_request: (host, what the take found)
         self.arrived: deque[tuple[str, Taken]] = deque()
         self._takes = 0  # takes on their way
+        self._polling = False  # a poll of the shared heap is on its way
         self.owner = owner or process_id()
         self.heap = HostHeap()
         self.leases: HostLeases | None = None
@@ -385,17 +388,38 @@ class SharedDispatch:
 
     def _poll(self, now: float) -> bool:
         """Take due hosts from the shared heap if there is room; whether any
-        came. The more hosts a process holds, the less often it polls, and
+        came (through the worker thread: never at once, the answer wakes the
+        engine). The more hosts a process holds, the less often it polls, and
         at or above its share it takes one host per poll, so that idle
         processes get the new hosts first."""
         room = min(self.max_hosts - len(self.held), POLL_BATCH if len(self.held) < self.share() else 1)
-        if room <= 0 or now < self._next_poll:
+        if room <= 0 or now < self._next_poll or self._polling:
             return False
+        if self.worker is None:
+            poll = self.leases.poll(room)
+            return self._polled(poll, self.leases.acquire(self._candidates(poll, room)), now)
+        self._polling = True
+
+        def polled(poll: Poll) -> None:
+            self.leases.acquire_then(self._candidates(poll, room),
+                                     lambda acquired: self._polled(poll, acquired, self.parts.clock(), late=True),
+                                     self._poll_failed)
+
+        self.leases.poll_then(room, polled, self._poll_failed)
+        return False
+
+    def _candidates(self, poll: Poll, room: int) -> list[tuple[str, bytes]]:
+        return [(host, score) for host, score in poll.due if host not in self.held][:room]
+
+    def _poll_failed(self, err: Exception) -> None:
+        self._polling = False
+
+    def _polled(self, poll: Poll, acquired: list[Acquired], now: float, late: bool = False) -> bool:
+        """The hosts a poll acquired are held here (``late``: the worker
+        thread answered; the engine is woken)."""
+        self._polling = False
         stats = self.parts.stats
-        poll = self.leases.poll(room)
         self._heap_hosts, self._heap_checked = poll.hosts, now
-        candidates = [(host, score) for host, score in poll.due if host not in self.held][:room]
-        acquired = self.leases.acquire(candidates)
         for got in acquired:
             self.held[got.host] = HeldHost(got.queued, got.head, got.expires, now)
             self.parts.politeness.hold(got.host, now + got.wait)
@@ -412,6 +436,8 @@ class SharedDispatch:
         wait = self.poll_interval if poll.wait is None else min(self.poll_interval, max(poll.wait, 0.005))
         load = len(self.held) / self.share()
         self._next_poll = now if acquired and load < 1 else now + wait * (1 + load)
+        if late:
+            self.parts.arm_timer(now)
         return bool(acquired)
 
     def _dispatch(self, host: str, now: float) -> Request | None:
@@ -524,10 +550,32 @@ class SharedDispatch:
             self.release_idle(host)
 
     def release_idle(self, host: str) -> None:
-        """Give back a host whose queue looks empty, unless work came meanwhile."""
+        """Give back a host whose queue looks empty, unless work came
+        meanwhile (through the worker thread: the host waits off the heap,
+        like a take, until Redis answers)."""
         held = self.held[host]
-        state, queued, head = self.leases.release(host, self.wait(host), True, held.heap_score)
+        if self.worker is None:
+            self._released(host, self.leases.release(host, self.wait(host), True, held.heap_score))
+            return
+        wait = self.wait(host)
+        held.taking, held.inflight = True, held.inflight + 1
+        self._takes += 1
+        self.heap.remove(host)
+
+        def released(outcome: tuple[int, int, float]) -> None:
+            self._takes -= 1
+            now_held = self.held.get(host)
+            if now_held is not None:
+                now_held.taking, now_held.inflight = False, max(0, now_held.inflight - 1)
+                self._released(host, outcome)
+                self.parts.arm_timer(self.parts.clock())
+
+        self.leases.release_then(host, wait, True, held.heap_score, released, lambda err: self._take_failed(host, err))
+
+    def _released(self, host: str, outcome: tuple[int, int, float]) -> None:
+        state, queued, head = outcome
         if state == 0:
+            held = self.held[host]
             held.queued, held.head = queued, head
             self.reschedule(host)
             return
