@@ -50,8 +50,8 @@ class LeaseUpkeep:
             dispatch._alive = max(1, dispatch.leases.heartbeat(dispatch.lease_ttl))
             self.share_holds()
             # not while a take is on its way: its URL is in flight in Redis, not yet here
-            if dispatch.redis_failures() != self._failures_seen and not dispatch.takes_pending():
-                self._failures_seen = dispatch.redis_failures()
+            if dispatch.off_reactor.failures() != self._failures_seen and not dispatch.off_reactor.pending():
+                self._failures_seen = dispatch.off_reactor.failures()
                 self.repair_inflight()
             dispatch._heap_hosts, dispatch._heap_checked = dispatch.leases.poll(0).hosts, parts.clock()
             self.give_away_late()
@@ -130,7 +130,7 @@ class LeaseUpkeep:
     # -- stats -------------------------------------------------------------------
     def share_stats(self) -> None:
         stats, leases = self.dispatch.parts.stats, self.dispatch.leases
-        for name, value in self.dispatch.redis_timing().items():
+        for name, value in self.dispatch.off_reactor.timing().items():
             stats.set_value(name, value)  # the process's Redis waits (redis_connection)
         values = getattr(stats, "get_stats", lambda: getattr(stats, "values", {}))()
         deltas = []

@@ -8,12 +8,14 @@ per host, end-to-start gap) from a local host heap, and takes more from the
 shared host heap when none of its hosts may fetch now. Lease renewals,
 giving hosts away and sharing holds and stats run every third of the lease
 TTL (:mod:`.leaseupkeep`).
+
+In a crawl, the per-page Redis round trips run in a worker thread
+(:mod:`.sharedasync`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
 from heapq import heappop as heapq_pop, heappush as heapq_push
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,45 +32,21 @@ from extensions.frontier.inflight import InFlight
 from extensions.frontier.leaseupkeep import LeaseUpkeep
 from extensions.frontier.leases import (
     MAX_LEVELS,
-    Acquired,
     HostLeases,
-    Poll,
     Taken,
-    is_parked,
     level_of_score,
     parked_score,
     process_id,
     queue_score,
 )
 from extensions.frontier.politeness import INFINITY
+from extensions.frontier.sharedasync import TAKES_AHEAD, HeldHost, OffReactor
 from extensions.frontier.sharedholds import SharedHolds
 from extensions.store.base import Entry, FrontierStoreError, Status
-from extensions.store.redis_worker import DirectIO, RedisWorker, running_reactor, start_worker
 
 logger = logging.getLogger(__name__)
 
-POLL_BATCH = 16  # hosts taken per poll at most
 CLUSTER_HEAP_SHARDS = 16  # host heap shards in a Redis Cluster (one on a single Redis)
-TAKES_AHEAD = 16  # takes on their way to Redis at most (worker thread)
-
-
-@dataclass(slots=True)
-class HeldHost:
-    """A host this process holds a lease on."""
-
-    queued: int  # its back-queue length at our last look
-    head: float  # back-queue score of its best queued URL (inf: none)
-    heap_score: float  # the lease expiry we last put on the heap (ms)
-    since: float  # when we took it (local clock)
-    inflight: int = 0  # requests of ours in flight, and a take waiting for its answer
-    taking: bool = False  # a take or release is on its way to Redis (off the heap until it answers)
-    # when to look at its queue again: it holds only held origins' URLs (0: not so)
-    parked_until: float = 0.0
-
-    @property
-    def parked(self) -> bool:
-        """Its queue holds only URLs a hold keeps back (at our last look)."""
-        return self.parked_until > 0.0
 
 
 def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
@@ -86,7 +64,7 @@ class SharedDispatch:
     def __init__(self, levels: int = 8, max_hosts: int = 48, *, lease_ttl: float = 10.0,
                  poll_interval: float = 0.1, max_lateness: float = 1.0,
                  lease_clock: Callable[[], float] | None = None, owner: str | None = None,
-                 io_thread: bool = True) -> None:
+                 io_thread: bool = False) -> None:
         if levels > MAX_LEVELS:
             raise ValueError(f"FRONTIER_FRONT_QUEUES must be <= {MAX_LEVELS} with FRONTIER_BACKEND=redis, "
                              f"got {levels}")
@@ -96,12 +74,10 @@ class SharedDispatch:
         self.levels, self.max_hosts = levels, max_hosts
         self.lease_ttl, self.poll_interval, self.max_lateness = lease_ttl, poll_interval, max_lateness
         self.lease_clock = lease_clock
-        self.io_thread = io_thread  # Redis round trips in a worker thread once the reactor runs
-        self.worker: RedisWorker | None = None
-        #: answered takes, waiting for next_request: (host, what the take found)
-        self.arrived: deque[tuple[str, Taken]] = deque()
-        self._takes = 0  # takes on their way
-        self._polling = False  # a poll of the shared heap is on its way
+        # Redis round trips in a worker thread once the reactor runs (.sharedasync);
+        # off by default until the open issues in NOTES-redisperf.md are fixed
+        self.io_thread = io_thread
+        self.off_reactor = OffReactor(self)
         self.owner = owner or process_id()
         self.heap = HostHeap()
         self.leases: HostLeases | None = None
@@ -146,10 +122,8 @@ class SharedDispatch:
                     self.owner, self._alive - 1, self.store.location)
 
     def start(self, looping_call: Callable[[Callable[[], None]], Any] | None) -> None:
-        reactor = running_reactor()
-        if self.io_thread and looping_call is not None and reactor is not None:
-            self.worker = start_worker(self.store, reactor, self._io_failed)
-            self.leases.io = self.worker
+        if self.io_thread and looping_call is not None:
+            self.off_reactor.start()
         if looping_call is not None:
             self._lease_loop = looping_call(self.renew_leases)
             self._lease_loop.start(self.lease_ttl / 3, now=False)
@@ -164,10 +138,7 @@ class SharedDispatch:
         """Give every held host back (in-flight URLs to their queues)."""
         if self._lease_loop is not None and self._lease_loop.running:
             self._lease_loop.stop()
-        if self.worker is not None:
-            self.worker.drain()  # every take answered: the URLs taken and not handed out go back
-        while self.arrived:
-            host, taken = self.arrived.popleft()
+        for host, taken in self.off_reactor.drain():  # taken, not handed out: back
             if taken.entry is not None:
                 self.leases.put_back(host, taken.entry.fingerprint, taken.entry.level)
         for record in records:
@@ -182,39 +153,8 @@ class SharedDispatch:
         """Add this process's stats to the crawl's, leave; the crawl's keys
         are deleted (``SCHEDULER_PERSIST`` off) only by the last process."""
         self.upkeep.leave()
-        self.stop_worker()
+        self.off_reactor.stop()
         logger.info("Frontier %s closed (%s)", self.owner, reason)
-
-    def stop_worker(self) -> None:
-        """Send what the worker holds; lease commands go the store's way again."""
-        if self.worker is not None:
-            self.worker.stop()
-            self.leases.io = DirectIO(self.store)
-            self.worker = None
-
-    def redis_timing(self) -> dict[str, float]:
-        """Round trips and seconds waiting for Redis (``redis/*`` stats),
-        the store's connection and the worker's added."""
-        timing = self.store.connection.timing()
-        if self.worker is not None:
-            for name, value in self.worker.timing().items():
-                timing[name] = round(timing[name] + value, 6)
-        return timing
-
-    def redis_failures(self) -> int:
-        """Failed Redis calls so far (retried), the worker's included."""
-        worker = 0 if self.worker is None else self.worker.connection.failures
-        return self.store.failures + worker
-
-    def takes_pending(self) -> bool:
-        """Whether a take is on its way or answered and not yet handed out."""
-        return bool(self.arrived or self._takes)
-
-    def _io_failed(self, err: Exception) -> None:
-        """A Redis command sent by the worker failed after its retries."""
-        logger.error("The shared frontier's Redis commands failed: %s", err)
-        if self.parts.on_store_error is not None:
-            self.parts.on_store_error(err)
 
     def checkpoint(self) -> None:
         try:
@@ -234,8 +174,8 @@ class SharedDispatch:
     def has_pending(self) -> bool:
         """Work anywhere in the crawl: held hosts, requests in flight here,
         or hosts on the shared heap (checked at most every poll interval)."""
-        if self.held or self.parts.inflight or self.parts.unfiled:
-            return True
+        if self.held or self.parts.inflight or self.parts.unfiled or not self.off_reactor.idle():
+            return True  # (an enqueue on its way may list a host yet)
         now = self.parts.clock()
         if self._heap_hosts is None or now - self._heap_checked >= self.poll_interval:
             self._heap_hosts, self._heap_checked = self.leases.poll(0).hosts, now
@@ -264,37 +204,10 @@ class SharedDispatch:
 
     # -- enqueue -----------------------------------------------------------------
     def enqueue(self, entry: Entry, bypass: bool) -> bool:
-        """The URL-seen test and the host's shared back queue, in one script."""
-        host = entry.host
+        """The URL-seen test and the host's shared back queue, in one script
+        (answered later through the worker thread: True until then)."""
         self.parts.seen.remember(entry.fingerprint)
-        answered: list[bool] = []
-        late = False
-        self.leases.enqueue_then(host, [entry], bypass,
-                                 lambda results: answered.append(self._enqueued(entry, bypass, results[0], late)))
-        late = True  # not answered at once: the worker thread answers later
-        return answered[0] if answered else True
-
-    def _enqueued(self, entry: Entry, bypass: bool, result: Any, late: bool = False) -> bool:
-        """Redis' answer to an enqueue; whether the URL was new. ``late``:
-        the enqueue was counted as new already, a duplicate is counted now."""
-        host, parts = entry.host, self.parts
-        if not result.new and not bypass:
-            if late:  # counted as enqueued when it was handed to the worker
-                parts.stats.inc_value("frontier/enqueued", -1)
-                parts.stats.inc_value("frontier/duplicates")
-                parts.memory_only.pop(entry.fingerprint, None)
-            return False
-        if result.listed and self._alive == 1:
-            self._next_poll = 0.0  # a host is due on the heap and nobody else polls
-        if result.mine and host in self.held:
-            held = self.held[host]
-            held.queued, held.head = result.queued, result.head
-            if not is_parked(result.head):
-                held.parked_until = 0.0  # work again (a held origin's URL is parked at its take)
-            self.reschedule(host)
-        if late:  # the engine may have been told there was nothing to do
-            parts.arm_timer(parts.clock())
-        return True
+        return self.off_reactor.enqueue(entry, bypass)
 
     def promote(self, entry: Entry, level: int) -> bool:
         """Move a queued URL up its host's queue (no row rewrite: another
@@ -317,44 +230,12 @@ class SharedDispatch:
         there is none, take more hosts from the shared heap first."""
         if self.parts.holds.held:
             self.upkeep.end_holds(now)
-        request = self._hand_out(now)
+        request = self.off_reactor.hand_out(now)
         if request is None:
             request = self._dispatch_ready(now)
-        if request is None and not self.takes_pending() and self._poll(now):
+        if request is None and not self.off_reactor.pending() and self.off_reactor.poll_heap(now):
             request = self._dispatch_ready(now)
         return request
-
-    def _hand_out(self, now: float) -> Request | None:
-        """A request from the takes the worker thread has answered, in the order they were sent."""
-        while self.arrived:
-            host, taken = self.arrived.popleft()
-            held = self.held.get(host)
-            if held is None:  # given away meanwhile (lease lost): its URL goes back
-                if taken.entry is not None:
-                    self.leases.put_back(host, taken.entry.fingerprint, taken.entry.level)
-                continue
-            held.inflight = max(0, held.inflight - 1)
-            request = self._use(host, taken, now)
-            if request is not None:
-                return request
-        return None
-
-    def _take_arrived(self, host: str, taken: Taken) -> None:
-        """On the reactor thread: a take sent through the worker is answered."""
-        held = self.held.get(host)
-        if held is not None:
-            held.taking = False
-        self._takes -= 1
-        self.arrived.append((host, taken))
-        self.parts.arm_timer(self.parts.clock())  # next_due is now: the engine asks again
-
-    def _take_failed(self, host: str, err: Exception) -> None:
-        self._takes -= 1
-        held = self.held.get(host)
-        if held is not None:
-            held.taking = False
-            held.inflight = max(0, held.inflight - 1)
-            self.reschedule(host)
 
     def _dispatch_ready(self, now: float) -> Request | None:
         """Move the due held hosts to the ready heap (hosts of one level in
@@ -369,7 +250,7 @@ class SharedDispatch:
                 level = -1 if head == INFINITY else level_of_score(head)
                 order = ready_order(level, politeness.rate_limited(host))
                 heapq_push(ready, (order, host not in self.retried, self._ready_seq, host))
-        while ready and self._takes < TAKES_AHEAD:
+        while ready and self.off_reactor.busy < TAKES_AHEAD:
             host = heapq_pop(ready)[3]
             if host in self.heap or host not in self.held or self.held[host].taking:
                 continue
@@ -386,75 +267,16 @@ class SharedDispatch:
         live processes, as last seen, rounded up)."""
         return max(1, -(-(self._heap_hosts or 0) // self._alive))
 
-    def _poll(self, now: float) -> bool:
-        """Take due hosts from the shared heap if there is room; whether any
-        came (through the worker thread: never at once, the answer wakes the
-        engine). The more hosts a process holds, the less often it polls, and
-        at or above its share it takes one host per poll, so that idle
-        processes get the new hosts first."""
-        room = min(self.max_hosts - len(self.held), POLL_BATCH if len(self.held) < self.share() else 1)
-        if room <= 0 or now < self._next_poll or self._polling:
-            return False
-        if self.worker is None:
-            poll = self.leases.poll(room)
-            return self._polled(poll, self.leases.acquire(self._candidates(poll, room)), now)
-        self._polling = True
-
-        def polled(poll: Poll) -> None:
-            self.leases.acquire_then(self._candidates(poll, room),
-                                     lambda acquired: self._polled(poll, acquired, self.parts.clock(), late=True),
-                                     self._poll_failed)
-
-        self.leases.poll_then(room, polled, self._poll_failed)
-        return False
-
-    def _candidates(self, poll: Poll, room: int) -> list[tuple[str, bytes]]:
-        return [(host, score) for host, score in poll.due if host not in self.held][:room]
-
-    def _poll_failed(self, err: Exception) -> None:
-        self._polling = False
-
-    def _polled(self, poll: Poll, acquired: list[Acquired], now: float, late: bool = False) -> bool:
-        """The hosts a poll acquired are held here (``late``: the worker
-        thread answered; the engine is woken)."""
-        self._polling = False
-        stats = self.parts.stats
-        self._heap_hosts, self._heap_checked = poll.hosts, now
-        for got in acquired:
-            self.held[got.host] = HeldHost(got.queued, got.head, got.expires, now)
-            self.parts.politeness.hold(got.host, now + got.wait)
-            self.reschedule(got.host)
-            if got.taken_over:
-                stats.inc_value("frontier/leases_taken_over")
-                stats.inc_value("frontier/recovered", got.recovered)
-                logger.info("Took over %s from an expired lease: %d in-flight URL(s) back in its queue",
-                            got.host, got.recovered)
-            self.parts.host_assigned(got.host)
-        stats.inc_value("frontier/heap_polls")
-        stats.inc_value("frontier/leases_acquired", len(acquired))
-        stats.set_value("frontier/back_queues", len(self.held))
-        wait = self.poll_interval if poll.wait is None else min(self.poll_interval, max(poll.wait, 0.005))
-        load = len(self.held) / self.share()
-        self._next_poll = now if acquired and load < 1 else now + wait * (1 + load)
-        if late:
-            self.parts.arm_timer(now)
-        return bool(acquired)
-
     def _dispatch(self, host: str, now: float) -> Request | None:
         """Take ``host``'s best URL: at once, or through the worker thread
         (the host waits off the heap, counted in flight, until it answers;
-        :meth:`_hand_out` gives the engine its request)."""
-        if self.worker is None:
-            return self._use(host, self.leases.take(host, self.held_origins(host)), now)
-        held = self.held[host]
-        held.taking, held.inflight = True, held.inflight + 1
-        self._takes += 1
-        self.heap.remove(host)
-        self.leases.take_then(host, self.held_origins(host), lambda taken: self._take_arrived(host, taken),
-                              lambda err: self._take_failed(host, err))
+        :meth:`.OffReactor.hand_out` gives the engine its request)."""
+        if self.off_reactor.worker is None:
+            return self.use_taken(host, self.leases.take(host, self.held_origins(host)), now)
+        self.off_reactor.take(host)
         return None
 
-    def _use(self, host: str, taken: Taken, now: float) -> Request | None:
+    def use_taken(self, host: str, taken: Taken, now: float) -> Request | None:
         """What a take of ``host`` found: the request to fetch, or None."""
         held, parts = self.held[host], self.parts
         if taken.skipped:
@@ -510,7 +332,7 @@ class SharedDispatch:
 
     def next_due(self, now: float) -> float | None:
         """The first held host's due time, or the next poll while there is room."""
-        if self.arrived:
+        if self.off_reactor.arrived:
             return now
         due = self.heap.next_time()
         if len(self.held) < self.max_hosts and self._heap_hosts != 0:
@@ -550,29 +372,13 @@ class SharedDispatch:
             self.release_idle(host)
 
     def release_idle(self, host: str) -> None:
-        """Give back a host whose queue looks empty, unless work came
-        meanwhile (through the worker thread: the host waits off the heap,
-        like a take, until Redis answers)."""
-        held = self.held[host]
-        if self.worker is None:
-            self._released(host, self.leases.release(host, self.wait(host), True, held.heap_score))
+        """Give back a host whose queue looks empty, unless work came meanwhile."""
+        if self.off_reactor.worker is not None:
+            self.off_reactor.release_idle(host)
             return
-        wait = self.wait(host)
-        held.taking, held.inflight = True, held.inflight + 1
-        self._takes += 1
-        self.heap.remove(host)
+        self.released(host, self.leases.release(host, self.wait(host), True, self.held[host].heap_score))
 
-        def released(outcome: tuple[int, int, float]) -> None:
-            self._takes -= 1
-            now_held = self.held.get(host)
-            if now_held is not None:
-                now_held.taking, now_held.inflight = False, max(0, now_held.inflight - 1)
-                self._released(host, outcome)
-                self.parts.arm_timer(self.parts.clock())
-
-        self.leases.release_then(host, wait, True, held.heap_score, released, lambda err: self._take_failed(host, err))
-
-    def _released(self, host: str, outcome: tuple[int, int, float]) -> None:
+    def released(self, host: str, outcome: tuple[int, int, float]) -> None:
         state, queued, head = outcome
         if state == 0:
             held = self.held[host]

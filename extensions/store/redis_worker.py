@@ -72,6 +72,9 @@ class DirectIO:
     def pending(self) -> int:
         return 0
 
+    def idle(self) -> bool:
+        return True
+
 
 class _Job:
     __slots__ = ("commands", "then", "failed", "done", "answers", "error")
@@ -102,6 +105,7 @@ class RedisWorker:
         self.reactor_seconds = 0.0  # the reactor thread waiting in call()
         self.reactor_calls = 0
         self.jobs = self.pipelines = 0
+        self._outstanding = 0  # jobs queued and not finished (answered, their callback run)
 
     # -- the channel -----------------------------------------------------------
     def write(self, *command: Any) -> None:
@@ -133,6 +137,11 @@ class RedisWorker:
     def pending(self) -> int:
         return len(self._jobs)
 
+    def idle(self) -> bool:
+        """Whether every job sent is finished (its callback run, and so any
+        job the callback sent): nothing of ours is on its way to Redis."""
+        return self._outstanding == 0
+
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
         self._running = True
@@ -163,6 +172,7 @@ class RedisWorker:
         if not self._running:
             raise RedisLayerError(f"the Redis worker for {self.connection.location} is stopped")
         with self._wake:
+            self._outstanding += 1
             self._jobs.append(job)
             self._wake.notify()
 
@@ -192,6 +202,9 @@ class RedisWorker:
             at += len(job.commands)
             if job.then is not None or (error is not None and job.done is None):
                 self._answered.append((job, error))
+            else:
+                with self._wake:
+                    self._outstanding -= 1
         for job in batch:
             if job.done is not None:
                 job.done.set()
@@ -216,6 +229,9 @@ class RedisWorker:
                     self.on_error(error)
             except Exception:  # noqa: BLE001 - one callback must not stop the others
                 logger.exception("A Redis answer's callback failed")
+            finally:  # after the callback queued what follows from it (a listing after an enqueue)
+                with self._wake:
+                    self._outstanding -= 1
 
 
 def running_reactor() -> Any:
