@@ -15,8 +15,12 @@ Per variant, medians of ``--runs`` runs (alternating variants within a run):
   in every ``P:{T}:urls`` hash; scrapy-redis' dupefilter set);
 * Redis commands per fetched page: ``total_commands_processed`` (every
   command, those run inside Lua scripts included) over pages; and, for ours,
-  round trips per page (the frontier's and content-seen's stores, from each
-  process's final stats).
+  round trips per page (the process's one Redis connection, shared by the
+  frontier and content-seen: ``redis/round_trips`` in each process's final
+  stats) and milliseconds per page its reactor thread waited for Redis
+  (``redis/reactor_wait_seconds``: time inside redis-py calls made on the
+  reactor thread, which serves nothing else meanwhile) next to the wait in
+  all threads (``redis/wait_seconds``).
 
 Variants: ``embedded`` (ours, SQLite in JOBDIR), ``redis`` (ours, the shared
 frontier), ``scrapy-redis`` (a plain CrawlSpider on Scrapy's defaults with
@@ -61,6 +65,8 @@ class Run:
     bytes_per_url: float
     commands_per_page: float
     round_trips_per_page: float = float("nan")  # ours: the Redis stores' round trips, summed over processes
+    reactor_ms_per_page: float = float("nan")  # ours: reactor thread waiting for Redis, summed over processes
+    wait_ms_per_page: float = float("nan")  # ours: any thread waiting for Redis
 
     @property
     def pages_per_second(self) -> float:
@@ -158,19 +164,22 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
     urls = known_urls(client, name == "redis")
     memory = client.info("memory")["used_memory"] - memory_before
     client.close()
-    trips = sum(round_trips(cwd) for _, cwd in commands) if name == "redis" else float("nan")
     per_page = (lambda value: value / pages if pages else float("nan"))
-    return Run(name, processes, pages, seconds, memory / urls if urls else float("nan"),
-               per_page(commands_used), per_page(trips))
+    run = Run(name, processes, pages, seconds, memory / urls if urls else float("nan"), per_page(commands_used))
+    if name == "redis":
+        waits = [redis_waits(cwd) for _, cwd in commands]
+        run.round_trips_per_page = per_page(sum(w[0] for w in waits))
+        run.reactor_ms_per_page = per_page(1000 * sum(w[1] for w in waits))
+        run.wait_ms_per_page = per_page(1000 * sum(w[2] for w in waits))
+    return run
 
 
-ROUND_TRIPS = ("frontier/store_round_trips", "contentseen/exact/round_trips", "contentseen/near/round_trips")
-
-
-def round_trips(workdir: Path) -> int:
-    """The Redis round trips one of our processes made (its final stats)."""
+def redis_waits(workdir: Path) -> tuple[int, float, float]:
+    """One of our processes' Redis round trips, seconds its reactor thread
+    waited for Redis and seconds any thread did (its final stats)."""
     stats = json.loads((workdir / "report.json").read_text()).get("stats", {})
-    return sum(int(stats.get(name, 0)) for name in ROUND_TRIPS)
+    return (int(stats.get("redis/round_trips", 0)), float(stats.get("redis/reactor_wait_seconds", 0.0)),
+            float(stats.get("redis/wait_seconds", 0.0)))
 
 
 VARIANTS = (("embedded", 1), ("redis", 1), ("redis", 2), ("redis", 3), ("scrapy-redis", 1), ("scrapy-redis", 3),
@@ -182,7 +191,9 @@ def median(runs: list[Run]) -> Run:
                statistics.median(r.seconds for r in runs),
                statistics.median(r.bytes_per_url for r in runs),
                statistics.median(r.commands_per_page for r in runs),
-               statistics.median(r.round_trips_per_page for r in runs))
+               statistics.median(r.round_trips_per_page for r in runs),
+               statistics.median(r.reactor_ms_per_page for r in runs),
+               statistics.median(r.wait_ms_per_page for r in runs))
 
 
 def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -> None:
@@ -190,13 +201,16 @@ def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -
           f"CONCURRENT_REQUESTS={args.concurrency} per process, medians of {args.runs} runs, "
           f"{os.cpu_count()} CPUs" + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
     print(f"{'variant':<20}{'procs':>6}{'pages':>7}{'seconds':>9}{'pages/s':>9}{'per proc':>9}"
-          f"{'B/URL':>8}{'cmds/page':>10}{'RTs/page':>9}")
+          f"{'B/URL':>8}{'cmds/page':>10}{'RTs/page':>9}{'reactor ms/page':>16}{'wait ms/page':>13}")
     for (name, count), r in results.items():
         bytes_per_url = "-" if name == "embedded" else f"{r.bytes_per_url:.0f}"
         commands = "-" if name == "embedded" else f"{r.commands_per_page:.1f}"
-        trips = f"{r.round_trips_per_page:.1f}" if name == "redis" else "-"
+        ours = name == "redis"
+        trips = f"{r.round_trips_per_page:.1f}" if ours else "-"
+        reactor = f"{r.reactor_ms_per_page:.3f}" if ours else "-"
+        wait = f"{r.wait_ms_per_page:.3f}" if ours else "-"
         print(f"{name:<20}{count:>6}{r.pages:>7}{r.seconds:>9.2f}{r.pages_per_second:>9.1f}"
-              f"{r.pages_per_second / count:>9.1f}{bytes_per_url:>8}{commands:>10}{trips:>9}")
+              f"{r.pages_per_second / count:>9.1f}{bytes_per_url:>8}{commands:>10}{trips:>9}{reactor:>16}{wait:>13}")
     for other in ("scrapy-redis", "spider+scrapy-redis"):
         for count in (1, 3):
             ours, theirs = results.get(("redis", count)), results.get((other, count))

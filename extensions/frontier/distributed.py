@@ -74,13 +74,16 @@ class DistributedFrontier(Frontier):
     plain values (tests, scripts; the other keywords as
     :func:`~extensions.frontier.options.frontier_arguments` takes them);
     a crawl gets the same from its settings through
-    ``Frontier.from_crawler``. Nothing is overridden."""
+    ``Frontier.from_crawler``. Nothing is overridden. ``io_thread`` (off
+    here, on in a crawl) sends the per-page Redis round trips through a
+    worker thread once the reactor runs (:mod:`extensions.store.redis_worker`)."""
 
     def __init__(self, store: Any, *, lease_ttl: float = 10.0, poll_interval: float = 0.1,
                  max_lateness: float = 1.0, lease_clock: Callable[[], float] | None = None,
                  owner: str | None = None, front_queues: int = 8, back_queues: int = 48,
-                 **values: Any) -> None:
+                 io_thread: bool = False, **values: Any) -> None:
         dispatch = SharedDispatch(front_queues, back_queues, lease_ttl=lease_ttl, poll_interval=poll_interval,
-                                  max_lateness=max_lateness, lease_clock=lease_clock, owner=owner)
+                                  max_lateness=max_lateness, lease_clock=lease_clock, owner=owner,
+                                  io_thread=io_thread)
         values.pop("queue_buffer", None)  # local back queues only
         super().__init__(store, dispatch, **frontier_arguments(**values))

@@ -89,6 +89,7 @@ from extensions.store.redis_lease_scripts import (
     UNPARK,
 )
 from extensions.store.redis_registry import process_id
+from extensions.store.redis_worker import DirectIO
 from extensions.store.redis_rows import STATUS_BYTE, fetched_bytes, pack_row, unpack_cash, unpack_entry
 from extensions.store.redis_scripts import FINISHED_FIELD
 
@@ -179,6 +180,9 @@ class HostLeases:
         self.store, self.keys = store, store.keys
         self.owner, self.ttl_ms, self.shards = owner, int(ttl * 1000), shards
         self.clock, self.rng = clock, rng or random.Random()
+        #: the channel every lease command goes through: the store's own
+        #: pipeline, or a worker thread's (:mod:`extensions.store.redis_worker`)
+        self.io: Any = DirectIO(store)
         self._joined: float | None = None  # the heartbeat TTL this frontier joined the registry with
 
     def _now(self) -> str:
@@ -197,6 +201,16 @@ class HostLeases:
         put the host on the heap if it is not there; per entry, whether it was new."""
         if not entries:
             return []
+        return self._enqueued(host, self.io.call(self._enqueue_command(host, entries, force))[0])
+
+    def enqueue_then(self, host: str, entries: Sequence[Entry], force: bool,
+                     then: Callable[[list[Enqueued]], None]) -> None:
+        """:meth:`enqueue` without waiting: ``then`` gets the outcome (on the
+        reactor thread; at once on a :class:`DirectIO` channel)."""
+        self.io.submit([self._enqueue_command(host, entries, force)],
+                       lambda answers: then(self._enqueued(host, answers[0])))
+
+    def _enqueue_command(self, host: str, entries: Sequence[Entry], force: bool) -> tuple[Any, ...]:
         seqs = self.store.sequence_numbers(len(entries))
         bloom = self.store.bloom
         args: list[Any] = []
@@ -209,32 +223,43 @@ class HostLeases:
         script_keys = [urls, keys.host_urls(tag), back, inflight, lease]
         head_args = [self._now(), self.owner, "1" if force else "0", host]
         if bloom is None:
-            command = ("EVAL", ENQUEUE, 5, *script_keys, *head_args, *args)
-        else:
-            command = ("EVAL", ENQUEUE_BLOOM, 6, *script_keys, keys.bloom(tag), *head_args, *bloom.args(), *args)
-        added, needs, mine, queued, head, wait, ver = self.store.call(command)[0]
+            return ("EVAL", ENQUEUE, 5, *script_keys, *head_args, *args)
+        return ("EVAL", ENQUEUE_BLOOM, 6, *script_keys, keys.bloom(tag), *head_args, *bloom.args(), *args)
+
+    def _enqueued(self, host: str, answer: list[Any]) -> list[Enqueued]:
+        added, needs, mine, queued, head, wait, ver = answer
         self.store.count_known(sum(added))
         if needs:
             self.list_host(host, wait / 1000.0, ver)
         return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
 
     def list_host(self, host: str, wait: float, ver: bytes | str) -> None:
-        """Put ``host`` on the heap (acknowledged), then confirm it in ``{T}``."""
-        self.store.call(("EVAL", LIST, 1, self.heap(host), self._now(), int(wait * 1000), host,
-                         repr(self.rng.random() * 0.999)))
-        self.store.write("EVAL", CONFIRM, 1, self.keys.lease(host), ver)
+        """Put ``host`` on the heap, then, once Redis acknowledged it, confirm
+        it in ``{T}`` (a crash in between leaves it unconfirmed: listed again)."""
+        self.io.submit([("EVAL", LIST, 1, self.heap(host), self._now(), int(wait * 1000), host,
+                         repr(self.rng.random() * 0.999))],
+                       lambda _: self.io.write("EVAL", CONFIRM, 1, self.keys.lease(host), ver))
 
     def requeue(self, host: str, fingerprint: int, level: int) -> None:
         """Move a queued URL to another level (an AOPIC promotion); no-op if
         it is not queued."""
         seq = self.store.sequence_numbers(1)[0]
-        self.store.write("ZADD", self.keys.back(host), "XX", queue_score(level, seq), fingerprint)
+        self.io.write("ZADD", self.keys.back(host), "XX", queue_score(level, seq), fingerprint)
 
     # -- the host heap -------------------------------------------------------
     def poll(self, limit: int) -> Poll:
         """Hosts due on every heap shard (up to ``limit`` per shard)."""
-        answers = self.store.call(*[("EVAL", POLL, 1, self.keys.host_heap(shard), self._now(), limit)
-                                    for shard in range(self.shards)])
+        return self._polled(self.io.call(*self._poll_commands(limit)))
+
+    def poll_then(self, limit: int, then: Callable[[Poll], None],
+                  failed: Callable[[Exception], None] | None = None) -> None:
+        """:meth:`poll` without waiting (``then`` gets the outcome)."""
+        self.io.submit(self._poll_commands(limit), lambda answers: then(self._polled(answers)), failed)
+
+    def _poll_commands(self, limit: int) -> list[tuple[Any, ...]]:
+        return [("EVAL", POLL, 1, self.keys.host_heap(shard), self._now(), limit) for shard in range(self.shards)]
+
+    def _polled(self, answers: list[Any]) -> Poll:
         total, due, wait = 0, [], None
         for count, now, pairs, first in answers:
             total += int(count)
@@ -249,30 +274,56 @@ class HostLeases:
         """Try to take each ``(host, score)`` from the heap; the hosts taken."""
         if not candidates:
             return []
-        answers = self.store.call(*[
-            ("EVAL", ACQUIRE, 4, *self._host_keys(host), self._now(), self.owner, self.ttl_ms)
-            for host, _ in candidates])
+        return self._acquired(candidates, self.io.call(*self._acquire_commands(candidates)))
+
+    def acquire_then(self, candidates: Sequence[tuple[str, bytes]], then: Callable[[list[Acquired]], None],
+                     failed: Callable[[Exception], None] | None = None) -> None:
+        """:meth:`acquire` without waiting (``then`` gets the hosts taken)."""
+        if not candidates:
+            then([])
+            return
+        self.io.submit(self._acquire_commands(candidates),
+                       lambda answers: then(self._acquired(candidates, answers)), failed)
+
+    def _acquire_commands(self, candidates: Sequence[tuple[str, bytes]]) -> list[tuple[Any, ...]]:
+        return [("EVAL", ACQUIRE, 4, *self._host_keys(host), self._now(), self.owner, self.ttl_ms)
+                for host, _ in candidates]
+
+    def _acquired(self, candidates: Sequence[tuple[str, bytes]], answers: list[Any]) -> list[Acquired]:
         acquired = []
         for (host, score), answer in zip(candidates, answers):
             state = answer[0]
             if state == 1:
                 _, expires, wait, queued, head, recovered, lapsed = answer
-                self.store.write("ZADD", self.heap(host), expires, host)
+                self.io.write("ZADD", self.heap(host), expires, host)
                 acquired.append(Acquired(host, int(expires), wait / 1000.0, int(queued),
                                          head_score(head), int(recovered), bool(lapsed)))
             elif state == 0:  # held by a live process whose renewal is late
-                self.store.write("ZADD", self.heap(host), "XX", "GT", answer[1], host)
+                self.io.write("ZADD", self.heap(host), "XX", "GT", answer[1], host)
             else:  # no work: off the heap, unless re-listed since the poll
-                self.store.write("EVAL", DELIST_IF, 1, self.heap(host), host, score)
+                self.io.write("EVAL", DELIST_IF, 1, self.heap(host), host, score)
         return acquired
 
     def take(self, host: str, held: Sequence[str] = (), max_skip: int = 64) -> Taken:
         """The best queued URL of a held host whose origin is not in
         ``held`` (the host's held origins), now in flight; the held
         origins' URLs met on the way are parked."""
+        return self._taken(self.io.call(self._take_command(host, held, max_skip))[0])
+
+    def take_then(self, host: str, held: Sequence[str], then: Callable[[Taken], None],
+                  failed: Callable[[Exception], None] | None = None, max_skip: int = 64) -> None:
+        """:meth:`take` without waiting: ``then`` gets the outcome (on the
+        reactor thread; at once on a :class:`DirectIO` channel)."""
+        self.io.submit([self._take_command(host, held, max_skip)],
+                       lambda answers: then(self._taken(answers[0])), failed)
+
+    def _take_command(self, host: str, held: Sequence[str], max_skip: int) -> tuple[Any, ...]:
         script = TAKE_HELD if held else TAKE  # the everyday script stays short: EVAL sends it each time
-        answer = self.store.call(("EVAL", script, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
-                                  self._now(), self.owner, max_skip, self.ttl_ms, *held))[0]
+        return ("EVAL", script, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
+                self._now(), self.owner, max_skip, self.ttl_ms, *held)
+
+    @staticmethod
+    def _taken(answer: list[Any]) -> Taken:
         state = answer[0]
         if state == -1:
             return Taken("lost")
@@ -290,7 +341,7 @@ class HostLeases:
     def unpark(self, host: str) -> tuple[int, float]:
         """Every parked URL of ``host`` back in its place in the queue; how
         many, and the queue's head score now."""
-        count, head = self.store.call(("EVAL", UNPARK, 1, self.keys.back(host)))[0]
+        count, head = self.io.call(("EVAL", UNPARK, 1, self.keys.back(host)))[0]
         return int(count), head_score(head)
 
     def finish(self, host: str, fingerprint: int, status: Status | None, fetched: float | None = None) -> None:
@@ -300,11 +351,11 @@ class HostLeases:
         queued is finished: one the new owner took is left to it."""
         lease, back, inflight, urls = self._host_keys(host)
         if self.store.trims and status is not Status.DEFERRED:  # a deferred row stays, for a resume
-            self.store.write("EVAL", FINISH_TRIM, 5, inflight, urls, self.keys.host_urls(host_tag(host)),
+            self.io.write("EVAL", FINISH_TRIM, 5, inflight, urls, self.keys.host_urls(host_tag(host)),
                              lease, back, FINISHED_FIELD.get(status, ""), fingerprint,  # type: ignore[arg-type]
                              self.owner)
             return
-        self.store.write("EVAL", FINISH, 4, inflight, urls, lease, back,
+        self.io.write("EVAL", FINISH, 4, inflight, urls, lease, back,
                          b"" if status is None else STATUS_BYTE[status],
                          b"" if fetched is None else fetched_bytes(fetched), fingerprint, self.owner)
 
@@ -312,7 +363,7 @@ class HostLeases:
         """The fingerprints in each host's in-flight set, in one round trip."""
         if not hosts:
             return {}
-        answers = self.store.call(*[("ZRANGE", self.keys.inflight(host), 0, -1) for host in hosts])
+        answers = self.io.call(*[("ZRANGE", self.keys.inflight(host), 0, -1) for host in hosts])
         return {host: [int(fp) for fp in found] for host, found in zip(hosts, answers)}
 
     def put_back(self, host: str, fingerprint: int, level: int, parked: bool = False) -> float:
@@ -323,7 +374,7 @@ class HostLeases:
         seq = self.store.sequence_numbers(1)[0]
         score = queue_score(level, seq)
         score = parked_score(score) if parked else score
-        self.store.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, repr(score), self.owner)
+        self.io.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, repr(score), self.owner)
         return score
 
     def release(self, host: str, wait: float, idle_only: bool,
@@ -331,15 +382,27 @@ class HostLeases:
         """Give ``host`` back (``idle_only``: only if it has no work), its
         next fetch ``wait`` seconds from now. Returns ``(state, queued,
         head score)``: state 0 kept (it has work), 1 released, -1 not ours."""
-        answer = self.store.call(("EVAL", RELEASE, 4, *self._host_keys(host), self._now(), self.owner,
-                                  int(wait * 1000), "1" if idle_only else "0"))[0]
+        return self._released(host, heap_score, self.io.call(self._release_command(host, wait, idle_only))[0])
+
+    def release_then(self, host: str, wait: float, idle_only: bool, heap_score: float | None,
+                     then: Callable[[tuple[int, int, float]], None],
+                     failed: Callable[[Exception], None] | None = None) -> None:
+        """:meth:`release` without waiting (``then`` gets the outcome)."""
+        self.io.submit([self._release_command(host, wait, idle_only)],
+                       lambda answers: then(self._released(host, heap_score, answers[0])), failed)
+
+    def _release_command(self, host: str, wait: float, idle_only: bool) -> tuple[Any, ...]:
+        return ("EVAL", RELEASE, 4, *self._host_keys(host), self._now(), self.owner,
+                int(wait * 1000), "1" if idle_only else "0")
+
+    def _released(self, host: str, heap_score: float | None, answer: list[Any]) -> tuple[int, int, float]:
         state = answer[0]
         if state == 0:
             return 0, int(answer[1]), head_score(answer[2])
         if state == 1 and heap_score is not None:
-            self.store.write("EVAL", DELIST_IF, 1, self.heap(host), host, repr(float(heap_score)))
+            self.io.write("EVAL", DELIST_IF, 1, self.heap(host), host, repr(float(heap_score)))
         elif state == 2:
-            self.store.write("ZADD", self.heap(host), answer[1], host)
+            self.io.write("ZADD", self.heap(host), answer[1], host)
         return (1 if state in (1, 2) else -1), 0, float("inf")
 
     def renew(self, waits: dict[str, float]) -> dict[str, int]:
@@ -348,11 +411,11 @@ class HostLeases:
         if not waits:
             return {}
         hosts = list(waits)
-        answers = self.store.call(*[("EVAL", RENEW, 1, self.keys.lease(host), self._now(), self.owner,
+        answers = self.io.call(*[("EVAL", RENEW, 1, self.keys.lease(host), self._now(), self.owner,
                                      self.ttl_ms, int(max(0.0, waits[host]) * 1000)) for host in hosts])
         for host, expires in zip(hosts, answers):
             if expires != -1:
-                self.store.write("ZADD", self.heap(host), "XX", "GT", expires, host)
+                self.io.write("ZADD", self.heap(host), "XX", "GT", expires, host)
         return {host: int(expires) for host, expires in zip(hosts, answers)}
 
     # -- repairs -------------------------------------------------------------
@@ -363,10 +426,10 @@ class HostLeases:
         for key in list(self.store.scan(self.keys.back_pattern)):
             host = self.keys.host_of_back(key)
             lease, back, inflight, _ = self._host_keys(host)
-            answer = self.store.call(("EVAL", ORPHAN, 3, lease, back, inflight, self._now()))[0]
+            answer = self.io.call(("EVAL", ORPHAN, 3, lease, back, inflight, self._now()))[0]
             if answer[0] != 1:
                 continue
-            if self.store.call(("ZSCORE", self.heap(host), host))[0] is None:
+            if self.io.call(("ZSCORE", self.heap(host), host))[0] is None:
                 self.list_host(host, answer[2] / 1000.0, answer[1])
                 listed += 1
         return listed
@@ -390,17 +453,17 @@ class HostLeases:
         """Add this process's stat changes to the crawl's totals (buffered)."""
         for name, delta in deltas:
             if isinstance(delta, int):
-                self.store.write("HINCRBY", self.keys.stats, name, delta)
+                self.io.write("HINCRBY", self.keys.stats, name, delta)
             else:
-                self.store.write("HINCRBYFLOAT", self.keys.stats, name, repr(float(delta)))
+                self.io.write("HINCRBYFLOAT", self.keys.stats, name, repr(float(delta)))
 
     def set_stat(self, name: str, value: float) -> None:
         """Record a crawl-wide measurement (the latest wins; buffered)."""
-        self.store.write("HSET", self.keys.stats, name, repr(value) if isinstance(value, float) else value)
+        self.io.write("HSET", self.keys.stats, name, repr(value) if isinstance(value, float) else value)
 
     def stats_totals(self) -> dict[str, float]:
         """Stats summed over every process of the crawl."""
-        found = self.store.call(("HGETALL", self.keys.stats))[0]
+        found = self.io.call(("HGETALL", self.keys.stats))[0]
         return {name.decode(): _number(value) for name, value in found.items()}
 
 

@@ -49,8 +49,9 @@ class LeaseUpkeep:
                     dispatch.held[host].heap_score = expires
             dispatch._alive = max(1, dispatch.leases.heartbeat(dispatch.lease_ttl))
             self.share_holds()
-            if dispatch.store.failures != self._failures_seen:
-                self._failures_seen = dispatch.store.failures
+            # not while a take is on its way: its URL is in flight in Redis, not yet here
+            if dispatch.off_reactor.failures() != self._failures_seen and not dispatch.off_reactor.pending():
+                self._failures_seen = dispatch.off_reactor.failures()
                 self.repair_inflight()
             dispatch._heap_hosts, dispatch._heap_checked = dispatch.leases.poll(0).hosts, parts.clock()
             self.give_away_late()
@@ -129,6 +130,8 @@ class LeaseUpkeep:
     # -- stats -------------------------------------------------------------------
     def share_stats(self) -> None:
         stats, leases = self.dispatch.parts.stats, self.dispatch.leases
+        for name, value in self.dispatch.off_reactor.timing().items():
+            stats.set_value(name, value)  # the process's Redis waits (redis_connection)
         values = getattr(stats, "get_stats", lambda: getattr(stats, "values", {}))()
         deltas = []
         for name, value in values.items():

@@ -8,6 +8,9 @@ per host, end-to-start gap) from a local host heap, and takes more from the
 shared host heap when none of its hosts may fetch now. Lease renewals,
 giving hosts away and sharing holds and stats run every third of the lease
 TTL (:mod:`.leaseupkeep`).
+
+In a crawl, the per-page Redis round trips run in a worker thread
+(:mod:`.sharedasync`).
 """
 
 from __future__ import annotations
@@ -30,38 +33,20 @@ from extensions.frontier.leaseupkeep import LeaseUpkeep
 from extensions.frontier.leases import (
     MAX_LEVELS,
     HostLeases,
-    is_parked,
+    Taken,
     level_of_score,
     parked_score,
     process_id,
     queue_score,
 )
 from extensions.frontier.politeness import INFINITY
+from extensions.frontier.sharedasync import TAKES_AHEAD, HeldHost, OffReactor
 from extensions.frontier.sharedholds import SharedHolds
 from extensions.store.base import Entry, FrontierStoreError, Status
 
 logger = logging.getLogger(__name__)
 
-POLL_BATCH = 16  # hosts taken per poll at most
 CLUSTER_HEAP_SHARDS = 16  # host heap shards in a Redis Cluster (one on a single Redis)
-
-
-@dataclass(slots=True)
-class HeldHost:
-    """A host this process holds a lease on."""
-
-    queued: int  # its back-queue length at our last look
-    head: float  # back-queue score of its best queued URL (inf: none)
-    heap_score: float  # the lease expiry we last put on the heap (ms)
-    since: float  # when we took it (local clock)
-    inflight: int = 0
-    # when to look at its queue again: it holds only held origins' URLs (0: not so)
-    parked_until: float = 0.0
-
-    @property
-    def parked(self) -> bool:
-        """Its queue holds only URLs a hold keeps back (at our last look)."""
-        return self.parked_until > 0.0
 
 
 def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
@@ -78,7 +63,8 @@ class SharedDispatch:
 
     def __init__(self, levels: int = 8, max_hosts: int = 48, *, lease_ttl: float = 10.0,
                  poll_interval: float = 0.1, max_lateness: float = 1.0,
-                 lease_clock: Callable[[], float] | None = None, owner: str | None = None) -> None:
+                 lease_clock: Callable[[], float] | None = None, owner: str | None = None,
+                 io_thread: bool = False) -> None:
         if levels > MAX_LEVELS:
             raise ValueError(f"FRONTIER_FRONT_QUEUES must be <= {MAX_LEVELS} with FRONTIER_BACKEND=redis, "
                              f"got {levels}")
@@ -88,6 +74,10 @@ class SharedDispatch:
         self.levels, self.max_hosts = levels, max_hosts
         self.lease_ttl, self.poll_interval, self.max_lateness = lease_ttl, poll_interval, max_lateness
         self.lease_clock = lease_clock
+        # Redis round trips in a worker thread once the reactor runs (.sharedasync);
+        # off by default until the open issues in NOTES-redisperf.md are fixed
+        self.io_thread = io_thread
+        self.off_reactor = OffReactor(self)
         self.owner = owner or process_id()
         self.heap = HostHeap()
         self.leases: HostLeases | None = None
@@ -132,6 +122,8 @@ class SharedDispatch:
                     self.owner, self._alive - 1, self.store.location)
 
     def start(self, looping_call: Callable[[Callable[[], None]], Any] | None) -> None:
+        if self.io_thread and looping_call is not None:
+            self.off_reactor.start()
         if looping_call is not None:
             self._lease_loop = looping_call(self.renew_leases)
             self._lease_loop.start(self.lease_ttl / 3, now=False)
@@ -146,6 +138,9 @@ class SharedDispatch:
         """Give every held host back (in-flight URLs to their queues)."""
         if self._lease_loop is not None and self._lease_loop.running:
             self._lease_loop.stop()
+        for host, taken in self.off_reactor.drain():  # taken, not handed out: back
+            if taken.entry is not None:
+                self.leases.put_back(host, taken.entry.fingerprint, taken.entry.level)
         for record in records:
             self.leases.put_back(record.host, record.entry.fingerprint, record.entry.level)
         now = self.parts.clock()
@@ -158,6 +153,7 @@ class SharedDispatch:
         """Add this process's stats to the crawl's, leave; the crawl's keys
         are deleted (``SCHEDULER_PERSIST`` off) only by the last process."""
         self.upkeep.leave()
+        self.off_reactor.stop()
         logger.info("Frontier %s closed (%s)", self.owner, reason)
 
     def checkpoint(self) -> None:
@@ -178,8 +174,8 @@ class SharedDispatch:
     def has_pending(self) -> bool:
         """Work anywhere in the crawl: held hosts, requests in flight here,
         or hosts on the shared heap (checked at most every poll interval)."""
-        if self.held or self.parts.inflight or self.parts.unfiled:
-            return True
+        if self.held or self.parts.inflight or self.parts.unfiled or not self.off_reactor.idle():
+            return True  # (an enqueue on its way may list a host yet)
         now = self.parts.clock()
         if self._heap_hosts is None or now - self._heap_checked >= self.poll_interval:
             self._heap_hosts, self._heap_checked = self.leases.poll(0).hosts, now
@@ -208,21 +204,10 @@ class SharedDispatch:
 
     # -- enqueue -----------------------------------------------------------------
     def enqueue(self, entry: Entry, bypass: bool) -> bool:
-        """The URL-seen test and the host's shared back queue, in one script."""
-        host = entry.host
-        result = self.leases.enqueue(host, [entry], force=bypass)[0]
+        """The URL-seen test and the host's shared back queue, in one script
+        (answered later through the worker thread: True until then)."""
         self.parts.seen.remember(entry.fingerprint)
-        if not result.new and not bypass:
-            return False
-        if result.listed and self._alive == 1:
-            self._next_poll = 0.0  # a host is due on the heap and nobody else polls
-        if result.mine and host in self.held:
-            held = self.held[host]
-            held.queued, held.head = result.queued, result.head
-            if not is_parked(result.head):
-                held.parked_until = 0.0  # work again (a held origin's URL is parked at its take)
-            self.reschedule(host)
-        return True
+        return self.off_reactor.enqueue(entry, bypass)
 
     def promote(self, entry: Entry, level: int) -> bool:
         """Move a queued URL up its host's queue (no row rewrite: another
@@ -245,8 +230,10 @@ class SharedDispatch:
         there is none, take more hosts from the shared heap first."""
         if self.parts.holds.held:
             self.upkeep.end_holds(now)
-        request = self._dispatch_ready(now)
-        if request is None and self._poll(now):
+        request = self.off_reactor.hand_out(now)
+        if request is None:
+            request = self._dispatch_ready(now)
+        if request is None and not self.off_reactor.pending() and self.off_reactor.poll_heap(now):
             request = self._dispatch_ready(now)
         return request
 
@@ -263,9 +250,9 @@ class SharedDispatch:
                 level = -1 if head == INFINITY else level_of_score(head)
                 order = ready_order(level, politeness.rate_limited(host))
                 heapq_push(ready, (order, host not in self.retried, self._ready_seq, host))
-        while ready:
+        while ready and self.off_reactor.busy < TAKES_AHEAD:
             host = heapq_pop(ready)[3]
-            if host in self.heap or host not in self.held:
+            if host in self.heap or host not in self.held or self.held[host].taking:
                 continue
             if politeness.ready_at(host) > now:
                 self.reschedule(host)
@@ -280,40 +267,18 @@ class SharedDispatch:
         live processes, as last seen, rounded up)."""
         return max(1, -(-(self._heap_hosts or 0) // self._alive))
 
-    def _poll(self, now: float) -> bool:
-        """Take due hosts from the shared heap if there is room; whether any
-        came. The more hosts a process holds, the less often it polls, and
-        at or above its share it takes one host per poll, so that idle
-        processes get the new hosts first."""
-        room = min(self.max_hosts - len(self.held), POLL_BATCH if len(self.held) < self.share() else 1)
-        if room <= 0 or now < self._next_poll:
-            return False
-        stats = self.parts.stats
-        poll = self.leases.poll(room)
-        self._heap_hosts, self._heap_checked = poll.hosts, now
-        candidates = [(host, score) for host, score in poll.due if host not in self.held][:room]
-        acquired = self.leases.acquire(candidates)
-        for got in acquired:
-            self.held[got.host] = HeldHost(got.queued, got.head, got.expires, now)
-            self.parts.politeness.hold(got.host, now + got.wait)
-            self.reschedule(got.host)
-            if got.taken_over:
-                stats.inc_value("frontier/leases_taken_over")
-                stats.inc_value("frontier/recovered", got.recovered)
-                logger.info("Took over %s from an expired lease: %d in-flight URL(s) back in its queue",
-                            got.host, got.recovered)
-            self.parts.host_assigned(got.host)
-        stats.inc_value("frontier/heap_polls")
-        stats.inc_value("frontier/leases_acquired", len(acquired))
-        stats.set_value("frontier/back_queues", len(self.held))
-        wait = self.poll_interval if poll.wait is None else min(self.poll_interval, max(poll.wait, 0.005))
-        load = len(self.held) / self.share()
-        self._next_poll = now if acquired and load < 1 else now + wait * (1 + load)
-        return bool(acquired)
-
     def _dispatch(self, host: str, now: float) -> Request | None:
+        """Take ``host``'s best URL: at once, or through the worker thread
+        (the host waits off the heap, counted in flight, until it answers;
+        :meth:`.OffReactor.hand_out` gives the engine its request)."""
+        if self.off_reactor.worker is None:
+            return self.use_taken(host, self.leases.take(host, self.held_origins(host)), now)
+        self.off_reactor.take(host)
+        return None
+
+    def use_taken(self, host: str, taken: Taken, now: float) -> Request | None:
+        """What a take of ``host`` found: the request to fetch, or None."""
         held, parts = self.held[host], self.parts
-        taken = self.leases.take(host, self.held_origins(host))
         if taken.skipped:
             parts.stats.inc_value("frontier/stale_entries", taken.skipped)
         if taken.parked:
@@ -353,7 +318,9 @@ class SharedDispatch:
         return request
 
     def reschedule(self, host: str) -> None:
-        if host in self.held:
+        if host in self.held and self.held[host].taking:
+            self.heap.remove(host)  # back on the heap when its take answers
+        elif host in self.held:
             ready = max(self.parts.politeness.ready_at(host), self.held[host].parked_until)
             if ready < INFINITY:
                 self.heap.schedule(host, ready)
@@ -365,6 +332,8 @@ class SharedDispatch:
 
     def next_due(self, now: float) -> float | None:
         """The first held host's due time, or the next poll while there is room."""
+        if self.off_reactor.arrived:
+            return now
         due = self.heap.next_time()
         if len(self.held) < self.max_hosts and self._heap_hosts != 0:
             due = self._next_poll if due is None else min(due, self._next_poll)
@@ -404,9 +373,15 @@ class SharedDispatch:
 
     def release_idle(self, host: str) -> None:
         """Give back a host whose queue looks empty, unless work came meanwhile."""
-        held = self.held[host]
-        state, queued, head = self.leases.release(host, self.wait(host), True, held.heap_score)
+        if self.off_reactor.worker is not None:
+            self.off_reactor.release_idle(host)
+            return
+        self.released(host, self.leases.release(host, self.wait(host), True, self.held[host].heap_score))
+
+    def released(self, host: str, outcome: tuple[int, int, float]) -> None:
+        state, queued, head = outcome
         if state == 0:
+            held = self.held[host]
             held.queued, held.head = queued, head
             self.reschedule(host)
             return

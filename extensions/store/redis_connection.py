@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -20,6 +21,7 @@ from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import RedisError
 from redis.retry import Retry
+from twisted.python.threadable import isInIOThread
 
 from extensions.store.base import FrontierStoreError
 
@@ -141,6 +143,11 @@ class RedisConnection:
         self.url, self.location = url, redact(url)
         self.retries, self.timeout, self.batch = retries, timeout, batch
         self.round_trips = 0  # pipelines sent
+        # time spent waiting for Redis, in all and on the reactor thread (the
+        # reactor serves nothing else meanwhile): ``redis/*`` stats, bench.distributed
+        self.wait_seconds = 0.0
+        self.reactor_seconds = 0.0
+        self.reactor_round_trips = 0
         self.script_reloads = 0  # pipelines in which the server had lost the scripts
         self.users = 0
         self.client: Any = None
@@ -302,10 +309,26 @@ class RedisConnection:
             for command in commands:
                 pipe.execute_command(*command)
         self.round_trips += 1
+        started = time.perf_counter()
         try:
             return pipe.execute(raise_on_error=False)
         except RedisError as err:
             raise RedisLayerError(f"Redis at {self.location} failed: {err}") from err
+        finally:
+            self._waited(time.perf_counter() - started)
+
+    def _waited(self, seconds: float, round_trips: int = 1) -> None:
+        self.wait_seconds += seconds
+        if isInIOThread():
+            self.reactor_seconds += seconds
+            self.reactor_round_trips += round_trips
+
+    def timing(self) -> dict[str, float]:
+        """Round trips and seconds waiting for Redis, in all and on the
+        reactor thread (stats ``redis/*``)."""
+        return {"redis/round_trips": self.round_trips, "redis/wait_seconds": round(self.wait_seconds, 6),
+                "redis/reactor_round_trips": self.reactor_round_trips,
+                "redis/reactor_wait_seconds": round(self.reactor_seconds, 6)}
 
     # -- reads outside the pipeline --------------------------------------------------
     def scan(self, pattern: str) -> Iterator[bytes]:
@@ -325,6 +348,7 @@ class RedisConnection:
 
     def used_memory(self) -> tuple[int, int]:
         """``(used_memory_dataset summed over the masters, round trips)``."""
+        started = time.perf_counter()
         try:
             if self.cluster:
                 info = self.client.info("memory", target_nodes=RedisCluster.PRIMARIES)
@@ -334,6 +358,7 @@ class RedisConnection:
         except RedisError as err:
             raise RedisLayerError(f"Redis at {self.location} failed: {err}") from err
         self.round_trips += len(sections)
+        self._waited(time.perf_counter() - started, len(sections))
         return sum(int(section["used_memory_dataset"]) for section in sections), len(sections)
 
 

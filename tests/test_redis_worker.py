@@ -1,0 +1,63 @@
+"""The shared frontier's Redis round trips run off the reactor thread
+(:mod:`extensions.store.redis_worker`).
+
+A real ``redis-server`` is paused (``CLIENT PAUSE ms ALL``) while a real
+Twisted reactor drives a shared frontier (``tests/redis_pause_probe.py``, a
+subprocess: a reactor runs once per process): every 10 ms a LoopingCall
+enqueues a URL and asks for the next request. The probe counts the ticks
+that ran while the pause lasted (until a ``PING`` on another connection is
+answered). With the worker thread the reactor keeps ticking; with Redis
+calls on the reactor thread (``io_thread`` off, the control) the first
+tick blocks until Redis answers. Counts, not timings, decide.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testweb.redisserver import RedisServer
+
+ROOT = Path(__file__).resolve().parent.parent
+PAUSE_MS = 1500  # about 150 ticks of 10 ms
+
+
+def probe(server: RedisServer, prefix: str, mode: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "tests.redis_pause_probe", server.url, prefix, mode, str(PAUSE_MS)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def paused_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A Redis of its own: the pause must not stall other tests' server."""
+    with RedisServer(tmp_path_factory.mktemp("redis-pause")) as server:
+        yield server
+
+
+def test_the_reactor_keeps_running_while_redis_is_paused(paused_server: RedisServer) -> None:
+    result = probe(paused_server, "worker", "io_thread")
+    assert result["error"] is None, result["error"]
+    assert result["worker"] is True
+    # the LoopingCall went on ticking (enqueues and next_request calls did not wait for Redis)
+    assert result["ticks_paused"] >= 20, result
+    assert result["enqueued"] >= result["ticks_paused"]
+    # and the work queued during the pause went through once Redis answered again
+    assert result["handed_out_after"] >= 2, result
+
+
+def test_control_redis_calls_on_the_reactor_thread_stop_it(paused_server: RedisServer) -> None:
+    """The same probe with Redis calls on the reactor thread: the first
+    tick of the pause blocks until Redis answers (what the test above
+    would see if the worker thread were not used)."""
+    result = probe(paused_server, "inline", "inline")
+    assert result["error"] is None, result["error"]
+    assert result["worker"] is False
+    assert result["ticks_paused"] <= 2, result
+    assert result["handed_out_after"] >= 2, result
