@@ -175,6 +175,7 @@ FRONTIER_QUEUE_BUFFER = 256  # entries per head/tail buffer; Mercator used 600
 FRONTIER_RECORD_REFUSALS = True  # a URL refused by a filter, the host budget or the address policy gets a row (status refused)
 FRONTIER_REDIS_BLOOM_CAPACITY = 10_000_000  # URLs the shared Bloom filter is sized for (it grows beyond)
 FRONTIER_REDIS_BLOOM_ERROR_RATE = 0.001  # new URLs taken for seen (never crawled), at most
+FRONTIER_REDIS_IO_THREAD = False  # distributed: the per-page Redis commands in a worker thread (the reactor does not wait); never on a Cluster
 FRONTIER_REDIS_PREFIX = "web"  # keys web:... (one crawl per prefix; see extensions/store/redis_keys.py)
 FRONTIER_REDIS_RETRIES = 6  # a failing Redis call is retried this often (back-off to 2 s), each logged
 FRONTIER_REDIS_TIMEOUT = 10.0  # seconds to connect and per command

@@ -33,7 +33,9 @@ Several processes: with the Redis store and ``FRONTIER_DISTRIBUTED`` (on by
 default) the frontier composes the shared host dispatch
 (:class:`~extensions.frontier.shareddispatch.SharedDispatch`, see
 :mod:`extensions.frontier.distributed`), which also reads ``FRONTIER_LEASE_MAX_LATENESS``, ``FRONTIER_LEASE_POLL_INTERVAL``
-and ``FRONTIER_LEASE_TTL``; ``CONCURRENT_REQUESTS_PER_IP`` is refused there.
+and ``FRONTIER_LEASE_TTL``, and ``FRONTIER_REDIS_IO_THREAD`` (its per-page Redis
+commands in a worker thread, :mod:`extensions.frontier.sharedasync`);
+``CONCURRENT_REQUESTS_PER_IP`` is refused there.
 """
 
 from __future__ import annotations
@@ -156,7 +158,8 @@ def _shared_dispatch(settings: Any, front_queues: int, back_queues: int) -> Shar
             raise ValueError(f"{name} must be > 0, got {settings.get(name)!r}")
     return SharedDispatch(front_queues, back_queues, max_lateness=values["FRONTIER_LEASE_MAX_LATENESS"],
                           poll_interval=values["FRONTIER_LEASE_POLL_INTERVAL"],
-                          lease_ttl=values["FRONTIER_LEASE_TTL"])
+                          lease_ttl=values["FRONTIER_LEASE_TTL"],
+                          io_thread=settings.getbool("FRONTIER_REDIS_IO_THREAD", defaults.FRONTIER_REDIS_IO_THREAD))
 
 
 def _local_dispatch(settings: Any, front_queues: int, back_queues: int) -> LocalDispatch:

@@ -208,7 +208,8 @@ class HostLeases:
         """:meth:`enqueue` without waiting: ``then`` gets the outcome (on the
         reactor thread; at once on a :class:`DirectIO` channel)."""
         self.io.submit([self._enqueue_command(host, entries, force)],
-                       lambda answers: then(self._enqueued(host, answers[0])))
+                       lambda answers: then(self._enqueued(host, answers[0], listing=False)),
+                       follow=lambda answers: self._listing(host, answers[0]))
 
     def _enqueue_command(self, host: str, entries: Sequence[Entry], force: bool) -> tuple[Any, ...]:
         seqs = self.store.sequence_numbers(len(entries))
@@ -226,19 +227,32 @@ class HostLeases:
             return ("EVAL", ENQUEUE, 5, *script_keys, *head_args, *args)
         return ("EVAL", ENQUEUE_BLOOM, 6, *script_keys, keys.bloom(tag), *head_args, *bloom.args(), *args)
 
-    def _enqueued(self, host: str, answer: list[Any]) -> list[Enqueued]:
+    def _enqueued(self, host: str, answer: list[Any], listing: bool = True) -> list[Enqueued]:
+        """``listing``: list the host if it needs it (else the enqueue's ``follow`` did)."""
         added, needs, mine, queued, head, wait, ver = answer
         self.store.count_known(sum(added))
-        if needs:
+        if needs and listing:
             self.list_host(host, wait / 1000.0, ver)
         return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
 
     def list_host(self, host: str, wait: float, ver: bytes | str) -> None:
         """Put ``host`` on the heap, then, once Redis acknowledged it, confirm
         it in ``{T}`` (a crash in between leaves it unconfirmed: listed again)."""
-        self.io.submit([("EVAL", LIST, 1, self.heap(host), self._now(), int(wait * 1000), host,
-                         repr(self.rng.random() * 0.999))],
-                       lambda _: self.io.write("EVAL", CONFIRM, 1, self.keys.lease(host), ver))
+        commands, confirm = self._list_commands(host, wait, ver)
+        self.io.submit(commands, None, follow=confirm)
+
+    def _listing(self, host: str, answer: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
+        """After an ENQUEUE's answer (on the worker thread): the host's
+        listing if it needs one, sent at once (while a host with work is off
+        the heap, a process that sees the heap empty ends)."""
+        needs, wait, ver = answer[1], answer[5], answer[6]
+        return self._list_commands(host, wait / 1000.0, ver) if needs else None
+
+    def _list_commands(self, host: str, wait: float, ver: bytes | str) -> tuple[list[tuple[Any, ...]], Any]:
+        """LIST, and the CONFIRM that follows its answer."""
+        return ([("EVAL", LIST, 1, self.heap(host), self._now(), int(wait * 1000), host,
+                  repr(self.rng.random() * 0.999))],
+                lambda _: ([("EVAL", CONFIRM, 1, self.keys.lease(host), ver)], None))
 
     def requeue(self, host: str, fingerprint: int, level: int) -> None:
         """Move a queued URL to another level (an AOPIC promotion); no-op if

@@ -284,8 +284,12 @@ class OffReactor:
         leases = self.dispatch.leases
 
         def polled(poll: Poll) -> None:
-            leases.acquire_then(self._candidates(poll, room),
-                                lambda acquired: self._acquired(poll, acquired), self._poll_failed)
+            try:
+                leases.acquire_then(self._candidates(poll, room),
+                                    lambda acquired: self._acquired(poll, acquired), self._poll_failed)
+            except Exception:
+                self.polling = False  # or this process never polls again (it starves)
+                raise
 
         leases.poll_then(room, polled, self._poll_failed)
 

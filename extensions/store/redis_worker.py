@@ -50,6 +50,10 @@ from extensions.store.redis_connection import RedisConnection, RedisLayerError
 logger = logging.getLogger(__name__)
 
 Command = tuple[Any, ...]
+#: what follows from a job's answers, sent by the worker thread itself in its
+#: next round trip (before anything queued since): commands and what follows
+#: from theirs, or None
+Follow = Callable[[list[Any]], "tuple[Sequence[Command], Follow | None] | None"]
 MAX_JOBS = 512  # jobs per pipeline at most
 
 
@@ -65,9 +69,14 @@ class DirectIO:
     def write(self, *command: Any) -> None:
         self.store.write(*command)
 
-    def submit(self, commands: Sequence[Command], then: Callable[[list[Any]], None],
-               failed: Callable[[Exception], None] | None = None) -> None:
-        then(self.store.call(*commands))
+    def submit(self, commands: Sequence[Command], then: Callable[[list[Any]], None] | None,
+               failed: Callable[[Exception], None] | None = None, follow: Follow | None = None) -> None:
+        answers = self.store.call(*commands)
+        step, found = follow, answers
+        while step is not None and (chained := step(found)) is not None:
+            found, step = self.store.call(*chained[0]), chained[1]
+        if then is not None:
+            then(answers)
 
     def pending(self) -> int:
         return 0
@@ -77,11 +86,12 @@ class DirectIO:
 
 
 class _Job:
-    __slots__ = ("commands", "then", "failed", "done", "answers", "error")
+    __slots__ = ("commands", "then", "failed", "follow", "done", "answers", "error")
 
     def __init__(self, commands: Sequence[Command], then: Callable[[list[Any]], None] | None = None,
-                 failed: Callable[[Exception], None] | None = None, waits: bool = False) -> None:
-        self.commands, self.then, self.failed = commands, then, failed
+                 failed: Callable[[Exception], None] | None = None, waits: bool = False,
+                 follow: Follow | None = None) -> None:
+        self.commands, self.then, self.failed, self.follow = commands, then, failed, follow
         self.done = threading.Event() if waits else None
         self.answers: list[Any] = []
         self.error: Exception | None = None
@@ -111,9 +121,14 @@ class RedisWorker:
     def write(self, *command: Any) -> None:
         self._queue(_Job((command,)))
 
-    def submit(self, commands: Sequence[Command], then: Callable[[list[Any]], None],
-               failed: Callable[[Exception], None] | None = None) -> None:
-        self._queue(_Job(commands, then, failed))
+    def submit(self, commands: Sequence[Command], then: Callable[[list[Any]], None] | None,
+               failed: Callable[[Exception], None] | None = None, follow: Follow | None = None) -> None:
+        """``then`` (if any) gets the answers on the reactor thread; ``follow``
+        (if any) runs on the worker thread and what it returns is sent in the
+        next round trip, without a turn of the reactor in between (a host's
+        listing after its enqueue: while it waits, other processes may see an
+        empty heap and end)."""
+        self._queue(_Job(commands, then, failed, follow=follow))
 
     def call(self, *commands: Command) -> list[Any]:
         """The answers to ``commands`` after everything queued before them;
@@ -184,7 +199,13 @@ class RedisWorker:
                 if not self._jobs and not self._running:
                     return
                 batch = [self._jobs.popleft() for _ in range(min(MAX_JOBS, len(self._jobs)))]
-            self._send(batch)
+            try:
+                self._send(batch)
+            except Exception:  # noqa: BLE001 - the thread must live on, or every later job waits forever
+                logger.exception("The Redis worker thread failed to hand answers back")
+                for job in batch:
+                    if job.done is not None:
+                        job.done.set()
 
     def _send(self, batch: list[_Job]) -> None:
         commands = [command for job in batch for command in job.commands]
@@ -200,6 +221,28 @@ class RedisWorker:
         for job in batch:
             job.answers, job.error = answers[at:at + len(job.commands)], error
             at += len(job.commands)
+        if error is None:
+            self._chain(batch)
+        self._finish(batch, error)
+
+    def _chain(self, batch: list[_Job]) -> None:
+        """Queue, first, what follows from the answers (see :meth:`submit`)."""
+        chained = []
+        for job in batch:
+            try:
+                follows = job.follow(job.answers) if job.follow is not None else None
+            except Exception:  # noqa: BLE001 - a bad answer must not end the thread
+                logger.exception("Following a Redis answer failed")
+                follows = None
+            if follows is not None:
+                chained.append(_Job(follows[0], follow=follows[1]))
+        if chained:
+            with self._wake:  # counted before the jobs they follow are done: idle() stays false
+                self._outstanding += len(chained)
+                self._jobs.extendleft(reversed(chained))
+
+    def _finish(self, batch: list[_Job], error: Exception | None) -> None:
+        for job in batch:
             if job.then is not None or (error is not None and job.done is None):
                 self._answered.append((job, error))
             else:
