@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
-from urllib.parse import urlsplit
-
 import mmh3
+
+from extensions.urls.split import host_of
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> tuple[i
     case host name of the canonical URL. A method other than GET or a body
     makes a different fingerprint (a POST is not its URL's GET)."""
     canonical = canonicalize(url)
-    host = (urlsplit(canonical).hostname or "").lower()
+    host = host_of(canonical)
     key = canonical
     if method != "GET" or body:
         key = f"{method} {canonical} {hashlib.sha1(body).hexdigest()}"  # noqa: S324
@@ -77,7 +77,7 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> tuple[i
 def canonical_fingerprint(canonical_url: str) -> int:
     """:func:`url_fingerprint` of a GET of a URL already canonical (links from
     the extractor), without canonicalising it again (the costly part)."""
-    return fingerprint(canonical_url, (urlsplit(canonical_url).hostname or "").lower())
+    return fingerprint(canonical_url, host_of(canonical_url))
 
 
 def host_of_fingerprint(fp: int) -> int:
