@@ -20,7 +20,7 @@ from scrapy import Request
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.fingerprint import canonical_fingerprint
 from extensions.frontier.page import CREDIT_META, PageDone, PageVerdict
-from extensions.frontier.prioritizer import Prioritizer
+from extensions.frontier.prioritizer import CashPrioritizer, Prioritizer
 from extensions.store.base import Entry, FrontierStore
 
 if TYPE_CHECKING:
@@ -68,6 +68,13 @@ class AOPICCredit:
         dividend, mean = self.ledger.dividend, self.ledger.mean_cash()
         credit: dict[int, tuple[float, float]] = {}
         rising: list[int] = []
+        if type(self.prioritizer) is CashPrioritizer:  # the default: its levels without a meta dict
+            cash_level, scale = self.prioritizer.cash_level, mean or 1.0
+            for link, (before, after, existed) in zip(links, changes):
+                credit[link] = (after, dividend)
+                if existed and cash_level(after, scale) > cash_level(before, scale):
+                    rising.append(link)
+            return credit, rising
         level = self.prioritizer.level
         meta: dict[str, float] = {"aopic_mean": mean}  # one dict for every link of the page
         for link, (before, after, existed) in zip(links, changes):
