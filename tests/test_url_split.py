@@ -69,3 +69,21 @@ def test_ascii_url_canonical_form_ignores_an_ascii_compatible_encoding() -> None
     non_ascii = "http://cache.test/p?q=\u00e9"
     assert canonicalize(non_ascii, encoding="cp1252") == canonicalize_url(non_ascii, encoding="cp1252")
     assert canonicalize(non_ascii, encoding="cp1252") != canonicalize(non_ascii)
+
+
+def test_date_hint_never_hides_a_date(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trap tests' cheap pre-test only skips URLs date_template finds no date in."""
+    from extensions.urls import traps  # noqa: PLC0415
+
+    class Always:
+        def search(self, url: str) -> bool:
+            return True
+
+    pieces = ["http://a.test", "/", "2026", "1999", "-", "05", "13", "1", "?", "&", "year=", "month=", "x=",
+              "=", "7", "2026-05-14", "/2026/05/", "a", "s", "day=3", "yrs=12", "0"]
+    rng = random.Random(5)
+    urls = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 10))) for _ in range(20000)]
+    hinted = [traps.date_template(url) for url in urls]
+    monkeypatch.setattr(traps, "_DATE_HINT", Always())
+    assert hinted == [traps.date_template(url) for url in urls]
+    assert sum(found is not None for found in hinted) > 1000  # the dates were there to find

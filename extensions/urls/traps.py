@@ -58,6 +58,9 @@ _PATH_DATE = re.compile(
     r"(?<![0-9])(1[89]\d\d|2[01]\d\d)([/-])(0[1-9]|1[0-2])(?:\2(0[1-9]|[12]\d|3[01]))?(?![0-9])")
 _DATE_KEYS = ("year", "month", "day", "date", "yr", "mon", "week")
 _NUMERIC_DATE = re.compile(r"\d{1,4}(?:-\d{1,2}){0,2}")
+# found in every URL holding a date (a path date, or a digit after "="): most
+# links have neither, and one search rules both out
+_DATE_HINT = re.compile(r"(?<![0-9])(?:1[89]\d\d|2[01]\d\d)[/-](?:0[1-9]|1[0-2])|=\d")
 
 
 def is_token(value: str) -> bool:
@@ -71,6 +74,8 @@ def is_token(value: str) -> bool:
 def date_template(url: str) -> tuple[str, str] | None:
     """(the URL with its date replaced by a placeholder, the date) for a URL
     holding a date in its path or in date-named query arguments; else None."""
+    if _DATE_HINT.search(url) is None:
+        return None
     base, _, query = url.partition("?")
     match = _PATH_DATE.search(base, base.find("/", base.find("//") + 2) if "//" in base else 0)
     template, found = base, ""
@@ -188,6 +193,8 @@ class TrapSignals:
             return
         rests: dict[tuple[tuple[str, str], str], set[str]] = {}
         for url in same_host:
+            if _TOKEN.search(url) is None:  # no token anywhere: no place holds one
+                continue
             for place, value, rest in self._places(url):
                 rests.setdefault((place, value), set()).add(rest)
         for (place, value), others in rests.items():
