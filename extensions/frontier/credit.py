@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from math import floor, log2
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
@@ -72,7 +73,9 @@ class AOPICCredit:
             cash_level, scale = self.prioritizer.cash_level, mean or 1.0
             for link, (before, after, existed) in zip(links, changes):
                 credit[link] = (after, dividend)
-                if existed and cash_level(after, scale) > cash_level(before, scale):
+                # levels step at scale * 2**k: only a cash that crossed one can rise
+                if existed and (before <= 0 or floor(log2(after / scale)) > floor(log2(before / scale))) \
+                        and cash_level(after, scale) > cash_level(before, scale):
                     rising.append(link)
             return credit, rising
         level = self.prioritizer.level
