@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
-from urllib.parse import urlsplit
-
+from functools import lru_cache
 import mmh3
+
+from extensions.urls.split import host_of
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +27,8 @@ HOST_BITS = 24
 URL_BITS = 40
 _URL_MASK = (1 << URL_BITS) - 1
 _HOST_MASK = (1 << HOST_BITS) - 1
+#: canonical URLs whose fingerprint is kept (the links of the pages in flight, and then some)
+FINGERPRINT_CACHE_SIZE = 4096
 
 
 def _load_canonicalize() -> Callable[[str], str]:
@@ -67,17 +70,19 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> tuple[i
     case host name of the canonical URL. A method other than GET or a body
     makes a different fingerprint (a POST is not its URL's GET)."""
     canonical = canonicalize(url)
-    host = (urlsplit(canonical).hostname or "").lower()
-    key = canonical
+    host = host_of(canonical)
     if method != "GET" or body:
         key = f"{method} {canonical} {hashlib.sha1(body).hexdigest()}"  # noqa: S324
-    return fingerprint(key, host), host
+        return fingerprint(key, host), host
+    return canonical_fingerprint(canonical), host  # a new link's: cached by the link recorder
 
 
+@lru_cache(maxsize=FINGERPRINT_CACHE_SIZE)
 def canonical_fingerprint(canonical_url: str) -> int:
     """:func:`url_fingerprint` of a GET of a URL already canonical (links from
-    the extractor), without canonicalising it again (the costly part)."""
-    return fingerprint(canonical_url, (urlsplit(canonical_url).hostname or "").lower())
+    the extractor), without canonicalising it again (the costly part).
+    Cached: a site's navigation links recur on each of its pages."""
+    return fingerprint(canonical_url, host_of(canonical_url))
 
 
 def host_of_fingerprint(fp: int) -> int:

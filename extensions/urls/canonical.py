@@ -54,7 +54,6 @@ class InvalidURL(ValueError):
     """A URL that cannot be canonicalised, hence not crawled."""
 
 
-@lru_cache(maxsize=CACHE_SIZE)
 def canonicalize(url: str, encoding: str | None = None) -> str:
     """The canonical form of an absolute URL; :class:`InvalidURL` if none.
 
@@ -62,6 +61,21 @@ def canonicalize(url: str, encoding: str | None = None) -> str:
     sends); the path is always UTF-8. Idempotent: a canonical URL is its own
     canonical form.
     """
+    # An ASCII URL encodes the same in every ASCII-compatible encoding: one
+    # cache entry for the link extractor's call (the page's encoding) and the
+    # frontier's (none) on the same URL, so the second is a cache hit.
+    if encoding in _ASCII_COMPATIBLE and url.isascii():
+        encoding = None
+    return _canonicalize(url, encoding)
+
+
+#: encodings in which ASCII text has its ASCII bytes (Scrapy's names for the usual ones)
+_ASCII_COMPATIBLE = frozenset({"utf-8", "utf8", "ascii", "cp1252", "windows-1252", "latin-1", "latin1",
+                               "iso-8859-1", "iso8859-1"})
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def _canonicalize(url: str, encoding: str | None) -> str:
     try:
         canonical = canonicalize_url(url, encoding=encoding)
         if "%" in canonical:

@@ -38,12 +38,12 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
 from extensions.signals import urls_refused
+from extensions.urls.split import netloc_path
 from extensions import defaults
 
 if TYPE_CHECKING:
@@ -58,6 +58,9 @@ _PATH_DATE = re.compile(
     r"(?<![0-9])(1[89]\d\d|2[01]\d\d)([/-])(0[1-9]|1[0-2])(?:\2(0[1-9]|[12]\d|3[01]))?(?![0-9])")
 _DATE_KEYS = ("year", "month", "day", "date", "yr", "mon", "week")
 _NUMERIC_DATE = re.compile(r"\d{1,4}(?:-\d{1,2}){0,2}")
+# found in every URL holding a date (a path date, or a digit after "="): most
+# links have neither, and one search rules both out
+_DATE_HINT = re.compile(r"(?<![0-9])(?:1[89]\d\d|2[01]\d\d)[/-](?:0[1-9]|1[0-2])|=\d")
 
 
 def is_token(value: str) -> bool:
@@ -71,6 +74,8 @@ def is_token(value: str) -> bool:
 def date_template(url: str) -> tuple[str, str] | None:
     """(the URL with its date replaced by a placeholder, the date) for a URL
     holding a date in its path or in date-named query arguments; else None."""
+    if _DATE_HINT.search(url) is None:
+        return None
     base, _, query = url.partition("?")
     match = _PATH_DATE.search(base, base.find("/", base.find("//") + 2) if "//" in base else 0)
     template, found = base, ""
@@ -130,25 +135,24 @@ class TrapSignals:
         calendar refusals are appended to ``refused`` as ``(url,
         "trap/calendar")`` (not descents: another path may reach the URL
         in fewer steps)."""
-        split = [(url, urlsplit(url)) for url in links]  # each link split once
-        page_parts = urlsplit(page_url)
-        page_host = page_parts.netloc
+        split = [(url, *netloc_path(url)) for url in links]  # each link split once
+        page_host, page_path = netloc_path(page_url)
         if self.session_min_links:
-            self._learn_sessions(page_host, [url for url, parts in split if parts.netloc == page_host])
+            self._learn_sessions(page_host, [url for url, netloc, _ in split if netloc == page_host])
         kept = []
         steps = self.descents.get(page_url, 0)
-        page_path = page_parts.path
-        for url, parts in split:
-            if self.sessions.get(parts.netloc):
-                url = self._rewrite(url, parts.netloc)
-                parts = urlsplit(url)
-            if self.max_dates and not self._date_allowed(url, parts.netloc):
+        sessions = self.sessions
+        for url, netloc, path in split:
+            if sessions and sessions.get(netloc):
+                url = self._rewrite(url, netloc)
+                netloc, path = netloc_path(url)
+            if self.max_dates and not self._date_allowed(url, netloc):
                 self._count("filtered/calendar")
                 if refused is not None:
                     refused.append((url, "trap/calendar"))
                 continue
-            if self.max_descent and parts.netloc == page_host:
-                if not self._descent_allowed(url, parts.path, page_path, steps):
+            if self.max_descent and netloc == page_host:
+                if not self._descent_allowed(url, path, page_path, steps):
                     self._count("filtered/descent")
                     continue
             kept.append(url)
@@ -189,6 +193,8 @@ class TrapSignals:
             return
         rests: dict[tuple[tuple[str, str], str], set[str]] = {}
         for url in same_host:
+            if _TOKEN.search(url) is None:  # no token anywhere: no place holds one
+                continue
             for place, value, rest in self._places(url):
                 rests.setdefault((place, value), set()).add(rest)
         for (place, value), others in rests.items():
