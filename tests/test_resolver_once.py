@@ -91,3 +91,18 @@ def test_one_resolver_serves_many_references_without_reparsing_its_base(monkeypa
     assert [resolver.resolve(href) for href in ("x", "../y", "/z")] == [
         "http://a.test/dir/x", "http://a.test/y", "http://a.test/z"]
     assert calls.count("http://a.test/dir/page.html") == 1
+
+
+def test_joins_cached_across_pages_follow_each_pages_base() -> None:
+    # the same references against bases that differ in scheme, host,
+    # directory, last segment, params or query, twice over: a join cached
+    # for one page must never answer for another whose result differs
+    bases = ["http://a.test/p/1.html", "http://a.test/p/2.html?x=1", "http://a.test/q/1.html",
+             "http://a.test/p/", "https://a.test/p/1.html", "http://b.test:8080/p/1.html",
+             "http://a.test/p/1.html;v", "http://a.test/p/q/1.html", "http://a.test"]
+    hrefs = ["1.html", "./1.html", "../p/1.html", "/p/1.html", "//c.test/x", "?y=2", ";w", "",
+             "#f", "..", ".", "http:rel", "https://d.test/", "/"]
+    for _ in range(2):
+        for base in bases:
+            for href in hrefs:
+                assert_same(base, href)

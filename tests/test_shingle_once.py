@@ -74,3 +74,21 @@ def test_near_features_tokenise_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(simhash, "normalised_bytes", lambda *a: calls.append(1) or original(*a))
     near_features("release 2.4.1 of the river copper manual")
     assert calls == [1]
+
+
+def test_words_hashed_in_python_equal_the_vectorised_hashes() -> None:
+    # a page-length text takes the Python tokeniser (cached word hashes):
+    # long words (not cached), non-ASCII, digits, and more distinct words
+    # than the cache holds (it is cleared mid-text) give the numpy hashes
+    rng = random.Random(5)
+    long_word = "q" * 100 + "7"
+    many = " ".join(f"w{n}z" for n in range(simhash.WORD_CACHE_SIZE + 50))
+    texts = [f"{long_word} Straße naïve 東京 {long_word} 42", many[:simhash.SHORT_TEXT_BYTES],
+             " ".join(rng.choice(["a1", "b", "9c", "ü", "0"]) for _ in range(2000))]
+    for text in texts:
+        assert len(simhash.normalised_bytes(text)) <= simhash.SHORT_TEXT_BYTES
+        data = simhash.normalised_bytes(text).tobytes()
+        hashes = [simhash._WORD_HASHES[word] for word in data.split()]
+        assert hashes == simhash.token_hashes(simhash.normalised_bytes(text)).tolist()
+    assert_same_features(texts + [many])
+    assert len(simhash._WORD_HASHES) <= simhash.WORD_CACHE_SIZE

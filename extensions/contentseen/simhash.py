@@ -39,11 +39,15 @@ shingle's hash mixes its tokens' hashes with odd constants and finalises
 again; the 64 bit counts come from one ``bincount`` of the shingle bytes.
 Long texts are processed in chunks cut at spaces, so the cached power tables
 stay at :data:`CHUNK_BYTES` entries. Cost is linear: see
-``bench/contentseen_cost.py``. Pure: numpy only, no Scrapy.
+``bench/contentseen_cost.py``. A text of a typical page's length has its
+words hashed in Python instead, from a bounded cache of word hashes
+(:func:`shingle_sets`): the same values, with fewer numpy calls per page.
+Pure: numpy only, no Scrapy.
 """
 
 from __future__ import annotations
 
+from operator import mul
 from typing import Final
 
 import numpy as np
@@ -51,6 +55,10 @@ import numpy as np
 DEFAULT_SHINGLE_WORDS: Final = 3
 MAX_SHINGLE_WORDS: Final = 16
 CHUNK_BYTES: Final = 1 << 16
+#: Longest normalised text :func:`shingle_sets` tokenises in Python.
+SHORT_TEXT_BYTES: Final = 1 << 14
+#: Distinct words whose hashes the Python tokeniser keeps (a few MB at most).
+WORD_CACHE_SIZE: Final = 8192
 MASK64: Final = (1 << 64) - 1
 
 _U64 = np.uint64
@@ -105,6 +113,9 @@ def _power_table(base: int) -> np.ndarray:
 
 _POWERS: Final = _power_table(_PRIME)
 _INVERSE_POWERS: Final = _power_table(pow(_PRIME, -1, 1 << 64))
+_CACHED_WORD_BYTES: Final = 64
+_POWER_LIST: Final = [int(power) for power in _POWERS[:_CACHED_WORD_BYTES]]
+_FOLD_DIGITS: Final = bytes.maketrans(b"123456789", b"000000000")
 
 # bit b of byte value v, for turning per-byte histograms into per-bit counts
 _BYTE_BITS: Final = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)
@@ -215,13 +226,82 @@ def shingle_set(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS,
 def shingle_sets(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> tuple[np.ndarray, np.ndarray]:
     """:func:`shingle_set` of ``text`` without and with ``fold_digits``,
     tokenised once; the second is the first (same object) when the text has
-    no digit."""
+    no digit.
+
+    A text of at most :data:`SHORT_TEXT_BYTES` (a typical page) has its
+    words hashed in Python from a cache of word hashes: the vectorised
+    tokeniser costs some twenty numpy calls whatever the length, more than
+    a page's hundred dictionary look-ups. Same hashes either way
+    (``tests/test_shingle_once.py``).
+    """
+    if not 1 <= shingle_words <= MAX_SHINGLE_WORDS:
+        raise ValueError(f"shingle_words must be 1..{MAX_SHINGLE_WORDS}, not {shingle_words}")
+    data = normalised_bytes(text)
     with np.errstate(over="ignore"):
-        plain, folded = token_hashes_folded(normalised_bytes(text))
-        hashes = np.unique(shingle_hashes(plain, shingle_words))
-        if folded is plain:
-            return hashes, hashes
-        return hashes, np.unique(shingle_hashes(folded, shingle_words))
+        if len(data) > SHORT_TEXT_BYTES:
+            plain, folded = token_hashes_folded(data)
+            hashes = np.unique(shingle_hashes(plain, shingle_words))
+            if folded is plain:
+                return hashes, hashes
+            return hashes, np.unique(shingle_hashes(folded, shingle_words))
+        return _short_shingle_sets(data.tobytes(), shingle_words)
+
+
+def _short_shingle_sets(data: bytes, shingle_words: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`shingle_sets` of :func:`normalised_bytes` output, words hashed
+    in Python; both sets' shingles in one two-row array."""
+    words = data.split()  # the runs of non-spaces: every other ASCII byte is a space now
+    if not words:
+        empty = np.empty(0, dtype=_U64)
+        return empty, empty
+    folded_data = data.translate(_FOLD_DIGITS)
+    plain = list(map(_WORD_HASHES.__getitem__, words))
+    same = folded_data == data
+    rows = [plain] if same else [plain, list(map(_WORD_HASHES.__getitem__, folded_data.split()))]
+    tokens = np.array(rows, dtype=_U64)
+    width = min(shingle_words, len(words))
+    count = len(words) - width + 1
+    mixed = tokens[:, :count] * _SHINGLE_MULTIPLIERS[0]
+    for offset in range(1, width):
+        mixed += tokens[:, offset:offset + count] * _SHINGLE_MULTIPLIERS[offset]
+    shingles = _fmix64(mixed)
+    shingles.sort(axis=1)
+    first = np.empty(shingles.shape, dtype=bool)  # first of its run of equal values
+    first[:, 0] = True
+    np.not_equal(shingles[:, 1:], shingles[:, :-1], out=first[:, 1:])
+    hashes = shingles[0][first[0]]
+    return (hashes, hashes) if same else (hashes, shingles[1][first[1]])
+
+
+def _word_hash(word: bytes) -> int:
+    """:func:`token_hashes`' hash of one word, in Python integers."""
+    if len(word) <= len(_POWER_LIST):
+        value = sum(map(mul, word, _POWER_LIST)) & MASK64
+    else:
+        value = 0
+        for byte in reversed(word):  # Horner's rule: the same polynomial
+            value = (value * _PRIME + byte) & MASK64
+    value ^= value >> 33
+    value = (value * 0xFF51AFD7ED558CCD) & MASK64
+    value ^= value >> 33
+    value = (value * 0xC4CEB9FE1A85EC53) & MASK64
+    return value ^ (value >> 33)
+
+
+class _WordHashCache(dict):
+    """Word (normalised bytes) -> :func:`_word_hash`; bounded: cleared when
+    it holds :data:`WORD_CACHE_SIZE` words, and long words are not kept."""
+
+    def __missing__(self, word: bytes) -> int:
+        value = _word_hash(word)
+        if len(word) <= _CACHED_WORD_BYTES:
+            if len(self) >= WORD_CACHE_SIZE:
+                self.clear()
+            self[word] = value
+        return value
+
+
+_WORD_HASHES: Final = _WordHashCache()
 
 
 def bit_votes(hashes: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from lxml import etree
@@ -54,9 +55,10 @@ LINK_ELEMENTS = ("a", "area", "link", "frame", "iframe", "base", "meta")
 # A "<" inside a tag: the text parse puts a space before it, which cuts a
 # tag name or an unquoted value there and turns the rest into an attribute
 # name, and changes a link element's quoted value. The scan reads them whole.
-_LT_IN_TAG = etree.XPath(
-    "boolean(//@*[contains(name(), '<')]"
-    " | (//a|//area|//link|//frame|//iframe|//base|//meta)/@*[contains(., '<')])")
+# (The link elements' values are checked in Python, on the copies the page
+# keeps anyway: one traversal of the tree fewer.)
+_TAG = attrgetter("tag")
+_LT_IN_NAME = etree.XPath("boolean(//@*[contains(name(), '<')])")
 
 
 class ParsedPage:
@@ -96,10 +98,14 @@ def parse_page(body: bytes, encoding: str | None, max_bytes: int, text: bool = T
     root, complete = text_tree(read, encoding)
     tags: Counter[str] = Counter()
     elements: list[tuple[str, dict[str, str]]] = []
-    exact = complete and b"\x00" not in read and (root is None or not _LT_IN_TAG(root))
+    exact = complete and b"\x00" not in read
     if exact and root is not None:
-        tags.update(element.tag for element in root.iter(etree.Element))
-        elements = [(element.tag, dict(element.attrib)) for element in root.iter(*LINK_ELEMENTS)]
+        elements = [(element.tag, dict(element.items())) for element in root.iter(*LINK_ELEMENTS)]
+        exact = not (_LT_IN_NAME(root) or any("<" in value for _, attrib in elements for value in attrib.values()))
+        if exact:
+            tags.update(map(_TAG, root.iter(etree.Element)))
+        else:
+            elements = []
     return ParsedPage(len(read), len(body) > max_bytes, exact, tags, elements,
                       text_of(root) if text else None)
 

@@ -35,6 +35,8 @@ __all__ = ["InvalidURL", "Resolver", "canonicalize", "host_of", "resolve"]
 
 #: Distinct URLs whose canonical form is kept (about 300 bytes each).
 CACHE_SIZE = 16384
+#: Distinct (scheme, host, directory, href) whose resolution is kept (about 300 bytes each).
+RESOLVE_CACHE_SIZE = 4096
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # A registered name after w3lib (lower-case, punycode, percent-escaped):
@@ -147,20 +149,23 @@ class Resolver:
     once and runs the rest of ``urljoin``'s algorithm (CPython's, step for
     step) per reference, so ``Resolver(base).resolve(href) ==
     resolve(base, href)`` for every ``href``, raising where it raises.
+    The joins are cached across pages (:func:`_join`): a site's menu links
+    repeat on every page, with the same scheme, host and directory.
     """
 
     def __init__(self, base: str) -> None:
         self.base = base
         self._error: ValueError | None = None
         try:
-            self._parts = urlparse(base)
+            parts = urlparse(base)
         except ValueError as err:  # raised per reference, as urljoin would
             self._error = err
             return
-        base_parts = self._parts.path.split("/")
-        if base_parts[-1] != "":  # the last segment is not a directory
-            del base_parts[-1]
-        self._base_segments = base_parts
+        base_segments = parts.path.split("/")
+        if base_segments[-1] != "":  # the last segment is not a directory
+            del base_segments[-1]
+        self._scheme, self._netloc = parts.scheme, parts.netloc
+        self._base_dir = "/".join(base_segments)  # split("/") gives the segments back
 
     def resolve(self, href: str) -> str:
         """``href`` made absolute against the base (see :func:`resolve`)."""
@@ -173,38 +178,45 @@ class Resolver:
         if self._error is not None:
             raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {self._error}") from self._error
         try:
-            return self._join(href)
+            # an absolute path or a network-path reference never reads the directory
+            joined = _join(self._scheme, self._netloc, None if href[0] == "/" else self._base_dir, href)
+            return urljoin(base, href) if joined is None else joined
         except ValueError as err:
             raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {err}") from err
 
-    def _join(self, url: str) -> str:
-        """``urljoin(self.base, url)`` with the base already split (CPython 3.11)."""
-        bscheme, bnetloc, bpath, bparams, bquery, _ = self._parts
-        scheme, netloc, path, params, query, fragment = urlparse(url, bscheme)
-        if scheme != bscheme or scheme not in uses_relative:
-            return url
-        if scheme in uses_netloc:
-            if netloc:
-                return urlunparse((scheme, netloc, path, params, query, fragment))
-            netloc = bnetloc
-        if not path and not params:
-            return urlunparse((scheme, netloc, bpath, bparams, query or bquery, fragment))
-        if path[:1] == "/":  # RFC 3986: an absolute path ignores the base's
-            segments = path.split("/")
-        else:
-            segments = self._base_segments + path.split("/")
-            # no empty segments inside: they would double slashes on joining
-            segments[1:-1] = filter(None, segments[1:-1])
-        resolved: list[str] = []
-        for segment in segments:
-            if segment == "..":
-                if resolved:
-                    resolved.pop()
-            elif segment != ".":
-                resolved.append(segment)
-        if segments[-1] in (".", ".."):  # a relative directory keeps its slash
-            resolved.append("")
-        return urlunparse((scheme, netloc, "/".join(resolved) or "/", params, query, fragment))
+
+@lru_cache(maxsize=RESOLVE_CACHE_SIZE)
+def _join(bscheme: str, bnetloc: str, base_dir: str | None, url: str) -> str | None:
+    """``urljoin(base, url)`` for a base with this scheme, netloc and
+    directory (CPython 3.11's algorithm); None where the result would read the
+    rest of the base (its path, params or query: a reference with neither
+    path nor params), which :class:`Resolver` leaves to ``urljoin``.
+    ``base_dir`` None: ``url`` starts with "/", which never reads it."""
+    scheme, netloc, path, params, query, fragment = urlparse(url, bscheme)
+    if scheme != bscheme or scheme not in uses_relative:
+        return url
+    if scheme in uses_netloc:
+        if netloc:
+            return urlunparse((scheme, netloc, path, params, query, fragment))
+        netloc = bnetloc
+    if not path and not params:
+        return None
+    if path[:1] == "/":  # RFC 3986: an absolute path ignores the base's
+        segments = path.split("/")
+    else:
+        segments = base_dir.split("/") + path.split("/")
+        # no empty segments inside: they would double slashes on joining
+        segments[1:-1] = filter(None, segments[1:-1])
+    resolved: list[str] = []
+    for segment in segments:
+        if segment == "..":
+            if resolved:
+                resolved.pop()
+        elif segment != ".":
+            resolved.append(segment)
+    if segments[-1] in (".", ".."):  # a relative directory keeps its slash
+        resolved.append("")
+    return urlunparse((scheme, netloc, "/".join(resolved) or "/", params, query, fragment))
 
 
 def _clean_href(base: str, href: str) -> str:
