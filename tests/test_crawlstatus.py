@@ -51,6 +51,16 @@ def database_counts(job: Path) -> dict[str, int]:
     return {name: rows.get(int(status), 0) for name, status in zip(NAMES, Status)}
 
 
+def done_so_far(job: Path) -> int:
+    """Pages marked done so far; 0 while the crawl has not yet created its tables."""
+    if not (job / "frontier.sqlite3").exists():
+        return 0
+    try:
+        return database_counts(job)["done"]
+    except sqlite3.OperationalError:  # the file exists, its schema is still being written
+        return 0
+
+
 def database_hosts(job: Path) -> dict[str, tuple[int, int]]:
     """host -> (queued, done), read with sqlite3 directly."""
     with sqlite3.connect(f"file:{job / 'frontier.sqlite3'}?mode=ro", uri=True) as db:
@@ -79,8 +89,7 @@ def test_counts_equal_the_url_database_during_and_after_a_crawl(tmp_path: Path, 
     proc = start_web_crawl(workdir, str(web.seeds_file), slow_settings(web, job))
     activity = CrawlActivity([workdir])
     try:
-        wait_until(lambda: ended([proc]) or (job / "frontier.sqlite3").exists() and
-                   database_counts(job)["done"] >= 10, "ten pages fetched", activity)
+        wait_until(lambda: ended([proc]) or done_so_far(job) >= 10, "ten pages fetched", activity)
         assert proc.poll() is None, "the crawl ended before it could be read while running"
         running = status_json(JOBDIR=job)  # the crawl goes on meanwhile: counts only grow
         assert running["closed_cleanly"] is False and running["urls"]["done"] >= 10
