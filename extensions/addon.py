@@ -52,6 +52,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     # 500: after Scrapy's built-in extensions (CoreStats sets finish_reason first)
     "EXTENSIONS": {
         "extensions.progress.ProgressReporter": 500,
+        # Scrapy's per-page DEBUG records not built when LOG_LEVEL drops them
+        "extensions.logfloor.LogLevelFloor": 500,
         "extensions.output.warc.WarcWriter": 500,
         # seeds pushed to Redis (FRONTIER_BACKEND = "redis" only)
         "extensions.seedqueue.RedisSeeds": 500,

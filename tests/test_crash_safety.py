@@ -87,6 +87,36 @@ def test_write_ahead_request_is_in_flight_in_the_file_before_it_is_handed_out(tm
     resumed.close("finished")
 
 
+def test_grouped_write_ahead_commits_once_per_turn_before_the_next_poll(tmp_path: Path) -> None:
+    """With ``call_soon`` (the reactor's turn end) the requests handed out in
+    one turn are committed together by one transaction, before the next poll
+    for I/O: nothing is in the file until then, everything is after."""
+    turn_end: list[Any] = []
+    store = _sqlite(tmp_path)
+    frontier = make_frontier(store, Clock(), write_ahead=True, call_soon=turn_end.append)
+    for i in range(4):
+        frontier.enqueue_request(Request(f"http://h{i}.test/"))
+    handed = [frontier.next_request() for _ in range(3)]
+    assert all(handed) and len(turn_end) == 1  # one commit for the turn's three requests
+    commits = []
+    store.commit = (lambda commit: lambda *a, **k: commits.append(1) or commit(*a, **k))(store.commit)  # type: ignore[method-assign]
+
+    def status_in_file(url: str) -> int | None:
+        reader = sqlite3.connect(tmp_path / "frontier.sqlite3")
+        try:
+            row = reader.execute("SELECT status FROM urls WHERE url = ?", (url,)).fetchone()
+        finally:
+            reader.close()
+        return None if row is None else row[0]
+
+    assert status_in_file(handed[0].url) != Status.INFLIGHT  # not yet: the turn is not over
+    turn_end.pop()()  # the reactor's turn ends
+    assert commits == [1]
+    assert all(status_in_file(request.url) == Status.INFLIGHT for request in handed)
+    store.abandon()
+    frontier.write_ahead.cancel()
+
+
 def test_without_write_ahead_a_crash_returns_to_the_last_checkpoint(tmp_path: Path) -> None:
     store = _sqlite(tmp_path)
     frontier = make_frontier(store, Clock(), write_ahead=False)

@@ -40,11 +40,12 @@ commands in a worker thread, :mod:`extensions.frontier.sharedasync`);
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy.utils.asyncio import call_later, create_looping_call
+from scrapy.utils.asyncio import call_later, create_looping_call, is_asyncio_available
 from scrapy.utils.defer import _schedule_coro
 from scrapy.utils.misc import load_object
 
@@ -64,6 +65,8 @@ from extensions.store.factory import frontier_backend, frontier_store, redis_blo
 from extensions.store.redis import RedisStore
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.crawler import Crawler
 
 BLOOM_NAME = "frontier.bloom"
@@ -140,6 +143,17 @@ def _engine_hooks(crawler: Crawler) -> dict[str, Any]:
             _schedule_coro(current.close_spider_async(reason="frontier_store_error"))
 
     return {"wake": wake, "in_progress": in_progress, "on_store_error": on_store_error}
+
+
+def call_soon(func: Callable[[], None]) -> None:
+    """Run ``func`` on the reactor thread before the reactor next polls for I/O
+    (asyncio's ``call_soon``; Twisted's ``callLater(0)`` runs before ``doIteration``)."""
+    if is_asyncio_available():
+        asyncio.get_event_loop().call_soon(func)
+    else:
+        from twisted.internet import reactor  # noqa: PLC0415 - the installed one
+
+        reactor.callLater(0, func)
 
 
 def _distributed(settings: Any) -> bool:
@@ -229,6 +243,6 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
             bloom_path=directory / BLOOM_NAME if bloom is not None and directory else None,
             cleanup_dir=cleanup,
         ),
-        "runtime": Runtime(clock=time.monotonic, wall_clock=time.time, call_later=call_later,
+        "runtime": Runtime(clock=time.monotonic, wall_clock=time.time, call_later=call_later, call_soon=call_soon,
                            stats=crawler.stats, looping_call=create_looping_call, **_engine_hooks(crawler)),
     }

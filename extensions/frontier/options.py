@@ -46,6 +46,7 @@ class Runtime:
     clock: Callable[[], float] = time.monotonic  # politeness and timers
     wall_clock: Callable[[], float] = time.time  # timestamps in the URL database
     call_later: Callable[..., Any] | None = None  # the wake-up timer (None: none)
+    call_soon: Callable[[Callable[[], None]], Any] | None = None  # before the next I/O poll (None: at once)
     wake: Callable[[], None] | None = None  # ask the engine to poll the scheduler
     #: the requests the engine still holds (None: no engine; a fetch end finishes at once)
     in_progress: Callable[[], Collection[Request] | None] | None = None

@@ -58,14 +58,8 @@ from extensions.frontier.resume import load_bloom, save_bloom
 from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
 from extensions.frontier.wakeup import WakeUpTimer
-from extensions.signals import (
-    host_assigned,
-    origin_deferred,
-    origin_held,
-    request_excluded,
-    robots_rules_parsed,
-    urls_refused,
-)
+from extensions.frontier.writeahead import WriteAhead
+from extensions.signals import host_assigned, origin_deferred, origin_held, request_excluded, robots_rules_parsed, urls_refused
 from extensions.store.base import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
 
 if TYPE_CHECKING:
@@ -105,6 +99,7 @@ class Frontier(BaseScheduler):
         self.clock, self.wall_clock = runtime.clock, runtime.wall_clock
         self.stats = runtime.stats if runtime.stats is not None else DictStats()
         self.wakeup = WakeUpTimer(runtime.call_later, runtime.wake, self.stats)
+        self.write_ahead = WriteAhead(self._write_ahead, runtime.call_soon)  # FRONTIER_WRITE_AHEAD
         self.inflight = InFlightTable(self.politeness, runtime.in_progress)
         self.spider: Spider | None = None
         self._known_hosts = LRUCache(4096)
@@ -180,6 +175,7 @@ class Frontier(BaseScheduler):
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self.wakeup.cancel()
+        self.write_ahead.cancel()
         self._sweep()
         self.dispatch.close(self.inflight.clear())
         if self.ledger is not None:
@@ -255,7 +251,7 @@ class Frontier(BaseScheduler):
         else:
             self.stats.inc_value("frontier/dequeued")
         if self.options.write_ahead:
-            self._write_ahead()
+            self.write_ahead.request()
         return request
 
     def _unfiled(self, request: Request) -> bool:
@@ -456,10 +452,8 @@ class Frontier(BaseScheduler):
         self.dispatch.checkpoint()
 
     def _write_ahead(self) -> None:
-        """Commit what changed before the engine gets a request: the pages just finished with
-        the outlinks their callbacks enqueued (one transaction, so done never comes without its
-        links), AOPIC's cash with its Lambda, and the request handed out now as in flight. After a
-        kill, only the in-flight rows are fetched again."""
+        """Commit what changed (pages done with their outlinks, AOPIC's cash with its Lambda, the
+        requests handed out as in flight) before they can be fetched: see :mod:`.writeahead`."""
         try:
             self.store.commit(self.ledger.save if self.ledger is not None else None)
         except FrontierStoreError as err:
