@@ -8,7 +8,7 @@ with the reactor running (``CONTENTSEEN_REDIS_IO_THREAD`` on for
 ``io_thread``, off for ``inline``), so in ``io_thread`` mode it answers
 through its worker thread.
 
-``verdicts``: every page of PAGES_JSON (a list of ``[url, html]``) is handed
+``verdicts``: every page of PAGES_JSON (a list of ``[url, html]``, the html as latin-1 text: any bytes) is handed
 to ``process_item`` at once, so they are all in flight together; prints
 JSON: each item's verdict fields, in the input order, and the round trips
 the reactor thread waited for (``reactor_round_trips``) and those of the
@@ -61,7 +61,7 @@ def pipeline_for(url: str, prefix: str, mode: str) -> ContentSeenPipeline:
 
 def item_of(url: str, html: str) -> PageItem:
     return PageItem(url=url, status=200, content_type="text/html; charset=utf-8",
-                    content_features=content_features(html.encode(), "utf-8", "text/html"))
+                    content_features=content_features(html.encode("latin-1"), "utf-8", "text/html"))
 
 
 def judged(pipeline: ContentSeenPipeline, item: PageItem) -> defer.Deferred[Any]:
