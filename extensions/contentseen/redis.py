@@ -43,6 +43,12 @@ new document                           1 (the index's candidates ride with the
 near-duplicate or identical simhash    2 (+ the matched documents' records)
 =====================================  ==========================================
 
+In a crawl (``CONTENTSEEN_REDIS_IO_THREAD``, on by default) the pipeline
+sends the same commands through a worker thread of its own instead
+(:mod:`extensions.contentseen.redisasync`): the same round trips per page,
+several pages' in one pipeline, none waited for on the reactor thread;
+the look-ups are written once, as steps (:data:`Steps`), for both ways.
+
 A block of 1,024 document ids rides with a look-up, and the buffered writes
 go with the next page or, at the latest, with the flush every
 ``CONTENTSEEN_FLUSH_INTERVAL`` seconds (no round trip when a page carried

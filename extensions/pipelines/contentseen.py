@@ -45,7 +45,13 @@ Where the sets live, ``CONTENTSEEN_BACKEND``:
   ``SCHEDULER_FLUSH_ON_START`` with the frontier's meaning), shared by every
   process of the crawl, so a copy is caught whichever process fetched the
   original (:mod:`extensions.contentseen.redis`: one to three round trips
-  per page).
+  per page). With ``CONTENTSEEN_REDIS_IO_THREAD`` (default True) and a
+  running reactor, the round trips go through a worker thread with a
+  connection of its own (:mod:`extensions.contentseen.redisasync`):
+  ``process_item`` returns a coroutine, the reactor serves other pages
+  while Redis answers, and the verdicts are the same; the worker's
+  round trips are counted as ``contentseen/redis/*`` stats. Off, or
+  without a reactor (tools, tests), each round trip is waited for.
 * ``"auto"`` (default): ``"redis"`` when ``FRONTIER_BACKEND`` is ``"redis"``,
   else ``"sqlite"``.
 """
@@ -238,7 +244,7 @@ class ContentSeenPipeline:
         if self.off_reactor is not None:
             for key, value in self.off_reactor.worker.timing().items():
                 self.stats.set_value(f"contentseen/{key}", value)  # redis/* belongs to the frontier
-            self.stats.set_value("contentseen/redis/worker_pipelines", self.off_reactor.worker.pipelines)
+            self.stats.set_value("contentseen/redis/jobs", self.off_reactor.worker.jobs)
         if self.exact is not None:
             for key, value in self.exact.stats().items():
                 self.stats.set_value(f"contentseen/exact/{key}", value)
