@@ -100,6 +100,7 @@ CONTENTSEEN_NEAR_DISTANCE = 3  # Hamming distance of near-duplicate simhashes
 CONTENTSEEN_NEAR_ENABLED = True
 CONTENTSEEN_NEAR_MIN_RESEMBLANCE = 0.6  # estimated word 3-shingle resemblance a near-duplicate needs
 CONTENTSEEN_NEAR_MIN_SHINGLES = 16  # pages with fewer distinct word 3-shingles are not judged
+CONTENTSEEN_REDIS_IO_THREAD = True  # redis backend: the round trips in a worker thread of its own (the reactor does not wait)
 CONTENTSEEN_SQLITE_CACHE_KIB = 2048  # SQLite page cache of each of the two sets (the OS caches the rest)
 
 

@@ -43,6 +43,12 @@ new document                           1 (the index's candidates ride with the
 near-duplicate or identical simhash    2 (+ the matched documents' records)
 =====================================  ==========================================
 
+In a crawl (``CONTENTSEEN_REDIS_IO_THREAD``, on by default) the pipeline
+sends the same commands through a worker thread of its own instead
+(:mod:`extensions.contentseen.redisasync`): the same round trips per page,
+several pages' in one pipeline, none waited for on the reactor thread;
+the look-ups are written once, as steps (:data:`Steps`), for both ways.
+
 A block of 1,024 document ids rides with a look-up, and the buffered writes
 go with the next page or, at the latest, with the flush every
 ``CONTENTSEEN_FLUSH_INTERVAL`` seconds (no round trip when a page carried
@@ -71,8 +77,8 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Generator, Iterator
+from typing import Any, TypeVar
 
 from extensions.contentseen.exact import ContentStoreError
 from extensions.store.redis_connection import RedisConnection, RedisLayerError, redact
@@ -80,6 +86,8 @@ from extensions.store.redis_keys import Keys, glob_escape
 from extensions.store.redis_registry import ProcessRegistry, registry_of
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 SCHEMA_VERSION = "2"  # 2: near_docs records carry a resemblance sketch
 PARTITION_BITS = 12  # exact and document partitions: the top 12 bits (3 hex digits)
@@ -236,11 +244,7 @@ class RedisContentStore:
         """Send the buffered writes (and a heartbeat when due), ``commands``
         and any riders in one round trip; the answers to ``commands``."""
         self._require()
-        now = self.clock()
-        sent: list[tuple[Any, ...]] = []
-        if now >= self._beat_due:
-            sent.append(self.registry.heartbeat_command())
-            self._beat_due = now + self.ttl / 3
+        sent = self.due_commands()
         start = len(sent)
         sent += commands
         riders, self._riders = self._riders, []
@@ -256,6 +260,15 @@ class RedisContentStore:
             deliver(results[end:end + len(ride)])
             end += len(ride)
         return results[start:start + len(commands)]
+
+    def due_commands(self) -> list[tuple[Any, ...]]:
+        """The heartbeat when it is due (then not again for a third of
+        ``ttl``), to ride on the next round trip, whichever channel sends it."""
+        now = self.clock()
+        if now < self._beat_due:
+            return []
+        self._beat_due = now + self.ttl / 3
+        return [self.registry.heartbeat_command()]
 
     def flush(self) -> bool:
         """Send the buffered writes (and a due heartbeat); whether anything went."""
@@ -288,13 +301,25 @@ class RedisContentStore:
             raise ContentStoreError(f"the content-seen store {self.location} is not open")
 
 
+#: a look-up written once for both ways of waiting: a generator that yields
+#: the commands of each round trip, receives their answers, and returns the
+#: result (run at once by :meth:`RedisContentPart.run`, or answer by answer
+#: on the reactor thread by :mod:`extensions.contentseen.redisasync`)
+Steps = Generator[list[tuple[Any, ...]], list[Any], T]
+
+
 class RedisContentPart:
     """What the exact set and the index share: a counted round trip on the
-    shared connection, flush, close and the context manager."""
+    shared connection, flush, close and the context manager.
+
+    :attr:`write` buffers a command whose answer nobody needs: the store's
+    by default; a channel's (:mod:`extensions.contentseen.redisasync`) when
+    the reads go through that channel, so that they stay behind the writes."""
 
     def __init__(self, store: RedisContentStore, counters: tuple[str, ...]) -> None:
         self.store = store.attach()
         self.counters = dict.fromkeys((*counters, "round_trips", "flushes"), 0)
+        self.write: Callable[..., None] = store.write
 
     def flush(self) -> None:
         """Send what the shared connection buffered (the index's writes)."""
@@ -315,6 +340,15 @@ class RedisContentPart:
     def _call(self, *commands: tuple[Any, ...]) -> list[Any]:
         self.counters["round_trips"] += 1
         return self.store.call(*commands)
+
+    def run(self, steps: Steps[T]) -> T:
+        """The result of ``steps``, each round trip made at once on the store."""
+        try:
+            commands = next(steps)
+            while True:
+                commands = steps.send(self._call(*commands))
+        except StopIteration as done:
+            return done.value
 
 
 class RedisContentSeen(RedisContentPart):
@@ -340,8 +374,18 @@ class RedisContentSeen(RedisContentPart):
 
         The content is a duplicate when the result is not ``url`` itself.
         """
+        self.counters["lookups"] += 1
+        return self.first_url(self._call(*self.add_commands(fingerprint, url)), url)
+
+    def add_commands(self, fingerprint: int, url: str) -> list[tuple[Any, ...]]:
+        """The one round trip of :meth:`add_or_get`: ``HSETNX`` (the first
+        writer wins, atomically) and ``HGET`` of whatever was kept."""
         key, field = self.store.keys.exact(fingerprint), pack64(fingerprint)
-        added, first = self._lookup(("HSETNX", key, field, encode_url(url)), ("HGET", key, field))
+        return [("HSETNX", key, field, encode_url(url)), ("HGET", key, field)]
+
+    def first_url(self, answers: list[Any], url: str) -> str:
+        """:meth:`add_or_get`'s result from the answers to :meth:`add_commands`."""
+        added, first = answers
         if added:
             self.counters["added"] += 1
             return url

@@ -42,6 +42,8 @@ no Scrapy.
 from __future__ import annotations
 
 import struct
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from extensions.contentseen.exact import ContentStoreError
@@ -58,6 +60,7 @@ from extensions.contentseen.redis import (
     SCHEMA_VERSION,
     RedisContentPart,
     RedisContentStore,
+    Steps,
     decode_url,
     encode_url,
     pack64,
@@ -102,6 +105,17 @@ return added
 """)
 
 
+@dataclass(frozen=True)
+class Prefetched:
+    """A simhash's candidates read ahead of its look-up: the table fields'
+    values, and :attr:`RedisNearDuplicateIndex.stored` when the read was
+    sent (the documents this process stored from that number on were not
+    in Redis for it: the look-up adds them from memory)."""
+
+    values: list[Any]
+    since: int
+
+
 class RedisNearDuplicateIndex(RedisContentPart):
     """Stored simhashes with their first URL and group, searchable within
     distance k, shared by every process of a crawl.
@@ -133,7 +147,11 @@ class RedisNearDuplicateIndex(RedisContentPart):
             rest = max(sum(layout.block_bits[block][1] for block in table) - TABLE_PARTITION_BITS, 0)
             self._shapes.append((rest, max((rest + 7) // 8, 1)))
         self.next_id, self.id_end = 0, 0
-        self._prefetched: tuple[int, list[Any]] | None = None  # (simhash, its candidates' values)
+        self._prefetched: tuple[int, Prefetched] | None = None  # (simhash, its candidates)
+        #: documents this process stored (numbered from 0), and the recent ones:
+        #: (number, simhash, table fields), for reads sent before their store
+        self.stored = 0
+        self._recent: deque[tuple[int, int, frozenset[tuple[str, bytes]]]] = deque()
 
     @classmethod
     def open(cls, url: str, prefix: str = "web", distance: int = DEFAULT_DISTANCE,
@@ -146,28 +164,36 @@ class RedisNearDuplicateIndex(RedisContentPart):
     def match(self, simhash: int, sketch: bytes | None = None) -> Match | None:
         """The closest stored document within the distance and resembling
         (ties: the smallest id), or None."""
-        found, _ = self._lookup(simhash, sketch, closest=True)
-        return found[0] if found else None
+        return self.run(self.match_steps(simhash, sketch, self._take_prefetched(simhash)))
 
     def near(self, simhash: int, sketch: bytes | None = None) -> list[Match]:
         """Every stored document within the distance and resembling, closest
         (then smallest id) first."""
-        return self._lookup(simhash, sketch, closest=False)[0]
+        return self.run(self._lookup(simhash, sketch, False, self._take_prefetched(simhash)))[0]
 
     def prefetch(self, simhash: int) -> None:
         """Read ``simhash``'s candidates (and a new block of ids, if needed)
         with the store's next round trip, for the :meth:`add_or_match` that
         will probably follow: a new page then costs the exact test's round
         trip only. Wasted (a few reads) when the page was an exact copy."""
-        reads = self._reads(simhash)
-        reserve = [("INCRBY", self.keys.ids, self.id_block)] if self.next_id >= self.id_end else []
+        reads = self.candidate_reads(simhash)
+        reserve = self.reserve_commands()
+        since = self.stored
 
         def deliver(answers: list[Any]) -> None:
             if reserve:
                 self._reserved(answers[-1])
-            self._prefetched = (simhash, self._values(answers[:len(reads)]))
+            self._prefetched = (simhash, Prefetched(self.candidate_values(answers[:len(reads)]), since))
 
         self.store.ride(reads + reserve, deliver)
+
+    def _take_prefetched(self, simhash: int) -> Prefetched | None:
+        prefetched, self._prefetched = self._prefetched, None
+        return prefetched[1] if prefetched is not None and prefetched[0] == simhash else None
+
+    def reserve_commands(self) -> list[tuple[Any, ...]]:
+        """A new block of document ids, if this process has none left."""
+        return [("INCRBY", self.keys.ids, self.id_block)] if self.next_id >= self.id_end else []
 
     def _reserved(self, answer: Any) -> None:
         end = int(answer)
@@ -181,9 +207,16 @@ class RedisNearDuplicateIndex(RedisContentPart):
         document joins; None (and a new group, numbered by the document's
         id) when there is none.
         """
+        found = self.run(self.add_or_match_steps(simhash, url, sketch, self._take_prefetched(simhash)))
+        self.forget_stored(self.stored)  # every later read sees the documents stored so far
+        return found
+
+    def add_or_match_steps(self, simhash: int, url: str, sketch: bytes | None,
+                           prefetched: Prefetched | None = None) -> Steps[tuple[int, str | None]]:
+        """:meth:`add_or_match` as round trips (``prefetched``: the candidates
+        read earlier, see :class:`Prefetched`)."""
         # a new block of ids, when needed, rides with the candidates' read
-        reserve = [("INCRBY", self.keys.ids, self.id_block)] if self.next_id >= self.id_end else []
-        matches, reserved = self._lookup(simhash, sketch, closest=True, extra=reserve)
+        matches, reserved = yield from self._lookup(simhash, sketch, True, prefetched, self.reserve_commands())
         if reserved:
             self._reserved(reserved[0])
         found = matches[0] if matches else None
@@ -197,6 +230,18 @@ class RedisNearDuplicateIndex(RedisContentPart):
         group_id = doc_id if found is None else found.group_id
         self._store(simhash, doc_id, group_id, url, sketch)
         return (group_id, None) if found is None else (group_id, found.url)
+
+    def match_steps(self, simhash: int, sketch: bytes | None,
+                    prefetched: Prefetched | None = None) -> Steps[Match | None]:
+        """:meth:`match` as round trips."""
+        found, _ = yield from self._lookup(simhash, sketch, True, prefetched)
+        return found[0] if found else None
+
+    def forget_stored(self, before: int) -> None:
+        """Documents stored before number ``before`` (see :attr:`stored`)
+        are visible to every read still to be answered: no need to keep them."""
+        while self._recent and self._recent[0][0] < before:
+            self._recent.popleft()
 
     def stats(self) -> dict[str, int]:
         """Counters since open, plus the commands buffered (a gauge)."""
@@ -212,7 +257,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
                             (bits & ((1 << rest) - 1)).to_bytes(size, "big")))
         return located
 
-    def _reads(self, simhash: int) -> list[tuple[Any, ...]]:
+    def candidate_reads(self, simhash: int) -> list[tuple[Any, ...]]:
         """The reads of ``simhash``'s table fields: one script call on a
         single Redis (each client command costs the crawler more than the
         server's work), one HGET per table on a cluster."""
@@ -222,37 +267,42 @@ class RedisNearDuplicateIndex(RedisContentPart):
         return [("EVAL", MULTI_HMGET, len(fields), *[key for key, _ in fields],
                  *[part for _, field in fields for part in (1, field)])]
 
-    def _values(self, answers: list[Any]) -> list[Any]:
-        """The table fields' values from the answers to :meth:`_reads`."""
+    def candidate_values(self, answers: list[Any]) -> list[Any]:
+        """The table fields' values from the answers to :meth:`candidate_reads`."""
         if self.store.cluster:
             return answers
         return [found[0] for found in answers[0]] if answers else []
 
-    def _lookup(self, simhash: int, sketch: bytes | None, closest: bool,
-                extra: list[tuple[Any, ...]] | None = None) -> tuple[list[Match], list[Any]]:
+    def _lookup(self, simhash: int, sketch: bytes | None, closest: bool, prefetched: Prefetched | None,
+                extra: list[tuple[Any, ...]] | None = None) -> Steps[tuple[list[Match], list[Any]]]:
         """Stored documents within the distance and resembling, sorted (only
         the closest ones if ``closest``), and the answers to ``extra``
         commands sent with the read."""
         self.counters["lookups"] += 1
-        prefetched, self._prefetched = self._prefetched, None
-        if prefetched is not None and prefetched[0] == simhash:
+        if prefetched is not None:
             # read with the exact test; a block of ids came then if needed
-            values, extra_answers = prefetched[1], (self._call(*extra) if extra and self.next_id >= self.id_end
-                                                     else [])
+            values, since = prefetched.values, prefetched.since
+            extra_answers = (yield extra) if extra and self.next_id >= self.id_end else []
         else:
-            reads = self._reads(simhash)
-            answers = self._call(*reads, *(extra or []))
-            values, extra_answers = self._values(answers[:len(reads)]), answers[len(reads):]
+            since = self.stored
+            reads = self.candidate_reads(simhash)
+            answers = yield [*reads, *(extra or [])]
+            values, extra_answers = self.candidate_values(answers[:len(reads)]), answers[len(reads):]
         candidates = {unpack64(value, offset) for value in values if value
                       for offset in range(0, len(value), 8)}
+        if self._recent and self._recent[-1][0] >= since:
+            # stored by this process after the read was sent: it could not see them
+            fields = set(self._fields(simhash))
+            candidates |= {other for number, other, at in self._recent if number >= since and fields & at}
         self.counters["candidates"] += len(candidates)
         self.counters["max_candidates"] = max(self.counters["max_candidates"], len(candidates))
         within = {other: (simhash ^ other).bit_count() for other in candidates}
         within = {other: distance for other, distance in within.items() if distance <= self.layout.distance}
         if not within:
             return [], extra_answers
-        # every record within the distance: the closest may not resemble the query
-        records = self._call(*[("HGET", self.keys.near_doc(other), pack64(other)) for other in within])
+        # every record within the distance: the closest may not resemble the query;
+        # read after every document this process stored so far
+        records = yield [("HGET", self.keys.near_doc(other), pack64(other)) for other in within]
         matches = []
         for (other, distance), record in zip(within.items(), records):
             # None: another process's table write arrived before its record
@@ -287,12 +337,14 @@ class RedisNearDuplicateIndex(RedisContentPart):
         packed = pack64(simhash)
         sketch = sketch or b""
         encoded = encode_url(url)
-        self.store.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), packed,
-                         _DOC.pack(doc_id, group_id, len(sketch), len(encoded)) + sketch + encoded)
+        self.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), packed,
+                   _DOC.pack(doc_id, group_id, len(sketch), len(encoded)) + sketch + encoded)
         fields = self._fields(simhash)
         for group in ([[item] for item in fields] if self.store.cluster else [fields]):
-            self.store.write("EVAL", APPEND, len(group), *[key for key, _ in group],
-                             *[part for _, field in group for part in (field, packed)])
+            self.write("EVAL", APPEND, len(group), *[key for key, _ in group],
+                       *[part for _, field in group for part in (field, packed)])
+        self._recent.append((self.stored, simhash, frozenset(fields)))
+        self.stored += 1
 
     def _check_layout(self) -> None:
         """The crawl's keys keep the layout they were created with."""

@@ -45,7 +45,13 @@ Where the sets live, ``CONTENTSEEN_BACKEND``:
   ``SCHEDULER_FLUSH_ON_START`` with the frontier's meaning), shared by every
   process of the crawl, so a copy is caught whichever process fetched the
   original (:mod:`extensions.contentseen.redis`: one to three round trips
-  per page).
+  per page). With ``CONTENTSEEN_REDIS_IO_THREAD`` (default True) and a
+  running reactor, the round trips go through a worker thread with a
+  connection of its own (:mod:`extensions.contentseen.redisasync`):
+  ``process_item`` returns a coroutine, the reactor serves other pages
+  while Redis answers, and the verdicts are the same; the worker's
+  round trips are counted as ``contentseen/redis/*`` stats. Off, or
+  without a reactor (tools, tests), each round trip is waited for.
 * ``"auto"`` (default): ``"redis"`` when ``FRONTIER_BACKEND`` is ``"redis"``,
   else ``"sqlite"``.
 """
@@ -60,7 +66,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task
+from twisted.internet.defer import Deferred
 
 from extensions import defaults
 from extensions.contentseen import (
@@ -72,9 +80,11 @@ from extensions.contentseen import (
 from extensions.contentseen.features import ContentFeatures
 from extensions.contentseen.fingerprint import MODES
 from extensions.contentseen.redis import RedisContentSeen
+from extensions.contentseen.redisasync import AsyncRedisContentSeen, Verdict, start_worker
 from extensions.contentseen.redisnear import RedisNearDuplicateIndex
 from extensions.contentseen.resemblance import NearFeatures
 from extensions.store.factory import content_backend, redis_content_store
+from extensions.store.redis_worker import running_reactor
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -115,6 +125,8 @@ class ContentSeenPipeline:
         self.cache_kib = settings.getint("CONTENTSEEN_SQLITE_CACHE_KIB", defaults.CONTENTSEEN_SQLITE_CACHE_KIB)
         self.backend = content_backend(settings)
         self.redis = redis_content_store(crawler, self.flush_interval) if self.backend == "redis" else None
+        self.io_thread = settings.getbool("CONTENTSEEN_REDIS_IO_THREAD", defaults.CONTENTSEEN_REDIS_IO_THREAD)
+        self.off_reactor: AsyncRedisContentSeen | None = None
         jobdir = settings.get("JOBDIR")
         self._tmp = None if jobdir or self.redis else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
         self.path = (Path(jobdir) if jobdir else self._tmp or Path()) / DATABASE
@@ -135,6 +147,10 @@ class ContentSeenPipeline:
             if self.near_enabled:
                 self.near = RedisNearDuplicateIndex(self.redis, BlockLayout(self.distance),
                                                     min_resemblance=self.min_resemblance)
+            reactor = running_reactor()
+            if self.io_thread and reactor is not None:  # tools and tests without a reactor wait
+                worker = start_worker(self.redis, reactor.callFromThread, self._worker_failed)
+                self.off_reactor = AsyncRedisContentSeen(self.exact, self.near, worker)
         else:
             self.exact = ContentSeen.open(self.path, memory_entries=self.memory_entries, cache_kib=self.cache_kib)
             if self.near_enabled:
@@ -148,31 +164,48 @@ class ContentSeenPipeline:
     def process_item(self, item: Any) -> Any:
         """The verdicts on ``item`` from its ``content_features`` (removed):
         ``fingerprint``, ``duplicate_of``, ``simhash``, ``near_duplicate_of``
-        and ``content_group`` (None when the page is not judged)."""
+        and ``content_group`` (None when the page is not judged). The item,
+        or, with the Redis worker thread, a coroutine that returns it once
+        Redis has answered (the reactor meanwhile serves other pages; later
+        pipelines get the item with its verdicts)."""
         features: ContentFeatures | None = item.pop("content_features", None)
         item["content_group"] = None
         if features is None or self.exact is None:
             return item
-        url = item["url"]
         if features.empty_text:
             self.stats.inc_value("contentseen/empty_text")
         item["fingerprint"] = hex64(features.fingerprint)
         near = self._judged(features.near)
+        if self.off_reactor is not None:
+            return self._verdict_later(item, self.off_reactor.verdict(features.fingerprint, item["url"], near), near)
+        return self._apply(item, self._verdict(features.fingerprint, item["url"], near), near)
+
+    async def _verdict_later(self, item: Any, verdict: Deferred[Verdict], near: NearFeatures | None) -> Any:
+        return self._apply(item, await maybe_deferred_to_future(verdict), near)
+
+    def _verdict(self, fingerprint: int, url: str, near: NearFeatures | None) -> Verdict:
+        """The page's verdict, each round trip waited for here."""
         if near is not None and self.near is not None:
             self.near.prefetch(near.simhash)  # Redis: its read shares the exact test's round trip
-        duplicate_of = self.exact.duplicate_of(features.fingerprint, url)
-        self.stats.inc_value("contentseen/checked")
+        duplicate_of = self.exact.duplicate_of(fingerprint, url)
         if duplicate_of is not None:
-            item["duplicate_of"] = duplicate_of
+            return Verdict(duplicate_of, self._original_group(near), None)
+        if near is not None:
+            return Verdict(None, *self.near.add_or_match(near.simhash, url, near.sketch))
+        return Verdict(None, None, None)
+
+    def _apply(self, item: Any, verdict: Verdict, near: NearFeatures | None) -> Any:
+        """``verdict`` on the item's fields and the stats."""
+        self.stats.inc_value("contentseen/checked")
+        if verdict.duplicate_of is not None:
+            item["duplicate_of"] = verdict.duplicate_of
             self.stats.inc_value("contentseen/duplicates")
-            item["content_group"] = self._original_group(near)
         elif near is not None:
-            group, near_of = self.near.add_or_match(near.simhash, url, near.sketch)
             item["simhash"] = hex64(near.simhash)
-            if near_of is not None and near_of != url:
-                item["near_duplicate_of"] = near_of
+            if verdict.near_duplicate_of is not None and verdict.near_duplicate_of != item["url"]:
+                item["near_duplicate_of"] = verdict.near_duplicate_of
                 self.stats.inc_value("contentseen/near_duplicates")
-            item["content_group"] = group
+        item["content_group"] = verdict.content_group
         return item
 
     def _judged(self, near: NearFeatures | None) -> NearFeatures | None:
@@ -201,7 +234,17 @@ class ContentSeenPipeline:
             logger.error("Flushing the content-seen sets failed: %s", err)
         self._publish()
 
+    def _worker_failed(self, err: Exception) -> None:
+        """A round trip of the worker thread failed after its retries (its
+        pages fail with a ContentStoreError, as they would waiting for it)."""
+        logger.error("The content-seen sets' Redis worker failed: %s", err)
+        self.stats.inc_value("contentseen/redis/worker_errors")
+
     def _publish(self) -> None:
+        if self.off_reactor is not None:
+            for key, value in self.off_reactor.worker.timing().items():
+                self.stats.set_value(f"contentseen/{key}", value)  # redis/* belongs to the frontier
+            self.stats.set_value("contentseen/redis/jobs", self.off_reactor.worker.jobs)
         if self.exact is not None:
             for key, value in self.exact.stats().items():
                 self.stats.set_value(f"contentseen/exact/{key}", value)
@@ -212,7 +255,10 @@ class ContentSeenPipeline:
     def close(self, spider: Any = None) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+        if self.off_reactor is not None:
+            self.off_reactor.close()  # its queued pages and writes first
         self._publish()
+        self.off_reactor = None
         for part in (self.exact, self.near):
             if part is not None:
                 part.close()
