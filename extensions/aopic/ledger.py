@@ -127,6 +127,13 @@ class AOPICLedger:
         if rows is None:
             rows = self.store.cash.get_cash(list({fp for fp, _ in amounts}))
         changed: dict[int, tuple[float, float, float, int]] = {}
+        result = self._credit(amounts, rows, changed)
+        self.store.cash.put_cash([(fp, *row) for fp, row in changed.items()])
+        return result
+
+    def _credit(self, amounts: list[tuple[int, float]], rows: dict[int, tuple[float, float, float, int]],
+                changed: dict[int, tuple[float, float, float, int]]) -> list[tuple[float, float, bool]]:
+        """:meth:`credit_many`'s arithmetic: the new rows into ``changed``, not written."""
         result = []
         dividend = self.dividend
         for fp, amount in amounts:
@@ -140,7 +147,6 @@ class AOPICLedger:
             after = before + amount
             changed[fp] = (after, history, dividend, visits)
             result.append((before, after, existed))
-        self.store.cash.put_cash([(fp, *row) for fp, row in changed.items()])
         return result
 
     def take(self, fingerprint: int,
@@ -150,6 +156,12 @@ class AOPICLedger:
         read (:meth:`read_rows`), updated with this URL's new one."""
         if rows is None:
             rows = self.store.cash.get_cash([fingerprint])
+        taken = self._take(fingerprint, rows)
+        self.store.cash.put_cash([(fingerprint, *rows[fingerprint])])
+        return taken
+
+    def _take(self, fingerprint: int, rows: dict[int, tuple[float, float, float, int]]) -> tuple[float, float, int]:
+        """:meth:`take`'s arithmetic: ``rows`` updated, nothing written."""
         row = rows.get(fingerprint)
         if row is None:
             self.rows += 1
@@ -158,7 +170,6 @@ class AOPICLedger:
             cash = row[0] + (self.dividend - row[2])
             history, visits = row[1] + cash, row[3] + 1
         rows[fingerprint] = (0.0, history, self.dividend, visits)
-        self.store.cash.put_cash([(fingerprint, *rows[fingerprint])])
         return cash, history, visits
 
     def distribute(self, fingerprint: int, links: list[int],
@@ -169,9 +180,11 @@ class AOPICLedger:
         cash rows in one round trip (else None: not read)."""
         # a networked store reads the cash and URL rows in one round trip
         rows, entries = self.store.cash.get_cash_and_entries(list(dict.fromkeys([fingerprint, *links])))
-        cash, history, visits = self.take(fingerprint, rows)
+        cash, history, visits = self._take(fingerprint, rows)
         share = self.split(cash, len(links))
-        changes = self.credit_many([(fp, share) for fp in links], rows) if share > 0 and links else []
+        changed = {fingerprint: rows[fingerprint]}  # the page's row, then its outlinks': one write
+        changes = self._credit([(fp, share) for fp in links], rows, changed) if share > 0 and links else []
+        self.store.cash.put_cash([(fp, *row) for fp, row in changed.items()])
         return Paid(cash, history, visits, changes), entries
 
     def split(self, cash: float, outlinks: int) -> float:
