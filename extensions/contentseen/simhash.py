@@ -40,8 +40,9 @@ again; the 64 bit counts come from one ``bincount`` of the shingle bytes.
 Long texts are processed in chunks cut at spaces, so the cached power tables
 stay at :data:`CHUNK_BYTES` entries. Cost is linear: see
 ``bench/contentseen_cost.py``. A text of a typical page's length has its
-words hashed in Python instead, from a bounded cache of word hashes (times the shingle multipliers)
-(:func:`shingle_sets`): the same values, with fewer numpy calls per page.
+words hashed in Python instead, from a bounded cache of word hashes times
+the shingle multipliers (:func:`shingle_sets`): the same values, with fewer
+numpy calls per page.
 Pure: numpy only, no Scrapy.
 """
 
