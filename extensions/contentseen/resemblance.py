@@ -48,7 +48,7 @@ def sketch_of(hashes: np.ndarray, size: int = SKETCH_SIZE) -> bytes:
     # than needed, then keep the distinct ones (sorted: a repeat is next to
     # its twin, and rarely there is one)
     top = (hashes[:2 * size] >> _SHIFT32).astype(_BIG_U32)
-    if (top[1:] == top[:-1]).any():
+    if np.count_nonzero(top[1:] == top[:-1]):
         top = np.unique(top)
     return top[:size].tobytes()
 

@@ -280,7 +280,7 @@ def _short_shingle_sets(data: bytes, shingle_words: int) -> tuple[np.ndarray, np
     _fmix64_in_place(mixed)
     mixed.sort(axis=1)
     repeats = mixed[:, 1:] == mixed[:, :-1]
-    if not repeats.any():  # no shingle repeats (the common case): the rows are the sets
+    if not np.count_nonzero(repeats):  # no shingle repeats (the common case): the rows are the sets
         hashes = mixed[0]
         return (hashes, hashes) if same else (hashes, mixed[1])
     first = np.ones(mixed.shape, dtype=bool)  # first of its run of equal values
