@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from extensions.contentseen.exact import ContentSeen
-from extensions.contentseen.nearindex import FILTER_BITS, TABLE_SHIFT, BlockLayout, KeyFilter, NearDuplicateIndex
+from extensions.contentseen.keyfilter import FILTER_BITS, KeyFilter
+from extensions.contentseen.nearindex import TABLE_SHIFT, BlockLayout, NearDuplicateIndex
 
 
 def statements(connection: sqlite3.Connection, prefix: str) -> list[str]:

@@ -85,6 +85,7 @@ from typing import NamedTuple
 
 from extensions.contentseen.exact import ContentStoreError, check_schema, is_empty, open_database
 from extensions.contentseen.fingerprint import from_signed64, to_signed64
+from extensions.contentseen.keyfilter import KeyFilter
 from extensions.contentseen.resemblance import resemblance
 
 SCHEMA_VERSION = "2"
@@ -95,7 +96,6 @@ TABLE_SHIFT = 48  # key = table number << TABLE_SHIFT | block bits
 LEVEL_RATIO = 8  # level L + 1 holds up to LEVEL_RATIO times the rows of level L
 LEVEL0_FLUSHES = 4  # level 0 holds up to this many full flushes
 MIN_KEY = -(1 << 63)
-FILTER_BITS = 1 << 23  # KeyFilter's bitmap: 1 MiB
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS near_docs (
@@ -172,42 +172,6 @@ class BlockLayout:
     def expected_candidates(self, stored: int) -> float:
         """Random-query candidates per look-up with ``stored`` uniform simhashes."""
         return sum(stored / 2 ** sum(self.block_bits[b][1] for b in table) for table in self.tables)
-
-
-class KeyFilter:
-    """Keys that may have rows in the index's file: a bitmap with a bit set
-    for every key stored while it is in use, so a look-up whose keys are all
-    unset has no rows to find (no false negatives; a false positive only
-    costs the query). :attr:`full` once more than an eighth of the bits are
-    set: most look-ups would then run the query anyway."""
-
-    def __init__(self, bits: int = FILTER_BITS) -> None:
-        if bits < 8 or bits & (bits - 1):
-            raise ValueError(f"filter bits must be a power of two >= 8, not {bits}")
-        self.bitmap = bytearray(bits >> 3)
-        self.mask, self.limit, self.set_bits = bits - 1, bits >> 3, 0
-
-    def add(self, keys: list[int]) -> None:
-        bitmap = self.bitmap
-        for key in keys:
-            spot = (key ^ (key >> TABLE_SHIFT) * 0x9E3779B1) & self.mask
-            bit = 1 << (spot & 7)
-            if not bitmap[spot >> 3] & bit:
-                bitmap[spot >> 3] |= bit
-                self.set_bits += 1
-
-    def may_hold(self, keys: list[int]) -> bool:
-        """False if no row with any of ``keys`` can be in the file."""
-        bitmap, mask = self.bitmap, self.mask
-        for key in keys:
-            spot = (key ^ (key >> TABLE_SHIFT) * 0x9E3779B1) & mask
-            if bitmap[spot >> 3] >> (spot & 7) & 1:
-                return True
-        return False
-
-    @property
-    def full(self) -> bool:
-        return self.set_bits > self.limit
 
 
 class LeveledKeys:
