@@ -25,7 +25,11 @@ parking pages repeat in bursts), which favours recency: an LRU keeps both
 fingerprints just added and those just hit, and lets the old ones go to
 disk. Its cost is a dict move per hit; a miss (new content, the common case)
 is one B-tree look-up on the file, which stays in the OS page cache
-(``bench/contentseen_cost.py`` measures it at a million fingerprints).
+(``bench/contentseen_cost.py`` measures it at a million fingerprints). A
+file that was empty at open holds nothing memory does not until the LRU
+first evicts: until then a miss is answered without the look-up (the
+first ``memory_entries`` documents of a new crawl). This assumes what the
+class requires anyway: no other writer of the file while it is open.
 
 Durability: WAL with ``synchronous=NORMAL``. :meth:`ContentSeen.flush`
 commits the batch; after a crash (``kill -9``) the file holds everything up
@@ -104,6 +108,14 @@ def check_schema(connection: sqlite3.Connection, path: Path, table: str, script:
     return meta
 
 
+def is_empty(connection: sqlite3.Connection, path: Path, table: str) -> bool:
+    """Whether ``table`` has no row (:class:`ContentStoreError` if unreadable)."""
+    try:
+        return connection.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is None
+    except sqlite3.Error as err:
+        raise ContentStoreError(f"content-seen store {path} is unusable: {err}") from err
+
+
 class ContentSeen:
     """The set of content fingerprints seen, each with the first URL it came from.
 
@@ -115,13 +127,15 @@ class ContentSeen:
     """
 
     def __init__(self, connection: sqlite3.Connection, path: Path,
-                 memory_entries: int = 65536, batch_size: int = 1024) -> None:
+                 memory_entries: int = 65536, batch_size: int = 1024, file_empty: bool = False) -> None:
         if memory_entries < 1 or batch_size < 1:
             raise ValueError(f"memory_entries ({memory_entries}) and batch_size ({batch_size}) must be >= 1")
         self.connection, self.path = connection, path
         self.memory_entries, self.batch_size = memory_entries, batch_size
         self.memory: OrderedDict[int, str] = OrderedDict()  # LRU, signed fingerprint -> first URL
         self.pending: dict[int, str] = {}  # added since the last flush
+        # memory holds every fingerprint in the file (and pending): a miss is new
+        self.memory_complete = file_empty
         self.counters = dict.fromkeys(
             ("lookups", "memory_hits", "disk_hits", "added", "duplicates", "flushes", "evictions"), 0)
 
@@ -132,7 +146,7 @@ class ContentSeen:
         connection = open_database(path, cache_kib)
         try:
             check_schema(connection, path, "content_seen_meta", _SCHEMA, {"schema": SCHEMA_VERSION})
-            return cls(connection, path, memory_entries, batch_size)
+            return cls(connection, path, memory_entries, batch_size, is_empty(connection, path, "content_seen"))
         except (ContentStoreError, ValueError):
             connection.close()
             raise
@@ -200,6 +214,8 @@ class ContentSeen:
             self.memory.move_to_end(key)
             self.counters["memory_hits"] += 1
             return first
+        if self.memory_complete:
+            return None
         first = self.pending.get(key)
         if first is None:
             row = self.connection.execute(
@@ -225,3 +241,4 @@ class ContentSeen:
         if len(self.memory) > self.memory_entries:
             self.memory.popitem(last=False)
             self.counters["evictions"] += 1
+            self.memory_complete = False

@@ -51,6 +51,13 @@ rows go to disk through :class:`LeveledKeys`, so a flush's cost does not
 grow with the index. Group ids are never reused, even after a crash: the
 ids a run may hand out before its next flush are reserved on disk first.
 
+Skipped queries: an index whose file had no key rows at open keeps a
+:class:`KeyFilter` of the keys it has stored since (1 MiB, no false
+negatives), so a look-up none of whose keys was ever stored is answered
+without the statement: most look-ups of a new crawl's first hundred
+thousand documents. The filter is dropped once too full to save queries.
+This assumes what the class requires anyway: no other writer of the file.
+
 Resemblance check: a document added with a sketch
 (:mod:`extensions.contentseen.resemblance`) matches a stored one only when
 the simhashes are within the distance *and* the estimated resemblance of
@@ -76,8 +83,9 @@ from math import comb
 from pathlib import Path
 from typing import NamedTuple
 
-from extensions.contentseen.exact import ContentStoreError, check_schema, open_database
+from extensions.contentseen.exact import ContentStoreError, check_schema, is_empty, open_database
 from extensions.contentseen.fingerprint import from_signed64, to_signed64
+from extensions.contentseen.keyfilter import KeyFilter
 from extensions.contentseen.resemblance import resemblance
 
 SCHEMA_VERSION = "2"
@@ -138,19 +146,27 @@ class BlockLayout:
         self.block_bits = list(zip(starts, widths))  # (lowest bit, width)
         self.tables = list(combinations(range(blocks), blocks - distance))
         self.key_bits = max(sum(widths[i] for i in table) for table in self.tables)
+        # per table: its number's bits and (block, shift) of each block, the last unshifted
+        self._key_parts = []
+        for number, table in enumerate(self.tables):
+            shifts = [sum(widths[later] for later in table[place + 1:]) for place in range(len(table))]
+            self._key_parts.append((number << TABLE_SHIFT, tuple(zip(table, shifts))))
+        self._masks = [(start, (1 << width) - 1) for start, width in self.block_bits]
         if self.key_bits > TABLE_SHIFT or len(self.tables) > 1 << (63 - TABLE_SHIFT):
             raise ValueError(f"{blocks} blocks for distance {distance} make keys too wide; use more blocks")
         assert len(self.tables) == comb(blocks, blocks - distance)
 
     def keys(self, simhash: int) -> list[int]:
         """One key per table: the table number and the bits of its blocks."""
-        values = [(simhash >> start) & ((1 << width) - 1) for start, width in self.block_bits]
+        values = [(simhash >> start) & mask for start, mask in self._masks]
+        if len(self.tables[0]) == 2:  # the default layouts: two blocks a key, one comprehension
+            return [base | values[high] << shift | values[low]
+                    for base, ((high, shift), (low, _)) in self._key_parts]
         keys = []
-        for number, table in enumerate(self.tables):
-            key = 0
-            for block in table:
-                key = (key << self.block_bits[block][1]) | values[block]
-            keys.append((number << TABLE_SHIFT) | key)
+        for base, parts in self._key_parts:
+            for block, shift in parts:
+                base |= values[block] << shift
+            keys.append(base)
         return keys
 
     def expected_candidates(self, stored: int) -> float:
@@ -253,7 +269,7 @@ class NearDuplicateIndex:
 
     def __init__(self, connection: sqlite3.Connection, path: Path, layout: BlockLayout,
                  next_id: int, buffer_entries: int = 4096, levels: str | None = None,
-                 min_resemblance: float = DEFAULT_MIN_RESEMBLANCE) -> None:
+                 min_resemblance: float = DEFAULT_MIN_RESEMBLANCE, keys_on_disk: bool = True) -> None:
         if buffer_entries < 1:
             raise ValueError(f"buffer_entries must be >= 1, not {buffer_entries}")
         if not 0.0 <= min_resemblance <= 1.0:
@@ -266,9 +282,11 @@ class NearDuplicateIndex:
         self.pending_docs: dict[int, tuple[int, int, str, bytes | None]] = {}  # id -> (simhash, group, url, sketch)
         self.pending_keys: dict[int, list[int]] = {}  # key -> ids
         self.counters = dict.fromkeys(
-            ("lookups", "candidates", "disk_candidates", "max_candidates", "near_duplicates",
+            ("lookups", "disk_queries", "candidates", "disk_candidates", "max_candidates", "near_duplicates",
              "identical", "dissimilar", "stored", "flushes", "max_flush_ms"), 0)
         self._query = self.levels.query(len(layout.tables))
+        # every key in the file was stored by this object: the filter can tell
+        self.key_filter = None if keys_on_disk else KeyFilter()
         self._reserve()
 
     @classmethod
@@ -286,7 +304,8 @@ class NearDuplicateIndex:
         try:
             meta = check_schema(connection, path, "near_meta", _SCHEMA, expected)
             next_id = int(meta.get("reserved_id", 1))  # above every id ever handed out
-            return cls(connection, path, layout, next_id, buffer_entries, meta.get("levels"), min_resemblance)
+            return cls(connection, path, layout, next_id, buffer_entries, meta.get("levels"), min_resemblance,
+                       not is_empty(connection, path, "near_keys"))
         except (ContentStoreError, ValueError):
             connection.close()
             raise
@@ -381,6 +400,9 @@ class NearDuplicateIndex:
         return [(doc_id, *self.pending_docs[doc_id]) for doc_id in ids]
 
     def _disk_candidates(self, keys: list[int]) -> list[Candidate]:
+        if self.key_filter is not None and not self.key_filter.may_hold(keys):
+            return []
+        self.counters["disk_queries"] += 1
         rows = self.connection.execute(self._query, keys).fetchall()
         unique = {row[0]: (row[0], from_signed64(row[1]), row[2], row[3], row[4]) for row in rows}
         self.counters["disk_candidates"] += len(unique)
@@ -390,6 +412,8 @@ class NearDuplicateIndex:
               best: Match | None = None) -> Match | None:
         """The closest resembling candidate within the distance, or ``best``;
         a sketch is compared only when the candidate would be the new best."""
+        if not candidates:
+            return best
         self._count_candidates(candidates)
         within = sorted((((simhash ^ other).bit_count(), doc_id), group_id, url, other_sketch)
                         for doc_id, other, group_id, url, other_sketch in candidates
@@ -418,6 +442,10 @@ class NearDuplicateIndex:
         self.pending_docs[doc_id] = (simhash, group_id, url, sketch)
         for key in keys:
             self.pending_keys.setdefault(key, []).append(doc_id)
+        if self.key_filter is not None:
+            self.key_filter.add(keys)
+            if self.key_filter.full:
+                self.key_filter = None
         if len(self.pending_docs) >= self.buffer_entries:
             self.flush()
 

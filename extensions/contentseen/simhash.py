@@ -40,13 +40,15 @@ again; the 64 bit counts come from one ``bincount`` of the shingle bytes.
 Long texts are processed in chunks cut at spaces, so the cached power tables
 stay at :data:`CHUNK_BYTES` entries. Cost is linear: see
 ``bench/contentseen_cost.py``. A text of a typical page's length has its
-words hashed in Python instead, from a bounded cache of word hashes
-(:func:`shingle_sets`): the same values, with fewer numpy calls per page.
+words hashed in Python instead, from a bounded cache of word hashes times
+the shingle multipliers (:func:`shingle_sets`): the same values, with fewer
+numpy calls per page.
 Pure: numpy only, no Scrapy.
 """
 
 from __future__ import annotations
 
+import sys
 from operator import mul
 from typing import Final
 
@@ -66,6 +68,9 @@ _PRIME: Final = 0x100000001B3  # odd, so invertible mod 2**64
 _SPACE: Final = 32
 _ZERO: Final = np.uint8(ord("0"))
 _NINE: Final = np.uint8(ord("9"))
+_SHIFT33: Final = _U64(33)
+_FMIX1: Final = _U64(0xFF51AFD7ED558CCD)
+_FMIX2: Final = _U64(0xC4CEB9FE1A85EC53)
 
 
 def _translation(fold_digits: bool) -> bytes:
@@ -237,40 +242,63 @@ def shingle_sets(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> tuple
     if not 1 <= shingle_words <= MAX_SHINGLE_WORDS:
         raise ValueError(f"shingle_words must be 1..{MAX_SHINGLE_WORDS}, not {shingle_words}")
     data = normalised_bytes(text)
-    with np.errstate(over="ignore"):
-        if len(data) > SHORT_TEXT_BYTES:
-            plain, folded = token_hashes_folded(data)
-            hashes = np.unique(shingle_hashes(plain, shingle_words))
-            if folded is plain:
-                return hashes, hashes
-            return hashes, np.unique(shingle_hashes(folded, shingle_words))
+    if len(data) <= SHORT_TEXT_BYTES:  # array arithmetic only: uint64 wraps without a warning
         return _short_shingle_sets(data.tobytes(), shingle_words)
+    with np.errstate(over="ignore"):
+        plain, folded = token_hashes_folded(data)
+        hashes = np.unique(shingle_hashes(plain, shingle_words))
+        if folded is plain:
+            return hashes, hashes
+        return hashes, np.unique(shingle_hashes(folded, shingle_words))
 
 
 def _short_shingle_sets(data: bytes, shingle_words: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`shingle_sets` of :func:`normalised_bytes` output, words hashed
-    in Python; both sets' shingles in one two-row array."""
+    in Python; both sets' shingles in one two-row array.
+
+    A word's cached terms are its hash, then its digit-folded form's hash,
+    each times every shingle multiplier, as ``uint64`` bytes: one look-up
+    per word serves both rows, a shingle's mix is a sum of terms, and the
+    rows come from one ``frombuffer`` (no Python ``int`` is converted).
+    """
     words = data.split()  # the runs of non-spaces: every other ASCII byte is a space now
     if not words:
         empty = np.empty(0, dtype=_U64)
         return empty, empty
-    folded_data = data.translate(_FOLD_DIGITS)
-    plain = list(map(_WORD_HASHES.__getitem__, words))
-    same = folded_data == data
-    rows = [plain] if same else [plain, list(map(_WORD_HASHES.__getitem__, folded_data.split()))]
-    tokens = np.array(rows, dtype=_U64)
+    same = data.translate(_FOLD_DIGITS) == data
+    joined = b"".join(map(_word_terms(shingle_words).__getitem__, words))
+    terms = np.frombuffer(joined, dtype=_U64).reshape(len(words), 2, shingle_words)
     width = min(shingle_words, len(words))
     count = len(words) - width + 1
-    mixed = tokens[:, :count] * _SHINGLE_MULTIPLIERS[0]
-    for offset in range(1, width):
-        mixed += tokens[:, offset:offset + count] * _SHINGLE_MULTIPLIERS[offset]
-    shingles = _fmix64(mixed)
-    shingles.sort(axis=1)
-    first = np.empty(shingles.shape, dtype=bool)  # first of its run of equal values
-    first[:, 0] = True
-    np.not_equal(shingles[:, 1:], shingles[:, :-1], out=first[:, 1:])
-    hashes = shingles[0][first[0]]
-    return (hashes, hashes) if same else (hashes, shingles[1][first[1]])
+    mixed = np.empty((2, count), dtype=_U64)  # row 0 plain, row 1 folded
+    if width == 1:
+        mixed[:] = terms[:, :, 0].T
+    else:
+        np.add(terms[:count, :, 0].T, terms[1:count + 1, :, 1].T, out=mixed)
+        for offset in range(2, width):
+            mixed += terms[offset:offset + count, :, offset].T
+    _fmix64_in_place(mixed)
+    mixed.sort(axis=1)
+    repeats = mixed[:, 1:] == mixed[:, :-1]
+    if not np.count_nonzero(repeats):  # no shingle repeats (the common case): the rows are the sets
+        hashes = mixed[0]
+        return (hashes, hashes) if same else (hashes, mixed[1])
+    first = np.ones(mixed.shape, dtype=bool)  # first of its run of equal values
+    np.logical_not(repeats, out=first[:, 1:])
+    hashes = mixed[0][first[0]]
+    return (hashes, hashes) if same else (hashes, mixed[1][first[1]])
+
+
+def _fmix64_in_place(values: np.ndarray) -> None:
+    """:func:`_fmix64` overwriting ``values`` (one temporary array)."""
+    shifted = values >> _SHIFT33
+    values ^= shifted
+    values *= _FMIX1
+    np.right_shift(values, _SHIFT33, out=shifted)
+    values ^= shifted
+    values *= _FMIX2
+    np.right_shift(values, _SHIFT33, out=shifted)
+    values ^= shifted
 
 
 def _word_hash(word: bytes) -> int:
@@ -288,20 +316,37 @@ def _word_hash(word: bytes) -> int:
     return value ^ (value >> 33)
 
 
-class _WordHashCache(dict):
-    """Word (normalised bytes) -> :func:`_word_hash`; bounded: cleared when
-    it holds :data:`WORD_CACHE_SIZE` words, and long words are not kept."""
+class _WordTermCache(dict):
+    """Word (normalised bytes) -> the terms of the word and of its
+    digit-folded form: each one's :func:`_word_hash` times each of the first
+    ``shingle_words`` shingle multipliers (mod 2**64), as native ``uint64``
+    bytes; bounded: cleared when it holds :data:`WORD_CACHE_SIZE` words, and
+    long words are not kept."""
 
-    def __missing__(self, word: bytes) -> int:
-        value = _word_hash(word)
+    def __init__(self, shingle_words: int) -> None:
+        super().__init__()
+        self.multipliers = [int(value) for value in _SHINGLE_MULTIPLIERS[:shingle_words]]
+
+    def __missing__(self, word: bytes) -> bytes:
+        terms = b"".join([((value * multiplier) & MASK64).to_bytes(8, sys.byteorder)
+                          for value in (_word_hash(word), _word_hash(word.translate(_FOLD_DIGITS)))
+                          for multiplier in self.multipliers])
         if len(word) <= _CACHED_WORD_BYTES:
             if len(self) >= WORD_CACHE_SIZE:
                 self.clear()
-            self[word] = value
-        return value
+            self[word] = terms
+        return terms
 
 
-_WORD_HASHES: Final = _WordHashCache()
+_WORD_TERMS: Final[dict[int, _WordTermCache]] = {}
+
+
+def _word_terms(shingle_words: int) -> _WordTermCache:
+    """The term cache for ``shingle_words``-word shingles (one per width used)."""
+    cache = _WORD_TERMS.get(shingle_words)
+    if cache is None:
+        cache = _WORD_TERMS[shingle_words] = _WordTermCache(shingle_words)
+    return cache
 
 
 def bit_votes(hashes: np.ndarray) -> np.ndarray:
@@ -318,9 +363,15 @@ def bit_votes(hashes: np.ndarray) -> np.ndarray:
 
 def simhash_of(hashes: np.ndarray) -> int:
     """The simhash of feature hashes (``uint64``, little-endian host assumed)."""
-    if len(hashes) == 0:
+    count = len(hashes)
+    if count == 0:
         return 0
-    majority = bit_votes(hashes) * 2 > len(hashes)
+    if count < 1024:  # bit_votes' unpacking, with fewer calls
+        bits = np.unpackbits(hashes.view(np.uint8), bitorder="little").reshape(-1, 64)
+        votes = np.add.reduce(bits, axis=0, dtype=np.uint32)
+    else:
+        votes = bit_votes(hashes)
+    majority = votes > count >> 1  # votes * 2 > count, in integers
     return int.from_bytes(np.packbits(majority, bitorder="little").tobytes(), "little")
 
 
