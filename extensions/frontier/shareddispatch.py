@@ -174,8 +174,13 @@ class SharedDispatch:
     def has_pending(self) -> bool:
         """Work anywhere in the crawl: held hosts, requests in flight here,
         or hosts on the shared heap (checked at most every poll interval)."""
-        if self.held or self.parts.inflight or self.parts.unfiled or not self.off_reactor.idle():
-            return True  # (an enqueue on its way may list a host yet)
+        if self.held or self.parts.inflight or self.parts.unfiled:
+            return True
+        # nothing here: wait for what is on the worker's way (an enqueue may
+        # list a host yet, a poll acquire one), not just answer True, or the
+        # poll each engine cycle sends keeps an idle process open for ever
+        if not self.off_reactor.settle() or self.held:
+            return True
         now = self.parts.clock()
         if self._heap_hosts is None or now - self._heap_checked >= self.poll_interval:
             self._heap_hosts, self._heap_checked = self.leases.poll(0).hosts, now

@@ -1,0 +1,105 @@
+"""The shared frontier with its worker thread (FRONTIER_REDIS_IO_THREAD)
+tells the engine when it is done, on a real redis-server.
+
+Scrapy's engine asks ``next_request`` and, finding nothing, asks at once
+``has_pending_requests`` to decide whether to close the spider. The
+worker's answers reach the reactor thread through ``deliver``; here
+``deliver`` only collects them and the test runs them between engine
+cycles, as a reactor does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from twisted.internet.task import Clock
+
+from extensions.frontier.distributed import DistributedFrontier
+from extensions.frontier.politeness import Politeness
+from extensions.store.redis import RedisStore
+from extensions.store.redis_connection import RedisConnection
+from extensions.store.redis_worker import RedisWorker
+from testweb.redisserver import shared_server, unique_prefix
+from testweb.waiting import wait_until
+
+
+class Reactor:
+    """Collects what the worker hands to the reactor thread; runs it on demand."""
+
+    def __init__(self) -> None:
+        self.calls: list[Callable[[], None]] = []
+        self.errors: list[Exception] = []
+
+    def deliver(self, function: Callable[[], None]) -> None:
+        self.calls.append(function)
+
+    def turn(self) -> None:
+        calls, self.calls = self.calls, []
+        for function in calls:
+            function()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def with_worker(frontier: DistributedFrontier, reactor: Reactor) -> RedisWorker:
+    """Route the frontier's lease commands through a worker thread, as in a crawl."""
+    store = frontier.store
+    connection = RedisConnection(store.url, retries=0, timeout=5.0)
+    connection.attach("test worker")
+    worker = RedisWorker(connection, reactor.deliver, reactor.errors.append)
+    worker.start()
+    dispatch: Any = frontier.dispatch
+    dispatch.off_reactor.worker = worker
+    dispatch.leases.io = worker
+    return worker
+
+
+@pytest.fixture
+def idle_frontier(clock: Clock) -> Iterator[tuple[DistributedFrontier, Reactor]]:
+    """One process's frontier on a crawl with nothing left, its worker on."""
+    frontier = DistributedFrontier(RedisStore(shared_server().url, unique_prefix()), clock=clock.seconds,
+                                   politeness=Politeness(), back_queues=4, queue_buffer=8,
+                                   call_later=clock.callLater, wake=lambda: None)
+    frontier.open(None)
+    reactor = Reactor()
+    with_worker(frontier, reactor)
+    yield frontier, reactor
+    reactor.turn()
+    frontier.close("finished")
+
+
+def test_an_idle_process_with_the_worker_ends_although_each_engine_cycle_polls_the_heap(
+        idle_frontier: tuple[DistributedFrontier, Reactor], clock: Clock) -> None:
+    """Was: each engine cycle's ``next_request`` sent a poll of the shared
+    heap through the worker and ``has_pending_requests``, asked right
+    after, saw the poll on its way and answered True: the engine never
+    closed the spider (a survivor of test_distributed's random-SIGKILL test
+    ran on, idle, about one run in five)."""
+    frontier, reactor = idle_frontier
+    worker: Any = frontier.dispatch.off_reactor.worker
+    answers = []
+    for _ in range(5):  # engine cycles, a heartbeat apart
+        assert frontier.next_request() is None
+        answers.append(frontier.has_pending_requests())
+        wait_until(lambda: reactor.calls or worker.idle(), "the poll answered", patience=200, interval=0.01)
+        reactor.turn()
+        clock.advance(5.0)
+    assert answers[-1] is False, answers
+
+
+def test_a_host_listed_by_an_enqueue_on_its_way_keeps_the_process_running(
+        idle_frontier: tuple[DistributedFrontier, Reactor]) -> None:
+    """An enqueue handed to the worker may list a host yet: until it is
+    answered the process has work pending, even with an empty heap seen."""
+    from scrapy import Request
+
+    frontier, reactor = idle_frontier
+    assert frontier.next_request() is None
+    assert frontier.enqueue_request(Request("http://pending.test/a"))
+    assert frontier.has_pending_requests()
+    reactor.turn()
+    assert frontier.has_pending_requests()  # the host is on the heap, or held here
