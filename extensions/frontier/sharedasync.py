@@ -29,8 +29,11 @@ at once:
   an idle process open for ever, since each engine cycle sends a poll just
   before it asks.
 
-On a Redis Cluster the worker is not used yet (every call as before, see
-:meth:`OffReactor.start`). Lease renewals, hand-backs of late or excess hosts, holds and the
+On a Redis Cluster too: each command's keys share one slot (a host's
+``{T}``, a heap shard's ``{heap-N}``), so the worker's pipelines may mix
+slots; only the order *between* masters within one round trip is not
+kept, and nothing relies on it (what follows from an answer goes in the
+next round trip). Lease renewals, hand-backs of late or excess hosts, holds and the
 end-of-crawl checks stay synchronous calls (per host or per third of the
 TTL, not per page), through the same FIFO. A take answered but not handed
 out at close goes back to its queue; so does one answered for a host lost
@@ -93,9 +96,7 @@ class OffReactor:
     def start(self) -> None:
         """Start the worker thread if a reactor runs (a crawl)."""
         reactor = running_reactor()
-        # not on a Redis Cluster yet: there one of three processes starved
-        # (no lease acquired in a whole crawl, tests/test_distributed_cluster.py)
-        if reactor is not None and not self.dispatch.store.cluster:
+        if reactor is not None:
             self.worker = start_worker(self.dispatch.store, reactor, self._failed)
             self.dispatch.leases.io = self.worker
 

@@ -74,8 +74,7 @@ class SharedDispatch:
         self.levels, self.max_hosts = levels, max_hosts
         self.lease_ttl, self.poll_interval, self.max_lateness = lease_ttl, poll_interval, max_lateness
         self.lease_clock = lease_clock
-        # Redis round trips in a worker thread once the reactor runs (.sharedasync);
-        # off by default until the open issues in NOTES-redisperf.md are fixed
+        # Redis round trips in a worker thread once the reactor runs (.sharedasync)
         self.io_thread = io_thread
         self.off_reactor = OffReactor(self)
         self.owner = owner or process_id()

@@ -1,5 +1,7 @@
 """The shared frontier with its worker thread (FRONTIER_REDIS_IO_THREAD)
-tells the engine when it is done, on a real redis-server.
+on a real redis-server and a real 3-master Redis Cluster: it tells the
+engine when it is done, and on a Cluster too it acquires hosts and hands
+out every URL once.
 
 Scrapy's engine asks ``next_request`` and, finding nothing, asks at once
 ``has_pending_requests`` to decide whether to close the spider. The
@@ -17,10 +19,11 @@ from twisted.internet.task import Clock
 
 from extensions.frontier.distributed import DistributedFrontier
 from extensions.frontier.politeness import Politeness
+from extensions.store.base import Status
 from extensions.store.redis import RedisStore
 from extensions.store.redis_connection import RedisConnection
 from extensions.store.redis_worker import RedisWorker
-from testweb.redisserver import shared_server, unique_prefix
+from testweb.redisserver import shared_cluster, shared_server, unique_prefix
 from testweb.waiting import wait_until
 
 
@@ -58,15 +61,22 @@ def with_worker(frontier: DistributedFrontier, reactor: Reactor) -> RedisWorker:
     return worker
 
 
-@pytest.fixture
-def idle_frontier(clock: Clock) -> Iterator[tuple[DistributedFrontier, Reactor]]:
-    """One process's frontier on a crawl with nothing left, its worker on."""
-    frontier = DistributedFrontier(RedisStore(shared_server().url, unique_prefix()), clock=clock.seconds,
+def open_frontier(url: str, prefix: str, clock: Clock, reactor: Reactor) -> DistributedFrontier:
+    """One process's frontier on the crawl ``prefix`` at ``url``, its worker
+    on; Redis reads the leases' time off ``clock`` too."""
+    frontier = DistributedFrontier(RedisStore(url, prefix), clock=clock.seconds, lease_clock=clock.seconds,
                                    politeness=Politeness(), back_queues=4, queue_buffer=8,
                                    call_later=clock.callLater, wake=lambda: None)
     frontier.open(None)
-    reactor = Reactor()
     with_worker(frontier, reactor)
+    return frontier
+
+
+@pytest.fixture
+def idle_frontier(clock: Clock) -> Iterator[tuple[DistributedFrontier, Reactor]]:
+    """One process's frontier on a crawl with nothing left, its worker on."""
+    reactor = Reactor()
+    frontier = open_frontier(shared_server().url, unique_prefix(), clock, reactor)
     yield frontier, reactor
     reactor.turn()
     frontier.close("finished")
@@ -103,3 +113,51 @@ def test_a_host_listed_by_an_enqueue_on_its_way_keeps_the_process_running(
     assert frontier.has_pending_requests()
     reactor.turn()
     assert frontier.has_pending_requests()  # the host is on the heap, or held here
+
+
+@pytest.mark.parametrize("kind", ["single", "cluster"])
+def test_two_processes_with_the_worker_hand_out_every_url_once(kind: str, clock: Clock) -> None:
+    """On a Cluster the worker's pipelines carry commands of many slots (a
+    host's scripts in its own, the heap shards in theirs): every URL is
+    handed out once, the processes acquire hosts and nothing is left."""
+    from scrapy import Request
+
+    url = (shared_cluster() if kind == "cluster" else shared_server()).url
+    prefix, reactor = unique_prefix(), Reactor()
+    frontiers = [open_frontier(url, prefix, clock, reactor) for _ in range(2)]
+    urls = {f"http://h{host:02d}.test/{page}" for host in range(12) for page in range(3)}
+    try:
+        for seed in sorted(urls):
+            assert frontiers[0].enqueue_request(Request(seed))
+        fetched: list[str] = []
+        for _ in range(400):  # engine cycles
+            handed = [(frontier, frontier.next_request()) for frontier in frontiers]
+            for frontier, request in handed:
+                if request is not None:
+                    fetched.append(request.url)
+                    frontier.fetch_finished(request, duration=0.0, ok=True)
+            workers = [frontier.dispatch.off_reactor.worker for frontier in frontiers]  # type: ignore[attr-defined]
+            wait_until(lambda: reactor.calls or all(w.idle() for w in workers),  # noqa: B023 - called at once
+                       "the answers", patience=200, interval=0.01)
+            reactor.turn()
+            if all(request is None for _, request in handed):
+                if not any(frontier.has_pending_requests() for frontier in frontiers):
+                    break
+                clock.advance(1.0)
+        else:
+            raise AssertionError(f"the frontiers never ran out of work ({len(fetched)} handed out)")
+        assert not reactor.errors, reactor.errors
+        assert sorted(fetched) == sorted(urls)
+        assert sum(frontier.stats.get_value("frontier/leases_acquired", 0) for frontier in frontiers) >= 12
+        assert not reactor.errors
+    finally:
+        reactor.turn()
+        for frontier in frontiers:
+            frontier.close("finished")
+    store = RedisStore(url, prefix)
+    store.open()
+    try:
+        assert not list(store.scan(store.keys.back_pattern))
+        assert store.count_by_status().get(Status.DONE, 0) == len(urls)
+    finally:
+        store.close()
