@@ -178,10 +178,13 @@ class SharedDispatch:
         # nothing here: wait for what is on the worker's way (an enqueue may
         # list a host yet, a poll acquire one), not just answer True, or the
         # poll each engine cycle sends keeps an idle process open for ever
+        was_idle = self.off_reactor.idle()
         if not self.off_reactor.settle() or self.held:
             return True
         now = self.parts.clock()
-        if self._heap_hosts is None or now - self._heap_checked >= self.poll_interval:
+        # a poll answered meanwhile may have run before the listings that
+        # followed the enqueues sent with it: look at the heap again
+        if not was_idle or self._heap_hosts is None or now - self._heap_checked >= self.poll_interval:
             self._heap_hosts, self._heap_checked = self.leases.poll(0).hosts, now
         if self._heap_hosts == 0 and now - self._swept_at >= self.lease_ttl:
             self._swept_at = now
@@ -358,8 +361,8 @@ class SharedDispatch:
                 parts.stats.inc_value("frontier/refused")
             else:
                 parts.record_refused(record.entry, record.refused, parts.wall_clock(), known=True)
-        elif record.excluded:
-            self.leases.finish(host, fp, None)
+        elif record.excluded:  # the status with the FINISH: the worker sends it before the store's buffer
+            self.leases.finish(host, fp, Status.EXCLUDED)
         else:
             status = Status.DONE if record.ok else Status.FAILED
             self.leases.finish(host, fp, status, parts.wall_clock())
