@@ -203,3 +203,34 @@ def url_fingerprint_of(url: str) -> int:
     from extensions.frontier.fingerprint import url_fingerprint
 
     return url_fingerprint(url)[0]
+
+
+def test_a_url_excluded_while_queued_is_never_left_in_flight_by_a_kill(
+        idle_frontier: tuple[DistributedFrontier, Reactor], clock: Clock) -> None:
+    """Its take (through the worker) may run before its EXCLUDED status
+    (in the store's buffer) reaches Redis; the FINISH that skips it must not
+    go out before that status either, or a SIGKILL leaves the row in flight."""
+    from scrapy import Request
+
+    frontier, reactor = idle_frontier
+    url = "http://excluded.test/queued"
+    assert frontier.enqueue_request(Request(url))
+    worker: Any = frontier.dispatch.off_reactor.worker  # type: ignore[attr-defined]
+    worker.drain()
+    reactor.turn()
+    frontier.mark_excluded(url)
+    for _ in range(20):  # engine cycles: the URL is taken and skipped
+        assert frontier.next_request() is None
+        wait_until(lambda: reactor.calls or worker.idle(), "the answers", patience=200, interval=0.01)
+        reactor.turn()
+        clock.advance(1.0)
+    worker.drain()
+    frontier.store.connection.reset()  # SIGKILL: the store's buffered writes are lost
+    store = RedisStore(frontier.store.url, frontier.store.keys.prefix)
+    store.open()
+    try:
+        status = store.urls.status_of(url_fingerprint_of(url))
+        in_flight = store.call(("ZSCORE", store.keys.inflight("excluded.test"), url_fingerprint_of(url)))[0]
+    finally:
+        store.close()
+    assert status != Status.INFLIGHT or in_flight is not None, status

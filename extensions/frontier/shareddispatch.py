@@ -315,6 +315,8 @@ class SharedDispatch:
             return None
         request = parts.request_of(entry, cash)
         if request is None:
+            if self.off_reactor.worker is not None:  # its status (excluded, failed) first: the store buffers it
+                self.store.connection.flush()
             self.leases.finish(host, entry.fingerprint, None)
             self.reschedule(host)
             return None
