@@ -21,10 +21,19 @@ at once:
   loses queued jobs loses links only with their page's "done" (the page,
   in flight in Redis, is fetched again after its lease expires);
 * polls of the shared heap and acquisitions go the same way; every answer
-  wakes the engine (the dispatch's ``next_due`` is now).
+  wakes the engine (the dispatch's ``next_due`` is now);
+* the end of the crawl: a process that holds nothing and fetches nothing
+  waits for what is on the worker's way before it answers whether work is
+  pending (:meth:`OffReactor.settle`): an enqueue may list a host yet, a
+  poll acquire one; merely answering "yes" while a poll was on its way kept
+  an idle process open for ever, since each engine cycle sends a poll just
+  before it asks.
 
-On a Redis Cluster the worker is not used yet (every call as before, see
-:meth:`OffReactor.start`). Lease renewals, hand-backs of late or excess hosts, holds and the
+On a Redis Cluster too: each command's keys share one slot (a host's
+``{T}``, a heap shard's ``{heap-N}``), so the worker's pipelines may mix
+slots; only the order *between* masters within one round trip is not
+kept, and nothing relies on it (what follows from an answer goes in the
+next round trip). Lease renewals, hand-backs of late or excess hosts, holds and the
 end-of-crawl checks stay synchronous calls (per host or per third of the
 TTL, not per page), through the same FIFO. A take answered but not handed
 out at close goes back to its queue; so does one answered for a host lost
@@ -42,12 +51,15 @@ from typing import Any
 from scrapy import Request
 
 from extensions.frontier.leases import Acquired, Poll, Taken, is_parked
+from extensions.frontier.politeness import INFINITY
+from extensions.store.base import FrontierStoreError
 from extensions.store.redis_worker import DirectIO, RedisWorker, running_reactor, start_worker
 
 logger = logging.getLogger(__name__)
 
 POLL_BATCH = 16  # hosts taken per poll at most
 TAKES_AHEAD = 16  # takes (and idle releases) on their way to Redis at most
+SETTLE_ROUNDS = 4  # waits for the worker's answers (and what they send) in has_pending
 
 
 @dataclass(slots=True)
@@ -84,9 +96,7 @@ class OffReactor:
     def start(self) -> None:
         """Start the worker thread if a reactor runs (a crawl)."""
         reactor = running_reactor()
-        # not on a Redis Cluster yet: there one of three processes starved
-        # (no lease acquired in a whole crawl, tests/test_distributed_cluster.py)
-        if reactor is not None and not self.dispatch.store.cluster:
+        if reactor is not None:
             self.worker = start_worker(self.dispatch.store, reactor, self._failed)
             self.dispatch.leases.io = self.worker
 
@@ -122,6 +132,22 @@ class OffReactor:
         """Whether nothing sent through the worker is still on its way."""
         return self.worker is None or self.worker.idle()
 
+    def settle(self, rounds: int = SETTLE_ROUNDS) -> bool:
+        """Wait (the reactor too) for what the worker has on its way and
+        run its callbacks, which may send more (an acquisition after a
+        poll, a listing after an enqueue), up to ``rounds`` times; whether
+        nothing is left. For an idle process only: the engine asks
+        :meth:`SharedDispatch.has_pending` just after ``next_request``,
+        whose poll of the heap is then always on its way."""
+        for _ in range(rounds):
+            if self.idle():
+                return True
+            try:
+                self.worker.drain()  # type: ignore[union-attr]
+            except FrontierStoreError:
+                return False  # reported to on_error by the worker
+        return self.idle()
+
     def pending(self) -> bool:
         """Whether a take or release is on its way, or a take answered and not handed out."""
         return bool(self.arrived or self.busy)
@@ -153,8 +179,10 @@ class OffReactor:
                 parts.stats.inc_value("frontier/duplicates")
                 parts.memory_only.pop(entry.fingerprint, None)
             return False
-        if result.listed and dispatch._alive == 1:
-            dispatch._next_poll = 0.0  # a host is due on the heap and nobody else polls
+        if result.listed:  # the heap count seen last is stale (its LIST is sent before any later call)
+            dispatch._heap_checked = -INFINITY
+            if dispatch._alive == 1:
+                dispatch._next_poll = 0.0  # a host is due on the heap and nobody else polls
         if result.mine and host in dispatch.held:
             held = dispatch.held[host]
             held.queued, held.head = result.queued, result.head

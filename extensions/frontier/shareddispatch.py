@@ -74,8 +74,7 @@ class SharedDispatch:
         self.levels, self.max_hosts = levels, max_hosts
         self.lease_ttl, self.poll_interval, self.max_lateness = lease_ttl, poll_interval, max_lateness
         self.lease_clock = lease_clock
-        # Redis round trips in a worker thread once the reactor runs (.sharedasync);
-        # off by default until the open issues in NOTES-redisperf.md are fixed
+        # Redis round trips in a worker thread once the reactor runs (.sharedasync)
         self.io_thread = io_thread
         self.off_reactor = OffReactor(self)
         self.owner = owner or process_id()
@@ -174,10 +173,18 @@ class SharedDispatch:
     def has_pending(self) -> bool:
         """Work anywhere in the crawl: held hosts, requests in flight here,
         or hosts on the shared heap (checked at most every poll interval)."""
-        if self.held or self.parts.inflight or self.parts.unfiled or not self.off_reactor.idle():
-            return True  # (an enqueue on its way may list a host yet)
+        if self.held or self.parts.inflight or self.parts.unfiled:
+            return True
+        # nothing here: wait for what is on the worker's way (an enqueue may
+        # list a host yet, a poll acquire one), not just answer True, or the
+        # poll each engine cycle sends keeps an idle process open for ever
+        was_idle = self.off_reactor.idle()
+        if not self.off_reactor.settle() or self.held:
+            return True
         now = self.parts.clock()
-        if self._heap_hosts is None or now - self._heap_checked >= self.poll_interval:
+        # a poll answered meanwhile may have run before the listings that
+        # followed the enqueues sent with it: look at the heap again
+        if not was_idle or self._heap_hosts is None or now - self._heap_checked >= self.poll_interval:
             self._heap_hosts, self._heap_checked = self.leases.poll(0).hosts, now
         if self._heap_hosts == 0 and now - self._swept_at >= self.lease_ttl:
             self._swept_at = now
@@ -308,6 +315,8 @@ class SharedDispatch:
             return None
         request = parts.request_of(entry, cash)
         if request is None:
+            if self.off_reactor.worker is not None:  # its status (excluded, failed) first: the store buffers it
+                self.store.connection.flush()
             self.leases.finish(host, entry.fingerprint, None)
             self.reschedule(host)
             return None
@@ -354,8 +363,8 @@ class SharedDispatch:
                 parts.stats.inc_value("frontier/refused")
             else:
                 parts.record_refused(record.entry, record.refused, parts.wall_clock(), known=True)
-        elif record.excluded:
-            self.leases.finish(host, fp, None)
+        elif record.excluded:  # the status with the FINISH: the worker sends it before the store's buffer
+            self.leases.finish(host, fp, Status.EXCLUDED)
         else:
             status = Status.DONE if record.ok else Status.FAILED
             self.leases.finish(host, fp, status, parts.wall_clock())

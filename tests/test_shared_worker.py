@@ -1,0 +1,236 @@
+"""The shared frontier with its worker thread (FRONTIER_REDIS_IO_THREAD)
+on a real redis-server and a real 3-master Redis Cluster: it tells the
+engine when it is done, and on a Cluster too it acquires hosts and hands
+out every URL once.
+
+Scrapy's engine asks ``next_request`` and, finding nothing, asks at once
+``has_pending_requests`` to decide whether to close the spider. The
+worker's answers reach the reactor thread through ``deliver``; here
+``deliver`` only collects them and the test runs them between engine
+cycles, as a reactor does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from twisted.internet.task import Clock
+
+from extensions.frontier.distributed import DistributedFrontier
+from extensions.frontier.politeness import Politeness
+from extensions.store.base import Status
+from extensions.store.redis import RedisStore
+from extensions.store.redis_connection import RedisConnection
+from extensions.store.redis_worker import RedisWorker
+from testweb.redisserver import shared_cluster, shared_server, unique_prefix
+from testweb.waiting import wait_until
+
+
+class Reactor:
+    """Collects what the worker hands to the reactor thread; runs it on demand."""
+
+    def __init__(self) -> None:
+        self.calls: list[Callable[[], None]] = []
+        self.errors: list[Exception] = []
+
+    def deliver(self, function: Callable[[], None]) -> None:
+        self.calls.append(function)
+
+    def turn(self) -> None:
+        calls, self.calls = self.calls, []
+        for function in calls:
+            function()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def with_worker(frontier: DistributedFrontier, reactor: Reactor) -> RedisWorker:
+    """Route the frontier's lease commands through a worker thread, as in a crawl."""
+    store = frontier.store
+    connection = RedisConnection(store.url, retries=0, timeout=5.0)
+    connection.attach("test worker")
+    worker = RedisWorker(connection, reactor.deliver, reactor.errors.append)
+    worker.start()
+    dispatch: Any = frontier.dispatch
+    dispatch.off_reactor.worker = worker
+    dispatch.leases.io = worker
+    return worker
+
+
+def open_frontier(url: str, prefix: str, clock: Clock, reactor: Reactor) -> DistributedFrontier:
+    """One process's frontier on the crawl ``prefix`` at ``url``, its worker
+    on; Redis reads the leases' time off ``clock`` too."""
+    frontier = DistributedFrontier(RedisStore(url, prefix), clock=clock.seconds, lease_clock=clock.seconds,
+                                   politeness=Politeness(), back_queues=4, queue_buffer=8,
+                                   call_later=clock.callLater, wake=lambda: None)
+    frontier.open(None)
+    with_worker(frontier, reactor)
+    return frontier
+
+
+@pytest.fixture
+def idle_frontier(clock: Clock) -> Iterator[tuple[DistributedFrontier, Reactor]]:
+    """One process's frontier on a crawl with nothing left, its worker on."""
+    reactor = Reactor()
+    frontier = open_frontier(shared_server().url, unique_prefix(), clock, reactor)
+    yield frontier, reactor
+    reactor.turn()
+    frontier.close("finished")
+
+
+def test_an_idle_process_with_the_worker_ends_although_each_engine_cycle_polls_the_heap(
+        idle_frontier: tuple[DistributedFrontier, Reactor], clock: Clock) -> None:
+    """Was: each engine cycle's ``next_request`` sent a poll of the shared
+    heap through the worker and ``has_pending_requests``, asked right
+    after, saw the poll on its way and answered True: the engine never
+    closed the spider (a survivor of test_distributed's random-SIGKILL test
+    ran on, idle, about one run in five)."""
+    frontier, reactor = idle_frontier
+    worker: Any = frontier.dispatch.off_reactor.worker
+    answers = []
+    for _ in range(5):  # engine cycles, a heartbeat apart
+        assert frontier.next_request() is None
+        answers.append(frontier.has_pending_requests())
+        wait_until(lambda: reactor.calls or worker.idle(), "the poll answered", patience=200, interval=0.01)
+        reactor.turn()
+        clock.advance(5.0)
+    assert answers[-1] is False, answers
+
+
+def test_a_host_listed_by_an_enqueue_on_its_way_keeps_the_process_running(
+        idle_frontier: tuple[DistributedFrontier, Reactor]) -> None:
+    """An enqueue handed to the worker may list a host yet: until it is
+    answered the process has work pending, even with an empty heap seen."""
+    from scrapy import Request
+
+    frontier, reactor = idle_frontier
+    assert frontier.next_request() is None
+    assert frontier.enqueue_request(Request("http://pending.test/a"))
+    assert frontier.has_pending_requests()
+    reactor.turn()
+    assert frontier.has_pending_requests()  # the host is on the heap, or held here
+
+
+@pytest.mark.parametrize("kind", ["single", "cluster"])
+def test_two_processes_with_the_worker_hand_out_every_url_once(kind: str, clock: Clock) -> None:
+    """On a Cluster the worker's pipelines carry commands of many slots (a
+    host's scripts in its own, the heap shards in theirs): every URL is
+    handed out once, the processes acquire hosts and nothing is left."""
+    from scrapy import Request
+
+    url = (shared_cluster() if kind == "cluster" else shared_server()).url
+    prefix, reactor = unique_prefix(), Reactor()
+    frontiers = [open_frontier(url, prefix, clock, reactor) for _ in range(2)]
+    urls = {f"http://h{host:02d}.test/{page}" for host in range(12) for page in range(3)}
+    try:
+        for seed in sorted(urls):
+            assert frontiers[0].enqueue_request(Request(seed))
+        fetched: list[str] = []
+        for _ in range(400):  # engine cycles
+            handed = [(frontier, frontier.next_request()) for frontier in frontiers]
+            for frontier, request in handed:
+                if request is not None:
+                    fetched.append(request.url)
+                    frontier.fetch_finished(request, duration=0.0, ok=True)
+            workers = [frontier.dispatch.off_reactor.worker for frontier in frontiers]  # type: ignore[attr-defined]
+            wait_until(lambda: reactor.calls or all(w.idle() for w in workers),  # noqa: B023 - called at once
+                       "the answers", patience=200, interval=0.01)
+            reactor.turn()
+            if all(request is None for _, request in handed):
+                if not any(frontier.has_pending_requests() for frontier in frontiers):
+                    break
+                clock.advance(1.0)
+        else:
+            raise AssertionError(f"the frontiers never ran out of work ({len(fetched)} handed out)")
+        assert not reactor.errors, reactor.errors
+        assert sorted(fetched) == sorted(urls)
+        assert sum(frontier.stats.get_value("frontier/leases_acquired", 0) for frontier in frontiers) >= 12
+        assert not reactor.errors
+    finally:
+        reactor.turn()
+        for frontier in frontiers:
+            frontier.close("finished")
+    store = RedisStore(url, prefix)
+    store.open()
+    try:
+        assert not list(store.scan(store.keys.back_pattern))
+        assert store.count_by_status().get(Status.DONE, 0) == len(urls)
+    finally:
+        store.close()
+
+
+def test_a_url_robots_txt_excluded_in_flight_is_never_left_in_flight_by_a_kill(
+        idle_frontier: tuple[DistributedFrontier, Reactor], clock: Clock) -> None:
+    """Was: its FINISH went out at once through the worker, its EXCLUDED
+    status waited in the store's buffer; a SIGKILL in between left the row
+    "in flight" out of every in-flight set, for ever (test_distributed's
+    random-SIGKILL test, about 1 run in 10 once the hang was fixed). The
+    FINISH now carries the status."""
+    from scrapy import Request
+
+    frontier, reactor = idle_frontier
+    url = "http://excluded.test/private"
+    assert frontier.enqueue_request(Request(url))
+    request = None
+    for _ in range(50):  # engine cycles until the take is answered
+        request = frontier.next_request()
+        if request is not None:
+            break
+        worker: Any = frontier.dispatch.off_reactor.worker  # type: ignore[attr-defined]
+        wait_until(lambda: reactor.calls or worker.idle(), "the answers", patience=200, interval=0.01)
+        reactor.turn()
+        clock.advance(1.0)
+    assert request is not None and request.url == url
+    frontier.request_excluded(request, "robots.txt")
+    frontier.fetch_finished(request, duration=0.0, ok=False)
+    worker.drain()
+    frontier.store.connection.reset()  # SIGKILL: the store's buffered writes are lost
+    store = RedisStore(frontier.store.url, frontier.store.keys.prefix)
+    store.open()
+    try:
+        status = store.urls.status_of(url_fingerprint_of(url))
+        in_flight = store.call(("ZSCORE", store.keys.inflight("excluded.test"), url_fingerprint_of(url)))[0]
+    finally:
+        store.close()
+    assert status == Status.EXCLUDED or in_flight is not None, status
+
+
+def url_fingerprint_of(url: str) -> int:
+    from extensions.frontier.fingerprint import url_fingerprint
+
+    return url_fingerprint(url)[0]
+
+
+def test_a_url_excluded_while_queued_is_never_left_in_flight_by_a_kill(
+        idle_frontier: tuple[DistributedFrontier, Reactor], clock: Clock) -> None:
+    """Its take (through the worker) may run before its EXCLUDED status
+    (in the store's buffer) reaches Redis; the FINISH that skips it must not
+    go out before that status either, or a SIGKILL leaves the row in flight."""
+    from scrapy import Request
+
+    frontier, reactor = idle_frontier
+    url = "http://excluded.test/queued"
+    assert frontier.enqueue_request(Request(url))
+    worker: Any = frontier.dispatch.off_reactor.worker  # type: ignore[attr-defined]
+    worker.drain()
+    reactor.turn()
+    frontier.mark_excluded(url)
+    for _ in range(20):  # engine cycles: the URL is taken and skipped
+        assert frontier.next_request() is None
+        wait_until(lambda: reactor.calls or worker.idle(), "the answers", patience=200, interval=0.01)
+        reactor.turn()
+        clock.advance(1.0)
+    worker.drain()
+    frontier.store.connection.reset()  # SIGKILL: the store's buffered writes are lost
+    store = RedisStore(frontier.store.url, frontier.store.keys.prefix)
+    store.open()
+    try:
+        status = store.urls.status_of(url_fingerprint_of(url))
+        in_flight = store.call(("ZSCORE", store.keys.inflight("excluded.test"), url_fingerprint_of(url)))[0]
+    finally:
+        store.close()
+    assert status != Status.INFLIGHT or in_flight is not None, status
