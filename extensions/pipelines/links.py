@@ -35,7 +35,7 @@ When the frontier's answer comes through the shared frontier's worker thread
 (Redis mode: :meth:`Frontier.page_done` returns a Deferred), this pipeline
 returns a coroutine that schedules the links once the answer is in; the
 engine holds the page's request until then, so its ``FINISH`` still reaches
-Redis after its links' ``ENQUEUE``\ s.
+Redis after its links' ``ENQUEUE`` commands.
 """
 
 from __future__ import annotations
