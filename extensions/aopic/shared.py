@@ -35,19 +35,30 @@ Conservation, as the base ledger defines it, summed over the rows in Redis::
 :meth:`SharedLedger.totals` reads it back (a scan: for tests and tools).
 The process keeps a copy of the scalars, refreshed by every script's
 answer, for what only orders URLs (a URL's cash, the mean cash).
+
+In a crawl on a single Redis, :meth:`SharedLedger.distribute_then` sends a
+page's :data:`CASH` (with its links' rows) through the shared frontier's
+worker channel (:mod:`extensions.store.redis_worker`) instead of waiting for
+it on the reactor thread: the answer comes back to a callback. The store's
+buffered writes (the page's link records, its content-seen group) go first
+in the same job, so they still reach Redis before the page's ``FINISH``,
+which the same FIFO sends later. A cluster keeps the synchronous two round
+trips (a kill between them loses at most one page's cash per process).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals
 from extensions.store.base import Entry
+from extensions.store.redis_cash import group_by_tag
 from extensions.store.redis_connection import script
 from extensions.store.redis_keys import tag_of
-from extensions.store.redis_rows import CASH_LUA
+from extensions.store.redis_rows import CASH_LUA, unpack_entry
+from extensions.store.redis_scripts import MULTI_HMGET
 
 Taken = tuple[float, float, int, float]  # cash taken, history, visits, each outlink's share
 Change = tuple[float, float, bool]  # a credited URL's cash before, after, and whether it had a row
@@ -232,6 +243,23 @@ class SharedLedger(AOPICLedger):
                                                                  entries_of=entries_of or [])
         return Paid(cash, history, visits, changes), entries
 
+    def distribute_then(self, io: Any, fingerprint: int, links: list[int], entries_of: list[int],
+                        then: Callable[[Paid, dict[int, Entry]], None],
+                        failed: Callable[[Exception], None]) -> None:
+        """:meth:`distribute` through ``io`` (a worker channel on this
+        single Redis, see the module docstring): ``then`` gets its result on
+        the reactor thread, ``failed`` a Redis failure."""
+        command = self._cash_command(fingerprint, links, len(links), None, "")
+        reads, rows_of = _entry_reads(self.store, entries_of)
+        writes = _take_writes(self.store)  # before the CASH, as a store call would send them
+
+        def answered(answers: list[Any]) -> None:
+            answer = answers[len(writes)]
+            taken, changes, _, _ = _decode(answer)
+            self._update(answer[8])
+            then(Paid(taken[0], taken[1], taken[2], changes), rows_of(answers[len(writes) + 1:]))
+        io.submit([*writes, command, *reads], answered, failed)
+
     def take(self, fingerprint: int, rows: Any = None) -> tuple[float, float, int]:
         """The page was fetched and pays no outlinks: its cash all to Lambda."""
         cash, history, visits, _ = self._run(fingerprint, [], 0)[0]
@@ -261,6 +289,15 @@ class SharedLedger(AOPICLedger):
         share)``, the credits' changes and the URL rows of ``entries_of``."""
         if self.store.cluster:
             return self._run_per_tag(take, credits, outlinks, amount, mode, entries_of)
+        command = self._cash_command(take, credits, outlinks, amount, mode)
+        (answer,), entries = self.store.call_with_entries([command], entries_of)
+        taken, changes, _, _ = _decode(answer)
+        self._update(answer[8])
+        return taken, changes, entries
+
+    def _cash_command(self, take: int | None, credits: list[int], outlinks: int, amount: float | None,
+                      mode: str) -> tuple[Any, ...]:
+        """:data:`CASH` over the ledger and every cash hash it touches (a single Redis)."""
         keys: list[str] = [self._key]
         index: dict[str, int] = {}
 
@@ -275,10 +312,7 @@ class SharedLedger(AOPICLedger):
         pairs = [item for fp in credits for item in (key_of(fp), fp)]
         args = ["1", "0", repr(self.tax), outlinks, take_index, take or 0,
                 "" if amount is None else repr(float(amount)), mode, *pairs]
-        (answer,), entries = self.store.call_with_entries([("EVAL", CASH, len(keys), *keys, *args)], entries_of)
-        taken, changes, _, _ = _decode(answer)
-        self._update(answer[8])
-        return taken, changes, entries
+        return ("EVAL", CASH, len(keys), *keys, *args)
 
     def _run_per_tag(self, take: int | None, credits: list[int], outlinks: int, amount: float | None,
                      mode: str, entries_of: Sequence[int]) -> tuple[Taken, list[Change], dict[int, Entry]]:
@@ -324,6 +358,31 @@ class SharedLedger(AOPICLedger):
         cash, history, marks = self.store.cash_totals()
         count = self.store.cash_count()
         return LedgerTotals(cash, count * self.dividend - marks, self.lambda_cash, self.put_in, history, count)
+
+
+def _entry_reads(store: Any, fingerprints: Sequence[int]) -> tuple[list[tuple[Any, ...]],
+                                                                   Callable[[list[Any]], dict[int, Entry]]]:
+    """The commands reading the URL rows of ``fingerprints`` and how to read
+    their answers (as :meth:`~extensions.store.redis_cash.RedisCashTable.call_with_entries`)."""
+    by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
+    reads = [(store.keys.urls(tag), fps) for tag, fps in by_tag.items()]
+    multi = store._multi(MULTI_HMGET, reads) if reads else None
+
+    def rows_of(answers: list[Any]) -> dict[int, Entry]:
+        found = answers[0] if multi is not None else answers
+        return {fp: unpack_entry(fp, row) for fps, rows in zip(by_tag.values(), found)
+                for fp, row in zip(fps, rows) if row is not None}
+    return ([multi] if multi is not None else [("HMGET", key, *fps) for key, fps in reads]), rows_of
+
+
+def _take_writes(store: Any) -> list[tuple[Any, ...]]:
+    """The store connection's buffered writes, taken off it to go first in a
+    worker job (the order a store call would have sent them in)."""
+    connection = store.connection
+    commands, connection._commands = connection._commands, []
+    if commands:
+        connection._pipe.reset()
+    return commands
 
 
 def _decode(answer: list[Any]) -> tuple[Taken, list[Change], int, float]:

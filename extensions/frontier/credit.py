@@ -7,18 +7,25 @@ is filed at the level its cash earns (the credit its page gave it comes on
 its request's meta, see :mod:`.page`); a queued URL whose cash crosses a
 level after a credit moves up; a fetched page is revisited (OPIC) while it
 has had at most ``FRONTIER_AOPIC_REVISITS`` extra fetches.
+
+With a shared ledger on a single Redis and the shared frontier's worker
+thread running, a page's payment goes through the worker
+(:meth:`CreditAssignment.page_done` returns a Deferred that fires with its
+answer on the reactor thread); otherwise it is computed at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from math import floor, log2
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
+from twisted.internet.defer import Deferred
 
 from extensions.aopic.ledger import AOPICLedger
+from extensions.aopic.shared import SharedLedger
 from extensions.frontier.fingerprint import canonical_fingerprint
 from extensions.frontier.page import CREDIT_META, PageDone, PageVerdict
 from extensions.frontier.prioritizer import CashPrioritizer, Prioritizer
@@ -55,6 +62,17 @@ class AOPICCredit:
         ledger = self.ledger
         links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
         paid, entries = ledger.distribute(fp, links, entries_of=links)
+        return self._payment(fp, links, paid, entries)
+
+    def pay_then(self, io: Any, fp: int, outlinks: list[str], fingerprints: list[int] | None,
+                 then: Callable[[Payment], None], failed: Callable[[Exception], None]) -> None:
+        """:meth:`pay` through ``io``, the shared frontier's worker channel
+        (a :class:`SharedLedger`): ``then`` gets the payment on the reactor thread."""
+        links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
+        self.ledger.distribute_then(io, fp, links, links,  # type: ignore[attr-defined]
+                                    lambda paid, entries: then(self._payment(fp, links, paid, entries)), failed)
+
+    def _payment(self, fp: int, links: list[int], paid: Any, entries: dict[int, Entry] | None) -> Payment:
         credit, rising = self._rising(links, paid.changes) if links and paid.changes else ({}, [])
         return Payment(fp, links, paid.history, credit, rising, entries, paid.visits <= self.revisits)
 
@@ -121,15 +139,38 @@ class CreditAssignment:
                  memory_only: Mapping[int, Request]) -> None:
         self.aopic, self.store, self.dispatch, self.stats = aopic, store, dispatch, stats
         self.memory_only = memory_only  # rows of these are not requests: never moved
+        # the shared frontier's worker, if any (.sharedasync), for a shared ledger on one Redis
+        shared = isinstance(aopic.ledger, SharedLedger) and hasattr(dispatch, "off_reactor")
+        self.off_reactor: Any = dispatch.off_reactor if shared else None  # type: ignore[attr-defined]
 
-    def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None) -> PageDone:
+    def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None,
+                  stored: list[str] | None = None) -> PageDone | Deferred[PageDone]:
         """The page's (``fingerprint``: of the URL it was requested as) cash
         to its history, credit to its outlinks (none if not followed; queued
         ones whose level rises move up); the history and each outlink's
-        credit, by URL. ``fingerprints``: those of ``page.links`` if computed
-        already (the link recorder's)."""
+        credit, by URL, with ``stored`` (a 304's stored outlinks) as its
+        links. ``fingerprints``: those of ``page.links`` if computed
+        already (the link recorder's). A Deferred of it when the payment
+        goes through the shared frontier's worker (see the module docstring)."""
         links = page.links if page.follow else []
-        payment = self.aopic.pay(fingerprint, links, fingerprints if page.follow else None)
+        given = fingerprints if page.follow else None
+        worker = None if self.off_reactor is None else self.off_reactor.worker
+        if worker is None or self.store.cluster:  # type: ignore[attr-defined]
+            return replace(self._paid(self.aopic.pay(fingerprint, links, given), links), links=stored)
+        done: Deferred[PageDone] = Deferred()
+
+        def paid(payment: Payment) -> None:
+            try:
+                result = replace(self._paid(payment, links), links=stored)
+            except Exception as err:  # noqa: BLE001 - the page's pipeline must end, or its request never does
+                done.errback(err)
+                return
+            done.callback(result)
+        self.aopic.pay_then(worker, fingerprint, links, given, paid, done.errback)
+        return done
+
+    def _paid(self, payment: Payment, links: list[str]) -> PageDone:
+        """The payment applied to the queues: promotions, the OPIC revisit."""
         if payment.rising:
             self._promote(payment.rising, payment.credit, payment.entries)
         if payment.revisit:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -354,12 +353,12 @@ class Frontier(BaseScheduler):
             self.dispatch.finish(record)
 
     # -- the page's verdict (the last item pipeline) ---------------------------
-    def page_done(self, page: PageVerdict) -> PageDone:
+    def page_done(self, page: PageVerdict) -> PageDone | Any:
         """The pipelines judged a fetched page: its outlinks are recorded
         (followed or not), AOPIC moves its cash to its history and credits
         its outlinks (none if not followed; queued ones whose level rises
         move up), its content-seen group goes into the URL database. Returns
-        the history and each outlink's credit, for the outlink's request."""
+        the history and each outlink's credit (or a Deferred of them: .credit)."""
         fp, source = page_fingerprints(page)  # the requested and the final URL's, once
         if page.content_group is not None:
             self.store.set_content_group(fp, page.content_group, page.duplicate)
@@ -369,7 +368,7 @@ class Frontier(BaseScheduler):
         stored = page.links if page.not_modified else None
         if self.credit_assignment is None:
             return PageDone(links=stored)
-        return replace(self.credit_assignment.page_done(page, fp, fingerprints), links=stored)
+        return self.credit_assignment.page_done(page, fp, fingerprints, stored)
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL from outside a page's credit

@@ -20,6 +20,11 @@ at once:
   FINISH reaches Redis after the ENQUEUEs of its links: a ``kill -9`` that
   loses queued jobs loses links only with their page's "done" (the page,
   in flight in Redis, is fetched again after its lease expires);
+* AOPIC's payment of a fetched page (the ledger's CASH script and its
+  links' rows, :meth:`~extensions.aopic.shared.SharedLedger.distribute_then`)
+  goes the same way on a single Redis: the last item pipeline schedules the
+  links when the answer is in, while the engine still holds the page's
+  request, so their ENQUEUEs precede its FINISH here too;
 * polls of the shared heap and acquisitions go the same way; every answer
   wakes the engine (the dispatch's ``next_due`` is now);
 * the end of the crawl: a process that holds nothing and fetches nothing

@@ -30,14 +30,23 @@ this one judge the page (content-seen marks ``duplicate_of`` and
   takes off the meta when it files the link;
 * removes ``links`` and ``content_group`` from the item, so feeds hold only
   the count (``outlinks``).
+
+When the frontier's answer comes through the shared frontier's worker thread
+(Redis mode: :meth:`Frontier.page_done` returns a Deferred), this pipeline
+returns a coroutine that schedules the links once the answer is in; the
+engine holds the page's request until then, so its ``FINISH`` still reaches
+Redis after its links' ``ENQUEUE`` commands.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
+
 from extensions import defaults
-from extensions.frontier.page import PageVerdict, link_request
+from extensions.frontier.page import PageDone, PageVerdict, link_request
 from extensions.frontier.scheduler import Frontier
 from extensions.urls.recent import RecentLinks
 
@@ -76,17 +85,29 @@ class LinkScheduler:
         return cls(crawler)
 
     def process_item(self, item: Any) -> Any:
+        """The item, its links scheduled; or a coroutine that schedules them
+        and returns it once the frontier's answer is in (see the module docstring)."""
         if "links" not in item.fields:
             return item
         links: list[str] = item.pop("links", None) or []
         group = item.pop("content_group", None) if "content_group" in item.fields else None
         follow = not (item.get("duplicate_of") or (item.get("near_duplicate_of") and not self.follow_near))
-        credit: dict[str, tuple[float, float]] = {}
         frontier = self.crawler.engine.scheduler
+        done = None
         # not isinstance: Scrapy's scheduler metaclass answers it by duck
         # typing, so any scheduler "is" a Frontier (Scrapy's own has no page_done)
         if Frontier in type(frontier).__mro__ and item.get("url"):
             done = frontier.page_done(verdict(item, links, follow, group))
+            if isinstance(done, Deferred):
+                return self._schedule_later(item, links, follow, done)
+        return self._schedule(item, links, follow, done)
+
+    async def _schedule_later(self, item: Any, links: list[str], follow: bool, done: Deferred[PageDone]) -> Any:
+        return self._schedule(item, links, follow, await maybe_deferred_to_future(done))
+
+    def _schedule(self, item: Any, links: list[str], follow: bool, done: PageDone | None) -> Any:
+        credit: dict[str, tuple[float, float]] = {}
+        if done is not None:
             item["importance"] = done.history
             credit = done.credit
             if done.links is not None:  # a 304: the links stored at its last 200
