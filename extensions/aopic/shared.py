@@ -54,11 +54,9 @@ from typing import Any
 
 from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals
 from extensions.store.base import Entry
-from extensions.store.redis_cash import group_by_tag
 from extensions.store.redis_connection import script
 from extensions.store.redis_keys import tag_of
-from extensions.store.redis_rows import CASH_LUA, unpack_entry
-from extensions.store.redis_scripts import MULTI_HMGET
+from extensions.store.redis_rows import CASH_LUA
 
 Taken = tuple[float, float, int, float]  # cash taken, history, visits, each outlink's share
 Change = tuple[float, float, bool]  # a credited URL's cash before, after, and whether it had a row
@@ -250,8 +248,8 @@ class SharedLedger(AOPICLedger):
         single Redis, see the module docstring): ``then`` gets its result on
         the reactor thread, ``failed`` a Redis failure."""
         command = self._cash_command(fingerprint, links, len(links), None, "")
-        reads, rows_of = _entry_reads(self.store, entries_of)
-        writes = _take_writes(self.store)  # before the CASH, as a store call would send them
+        reads, rows_of = self.store.entry_reads(entries_of)
+        writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
 
         def answered(answers: list[Any]) -> None:
             answer = answers[len(writes)]
@@ -358,31 +356,6 @@ class SharedLedger(AOPICLedger):
         cash, history, marks = self.store.cash_totals()
         count = self.store.cash_count()
         return LedgerTotals(cash, count * self.dividend - marks, self.lambda_cash, self.put_in, history, count)
-
-
-def _entry_reads(store: Any, fingerprints: Sequence[int]) -> tuple[list[tuple[Any, ...]],
-                                                                   Callable[[list[Any]], dict[int, Entry]]]:
-    """The commands reading the URL rows of ``fingerprints`` and how to read
-    their answers (as :meth:`~extensions.store.redis_cash.RedisCashTable.call_with_entries`)."""
-    by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
-    reads = [(store.keys.urls(tag), fps) for tag, fps in by_tag.items()]
-    multi = store._multi(MULTI_HMGET, reads) if reads else None
-
-    def rows_of(answers: list[Any]) -> dict[int, Entry]:
-        found = answers[0] if multi is not None else answers
-        return {fp: unpack_entry(fp, row) for fps, rows in zip(by_tag.values(), found)
-                for fp, row in zip(fps, rows) if row is not None}
-    return ([multi] if multi is not None else [("HMGET", key, *fps) for key, fps in reads]), rows_of
-
-
-def _take_writes(store: Any) -> list[tuple[Any, ...]]:
-    """The store connection's buffered writes, taken off it to go first in a
-    worker job (the order a store call would have sent them in)."""
-    connection = store.connection
-    commands, connection._commands = connection._commands, []
-    if commands:
-        connection._pipe.reset()
-    return commands
 
 
 def _decode(answer: list[Any]) -> tuple[Taken, list[Change], int, float]:

@@ -66,19 +66,26 @@ class RedisCashTable:
         """``commands``' answers and the URL rows of ``fingerprints``, in one
         round trip (the shared AOPIC ledger's script and a page's links'
         rows, which a promotion rewrites)."""
-        by_tag = _group(list(dict.fromkeys(fingerprints)), tag_of)
-        reads = [(self.keys.urls(tag), fps) for tag, fps in by_tag.items()]
-        multi = self._multi(MULTI_HMGET, reads) if reads else None
-        read_commands = [multi] if multi is not None else [("HMGET", key, *fps) for key, fps in reads]
+        read_commands, rows_of = self.entry_reads(fingerprints)
         if not commands and not read_commands:
             return [], {}
         answers = self._call(*commands, *read_commands)
-        rows = answers[len(commands):]
-        if multi is not None:
-            rows = rows[0]
-        entries = {fp: unpack_entry(fp, row) for fps, found in zip(by_tag.values(), rows)
-                   for fp, row in zip(fps, found) if row is not None}
-        return answers[:len(commands)], entries
+        return answers[:len(commands)], rows_of(answers[len(commands):])
+
+    def entry_reads(self, fingerprints: Sequence[int]) -> tuple[
+            list[tuple[Any, ...]], Callable[[list[Any]], dict[int, Entry]]]:
+        """The commands reading the URL rows of ``fingerprints``, and how to
+        turn their answers into entries (for a caller that sends them itself,
+        such as the frontier's worker thread)."""
+        by_tag = _group(list(dict.fromkeys(fingerprints)), tag_of)
+        reads = [(self.keys.urls(tag), fps) for tag, fps in by_tag.items()]
+        multi = self._multi(MULTI_HMGET, reads) if reads else None
+
+        def rows_of(answers: list[Any]) -> dict[int, Entry]:
+            found = answers[0] if multi is not None else answers
+            return {fp: unpack_entry(fp, row) for fps, rows in zip(by_tag.values(), found)
+                    for fp, row in zip(fps, rows) if row is not None}
+        return ([multi] if multi is not None else [("HMGET", key, *fps) for key, fps in reads]), rows_of
 
     def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
             dict[int, tuple[float, float, float, int]], dict[int, Entry]]:

@@ -266,6 +266,14 @@ class RedisConnection:
         """Commands buffered."""
         return len(self._commands)
 
+    def take_buffered(self) -> list[tuple[Any, ...]]:
+        """Hand over the buffered writes, in order, for the caller to send
+        (through another connection, before anything that must follow them)."""
+        commands, self._commands = self._commands, []
+        if commands and self._pipe is not None:
+            self._pipe.reset()
+        return commands
+
     def reset(self) -> None:
         """Forget the buffered writes (a simulated crash)."""
         if self._pipe is not None:
