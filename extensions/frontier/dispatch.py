@@ -130,6 +130,10 @@ class HostDispatch(Protocol):
     def has_pending(self) -> bool:
         """Whether there is work anywhere (Scrapy's has_pending_requests)."""
 
+    def settle_io(self) -> None:
+        """Let the store's readers see every write sent so far (those on
+        their way through a worker thread too), before a read that needs them."""
+
     def host_of(self, request: Request, host: str) -> str:
         """The politeness key filed with ``request`` (``host``: its URL's host)."""
 

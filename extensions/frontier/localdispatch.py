@@ -142,6 +142,9 @@ class LocalDispatch:
     def __len__(self) -> int:
         return len(self.front) + len(self.back) + len(self.parts.unfiled)
 
+    def settle_io(self) -> None:
+        """Nothing to wait for: the store's writes are made on this thread."""
+
     def has_pending(self) -> bool:
         """Work to hand out. URLs parked by held origins count only until
         the crawl has had nothing else to do for ``idle_close`` seconds;

@@ -170,6 +170,11 @@ class SharedDispatch:
     def __len__(self) -> int:
         return sum(held.queued for held in self.held.values()) + len(self.parts.unfiled)
 
+    def settle_io(self) -> None:
+        """Wait for what the worker has on its way (earlier pages' writes it
+        carries, such as their outlinks), so a read on the store sees it."""
+        self.off_reactor.settle()
+
     def has_pending(self) -> bool:
         """Work anywhere in the crawl: held hosts, requests in flight here,
         or hosts on the shared heap (checked at most every poll interval)."""
