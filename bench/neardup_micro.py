@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,24 +43,12 @@ def best_per_call(function, arguments: list[tuple], runs: int) -> float:
     return best * 1e6
 
 
-def test_web_pages(hosts: int, pages: int) -> list[tuple[bytes, str]]:
-    """``(body, encoding)`` of every 200 HTML page a crawl of the test web fetches."""
-    from testweb.model import SiteModel, WebConfig
-    from testweb.truth import compute_truth
-
-    model = SiteModel(WebConfig(hosts=hosts, pages=pages), port=8080)
-    found = []
-    for url in sorted(compute_truth(model, depth_limit=8).fetched):
-        parts = urlsplit(url)
-        page = model.page(parts.hostname, parts.path + (f"?{parts.query}" if parts.query else ""))
-        if page.status == 200 and page.body and page.content_type.startswith("text/html"):
-            found.append((page.body, page.content_type.partition("charset=")[2] or "utf-8"))
-    return found
-
-
 def measure(hosts: int, pages: int, runs: int) -> dict[str, object]:
     """The figures of the checkout this process imports from."""
     import numpy as np
+
+    from testweb.model import SiteModel, WebConfig
+    from testweb.truth import fetched_html_pages
 
     from extensions.contentseen import simhash as shingling
     from extensions.contentseen.exact import ContentSeen
@@ -69,8 +56,8 @@ def measure(hosts: int, pages: int, runs: int) -> dict[str, object]:
     from extensions.contentseen.nearindex import NearDuplicateIndex
     from extensions.contentseen.resemblance import near_features, sketch_of
     from extensions.contentseen.text import visible_text
-    texts = [text for text in (visible_text(body, encoding) for body, encoding in test_web_pages(hosts, pages))
-             if text]
+    pages_found = fetched_html_pages(SiteModel(WebConfig(hosts=hosts, pages=pages), port=8080))
+    texts = [text for text in (visible_text(body, encoding) for _, body, encoding in pages_found) if text]
     figures: dict[str, object] = {"pages": len(texts)}
     with np.errstate(over="ignore"):
         figures["near_features"] = best_per_call(near_features, [(text,) for text in texts], runs)

@@ -57,6 +57,14 @@ def redis_server() -> RedisServer:
     return shared_server()
 
 
+@pytest.fixture(scope="module")
+def paused_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A Redis of the module's own, for probes that pause it (``CLIENT
+    PAUSE``): the pause must not stall other tests' server."""
+    with RedisServer(tmp_path_factory.mktemp("redis-pause")) as server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def redis_cluster() -> RedisClusterServers:
     """One local 3-master Redis Cluster for the session."""

@@ -6,10 +6,9 @@ by Debian packages (Sphinx, DocBook, Django's and Node's docs)."""
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from testweb.model import SiteModel, WebConfig
-from testweb.truth import compute_truth
+from testweb.truth import fetched_html_pages
 
 #: Where Debian installs documentation HTML (python-django-doc,
 #: debian-reference-en, nodejs-doc, sphinx-doc, ...).
@@ -19,15 +18,7 @@ DOC_ROOT = Path("/usr/share/doc")
 def synthetic_pages(hosts: int = 30, pages: int = 30) -> list[tuple[str, bytes, str]]:
     """``(url, body, encoding)`` of every 200 HTML page a crawl of a small
     test web fetches, in URL order."""
-    model = SiteModel(WebConfig(hosts=hosts, pages=pages), port=8080)
-    found = []
-    for url in sorted(compute_truth(model, depth_limit=8).fetched):
-        parts = urlsplit(url)
-        page = model.page(parts.hostname, parts.path + (f"?{parts.query}" if parts.query else ""))
-        if page.status == 200 and page.body and page.content_type.startswith("text/html"):
-            charset = page.content_type.partition("charset=")[2] or "utf-8"
-            found.append((url, page.body, charset))
-    return found
+    return fetched_html_pages(SiteModel(WebConfig(hosts=hosts, pages=pages), port=8080))
 
 
 def real_pages(every: int = 1, root: Path = DOC_ROOT) -> list[tuple[str, bytes, str]]:

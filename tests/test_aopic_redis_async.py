@@ -17,9 +17,6 @@ round trip per page. Counts decide, not timings.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,28 +24,18 @@ import pytest
 
 from testweb import WebConfig, start_testweb
 from testweb.redisserver import RedisServer, unique_prefix
+from tests.reactor_probe import PAUSE_MS, run_probe
 from tests.test_distributed import (
     assert_cash_conserved, assert_ground_truth, crawl_settings, crawlers, repeats_other_than_retries, wait_all,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-PAUSE_MS = 1500  # about 150 ticks of 10 ms
 
 
 def probe(*args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "tests.aopic_redis_probe", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_probe("aopic_redis_probe", *args)
     assert result["error"] is None, result["error"]
     return result
 
-
-@pytest.fixture(scope="module")
-def paused_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A Redis of its own: the pause must not stall other tests' server."""
-    with RedisServer(tmp_path_factory.mktemp("redis-pause")) as server:
-        yield server
 
 
 def test_the_reactor_keeps_ticking_while_redis_is_paused_during_page_done(paused_server: RedisServer) -> None:

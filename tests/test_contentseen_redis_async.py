@@ -28,28 +28,18 @@ from testweb import WebConfig, start_testweb
 from testweb.model import SiteModel
 from testweb.neardup_truth import near_duplicate_truth
 from testweb.redisserver import RedisServer, unique_prefix
+from tests.reactor_probe import PAUSE_MS, ROOT, run_probe
 from tests.test_distributed import crawl_settings, crawlers, wait_all
 
-ROOT = Path(__file__).resolve().parent.parent
-PAUSE_MS = 1500  # about 150 ticks of 10 ms
 PAGES = 600  # of the test web, in crawl order
 FAMILIES = 20  # of near-duplicates, four pages each
 
 
 def probe(*args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "tests.contentseen_redis_probe", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_probe("contentseen_redis_probe", *args)
     assert result["error"] is None, result["error"]
     return result
 
-
-@pytest.fixture(scope="module")
-def paused_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A Redis of its own: the pause must not stall other tests' server."""
-    with RedisServer(tmp_path_factory.mktemp("redis-pause")) as server:
-        yield server
 
 
 def test_the_reactor_keeps_running_while_redis_is_paused(paused_server: RedisServer) -> None:

@@ -13,32 +13,15 @@ tick blocks until Redis answers. Counts, not timings, decide.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from testweb.redisserver import RedisServer
-
-ROOT = Path(__file__).resolve().parent.parent
-PAUSE_MS = 1500  # about 150 ticks of 10 ms
+from tests.reactor_probe import PAUSE_MS, run_probe
 
 
 def probe(server: RedisServer, prefix: str, mode: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "tests.redis_pause_probe", server.url, prefix, mode, str(PAUSE_MS)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_probe("redis_pause_probe", server.url, prefix, mode, str(PAUSE_MS), timeout=120)
 
-
-@pytest.fixture(scope="module")
-def paused_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A Redis of its own: the pause must not stall other tests' server."""
-    with RedisServer(tmp_path_factory.mktemp("redis-pause")) as server:
-        yield server
 
 
 def test_the_reactor_keeps_running_while_redis_is_paused(paused_server: RedisServer) -> None:

@@ -11,13 +11,15 @@ cycles, as a reactor does."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from scrapy import Request
 from twisted.internet.task import Clock
 
 from extensions.frontier.distributed import DistributedFrontier
+from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.politeness import Politeness
 from extensions.store.base import Status
 from extensions.store.redis import RedisStore
@@ -25,22 +27,7 @@ from extensions.store.redis_connection import RedisConnection
 from extensions.store.redis_worker import RedisWorker
 from testweb.redisserver import shared_cluster, shared_server, unique_prefix
 from testweb.waiting import wait_until
-
-
-class Reactor:
-    """Collects what the worker hands to the reactor thread; runs it on demand."""
-
-    def __init__(self) -> None:
-        self.calls: list[Callable[[], None]] = []
-        self.errors: list[Exception] = []
-
-    def deliver(self, function: Callable[[], None]) -> None:
-        self.calls.append(function)
-
-    def turn(self) -> None:
-        calls, self.calls = self.calls, []
-        for function in calls:
-            function()
+from tests.test_redis_worker_faults import Reactor
 
 
 @pytest.fixture
@@ -105,8 +92,6 @@ def test_a_host_listed_by_an_enqueue_on_its_way_keeps_the_process_running(
         idle_frontier: tuple[DistributedFrontier, Reactor]) -> None:
     """An enqueue handed to the worker may list a host yet: until it is
     answered the process has work pending, even with an empty heap seen."""
-    from scrapy import Request
-
     frontier, reactor = idle_frontier
     assert frontier.next_request() is None
     assert frontier.enqueue_request(Request("http://pending.test/a"))
@@ -120,8 +105,6 @@ def test_two_processes_with_the_worker_hand_out_every_url_once(kind: str, clock:
     """On a Cluster the worker's pipelines carry commands of many slots (a
     host's scripts in its own, the heap shards in theirs): every URL is
     handed out once, the processes acquire hosts and nothing is left."""
-    from scrapy import Request
-
     url = (shared_cluster() if kind == "cluster" else shared_server()).url
     prefix, reactor = unique_prefix(), Reactor()
     frontiers = [open_frontier(url, prefix, clock, reactor) for _ in range(2)]
@@ -170,8 +153,6 @@ def test_a_url_robots_txt_excluded_in_flight_is_never_left_in_flight_by_a_kill(
     "in flight" out of every in-flight set, for ever (test_distributed's
     random-SIGKILL test, about 1 run in 10 once the hang was fixed). The
     FINISH now carries the status."""
-    from scrapy import Request
-
     frontier, reactor = idle_frontier
     url = "http://excluded.test/private"
     assert frontier.enqueue_request(Request(url))
@@ -187,22 +168,24 @@ def test_a_url_robots_txt_excluded_in_flight_is_never_left_in_flight_by_a_kill(
     assert request is not None and request.url == url
     frontier.request_excluded(request, "robots.txt")
     frontier.fetch_finished(request, duration=0.0, ok=False)
+    status, in_flight = state_after_kill(frontier, worker, url)
+    assert status == Status.EXCLUDED or in_flight is not None, status
+
+
+def state_after_kill(frontier: DistributedFrontier, worker: Any, url: str) -> tuple[Any, Any]:
+    """``url``'s status and in-flight score in Redis once what the worker
+    carried is sent and the store's buffered writes are lost (a SIGKILL)."""
     worker.drain()
     frontier.store.connection.reset()  # SIGKILL: the store's buffered writes are lost
     store = RedisStore(frontier.store.url, frontier.store.keys.prefix)
     store.open()
+    fingerprint = url_fingerprint(url)[0]
     try:
-        status = store.urls.status_of(url_fingerprint_of(url))
-        in_flight = store.call(("ZSCORE", store.keys.inflight("excluded.test"), url_fingerprint_of(url)))[0]
+        status = store.urls.status_of(fingerprint)
+        in_flight = store.call(("ZSCORE", store.keys.inflight("excluded.test"), fingerprint))[0]
     finally:
         store.close()
-    assert status == Status.EXCLUDED or in_flight is not None, status
-
-
-def url_fingerprint_of(url: str) -> int:
-    from extensions.frontier.fingerprint import url_fingerprint
-
-    return url_fingerprint(url)[0]
+    return status, in_flight
 
 
 def test_a_url_excluded_while_queued_is_never_left_in_flight_by_a_kill(
@@ -210,8 +193,6 @@ def test_a_url_excluded_while_queued_is_never_left_in_flight_by_a_kill(
     """Its take (through the worker) may run before its EXCLUDED status
     (in the store's buffer) reaches Redis; the FINISH that skips it must not
     go out before that status either, or a SIGKILL leaves the row in flight."""
-    from scrapy import Request
-
     frontier, reactor = idle_frontier
     url = "http://excluded.test/queued"
     assert frontier.enqueue_request(Request(url))
@@ -224,13 +205,5 @@ def test_a_url_excluded_while_queued_is_never_left_in_flight_by_a_kill(
         wait_until(lambda: reactor.calls or worker.idle(), "the answers", patience=200, interval=0.01)
         reactor.turn()
         clock.advance(1.0)
-    worker.drain()
-    frontier.store.connection.reset()  # SIGKILL: the store's buffered writes are lost
-    store = RedisStore(frontier.store.url, frontier.store.keys.prefix)
-    store.open()
-    try:
-        status = store.urls.status_of(url_fingerprint_of(url))
-        in_flight = store.call(("ZSCORE", store.keys.inflight("excluded.test"), url_fingerprint_of(url)))[0]
-    finally:
-        store.close()
+    status, in_flight = state_after_kill(frontier, worker, url)
     assert status != Status.INFLIGHT or in_flight is not None, status

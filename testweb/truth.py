@@ -198,6 +198,18 @@ def compute_truth(model: SiteModel, seeds: list[str] | None = None, depth_limit:
 STRIPPED_PARAMS = frozenset(SESSION_PARAMS)
 
 
+def fetched_html_pages(model: SiteModel, depth_limit: int = 8) -> list[tuple[str, bytes, str]]:
+    """``(url, body, charset)`` of every 200 HTML page a crawl of ``model``
+    to ``depth_limit`` fetches, in URL order (corpora for tests and benches)."""
+    found = []
+    for url in sorted(compute_truth(model, depth_limit=depth_limit).fetched):
+        parts = urlsplit(url)
+        page = model.page(parts.hostname, parts.path + (f"?{parts.query}" if parts.query else ""))
+        if page.status == 200 and page.body and page.content_type.startswith("text/html"):
+            found.append((url, page.body, page.content_type.partition("charset=")[2] or "utf-8"))
+    return found
+
+
 def safe_canonical(url: str) -> str | None:
     if not fetchable(url):
         return None

@@ -39,17 +39,14 @@ thread.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from twisted.internet.defer import Deferred
 
 from extensions.contentseen.exact import ContentStoreError
-from extensions.contentseen.redis import RedisContentSeen, RedisContentStore, Steps
+from extensions.contentseen.redis import RedisContentSeen, Steps
 from extensions.contentseen.redisnear import Prefetched, RedisNearDuplicateIndex
 from extensions.contentseen.resemblance import NearFeatures
-from extensions.store.redis_connection import RedisConnection
-from extensions.store.redis_worker import RedisWorker
 
 
 class Verdict(NamedTuple):
@@ -194,15 +191,3 @@ class AsyncRedisContentSeen:
         if not self._reading[page.since]:
             del self._reading[page.since]
         self.near.forget_stored(min(self._reading, default=self.near.stored))
-
-
-def start_worker(store: RedisContentStore, deliver: Callable[[Callable[[], None]], Any],
-                 on_error: Callable[[Exception], None]) -> RedisWorker:
-    """A running worker on a connection of its own to ``store``'s Redis;
-    ``deliver`` runs a function on the reactor thread (``reactor.callFromThread``).
-    Raises :class:`ContentStoreError` naming the URL if Redis is not there."""
-    connection = RedisConnection(store.url, retries=store.retries, timeout=store.timeout)
-    connection.attach("the content-seen sets' worker thread", ContentStoreError)
-    worker = RedisWorker(connection, deliver, on_error)
-    worker.start()
-    return worker

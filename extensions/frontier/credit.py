@@ -139,9 +139,7 @@ class CreditAssignment:
                  memory_only: Mapping[int, Request]) -> None:
         self.aopic, self.store, self.dispatch, self.stats = aopic, store, dispatch, stats
         self.memory_only = memory_only  # rows of these are not requests: never moved
-        # the shared frontier's worker, if any (.sharedasync), for a shared ledger on one Redis
-        shared = isinstance(aopic.ledger, SharedLedger) and hasattr(dispatch, "off_reactor")
-        self.off_reactor: Any = dispatch.off_reactor if shared else None  # type: ignore[attr-defined]
+        self.shared = isinstance(aopic.ledger, SharedLedger)  # may pay through the dispatch's worker
 
     def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None,
                   stored: list[str] | None = None) -> PageDone | Deferred[PageDone]:
@@ -154,8 +152,8 @@ class CreditAssignment:
         goes through the shared frontier's worker (see the module docstring)."""
         links = page.links if page.follow else []
         given = fingerprints if page.follow else None
-        worker = None if self.off_reactor is None else self.off_reactor.worker
-        if worker is None or self.store.cluster:  # type: ignore[attr-defined]
+        worker = self.dispatch.payment_channel() if self.shared else None
+        if worker is None:
             return replace(self._paid(self.aopic.pay(fingerprint, links, given), links), links=stored)
         done: Deferred[PageDone] = Deferred()
 

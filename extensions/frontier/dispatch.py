@@ -134,6 +134,11 @@ class HostDispatch(Protocol):
         """Let the store's readers see every write sent so far (those on
         their way through a worker thread too), before a read that needs them."""
 
+    def payment_channel(self) -> Any:
+        """The worker channel a shared AOPIC ledger may send a page's payment
+        through without the reactor waiting (``SharedLedger.distribute_then``),
+        or None: pay at once."""
+
     def host_of(self, request: Request, host: str) -> str:
         """The politeness key filed with ``request`` (``host``: its URL's host)."""
 

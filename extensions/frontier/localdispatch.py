@@ -145,6 +145,10 @@ class LocalDispatch:
     def settle_io(self) -> None:
         """Nothing to wait for: the store's writes are made on this thread."""
 
+    def payment_channel(self) -> None:
+        """None: the ledger's writes go to the local store at once."""
+        return None
+
     def has_pending(self) -> bool:
         """Work to hand out. URLs parked by held origins count only until
         the crawl has had nothing else to do for ``idle_close`` seconds;

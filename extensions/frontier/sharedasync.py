@@ -102,7 +102,7 @@ class OffReactor:
         """Start the worker thread if a reactor runs (a crawl)."""
         reactor = running_reactor()
         if reactor is not None:
-            self.worker = start_worker(self.dispatch.store, reactor, self._failed)
+            self.worker = start_worker(self.dispatch.store, reactor.callFromThread, self._failed)
             self.dispatch.leases.io = self.worker
 
     def drain(self) -> list[tuple[str, Taken]]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from heapq import heappop as heapq_pop, heappush as heapq_push
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from scrapy import Request
@@ -174,6 +173,11 @@ class SharedDispatch:
         """Wait for what the worker has on its way (earlier pages' writes it
         carries, such as their outlinks), so a read on the store sees it."""
         self.off_reactor.settle()
+
+    def payment_channel(self) -> Any:
+        """The worker, if running, on a single Redis (on a Cluster a page's
+        payment takes two round trips in different slots: paid at once)."""
+        return None if self.store.cluster else self.off_reactor.worker
 
     def has_pending(self) -> bool:
         """Work anywhere in the crawl: held hosts, requests in flight here,

@@ -80,11 +80,11 @@ from extensions.contentseen import (
 from extensions.contentseen.features import ContentFeatures
 from extensions.contentseen.fingerprint import MODES
 from extensions.contentseen.redis import RedisContentSeen
-from extensions.contentseen.redisasync import AsyncRedisContentSeen, Verdict, start_worker
+from extensions.contentseen.redisasync import AsyncRedisContentSeen, Verdict
 from extensions.contentseen.redisnear import RedisNearDuplicateIndex
 from extensions.contentseen.resemblance import NearFeatures
 from extensions.store.factory import content_backend, redis_content_store
-from extensions.store.redis_worker import running_reactor
+from extensions.store.redis_worker import running_reactor, start_worker
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -149,7 +149,8 @@ class ContentSeenPipeline:
                                                     min_resemblance=self.min_resemblance)
             reactor = running_reactor()
             if self.io_thread and reactor is not None:  # tools and tests without a reactor wait
-                worker = start_worker(self.redis, reactor.callFromThread, self._worker_failed)
+                worker = start_worker(self.redis, reactor.callFromThread, self._worker_failed,
+                                      "the content-seen sets' worker thread", ContentStoreError)
                 self.off_reactor = AsyncRedisContentSeen(self.exact, self.near, worker)
         else:
             self.exact = ContentSeen.open(self.path, memory_entries=self.memory_entries, cache_kib=self.cache_kib)

@@ -45,6 +45,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from extensions.store.base import FrontierStoreError
 from extensions.store.redis_connection import RedisConnection, RedisLayerError
 
 logger = logging.getLogger(__name__)
@@ -283,11 +284,16 @@ def running_reactor() -> Any:
     return reactor if reactor is not None and getattr(reactor, "running", False) else None
 
 
-def start_worker(store: Any, reactor: Any, on_error: Callable[[Exception], None]) -> RedisWorker:
+def start_worker(store: Any, deliver: Callable[[Callable[[], None]], Any], on_error: Callable[[Exception], None],
+                 purpose: str = "the shared frontier's worker thread",
+                 error: type[Exception] = FrontierStoreError) -> RedisWorker:
     """A running worker with a connection of its own to ``store``'s Redis
-    (a :class:`~extensions.store.redis.RedisStore`), answering on ``reactor``."""
+    (anything with ``url``, ``retries`` and ``timeout``: the frontier's
+    :class:`~extensions.store.redis.RedisStore`, the content-seen store);
+    ``deliver`` runs a function on the reactor thread (``reactor.callFromThread``).
+    Raises ``error`` naming the URL and ``purpose`` if Redis is not there."""
     connection = RedisConnection(store.url, retries=store.retries, timeout=store.timeout)
-    connection.attach("the shared frontier's worker thread")
-    worker = RedisWorker(connection, reactor.callFromThread, on_error)
+    connection.attach(purpose, error)
+    worker = RedisWorker(connection, deliver, on_error)
     worker.start()
     return worker
