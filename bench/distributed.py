@@ -67,6 +67,7 @@ class Run:
     round_trips_per_page: float = float("nan")  # ours: the Redis stores' round trips, summed over processes
     reactor_ms_per_page: float = float("nan")  # ours: reactor thread waiting for Redis, summed over processes
     wait_ms_per_page: float = float("nan")  # ours: any thread waiting for Redis
+    reactor_trips_per_page: float = float("nan")  # ours: those of the round trips made on the reactor thread
 
     @property
     def pages_per_second(self) -> float:
@@ -171,15 +172,17 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
         run.round_trips_per_page = per_page(sum(w[0] for w in waits))
         run.reactor_ms_per_page = per_page(1000 * sum(w[1] for w in waits))
         run.wait_ms_per_page = per_page(1000 * sum(w[2] for w in waits))
+        run.reactor_trips_per_page = per_page(sum(w[3] for w in waits))
     return run
 
 
-def redis_waits(workdir: Path) -> tuple[int, float, float]:
+def redis_waits(workdir: Path) -> tuple[int, float, float, int]:
     """One of our processes' Redis round trips, seconds its reactor thread
-    waited for Redis and seconds any thread did (its final stats)."""
+    waited for Redis, seconds any thread did and the round trips made on the
+    reactor thread (its final stats)."""
     stats = json.loads((workdir / "report.json").read_text()).get("stats", {})
     return (int(stats.get("redis/round_trips", 0)), float(stats.get("redis/reactor_wait_seconds", 0.0)),
-            float(stats.get("redis/wait_seconds", 0.0)))
+            float(stats.get("redis/wait_seconds", 0.0)), int(stats.get("redis/reactor_round_trips", 0)))
 
 
 VARIANTS = (("embedded", 1), ("redis", 1), ("redis", 2), ("redis", 3), ("scrapy-redis", 1), ("scrapy-redis", 3),
@@ -193,7 +196,8 @@ def median(runs: list[Run]) -> Run:
                statistics.median(r.commands_per_page for r in runs),
                statistics.median(r.round_trips_per_page for r in runs),
                statistics.median(r.reactor_ms_per_page for r in runs),
-               statistics.median(r.wait_ms_per_page for r in runs))
+               statistics.median(r.wait_ms_per_page for r in runs),
+               statistics.median(r.reactor_trips_per_page for r in runs))
 
 
 def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -> None:
@@ -201,16 +205,19 @@ def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -
           f"CONCURRENT_REQUESTS={args.concurrency} per process, medians of {args.runs} runs, "
           f"{os.cpu_count()} CPUs" + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
     print(f"{'variant':<20}{'procs':>6}{'pages':>7}{'seconds':>9}{'pages/s':>9}{'per proc':>9}"
-          f"{'B/URL':>8}{'cmds/page':>10}{'RTs/page':>9}{'reactor ms/page':>16}{'wait ms/page':>13}")
+          f"{'B/URL':>8}{'cmds/page':>10}{'RTs/page':>9}{'reactor RTs/page':>17}{'reactor ms/page':>16}"
+          f"{'wait ms/page':>13}")
     for (name, count), r in results.items():
         bytes_per_url = "-" if name == "embedded" else f"{r.bytes_per_url:.0f}"
         commands = "-" if name == "embedded" else f"{r.commands_per_page:.1f}"
         ours = name == "redis"
         trips = f"{r.round_trips_per_page:.1f}" if ours else "-"
         reactor = f"{r.reactor_ms_per_page:.3f}" if ours else "-"
+        reactor_trips = f"{r.reactor_trips_per_page:.2f}" if ours else "-"
         wait = f"{r.wait_ms_per_page:.3f}" if ours else "-"
         print(f"{name:<20}{count:>6}{r.pages:>7}{r.seconds:>9.2f}{r.pages_per_second:>9.1f}"
-              f"{r.pages_per_second / count:>9.1f}{bytes_per_url:>8}{commands:>10}{trips:>9}{reactor:>16}{wait:>13}")
+              f"{r.pages_per_second / count:>9.1f}{bytes_per_url:>8}{commands:>10}{trips:>9}{reactor_trips:>17}"
+              f"{reactor:>16}{wait:>13}")
     for other in ("scrapy-redis", "spider+scrapy-redis"):
         for count in (1, 3):
             ours, theirs = results.get(("redis", count)), results.get((other, count))
