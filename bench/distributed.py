@@ -51,7 +51,7 @@ from pathlib import Path
 
 import redis
 
-from bench.crawl_vs_scrapy import ROOT, SCRAPY, pages_and_seconds
+from bench.crawl_vs_scrapy import ROOT, SCRAPY, compile_bytecode, pages_and_seconds
 from testweb import WebConfig, start_testweb
 from testweb.redisserver import RedisServer
 
@@ -246,6 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     variants = VARIANTS if not args.variants else tuple(
         (part.split(":")[0], int(part.split(":")[1])) for part in args.variants.split(","))
     runs: dict[tuple[str, int], list[Run]] = {variant: [] for variant in variants}
+    compile_bytecode(ROOT)
     with tempfile.TemporaryDirectory(prefix="bench-distributed-") as tmp:
         workdir = Path(tmp)
         config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links)

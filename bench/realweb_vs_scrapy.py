@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.crawl_vs_scrapy import ROOT, SCRAPY, CrawlRun, _ratio, median_run, run_measured
+from bench.crawl_vs_scrapy import ROOT, SCRAPY, CrawlRun, _ratio, compile_bytecode, median_run, run_measured
 from testweb.realweb import SITES, RealWeb, start_realweb
 
 RESULTS = Path(__file__).parent / "results"
@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     sites = SITES if args.all_sites else tuple(s for s in SITES if "crawl-delay" not in s.robots.lower())
     runs: dict[str, list[CrawlRun]] = {"ours": [], "stock": [], "floor": []}
+    compile_bytecode(ROOT)
     with tempfile.TemporaryDirectory(prefix="bench-realweb-") as tmp:
         workdir = Path(tmp)
         with start_realweb(workdir / "realweb", sites) as web:
