@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from testweb import WebConfig, start_testweb
 from extensions.urls.canonical import canonicalize
 from tests.conftest import fetched_urls
 from testweb.crawlrun import CrawlResult, run_web_crawl
+from testweb.model import host_name
 
 DEPTH = 8
 
@@ -257,6 +259,27 @@ def test_allowed_domains_limit_the_crawl(tmp_path: Path, start_web: Any) -> None
     hosts = {e.host for e in web.entries()}
     assert hosts == {"h0000.test"}
     assert result.stats.get("urlfilter/filtered/domain", 0) > 0
+
+
+def test_an_offsite_redirect_is_followed_only_without_allowed_domains(tmp_path: Path, start_web: Any) -> None:
+    """special.test/r/out redirects to another host. With allowed_domains,
+    Scrapy's OffsiteMiddleware drops the redirect; without, the spider
+    switches that middleware off and the target is fetched."""
+    web = start_web(hosts=6, pages=4, links=4)
+    target = (host_name(3), f"/p/{web.config.pages - 1}.html")
+
+    def crawl(name: str, **spider_args: str) -> tuple[bool, bool, dict[str, Any]]:
+        since = time.time()
+        result = run_web_crawl(tmp_path / name, web.url("special.test", "/r/out"),
+                               settings={"DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 1}, spider_args=spider_args)
+        assert result.returncode == 0, result.log[-2000:]
+        followed = any((e.host, e.path) == target for e in web.entries() if e.start >= since)
+        return followed, "downloadermiddlewares.offsite.OffsiteMiddleware" in result.log, result.stats
+
+    followed, offsite_on, stats = crawl("open")
+    assert followed and not offsite_on and "offsite/filtered" not in stats
+    followed, offsite_on, stats = crawl("scoped", allowed_domains="special.test")
+    assert not followed and offsite_on and stats["offsite/filtered"] == 1
 
 
 LINK_SCHEDULER = "extensions.pipelines.links.LinkScheduler"

@@ -228,3 +228,8 @@ def test_sitemaps_are_recorded_and_optionally_crawled(start_web: Any, tmp_path: 
     assert hidden <= set(fetched_urls(web))
     assert f"http://{host}:{web.port}/private/secret.html" not in fetched_urls(web)
     assert seeded.stats["sitemaps/parsed"] >= 2
+    # a sitemap's entries are requested as its links would be: depth 1, the sitemap as Referer
+    sitemap = f"http://{host}:{web.port}/sitemap.xml"
+    entries = [item for item in seeded.items if item["url"] in hidden]
+    assert len(entries) == 3
+    assert all(item["referer"] == sitemap and item["depth"] == 1 for item in entries)

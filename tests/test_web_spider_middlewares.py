@@ -29,10 +29,17 @@ def spider_middlewares(**values: Any) -> dict[type, int | None]:
     return {load_object(path): order for path, order in merged.items()}
 
 
-def test_url_length_and_meta_copy_are_off_depth_and_referer_stay() -> None:
-    enabled = {cls for cls, order in spider_middlewares().items() if order is not None}
-    assert UrlLengthMiddleware not in enabled and MetaCopyDetectionMiddleware not in enabled
-    assert {DepthMiddleware, RefererMiddleware} <= enabled
+def enabled(**values: Any) -> set[type]:
+    return {cls for cls, order in spider_middlewares(**values).items() if order is not None}
+
+
+def test_url_length_meta_copy_depth_and_referer_are_off_with_links_in_items() -> None:
+    """The page's output is its item; its links get depth and Referer in LinkScheduler."""
+    assert not {UrlLengthMiddleware, MetaCopyDetectionMiddleware, DepthMiddleware, RefererMiddleware} & enabled()
+
+
+def test_depth_and_referer_stay_when_the_spider_yields_its_links() -> None:
+    assert {DepthMiddleware, RefererMiddleware} <= enabled(LINKS_IN_ITEMS=False)
 
 
 def test_url_length_stays_when_its_limit_is_below_the_url_filters() -> None:

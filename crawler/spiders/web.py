@@ -39,15 +39,19 @@ import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.http import Response
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from scrapy.spidermiddlewares.depth import DepthMiddleware
 from scrapy.spidermiddlewares.metacopy import MetaCopyDetectionMiddleware
+from scrapy.spidermiddlewares.referer import RefererMiddleware
 from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 from scrapy.utils.gz import gunzip
 from scrapy.utils.misc import load_object
 from scrapy.utils.sitemap import Sitemap
 
 from crawler.items import PageItem
+from extensions.frontier.page import link_request
 from extensions.processors.content_features import ContentFeatureExtractor
 from extensions.processors.registry import ProcessorRegistry
 from extensions.revisit.conditional import NOT_MODIFIED, response_validators
@@ -60,6 +64,17 @@ from extensions.urls.seeds import SeedsError, iter_seed_lines
 from extensions import defaults
 
 logger = logging.getLogger(__name__)
+
+
+def switch_off(settings: BaseSettings, name: str, components: list[type]) -> None:
+    """Set each of ``components`` to None in the component dictionary
+    ``name``, unless the project placed it there itself."""
+    middlewares = settings.getdict(name)
+    placed = {load_object(key) if isinstance(key, str) else key for key in middlewares}
+    middlewares.update({component: None for component in components if component not in placed})
+    # at spider priority at least: the crawler runner merges its own (default
+    # priority) dictionaries into the crawler's settings afterwards
+    settings.set(name, middlewares, priority=max(settings.getpriority(name) or 0, SETTINGS_PRIORITIES["spider"]))
 
 
 def split_list(value: str | list[str] | None) -> list[str]:
@@ -92,11 +107,11 @@ class WebSpider(scrapy.Spider):
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
-        """Two of Scrapy's default spider middlewares off (unless placed in
-        ``SPIDER_MIDDLEWARES``): each wraps every page's output in one more
-        async generator and can change nothing this spider yields."""
+        """Scrapy's default spider middlewares that can change nothing this
+        spider yields off (unless placed in ``SPIDER_MIDDLEWARES``): each
+        wraps every page's output in one more async generator."""
         super().update_settings(settings)
-        off = []
+        off: list[type] = []
         # UrlLengthMiddleware drops requests longer than URLLENGTH_LIMIT; every
         # request this spider yields (seeds, sitemap entries, links) passed its
         # URL filter, which refuses URLs longer than URL_FILTER_MAX_LENGTH, so
@@ -107,12 +122,14 @@ class WebSpider(scrapy.Spider):
         # MetaCopyDetectionMiddleware warns about requests built with a copy of
         # response.meta; this spider builds every request's meta itself.
         off.append(MetaCopyDetectionMiddleware)
-        middlewares = settings.getdict("SPIDER_MIDDLEWARES")
-        placed = {load_object(key) if isinstance(key, str) else key for key in middlewares}
-        middlewares.update({component: None for component in off if component not in placed})
-        # at spider priority: the crawler runner merges its own (default
-        # priority) SPIDER_MIDDLEWARES into the crawler's settings afterwards
-        settings.set("SPIDER_MIDDLEWARES", middlewares, priority="spider")
+        # With LINKS_IN_ITEMS a page's output is its item: its links become
+        # requests in LinkScheduler, built with their depth and Referer
+        # (link_request), and the URL filter applies the depth limit. The only
+        # requests left in a callback's output are a sitemap's, built the same
+        # way here, so DepthMiddleware and RefererMiddleware change nothing.
+        if settings.getbool("LINKS_IN_ITEMS", defaults.LINKS_IN_ITEMS):
+            off += [DepthMiddleware, RefererMiddleware]
+        switch_off(settings, "SPIDER_MIDDLEWARES", off)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
@@ -120,6 +137,12 @@ class WebSpider(scrapy.Spider):
         if not spider.seed_lines and crawler.settings.get("FRONTIER_BACKEND") != "redis":
             raise SeedsError("seeds: missing; run `scrapy crawl web -a seeds=FILE_OR_URLS` "
                              "(or push them to Redis with -s FRONTIER_BACKEND=redis)")
+        if not spider.allowed_domains:
+            # Scrapy's OffsiteMiddleware lets every host through for a spider
+            # without allowed_domains, at two URL parses per request. The
+            # spider exists before Scrapy builds its middlewares and freezes
+            # the settings, so the choice can be made here.
+            switch_off(crawler.settings, "DOWNLOADER_MIDDLEWARES", [OffsiteMiddleware])
         # Scrapy builds the spider before add-ons apply their settings and
         # before stats exist; our components are built when the spider opens.
         crawler.signals.connect(spider.build_components, signals.spider_opened)
@@ -218,8 +241,9 @@ class WebSpider(scrapy.Spider):
         if refused:
             self.crawler.signals.send_catch_log(urls_refused, refusals=refused)
 
-    def sitemap_requests(self, urls: list[str]) -> Iterator[scrapy.Request]:
-        """Requests for sitemaps (robots.txt ``Sitemap:`` lines), as seeds."""
+    def sitemap_requests(self, urls: list[str], referer: str | None = None) -> Iterator[scrapy.Request]:
+        """Requests for sitemaps (robots.txt ``Sitemap:`` lines, or a sitemap
+        index's entries, ``referer`` its URL), as seeds."""
         for raw in urls:
             try:
                 url = canonicalize(raw)
@@ -228,7 +252,8 @@ class WebSpider(scrapy.Spider):
                 continue
             refused: list[tuple[str, str]] = []
             if self.url_filter.check(url, 0, self.crawler.stats, refused):
-                yield scrapy.Request(url, callback=self.parse_sitemap, meta={"depth": 0})
+                yield scrapy.Request(url, callback=self.parse_sitemap, meta={"depth": 0},
+                                     headers={"Referer": referer} if referer else None)
             self.report_refused(refused)
 
     def parse_sitemap(self, response: Response) -> Iterator[Any]:
@@ -256,7 +281,7 @@ class WebSpider(scrapy.Spider):
         self.crawler.stats.inc_value("sitemaps/parsed")
         yield self.page_item(response, content_type, 0, len(urls), {"sitemap": sitemap.type})
         if sitemap.type == "sitemapindex":
-            yield from self.sitemap_requests(urls)
+            yield from self.sitemap_requests(urls, response.url)
             return
         stats = self.crawler.stats
         refused: list[tuple[str, str]] = []
@@ -267,7 +292,7 @@ class WebSpider(scrapy.Spider):
                 stats.inc_value("sitemaps/invalid")
                 continue
             if self.url_filter.check(url, 1, stats, refused) and self.recent_links.fresh(url, 1):
-                yield scrapy.Request(url, meta={"depth": 1})
+                yield link_request(url, 1, response.url)
         self.report_refused(refused)
 
     def page_item(
