@@ -2,11 +2,13 @@
 
 :class:`MetricsExporter` serves ``http://METRICS_HOST:METRICS_PORT/metrics``
 (Prometheus text format) from prometheus-client's HTTP server, in a thread,
-on a registry of its own. Nothing is counted twice: at each scrape,
-:class:`CrawlStatsCollector` reads a copy of the crawler's stats (what
-Scrapy, the frontier, robots.txt, DNS, content-seen, AOPIC and re-visits
-already count) and turns it into metric families named ``webcrawler_*``
-(:data:`SINGLE`, :data:`LABELLED`).
+on a registry of its own (:mod:`extensions.prometheus`, imported only when
+``METRICS_PORT`` is set). Nothing is counted twice: at each scrape,
+:class:`~extensions.prometheus.CrawlStatsCollector` reads a copy of the
+crawler's stats (what Scrapy, the frontier, robots.txt, DNS, content-seen,
+AOPIC and re-visits already count) and turns it into metric families named
+``webcrawler_*`` (:data:`~extensions.prometheus.SINGLE`,
+:data:`~extensions.prometheus.LABELLED`).
 
 Per-process figures (counters and this process's gauges) carry no label of
 their own; Prometheus tells processes apart by ``instance`` and sums them.
@@ -18,211 +20,24 @@ their ``sum``. Rates (pages/s, bytes/s) are left to PromQL's ``rate()``.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from extensions import defaults
-from extensions.frontier.gauges import CRAWL_WIDE_STATS
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
     from scrapy.crawler import Crawler
 
+    from extensions.prometheus import MetricsServer
+
 logger = logging.getLogger(__name__)
-
-PREFIX = "webcrawler_"
-
-
-@dataclass(frozen=True)
-class Single:
-    """One stat as one metric (a counter's name without ``_total``)."""
-
-    name: str
-    kind: str  # "counter" or "gauge"
-    key: str
-    help: str
-
-
-@dataclass(frozen=True)
-class Labelled:
-    """Every stat under ``prefix`` as one metric, the rest of the key (or
-    ``rename(rest)``) as the value of ``label``; values with the same label
-    are added (status codes into classes). ``gauges`` are left out."""
-
-    name: str
-    kind: str
-    prefix: str
-    label: str
-    help: str
-    rename: Callable[[str], str | None] = str
-    gauges: frozenset[str] = frozenset()
-
-
-def status_class(code: str) -> str | None:
-    """``"404"`` -> ``"4xx"``; None for what is not a status code."""
-    return f"{code[0]}xx" if code.isdigit() and len(code) == 3 else None
-
-
-def only(names: Mapping[str, str]) -> Callable[[str], str | None]:
-    """A rename keeping the keys of ``names``, as their values."""
-    return names.get
-
-
-#: Per-process figures, one stat each.
-SINGLE = (
-    Single("pages", "counter", "response_received_count", "Responses handed to the spider (no robots.txt)"),
-    Single("response_bytes", "counter", "downloader/response_bytes", "Bytes of every response downloaded"),
-    Single("requests", "counter", "downloader/request_count", "Requests sent by the downloader"),
-    Single("items", "counter", "item_scraped_count", "Items scraped"),
-    Single("frontier_enqueued", "counter", "frontier/enqueued", "URLs the frontier accepted"),
-    Single("frontier_dequeued", "counter", "frontier/dequeued", "Requests the frontier handed out"),
-    Single("frontier_duplicates", "counter", "frontier/duplicates", "URLs already known to the frontier"),
-    Single("frontier_queued", "gauge", "frontier/queued", "URLs in this process's frontier queues"),
-    Single("frontier_inflight", "gauge", "frontier/inflight", "Requests of this process being fetched"),
-    Single("aopic_lambda_cash", "gauge", "aopic/lambda_cash", "AOPIC cash held by the virtual page Lambda"),
-    Single("aopic_pages_with_cash", "gauge", "aopic/pages_with_cash", "Pages holding AOPIC cash"),
-    Single("robotstxt_cache_size", "gauge", "robotstxt/cache_size", "robots.txt files cached"),
-    Single("revisit_scheduled", "gauge", "revisit/scheduled", "URLs on the re-visit schedule"),
-    Single("revisit_due_now", "gauge", "revisit/due_now", "URLs due for a re-visit now"),
-    Single("revisit_freshness", "gauge", "revisit/freshness", "Estimated share of fresh copies"),
-    Single("revisit_age_seconds", "gauge", "revisit/age_seconds", "Estimated mean age of the copies"),
-    # crawl-wide (CRAWL_WIDE_STATS): labelled scope="crawl", process
-    Single("frontier_hosts_known", "gauge", "frontier/hosts", "Hosts known to the frontier's store"),
-    Single("frontier_urls_counted_timestamp_seconds", "gauge", "frontier/urls_counted_at",
-           "When webcrawler_frontier_urls was counted (Unix time)"),
-    Single("redis_memory_bytes", "gauge", "frontier/redis_memory_bytes", "Memory used by the crawl's Redis"),
-    Single("redis_known_urls", "gauge", "frontier/redis_known_urls", "URLs known to the crawl's Redis"),
-)
-
-HOST_STATES = {"back_queues": "active", "held_origins": "held", "deferred_origins": "deferred"}
-VERDICTS = {"checked": "checked", "duplicates": "duplicate", "near_duplicates": "near_duplicate",
-            "near_too_short": "too_short", "empty_text": "empty_text"}
-OUTCOMES = {"done": "done", "failed": "failed", "excluded": "excluded", "refused": "refused",
-            "deferred": "deferred"}
-
-#: Families of stats, one label each.
-LABELLED = (
-    Labelled("responses", "counter", "downloader/response_status_count/", "status_class",
-             "Responses downloaded, by status class", rename=status_class),
-    Labelled("request_errors", "counter", "downloader/exception_type_count/", "kind",
-             "Requests that ended in an exception, by exception type"),
-    Labelled("frontier_outcomes", "counter", "frontier/", "status",
-             "URLs this process brought to a final status", rename=only(OUTCOMES)),
-    Labelled("frontier_hosts", "gauge", "frontier/", "state",
-             "Hosts this process crawls (active), origins held or deferred", rename=only(HOST_STATES)),
-    Labelled("frontier_urls", "gauge", "frontier/urls/", "status", "URLs in the frontier's store by status"),
-    Labelled("robotstxt_events", "counter", "robotstxt/", "event", "robots.txt outcomes",
-             gauges=frozenset({"cache_size", "sitemaps"})),
-    Labelled("dns_events", "counter", "dns/", "event", "DNS outcomes"),
-    Labelled("contentseen_pages", "counter", "contentseen/", "verdict", "Content-seen verdicts",
-             rename=only(VERDICTS)),
-    Labelled("revisit_events", "counter", "revisit/", "event", "Re-visit outcomes",
-             rename=only({"changed": "changed", "unchanged": "unchanged", "gone": "gone", "due": "due"})),
-)
-
-
-def is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-class CrawlStatsCollector(Collector):
-    """Metric families from a snapshot of the crawler's stats, at each scrape.
-
-    ``snapshot`` returns the stats as a plain dict (called from the HTTP
-    server's thread); ``process`` names this crawler process in the labels
-    of crawl-wide gauges."""
-
-    def __init__(self, snapshot: Callable[[], Mapping[str, Any]], process: str) -> None:
-        self.snapshot = snapshot
-        self.process = process
-
-    def collect(self) -> Iterator[Metric]:
-        stats = self.snapshot()
-        for single in SINGLE:
-            value = stats.get(single.key)
-            if is_number(value):
-                family = self._family(single.name, single.kind, single.help, single.key in CRAWL_WIDE_STATS)
-                family.add_metric(self._labels(single.key in CRAWL_WIDE_STATS), value)
-                yield family
-        for labelled in LABELLED:
-            yield from self._labelled(labelled, stats)
-        started = stats.get("start_time")
-        if isinstance(started, datetime):
-            yield GaugeMetricFamily(PREFIX + "start_time_seconds", "When the crawl process started (Unix time)",
-                                    value=started.timestamp())
-
-    def _labelled(self, spec: Labelled, stats: Mapping[str, Any]) -> Iterator[Metric]:
-        values: dict[str, float] = {}
-        crawl_wide = False
-        for key, value in stats.items():
-            if not key.startswith(spec.prefix) or not is_number(value):
-                continue
-            rest = key[len(spec.prefix):]
-            label = spec.rename(rest) if rest not in spec.gauges else None
-            if label is not None:
-                values[label] = values.get(label, 0) + value
-                crawl_wide = crawl_wide or key in CRAWL_WIDE_STATS
-        if not values:
-            return
-        family = self._family(spec.name, spec.kind, spec.help, crawl_wide, spec.label)
-        for label, value in sorted(values.items()):
-            family.add_metric([label, *self._labels(crawl_wide)], value)
-        yield family
-
-    def _family(self, name: str, kind: str, help_text: str, crawl_wide: bool,
-                *labels: str) -> CounterMetricFamily | GaugeMetricFamily:
-        factory = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
-        names = [*labels, *(("scope", "process") if crawl_wide else ())]
-        return factory(PREFIX + name, help_text, labels=names)
-
-    def _labels(self, crawl_wide: bool) -> list[str]:
-        return ["crawl", self.process] if crawl_wide else []
-
-
-class MetricsServer:
-    """prometheus-client's HTTP server for ``registry`` on ``host:port``, in
-    a daemon thread; :meth:`start` raises :class:`OSError` naming
-    ``METRICS_PORT`` and the address when it cannot listen."""
-
-    def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
-        self.registry, self.host, self.port = registry, host, port
-        self.server: Any = None
-        self.thread: Any = None
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
-
-    def start(self) -> None:
-        try:
-            self.server, self.thread = start_http_server(self.port, addr=self.host, registry=self.registry)
-        except OSError as err:
-            why = "the port is in use" if err.errno == errno.EADDRINUSE else err.strerror or str(err)
-            raise OSError(err.errno, f"METRICS_PORT={self.port}: cannot serve metrics on "
-                                     f"{self.host}:{self.port}: {why}") from err
-
-    def stop(self) -> None:
-        """Stop serving and close the socket (idempotent)."""
-        if self.server is None:
-            return
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
-        self.server = self.thread = None
 
 
 class MetricsExporter:
@@ -242,11 +57,12 @@ class MetricsExporter:
         if not 0 < port < 65536:
             raise ValueError(f"METRICS_PORT={port!r}: must be a TCP port (1-65535), or 0 for no metrics")
         host = crawler.settings.get("METRICS_HOST", defaults.METRICS_HOST)
-        registry = CollectorRegistry()
+        # prometheus-client only when metrics are served (start-up CPU of every crawl)
+        from extensions.prometheus import metrics_server  # noqa: PLC0415
+
         # dict.copy() of the stats dict runs in C under the GIL: the HTTP
         # thread gets a consistent copy while the reactor keeps counting
-        registry.register(CrawlStatsCollector(lambda: crawler.stats.get_stats().copy(), process_name()))
-        exporter = cls(MetricsServer(registry, host, port))
+        exporter = cls(metrics_server(lambda: crawler.stats.get_stats().copy(), process_name(), host, port))
         exporter.start()
         crawler.signals.connect(exporter.stop, signal=signals.spider_closed)
         crawler.signals.connect(exporter.stop, signal=signals.engine_stopped)

@@ -37,12 +37,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import RedisError
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from twisted.internet import task
 
-from extensions.store.factory import redis_connection
 from extensions import defaults
 
 if TYPE_CHECKING:
@@ -76,10 +74,11 @@ class RedisSeeds:
     """Pops seeds from a Redis list or set into the running crawl."""
 
     def __init__(self, crawler: Crawler, client: Any, key: str, *, as_set: bool, batch_size: int,
-                 poll_interval: float, max_idle: float, waiting: bool,
+                 poll_interval: float, max_idle: float, waiting: bool, client_error: type[Exception],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.crawler = crawler
         self.client, self.key = client, key
+        self.client_error = client_error  # what the client raises once its retries are spent
         self.as_set, self.batch_size = as_set, batch_size
         self.poll_interval, self.max_idle = poll_interval, max_idle
         self.waiting = waiting  # started without -a seeds: wait for pushed ones
@@ -107,13 +106,18 @@ class RedisSeeds:
             if not ok:
                 raise ValueError(f"{setting} must be {'>= 0' if setting.startswith('MAX') else '> 0'}, "
                                  f"not {value!r}")
+        # redis is imported only here, on the Redis crawl's path (start-up CPU of every crawl)
+        from redis.exceptions import RedisError  # noqa: PLC0415
+
+        from extensions.store.redis_factory import redis_connection  # noqa: PLC0415
+
         connection = redis_connection(crawler)  # the crawler's one connection, shared with the frontier
         connection.attach(f"seeds ({key})", RuntimeError)
         client = connection.client
         waiting = not getattr(spider, "seed_lines", None)
         extension = cls(crawler, client, key, as_set=settings.getbool("REDIS_START_URLS_AS_SET"),
                         batch_size=batch_size, poll_interval=poll_interval, max_idle=max_idle,
-                        waiting=waiting)
+                        waiting=waiting, client_error=RedisError)
         extension.connection = connection
         crawler.signals.connect(extension.spider_opened, signals.spider_opened)
         crawler.signals.connect(extension.spider_idle, signals.spider_idle)
@@ -139,7 +143,7 @@ class RedisSeeds:
                 entries = self.client.spop(self.key, self.batch_size) or []
             else:
                 entries = self.client.lpop(self.key, self.batch_size) or []
-        except RedisError as err:
+        except self.client_error as err:
             # the client already retried with back-off and logged each try
             logger.error("Cannot read seeds from Redis key %s: %s", self.key, err)
             self.crawler.stats.inc_value("seeds/redis_errors")

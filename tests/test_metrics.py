@@ -1,6 +1,7 @@
-"""Prometheus metrics (extensions.metrics): the collector's families from a
-stats dict, the frontier's status counts, and ``/metrics`` scraped from real
-``scrapy crawl web`` subprocesses, alone and two on one Redis."""
+"""Prometheus metrics (extensions.metrics, extensions.prometheus): the
+collector's families from a stats dict, the frontier's status counts, and
+``/metrics`` scraped from real ``scrapy crawl web`` subprocesses, alone and
+two on one Redis."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from extensions.frontier.gauges import DictStats, status_gauges
-from extensions.metrics import CrawlStatsCollector, MetricsServer
+from extensions.prometheus import CrawlStatsCollector, MetricsServer
 from extensions.store.base import Entry, Status
 from extensions.store.memory import MemoryStore
 from testweb.crawlrun import kill_crawl, run_web_crawl, start_web_crawl

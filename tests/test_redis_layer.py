@@ -17,7 +17,7 @@ from extensions.frontier.distributed import DistributedFrontier
 from extensions.frontier.scheduler import Frontier
 from extensions.pipelines.contentseen import ContentSeenPipeline
 from extensions.store.base import Entry, Status
-from extensions.store.factory import redis_connection, redis_store
+from extensions.store.redis_factory import redis_connection, redis_store
 from extensions.store.redis import RedisStore
 from extensions.store.redis_connection import RedisConnection
 from extensions.store.redis_rows import ROW_LUA, pack_row, unpack_entry

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 import redis
+from scrapy.utils.test import get_crawler
 
-from extensions.seedqueue import parse_entry
+from crawler.spiders.web import WebSpider
+from extensions.seedqueue import RedisSeeds, parse_entry
 from testweb.crawlrun import run_web_crawl
 from testweb.redisserver import RedisServer, unique_prefix
 from testweb.waiting import CrawlActivity, ended, wait_until
@@ -28,6 +30,25 @@ def test_an_entry_is_a_url_or_a_json_object_with_url_and_meta() -> None:
     for bad in (b"", b"   ", b"{not json", b'{"meta": {}}', b'{"url": 3}', b'{"url": "http://a.test/", "meta": []}'):
         with pytest.raises(ValueError):
             parse_entry(bad)
+
+
+def test_a_redis_error_while_pulling_is_counted_and_the_crawl_goes_on(tmp_path: Path) -> None:
+    """The client's error (redis' RedisError once its retries are spent) is
+    caught on the Redis path, which alone imports redis: no seeds this time,
+    ``seeds/redis_errors`` counted."""
+    server = RedisServer(tmp_path / "redis")
+    try:
+        crawler = get_crawler(WebSpider, {"FRONTIER_BACKEND": "redis", "REDIS_URL": server.url,
+                                          "FRONTIER_REDIS_PREFIX": unique_prefix(), "FRONTIER_REDIS_RETRIES": 0})
+        crawler.spider = WebSpider()
+        seeds = RedisSeeds.from_crawler(crawler)
+    finally:
+        server.stop()
+    try:
+        assert seeds.pull() == 0
+        assert crawler.stats.get_value("seeds/redis_errors") == 1
+    finally:
+        seeds.spider_closed()
 
 
 def wait_for_log(paths: list[Path], needle: str, procs: list[Any]) -> None:

@@ -24,7 +24,6 @@ from scrapy.exceptions import UsageError
 from extensions.status import as_json, collect, render
 from extensions.store.base import FrontierStoreError
 from extensions.store.factory import read_only_store
-from extensions.store.redis_connection import RedisLayerError
 
 if TYPE_CHECKING:
     import argparse
@@ -63,7 +62,7 @@ class Command(ScrapyCommand):
             return
         try:
             status = collect(store, opts.hosts, opts.errors, Path(report) if report else None)
-        except (FrontierStoreError, RedisLayerError) as err:
+        except FrontierStoreError as err:  # a RedisLayerError too: it is one
             self._fail(str(err))
             return
         finally:

@@ -30,7 +30,7 @@ with the frontier and is as durable as the last checkpoint.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
+from typing import ClassVar
 
 from extensions.store.base import Entry, FrontierStore
 
@@ -65,6 +65,9 @@ class Paid:
 
 class AOPICLedger:
     """Cash, history and Lambda over a store with a cash table."""
+
+    #: the state lives in Redis, shared by every process (:class:`~extensions.aopic.shared.SharedLedger`)
+    shared: ClassVar[bool] = False
 
     def __init__(self, store: FrontierStore, initial_cash: float = 1.0, tax: float = 0.1) -> None:
         if initial_cash <= 0 or not 0.0 <= tax < 1.0:

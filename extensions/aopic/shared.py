@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals
 from extensions.store.base import Entry
@@ -200,6 +200,8 @@ class SharedLedger(AOPICLedger):
     whose scalars live in Redis and change only in scripts (see the module
     docstring); the attributes ``lambda_cash``, ``dividend``, ``put_in``,
     ``rows`` and ``lambda_crawls`` are this process's latest view of them."""
+
+    shared: ClassVar[bool] = True
 
     # -- persistence: nothing to save, the state is in Redis -----------------------
     def load(self) -> None:

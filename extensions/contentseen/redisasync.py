@@ -8,7 +8,7 @@ the same commands through a
 :class:`~extensions.store.redis_worker.RedisWorker` of its own (a thread
 and a connection of its own, batching whatever is queued into one
 pipeline) and answers each page with a Deferred that fires, on the reactor
-thread, with the page's :class:`Verdict`.
+thread, with the page's :class:`~extensions.contentseen.verdict.Verdict`.
 
 The verdicts are those of the synchronous sets, page by page:
 
@@ -39,7 +39,7 @@ thread.
 from __future__ import annotations
 
 from collections import Counter, deque
-from typing import Any, NamedTuple
+from typing import Any
 
 from twisted.internet.defer import Deferred
 
@@ -47,14 +47,7 @@ from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.redis import RedisContentSeen, Steps
 from extensions.contentseen.redisnear import Prefetched, RedisNearDuplicateIndex
 from extensions.contentseen.resemblance import NearFeatures
-
-
-class Verdict(NamedTuple):
-    """The content-seen test's answer on one page."""
-
-    duplicate_of: str | None  # the first URL with the page's fingerprint, None if the page is it
-    content_group: int | None  # the page's similar-content group; None when not judged
-    near_duplicate_of: str | None  # the matched document's URL (may be the page's own)
+from extensions.contentseen.verdict import Verdict
 
 
 class _Page:

@@ -57,17 +57,17 @@ from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.revisits import RevisitSchedule
-from extensions.frontier.shareddispatch import SharedDispatch
 from extensions.frontier.urlseen import BloomSeen
 from extensions.revisit.config import max_share_from_settings, policy_from_settings
 from extensions.store.base import WriteAheadStore
-from extensions.store.factory import frontier_backend, frontier_store, redis_bloom, seen_backend, store_class, url_bloom
-from extensions.store.redis import RedisStore
+from extensions.store.factory import frontier_backend, frontier_store, seen_backend, url_bloom
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from scrapy.crawler import Crawler
+
+    from extensions.frontier.shareddispatch import SharedDispatch
 
 BLOOM_NAME = "frontier.bloom"
 
@@ -99,11 +99,6 @@ def _non_negative(settings: Any, name: str) -> float:
 
 # The store-building functions live in extensions/store/factory.py (one
 # store factory for the frontier and the content-seen sets).
-_store_class = store_class
-_seen_backend = seen_backend
-_redis_bloom = redis_bloom
-
-
 def _store(crawler: Crawler) -> tuple[Any, Path | None, Path | None]:
     """The store, the directory it lives in, and a directory to remove at close."""
     return frontier_store(crawler)
@@ -157,7 +152,7 @@ def call_soon(func: Callable[[], None]) -> None:
 
 
 def _distributed(settings: Any) -> bool:
-    return issubclass(_store_class(settings), RedisStore) and settings.getbool("FRONTIER_DISTRIBUTED")
+    return frontier_backend(settings) == "redis" and settings.getbool("FRONTIER_DISTRIBUTED")
 
 
 def _shared_dispatch(settings: Any, front_queues: int, back_queues: int) -> SharedDispatch:
@@ -170,6 +165,9 @@ def _shared_dispatch(settings: Any, front_queues: int, back_queues: int) -> Shar
     for name, value in values.items():
         if value <= 0:
             raise ValueError(f"{name} must be > 0, got {settings.get(name)!r}")
+    # the shared dispatch's modules import redis: only a Redis crawl pays for it
+    from extensions.frontier.shareddispatch import SharedDispatch  # noqa: PLC0415
+
     return SharedDispatch(front_queues, back_queues, max_lateness=values["FRONTIER_LEASE_MAX_LATENESS"],
                           poll_interval=values["FRONTIER_LEASE_POLL_INTERVAL"],
                           lease_ttl=values["FRONTIER_LEASE_TTL"],

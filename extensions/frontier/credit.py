@@ -25,7 +25,6 @@ from scrapy import Request
 from twisted.internet.defer import Deferred
 
 from extensions.aopic.ledger import AOPICLedger
-from extensions.aopic.shared import SharedLedger
 from extensions.frontier.fingerprint import canonical_fingerprint
 from extensions.frontier.page import CREDIT_META, PageDone, PageVerdict
 from extensions.frontier.prioritizer import CashPrioritizer, Prioritizer
@@ -139,7 +138,7 @@ class CreditAssignment:
                  memory_only: Mapping[int, Request]) -> None:
         self.aopic, self.store, self.dispatch, self.stats = aopic, store, dispatch, stats
         self.memory_only = memory_only  # rows of these are not requests: never moved
-        self.shared = isinstance(aopic.ledger, SharedLedger)  # may pay through the dispatch's worker
+        self.shared = aopic.ledger.shared  # a SharedLedger: may pay through the dispatch's worker
 
     def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None,
                   stored: list[str] | None = None) -> PageDone | Deferred[PageDone]:

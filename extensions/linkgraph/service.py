@@ -17,7 +17,7 @@ from scrapy.utils.project import data_path
 
 from extensions.linkgraph.build import build_link_graph, read_report
 from extensions.linkgraph.graph import LinkGraph
-from extensions.store.factory import frontier_backend, read_only_store, redis_settings
+from extensions.store.factory import frontier_backend, read_only_store
 
 
 def graph_directory(settings: Any) -> Path:
@@ -28,6 +28,8 @@ def graph_directory(settings: Any) -> Path:
     if jobdir:
         return Path(jobdir) / "linkgraph"
     if frontier_backend(settings) == "redis":
+        from extensions.store.redis_factory import redis_settings  # noqa: PLC0415 - imports redis
+
         return Path(data_path(f"linkgraph/{redis_settings(settings).prefix}", createdir=True))
     raise ValueError("name the crawl: -s JOBDIR=DIR, or -s FRONTIER_BACKEND=redis with its REDIS_URL")
 

@@ -79,15 +79,16 @@ from extensions.contentseen import (
 )
 from extensions.contentseen.features import ContentFeatures
 from extensions.contentseen.fingerprint import MODES
-from extensions.contentseen.redis import RedisContentSeen
-from extensions.contentseen.redisasync import AsyncRedisContentSeen, Verdict
-from extensions.contentseen.redisnear import RedisNearDuplicateIndex
 from extensions.contentseen.resemblance import NearFeatures
-from extensions.store.factory import content_backend, redis_content_store
-from extensions.store.redis_worker import running_reactor, start_worker
+from extensions.contentseen.verdict import Verdict
+from extensions.store.factory import content_backend
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from extensions.contentseen.redis import RedisContentSeen, RedisContentStore
+    from extensions.contentseen.redisasync import AsyncRedisContentSeen
+    from extensions.contentseen.redisnear import RedisNearDuplicateIndex
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ class ContentSeenPipeline:
         self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", defaults.CONTENTSEEN_FLUSH_INTERVAL)
         self.cache_kib = settings.getint("CONTENTSEEN_SQLITE_CACHE_KIB", defaults.CONTENTSEEN_SQLITE_CACHE_KIB)
         self.backend = content_backend(settings)
-        self.redis = redis_content_store(crawler, self.flush_interval) if self.backend == "redis" else None
+        self.redis = self._redis_store(crawler) if self.backend == "redis" else None
         self.io_thread = settings.getbool("CONTENTSEEN_REDIS_IO_THREAD", defaults.CONTENTSEEN_REDIS_IO_THREAD)
         self.off_reactor: AsyncRedisContentSeen | None = None
         jobdir = settings.get("JOBDIR")
@@ -143,15 +144,7 @@ class ContentSeenPipeline:
         """Open both sets (a corrupt file or an unreachable Redis stops the
         crawl here, naming it)."""
         if self.redis is not None:
-            self.exact = RedisContentSeen(self.redis)
-            if self.near_enabled:
-                self.near = RedisNearDuplicateIndex(self.redis, BlockLayout(self.distance),
-                                                    min_resemblance=self.min_resemblance)
-            reactor = running_reactor()
-            if self.io_thread and reactor is not None:  # tools and tests without a reactor wait
-                worker = start_worker(self.redis, reactor.callFromThread, self._worker_failed,
-                                      "the content-seen sets' worker thread", ContentStoreError)
-                self.off_reactor = AsyncRedisContentSeen(self.exact, self.near, worker)
+            self._open_redis(self.redis)
         else:
             self.exact = ContentSeen.open(self.path, memory_entries=self.memory_entries, cache_kib=self.cache_kib)
             if self.near_enabled:
@@ -161,6 +154,29 @@ class ContentSeenPipeline:
         if self.flush_interval > 0:
             self._loop = task.LoopingCall(self.flush)
             self._loop.start(self.flush_interval, now=False)
+
+    # The Redis modules are imported on the Redis path only: importing the
+    # redis package is start-up CPU of every crawl, SQLite ones included.
+    def _redis_store(self, crawler: Crawler) -> RedisContentStore:
+        from extensions.store.redis_factory import redis_content_store  # noqa: PLC0415
+
+        return redis_content_store(crawler, self.flush_interval)
+
+    def _open_redis(self, store: RedisContentStore) -> None:
+        from extensions.contentseen.redis import RedisContentSeen  # noqa: PLC0415
+        from extensions.contentseen.redisasync import AsyncRedisContentSeen  # noqa: PLC0415
+        from extensions.contentseen.redisnear import RedisNearDuplicateIndex  # noqa: PLC0415
+        from extensions.store.redis_worker import running_reactor, start_worker  # noqa: PLC0415
+
+        self.exact = RedisContentSeen(store)
+        if self.near_enabled:
+            self.near = RedisNearDuplicateIndex(store, BlockLayout(self.distance),
+                                                min_resemblance=self.min_resemblance)
+        reactor = running_reactor()
+        if self.io_thread and reactor is not None:  # tools and tests without a reactor wait
+            worker = start_worker(store, reactor.callFromThread, self._worker_failed,
+                                  "the content-seen sets' worker thread", ContentStoreError)
+            self.off_reactor = AsyncRedisContentSeen(self.exact, self.near, worker)
 
     def process_item(self, item: Any) -> Any:
         """The verdicts on ``item`` from its ``content_features`` (removed):

@@ -3,7 +3,7 @@ frontier's store, host leases, AOPIC ledger, content-seen sets): a single
 Redis or any node of a Redis Cluster behind one ``REDIS_URL``, one pipeline
 (:class:`RedisConnection`), scripts called by SHA, retries with back-off
 that are logged, passwords kept out of messages. A crawler gets its one
-connection from :func:`extensions.store.factory.redis_connection`.
+connection from :func:`extensions.store.redis_factory.redis_connection`.
 """
 
 from __future__ import annotations
