@@ -60,7 +60,8 @@ from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.urlseen import BloomSeen
 from extensions.revisit.config import max_share_from_settings, policy_from_settings
 from extensions.store.base import WriteAheadStore
-from extensions.store.factory import frontier_backend, frontier_store, seen_backend, url_bloom
+from extensions.store.backends import frontier_backend, seen_backend
+from extensions.store.factory import frontier_store, url_bloom
 
 if TYPE_CHECKING:
     from collections.abc import Callable

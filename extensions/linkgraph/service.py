@@ -17,7 +17,8 @@ from scrapy.utils.project import data_path
 
 from extensions.linkgraph.build import build_link_graph, read_report
 from extensions.linkgraph.graph import LinkGraph
-from extensions.store.factory import frontier_backend, read_only_store
+from extensions.store.backends import frontier_backend
+from extensions.store.factory import read_only_store
 
 
 def graph_directory(settings: Any) -> Path:

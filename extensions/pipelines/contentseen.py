@@ -81,7 +81,7 @@ from extensions.contentseen.features import ContentFeatures
 from extensions.contentseen.fingerprint import MODES
 from extensions.contentseen.resemblance import NearFeatures
 from extensions.contentseen.verdict import Verdict
-from extensions.store.factory import content_backend
+from extensions.store.backends import content_backend
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

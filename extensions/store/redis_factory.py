@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from extensions.contentseen.redis import HEARTBEAT_TTL, RedisContentStore
-from extensions.store.factory import flag_setting, number_setting, seen_backend, setting
+from extensions.store.backends import flag_setting, number_setting, seen_backend, setting
 from extensions.store.redis import RedisStore
 from extensions.store.redis_bloom import BloomLayout
 from extensions.store.redis_connection import RedisConnection
