@@ -3,6 +3,9 @@ queues, refill, crawl-delay, the wake-up timer, fetch-end signals, codec."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from scrapy import Request, Spider
 from scrapy.http import FormRequest, HtmlResponse, Response
@@ -309,6 +312,34 @@ def test_common_requests_are_stored_compactly_and_round_trip():
         request.url, 3, {"depth": 2, "link_text": "next"}, spider.parse_item, spider.on_error,
     )
     assert back.headers.get("Referer") == b"http://a.test/"
+
+
+def test_a_decoded_request_has_the_url_it_was_encoded_with():
+    """decode sets the stored URL as is (no second percent-encoding): for every
+    input of w3lib's safe_url_string vectors and of the URL resolution vectors,
+    the request read back has its URL, no verbatim_url meta, and a later
+    replace(url=...) is percent-encoded again."""
+    root = Path("/work/shared/conformance")
+    if not root.exists():
+        pytest.skip("conformance vectors not found")
+    inputs = [case["input"] for case in json.loads(
+        (root / "url_normalization_w3lib.json").read_text(encoding="utf-8"))["safe_url_string"]]
+    inputs += [case["href"] for case in json.loads((root / "url_resolution.json").read_text(encoding="utf-8"))
+               if isinstance(case, dict) and isinstance(case.get("href"), str)]
+    spider, checked = CodecSpider(), 0
+    for url in inputs:
+        try:
+            request = Request(url, meta={"depth": 1})
+        except (ValueError, TypeError):
+            continue
+        entry = encode(request, 1, "a.test", 0, spider)
+        back = decode(entry, spider)
+        assert (back.url, back.meta) == (request.url, {"depth": 1}), url
+        checked += 1
+    assert checked > 150
+    moved = decode(encode(Request("http://a.test/p"), 1, "a.test", 0, spider), spider).replace(
+        url="http://a.test/a b")
+    assert moved.url == "http://a.test/a%20b"
 
 
 def test_links_followed_from_a_page_are_stored_compactly():

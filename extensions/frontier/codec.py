@@ -132,7 +132,11 @@ def decode(entry: Entry, spider: Any) -> Request:
         meta["depth"] = entry.depth
     callback = getattr(spider, extra["cb"]) if "cb" in extra else None
     errback = getattr(spider, extra["eb"]) if "eb" in extra else None
-    return Request(
+    # entry.url is the url of the request encoded, already percent-encoded by
+    # Request (safe_url_string, which is idempotent): set as is. The flag only
+    # lives through __init__ (not a compact key: a request with it is pickled).
+    meta["verbatim_url"] = True
+    request = Request(
         entry.url,
         encoding=extra.get("enc", "utf-8"),
         callback=callback,
@@ -140,5 +144,7 @@ def decode(entry: Entry, spider: Any) -> Request:
         priority=entry.priority,
         dont_filter=bool(entry.flags & FLAG_DONT_FILTER),
         headers={"Referer": entry.referer} if entry.referer else None,
-        meta=meta or None,
+        meta=meta,
     )
+    del request.meta["verbatim_url"]
+    return request
