@@ -54,6 +54,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.progress.ProgressReporter": 500,
         # Scrapy's per-page DEBUG records not built when LOG_LEVEL drops them
         "extensions.logfloor.LogLevelFloor": 500,
+        # startup objects frozen, larger collector generations (GC_TUNING_ENABLED)
+        "extensions.collector.CollectorTuning": 500,
         "extensions.output.warc.WarcWriter": 500,
         # seeds pushed to Redis (FRONTIER_BACKEND = "redis" only)
         "extensions.seedqueue.RedisSeeds": 500,

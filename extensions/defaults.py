@@ -133,6 +133,14 @@ DNS_NEGATIVE_TTL = 300  # seconds an NXDOMAIN is cached when the answer has no S
 DNS_RETRIES = 2  # extra rounds over the nameservers after a per-try timeout
 
 
+# --- Garbage collector (extensions.collector) -------------------------------
+# Startup objects frozen out of the cyclic collector's walks and larger
+# generations for the crawl; cycles are still collected, in larger batches.
+GC_TUNING_ENABLED = True
+GC_FREEZE = True  # gc.freeze() when the engine starts: later collections skip startup objects
+GC_THRESHOLD = [10000, 10, 10]  # gc.set_threshold() for the crawl (Python's default: 700, 10, 10)
+
+
 # --- Progress report (extensions.progress) ----------------------------------
 LOGSTATS_INTERVAL = 0  # ProgressReporter replaces Scrapy's LogStats
 PROGRESS_INTERVAL = 30.0  # seconds between progress lines; 0: summary only

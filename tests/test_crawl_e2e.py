@@ -220,6 +220,11 @@ def test_report_counts_what_the_web_served(crawl: Any) -> None:
     assert "Progress:" in result.log
 
 
+def test_startup_objects_are_frozen_out_of_the_collector_for_the_crawl(crawl: Any) -> None:
+    _, _, result, _ = crawl
+    assert result.stats["gc/frozen"] > 10_000  # Scrapy, Twisted, lxml and ours
+
+
 def _crawl(tmp_path: Path, seeds: str, web: Any | None = None, **settings: Any) -> CrawlResult:
     if web is not None:
         settings.setdefault("DNS_HOSTS", web.hosts_file)
