@@ -197,6 +197,33 @@ def test_sqlite_uncommitted_changes_are_lost_on_crash(tmp_path):
     reopened.close()
 
 
+def test_sqlite_wal_grows_past_sqlites_default_checkpoint_and_survives_a_crash(tmp_path):
+    """Checkpoints every WAL_CHECKPOINT_PAGES pages, not SQLite's 1000: the
+    WAL outgrows 1000 pages, and every committed row is still read after a
+    kill -9 (the WAL is the durable copy until it is checkpointed)."""
+    from extensions.store.sqlite import WAL_CHECKPOINT_PAGES
+    assert WAL_CHECKPOINT_PAGES > 2000
+    path = tmp_path / "f.sqlite3"
+    wal = Path(f"{path}-wal")
+    store = SQLiteStore(path)
+    store.open()
+    page_size = sqlite3.connect(path).execute("PRAGMA page_size").fetchone()[0]
+    fp = 0
+    for _ in range(400):  # bounded: ~60 rows of 2 KiB URLs a commit
+        store.insert_new([Entry(fp + i, f"http://a.test/{fp + i}/" + "x" * 2000, "a.test", 0)
+                          for i in range(60)], 1.0)
+        store.checkpoint()
+        fp += 60
+        if wal.stat().st_size > 1500 * page_size:
+            break
+    assert wal.stat().st_size > 1500 * page_size  # SQLite's default would have wrapped at 1000
+    store.abandon()
+    reopened = SQLiteStore(path)
+    reopened.open()
+    assert all(reopened.status_of(n) == Status.QUEUED for n in (0, fp // 2, fp - 1))
+    reopened.close()
+
+
 def test_sqlite_corrupt_file_is_a_clear_error_naming_the_file(tmp_path):
     path = tmp_path / "frontier.sqlite3"
     path.write_bytes(b"this is not an SQLite database, just garbage\n" * 200)
