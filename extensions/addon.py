@@ -34,6 +34,10 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # beside the downloader, after RetryMiddleware (550): it sees every
         # attempt's connection failure first
         "extensions.breaker.CircuitBreakerMiddleware": 560,
+        # Scrapy's meta-refresh redirects at its place (580), skipped for a
+        # response whose bytes cannot declare one
+        "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+        "extensions.metarefresh.MetaRefreshMiddleware": 580,
         # a re-visit's validators: after every Scrapy middleware that sets
         # headers, before DownloaderStats (850) counts the request and
         # HttpCacheMiddleware (900), which must not answer or eat its 304
