@@ -119,7 +119,13 @@ def crawl_stock_scheduler(web, workdir: Path, depth: int, concurrency: int, time
                       (*extra, "-s", "SCHEDULER=scrapy.core.scheduler.Scheduler"), "stock scheduler")
 
 
-def crawl_stock(web, workdir: Path, depth: int, concurrency: int, timeout: float) -> CrawlRun:
+#: Our collector tuning (extensions.collector) on a stock crawl, at our defaults.
+STOCK_GC = ("-s", 'EXTENSIONS={"extensions.collector.CollectorTuning": 500}', "-s", "GC_TUNING_ENABLED=True",
+            "-s", "GC_FREEZE=True", "-s", "GC_THRESHOLD=10000,10,10")
+
+
+def crawl_stock(web, workdir: Path, depth: int, concurrency: int, timeout: float,
+                extra: tuple[str, ...] = (), name: str = "stock scrapy") -> CrawlRun:
     since = time.time()
     spider = workdir / "stock_spider.py"
     shutil.copy(ROOT / "bench" / "stock_spider.py", spider)
@@ -128,11 +134,11 @@ def crawl_stock(web, workdir: Path, depth: int, concurrency: int, timeout: float
         SCRAPY, "runspider", str(spider), "-a", f"seeds={web.seeds_file}",
         "-s", "TWISTED_DNS_RESOLVER=extensions.resolver.HostsFileResolver",
         "-s", f"DNS_HOSTS={web.hosts_file}", "-s", f"DEPTH_LIMIT={depth}",
-        "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO",
+        "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO", *extra,
     ]
     rss, cpu = run_measured(cmd, workdir, env, timeout)
     pages, seconds = pages_and_seconds(web.access_log, since)
-    return CrawlRun("stock scrapy", pages, seconds, rss, cpu)
+    return CrawlRun(name, pages, seconds, rss, cpu)
 
 
 def crawl_floor(web, workdir: Path, depth: int, concurrency: int, timeout: float) -> CrawlRun:
@@ -183,6 +189,9 @@ def main(argv: list[str] | None = None) -> None:
                              "CONTENTSEEN_ENABLED=False to compare the frontier alone")
     parser.add_argument("--checkout", action="append", default=[],
                         help="NAME=PATH: also crawl with the webcrawler checkout at PATH (repeatable)")
+    parser.add_argument("--stock-gc", action="store_true",
+                        help="also crawl stock Scrapy with our garbage-collector tuning "
+                             "(extensions.collector at our defaults): what of the ratio is that setting")
     args = parser.parse_args(argv)
     extra = tuple(part for item in args.settings for part in ("-s", item))
     checkouts = [(name, Path(path).resolve()) for name, _, path in
@@ -206,6 +215,11 @@ def main(argv: list[str] | None = None) -> None:
                         sink.append(crawl(web, rundir, args.depth, args.concurrency, args.timeout))
                     else:
                         sink.append(crawl(web, rundir, args.depth, args.concurrency, args.timeout, extra))
+                if args.stock_gc:
+                    rundir = workdir / f"stockgc-{run}"
+                    rundir.mkdir()
+                    others.setdefault("stock + gc", []).append(crawl_stock(
+                        web, rundir, args.depth, args.concurrency, args.timeout, STOCK_GC, "stock + gc"))
                 for name, path in checkouts:
                     rundir = workdir / f"checkout-{name}-{run}"
                     rundir.mkdir()
@@ -230,7 +244,8 @@ def main(argv: list[str] | None = None) -> None:
     print("webcrawler: our spider + frontier (1 request per host, politeness);"
           " stock scrapy: a plain CrawlSpider on Scrapy's defaults;"
           " stock scheduler: our spider with Scrapy's own scheduler;"
-          " scrapy floor: a spider fetching the ground truth's URLs, nothing else")
+          " scrapy floor: a spider fetching the ground truth's URLs, nothing else"
+          + ("; stock + gc: stock scrapy with our collector tuning (GC_* defaults)" if args.stock_gc else ""))
 
 
 if __name__ == "__main__":
