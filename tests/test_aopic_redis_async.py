@@ -75,27 +75,53 @@ def test_credits_are_those_of_the_synchronous_path(redis_server: RedisServer) ->
     assert waited["reactor_round_trips"] >= len(waited["pages"])
 
 
+def test_on_a_cluster_both_round_trips_of_a_payment_leave_the_reactor_thread(redis_cluster: Any) -> None:
+    """On a cluster a page's take and its links' credits are two scripts in
+    different slots: the worker thread sends the second from the first's
+    answer, so the reactor thread waits for neither. Every page is paid and
+    credits the same links as on the synchronous path, the ledger is
+    conserved; amounts may differ, as the pipelined takes of later pages
+    can run before earlier pages' credits (another valid order, as with
+    several processes)."""
+    answered = probe("credits", redis_cluster.url, unique_prefix(), "io_thread")
+    waited = probe("credits", redis_cluster.url, unique_prefix(), "inline")
+    assert answered["worker"] is True and waited["worker"] is False
+    assert answered["deferred"] == len(answered["pages"]) == len(answered["done"]) and waited["deferred"] == 0
+    assert [sorted(link for link, *_ in credits) for _, credits in answered["done"]] == \
+        [sorted(link for link, *_ in credits) for _, credits in waited["done"]]
+    assert sum(credit[1] > 0 for _, credits in answered["done"] for credit in credits) > 300
+    for result in (answered, waited):
+        conserved, put_in, rows, history = result["totals"]
+        assert abs(conserved - put_in) <= 1e-9 * put_in and rows > 300, result["totals"]
+    assert answered["totals"][1] == waited["totals"][1]  # the same cash put in
+    assert answered["reactor_round_trips"] == 0
+    assert waited["reactor_round_trips"] > len(waited["pages"])  # a take, and credits when it had cash
+
+
 @pytest.mark.parametrize("mode", ["io_thread", "inline"])
 def test_a_304_gets_its_stored_outlinks(redis_server: RedisServer, mode: str) -> None:
     result = probe("stored", redis_server.url, unique_prefix(), mode)
     assert result["links"] == result["expected"]
 
 
-def test_a_crawl_pays_off_the_reactor_thread_and_conserves_cash(redis_server: RedisServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["single", "cluster"])
+def test_a_crawl_pays_off_the_reactor_thread_and_conserves_cash(kind: str, redis_server: RedisServer,
+                                                                redis_cluster: Any, tmp_path: Path) -> None:
     """One ``scrapy crawl web`` on the shared frontier with AOPIC: the
     ground truth, no page twice, cash conserved, and the reactor thread
     waited for Redis well under once per page (the payment alone
-    was one round trip per page before)."""
+    was one round trip per page before, two on a cluster)."""
     prefix = unique_prefix()
+    url = redis_cluster.url if kind == "cluster" else redis_server.url
     with start_testweb(WebConfig(hosts=20, pages=8, links=5, seed=3), tmp_path / "web") as web:
-        settings = crawl_settings(web, redis_server.url, prefix)
+        settings = crawl_settings(web, url, prefix)
         with crawlers(tmp_path, str(web.seeds_file), settings, 1) as procs:
             [result] = wait_all(procs, tmp_path)
         assert result.returncode == 0, result.log[-3000:]
         assert result.report["finish_reason"] == "finished"
         assert_ground_truth(web)
         assert not repeats_other_than_retries(web)
-    assert_cash_conserved(redis_server.url, prefix)
+    assert_cash_conserved(url, prefix)
     pages = result.stats["response_received_count"]
     assert pages >= 100
     # the payment on the reactor thread alone made one per page; lease upkeep

@@ -26,7 +26,7 @@ rows in the ledger's slot. A row created with a stale ``d`` is owed the
 dividends since ``d``; :data:`JOIN` charges them to Lambda (``D - d`` per
 new row, whenever it runs), which keeps the total exact whatever order the
 scripts run in. On a cluster a process killed between these calls loses
-that page's cash (at most one page per process); on a single Redis nothing.
+that page's cash; on a single Redis nothing.
 
 Conservation, as the base ledger defines it, summed over the rows in Redis::
 
@@ -36,14 +36,17 @@ Conservation, as the base ledger defines it, summed over the rows in Redis::
 The process keeps a copy of the scalars, refreshed by every script's
 answer, for what only orders URLs (a URL's cash, the mean cash).
 
-In a crawl on a single Redis, :meth:`SharedLedger.distribute_then` sends a
-page's :data:`CASH` (with its links' rows) through the shared frontier's
-worker channel (:mod:`extensions.store.redis_worker`) instead of waiting for
-it on the reactor thread: the answer comes back to a callback. The store's
+In a crawl, :meth:`SharedLedger.distribute_then` sends a page's
+:data:`CASH` (with its links' rows) through the shared frontier's worker
+channel (:mod:`extensions.store.redis_worker`) instead of waiting for it on
+the reactor thread: the answer comes back to a callback. The store's
 buffered writes (the page's link records, its content-seen group) go first
 in the same job, so they still reach Redis before the page's ``FINISH``,
-which the same FIFO sends later. A cluster keeps the synchronous two round
-trips (a kill between them loses at most one page's cash per process).
+which the same FIFO sends later. On a cluster the worker thread sends the
+credits itself as soon as the take is answered (a ``follow`` of the job),
+and the callback buffers the :data:`JOIN`: the reactor waits for neither
+round trip. A process killed then loses the cash of the pages whose
+payment was on its way (a few per process; on a single Redis none).
 """
 
 from __future__ import annotations
@@ -249,6 +252,9 @@ class SharedLedger(AOPICLedger):
         """:meth:`distribute` through ``io`` (a worker channel on this
         single Redis, see the module docstring): ``then`` gets its result on
         the reactor thread, ``failed`` a Redis failure."""
+        if self.store.cluster:
+            self._distribute_per_tag_then(io, fingerprint, links, entries_of, then, failed)
+            return
         command = self._cash_command(fingerprint, links, len(links), None, "")
         reads, rows_of = self.store.entry_reads(entries_of)
         writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
@@ -259,6 +265,57 @@ class SharedLedger(AOPICLedger):
             self._update(answer[8])
             then(Paid(taken[0], taken[1], taken[2], changes), rows_of(answers[len(writes) + 1:]))
         io.submit([*writes, command, *reads], answered, failed)
+
+    def _distribute_per_tag_then(self, io: Any, take: int, credits: list[int], entries_of: list[int],
+                                 then: Callable[[Paid, dict[int, Entry]], None],
+                                 failed: Callable[[Exception], None]) -> None:
+        """:meth:`_run_per_tag` of a fetched page through ``io`` on a
+        cluster: the take (with the links' rows), then, sent by the worker
+        thread from its answer, the credits per tag; ``then`` gets both on
+        the reactor thread, which buffers the :data:`JOIN`."""
+        d, tax, outlinks = repr(self.dividend), repr(self.tax), len(credits)
+        view = ("HMGET", self._key, *FIELDS)
+        reads, rows_of = self.store.entry_reads(entries_of)
+        writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
+        first = [*writes, ("EVAL", CASH, 1, self.store.keys.cash(tag_of(take)), "0", d, tax, outlinks,
+                           1, take, "", ""), view, *reads]
+        by_tag: dict[str, list[int]] = {}
+        for position, fp in enumerate(credits):
+            by_tag.setdefault(tag_of(fp), []).append(position)
+        cash_key = self.store.keys.cash
+
+        def credit(answers: list[Any]) -> tuple[Any, ...]:  # on the worker thread: no state touched
+            try:
+                answer = answers[len(writes)]
+                amount = float(answer[3])
+                commands = [("EVAL", CASH, 1, cash_key(tag), "0", d, tax, outlinks, 0, 0, repr(amount), "",
+                             *[item for p in positions for item in (1, credits[p])])
+                            for tag, positions in by_tag.items()] if amount > 0 else []
+            except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
+                return [], None, lambda _: failed(err)
+            return [*commands, view], None, lambda found: paid(answers, found), failed
+
+        def paid(answers: list[Any], found: list[Any]) -> None:  # on the reactor thread
+            try:
+                answer, state = answers[len(writes)], answers[len(writes) + 1]
+                self._update(state)
+                self._update(found[-1])
+                taken, _, new, _ = _decode(answer)
+                changes: list[Change] = [(0.0, 0.0, False)] * len(credits)
+                put_in = 0.0
+                for positions, tag_answer in zip(by_tag.values(), found[:-1]):
+                    _, tag_changes, tag_new, tag_put_in = _decode(tag_answer)
+                    new, put_in = new + tag_new, put_in + tag_put_in
+                    for p, change in zip(positions, tag_changes):
+                        changes[p] = change
+                entries = rows_of(answers[len(writes) + 2:])
+            except Exception as err:  # noqa: BLE001 - the page's pipeline must end
+                failed(err)
+                return
+            # buffered, as on the synchronous path: the next store call or payment sends it
+            self.store.write("EVAL", JOIN, 1, self._key, repr(float(answer[4])), new, d, repr(put_in))
+            then(Paid(taken[0], taken[1], taken[2], changes), entries)
+        io.submit(first, None, failed, follow=credit)
 
     def take(self, fingerprint: int, rows: Any = None) -> tuple[float, float, int]:
         """The page was fetched and pays no outlinks: its cash all to Lambda."""

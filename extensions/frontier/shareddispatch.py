@@ -175,9 +175,9 @@ class SharedDispatch:
         self.off_reactor.settle()
 
     def payment_channel(self) -> Any:
-        """The worker, if running, on a single Redis (on a Cluster a page's
-        payment takes two round trips in different slots: paid at once)."""
-        return None if self.store.cluster else self.off_reactor.worker
+        """The worker, if running (on a cluster it sends a page's two round
+        trips, in different slots, one after the other itself)."""
+        return self.off_reactor.worker
 
     def has_pending(self) -> bool:
         """Work anywhere in the crawl: held hosts, requests in flight here,

@@ -53,8 +53,9 @@ logger = logging.getLogger(__name__)
 Command = tuple[Any, ...]
 #: what follows from a job's answers, sent by the worker thread itself in its
 #: next round trip (before anything queued since): commands and what follows
-#: from theirs, or None
-Follow = Callable[[list[Any]], "tuple[Sequence[Command], Follow | None] | None"]
+#: from theirs, optionally with the callbacks of that job (``then`` on the
+#: reactor thread with its answers, ``failed`` on a failure), or None
+Follow = Callable[[list[Any]], "tuple[Any, ...] | None"]
 MAX_JOBS = 512  # jobs per pipeline at most
 
 
@@ -73,11 +74,15 @@ class DirectIO:
     def submit(self, commands: Sequence[Command], then: Callable[[list[Any]], None] | None,
                failed: Callable[[Exception], None] | None = None, follow: Follow | None = None) -> None:
         answers = self.store.call(*commands)
-        step, found = follow, answers
+        step, found, later = follow, answers, []
         while step is not None and (chained := step(found)) is not None:
             found, step = self.store.call(*chained[0]), chained[1]
+            if len(chained) > 2 and chained[2] is not None:
+                later.append((chained[2], found))
         if then is not None:
             then(answers)
+        for chained_then, chained_answers in later:  # in the order the worker would deliver them
+            chained_then(chained_answers)
 
     def pending(self) -> int:
         return 0
@@ -236,7 +241,8 @@ class RedisWorker:
                 logger.exception("Following a Redis answer failed")
                 follows = None
             if follows is not None:
-                chained.append(_Job(follows[0], follow=follows[1]))
+                commands, step, *callbacks = follows
+                chained.append(_Job(commands, *callbacks, follow=step))
         if chained:
             with self._wake:  # counted before the jobs they follow are done: idle() stays false
                 self._outstanding += len(chained)
