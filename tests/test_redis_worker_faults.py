@@ -83,3 +83,42 @@ def test_a_new_hosts_listing_follows_its_enqueue_without_waiting_for_the_reactor
     reactor.turn()
     assert answers[0][0].new and answers[0][0].listed
     wait_until(worker.idle, "the worker idle", patience=200, interval=0.01)
+
+
+def _chained_job(key: str, seen: list[Any], failures: list[Exception]) -> tuple[list[Any], Any]:
+    """A job and a follow that sends a second job from its answer, with
+    callbacks of its own (what a cluster's AOPIC payment does)."""
+    def follow(answers: list[Any]) -> tuple[Any, ...]:
+        return [("INCRBY", key, int(answers[0]) * 10)], None, seen.append, failures.append
+    return [("INCR", key)], follow
+
+
+def test_a_follow_carries_callbacks_for_the_job_it_sends(
+        worker_leases: tuple[HostLeases, RedisWorker, Reactor]) -> None:
+    """The worker sends what follows from an answer itself; the followed
+    job's ``then`` gets that job's answers on the reactor thread, once."""
+    leases, worker, reactor = worker_leases
+    key, seen, failures = f"{unique_prefix()}:n", [], []
+    first, follow = _chained_job(key, seen, failures)
+    worker.submit(first, None, failures.append, follow=follow)
+    wait_until(lambda: leases.store.call(("GET", key))[0] == b"11", "the followed INCRBY sent",
+               patience=200, interval=0.01)
+    assert seen == []  # its callback waits for the reactor
+    wait_until(lambda: reactor.calls, "the answers handed to the reactor", patience=200, interval=0.01)
+    reactor.turn()
+    assert seen == [[11]] and failures == []
+    wait_until(worker.idle, "the worker idle", patience=200, interval=0.01)
+
+
+def test_the_direct_channel_runs_a_follows_callbacks_too() -> None:
+    from extensions.store.redis_worker import DirectIO
+    store = RedisStore(shared_server().url, unique_prefix())
+    store.open()
+    try:
+        key, seen, failures = f"{unique_prefix()}:n", [], []
+        first, follow = _chained_job(key, seen, failures)
+        answered: list[Any] = []
+        DirectIO(store).submit(first, answered.append, failures.append, follow=follow)
+        assert answered == [[1]] and seen == [[11]] and failures == []
+    finally:
+        store.close()
