@@ -292,7 +292,7 @@ class SharedLedger(AOPICLedger):
                              *[item for p in positions for item in (1, credits[p])])
                             for tag, positions in by_tag.items()] if amount > 0 else []
             except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
-                return [], None, lambda _: failed(err)
+                return [], None, lambda _, error=err: failed(error)
             return [*commands, view], None, lambda found: paid(answers, found), failed
 
         def paid(answers: list[Any], found: list[Any]) -> None:  # on the reactor thread
