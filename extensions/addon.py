@@ -35,7 +35,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # attempt's connection failure first
         "extensions.breaker.CircuitBreakerMiddleware": 560,
         # Scrapy's meta-refresh redirects at its place (580), skipped for a
-        # response whose bytes cannot declare one
+        # response whose bytes cannot declare one (see REPLACEMENTS)
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
         "extensions.metarefresh.MetaRefreshMiddleware": 580,
         # a re-visit's validators: after every Scrapy middleware that sets
@@ -71,6 +71,16 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
 }
 
 
+#: Ours -> the Scrapy component it takes the place of: a project that
+#: places Scrapy's itself (disabled with None, or at an order of its own)
+#: keeps its choice, and ours is not added.
+REPLACEMENTS: dict[str, dict[str, str]] = {
+    "DOWNLOADER_MIDDLEWARES": {
+        "extensions.metarefresh.MetaRefreshMiddleware": "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware",
+    },
+}
+
+
 def default_settings() -> dict[str, Any]:
     """Every upper-case name of :mod:`extensions.defaults` with its value."""
     return {name: getattr(defaults, name) for name in dir(defaults) if name.isupper()}
@@ -83,11 +93,25 @@ class WebcrawlerAddon:
         for name, value in default_settings().items():
             settings.set(name, value, "addon")
         for setting, components in COMPONENTS.items():
+            kept = _placed_replacements(settings, setting)
             for path, order in components.items():
+                if path in kept:
+                    continue
                 settings.setdefault_in_component_priority_dict(
                     setting, load_object(path), order
                 )
         check_links_in_items(settings)
+
+
+def _placed_replacements(settings: BaseSettings, setting: str) -> set[str]:
+    """Our replacements and the Scrapy components they replace, for each
+    Scrapy component the project placed in ``setting`` itself: left out."""
+    placed = {load_object(key) if isinstance(key, str) else key for key in settings.getdict(setting)}
+    kept: set[str] = set()
+    for ours, scrapys in REPLACEMENTS.get(setting, {}).items():
+        if load_object(scrapys) in placed:
+            kept |= {ours, scrapys}
+    return kept
 
 
 LINK_SCHEDULER = "extensions.pipelines.links.LinkScheduler"

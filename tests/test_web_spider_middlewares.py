@@ -68,3 +68,20 @@ def test_scrapys_remote_control_server_is_off_unless_asked_for() -> None:
     the telnet console is; ``-s REMOTE_CONTROL_ENABLED=True`` turns it on."""
     assert crawler_settings().getbool("REMOTE_CONTROL_ENABLED") is False
     assert crawler_settings(REMOTE_CONTROL_ENABLED=True).getbool("REMOTE_CONTROL_ENABLED") is True
+
+
+def downloader_middlewares(**values: Any) -> dict[type, int | None]:
+    merged = crawler_settings(**values).get_component_priority_dict_with_base("DOWNLOADER_MIDDLEWARES")
+    return {load_object(path) if isinstance(path, str) else path: order for path, order in merged.items()}
+
+
+def test_our_meta_refresh_takes_scrapys_place_unless_the_project_placed_scrapys() -> None:
+    from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware as Scrapys
+    from extensions.metarefresh import MetaRefreshMiddleware as Ours
+    default = downloader_middlewares()
+    assert default[Ours] == 580 and default.get(Scrapys) is None  # None: left out of the merged dict
+    scrapys = "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"
+    off = downloader_middlewares(DOWNLOADER_MIDDLEWARES={scrapys: None})  # meta refresh switched off
+    assert off.get(Scrapys) is None and off.get(Ours) is None
+    moved = downloader_middlewares(DOWNLOADER_MIDDLEWARES={scrapys: 650})
+    assert moved[Scrapys] == 650 and moved.get(Ours) is None
