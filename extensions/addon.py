@@ -103,10 +103,16 @@ class WebcrawlerAddon:
         check_links_in_items(settings)
 
 
+def placed_components(settings: BaseSettings, setting: str) -> set[Any]:
+    """The components (classes) the project placed in the component
+    dictionary ``setting`` itself, at any order, None included."""
+    return {load_object(key) if isinstance(key, str) else key for key in settings.getdict(setting)}
+
+
 def _placed_replacements(settings: BaseSettings, setting: str) -> set[str]:
     """Our replacements and the Scrapy components they replace, for each
     Scrapy component the project placed in ``setting`` itself: left out."""
-    placed = {load_object(key) if isinstance(key, str) else key for key in settings.getdict(setting)}
+    placed = placed_components(settings, setting)
     kept: set[str] = set()
     for ours, scrapys in REPLACEMENTS.get(setting, {}).items():
         if load_object(scrapys) in placed:

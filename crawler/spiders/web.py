@@ -47,10 +47,10 @@ from scrapy.spidermiddlewares.metacopy import MetaCopyDetectionMiddleware
 from scrapy.spidermiddlewares.referer import RefererMiddleware
 from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 from scrapy.utils.gz import gunzip
-from scrapy.utils.misc import load_object
 from scrapy.utils.sitemap import Sitemap
 
 from crawler.items import PageItem
+from extensions.addon import placed_components
 from extensions.frontier.page import link_request
 from extensions.processors.content_features import ContentFeatureExtractor
 from extensions.processors.registry import ProcessorRegistry
@@ -69,8 +69,8 @@ logger = logging.getLogger(__name__)
 def switch_off(settings: BaseSettings, name: str, components: list[type]) -> None:
     """Set each of ``components`` to None in the component dictionary
     ``name``, unless the project placed it there itself."""
+    placed = placed_components(settings, name)
     middlewares = settings.getdict(name)
-    placed = {load_object(key) if isinstance(key, str) else key for key in middlewares}
     middlewares.update({component: None for component in components if component not in placed})
     # at spider priority at least: the crawler runner merges its own (default
     # priority) dictionaries into the crawler's settings afterwards

@@ -273,24 +273,16 @@ class SharedLedger(AOPICLedger):
         cluster: the take (with the links' rows), then, sent by the worker
         thread from its answer, the credits per tag; ``then`` gets both on
         the reactor thread, which buffers the :data:`JOIN`."""
-        d, tax, outlinks = repr(self.dividend), repr(self.tax), len(credits)
+        d, outlinks = repr(self.dividend), len(credits)
         view = ("HMGET", self._key, *FIELDS)
         reads, rows_of = self.store.entry_reads(entries_of)
         writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
-        first = [*writes, ("EVAL", CASH, 1, self.store.keys.cash(tag_of(take)), "0", d, tax, outlinks,
-                           1, take, "", ""), view, *reads]
-        by_tag: dict[str, list[int]] = {}
-        for position, fp in enumerate(credits):
-            by_tag.setdefault(tag_of(fp), []).append(position)
-        cash_key = self.store.keys.cash
+        first = [*writes, self._take_command(take, d, outlinks), view, *reads]
+        by_tag = _positions_by_tag(credits)
 
         def credit(answers: list[Any]) -> tuple[Any, ...]:  # on the worker thread: no state touched
             try:
-                answer = answers[len(writes)]
-                amount = float(answer[3])
-                commands = [("EVAL", CASH, 1, cash_key(tag), "0", d, tax, outlinks, 0, 0, repr(amount), "",
-                             *[item for p in positions for item in (1, credits[p])])
-                            for tag, positions in by_tag.items()] if amount > 0 else []
+                commands = self._credit_commands(by_tag, credits, d, outlinks, float(answers[len(writes)][3]), "")
             except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
                 return [], None, lambda _, error=err: failed(error)
             return [*commands, view], None, lambda found: paid(answers, found), failed
@@ -301,19 +293,13 @@ class SharedLedger(AOPICLedger):
                 self._update(state)
                 self._update(found[-1])
                 taken, _, new, _ = _decode(answer)
-                changes: list[Change] = [(0.0, 0.0, False)] * len(credits)
-                put_in = 0.0
-                for positions, tag_answer in zip(by_tag.values(), found[:-1]):
-                    _, tag_changes, tag_new, tag_put_in = _decode(tag_answer)
-                    new, put_in = new + tag_new, put_in + tag_put_in
-                    for p, change in zip(positions, tag_changes):
-                        changes[p] = change
+                changes, tag_new, put_in = _merge_credits(by_tag, found[:-1], len(credits))
                 entries = rows_of(answers[len(writes) + 2:])
             except Exception as err:  # noqa: BLE001 - the page's pipeline must end
                 failed(err)
                 return
             # buffered, as on the synchronous path: the next store call or payment sends it
-            self.store.write("EVAL", JOIN, 1, self._key, repr(float(answer[4])), new, d, repr(put_in))
+            self.store.write("EVAL", JOIN, 1, self._key, repr(float(answer[4])), new + tag_new, d, repr(put_in))
             then(Paid(taken[0], taken[1], taken[2], changes), entries)
         io.submit(first, None, failed, follow=credit)
 
@@ -379,30 +365,37 @@ class SharedLedger(AOPICLedger):
         view = ("HMGET", self._key, *FIELDS)  # the dividend for the next page (one slot per command)
         if take is not None:
             (answer, state), entries = self.store.call_with_entries(
-                [("EVAL", CASH, 1, self.store.keys.cash(tag_of(take)), "0", d, repr(self.tax), outlinks,
-                  1, take, "", ""), view], entries_of)
+                [self._take_command(take, d, outlinks), view], entries_of)
             self._update(state)
             taken, _, new, _ = _decode(answer)
             to_lambda = float(answer[4])
             amount = taken[3] if amount is None else amount
-        by_tag: dict[str, list[int]] = {}
-        for position, fp in enumerate(credits):
-            by_tag.setdefault(tag_of(fp), []).append(position)
-        commands = [("EVAL", CASH, 1, self.store.keys.cash(tag), "0", d, repr(self.tax), outlinks, 0, 0,
-                     repr(float(amount or 0.0)), mode, *[item for p in positions for item in (1, credits[p])])
-                    for tag, positions in by_tag.items()] if (amount or 0.0) > 0 else []
+        by_tag = _positions_by_tag(credits)
+        commands = self._credit_commands(by_tag, credits, d, outlinks, amount or 0.0, mode)
         changes: list[Change] = [(0.0, 0.0, False)] * len(credits)
         if commands or entries is None:
             found, read = self.store.call_with_entries([*commands, view], [] if entries is not None else entries_of)
             self._update(found.pop())
             entries = read if entries is None else entries
-            for positions, answer in zip(by_tag.values(), found):
-                _, tag_changes, tag_new, tag_put_in = _decode(answer)
-                new, put_in = new + tag_new, put_in + tag_put_in
-                for p, change in zip(positions, tag_changes):
-                    changes[p] = change
+            changes, tag_new, put_in = _merge_credits(by_tag, found, len(credits))
+            new += tag_new
         self.store.write("EVAL", JOIN, 1, self._key, repr(to_lambda), new, d, repr(put_in))
         return taken, changes, entries
+
+    def _take_command(self, take: int, d: str, outlinks: int) -> tuple[Any, ...]:
+        """A cluster's :data:`CASH` taking a fetched page's cash, in its slot."""
+        return ("EVAL", CASH, 1, self.store.keys.cash(tag_of(take)), "0", d, repr(self.tax), outlinks,
+                1, take, "", "")
+
+    def _credit_commands(self, by_tag: dict[str, list[int]], credits: list[int], d: str, outlinks: int,
+                         amount: float, mode: str) -> list[tuple[Any, ...]]:
+        """A cluster's :data:`CASH` crediting ``amount`` to ``credits``, one
+        per slot (``by_tag``: positions in ``credits``); none without cash."""
+        if amount <= 0:
+            return []
+        return [("EVAL", CASH, 1, self.store.keys.cash(tag), "0", d, repr(self.tax), outlinks, 0, 0,
+                 repr(float(amount)), mode, *[item for p in positions for item in (1, credits[p])])
+                for tag, positions in by_tag.items()]
 
     # -- reads ------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -415,6 +408,27 @@ class SharedLedger(AOPICLedger):
         cash, history, marks = self.store.cash_totals()
         count = self.store.cash_count()
         return LedgerTotals(cash, count * self.dividend - marks, self.lambda_cash, self.put_in, history, count)
+
+
+def _positions_by_tag(credits: list[int]) -> dict[str, list[int]]:
+    """The positions in ``credits`` of each slot tag's URLs."""
+    by_tag: dict[str, list[int]] = {}
+    for position, fp in enumerate(credits):
+        by_tag.setdefault(tag_of(fp), []).append(position)
+    return by_tag
+
+
+def _merge_credits(by_tag: dict[str, list[int]], answers: list[Any], count: int) -> tuple[list[Change], int, float]:
+    """The per-slot credit answers as one change per credited URL (in
+    ``credits`` order), with the new rows and the cash put in, summed."""
+    changes: list[Change] = [(0.0, 0.0, False)] * count
+    new, put_in = 0, 0.0
+    for positions, answer in zip(by_tag.values(), answers):
+        _, tag_changes, tag_new, tag_put_in = _decode(answer)
+        new, put_in = new + tag_new, put_in + tag_put_in
+        for p, change in zip(positions, tag_changes):
+            changes[p] = change
+    return changes, new, put_in
 
 
 def _decode(answer: list[Any]) -> tuple[Taken, list[Change], int, float]:
