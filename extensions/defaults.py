@@ -56,7 +56,7 @@ URL_FILTER_MAX_LENGTH = 2083
 URL_FILTER_MAX_QUERY_PARAMS = 12  # more query arguments: refused (0: no limit)
 URL_FILTER_MAX_SEGMENT_REPEATS = 3  # a path segment seen more often: refused (0: no limit)
 URL_FILTER_SCHEMES = ["http", "https"]
-URL_FILTER_SESSION_MIN_LINKS = 3  # a token on a page's links to this many URLs: a session id (0: off)
+URL_FILTER_SESSION_MIN_LINKS = 3  # a token on a page's links to this many URLs: a suspected session id (0: off)
 URL_FILTER_TRAPS_ENABLED = True  # extensions.urls.traps.TrapFilter: sessions, calendars, descents
 URL_FILTER_TRAP_MEMORY = 65536  # entries of each of the trap filter's LRU maps
 

@@ -18,21 +18,62 @@ def test_a_token_is_a_long_generated_looking_value(value: str, expected: bool) -
     assert is_token(value) is expected
 
 
-@pytest.mark.parametrize(("links", "expected"), [
-    ([f"http://s.test/c/{i}/?s={TOKEN}" for i in range(4)], [f"http://s.test/c/{i}/" for i in range(4)]),
-    ([f"http://s.test/c/{i}/;ssid={TOKEN}" for i in range(4)], [f"http://s.test/c/{i}/" for i in range(4)]),
-    ([f"http://s.test/sess/{TOKEN}/c/{i}/" for i in range(4)],
+@pytest.mark.parametrize(("page", "links", "expected"), [
+    (f"http://s.test/?s={OTHER}", [f"http://s.test/c/{i}/?s={TOKEN}" for i in range(4)],
+     [f"http://s.test/c/{i}/" for i in range(4)]),
+    (f"http://s.test/;ssid={OTHER}", [f"http://s.test/c/{i}/;ssid={TOKEN}" for i in range(4)],
+     [f"http://s.test/c/{i}/" for i in range(4)]),
+    (f"http://s.test/sess/{OTHER}/", [f"http://s.test/sess/{TOKEN}/c/{i}/" for i in range(4)],
      [f"http://s.test/sess/{TOKEN}/c/{i}/" for i in range(4)]),
 ])
-def test_a_token_on_most_links_of_a_page_is_a_session_id(links: list[str], expected: list[str]) -> None:
+def test_a_token_the_server_changed_on_most_links_of_a_page_is_a_session_id(
+        page: str, links: list[str], expected: list[str]) -> None:
+    """The page was requested under one value and links every page under
+    another: the server minted a new session."""
     signals = TrapSignals()
-    assert signals.filter("http://s.test/", links) == expected
+    assert signals.filter(page, links) == expected
+    assert signals.counts["session_params"] == 1
+
+
+def test_a_token_repeated_in_a_pages_links_is_only_suspected_and_never_rewritten() -> None:
+    """A page reached without the value links most pages with it: it may be
+    a session, or a content id (a repository's head commit); the links stay."""
+    signals = TrapSignals()
+    links = [f"http://s.test/c/{i}/?s={TOKEN}" for i in range(4)]
+    assert signals.filter("http://s.test/", links) == links
+    assert signals.counts["session_suspected"] == 1
+    assert "session_params" not in signals.counts
+    assert signals.filter("http://s.test/", links) == links  # same value on a second fetch: not proven
+
+
+def test_a_content_id_repeated_in_a_commit_pages_links_keeps_its_parameter() -> None:
+    """A version-control front end's commit page repeats its own commit id in
+    most of its links (tree, diff, patch views): that id names content."""
+    signals = TrapSignals()
+    commit = "3f2a9c1e0b7d4a6f8e2c5b1d9a0f7e3c6b4d2a18"
+    views = ("commit", "tree", "diff", "patch", "log", "stats", "plain/README", "plain/setup.py")
+    links = [f"http://git.test/repo/{view}/?id={commit}" for view in views]
+    links += ["http://git.test/repo/", "http://git.test/repo/refs/"]
+    page = f"http://git.test/repo/commit/?id={commit}"
+    assert signals.filter(page, links) == links
+    assert "session_params" not in signals.counts
+    later = [f"http://git.test/repo/tree/?id={'0' * 40}", f"http://git.test/repo/commit/?id={'1' * 40}"]
+    assert signals.filter("http://git.test/repo/log/", later) == later
+    assert "session_stripped" not in signals.counts
+
+
+def test_a_value_that_differs_between_two_fetches_of_the_same_page_is_a_session_id() -> None:
+    signals = TrapSignals()
+    first = [f"http://s.test/c/{i}/?s={TOKEN}" for i in range(4)]
+    assert signals.filter("http://s.test/", first) == first  # suspected
+    second = [f"http://s.test/c/{i}/?s={OTHER}" for i in range(4)]
+    assert signals.filter("http://s.test/", second) == [f"http://s.test/c/{i}/" for i in range(4)]
     assert signals.counts["session_params"] == 1
 
 
 def test_a_learned_session_id_is_removed_from_the_hosts_later_links() -> None:
     signals = TrapSignals()
-    signals.filter("http://s.test/", [f"http://s.test/c/{i}/?s={TOKEN}" for i in range(4)])
+    signals.filter(f"http://s.test/?s={OTHER}", [f"http://s.test/c/{i}/?s={TOKEN}" for i in range(4)])
     later = signals.filter("http://s.test/c/1/", [f"http://s.test/p/1.html?q=x&s={OTHER}",
                                                   f"http://other.test/?s={OTHER}"])
     assert later == ["http://s.test/p/1.html?q=x", f"http://other.test/?s={OTHER}"]
@@ -40,7 +81,7 @@ def test_a_learned_session_id_is_removed_from_the_hosts_later_links() -> None:
 
 def test_a_path_session_is_pinned_to_the_first_value_seen() -> None:
     signals = TrapSignals()
-    signals.filter("http://s.test/", [f"http://s.test/sess/{TOKEN}/c/{i}/" for i in range(4)])
+    signals.filter(f"http://s.test/sess/{OTHER}/", [f"http://s.test/sess/{TOKEN}/c/{i}/" for i in range(4)])
     assert signals.filter("http://s.test/x", [f"http://s.test/sess/{OTHER}/p/9.html"]) == [
         f"http://s.test/sess/{TOKEN}/p/9.html"]
 
@@ -100,7 +141,7 @@ def test_the_filter_rewrites_an_items_links_and_counts_in_stats() -> None:
     crawler = get_crawler(settings_dict=default_settings())
     crawler.stats.open_spider()
     pipeline = TrapFilter.from_crawler(crawler)
-    item = {"url": "http://s.test/", "links": [f"http://s.test/c/{i}/?s={TOKEN}" for i in range(4)]}
+    item = {"url": f"http://s.test/?s={OTHER}", "links": [f"http://s.test/c/{i}/?s={TOKEN}" for i in range(4)]}
     assert pipeline.process_item(item)["links"] == [f"http://s.test/c/{i}/" for i in range(4)]
     assert crawler.stats.get_value("urlfilter/session_stripped") == 4
     assert pipeline.process_item({"url": "http://s.test/x"}) == {"url": "http://s.test/x"}  # no links

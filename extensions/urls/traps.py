@@ -11,11 +11,19 @@ schedules what is left in the item's ``links``):
   and digits, hex or random-looking) that one page puts, identically, in the
   same place (a query argument, a ``;name=`` path parameter, or a path
   segment after the same prefix) of most of its same-host links to at least
-  ``URL_FILTER_SESSION_MIN_LINKS`` different URLs is a session id: a server
-  rewriting every link of the page. From then on that place is removed from
-  the host's links (query and path parameters) or set to the first value seen
-  (a path segment, which cannot be removed without changing the page),
-  so every session spells a page the same way (``urlfilter/session_stripped``).
+  ``URL_FILTER_SESSION_MIN_LINKS`` different URLs is a *suspected* session id
+  (``urlfilter/session_suspected``). It is *proven* only when the server
+  changed the value: the page's own URL holds another value in that place
+  (the server answered a request under one session with links under a new
+  one), or a second fetch of the same URL put another value there. A proven
+  place is removed from the host's later links (query and path parameters)
+  or set to the first value seen (a path segment, which cannot be removed
+  without changing the page), so every session spells a page the same way
+  (``urlfilter/session_params`` proven, ``urlfilter/session_stripped``
+  rewrites). A suspicion is never a rewrite: a value that names content (a
+  commit id repeated in a commit page's links) is the same on every fetch.
+  Well-known session names (``jsessionid``, ``phpsessid``, ...) are stripped
+  earlier, by ``LINKS_STRIP_PARAMS``.
 * **Calendars**: a URL holding a date (``/2026/05/``, ``/2026-05-14``,
   ``?year=2026&month=5``) is a value of its template (the URL with the date
   taken out); each host and template gets at most ``URL_FILTER_MAX_DATES``
@@ -121,7 +129,9 @@ class TrapSignals:
         self.max_dates = max_dates
         self.max_descent = max_descent
         self.session_min_links = session_min_links
-        self.sessions: _Lru = _Lru(memory)  # host -> {place: canonical value or ""}
+        self.sessions: _Lru = _Lru(memory)  # host -> {proven place: canonical value or ""}
+        self.suspects: _Lru = _Lru(memory)  # (host, place) suspected, not proven
+        self.fetched: _Lru = _Lru(memory)  # page URL -> {suspected place: value in its links}
         self.dates: _Lru = _Lru(memory)  # (host, template) -> set of dates
         self.descents: _Lru = _Lru(memory)  # url -> descent steps that reached it
         self.counts: dict[str, int] = {}
@@ -138,7 +148,7 @@ class TrapSignals:
         split = [(url, *netloc_path(url)) for url in links]  # each link split once
         page_host, page_path = netloc_path(page_url)
         if self.session_min_links:
-            self._learn_sessions(page_host, [url for url, netloc, _ in split if netloc == page_host])
+            self._learn_sessions(page_host, page_url, [url for url, netloc, _ in split if netloc == page_host])
         kept = []
         steps = self.descents.get(page_url, 0)
         sessions = self.sessions
@@ -186,9 +196,11 @@ class TrapSignals:
                 rest = "/".join(segments[:index] + ["*"] + segments[index + 1:])
                 yield ("/", "/".join(segments[:index])), segment, rest + "?" + query
 
-    def _learn_sessions(self, host: str, same_host: list[str]) -> None:
-        """A token in one place of most same-host links, to several URLs,
-        is a session id of ``host``."""
+    def _learn_sessions(self, host: str, page_url: str, same_host: list[str]) -> None:
+        """A token in one place of most same-host links, to several URLs, is
+        a suspected session id of ``host``; proven (and from then on
+        rewritten) when the server changed the value: the page's own URL,
+        or an earlier fetch of it, had another value in that place."""
         if len(same_host) < self.session_min_links:
             return
         rests: dict[tuple[tuple[str, str], str], set[str]] = {}
@@ -197,13 +209,24 @@ class TrapSignals:
                 continue
             for place, value, rest in self._places(url):
                 rests.setdefault((place, value), set()).add(rest)
+        known = self.sessions.get(host) or {}
+        observed: dict[tuple[str, str], str] = {}
         for (place, value), others in rests.items():
-            if len(others) >= self.session_min_links and 2 * len(others) >= len(set(same_host)):
-                known = self.sessions.get(host) or {}
-                if place not in known:
-                    known[place] = value if place[0] == "/" else ""
-                    self.sessions.put(host, known)
-                    self._count("session_params")
+            if place in known or not (
+                    len(others) >= self.session_min_links and 2 * len(others) >= len(set(same_host))):
+                continue
+            observed[place] = value
+            requested = {p: v for p, v, _ in self._places(page_url)}.get(place)
+            earlier = (self.fetched.get(page_url) or {}).get(place)
+            if (requested is not None and requested != value) or (earlier is not None and earlier != value):
+                known[place] = value if place[0] == "/" else ""
+                self.sessions.put(host, known)
+                self._count("session_params")
+            elif (host, place) not in self.suspects:
+                self.suspects.put((host, place), True)
+                self._count("session_suspected")
+        if observed:
+            self.fetched.put(page_url, observed)
 
     def _rewrite(self, url: str, host: str) -> str:
         places = self.sessions[host]
