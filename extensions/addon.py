@@ -34,6 +34,9 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # beside the downloader, after RetryMiddleware (550): it sees every
         # attempt's connection failure first
         "extensions.breaker.CircuitBreakerMiddleware": 560,
+        # before RetryMiddleware (550) in the response's path: a 429 or 503
+        # pauses the origin and goes back to the frontier, no retry spent
+        "extensions.pushback.PushbackMiddleware": 555,
         # Scrapy's meta-refresh redirects at its place (580), skipped for a
         # response whose bytes cannot declare one (see REPLACEMENTS)
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,

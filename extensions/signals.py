@@ -48,3 +48,10 @@ robots_rules_parsed = object()
 #: frees its host at once, without a politeness gap, since nothing was
 #: fetched. Arguments: ``request``, ``reason``.
 request_excluded = object()
+
+#: A host keeps asking the crawler to slow down (429 or 503 answers, see
+#: :mod:`extensions.pushback`): for the rest of the crawl the frontier waits
+#: at least ``delay`` seconds between the end of one fetch of the host and
+#: the start of the next (a longer gap it already keeps stays).
+#: Arguments: ``origin`` (``scheme://host[:port]``), ``delay``.
+politeness_widened = object()

@@ -58,7 +58,7 @@ from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
 from extensions.frontier.wakeup import WakeUpTimer
 from extensions.frontier.writeahead import WriteAhead
-from extensions.signals import host_assigned, origin_deferred, origin_held, request_excluded, robots_rules_parsed, urls_refused
+from extensions.signals import host_assigned, origin_deferred, origin_held, politeness_widened, request_excluded, robots_rules_parsed, urls_refused
 from extensions.store.base import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
 
 if TYPE_CHECKING:
@@ -141,6 +141,7 @@ class Frontier(BaseScheduler):
         # a redirect or retry replaces the response before response_received
         connect(frontier.response_received, signals.response_downloaded)
         connect(frontier.robots_rules_parsed, robots_rules_parsed)
+        connect(frontier.politeness_widened, politeness_widened)
         connect(frontier.request_excluded, request_excluded)
         connect(frontier.origin_held, origin_held)
         connect(frontier.origin_deferred, origin_deferred)
@@ -393,6 +394,10 @@ class Frontier(BaseScheduler):
         if self.dispatch.scheduled(host):
             self.dispatch.reschedule(host)
 
+    def politeness_widened(self, origin: str, delay: float) -> None:
+        """Signal handler: ``origin``'s host waits at least ``delay`` seconds between fetches from now on."""
+        self.politeness.widen(self.hostkey.of_request(Request(origin + "/")), delay)
+
     def request_excluded(self, request: Request, reason: str) -> None:
         """Signal handler: a request handed out must not be fetched
         (robots.txt): record it excluded and free its host at once, without
@@ -414,8 +419,8 @@ class Frontier(BaseScheduler):
         ``request``, refused for it, comes back to its queue whenever its
         refusal is seen (even after the hold ended), never as a failure."""
         record = self.inflight.get(request)
-        if record is not None:
-            record.held = True
+        if record is not None:  # refused, not fetched (even with a response: a 429 pushed back)
+            record.held, record.ok = True, False
         self.holds.hold(origin, self.clock() + max(0.0, delay), reason)
         self.stats.inc_value("frontier/origin_holds")
         logger.info("Holding %s for %.1fs: %s", origin, delay, reason)
