@@ -58,10 +58,12 @@ class Visit:
 
 
 class PushbackWeb(LocalServer):
-    """The server; ``rules`` names the hosts that push back, ``calm`` those that never do."""
+    """The server; ``rules`` names the hosts that push back, ``calm`` those
+    that never do; a host in ``slow`` takes that many seconds per answer."""
 
-    def __init__(self, rules: dict[str, Rule], calm: list[str], pages: int = 10, delay: float = 0.0) -> None:
-        self.rules, self.pages, self.delay = dict(rules), pages, delay
+    def __init__(self, rules: dict[str, Rule], calm: list[str], pages: int = 10,
+                 slow: dict[str, float] | None = None) -> None:
+        self.rules, self.pages, self.slow = dict(rules), pages, dict(slow or {})
         self.names = [*rules, *calm]
         self.visits: list[Visit] = []
         self.answered: dict[str, int] = {}  # host -> requests answered (robots.txt aside)
@@ -78,8 +80,8 @@ class PushbackWeb(LocalServer):
 
     def answer(self, request: Request) -> Reply:
         start = time.time()
-        if self.delay:
-            time.sleep(self.delay)  # a slow server: it synchronises nothing
+        if request.host in self.slow:
+            time.sleep(self.slow[request.host])  # a slow host: it synchronises nothing
         reply = self.reply(request)
         retry_after = reply.headers.get("Retry-After")
         with self.lock:

@@ -224,6 +224,8 @@ class OffReactor:
         parts = dispatch.parts
         stats = parts.stats
         dispatch._heap_hosts, dispatch._heap_checked = poll.hosts, now
+        if acquired:  # a host given away may have an origin held since our last renewal: know it before a take
+            dispatch.upkeep.adopt_holds()
         for got in acquired:
             dispatch.held[got.host] = HeldHost(got.queued, got.head, got.expires, now)
             parts.politeness.hold(got.host, now + got.wait)
