@@ -120,13 +120,14 @@ CIRCUIT_BREAKER_RETRY_TIMES = 5  # failed probes before the origin's URLs are de
 # A host that keeps pushing back gets a wider politeness delay for the crawl.
 PUSHBACK_ENABLED = True
 PUSHBACK_BACKOFF_DELAY = 10.0  # pause without a Retry-After; doubles with each pushback in a row
-PUSHBACK_HOST_DELAY = 2.0  # the host's delay once it has pushed back PUSHBACK_WIDEN_AFTER times
-PUSHBACK_HOST_DELAY_FACTOR = 2.0  # that delay multiplied by this at each further pushback
+PUSHBACK_HOST_DELAY = 2.0  # the host's delay once PUSHBACK_WIDEN_AFTER of its URLs pushed back
+PUSHBACK_HOST_DELAY_FACTOR = 2.0  # that delay multiplied by this at each further URL
 PUSHBACK_HOST_MAX_DELAY = 60.0  # cap of the widened delay (as ROBOTSTXT_MAX_CRAWL_DELAY)
 PUSHBACK_MAX_DELAY = 600.0  # cap of one pause (a longer Retry-After is cut to this)
+PUSHBACK_MAX_PER_URL = 3  # pushbacks of one URL in a row obeyed; the next goes on to RetryMiddleware and the spider
 PUSHBACK_RETRY_TIMES = 8  # pushbacks in a row (no other answer between) before the origin is deferred
 PUSHBACK_STATUSES = [429, 503]
-PUSHBACK_WIDEN_AFTER = 2  # pushbacks of a host before its politeness delay widens
+PUSHBACK_WIDEN_AFTER = 2  # URLs of a host that pushed back before its politeness delay widens
 
 
 # --- DNS (extensions.dns) --------------------------------------------------

@@ -15,11 +15,15 @@ retries (``RETRY_TIMES``). It:
   exponential back-off: ``PUSHBACK_BACKOFF_DELAY`` doubled with each
   pushback of the origin since its last other answer, at most
   ``PUSHBACK_MAX_DELAY``;
-* widens the host's politeness delay for the rest of the crawl once it has
-  pushed back ``PUSHBACK_WIDEN_AFTER`` times (adaptive politeness, as
-  Nutch's exponential back-off per queue does): ``PUSHBACK_HOST_DELAY``,
-  times ``PUSHBACK_HOST_DELAY_FACTOR`` with each further pushback, at most
-  ``PUSHBACK_HOST_MAX_DELAY``, announced with ``politeness_widened``;
+* widens the host's politeness delay for the rest of the crawl once
+  ``PUSHBACK_WIDEN_AFTER`` of its URLs have pushed back (adaptive
+  politeness, as Nutch's exponential back-off per queue): to
+  ``PUSHBACK_HOST_DELAY``, times ``PUSHBACK_HOST_DELAY_FACTOR`` with each
+  further URL, at most ``PUSHBACK_HOST_MAX_DELAY``, announced with
+  ``politeness_widened``; one URL's repeats widen nothing;
+* hands a URL's answer on as it is (to ``RetryMiddleware``, then the
+  spider) after ``PUSHBACK_MAX_PER_URL`` pushbacks of that URL in a row: a
+  page that always answers 503 is a broken page, not a busy host;
 * defers the origin for this run (``origin_deferred``) after
   ``PUSHBACK_RETRY_TIMES`` pushbacks in a row, so a site that never stops
   refusing cannot keep a crawl open.
@@ -28,7 +32,8 @@ robots.txt fetches are left to the robots.txt middleware. Stats:
 ``pushback/responses``, ``pushback/status/<code>``,
 ``pushback/retry_after/<seconds|date|none|invalid>``,
 ``pushback/pause_seconds`` (the pauses' sum), ``pushback/widened``,
-``pushback/hosts_slowed``, ``pushback/host_delay_max``, ``pushback/deferred``.
+``pushback/hosts_slowed``, ``pushback/host_delay_max``,
+``pushback/handed_on``, ``pushback/deferred``.
 """
 
 from __future__ import annotations
@@ -54,6 +59,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: meta key: this request had its PUSHBACK_MAX_PER_URL pushbacks; its answers
+#: (and its retries') go on to RetryMiddleware and the spider as they are
+HANDED_ON = "pushback_handed_on"
+
 
 def retry_after(value: str | None, now: float) -> tuple[str, float | None]:
     """How a ``Retry-After`` header reads, and its seconds from ``now`` (a
@@ -74,6 +83,28 @@ def retry_after(value: str | None, now: float) -> tuple[str, float | None]:
 
 
 @dataclass(frozen=True, slots=True)
+class Limits:
+    """The pushback settings, checked (``PUSHBACK_*``)."""
+
+    backoff_delay: float = 10.0
+    max_delay: float = 600.0
+    max_per_url: int = 3
+    retry_times: int = 8
+    widen_after: int = 2
+    host_delay: float = 2.0
+    host_delay_factor: float = 2.0
+    host_max_delay: float = 60.0
+
+    def __post_init__(self) -> None:
+        if min(self.backoff_delay, self.max_delay, self.host_delay, self.host_max_delay, self.retry_times) < 0 \
+                or self.max_per_url < 1 or self.widen_after < 1 or self.host_delay_factor < 1:
+            raise ValueError(
+                "PUSHBACK_BACKOFF_DELAY, _MAX_DELAY, _HOST_DELAY, _HOST_MAX_DELAY and _RETRY_TIMES must be "
+                ">= 0, PUSHBACK_MAX_PER_URL and PUSHBACK_WIDEN_AFTER >= 1, PUSHBACK_HOST_DELAY_FACTOR >= 1; "
+                f"got {self!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """What one pushback decides."""
 
@@ -85,44 +116,52 @@ class Verdict:
 
 
 class PushbackPolicy:
-    """The pushback arithmetic, per origin and per host: pure, times passed in."""
+    """The pushback arithmetic, per origin, URL and host: pure, times passed in.
 
-    def __init__(self, backoff_delay: float, max_delay: float, retry_times: int, widen_after: int,
-                 host_delay: float, host_delay_factor: float, host_max_delay: float) -> None:
-        if min(backoff_delay, max_delay, host_delay, host_max_delay) < 0 or retry_times < 0 \
-                or widen_after < 1 or host_delay_factor < 1:
-            raise ValueError(
-                "PUSHBACK_BACKOFF_DELAY, _MAX_DELAY, _HOST_DELAY, _HOST_MAX_DELAY and _RETRY_TIMES must be "
-                ">= 0, PUSHBACK_WIDEN_AFTER >= 1 and PUSHBACK_HOST_DELAY_FACTOR >= 1; got "
-                f"{backoff_delay!r}, {max_delay!r}, {host_delay!r}, {host_max_delay!r}, {retry_times!r}, "
-                f"{widen_after!r}, {host_delay_factor!r}")
-        self.backoff_delay, self.max_delay, self.retry_times = backoff_delay, max_delay, retry_times
-        self.widen_after, self.host_delay, self.host_delay_factor = widen_after, host_delay, host_delay_factor
-        self.host_max_delay = host_max_delay
+    A URL pushed back more than ``max_per_url`` times in a row is handed on
+    (a page that always answers 503 is a broken page, not a busy host); a
+    host's delay widens with the URLs it pushed back on, not with one URL's
+    repeats."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
         self.in_a_row: dict[str, int] = {}  # origin -> pushbacks since its last other answer
-        self.host_pushbacks: dict[str, int] = {}  # host -> pushbacks in this crawl
+        self.by_url: dict[str, int] = {}  # URL -> its pushbacks since its last other answer
+        self.host_urls: dict[str, int] = {}  # host -> URLs that pushed back in this crawl
 
-    def pushed_back(self, origin: str, host: str, header: str | None, now: float) -> Verdict:
-        """A pushback from ``origin`` (of ``host``) with that ``Retry-After``
-        header, at wall time ``now``."""
+    def pushed_back(self, origin: str, host: str, url: str, header: str | None, now: float) -> Verdict | None:
+        """A pushback of ``url`` (of ``origin`` and ``host``) with that
+        ``Retry-After`` header, at wall time ``now``; None when the URL has
+        had its ``max_per_url`` pushbacks: hand the answer on as it is."""
+        limits = self.limits
+        repeats = self.by_url.get(url, 0) + 1
+        if repeats > limits.max_per_url:
+            del self.by_url[url]
+            return None
+        self.by_url[url] = repeats
         in_a_row = self.in_a_row[origin] = self.in_a_row.get(origin, 0) + 1
         source, seconds = retry_after(header, now)
         if seconds is None:
-            seconds = self.backoff_delay * 2 ** min(in_a_row - 1, 64)
-        pushbacks = self.host_pushbacks[host] = self.host_pushbacks.get(host, 0) + 1
-        return Verdict(min(seconds, self.max_delay), source, in_a_row, self.widened_delay(pushbacks),
-                       in_a_row > self.retry_times)
+            seconds = limits.backoff_delay * 2 ** min(in_a_row - 1, 64)
+        widened = None
+        if repeats == 1:
+            urls = self.host_urls[host] = self.host_urls.get(host, 0) + 1
+            widened = self.widened_delay(urls)
+        return Verdict(min(seconds, limits.max_delay), source, in_a_row, widened, in_a_row > limits.retry_times)
 
-    def widened_delay(self, pushbacks: int) -> float | None:
-        """A host's politeness delay after ``pushbacks`` pushbacks; None before it widens."""
-        if pushbacks < self.widen_after:
+    def widened_delay(self, urls: int) -> float | None:
+        """A host's politeness delay once ``urls`` of its URLs pushed back; None before it widens."""
+        limits = self.limits
+        if urls < limits.widen_after:
             return None
-        steps = min(pushbacks - self.widen_after, 64)
-        return min(self.host_delay * self.host_delay_factor ** steps, self.host_max_delay)
+        steps = min(urls - limits.widen_after, 64)
+        return min(limits.host_delay * limits.host_delay_factor ** steps, limits.host_max_delay)
 
-    def answered(self, origin: str) -> None:
-        """``origin`` gave another answer: its back-off starts again (its host's delay stays)."""
+    def answered(self, origin: str, url: str) -> None:
+        """``url`` of ``origin`` got another answer: the origin's back-off
+        starts again (its host's delay stays)."""
         self.in_a_row.pop(origin, None)
+        self.by_url.pop(url, None)
 
 
 def origin_of(request: Request) -> str:
@@ -149,22 +188,28 @@ class PushbackMiddleware:
         statuses = [int(code) for code in settings.getlist("PUSHBACK_STATUSES")]
         if any(not 400 <= code <= 599 for code in statuses):
             raise ValueError(f"PUSHBACK_STATUSES must be HTTP error statuses (400-599); got {statuses!r}")
-        policy = PushbackPolicy(
-            settings.getfloat("PUSHBACK_BACKOFF_DELAY"), settings.getfloat("PUSHBACK_MAX_DELAY"),
-            settings.getint("PUSHBACK_RETRY_TIMES"), settings.getint("PUSHBACK_WIDEN_AFTER"),
-            settings.getfloat("PUSHBACK_HOST_DELAY"), settings.getfloat("PUSHBACK_HOST_DELAY_FACTOR"),
-            settings.getfloat("PUSHBACK_HOST_MAX_DELAY"))
-        return cls(crawler, policy, statuses)
+        limits = Limits(
+            backoff_delay=settings.getfloat("PUSHBACK_BACKOFF_DELAY"), max_delay=settings.getfloat("PUSHBACK_MAX_DELAY"),
+            max_per_url=settings.getint("PUSHBACK_MAX_PER_URL"), retry_times=settings.getint("PUSHBACK_RETRY_TIMES"),
+            widen_after=settings.getint("PUSHBACK_WIDEN_AFTER"), host_delay=settings.getfloat("PUSHBACK_HOST_DELAY"),
+            host_delay_factor=settings.getfloat("PUSHBACK_HOST_DELAY_FACTOR"),
+            host_max_delay=settings.getfloat("PUSHBACK_HOST_MAX_DELAY"))
+        return cls(crawler, PushbackPolicy(limits), statuses)
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
-        if response.status not in self.statuses or request.meta.get(ROBOTS_FETCH):
+        meta = request.meta
+        if response.status not in self.statuses or meta.get(ROBOTS_FETCH) or meta.get(HANDED_ON):
             if self.policy.in_a_row:
-                self.policy.answered(origin_of(request))
+                self.policy.answered(origin_of(request), request.url)
             return response
         origin, host = origin_of(request), urlparse_cached(request).hostname or ""
         header = response.headers.get(b"Retry-After")
-        verdict = self.policy.pushed_back(origin, host, None if header is None else header.decode("latin-1"),
-                                          self.wall_clock())
+        verdict = self.policy.pushed_back(origin, host, request.url,
+                                          None if header is None else header.decode("latin-1"), self.wall_clock())
+        if verdict is None:  # its retries (RetryMiddleware) and the spider take it from here
+            self.stats.inc_value("pushback/handed_on")
+            meta[HANDED_ON] = True
+            return response
         self._count(response.status, verdict)
         reason = f"pushback: {response.status} ({self._why(verdict)})"
         send = self.crawler.signals.send_catch_log

@@ -15,7 +15,7 @@ from scrapy.utils.test import get_crawler
 from extensions import defaults
 from extensions.addon import default_settings
 from extensions.frontier.politeness import Politeness
-from extensions.pushback import PushbackMiddleware, PushbackPolicy, retry_after
+from extensions.pushback import HANDED_ON, Limits, PushbackMiddleware, PushbackPolicy, retry_after
 from extensions.robots.middleware import ROBOTS_FETCH
 from extensions.signals import origin_deferred, origin_held, politeness_widened
 
@@ -23,10 +23,16 @@ NOW = 1_700_000_000.0  # a wall time
 
 
 def policy(**overrides: Any) -> PushbackPolicy:
-    values = dict(backoff_delay=10.0, max_delay=600.0, retry_times=8, widen_after=2,
+    values = dict(backoff_delay=10.0, max_delay=600.0, max_per_url=100, retry_times=8, widen_after=2,
                   host_delay=2.0, host_delay_factor=2.0, host_max_delay=60.0)
     values.update(overrides)
-    return PushbackPolicy(**values)
+    return PushbackPolicy(Limits(**values))
+
+
+def push(rules: PushbackPolicy, url: str, header: str | None = None) -> Any:
+    """A pushback of ``url`` at NOW."""
+    origin = url[:url.index("/", url.index("//") + 2)]
+    return rules.pushed_back(origin, origin.split("//")[1].split(":")[0], url, header, NOW)
 
 
 # -- Retry-After ---------------------------------------------------------------------
@@ -59,62 +65,77 @@ def test_no_retry_after() -> None:
 # -- the pause -----------------------------------------------------------------------
 def test_the_pause_is_the_retry_after_capped() -> None:
     rules = policy(max_delay=600.0)
-    assert rules.pushed_back("http://a.test", "a.test", "30", NOW).pause == 30.0
-    assert rules.pushed_back("http://b.test", "b.test", "86400", NOW).pause == 600.0
+    assert push(rules, "http://a.test/", "30").pause == 30.0
+    assert push(rules, "http://b.test/", "86400").pause == 600.0
     date = email.utils.formatdate(NOW + 7200, usegmt=True)
-    assert rules.pushed_back("http://c.test", "c.test", date, NOW).pause == 600.0
+    assert push(rules, "http://c.test/", date).pause == 600.0
 
 
 def test_without_retry_after_the_pause_doubles_in_a_row_up_to_the_cap() -> None:
     rules = policy(backoff_delay=10.0, max_delay=100.0)
-    pauses = [rules.pushed_back("http://a.test", "a.test", None, NOW).pause for _ in range(6)]
+    pauses = [push(rules, "http://a.test/", None).pause for _ in range(6)]
     assert pauses == [10.0, 20.0, 40.0, 80.0, 100.0, 100.0]
 
 
 def test_an_invalid_retry_after_backs_off_as_none() -> None:
     rules = policy(backoff_delay=10.0)
-    verdicts = [rules.pushed_back("http://a.test", "a.test", "soon", NOW) for _ in range(2)]
+    verdicts = [push(rules, "http://a.test/", "soon") for _ in range(2)]
     assert [(v.source, v.pause) for v in verdicts] == [("invalid", 10.0), ("invalid", 20.0)]
 
 
 def test_another_answer_starts_the_back_off_again() -> None:
     rules = policy(backoff_delay=10.0)
-    rules.pushed_back("http://a.test", "a.test", None, NOW)
-    rules.pushed_back("http://a.test", "a.test", None, NOW)
-    rules.answered("http://a.test")
-    assert rules.pushed_back("http://a.test", "a.test", None, NOW).pause == 10.0
+    push(rules, "http://a.test/", None)
+    push(rules, "http://a.test/", None)
+    rules.answered("http://a.test", "http://a.test/")
+    assert push(rules, "http://a.test/", None).pause == 10.0
 
 
 def test_origins_back_off_apart() -> None:
     rules = policy(backoff_delay=10.0)
-    rules.pushed_back("https://a.test", "a.test", None, NOW)
-    assert rules.pushed_back("http://a.test", "a.test", None, NOW).pause == 10.0
+    push(rules, "https://a.test/", None)
+    assert push(rules, "http://a.test/", None).pause == 10.0
 
 
 def test_too_many_in_a_row_defers_the_origin() -> None:
     rules = policy(retry_times=3)
-    verdicts = [rules.pushed_back("http://a.test", "a.test", "1", NOW) for _ in range(4)]
+    verdicts = [push(rules, f"http://a.test/{n}", "1") for n in range(4)]
     assert [v.deferred for v in verdicts] == [False, False, False, True]
     assert verdicts[-1].in_a_row == 4
 
 
+def test_a_url_that_keeps_pushing_back_is_handed_on_after_its_limit() -> None:
+    rules = policy(max_per_url=3)
+    verdicts = [push(rules, "http://a.test/broken", None) for _ in range(4)]
+    assert [v is None for v in verdicts] == [False, False, False, True]
+    assert push(rules, "http://a.test/broken", None) is not None  # a retry of it starts again
+    rules.answered("http://a.test", "http://a.test/other")  # another URL's answer keeps its count
+    assert [push(rules, "http://a.test/broken", None) is None for _ in range(3)] == [False, False, True]
+
+
 # -- the host's widened delay --------------------------------------------------------
-def test_the_host_delay_widens_from_the_second_pushback_and_doubles_to_the_cap() -> None:
+def test_the_host_delay_widens_from_the_second_url_and_doubles_to_the_cap() -> None:
     rules = policy(widen_after=2, host_delay=2.0, host_delay_factor=2.0, host_max_delay=10.0)
-    delays = [rules.pushed_back("http://a.test", "a.test", "1", NOW).host_delay for _ in range(6)]
+    delays = [push(rules, f"http://a.test/{n}", "1").host_delay for n in range(6)]
     assert delays == [None, 2.0, 4.0, 8.0, 10.0, 10.0]
 
 
-def test_the_widening_counts_every_pushback_of_the_host_even_after_other_answers() -> None:
+def test_one_urls_repeats_widen_nothing() -> None:
+    rules = policy(widen_after=2, max_per_url=5)
+    assert [push(rules, "http://a.test/broken", "1").host_delay for _ in range(5)] == [None] * 5
+    assert push(rules, "http://a.test/busy", "1").host_delay == 2.0
+
+
+def test_the_widening_counts_the_hosts_urls_even_after_other_answers() -> None:
     rules = policy(widen_after=2, host_delay=2.0)
-    rules.pushed_back("http://a.test", "a.test", "1", NOW)
-    rules.answered("http://a.test")
-    assert rules.pushed_back("https://a.test", "a.test", "1", NOW).host_delay == 2.0
-    assert rules.pushed_back("http://b.test", "b.test", "1", NOW).host_delay is None
+    push(rules, "http://a.test/", "1")
+    rules.answered("http://a.test", "http://a.test/")
+    assert push(rules, "https://a.test/x", "1").host_delay == 2.0
+    assert push(rules, "http://b.test/", "1").host_delay is None
 
 
 @pytest.mark.parametrize("bad", [dict(backoff_delay=-1.0), dict(retry_times=-1), dict(widen_after=0),
-                                 dict(host_delay_factor=0.5), dict(host_max_delay=-2.0)])
+                                 dict(max_per_url=0), dict(host_delay_factor=0.5), dict(host_max_delay=-2.0)])
 def test_invalid_settings_fail_naming_them(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="PUSHBACK_"):
         policy(**bad)
@@ -182,11 +203,11 @@ def test_a_429_holds_the_origin_and_goes_back_to_the_frontier() -> None:
     assert stats.get_value("pushback/pause_seconds") == 30.0
 
 
-def test_a_503_without_retry_after_backs_off_and_a_second_widens_the_host() -> None:
+def test_a_503_without_retry_after_backs_off_and_a_second_url_widens_the_host() -> None:
     mw, heard, stats = middleware(PUSHBACK_BACKOFF_DELAY=5.0, PUSHBACK_HOST_DELAY=3.0)
-    for _ in range(2):
+    for url in ("http://a.test/", "http://a.test/b"):
         with pytest.raises(IgnoreRequest):
-            mw.process_response(Request("http://a.test/"), response("http://a.test/", 503))
+            mw.process_response(Request(url), response(url, 503))
     assert [delay for _, delay, _, _ in heard.held] == [5.0, 10.0]
     assert heard.widened == [("http://a.test", 3.0)]
     assert stats.get_value("pushback/retry_after/none") == 2
@@ -213,12 +234,27 @@ def test_other_statuses_and_robots_fetches_pass_and_another_answer_resets_the_ba
 
 def test_too_many_pushbacks_in_a_row_defer_the_origin_and_its_request() -> None:
     mw, heard, stats = middleware(PUSHBACK_RETRY_TIMES=1)
-    for _ in range(2):
+    for url in ("http://a.test/", "http://a.test/b"):
         with pytest.raises(IgnoreRequest):
-            mw.process_response(Request("http://a.test/"), response("http://a.test/", 429, "1"))
+            mw.process_response(Request(url), response(url, 429, "1"))
     assert len(heard.held) == 2  # the request is held (back to the frontier), then deferred
     assert heard.deferred == [("http://a.test", "pushback: 2 answers 429 in a row")]
     assert stats.get_value("pushback/deferred") == 1
+
+
+def test_a_broken_page_is_handed_on_to_retries_and_the_spider_after_its_pushbacks() -> None:
+    mw, heard, stats = middleware(PUSHBACK_MAX_PER_URL=2)
+    request = Request("http://a.test/broken")
+    for _ in range(2):
+        with pytest.raises(IgnoreRequest):
+            mw.process_response(request, response(request.url, 503))
+    answer = response(request.url, 503)
+    assert mw.process_response(request, answer) is answer
+    assert request.meta[HANDED_ON] and stats.get_value("pushback/handed_on") == 1
+    retry = request.copy()  # RetryMiddleware's copy keeps the meta: its answers go on too
+    again = response(retry.url, 503)
+    assert mw.process_response(retry, again) is again
+    assert len(heard.held) == 2 and stats.get_value("pushback/responses") == 2
 
 
 def test_switched_off_and_bad_statuses() -> None:

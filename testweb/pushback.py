@@ -7,10 +7,10 @@ thread, one loopback port, virtual hosts by the ``Host`` header; its
 ``/page/{pages-1}``, each page linking the next two, so a crawl from ``/``
 reaches them all; ``/robots.txt`` is 404 (no rules).
 
-A host with a :class:`Rule` pushes back: its first ``times`` requests
-(robots.txt aside) get the rule's status with its ``Retry-After``: the
-rule's text as it is (``"3"``: delta-seconds), :data:`DATE` (an HTTP-date
-``seconds`` after the answer), or none.
+A host with a :class:`Rule` pushes back: the first requests for each of
+the rule's paths (as many as it says) get the rule's status with its
+``Retry-After``: the rule's text as it is (``"3"``: delta-seconds),
+:data:`DATE` (an HTTP-date ``seconds`` after the answer), or none.
 
 The log (:attr:`PushbackWeb.visits`) holds every request in arrival order as
 a :class:`Visit`: wall-clock start (the request read) and end (just before
@@ -33,11 +33,11 @@ DATE = "date"  # a Rule's retry_after: an HTTP-date
 
 @dataclass(frozen=True)
 class Rule:
-    """How a host pushes back: its first ``times`` requests get ``status``."""
+    """How a host pushes back: the first ``paths[path]`` requests for each path get ``status``."""
 
     status: int = 429
     retry_after: str | None = None  # "3", DATE (``seconds`` from the answer) or None
-    times: int = 1
+    paths: tuple[tuple[str, int], ...] = (("/", 1),)
     seconds: float = 3.0  # for DATE
 
 
@@ -66,7 +66,7 @@ class PushbackWeb(LocalServer):
         self.rules, self.pages, self.slow = dict(rules), pages, dict(slow or {})
         self.names = [*rules, *calm]
         self.visits: list[Visit] = []
-        self.answered: dict[str, int] = {}  # host -> requests answered (robots.txt aside)
+        self.answered: dict[tuple[str, str], int] = {}  # (host, path) -> requests answered
         self.lock = threading.Lock()
         super().__init__(self.answer)
 
@@ -91,12 +91,12 @@ class PushbackWeb(LocalServer):
     def reply(self, request: Request) -> Reply:
         if request.path == "/robots.txt":
             return NOT_FOUND
+        path, key = request.path.split("?", 1)[0], (request.host, request.path)
         with self.lock:
-            count = self.answered[request.host] = self.answered.get(request.host, 0) + 1
+            count = self.answered[key] = self.answered.get(key, 0) + 1
         rule = self.rules.get(request.host)
-        if rule is not None and count <= rule.times:
+        if rule is not None and count <= dict(rule.paths).get(path, 0):
             return self.push_back(rule)
-        path = request.path.split("?", 1)[0]
         number = 0 if path == "/" else int(path[6:]) if path.startswith("/page/") and path[6:].isdigit() else -1
         if 0 <= number < self.pages:
             return Reply(200, page_body(number, self.pages))
