@@ -18,8 +18,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from extensions.frontier.gauges import CRAWL_WIDE_STATS
+from extensions.progress import IGNORED
 
 PREFIX = "webcrawler_"
+IGNORED_TYPE = IGNORED.rsplit("/", 1)[1]  # a refusal: an outcome, not an error
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,19 @@ SINGLE = (
            "When webcrawler_frontier_urls was counted (Unix time)"),
     Single("redis_memory_bytes", "gauge", "frontier/redis_memory_bytes", "Memory used by the crawl's Redis"),
     Single("redis_known_urls", "gauge", "frontier/redis_known_urls", "URLs known to the crawl's Redis"),
+    # the crawl's decisions, not errors
+    Single("requests_refused", "counter", IGNORED,
+           "Requests a middleware refused before a fetch (robots.txt, holds, address policy): outcomes, not errors"),
+    Single("pushback_pause_seconds", "counter", "pushback/pause_seconds",
+           "Seconds of origin pauses ordered by 429/503 answers (their sum)"),
+    Single("pushback_hosts_slowed", "counter", "pushback/hosts_slowed",
+           "Hosts whose politeness delay was widened after repeated pushback"),
+    Single("pushback_host_delay_max_seconds", "gauge", "pushback/host_delay_max",
+           "The widest politeness delay pushback gave a host"),
+    Single("pushback_handed_on", "counter", "pushback/handed_on",
+           "Answers of URLs past PUSHBACK_MAX_PER_URL, handed on to retries and the spider"),
+    Single("pushback_origins_deferred", "counter", "pushback/deferred",
+           "Origins deferred for the run after PUSHBACK_RETRY_TIMES pushbacks in a row"),
 )
 
 HOST_STATES = {"back_queues": "active", "held_origins": "held", "deferred_origins": "deferred"}
@@ -94,7 +109,10 @@ LABELLED = (
     Labelled("responses", "counter", "downloader/response_status_count/", "status_class",
              "Responses downloaded, by status class", rename=status_class),
     Labelled("request_errors", "counter", "downloader/exception_type_count/", "kind",
-             "Requests that ended in an exception, by exception type"),
+             "Requests that failed with an exception, by exception type (refusals: requests_refused)",
+             rename=lambda kind: None if kind == IGNORED_TYPE else kind),
+    Labelled("pushback_responses", "counter", "pushback/status/", "status",
+             "Answers obeyed as pushback (their origin paused, the URL fetched again), by status"),
     Labelled("frontier_outcomes", "counter", "frontier/", "status",
              "URLs this process brought to a final status", rename=only(OUTCOMES)),
     Labelled("frontier_hosts", "gauge", "frontier/", "state",

@@ -106,7 +106,8 @@ def test_report_is_written_with_the_crawls_final_counts(crawl: Any) -> None:
     assert STATE.search(page).group(1) == "finished (finished)"
     assert number(rows["URLs fetched"]) == result.report["pages"]
     assert number(rows["seeds"]) == stats["seeds/accepted"]
-    assert number(rows["URLs excluded (robots.txt, policy)"]) == stats.get("frontier/excluded", 0)
+    assert number(rows["outcomes: URLs excluded by robots.txt"]) == stats.get("frontier/excluded", 0)
+    assert number(rows["errors"]) == result.report["errors"]  # as the final report counts them
     codes = {key.rsplit("/", 1)[1]: value for key, value in stats.items()
              if key.startswith("downloader/response_status_count/")}
     assert len(codes) > 2  # the test web answers 200, 3xx, 404, 5xx

@@ -448,12 +448,13 @@ def test_an_empty_link_table_scans_nothing(backend: Backend) -> None:
 # -- census (scrapy crawlstatus) ------------------------------------------------------
 def census_crawl(store: Any) -> None:
     """Three hosts: busy.test 3 queued + 1 in flight, calm.test 1 queued + 2
-    done, idle.test 1 done; failures and refusals at times 10 .. 13."""
+    done, idle.test 1 done; failures and refusals at times 10 .. 13, an exclusion."""
     rows = [real(f"http://busy.test/{n}") for n in range(4)] + [
         real(f"http://calm.test/{n}") for n in range(3)] + [real("http://idle.test/")]
     refused = real("http://calm.test/refused")._replace(extra='{"refused": "budget"}')
     failed = [real("http://busy.test/failed"), real("http://idle.test/failed")]
-    store.urls.insert_new([*rows, refused, *failed], 1.0)
+    excluded = real("http://idle.test/robots-forbidden")
+    store.urls.insert_new([*rows, refused, *failed, excluded], 1.0)
     store.urls.set_status([rows[3].fingerprint], Status.INFLIGHT)
     store.urls.set_status([rows[5].fingerprint], Status.DONE, 5.0)
     store.urls.set_status([rows[6].fingerprint], Status.DONE, 7.0)
@@ -461,6 +462,7 @@ def census_crawl(store: Any) -> None:
     store.urls.set_status([failed[0].fingerprint], Status.FAILED, 10.0)
     store.urls.set_status([refused.fingerprint], Status.REFUSED)  # as admission does: never fetched
     store.urls.set_status([failed[1].fingerprint], Status.FAILED, 13.0)
+    store.urls.set_status([excluded.fingerprint], Status.EXCLUDED)  # robots.txt: never fetched
 
 
 def test_census_orders_hosts_by_queue_length_and_errors_newest_first(backend: Backend) -> None:
@@ -472,14 +474,16 @@ def test_census_orders_hosts_by_queue_length_and_errors_newest_first(backend: Ba
     assert [load.done for load in census.busiest] == ([0, 0] if trimmed else [0, 2])
     assert census.busiest[1].last_fetch == (None if trimmed else 7.0)
     if trimmed:  # finished rows are gone: no fetch times, no errors left to show
-        assert (census.fetched, census.errors, census.first_fetch) == (0, [], None)
+        assert (census.fetched, census.errors, census.refusals, census.first_fetch) == (0, [], [], None)
         return
-    assert [(event.url, event.status, event.at, event.reason) for event in census.errors[:2]] == [
+    # errors are failed fetches only; refusals (outcomes) are listed apart
+    assert [(event.url, event.status, event.at, event.reason) for event in census.errors] == [
         ("http://idle.test/failed", Status.FAILED, 13.0, None),
         ("http://busy.test/failed", Status.FAILED, 10.0, None)]
-    refusal = census.errors[2]  # its discovery time where the row keeps one (SQLite), else none
-    assert (refusal.url, refusal.reason, refusal.at) == (
-        "http://calm.test/refused", "budget", 1.0 if backend.kind == "sqlite" else None)
+    discovered = 1.0 if backend.kind == "sqlite" else None  # where the row keeps the time
+    assert [(event.url, event.status, event.reason, event.at) for event in census.refusals] == [
+        ("http://idle.test/robots-forbidden", Status.EXCLUDED, None, discovered),
+        ("http://calm.test/refused", Status.REFUSED, "budget", discovered)]
     assert (census.fetched, census.first_fetch, census.last_fetch, census.fetched_since) == (5, 5.0, 13.0, 3)
 
 
@@ -492,7 +496,7 @@ def test_census_limits_and_an_empty_table(backend: Backend) -> None:
     census = backend.cycle().census.census(hosts=10, errors=0, since=100.0)
     idle = [] if backend.finished(Status.DONE) is None else ["idle.test"]  # trimmed: no row left
     assert [load.host for load in census.busiest] == ["busy.test", "calm.test", *idle]
-    assert census.errors == [] and census.fetched_since == 0
+    assert census.errors == census.refusals == [] and census.fetched_since == 0
     assert backend.store.census.census(hosts=1, errors=1, since=0.0).busiest[0].host == "busy.test"
 
 

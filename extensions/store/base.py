@@ -343,7 +343,7 @@ class HostLoad(NamedTuple):
 
 
 class URLEvent(NamedTuple):
-    """A finished URL row: a failed fetch or a refusal."""
+    """A finished URL row: a failed fetch (an error), or a refusal or exclusion (an outcome)."""
 
     url: str
     host: str
@@ -356,7 +356,8 @@ class Census(NamedTuple):
     """The URL table summed up in one pass (see :meth:`URLCensus.census`)."""
 
     busiest: list[HostLoad]  # most queued first, then in flight, then done
-    errors: list[URLEvent]  # failed and refused rows, newest first
+    errors: list[URLEvent]  # failed rows, newest first
+    refusals: list[URLEvent]  # refused and excluded rows (outcomes, not errors), newest first
     fetched: int  # rows with a fetch time
     first_fetch: float | None  # earliest fetch end among them
     last_fetch: float | None  # latest
@@ -372,8 +373,9 @@ class URLCensus(Protocol):
     table (on Redis every row): call it from tools, not from a crawl."""
 
     def census(self, hosts: int, errors: int, since: float) -> Census:
-        """Up to ``hosts`` busiest hosts, up to ``errors`` newest failed or
-        refused rows, and fetch times (``since``: a wall time)."""
+        """Up to ``hosts`` busiest hosts, up to ``errors`` newest failed
+        rows and as many newest refused or excluded rows, and fetch times
+        (``since``: a wall time)."""
 
 
 @runtime_checkable

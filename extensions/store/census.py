@@ -7,9 +7,11 @@ the Redis store's HSCAN; :mod:`extensions.store.redis_census`). Both give
 the same answer for the same rows, which ``tests/test_store_conformance.py``
 checks.
 
-A failed row keeps no reason (the fetch's error is counted in the crawl's
-stats, not in the row); a refused row keeps its reason in ``extra`` as
-``{"refused": reason}`` (:mod:`extensions.frontier.admission`).
+A failed row (an error) keeps no reason (the fetch's error is counted in the
+crawl's stats, not in the row); a refused row keeps its reason in ``extra``
+as ``{"refused": reason}`` (:mod:`extensions.frontier.admission`); an
+excluded row (robots.txt) keeps none. Refused and excluded rows are the
+crawl's decisions, listed apart from the errors.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import NamedTuple
 
 from extensions.store.base import Census, Entry, HostLoad, Status, URLEvent
 
-ERROR_STATUSES = (Status.FAILED, Status.REFUSED)
+REFUSAL_STATUSES = (Status.EXCLUDED, Status.REFUSED)
 
 
 def reason_of(extra: str | None) -> str | None:
@@ -57,14 +59,15 @@ class SQLiteCensus:
             "SELECT host, SUM(status=0), SUM(status=1), SUM(status=2), MAX(fetched) FROM urls "
             "GROUP BY host ORDER BY SUM(status=0) DESC, SUM(status=1) DESC, SUM(status=2) DESC, host "
             "LIMIT ?", (max(0, hosts),))]
-        events = [URLEvent(url, host, Status(status), at, reason_of(extra))
-                  for url, host, status, at, extra in db.execute(
-                      "SELECT url, host, status, COALESCE(fetched, discovered) AS at, extra FROM urls "
-                      "WHERE status IN (3, 6) ORDER BY at DESC, seq DESC LIMIT ?", (max(0, errors),))]
+        events = [[URLEvent(url, host, Status(status), at, reason_of(extra))
+                   for url, host, status, at, extra in db.execute(
+                       "SELECT url, host, status, COALESCE(fetched, discovered) AS at, extra FROM urls "
+                       f"WHERE status IN ({statuses}) ORDER BY at DESC, seq DESC LIMIT ?", (max(0, errors),))]
+                  for statuses in ("3", "4, 6")]  # failed; excluded and refused
         fetched, first, last, recent = db.execute(
             "SELECT COUNT(fetched), MIN(fetched), MAX(fetched), COALESCE(SUM(fetched >= ?), 0) FROM urls",
             (since,)).fetchone()
-        return Census(loads, events, fetched, first, last, recent)
+        return Census(loads, *events, fetched, first, last, recent)
 
 
 class Row(NamedTuple):
@@ -95,6 +98,7 @@ class RowCensus:
     def census(self, hosts: int, errors: int, since: float) -> Census:
         sums: dict[str, _HostSum] = {}
         failed: list[tuple[tuple[float, int], URLEvent]] = []
+        refused: list[tuple[tuple[float, int], URLEvent]] = []
         fetched, first, last, recent = 0, math.inf, -math.inf, 0
         for row in self._rows():
             host = sums.get(row.entry.host) or sums.setdefault(row.entry.host, _HostSum())
@@ -103,11 +107,12 @@ class RowCensus:
                 fetched, first, last = fetched + 1, min(first, row.fetched), max(last, row.fetched)
                 recent += row.fetched >= since
                 host.last_fetch = max(host.last_fetch or row.fetched, row.fetched)
-            if row.status in ERROR_STATUSES and errors > 0:
-                self._keep(failed, row, errors)
+            if errors > 0 and (row.status == Status.FAILED or row.status in REFUSAL_STATUSES):
+                self._keep(failed if row.status == Status.FAILED else refused, row, errors)
         loads = (HostLoad(name, s.queued, s.inflight, s.done, s.last_fetch) for name, s in sums.items())
-        events = [event for _, event in sorted(failed, key=lambda pair: pair[0], reverse=True)]
-        return Census(busiest_first(loads, hosts), events, fetched,
+        events = [[event for _, event in sorted(kept, key=lambda pair: pair[0], reverse=True)]
+                  for kept in (failed, refused)]
+        return Census(busiest_first(loads, hosts), *events, fetched,
                       first if fetched else None, last if fetched else None, recent)
 
     @staticmethod
