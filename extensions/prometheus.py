@@ -93,7 +93,7 @@ SINGLE = (
     Single("pushback_host_delay_max_seconds", "gauge", "pushback/host_delay_max",
            "The widest politeness delay pushback gave a host"),
     Single("pushback_handed_on", "counter", "pushback/handed_on",
-           "Answers of URLs past PUSHBACK_MAX_PER_URL, handed on to retries and the spider"),
+           "Answers of URLs past PUSHBACK_MAX_PER_URL, handed to the spider (not retried)"),
     Single("pushback_origins_deferred", "counter", "pushback/deferred",
            "Origins deferred for the run after PUSHBACK_RETRY_TIMES pushbacks in a row"),
 )

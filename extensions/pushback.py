@@ -21,9 +21,10 @@ retries (``RETRY_TIMES``). It:
   ``PUSHBACK_HOST_DELAY``, times ``PUSHBACK_HOST_DELAY_FACTOR`` with each
   further URL, at most ``PUSHBACK_HOST_MAX_DELAY``, announced with
   ``politeness_widened``; one URL's repeats widen nothing;
-* hands a URL's answer on as it is (to ``RetryMiddleware``, then the
-  spider) after ``PUSHBACK_MAX_PER_URL`` pushbacks of that URL in a row: a
-  page that always answers 503 is a broken page, not a busy host;
+* hands a URL's answer on to the spider as it is after
+  ``PUSHBACK_MAX_PER_URL`` pushbacks of that URL in a row (no immediate
+  retries by ``RetryMiddleware`` after those patient ones: ``dont_retry``):
+  a page that always answers 503 is a broken page, not a busy host;
 * defers the origin for this run (``origin_deferred``) after
   ``PUSHBACK_RETRY_TIMES`` pushbacks in a row, so a site that never stops
   refusing cannot keep a crawl open.
@@ -58,10 +59,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
-
-#: meta key: this request had its PUSHBACK_MAX_PER_URL pushbacks; its answers
-#: (and its retries') go on to RetryMiddleware and the spider as they are
-HANDED_ON = "pushback_handed_on"
 
 
 def retry_after(value: str | None, now: float) -> tuple[str, float | None]:
@@ -197,8 +194,7 @@ class PushbackMiddleware:
         return cls(crawler, PushbackPolicy(limits), statuses)
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
-        meta = request.meta
-        if response.status not in self.statuses or meta.get(ROBOTS_FETCH) or meta.get(HANDED_ON):
+        if response.status not in self.statuses or request.meta.get(ROBOTS_FETCH):
             if self.policy.in_a_row:
                 self.policy.answered(origin_of(request), request.url)
             return response
@@ -206,9 +202,9 @@ class PushbackMiddleware:
         header = response.headers.get(b"Retry-After")
         verdict = self.policy.pushed_back(origin, host, request.url,
                                           None if header is None else header.decode("latin-1"), self.wall_clock())
-        if verdict is None:  # its retries (RetryMiddleware) and the spider take it from here
+        if verdict is None:  # patient tries used up: the spider gets the answer, not more hammering
             self.stats.inc_value("pushback/handed_on")
-            meta[HANDED_ON] = True
+            request.meta["dont_retry"] = True
             return response
         self._count(response.status, verdict)
         reason = f"pushback: {response.status} ({self._why(verdict)})"

@@ -15,7 +15,7 @@ from scrapy.utils.test import get_crawler
 from extensions import defaults
 from extensions.addon import default_settings
 from extensions.frontier.politeness import Politeness
-from extensions.pushback import HANDED_ON, Limits, PushbackMiddleware, PushbackPolicy, retry_after
+from extensions.pushback import Limits, PushbackMiddleware, PushbackPolicy, retry_after
 from extensions.robots.middleware import ROBOTS_FETCH
 from extensions.signals import origin_deferred, origin_held, politeness_widened
 
@@ -242,7 +242,7 @@ def test_too_many_pushbacks_in_a_row_defer_the_origin_and_its_request() -> None:
     assert stats.get_value("pushback/deferred") == 1
 
 
-def test_a_broken_page_is_handed_on_to_retries_and_the_spider_after_its_pushbacks() -> None:
+def test_a_broken_page_goes_to_the_spider_after_its_pushbacks_without_more_retries() -> None:
     mw, heard, stats = middleware(PUSHBACK_MAX_PER_URL=2)
     request = Request("http://a.test/broken")
     for _ in range(2):
@@ -250,10 +250,7 @@ def test_a_broken_page_is_handed_on_to_retries_and_the_spider_after_its_pushback
             mw.process_response(request, response(request.url, 503))
     answer = response(request.url, 503)
     assert mw.process_response(request, answer) is answer
-    assert request.meta[HANDED_ON] and stats.get_value("pushback/handed_on") == 1
-    retry = request.copy()  # RetryMiddleware's copy keeps the meta: its answers go on too
-    again = response(retry.url, 503)
-    assert mw.process_response(retry, again) is again
+    assert request.meta["dont_retry"] and stats.get_value("pushback/handed_on") == 1
     assert len(heard.held) == 2 and stats.get_value("pushback/responses") == 2
 
 
