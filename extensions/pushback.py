@@ -209,7 +209,7 @@ class PushbackMiddleware:
         self._count(response.status, verdict)
         reason = f"pushback: {response.status} ({self._why(verdict)})"
         send = self.crawler.signals.send_catch_log
-        send(origin_held, origin=origin, delay=verdict.pause, reason=reason, request=request)
+        send(origin_held, origin=origin, delay=verdict.pause, reason=reason, request=request, wait_out=True)
         if verdict.host_delay is not None:
             self._widen(origin, host, verdict.host_delay)
         if verdict.deferred:

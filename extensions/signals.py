@@ -15,8 +15,11 @@ host_assigned = object()
 #: is unreachable, or its circuit breaker tripped. The frontier parks its
 #: URLs (never the host's other origins) until ``delay`` seconds from now;
 #: a request of that origin refused meanwhile goes back to the frontier.
-#: Arguments: ``origin``, ``delay``, ``reason``, and ``request``: the request
-#: being refused for it, if any (it goes back to its queue, never failed).
+#: Arguments: ``origin``, ``delay``, ``reason``, ``request``: the request
+#: being refused for it, if any (it goes back to its queue, never failed),
+#: and ``wait_out`` (optional): the hold ends by itself (a pushback's
+#: Retry-After or back-off), so a crawl with nothing else to do waits for it
+#: instead of deferring the origin (``FRONTIER_IDLE_CLOSE``).
 origin_held = object()
 
 #: An origin stays uncrawlable after its bounded retries: its URLs become

@@ -167,10 +167,11 @@ class LeaseUpkeep:
         """Work here that no hold keeps back: an unfiled request, a request
         in flight for an origin not held, or a held host whose queue may
         have such URLs (not parked: at our last look it had URLs of an
-        origin not held)."""
+        origin not held); or a pause this process waits out (a pushback's)."""
         dispatch = self.dispatch
         parts = dispatch.parts
-        if parts.unfiled or any(held.queued and not held.parked for held in dispatch.held.values()):
+        if parts.unfiled or parts.holds.waiting_out() or any(  # a pushback's pause is waited out
+                held.queued and not held.parked for held in dispatch.held.values()):
             return True
         return any(not record.held and parts.holds.state_of(record.entry.url) is None
                    for record in parts.inflight.values())

@@ -15,7 +15,7 @@ breaker) have their URLs parked in memory (:mod:`.holds`) while the host's
 other origins go on; when a hold ends, one URL goes out as a probe, and if
 it is fetched the rest follow. When nothing but held work is left for
 ``FRONTIER_IDLE_CLOSE`` seconds, the held origins are deferred, so a finite
-crawl ends.
+crawl ends; a pause that ends by itself (a pushback's) is waited out.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ class LocalDispatch:
         if not holds.held:
             return len(self) > 0
         now = self.parts.clock()
-        if self._busy():
+        if self._busy() or holds.waiting_out():  # a pushback's pause is waited out, not deferred
             self._idle_since = None
             return True
         if self._idle_since is None:

@@ -414,14 +414,14 @@ class Frontier(BaseScheduler):
         queued URL is skipped at dequeue, an unknown one is never enqueued."""
         self.admission.mark_excluded(url)
 
-    def origin_held(self, origin: str, delay: float, reason: str, request: Request | None = None) -> None:
-        """Signal handler: park ``origin``'s URLs for ``delay`` seconds;
+    def origin_held(self, origin: str, delay: float, reason: str, request: Request | None = None, wait_out: bool = False) -> None:
+        """Signal handler: park ``origin``'s URLs for ``delay`` seconds (``wait_out``: see the signal);
         ``request``, refused for it, comes back to its queue whenever its
         refusal is seen (even after the hold ended), never as a failure."""
         record = self.inflight.get(request)
         if record is not None:  # refused, not fetched (even with a response: a 429 pushed back)
             record.held, record.ok = True, False
-        self.holds.hold(origin, self.clock() + max(0.0, delay), reason)
+        self.holds.hold(origin, self.clock() + max(0.0, delay), reason, wait_out)
         self.stats.inc_value("frontier/origin_holds")
         logger.info("Holding %s for %.1fs: %s", origin, delay, reason)
         self.dispatch.origin_held(origin, delay, reason)
