@@ -195,7 +195,7 @@ class PushbackMiddleware:
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
         if response.status not in self.statuses or request.meta.get(ROBOTS_FETCH):
-            if self.policy.in_a_row:
+            if self.policy.in_a_row or self.policy.by_url:  # nothing to forget, nearly always
                 self.policy.answered(origin_of(request), request.url)
             return response
         origin, host = origin_of(request), urlparse_cached(request).hostname or ""

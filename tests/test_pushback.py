@@ -254,6 +254,17 @@ def test_a_broken_page_goes_to_the_spider_after_its_pushbacks_without_more_retri
     assert len(heard.held) == 2 and stats.get_value("pushback/responses") == 2
 
 
+def test_a_urls_count_ends_with_its_own_answer_even_after_its_origins_other_answers() -> None:
+    mw, heard, _ = middleware(PUSHBACK_MAX_PER_URL=1)
+    with pytest.raises(IgnoreRequest):
+        mw.process_response(Request("http://a.test/x"), response("http://a.test/x", 429))
+    mw.process_response(Request("http://a.test/y"), response("http://a.test/y", 200))  # the origin answers
+    mw.process_response(Request("http://a.test/x"), response("http://a.test/x", 200))  # then the URL
+    with pytest.raises(IgnoreRequest):  # a new pushback of it, its first again: obeyed
+        mw.process_response(Request("http://a.test/x"), response("http://a.test/x", 429))
+    assert len(heard.held) == 2
+
+
 def test_switched_off_and_bad_statuses() -> None:
     with pytest.raises(NotConfigured):
         middleware(PUSHBACK_ENABLED=False)
