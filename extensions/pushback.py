@@ -81,16 +81,16 @@ def retry_after(value: str | None, now: float) -> tuple[str, float | None]:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The pushback settings, checked (``PUSHBACK_*``)."""
+    """The pushback settings, checked (``PUSHBACK_*``; defaults in :mod:`extensions.defaults`)."""
 
-    backoff_delay: float = 10.0
-    max_delay: float = 600.0
-    max_per_url: int = 3
-    retry_times: int = 8
-    widen_after: int = 2
-    host_delay: float = 2.0
-    host_delay_factor: float = 2.0
-    host_max_delay: float = 60.0
+    backoff_delay: float
+    max_delay: float
+    max_per_url: int
+    retry_times: int
+    widen_after: int
+    host_delay: float
+    host_delay_factor: float
+    host_max_delay: float
 
     def __post_init__(self) -> None:
         if min(self.backoff_delay, self.max_delay, self.host_delay, self.host_max_delay, self.retry_times) < 0 \
