@@ -62,7 +62,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.collector.CollectorTuning": 500,
         "extensions.output.warc.WarcWriter": 500,
         # seeds pushed to Redis (FRONTIER_BACKEND = "redis" only)
-        "extensions.seedqueue.RedisSeeds": 500,
+        "extensions.backends.redis.seeds.RedisSeeds": 500,
         # Prometheus /metrics (METRICS_PORT; off by default)
         "extensions.metrics.MetricsExporter": 500,
         # REPORT_DIR set only: index.html and plots, refreshed during the crawl

@@ -345,3 +345,18 @@ def test_on_scrapys_own_scheduler_the_spider_still_follows_every_link(tmp_path: 
     missing = set(truth.fetched) - set(truth.duplicates) - set(fetched_urls(web))
     assert not missing, sorted(missing)
     assert all("importance" not in item for item in result.items)
+
+
+def test_a_default_crawl_logs_no_warning_of_its_own_making(tmp_path: Path) -> None:
+    """Optional components that are off say nothing; redirects keep their
+    Referer (Scrapy's RefererMiddleware is on), so nothing warns but what the
+    web did (its server errors, its unreachable robots.txt)."""
+    with start_testweb(WebConfig(hosts=4, pages=8, links=4, seed=3), tmp_path / "web") as web:
+        result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file), settings={"DNS_HOSTS": web.hosts_file})
+    assert result.returncode == 0, result.log[-3000:]
+    the_webs = ("Gave up retrying", "robots.txt of http")
+    warnings = [line for line in result.log.splitlines()
+                if ("] WARNING:" in line or "] ERROR:" in line) and not any(text in line for text in the_webs)]
+    assert not warnings, "\n".join(warnings[:20])
+    assert "redirect" in result.log.lower() or result.stats.get("downloader/response_status_count/301")
+    assert result.report["finish_reason"] == "finished"

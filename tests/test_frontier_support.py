@@ -23,11 +23,11 @@ from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import frontier_arguments
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
-from extensions.frontier.shareddispatch import SharedDispatch
-from extensions.store.memory import MemoryStore
-from extensions.store.redis import RedisStore
-from extensions.store.redis_bloom import BloomLayout
-from extensions.store.sqlite import SQLiteStore
+from extensions.backends.redis.dispatch import SharedDispatch
+from extensions.backends.memory.store import MemoryStore
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.sqlite.store import SQLiteStore
 from testweb.redisserver import shared_server, unique_prefix
 
 # "redis": a real redis-server (one per test process, a key prefix per

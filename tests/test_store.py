@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from extensions.store.base import (
+from extensions.frontier.store import (
     Entry,
     FrontierStore,
     FrontierStoreError,
@@ -18,8 +18,8 @@ from extensions.store.base import (
     Status,
     URLTable,
 )
-from extensions.store.memory import MemoryStore
-from extensions.store.sqlite import SQLiteStore
+from extensions.backends.memory.store import MemoryStore
+from extensions.backends.sqlite.store import SQLiteStore
 
 
 class Reopening:
@@ -201,7 +201,7 @@ def test_sqlite_wal_grows_past_sqlites_default_checkpoint_and_survives_a_crash(t
     """Checkpoints every WAL_CHECKPOINT_PAGES pages, not SQLite's 1000: the
     WAL outgrows 1000 pages, and every committed row is still read after a
     kill -9 (the WAL is the durable copy until it is checkpointed)."""
-    from extensions.store.sqlite import WAL_CHECKPOINT_PAGES
+    from extensions.backends.sqlite.store import WAL_CHECKPOINT_PAGES
     assert WAL_CHECKPOINT_PAGES > 2000
     path = tmp_path / "f.sqlite3"
     wal = Path(f"{path}-wal")

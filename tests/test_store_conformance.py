@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.store.base import (
+from extensions.frontier.store import (
     CashTable,
     ContentGroups,
     Entry,
@@ -37,11 +37,11 @@ from extensions.store.base import (
     URLCensus,
     URLTable,
 )
-from extensions.store.memory import MemoryStore
-from extensions.store.redis import RedisStore
-from extensions.store.redis_revisits import TAKE
-from extensions.store.redis_bloom import BloomLayout
-from extensions.store.sqlite import SQLiteStore
+from extensions.backends.memory.store import MemoryStore
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.revisits import TAKE
+from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.sqlite.store import SQLiteStore
 from testweb.redisserver import free_port, shared_cluster, shared_server, unique_prefix
 
 PERSISTENT = ["sqlite", "redis", "redis-cluster", "redis-bloom", "redis-cluster-bloom"]
@@ -502,7 +502,7 @@ def test_census_knows_holds_only_where_the_store_keeps_them(backend: Backend) ->
 
 
 def test_census_of_a_redis_crawl_shows_shared_holds_and_next_due_times(shared: Backend) -> None:
-    from extensions.frontier.sharedholds import SharedHolds
+    from extensions.backends.redis.holds import SharedHolds
 
     store = shared.store
     census_crawl(store)

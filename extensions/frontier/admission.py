@@ -24,7 +24,7 @@ from scrapy import Request
 
 from extensions.frontier.fingerprint import URL_BITS, url_fingerprint
 from extensions.frontier.urlseen import URLSeen
-from extensions.store.base import Entry, FrontierStore, Status
+from extensions.frontier.store import Entry, FrontierStore, Status
 
 logger = logging.getLogger("extensions.frontier.scheduler")  # the frontier's log, as before the split
 

@@ -7,7 +7,7 @@ strategy (chosen in :mod:`extensions.frontier.config` from
 * :class:`~extensions.frontier.localdispatch.LocalDispatch` -- Mercator's
   front queues (one per priority level, a biased selector), back queues (one
   host each) and host heap, in one process;
-* :class:`~extensions.frontier.shareddispatch.SharedDispatch` -- every
+* :class:`~extensions.backends.redis.dispatch.SharedDispatch` -- every
   host's queue in Redis, hosts taken by this process under a lease, so that
   several processes crawl one frontier.
 
@@ -35,7 +35,7 @@ from extensions.frontier.inflight import InFlight, InFlightTable
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.prioritizer import Prioritizer
 from extensions.frontier.urlseen import URLSeen
-from extensions.store.base import Entry, FrontierStore
+from extensions.frontier.store import Entry, FrontierStore
 
 #: subtracted from a rate-limited host's order: ahead of every level
 RATE_LIMITED_FIRST = 1 << 20

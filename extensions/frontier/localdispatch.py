@@ -35,7 +35,7 @@ from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.inflight import InFlight
 from extensions.frontier.politeness import INFINITY
 from extensions.frontier.resume import rebuild_queues, record_shape, shape_changed
-from extensions.store.base import Entry, Status
+from extensions.frontier.store import Entry, Status
 
 logger = logging.getLogger(__name__)
 

@@ -57,7 +57,7 @@ from pathlib import Path
 from extensions.frontier.back import BackQueues
 from extensions.frontier.front import FrontQueues
 from extensions.frontier.urlseen import BloomSeen
-from extensions.store.base import FrontierStore
+from extensions.frontier.store import FrontierStore
 
 logger = logging.getLogger(__name__)
 

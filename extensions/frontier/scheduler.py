@@ -36,11 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
+from scrapy.exceptions import IgnoreRequest
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.admission import Admission
 from extensions.frontier.codec import decode, encode
-from extensions.frontier.credit import AOPICCredit, CreditAssignment, take_credit
+from extensions.frontier.credit import AOPICCredit, CreditAssignment
 from extensions.frontier.dispatch import FrontierParts, HostDispatch
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.gauges import CRAWL_WIDE_STATS, DictStats, update_gauges
@@ -50,7 +53,7 @@ from extensions.frontier.inflight import InFlight, InFlightTable
 from extensions.frontier.linkrecord import REDIRECT_STATUSES, LinkRecorder
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
-from extensions.frontier.page import PageDone, PageVerdict, page_fingerprints
+from extensions.frontier.page import PageDone, PageVerdict, link_request, page_fingerprints
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
 from extensions.frontier.resume import load_bloom, save_bloom
@@ -58,8 +61,9 @@ from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
 from extensions.frontier.wakeup import WakeUpTimer
 from extensions.frontier.writeahead import WriteAhead
+from extensions.urls.recent import RecentLinks
 from extensions.signals import host_assigned, origin_deferred, origin_held, request_excluded, robots_rules_parsed, urls_refused
-from extensions.store.base import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
+from extensions.frontier.store import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -106,6 +110,8 @@ class Frontier(BaseScheduler):
         self._checkpoints = 0
         self._logged: set[str] = set()
         self.on_host_assigned: Callable[..., Any] | None = None  # the host_assigned signal (DNS prefetch)
+        self.send_signal: Callable[..., Any] | None = None  # the crawler's send_catch_log (links filed)
+        self.recent = RecentLinks(options.recent_links)
         self.holds = OriginHolds()  # origins that cannot be crawled now (see .holds)
         self.memory_only: dict[int, Request] = {}  # requests that cannot be serialised, by fingerprint
         self.admission = Admission(store, self.seen, self.stats, self.wall_clock, self.memory_only,
@@ -146,6 +152,7 @@ class Frontier(BaseScheduler):
         connect(frontier.origin_deferred, origin_deferred)
         connect(frontier.urls_refused, urls_refused)
         frontier.on_host_assigned = partial(crawler.signals.send_catch_log, host_assigned)
+        frontier.send_signal = crawler.signals.send_catch_log
         return frontier
 
     # -- Scrapy's scheduler interface ----------------------------------------
@@ -201,6 +208,11 @@ class Frontier(BaseScheduler):
         process) may have filed that seed already. A URL the frontier cannot
         file (``data:``, ``file:``...) is passed through unfiled: handed out
         first, without politeness, in memory."""
+        return self._file(request)
+
+    def _file(self, request: Request, credit: tuple[float, float] | None = None) -> bool:
+        """:meth:`enqueue_request` for a request whose page just gave it
+        ``credit`` (AOPIC: its cash then, and the ledger's dividend then)."""
         try:
             fp, host = url_fingerprint(request.url, request.method, request.body)
         except ValueError:
@@ -211,7 +223,6 @@ class Frontier(BaseScheduler):
             return self._duplicate()
         host = self.dispatch.host_of(request, host)
         depth = int(request.meta.get("depth", 0))
-        credit = take_credit(request)
         # the URL's own cash, never a copy's (a seed's copy would get cash of its own)
         meta = request.meta if self.aopic is None else self.aopic.cash_meta(request, fp, credit)
         level = self.prioritizer.level(request.priority, depth, meta)
@@ -353,12 +364,16 @@ class Frontier(BaseScheduler):
             self.dispatch.finish(record)
 
     # -- the page's verdict (the last item pipeline) ---------------------------
-    def page_done(self, page: PageVerdict) -> PageDone | Any:
-        """The pipelines judged a fetched page: its outlinks are recorded
-        (followed or not), AOPIC moves its cash to its history and credits
-        its outlinks (none if not followed; queued ones whose level rises
-        move up), its content-seen group goes into the URL database. Returns
-        the history and each outlink's credit (or a Deferred of them: .credit)."""
+    def page_done(self, page: PageVerdict) -> PageDone | Deferred[PageDone]:
+        """The one entry point for a judged page (the last item pipeline):
+        its outlinks are recorded (followed or not), AOPIC moves its cash to
+        its history and credits its outlinks (none if not followed; queued
+        ones whose level rises move up), its content-seen group goes into
+        the URL database, and the outlinks to follow are filed here, each
+        with its credit. Returns the page's history; on the shared frontier
+        with its worker thread, a Deferred that fires once the links are
+        filed (the pipeline holds the page's request until then, so its
+        end reaches the store after its links)."""
         fp, source = page_fingerprints(page)  # the requested and the final URL's, once
         if page.content_group is not None:
             self.store.set_content_group(fp, page.content_group, page.duplicate)
@@ -369,8 +384,44 @@ class Frontier(BaseScheduler):
         fingerprints = self.link_record.page_done(page, source)  # computed once, for AOPIC too
         stored = page.links if page.not_modified else None
         if self.credit_assignment is None:
-            return PageDone(links=stored)
-        return self.credit_assignment.page_done(page, fp, fingerprints, stored)
+            return self._follow(page, PageDone(links=stored))
+        done = self.credit_assignment.page_done(page, fp, fingerprints, stored)
+        if isinstance(done, Deferred):
+            return done.addCallback(lambda answer: self._follow(page, answer))
+        return self._follow(page, done)
+
+    def _follow(self, page: PageVerdict, done: PageDone) -> PageDone:
+        """File the page's outlinks to follow, as requests built the way
+        Scrapy's Depth and Referer middlewares would, each announced with
+        ``request_scheduled`` (and ``request_dropped`` if refused) as
+        ``engine.crawl`` does; links filed lately are skipped."""
+        links = done.links if done.links is not None else page.links  # a 304: the stored ones
+        if not page.follow:
+            self.stats.inc_value("links/not_followed_duplicate", len(links))
+            return done
+        depth = page.depth + 1
+        referer = page.final_url or page.url
+        fresh, credit, recent = self.recent.fresh, done.credit, 0
+        for url in links:
+            if fresh(url, depth):
+                self._schedule(link_request(url, depth, referer), credit.get(url))
+            else:
+                recent += 1
+        if recent:
+            self.stats.inc_value("links/recent_duplicates", recent)
+        if links and self.runtime.wake is not None:
+            self.runtime.wake()
+        return done
+
+    def _schedule(self, request: Request, credit: tuple[float, float] | None) -> None:
+        send = self.send_signal
+        if send is not None:
+            for _, result in send(signals.request_scheduled, request=request, spider=self.spider,
+                                  dont_log=IgnoreRequest):
+                if isinstance(result, Failure) and isinstance(result.value, IgnoreRequest):
+                    return
+        if not self._file(request, credit) and send is not None:
+            send(signals.request_dropped, request=request, spider=self.spider)
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL from outside a page's credit

@@ -14,7 +14,7 @@ duplicate tests end in the cache. Here:
    database at each checkpoint, tagged with the checkpoint number; a filter
    that does not match the database's tag is rebuilt from the URL table.
    On the Redis store "bloom" means the store's own filter, shared by every
-   process (:mod:`extensions.store.redis_bloom`), and there is none here.
+   process (:mod:`extensions.backends.redis.bloom`), and there is none here.
 3. The URL table's ``insert_new`` (an ``INSERT OR IGNORE`` on the primary
    key) is the exact, final answer, and records the URL.
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pybloom_live import ScalableBloomFilter
 
-from extensions.store.base import Entry, SeenSet, URLTable
+from extensions.frontier.store import Entry, SeenSet, URLTable
 
 
 class LRUCache:

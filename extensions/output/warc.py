@@ -176,7 +176,7 @@ class WarcWriter:
         settings = crawler.settings
         directory = settings.get("WARC_DIR")
         if not directory:
-            raise NotConfigured("WARC_DIR is not set")
+            raise NotConfigured
         max_size = settings.getint("WARC_MAX_SIZE", defaults.WARC_MAX_SIZE)
         if max_size <= 0:
             raise ValueError(f"WARC_MAX_SIZE={max_size!r}: must be a positive number of bytes")
