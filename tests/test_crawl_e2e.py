@@ -360,3 +360,19 @@ def test_a_default_crawl_logs_no_warning_of_its_own_making(tmp_path: Path) -> No
     assert not warnings, "\n".join(warnings[:20])
     assert "redirect" in result.log.lower() or result.stats.get("downloader/response_status_count/301")
     assert result.report["finish_reason"] == "finished"
+
+
+def test_a_backend_plugged_in_by_class_path_crawls_the_whole_web(tmp_path: Path) -> None:
+    """A third-party backend (tests/thirdparty_backend.py, wrapping the memory
+    one) named only in the settings: the crawl runs on it and covers the web."""
+    with start_testweb(WebConfig(hosts=4, pages=8, links=4, seed=3), tmp_path / "web") as web:
+        result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file), settings={
+            "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": DEPTH,
+            "FRONTIER_BACKEND": "tests.thirdparty_backend.ThirdPartyBackend"})
+        truth = web.truth(depth_limit=DEPTH, robots_5xx="allow")
+        fetched = fetched_urls(web)
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats.get("thirdparty/store_opens") == 1
+    missing = set(truth.regular) - set(truth.duplicates) - set(fetched)
+    assert not missing, sorted(missing)[:20]
+    assert all(count == 1 for url, count in fetched.items() if "/error/" not in url)  # retries aside
