@@ -25,7 +25,7 @@ from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import frontier_arguments
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
-from extensions.backends.redis.dispatch import SharedDispatch
+from extensions.backends.redis.dispatch import SharedDispatch, shared_ledger
 from extensions.backends.memory.store import MemoryStore
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout
@@ -122,6 +122,7 @@ def make_frontier(store: Any, clock: Clock | None = None, **kwargs: Any) -> Fron
         # end only when the test says so; lease upkeep (renewals, the idle
         # close) runs as the clock advances
         kwargs.setdefault("dispatch", SharedDispatch(front_queues, back_queues, lease_clock=clock.seconds))
+        kwargs["ledger"] = shared_ledger(kwargs.get("ledger"), store)  # as RedisBackend.ledger gives it
         kwargs.setdefault("looping_call", partial(looping_call, clock))
     else:
         kwargs.setdefault("dispatch", LocalDispatch(front_queues, back_queues, **local))

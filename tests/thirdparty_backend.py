@@ -54,6 +54,9 @@ class ThirdPartyBackend:
     def url_filter(self) -> Any:
         return self.inner.url_filter()
 
+    def ledger(self, store: Any, initial_cash: float, tax: float) -> Any:
+        return self.inner.ledger(store, initial_cash, tax)
+
     def host_dispatch(self, front_queues: int, back_queues: int) -> Any:
         return self.inner.host_dispatch(front_queues, back_queues)
 

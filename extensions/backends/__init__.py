@@ -24,6 +24,7 @@ from extensions import defaults
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from extensions.aopic.ledger import AOPICLedger
     from extensions.contentseen.sets import ContentOptions, ContentSets
     from extensions.frontier.dispatch import HostDispatch
     from extensions.frontier.store import FrontierStore
@@ -50,6 +51,10 @@ class Backend(Protocol):
     def url_filter(self) -> BloomSeen | None:
         """An in-process URL-seen Bloom filter in front of the store, or
         None (exact, or the store has a filter of its own)."""
+
+    def ledger(self, store: FrontierStore, initial_cash: float, tax: float) -> AOPICLedger:
+        """AOPIC's ledger over ``store`` (shared by the processes that share
+        the host dispatch)."""
 
     def host_dispatch(self, front_queues: int, back_queues: int) -> HostDispatch | None:
         """A host dispatch shared with other processes, or None: the

@@ -37,7 +37,6 @@ from scrapy.utils.misc import load_object
 
 from extensions import defaults
 from extensions.backends import crawl_backend
-from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.front import BiasedSelector
 from extensions.frontier.hostkey import HostKey
 from extensions.frontier.localdispatch import LocalDispatch
@@ -172,8 +171,8 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
             slots=settings.getdict("DOWNLOAD_SLOTS"),
         ),
         "hostkey": HostKey(per_ip=bool(per_ip)),
-        "ledger": AOPICLedger(store, settings.getfloat("FRONTIER_AOPIC_INITIAL_CASH"),
-                              settings.getfloat("FRONTIER_AOPIC_TAX"))
+        "ledger": backend.ledger(store, settings.getfloat("FRONTIER_AOPIC_INITIAL_CASH"),
+                                 settings.getfloat("FRONTIER_AOPIC_TAX"))
         if settings.getbool("FRONTIER_AOPIC") else None,
         "bloom": bloom,
         "revisit_schedule": _revisit_schedule(settings, store, crawler.stats),

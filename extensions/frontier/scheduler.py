@@ -125,7 +125,7 @@ class Frontier(BaseScheduler):
             count_once=self._count_once, host_assigned=self._host_assigned, arm_timer=self._arm_timer,
             on_store_error=runtime.on_store_error, memory_only=self.memory_only)
         self.dispatch.bind(self.parts)
-        self.ledger = self.parts.ledger  # the shared dispatch shares the ledger too
+        self.ledger = ledger
         self.aopic = None if self.ledger is None else AOPICCredit(self.ledger, self.prioritizer, options.revisits)
         self.credit_assignment = None if self.aopic is None else CreditAssignment(
             self.aopic, store, self.dispatch, self.stats, self.memory_only)  # page_done's AOPIC part

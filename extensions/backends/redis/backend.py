@@ -13,6 +13,7 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.project import data_path
 
 from extensions import defaults
+from extensions.aopic.ledger import AOPICLedger
 from extensions.backends.settings import seen_backend
 
 if TYPE_CHECKING:
@@ -58,10 +59,21 @@ class RedisBackend:
     def url_filter(self) -> None:
         return None  # the store's own filter, shared by every process (FRONTIER_SEEN_BACKEND="bloom")
 
+    def distributed(self) -> bool:
+        return self.settings.getbool("FRONTIER_DISTRIBUTED", defaults.FRONTIER_DISTRIBUTED)
+
+    def ledger(self, store: FrontierStore, initial_cash: float, tax: float) -> AOPICLedger:
+        """With the shared dispatch, one ledger for every process (its scalars in Redis)."""
+        if not self.distributed():
+            return AOPICLedger(store, initial_cash, tax)
+        from extensions.backends.redis.ledger import SharedLedger  # noqa: PLC0415
+
+        return SharedLedger(store, initial_cash, tax)
+
     def host_dispatch(self, front_queues: int, back_queues: int) -> SharedDispatch | None:
         """The dispatch shared by every process (host leases), with ``FRONTIER_DISTRIBUTED``."""
         settings = self.settings
-        if not settings.getbool("FRONTIER_DISTRIBUTED", defaults.FRONTIER_DISTRIBUTED):
+        if not self.distributed():
             return None
         if settings.getint("CONCURRENT_REQUESTS_PER_IP"):
             raise ValueError("CONCURRENT_REQUESTS_PER_IP is not supported with FRONTIER_DISTRIBUTED "

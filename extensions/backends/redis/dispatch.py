@@ -98,7 +98,8 @@ class SharedDispatch:
     def bind(self, parts: FrontierParts) -> None:
         self.parts = parts
         self.store = parts.store
-        parts.ledger = shared_ledger(parts.ledger, parts.store)
+        if parts.ledger is not None and not parts.ledger.shared:
+            raise ValueError("the shared host dispatch needs the shared AOPIC ledger (RedisBackend.ledger)")
 
     # -- lifecycle -----------------------------------------------------------
     def open(self) -> None:

@@ -64,7 +64,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from extensions.backends.redis.dispatch import SharedDispatch
+from extensions.backends.redis.dispatch import SharedDispatch, shared_ledger
 from extensions.frontier.options import frontier_arguments
 from extensions.frontier.scheduler import Frontier
 
@@ -86,4 +86,5 @@ class DistributedFrontier(Frontier):
                                   max_lateness=max_lateness, lease_clock=lease_clock, owner=owner,
                                   io_thread=io_thread)
         values.pop("queue_buffer", None)  # local back queues only
+        values["ledger"] = shared_ledger(values.get("ledger"), store)
         super().__init__(store, dispatch, **frontier_arguments(**values))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.job import job_dir
 
+from extensions.aopic.ledger import AOPICLedger
 from extensions.backends.settings import number_setting, seen_backend, setting
 from extensions.backends.sqlite.contentseen import local_content_sets
 from extensions.backends.sqlite.store import SQLiteStore
@@ -57,6 +58,9 @@ class SQLiteBackend:
         return BloomSeen(
             initial_capacity=number_setting(self.settings, "FRONTIER_BLOOM_INITIAL_CAPACITY", 1, int),
             error_rate=float(setting(self.settings, "FRONTIER_BLOOM_ERROR_RATE")))
+
+    def ledger(self, store: FrontierStore, initial_cash: float, tax: float) -> AOPICLedger:
+        return AOPICLedger(store, initial_cash, tax)
 
     def host_dispatch(self, front_queues: int, back_queues: int) -> None:
         return None
