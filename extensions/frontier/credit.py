@@ -151,7 +151,8 @@ class CreditAssignment:
         goes through the shared frontier's worker (see the module docstring)."""
         links = page.links if page.follow else []
         given = fingerprints if page.follow else None
-        worker = self.dispatch.payment_channel() if self.shared else None
+        io = self.dispatch.io
+        worker = io.worker if self.shared and io is not None else None
         if worker is None:
             return replace(self._paid(self.aopic.pay(fingerprint, links, given), links), links=stored)
         done: Deferred[PageDone] = Deferred()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from heapq import heappop as heapq_pop
 from heapq import heappush as heapq_push
 from typing import Any
@@ -56,6 +57,18 @@ def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
     return SharedLedger(store, ledger.initial_cash, ledger.tax)
 
 
+@dataclass(slots=True)
+class HeapPolls:
+    """What this process knows of the shared host heap and the crawl's
+    processes: read and written by the dispatch, its lease upkeep and its
+    worker thread's answers (on the reactor thread)."""
+
+    alive: int = 1  # crawler processes alive at the last heartbeat
+    hosts: int | None = None  # hosts on the shared heap at the last poll (None: poll again)
+    checked: float = -INFINITY  # when the heap was last polled
+    next_poll: float = 0.0  # when this process may poll again
+
+
 class SharedDispatch:
     """Hosts served under Redis leases (see the module docstring)."""
 
@@ -77,6 +90,7 @@ class SharedDispatch:
         # Redis round trips in a worker thread once the reactor runs (.sharedasync)
         self.io_thread = io_thread
         self.off_reactor = OffReactor(self)
+        self.io = self.off_reactor  # the worker thread (StoreIO)
         self.owner = owner or process_id()
         self.heap = HostHeap()
         self.leases: HostLeases | None = None
@@ -88,10 +102,7 @@ class SharedDispatch:
         #: among the ready hosts of their level while it holds them
         self.retried: set[str] = set()
         self._ready_seq = 0
-        self._next_poll = 0.0
-        self._heap_hosts: int | None = None  # hosts on the shared heap at the last poll
-        self._alive = 1  # crawler processes alive at the last heartbeat
-        self._heap_checked = -INFINITY
+        self.polls = HeapPolls()
         self._swept_at = -INFINITY
         self._lease_loop: Any = None
 
@@ -116,10 +127,10 @@ class SharedDispatch:
         if not self.shared_holds.others_alive():
             self.upkeep.retry_deferred()
         self.shared_holds.mark_active()  # a process joining starts a new idle period
-        self._alive = self.leases.heartbeat(self.lease_ttl)
+        self.polls.alive = self.leases.heartbeat(self.lease_ttl)
         self.upkeep.adopt_holds()
         logger.info("Frontier %s shared with %d other crawler process(es) (%s)",
-                    self.owner, self._alive - 1, self.store.location)
+                    self.owner, self.polls.alive - 1, self.store.location)
 
     def start(self, looping_call: Callable[[Callable[[], None]], Any] | None) -> None:
         if self.io_thread and looping_call is not None:
@@ -171,16 +182,6 @@ class SharedDispatch:
     def __len__(self) -> int:
         return sum(held.queued for held in self.held.values()) + len(self.parts.unfiled)
 
-    def settle_io(self) -> None:
-        """Wait for what the worker has on its way (earlier pages' writes it
-        carries, such as their outlinks), so a read on the store sees it."""
-        self.off_reactor.settle()
-
-    def payment_channel(self) -> Any:
-        """The worker, if running (on a cluster it sends a page's two round
-        trips, in different slots, one after the other itself)."""
-        return self.off_reactor.worker
-
     def has_pending(self) -> bool:
         """Work anywhere in the crawl: held hosts, requests in flight here,
         or hosts on the shared heap (checked at most every poll interval)."""
@@ -195,15 +196,15 @@ class SharedDispatch:
         now = self.parts.clock()
         # a poll answered meanwhile may have run before the listings that
         # followed the enqueues sent with it: look at the heap again
-        if not was_idle or self._heap_hosts is None or now - self._heap_checked >= self.poll_interval:
-            self._heap_hosts, self._heap_checked = self.leases.poll(0).hosts, now
-        if self._heap_hosts == 0 and now - self._swept_at >= self.lease_ttl:
+        if not was_idle or self.polls.hosts is None or now - self.polls.checked >= self.poll_interval:
+            self.polls.hosts, self.polls.checked = self.leases.poll(0).hosts, now
+        if self.polls.hosts == 0 and now - self._swept_at >= self.lease_ttl:
             self._swept_at = now
             if self.leases.sweep_orphans():
                 self.parts.stats.inc_value("frontier/orphans_listed")
-                self._heap_hosts = None
+                self.polls.hosts = None
                 return True
-        return bool(self._heap_hosts)
+        return bool(self.polls.hosts)
 
     def hosts_in_use(self) -> set[str]:
         return set(self.held)
@@ -237,9 +238,6 @@ class SharedDispatch:
 
     def revisit(self, entry: Entry, level: int) -> None:
         self.leases.enqueue(entry.host, [entry._replace(level=level)], force=True)
-
-    def stale_copy(self, fingerprint: int) -> bool:
-        return False  # one entry per URL: the back queues are sorted sets
 
     # -- dispatch --------------------------------------------------------------
     def next_request(self, now: float) -> Request | None:
@@ -283,7 +281,7 @@ class SharedDispatch:
     def share(self) -> int:
         """This process's share of the hosts with work (hosts on the heap /
         live processes, as last seen, rounded up)."""
-        return max(1, -(-(self._heap_hosts or 0) // self._alive))
+        return max(1, -(-(self.polls.hosts or 0) // self.polls.alive))
 
     def _dispatch(self, host: str, now: float) -> Request | None:
         """Take ``host``'s best URL: at once, or through the worker thread
@@ -324,7 +322,7 @@ class SharedDispatch:
             held.queued += parts.holds.state_of(entry.url) == "held"  # back in its queue
             self.reschedule(host)
             return None
-        request = parts.request_of(entry, cash)
+        request = parts.handout.request_of(entry, cash)
         if request is None:
             if self.off_reactor.worker is not None:  # its status (excluded, failed) first: the store buffers it
                 self.store.connection.flush()
@@ -355,8 +353,8 @@ class SharedDispatch:
         if self.off_reactor.arrived:
             return now
         due = self.heap.next_time()
-        if len(self.held) < self.max_hosts and self._heap_hosts != 0:
-            due = self._next_poll if due is None else min(due, self._next_poll)
+        if len(self.held) < self.max_hosts and self.polls.hosts != 0:
+            due = self.polls.next_poll if due is None else min(due, self.polls.next_poll)
         return due
 
     # -- fetch end -------------------------------------------------------------
@@ -373,7 +371,7 @@ class SharedDispatch:
             if self.store.trims:  # a trimmed row keeps only its count
                 parts.stats.inc_value("frontier/refused")
             else:
-                parts.record_refused(record.entry, record.refused, parts.wall_clock(), known=True)
+                parts.admission.record_refused(record.entry, record.refused, parts.wall_clock(), known=True)
         elif record.excluded:  # the status with the FINISH: the worker sends it before the store's buffer
             self.leases.finish(host, fp, Status.EXCLUDED)
         else:
@@ -452,7 +450,7 @@ class SharedDispatch:
         origin = origin_of(entry.url)
         if state == "deferred":
             self.leases.finish(entry.host, entry.fingerprint, Status.DEFERRED, parts.wall_clock())
-            parts.defer([], origin, parts.holds.deferred[origin])
+            parts.admission.defer([], origin, parts.holds.deferred[origin])
             parts.stats.inc_value("frontier/deferred")
             return True
         self.leases.put_back(entry.host, entry.fingerprint, entry.level, parked=True)

@@ -51,7 +51,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
@@ -64,6 +64,9 @@ from extensions.backends.redis.worker import (
 )
 from extensions.frontier.politeness import INFINITY
 from extensions.frontier.store import FrontierStoreError
+
+if TYPE_CHECKING:
+    from extensions.backends.redis.dispatch import SharedDispatch
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +97,7 @@ class HeldHost:
 class OffReactor:
     """The asynchronous side of one shared dispatch (see the module docstring)."""
 
-    def __init__(self, dispatch: Any) -> None:  # its SharedDispatch (not imported: no cycle)
+    def __init__(self, dispatch: SharedDispatch) -> None:
         self.dispatch = dispatch
         self.worker: RedisWorker | None = None
         #: answered takes, waiting for next_request: (host, what the take found)
@@ -190,9 +193,9 @@ class OffReactor:
                 parts.memory_only.pop(entry.fingerprint, None)
             return False
         if result.listed:  # the heap count seen last is stale (its LIST is sent before any later call)
-            dispatch._heap_checked = -INFINITY
-            if dispatch._alive == 1:
-                dispatch._next_poll = 0.0  # a host is due on the heap and nobody else polls
+            dispatch.polls.checked = -INFINITY
+            if dispatch.polls.alive == 1:
+                dispatch.polls.next_poll = 0.0  # a host is due on the heap and nobody else polls
         if result.mine and host in dispatch.held:
             held = dispatch.held[host]
             held.queued, held.head = result.queued, result.head
@@ -200,7 +203,7 @@ class OffReactor:
                 held.parked_until = 0.0  # work again (a held origin's URL is parked at its take)
             dispatch.reschedule(host)
         if late:  # the engine may have been told there was nothing to do
-            parts.arm_timer(parts.clock())
+            parts.wakeup.arm(dispatch.next_due(parts.clock()), parts.clock())
         return True
 
     def poll_heap(self, now: float) -> bool:
@@ -212,7 +215,7 @@ class OffReactor:
         dispatch = self.dispatch
         held = dispatch.held
         room = min(dispatch.max_hosts - len(held), POLL_BATCH if len(held) < dispatch.share() else 1)
-        if room <= 0 or now < dispatch._next_poll:
+        if room <= 0 or now < dispatch.polls.next_poll:
             return False
         if self.worker is not None:
             self.poll(room)
@@ -228,7 +231,7 @@ class OffReactor:
         dispatch = self.dispatch
         parts = dispatch.parts
         stats = parts.stats
-        dispatch._heap_hosts, dispatch._heap_checked = poll.hosts, now
+        dispatch.polls.hosts, dispatch.polls.checked = poll.hosts, now
         for got in acquired:
             dispatch.held[got.host] = HeldHost(got.queued, got.head, got.expires, now)
             parts.politeness.hold(got.host, now + got.wait)
@@ -238,14 +241,14 @@ class OffReactor:
                 stats.inc_value("frontier/recovered", got.recovered)
                 logger.info("Took over %s from an expired lease: %d in-flight URL(s) back in its queue",
                             got.host, got.recovered)
-            parts.host_assigned(got.host)
+            parts.signals.host_assigned(got.host)
         stats.inc_value("frontier/heap_polls")
         stats.inc_value("frontier/leases_acquired", len(acquired))
         stats.set_value("frontier/back_queues", len(dispatch.held))
         interval = dispatch.poll_interval
         wait = interval if poll.wait is None else min(interval, max(poll.wait, 0.005))
         load = len(dispatch.held) / dispatch.share()
-        dispatch._next_poll = now if acquired and load < 1 else now + wait * (1 + load)
+        dispatch.polls.next_poll = now if acquired and load < 1 else now + wait * (1 + load)
         return bool(acquired)
 
     # -- takes -------------------------------------------------------------------
@@ -277,7 +280,7 @@ class OffReactor:
         if held is not None:
             held.inflight += 1  # until hand_out uses it
         self.arrived.append((host, taken))
-        self.dispatch.parts.arm_timer(self.dispatch.parts.clock())  # next_due is now: the engine asks
+        self.dispatch.parts.wakeup.arm(self.dispatch.next_due(self.dispatch.parts.clock()), self.dispatch.parts.clock())  # next_due is now: the engine asks
 
     def _busy_failed(self, host: str) -> None:
         if self._answered(host) is not None:
@@ -309,7 +312,7 @@ class OffReactor:
         def released(outcome: tuple[int, int, float]) -> None:
             if self._answered(host) is not None:
                 dispatch.released(host, outcome)
-                dispatch.parts.arm_timer(dispatch.parts.clock())
+                dispatch.parts.wakeup.arm(dispatch.next_due(dispatch.parts.clock()), dispatch.parts.clock())
 
         dispatch.leases.release_then(host, wait, True, held.heap_score, released,
                                      lambda err: self._busy_failed(host))
@@ -335,7 +338,7 @@ class OffReactor:
         self.polling = False
         now = self.dispatch.parts.clock()
         self.polled(poll, acquired, now)
-        self.dispatch.parts.arm_timer(now)
+        self.dispatch.parts.wakeup.arm(self.dispatch.next_due(now), now)
 
     def _poll_failed(self, err: Exception) -> None:
         self.polling = False

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from extensions.frontier.gauges import CRAWL_WIDE_STATS
 from extensions.frontier.holds import host_of_origin
 from extensions.frontier.store import Entry, FrontierStoreError
+
+if TYPE_CHECKING:
+    from extensions.backends.redis.dispatch import SharedDispatch
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +32,7 @@ class LeaseUpkeep:
     """Renewals, hand-backs and crawl-wide sharing of one
     :class:`~extensions.backends.redis.dispatch.SharedDispatch`."""
 
-    def __init__(self, dispatch: Any) -> None:  # its SharedDispatch (not imported: no cycle)
+    def __init__(self, dispatch: SharedDispatch) -> None:
         self.dispatch = dispatch
         self._failures_seen = 0  # the store's failed calls at the last in-flight repair
         self._pushed: dict[str, float] = {}
@@ -46,13 +49,13 @@ class LeaseUpkeep:
                     self.lost(host)
                 elif host in dispatch.held:
                     dispatch.held[host].heap_score = expires
-            dispatch._alive = max(1, dispatch.leases.heartbeat(dispatch.lease_ttl))
+            dispatch.polls.alive = max(1, dispatch.leases.heartbeat(dispatch.lease_ttl))
             self.share_holds()
             # not while a take is on its way: its URL is in flight in Redis, not yet here
             if dispatch.off_reactor.failures() != self._failures_seen and not dispatch.off_reactor.pending():
                 self._failures_seen = dispatch.off_reactor.failures()
                 self.repair_inflight()
-            dispatch._heap_hosts, dispatch._heap_checked = dispatch.leases.poll(0).hosts, parts.clock()
+            dispatch.polls.hosts, dispatch.polls.checked = dispatch.leases.poll(0).hosts, parts.clock()
             self.give_away_late()
             self.rebalance()
         except FrontierStoreError as err:
@@ -62,7 +65,7 @@ class LeaseUpkeep:
 
     def lost(self, host: str) -> None:
         self.dispatch.drop(host)
-        self.dispatch.parts.count_once("leases_lost", "Lease on %s taken over by another process (this one "
+        self.dispatch.parts.noisy.note("leases_lost", "Lease on %s taken over by another process (this one "
                                        "stalled longer than FRONTIER_LEASE_TTL)", host)
 
     def repair_inflight(self) -> None:
@@ -117,7 +120,7 @@ class LeaseUpkeep:
         flight): an idle process takes them at its next poll."""
         dispatch = self.dispatch
         excess = len(dispatch.held) - dispatch.share() - 1
-        if dispatch._alive < 2 or excess <= 0:
+        if dispatch.polls.alive < 2 or excess <= 0:
             return
         fetching = self.fetching()
         idle = [host for host, held in dispatch.held.items() if not held.inflight and host not in fetching]
@@ -190,7 +193,7 @@ class LeaseUpkeep:
         for origin, (_, reason) in found.items():
             why = f"held when nothing else was left: {reason}"
             parts.holds.defer(origin, why)
-            parts.defer([], origin, why)
+            parts.admission.defer([], origin, why)
         self.adopt_holds(unpark=bool(found))
 
     def adopt_holds(self, unpark: bool = False) -> None:
@@ -206,7 +209,7 @@ class LeaseUpkeep:
         for origin, (reason, _) in dispatch.store.hosts.deferrals().items():
             if origin not in parts.holds.deferred:
                 parts.holds.defer(origin, reason)
-                parts.defer([], origin, reason)
+                parts.admission.defer([], origin, reason)
                 unpark = True
         if unpark:
             self.serve_parked(now)
@@ -251,7 +254,7 @@ class LeaseUpkeep:
                 held.head = head
             held.parked_until = 0.0
             self.dispatch.reschedule(host)
-        self.dispatch.parts.arm_timer(now)
+        self.dispatch.parts.wakeup.arm(self.dispatch.next_due(now), now)
 
     def serve_parked(self, now: float, hosts: set[str] | None = None) -> None:
         """Parked hosts (of ``hosts``, default all) are due again at their
@@ -262,5 +265,5 @@ class LeaseUpkeep:
             self.dispatch.held[host].parked_until = 0.0
             self.dispatch.reschedule(host)
         if parked:
-            self.dispatch.parts.arm_timer(now)
+            self.dispatch.parts.wakeup.arm(self.dispatch.next_due(now), now)
 
