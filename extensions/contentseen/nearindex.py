@@ -78,12 +78,18 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from itertools import combinations
 from math import comb
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from extensions.contentseen.exact import ContentStoreError, check_schema, is_empty, open_database
+from extensions.contentseen.exact import (
+    ContentStoreError,
+    check_schema,
+    is_empty,
+    open_database,
+)
 from extensions.contentseen.fingerprint import from_signed64, to_signed64
 from extensions.contentseen.keyfilter import KeyFilter
 from extensions.contentseen.resemblance import resemblance
@@ -128,6 +134,24 @@ def resembling(sketch: bytes | None, other: bytes | None, min_resemblance: float
         return None
     estimate = resemblance(sketch, other)
     return estimate if estimate >= min_resemblance else False
+
+
+def near_verdict(index: Any, found: Match | None,
+                 store: Callable[[int, int], None]) -> tuple[int, str | None]:
+    """An index's verdict on a document whose closest match is ``found``:
+    (its group, the match's URL or None). An identical match is not stored;
+    otherwise the document gets the index's next id and ``store(doc_id,
+    group_id)`` records it. Counts in ``index.counters``."""
+    if found is not None:
+        index.counters["near_duplicates"] += 1
+        if found.distance == 0:
+            index.counters["identical"] += 1
+            return found.group_id, found.url
+    doc_id = index.next_id
+    index.next_id += 1
+    group_id = doc_id if found is None else found.group_id
+    store(doc_id, group_id)
+    return (group_id, None) if found is None else (group_id, found.url)
 
 
 class BlockLayout:
@@ -344,17 +368,8 @@ class NearDuplicateIndex:
         numbered by the document's id) when there is none.
         """
         keys = self.layout.keys(simhash)
-        found = self._match(simhash, keys, sketch)
-        if found is not None:
-            self.counters["near_duplicates"] += 1
-            if found.distance == 0:
-                self.counters["identical"] += 1
-                return found.group_id, found.url
-        doc_id = self.next_id
-        self.next_id += 1
-        group_id = doc_id if found is None else found.group_id
-        self._store(doc_id, simhash, group_id, url, sketch, keys)
-        return (group_id, None) if found is None else (group_id, found.url)
+        return near_verdict(self, self._match(simhash, keys, sketch),
+                            lambda doc_id, group_id: self._store(doc_id, simhash, group_id, url, sketch, keys))
 
     def flush(self) -> None:
         """Commit the buffered documents and their keys in one transaction."""

@@ -33,7 +33,6 @@ from extensions.frontier.front import BiasedSelector, FrontQueues
 from extensions.frontier.holds import origin_of
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.inflight import InFlight
-from extensions.frontier.politeness import INFINITY
 from extensions.frontier.resume import rebuild_queues, record_shape, shape_changed
 from extensions.frontier.store import Entry, Status
 
@@ -284,11 +283,7 @@ class LocalDispatch:
     def reschedule(self, host: str) -> None:
         """Put ``host`` on the heap if it has a back queue and may fetch."""
         if host in self.back.queue_of:
-            ready = self.parts.politeness.ready_at(host)
-            if ready < INFINITY:
-                self.heap.schedule(host, ready)
-            else:
-                self.heap.remove(host)
+            self.heap.place(host, self.parts.politeness.ready_at(host))
 
     def scheduled(self, host: str) -> bool:
         return host in self.heap

@@ -339,11 +339,7 @@ class SharedDispatch:
         if host in self.held and self.held[host].taking:
             self.heap.remove(host)  # back on the heap when its take answers
         elif host in self.held:
-            ready = max(self.parts.politeness.ready_at(host), self.held[host].parked_until)
-            if ready < INFINITY:
-                self.heap.schedule(host, ready)
-            else:
-                self.heap.remove(host)
+            self.heap.place(host, max(self.parts.politeness.ready_at(host), self.held[host].parked_until))
 
     def scheduled(self, host: str) -> bool:
         return host in self.heap

@@ -52,10 +52,9 @@ payment was on its way (a few per process; on a single Redis none).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals
+from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals, Paid
 from extensions.backends.redis.connection import script
 from extensions.backends.redis.keys import tag_of
 from extensions.backends.redis.rows import CASH_LUA
@@ -186,16 +185,6 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 end
 return 1
 """)
-
-
-@dataclass(slots=True)
-class Paid:
-    """A fetched page's AOPIC step (:meth:`SharedLedger.distribute`)."""
-
-    cash: float  # taken from the page
-    history: float  # the page's history now
-    visits: int
-    changes: list[tuple[float, float, bool]]  # per outlink: (cash before, after, had a row)
 
 
 class SharedLedger(AOPICLedger):

@@ -66,6 +66,7 @@ from extensions.contentseen.nearindex import (
     TABLE_SHIFT,
     BlockLayout,
     Match,
+    near_verdict,
     resembling,
 )
 
@@ -219,17 +220,8 @@ class RedisNearDuplicateIndex(RedisContentPart):
         matches, reserved = yield from self._lookup(simhash, sketch, True, prefetched, self.reserve_commands())
         if reserved:
             self._reserved(reserved[0])
-        found = matches[0] if matches else None
-        if found is not None:
-            self.counters["near_duplicates"] += 1
-            if found.distance == 0:
-                self.counters["identical"] += 1
-                return found.group_id, found.url
-        doc_id = self.next_id
-        self.next_id += 1
-        group_id = doc_id if found is None else found.group_id
-        self._store(simhash, doc_id, group_id, url, sketch)
-        return (group_id, None) if found is None else (group_id, found.url)
+        return near_verdict(self, matches[0] if matches else None,
+                            lambda doc_id, group_id: self._store(simhash, doc_id, group_id, url, sketch))
 
     def match_steps(self, simhash: int, sketch: bytes | None,
                     prefetched: Prefetched | None = None) -> Steps[Match | None]:
