@@ -313,3 +313,39 @@ def test_recovery_deletes_a_file_without_one_whole_record(archived: Any, tmp_pat
         stream.truncate(records[1].offset // 2)  # inside the warcinfo record
     [recovered] = recover_open_files(tmp_path / "warcs", "webcrawler", cdxj=True)
     assert recovered.deleted and not list((tmp_path / "warcs").iterdir())
+
+
+# -- scrapy warcindex ---------------------------------------------------------------
+
+def warcindex(*args: str) -> Any:
+    import subprocess  # noqa: PLC0415
+
+    from testweb.crawlrun import ROOT, SCRAPY  # noqa: PLC0415
+
+    return subprocess.run([SCRAPY, "warcindex", *args], cwd=ROOT, capture_output=True, timeout=300, check=False)
+
+
+def test_warcindex_writes_the_index_a_crawl_writes_and_merges_them(archived: Any, tmp_path: Path) -> None:
+    _, source, _ = archived
+    shutil.copytree(source, tmp_path / "warcs")
+    written = {path.name: path.read_bytes() for path in (tmp_path / "warcs").glob("*.cdxj")}
+    for path in (tmp_path / "warcs").glob("*.cdxj"):
+        path.unlink()
+    run = warcindex("-s", f"WARC_DIR={tmp_path / 'warcs'}", "-o", str(tmp_path / "all.cdxj"))
+    assert run.returncode == 0, run.stderr
+    assert {path.name: path.read_bytes() for path in (tmp_path / "warcs").glob("*.cdxj")} == written
+    merged_lines = (tmp_path / "all.cdxj").read_bytes().splitlines(keepends=True)
+    assert merged_lines == sorted(line for text in written.values() for line in text.splitlines(keepends=True))
+    again = warcindex("-s", f"WARC_DIR={tmp_path / 'warcs'}")  # nothing left to index
+    assert again.returncode == 0 and b"indexed 0 of" in again.stderr
+
+
+def test_warcindex_recovers_a_file_a_kill_left_open_and_refuses_other_files(archived: Any, tmp_path: Path) -> None:
+    path, records = _open_copy(archived, tmp_path / "warcs")
+    run = warcindex("-s", f"WARC_DIR={tmp_path / 'warcs'}", "--recover", "-o", "-")
+    assert run.returncode == 0, run.stderr
+    closed = path.with_name(path.name.removesuffix(".open"))
+    assert closed.exists() and run.stdout == index_path(closed).read_bytes()
+    assert len(run.stdout.splitlines()) == sum(r.type in ANSWERS for r in records)
+    wrong = warcindex(str(tmp_path / "warcs" / index_path(closed).name))
+    assert wrong.returncode != 0 and b"not WARC files" in wrong.stderr

@@ -144,7 +144,7 @@ class WarcWriter:
         directory = settings.get("WARC_DIR")
         if not directory:
             raise NotConfigured
-        max_size = settings.getint("WARC_MAX_SIZE", setting(settings, "WARC_MAX_SIZE"))
+        max_size = settings.getint("WARC_MAX_SIZE", defaults.WARC_MAX_SIZE)
         if max_size <= 0:
             raise ValueError(f"WARC_MAX_SIZE={max_size!r}: must be a positive number of bytes")
         try:
