@@ -198,13 +198,11 @@ class WarcWriter:
             self.stats.inc_value("warc/metadata")
 
     def spider_closed(self) -> None:
-        lines_before = self.files.index_lines_written
         try:
             self.files.close()
         except OSError as err:
             self.stats.inc_value("warc/errors")
             logger.error("WARC file could not be closed: %s", err)
-        self._count_index_lines(lines_before)
         if self.archive is not None:
             try:
                 self.archive.close()
@@ -248,7 +246,7 @@ class WarcWriter:
     def _write(self, records: list[Any]) -> bool:
         """Write ``records`` in one piece; whether they were written."""
         files_before, records_before = self.files.files_started, self.files.records_written
-        lines_before = self.files.index_lines_written
+        lines_before = self.files.index_lines_added
         try:
             written = self.files.write(lambda filename: records)
         except OSError as err:
@@ -265,8 +263,8 @@ class WarcWriter:
         return True
 
     def _count_index_lines(self, before: int) -> None:
-        if self.files.index_lines_written > before:
-            self.stats.inc_value("warc/cdxj_lines", self.files.index_lines_written - before)
+        if self.files.index_lines_added > before:
+            self.stats.inc_value("warc/cdxj_lines", self.files.index_lines_added - before)
 
     def _remember_recent(self, url: str, record: str) -> None:
         self.recent[url] = record

@@ -67,7 +67,7 @@ class WarcFiles:
         self.index_lines: list[bytes] = []
         self.files_started = 0
         self.records_written = 0
-        self.index_lines_written = 0
+        self.index_lines_added = 0  # lines kept for the open file's index (written when it closes)
 
     def write(self, build: Build) -> int:
         """Write ``build(filename)``'s records, opening a file first if needed."""
@@ -88,7 +88,6 @@ class WarcFiles:
         self.current, self.current_path, self.index_lines = None, None, []
         if self.cdxj:
             write_index(index_path(path), lines)
-            self.index_lines_written += len(lines)
         os.replace(path, path.with_name(path.name.removesuffix(OPEN_SUFFIX)))
 
     def _open(self) -> int:
@@ -136,6 +135,7 @@ class WarcFiles:
                 line = index_line(record, start + begin, length, self.current_name)
                 if line is not None:
                     self.index_lines.append(line)
+                    self.index_lines_added += 1
         return len(data)
 
     def _undo(self, start: int) -> None:
