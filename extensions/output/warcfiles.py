@@ -96,7 +96,7 @@ class WarcFiles:
             name = f"{self.prefix}-{stamp}-{self.serial:05d}-{os.getpid()}.warc.gz"
             self.serial += 1
             path = self.directory / (name + OPEN_SUFFIX)
-            if not path.exists():
+            if not path.exists() and not (self.directory / name).exists():
                 break
         self.current, self.current_path = _create_locked(path), path
         self.current_name, self.index_lines = name, []
@@ -194,7 +194,7 @@ def complete_length(path: Path) -> int:
 class Recovered:
     """A file closed by :func:`recover_open_files`."""
 
-    path: Path  # its name now (None of it left: deleted)
+    path: Path  # the closed file (the name it would have had, if deleted)
     kept: int  # bytes kept
     cut: int  # bytes cut off
     index_lines: int
