@@ -128,13 +128,14 @@ class WarcWriter:
     """Writes WARC files to ``WARC_DIR``; ``NotConfigured`` without it."""
 
     def __init__(self, directory: Path, prefix: str, max_size: int, cdxj: bool, stats: StatsCollector,
-                 archive: ArchiveIndex | None, recover: bool = True, clock: Callable[[], float] = time.time) -> None:
+                 archive: ArchiveIndex | None, info_fields: list[tuple[str, str]] | None = None,
+                 recover: bool = True, clock: Callable[[], float] = time.time) -> None:
         self.files = WarcFiles(directory, prefix, max_size, self._warcinfo, cdxj=cdxj, clock=clock)
         self.stats = stats
         self.archive = archive  # None: WARC_REVISITS off
         self.recover = recover
         self.clock = clock
-        self.info_fields: list[tuple[str, str]] = []
+        self.info_fields = list(info_fields or [])  # the spider's are added when it opens
         self.recent: OrderedDict[str, str] = OrderedDict()  # URL -> its last response/revisit record id
         self.failed = self.index_failed = False
 
@@ -153,8 +154,7 @@ class WarcWriter:
             raise ValueError(f"WARC_DIR={directory!r}: cannot create directory: {err}") from err
         archive = open_archive_index(crawler) if flag_setting(settings, "WARC_REVISITS") else None
         extension = cls(Path(directory), setting(settings, "WARC_PREFIX") or "webcrawler", max_size,
-                        flag_setting(settings, "WARC_CDXJ"), crawler.stats, archive)
-        extension.info_fields = settings_fields(settings)
+                        flag_setting(settings, "WARC_CDXJ"), crawler.stats, archive, settings_fields(settings))
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(extension.page_outlinks, signal=page_outlinks)
