@@ -111,8 +111,8 @@ def median_archive(archives: list[Archive]) -> Archive:
 
 
 def table(results: dict[str, dict[bool, Archive]], header: str) -> str:
-    lines = [header, f"{'scenario':<28}{'revisits':>9}{'WARC bytes':>13}{'CDXJ bytes':>12}"
-                     f"{'responses':>11}{'identical':>11}{'not-mod.':>10}{'with/without':>14}"]
+    lines = [header, (f"{'scenario':<28}{'revisits':>9}{'WARC bytes':>13}{'CDXJ bytes':>12}"
+                      f"{'responses':>11}{'identical':>11}{'not-mod.':>10}{'with/without':>14}")]
     for name, pair in results.items():
         for revisits in (True, False):
             archive = pair[revisits]
@@ -166,8 +166,8 @@ def cost(runs: int, limit: int) -> str:
                 seconds.append(time.process_time() - started)
                 size = sum(p.stat().st_size for p in Path(tmp).glob("*.warc.gz"))
         rows.append((revisits, cdxj, statistics.median(seconds) / len(responses) * 1e6, size))
-    lines = [f"WarcWriter.response_downloaded, CPU per download: {len(responses)} responses "
-             f"({len(responses) // 2} documentation files as http and https), medians of {runs} passes",
+    lines = [(f"WarcWriter.response_downloaded, CPU per download: {len(responses)} responses "
+              f"({len(responses) // 2} documentation files as http and https), medians of {runs} passes"),
              f"{'revisits':>9}{'CDXJ':>6}{'µs/download':>13}{'WARC bytes':>13}"]
     lines += [f"{'on' if r else 'off':>9}{'on' if c else 'off':>6}{us:>13.0f}{size:>13,}" for r, c, us, size in rows]
     return "\n".join(lines)

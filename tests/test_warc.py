@@ -24,10 +24,10 @@ from extensions.output.cdxj import index_path, index_warc
 from extensions.output.dedup import PROFILE_IDENTICAL
 from extensions.output.warc import WarcWriter
 from extensions.output.warcfiles import complete_length, recover_open_files
+from tests._sup_spiders import FOLLOW_SPIDER, follow_args
 from testweb.crawlrun import kill_crawl, run_spider, start_spider
 from testweb.localserver import GZIP_TEXT, LocalWeb, page_body
 from testweb.waiting import CrawlActivity, ended, wait_until
-from tests._sup_spiders import FOLLOW_SPIDER, follow_args
 
 EXTENSIONS = {"extensions.output.warc.WarcWriter": 500}
 NAME = re.compile(r"^webcrawler-\d{14}-(\d{5})-\d+\.warc\.gz$")

@@ -23,10 +23,10 @@ from extensions.output.dedup import (
 )
 from extensions.store.redis_archive import ArchiveKeys, RedisArchiveIndex
 from extensions.store.redis_connection import RedisConnection
+from tests._sup_spiders import FOLLOW_SPIDER, follow_args
 from testweb.crawlrun import run_spider
 from testweb.localserver import LocalWeb, page_body
 from testweb.redisserver import unique_prefix
-from tests._sup_spiders import FOLLOW_SPIDER, follow_args
 
 ORIGINAL = Capture("http://a.test/x", "2024-01-02T03:04:05.000006Z", "<urn:uuid:1>", "sha1:AAAA")
 
@@ -200,7 +200,7 @@ def test_a_second_process_on_the_same_redis_prefix_archives_revisits_of_the_firs
     copies = answers(tmp_path / "two" / "warcs")
     assert {h.get_header("WARC-Type") for h in originals.values()} == {"response"}
     assert len(copies) == 3 and {h.get_header("WARC-Type") for h in copies.values()} == {"revisit"}
-    for uri, headers in copies.items():
+    for headers in copies.values():
         original = originals[headers.get_header("WARC-Refers-To-Target-URI")]
         assert headers.get_header("WARC-Refers-To") == original.get_header("WARC-Record-ID")
         assert headers.get_header("WARC-Refers-To-Date") == original.get_header("WARC-Date")

@@ -32,7 +32,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import timezone
+from datetime import UTC, timezone
 from email.utils import format_datetime
 from io import BytesIO
 from pathlib import Path
@@ -47,12 +47,12 @@ from extensions.output.cdxj import index_path
 from extensions.output.dedup import PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED
 from extensions.output.warcfiles import complete_length
 from extensions.urls.canonical import canonicalize
+from tests.realweb_truth import file_of, html_links
 from testweb.browser import MissingBrowser, dump_dom, screenshot
 from testweb.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
 from testweb.pywbserver import MissingPywb, Pywb, pywb_tool, start_pywb
 from testweb.realweb import LogEntry, RealWeb
 from testweb.waiting import CrawlActivity, ended, wait_until
-from tests.realweb_truth import file_of, html_links
 
 HOST = "www.debian.org"
 #: re-visits answered 304 each run waits for
@@ -196,7 +196,7 @@ def on_disk(archive: Archive, url: str) -> bytes:
 
 
 def http_date(warc_date: str) -> str:
-    when = iso_date_to_datetime(warc_date).replace(microsecond=0, tzinfo=timezone.utc)
+    when = iso_date_to_datetime(warc_date).replace(microsecond=0, tzinfo=UTC)
     return format_datetime(when, usegmt=True)
 
 
@@ -354,7 +354,7 @@ def test_chromium_renders_a_replayed_documentation_page(archive: Archive, replay
         dom = dump_dom(url)
     except MissingBrowser as err:
         pytest.fail(str(err), pytrace=False)
-    title = re.search(rb"<title>(.*?)</title>", record.payload, re.S)
+    title = re.search(rb"<title>(.*?)</title>", record.payload, re.DOTALL)
     assert title is not None and title[1].decode().strip() in html.unescape(dom)
     image = Image.open(shot).convert("L")
     deviation = ImageStat.Stat(image).stddev[0]

@@ -18,7 +18,7 @@ from extensions.signals import page_outlinks
 from extensions.store.backends import flag_setting
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.signalmanager import SignalManager

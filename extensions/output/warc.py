@@ -55,7 +55,11 @@ from scrapy.exceptions import NotConfigured
 
 import extensions
 from extensions import defaults
-from extensions.output.archive import ArchiveIndex, ArchiveIndexError, open_archive_index
+from extensions.output.archive import (
+    ArchiveIndex,
+    ArchiveIndexError,
+    open_archive_index,
+)
 from extensions.output.dedup import Capture, RecordKind, lookups_needed, record_kind
 from extensions.output.warcfiles import WarcFiles, recover_open_files
 from extensions.output.warcrecords import (
@@ -73,7 +77,7 @@ from extensions.signals import page_outlinks
 from extensions.store.backends import flag_setting, setting
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from http.client import responses as REASONS
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
@@ -49,7 +49,7 @@ builder = RecordBuilder(warc_version=WARC_VERSION)
 
 def warc_date(moment: float) -> str:
     """``WARC-Date`` of a POSIX time (WARC 1.1: microseconds)."""
-    when = datetime.fromtimestamp(moment, timezone.utc).replace(tzinfo=None)
+    when = datetime.fromtimestamp(moment, UTC).replace(tzinfo=None)
     return datetime_to_iso_date(when, use_micros=True)
 
 
