@@ -32,7 +32,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, timezone
+from datetime import UTC
 from email.utils import format_datetime
 from io import BytesIO
 from pathlib import Path

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from http.client import responses as REASONS
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
