@@ -101,6 +101,18 @@ def test_every_file_is_closed_valid_indexed_and_starts_with_warcinfo(archived: A
     assert run.dumped_stat("warc/bytes") == sum((directory / n).stat().st_size for n in names)
 
 
+def test_warcio_check_passes_on_every_file_after_a_normal_end(archived: Any) -> None:
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    _, directory, _ = archived
+    tool = Path(sys.executable).with_name("warcio")  # warcio's own digest checker
+    run = subprocess.run([str(tool), "check", "-v", *map(str, warc_files(directory))], capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.count("digest pass") >= len(all_records(directory)) - len(warc_files(directory))
+
+
 def test_records_are_warc_1_1_and_warcinfo_says_what_crawled(archived: Any) -> None:
     _, directory, _ = archived
     first = warc_files(directory)[0]
