@@ -49,6 +49,9 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.pipelines.contentseen.ContentSeenPipeline": 300,
         # trap signals on the links, before AOPIC credits them
         "extensions.urls.traps.TrapFilter": 800,
+        # a page's outlinks for the WARC metadata records (WARC_OUTLINKS), as
+        # LinkScheduler will get them
+        "extensions.output.outlinks.OutlinksAnnouncer": 850,
         "extensions.pipelines.links.LinkScheduler": 900,
         # after every other: internal item fields never reach a feed
         "extensions.pipelines.internal.InternalFields": 1000,

@@ -149,8 +149,11 @@ PROGRESS_REPORT_FILE = ""  # JSON report written at spider_closed; empty: none
 
 # --- WARC output (extensions.output.warc) -----------------------------------
 WARC_DIR = ""  # empty: WARC output off
+WARC_CDXJ = True  # a sorted CDXJ index (pywb, OutbackCDX) next to each WARC file, written as it is closed
 WARC_MAX_SIZE = 1024**3  # bytes; start a new file once exceeded
+WARC_OUTLINKS = False  # a metadata record per page with its outlinks (Heritrix's "outlink:" lines)
 WARC_PREFIX = "webcrawler"
+WARC_REVISITS = True  # revisit records for archived payloads and 304s (JOBDIR/warc-archive.sqlite3, or Redis)
 
 
 # --- Frontier ---------------------------------------------------------------

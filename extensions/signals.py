@@ -48,3 +48,10 @@ robots_rules_parsed = object()
 #: frees its host at once, without a politeness gap, since nothing was
 #: fetched. Arguments: ``request``, ``reason``.
 request_excluded = object()
+
+#: A page's outlinks are known: the links that passed the URL and trap
+#: filters, in document order, as the frontier will get them. The WARC
+#: writer records them in a ``metadata`` record (``WARC_OUTLINKS``).
+#: Arguments: ``url`` (the page's final URL, the response's), ``links``,
+#: ``via`` (the page's referrer, or None), ``depth``.
+page_outlinks = object()

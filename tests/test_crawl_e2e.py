@@ -194,21 +194,24 @@ def test_processing_modules_fill_items_by_mime_type(crawl: Any) -> None:
     assert html and all(linking & set(i["processed"]["tags"]) for i in html if i["outlinks"])
 
 
-def test_warc_files_hold_a_request_and_response_per_fetch(crawl: Any) -> None:
-    _, _, result, fetched = crawl
+def test_warc_files_hold_a_request_and_an_answer_per_fetch_copies_as_revisits(crawl: Any) -> None:
+    _, truth, result, fetched = crawl
     files = sorted((result.workdir.parent / "warc").glob("*.warc.gz"))
     assert len(files) > 1, "WARC_MAX_SIZE must rotate files"
-    responses: set[str] = set()
+    answers: dict[str, str] = {}
     requests = 0
     for path in files:
         with open(path, "rb") as stream:
             for record in ArchiveIterator(stream):
                 uri = record.rec_headers.get_header("WARC-Target-URI")
-                if record.rec_type == "response" and not uri.endswith("/robots.txt"):
-                    responses.add(canonicalize(uri))
+                if record.rec_type in ("response", "revisit") and not uri.endswith("/robots.txt"):
+                    answers[canonicalize(uri)] = record.rec_type
                 requests += record.rec_type == "request"
-    assert responses == set(fetched)
-    assert requests >= len(responses)
+    assert set(answers) == set(fetched)
+    assert requests >= len(answers)
+    # an exact copy (a mirror's page) and its original: the one fetched second is a revisit
+    pairs = [(copy, original) for copy, original in truth.duplicates.items() if copy in answers and original in answers]
+    assert pairs and all({answers[copy], answers[original]} == {"response", "revisit"} for copy, original in pairs)
 
 
 def test_report_counts_what_the_web_served(crawl: Any) -> None:

@@ -63,6 +63,9 @@ class ThirdPartyBackend:
     def content_sets(self, options: Any) -> Any:
         return self.inner.content_sets(options)
 
+    def archive_index(self) -> Any:
+        return self.inner.archive_index()
+
     def read_only_store(self) -> Any:
         return self.inner.read_only_store()
 

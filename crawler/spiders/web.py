@@ -92,6 +92,7 @@ class WebSpider(scrapy.Spider):
 
     def __init__(self, seeds: str | None = None, allowed_domains: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
+        self.seeds = seeds  # the argument as given (a file name or URLs), as Scrapy keeps spider arguments
         # Read the seeds now, so that a missing file fails the crawl at start
         # with a non-zero exit instead of running an empty crawl.
         self.seed_lines: list[str] = list(iter_seed_lines(seeds)) if seeds else []

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from extensions.frontier.dispatch import HostDispatch
     from extensions.frontier.store import FrontierStore
     from extensions.frontier.urlseen import BloomSeen
+    from extensions.output.archive import ArchiveIndex
 
 ALIASES = {
     "memory": "extensions.backends.memory.backend.MemoryBackend",
@@ -62,6 +63,10 @@ class Backend(Protocol):
 
     def content_sets(self, options: ContentOptions) -> ContentSets:
         """The content-seen sets (not yet opened)."""
+
+    def archive_index(self) -> ArchiveIndex:
+        """The WARC writer's index of archived payloads and captures, kept
+        with the crawl's state (so a later crawl of it writes revisits)."""
 
     def read_only_store(self) -> FrontierStore:
         """The kept crawl's store, opened to read only (the crawl may be running)."""

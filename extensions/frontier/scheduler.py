@@ -2,7 +2,7 @@
 
 ``SCHEDULER = "extensions.frontier.scheduler.Frontier"``: a thin Scrapy
 scheduler over parts, each in its own module: URL-seen (:mod:`.urlseen`)
-and the store (:mod:`extensions.store`: URL rows, queues, cash); the
+and the store (:mod:`.store`: URL rows, queues, cash); the
 prioritiser (:mod:`.prioritizer`); one host-dispatch strategy
 (:mod:`.dispatch`: Mercator's front queues, back queues and host heap in
 this process, :mod:`.localdispatch`, or host queues shared under Redis

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
+    from extensions.backends.redis.archive import RedisArchiveIndex
     from extensions.backends.redis.dispatch import SharedDispatch
     from extensions.contentseen.sets import ContentOptions, ContentSets
     from extensions.frontier.store import FrontierStore
@@ -95,6 +96,12 @@ class RedisBackend:
         from extensions.backends.redis.factory import redis_content_sets  # noqa: PLC0415
 
         return redis_content_sets(self.crawler, options)
+
+    def archive_index(self) -> RedisArchiveIndex:
+        from extensions.backends.redis.archive import RedisArchiveIndex  # noqa: PLC0415
+        from extensions.backends.redis.factory import redis_connection, redis_settings  # noqa: PLC0415
+
+        return RedisArchiveIndex(redis_connection(self.crawler), redis_settings(self.settings).prefix)
 
     def read_only_store(self) -> FrontierStore:
         from extensions.backends.redis.factory import read_only_redis_store  # noqa: PLC0415

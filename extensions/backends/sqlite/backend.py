@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from extensions.contentseen.sets import ContentOptions, ContentSets
     from extensions.frontier.store import FrontierStore
+    from extensions.output.archive import ArchiveIndex
 
 DB_NAME = "frontier.sqlite3"
 
@@ -67,6 +68,11 @@ class SQLiteBackend:
 
     def content_sets(self, options: ContentOptions) -> ContentSets:
         return local_content_sets(self.jobdir(), options)
+
+    def archive_index(self) -> ArchiveIndex:
+        from extensions.output.archive import SqliteArchiveIndex  # noqa: PLC0415 - only with WARC output
+
+        return SqliteArchiveIndex.in_directory(self.jobdir())
 
     def read_only_store(self) -> FrontierStore:
         jobdir = self.settings.get("JOBDIR")  # not job_dir(): it would make the directory
