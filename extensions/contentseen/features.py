@@ -17,9 +17,8 @@ that data alone. Per document:
   None for a document that is not text, has no visible text, or when the
   near-duplicate test is off.
 
-Memory: the text is taken from at most the first ``max_text_bytes`` of the
-body (parsing megabytes costs more than the whole crawl's sets); what
-travels on the item is two integers and a sketch of at most 256 bytes.
+The text is taken from at most the first ``max_text_bytes`` of the body;
+what travels on the item is two integers and a sketch of at most 256 bytes.
 Pure: no Scrapy.
 """
 
