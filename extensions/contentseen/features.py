@@ -1,11 +1,9 @@
-"""What the content-seen test needs of one document: its fingerprint and
-its near-duplicate features, computed from the body where the body is.
+"""What the content-seen test needs of one document, computed where the body is.
 
-The spider computes them per document
-(:class:`extensions.processors.content_features.ContentFeatureExtractor`)
-and puts them on the item as data (``content_features``, never exported);
+The spider puts them on the item (``content_features``, never exported;
+:class:`extensions.processors.content_features.ContentFeatureExtractor`);
 :class:`~extensions.pipelines.contentseen.ContentSeenPipeline` judges from
-that data alone. Per document:
+them alone:
 
 * ``fingerprint``: 64-bit; in ``normalised`` mode the visible text's
   (:func:`~extensions.contentseen.fingerprint.text_fingerprint`), in ``raw``

@@ -1,19 +1,12 @@
 """Near-duplicate look-up: which stored simhash is within Hamming distance k?
 
-:class:`NearDuplicateIndex` finds, without scanning, every stored 64-bit
-simhash within distance ``k`` (default 3) of a query, using Manku, Jain and
-Das Sarma's permuted tables (WWW 2007, section 3): split the 64 bits into
-``b`` blocks; two simhashes within distance ``k`` differ in at most ``k``
-blocks, so they agree exactly on at least ``b - k`` of them. Keep one table
-per choice of ``b - k`` blocks, keyed by those blocks' bits: a query looks up
-its own key in each of the ``C(b, b - k)`` tables and checks only the
-fingerprints found there (the candidates) for the real distance. The
-look-up is exact: nothing within ``k`` is missed, nothing farther is
-returned.
-
-Layout (default ``b = 5``, ``k = 3``): blocks of 13, 13, 13, 13 and 12 bits;
-``C(5, 2) = 10`` tables keyed by 2 blocks (25 or 26 bits), so a random query
-meets about ``10 * N / 2**25.6`` candidates among ``N`` stored simhashes.
+Manku, Jain and Das Sarma's permuted tables (WWW 2007, section 3): the 64
+bits are split into ``b`` blocks; two simhashes within distance ``k`` agree
+exactly on at least ``b - k`` blocks, so one table per choice of ``b - k``
+blocks, keyed by those blocks' bits, gives every candidate, each checked for
+the real distance. Exact: nothing within ``k`` is missed, nothing farther
+returned. Default ``b = 5``, ``k = 3``: ``C(5, 2) = 10`` tables keyed by 25
+or 26 bits.
 
 Storage, one SQLite file chosen by the caller (it may be the exact set's)::
 
@@ -34,28 +27,20 @@ Storage, one SQLite file chosen by the caller (it may be the exact set's)::
       -- reserved_id (no id below it may be handed out again),
       -- levels (JSON: rows and move cursor per level)
 
-One look-up is one SQL statement over every level plus the in-memory
-write buffer (at most ``buffer_entries`` documents added since the last
-flush). A full buffer flushes itself in one transaction; :meth:`flush`
-commits it on demand (WAL, ``synchronous=NORMAL``: a crash loses at most
-the unflushed buffer). Group ids are never reused, even after a crash: the
-ids a run may hand out before its next flush are reserved on disk first.
-An index whose file had no key rows at open skips the statement when a
-:class:`KeyFilter` says none of the query's keys was ever stored (so no
-other writer of the file).
+Writes are buffered (at most ``buffer_entries`` documents) and committed in
+one transaction when the buffer is full or on :meth:`flush` (WAL,
+``synchronous=NORMAL``: a crash loses at most the buffer). Group ids are
+never reused, even after a crash: the ids a run may hand out before its next
+flush are reserved on disk first. No other writer of the file while open
+(an index of a new file skips queries by its :class:`KeyFilter`).
 
-Resemblance check: a document added with a sketch
-(:mod:`extensions.contentseen.resemblance`) matches a stored one only when
-the simhashes are within the distance *and* the estimated resemblance of
-the two pages reaches ``min_resemblance``; simhash candidates that fail it
-are counted as ``dissimilar``. Without a sketch on either side the simhash
-alone decides.
-
-Groups: a new document joins the group of its closest match (ties: the
-earliest document) and is stored, so a group can grow by chains of small
-edits; groups are not merged when a document is near two of them. A
-document identical (distance 0, and resembling) to a stored one is not
-stored again: it would add nothing to later look-ups. Not thread-safe.
+A document with a sketch (:mod:`extensions.contentseen.resemblance`)
+matches a stored one only if the estimated resemblance also reaches
+``min_resemblance`` (candidates that fail count as ``dissimilar``); without
+a sketch on either side the simhash alone decides. A new document joins the
+group of its closest match (ties: the earliest) and is stored, so groups
+grow by chains of small edits and are never merged; one identical to a
+stored document (distance 0, resembling) is not stored. Not thread-safe.
 Pure: no Scrapy.
 """
 

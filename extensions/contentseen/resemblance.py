@@ -54,12 +54,10 @@ def near_features(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS,
                   candidate_fold_digits: bool = True) -> NearFeatures:
     """The simhash, sketch and distinct shingle count of ``text``.
 
-    The sketch and the count take numbers as tokens: they decide. The
-    simhash only finds candidates; with ``candidate_fold_digits`` it is taken
-    over the distinct shingles with digits folded, so pages that differ in
-    version numbers, dates or counters (release notes of two branches, one
-    page on two days) stay within the distance, while the sketch still tells
-    two unrelated tables of figures apart.
+    The sketch and the count take numbers as tokens; with
+    ``candidate_fold_digits`` the simhash (which only finds candidates) is
+    taken with digits folded, so pages that differ in numbers stay within
+    the distance while the sketch still tells unrelated tables apart.
     """
     if candidate_fold_digits:  # one tokenisation for both sets
         hashes, candidate = shingle_sets(text, shingle_words)

@@ -50,14 +50,9 @@ def visible_text(body: bytes, encoding: str | None = None) -> str:
 
 def text_tree(body: bytes, encoding: str | None = None) -> tuple[etree._Element | None, bool]:
     """The tree :func:`visible_text` reads, and whether libxml2 parsed the
-    whole document (False when it stopped at a resource limit, such as
-    elements nested deeper than 256).
-
-    Every tag boundary carries a space (module docstring); elements and
-    their order are those of any libxml2 HTML parse of the same text, so
-    the HTML processors can read their elements from this tree before
-    :func:`text_of` strips it (:mod:`extensions.processors.parsedpage`).
-    """
+    whole document (False when it stopped at a resource limit). Its elements
+    are those of any libxml2 HTML parse of the same text, in order, until
+    :func:`text_of` strips it."""
     return _parse(decode_body(body, encoding).replace("<", " <"))
 
 
