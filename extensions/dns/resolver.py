@@ -1,10 +1,9 @@
 """A caching asynchronous resolver (``TWISTED_DNS_RESOLVER``).
 
-Scrapy's default resolver asks the C library in a thread per lookup and
-caches forever. :class:`CachingResolver` instead sends DNS queries itself
-(``twisted.names``, UDP, a fresh source port per query) to
-``DNS_NAMESERVERS``, and answers from a bounded LRU cache that honours the
-records' TTLs. In order, a lookup is answered by:
+:class:`CachingResolver` sends DNS queries itself (``twisted.names``, UDP,
+a fresh source port per query) to ``DNS_NAMESERVERS``, and answers from a
+bounded LRU cache that honours the records' TTLs. In order, a lookup is
+answered by:
 
 1. the ``DNS_HOSTS`` file (and, when the system's nameservers are used, the
    system's /etc/hosts, as the C library would);
