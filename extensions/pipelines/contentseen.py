@@ -1,35 +1,24 @@
 """The content-seen test as an item pipeline: exact duplicates and
 near-duplicates of documents already fetched under another URL.
 
-Mercator ran the content-seen test on the downloaded document before any
-processing: a document seen before under another URL is not processed
-further, in particular its links are not followed. Here the test runs on the
-item (the pipeline before :class:`~extensions.pipelines.links.LinkScheduler`,
-which follows links only when the verdict allows), from the data the spider
-put on it (``content_features``: :mod:`extensions.contentseen.features`,
-removed here; the pipeline never sees the response):
+Runs before :class:`~extensions.pipelines.links.LinkScheduler`, which
+follows a page's links only when the verdict allows, on the data the spider
+put on the item (``content_features``: :mod:`extensions.contentseen.features`,
+removed here):
 
-* ``fingerprint``: 64-bit mmh3 of the body (``CONTENTSEEN_MODE``: ``raw``
-  bytes, or ``normalised`` visible text with whitespace collapsed; a page
-  without visible text, such as a frameset or an image-only page, is
-  fingerprinted by its bytes, counted as ``contentseen/empty_text``);
-  ``duplicate_of``: the first URL with that fingerprint (links not followed,
-  counted as ``contentseen/duplicates``);
-* ``simhash``: 64-bit simhash of the visible text's distinct word
-  3-shingles, digits folded (HTML and text only); ``near_duplicate_of``: the closest earlier
-  document within Hamming distance ``CONTENTSEEN_NEAR_DISTANCE`` (3) whose
-  estimated resemblance (shared share of distinct word 3-shingles, from a
-  64-value sketch) is at least ``CONTENTSEEN_NEAR_MIN_RESEMBLANCE``, whose
-  similar-content group the URL joins (counted as
-  ``contentseen/near_duplicates``; simhash candidates refused for too little
-  resemblance as ``contentseen/near/dissimilar``). A page with fewer than
-  ``CONTENTSEEN_NEAR_MIN_SHINGLES`` distinct shingles is not judged
-  (``contentseen/near_too_short``): it is mostly template.
-  ``CONTENTSEEN_FOLLOW_NEAR_DUPLICATES`` (default True) decides whether
-  their links are followed;
+* ``fingerprint`` (``CONTENTSEEN_MODE``; a page without visible text is
+  fingerprinted by its bytes: ``contentseen/empty_text``) and
+  ``duplicate_of``, the first URL with it (links not followed;
+  ``contentseen/duplicates``);
+* ``simhash`` and ``near_duplicate_of``, the closest earlier document within
+  ``CONTENTSEEN_NEAR_DISTANCE`` whose estimated resemblance reaches
+  ``CONTENTSEEN_NEAR_MIN_RESEMBLANCE`` (``contentseen/near_duplicates``;
+  candidates refused as ``contentseen/near/dissimilar``); a page with fewer
+  than ``CONTENTSEEN_NEAR_MIN_SHINGLES`` distinct shingles is not judged
+  (``contentseen/near_too_short``). ``CONTENTSEEN_FOLLOW_NEAR_DUPLICATES``
+  decides whether their links are followed;
 * ``content_group`` (internal, for the frontier's URL database): the page's
-  similar-content group; an exact copy joins its original's (looked up in
-  the near-duplicate index by the copy's identical features); None when the
+  similar-content group (an exact copy joins its original's); None when the
   page is not judged.
 
 Where the sets live is the backend's choice (``CONTENTSEEN_BACKEND``: an
@@ -129,9 +118,8 @@ class ContentSeenPipeline:
         """The verdicts on ``item`` from its ``content_features`` (removed):
         ``fingerprint``, ``duplicate_of``, ``simhash``, ``near_duplicate_of``
         and ``content_group`` (None when the page is not judged). The item,
-        or, with the Redis worker thread, a coroutine that returns it once
-        Redis has answered (the reactor meanwhile serves other pages; later
-        pipelines get the item with its verdicts)."""
+        or, with an off-reactor path, a coroutine that returns it once the
+        verdict is in."""
         features: ContentFeatures | None = item.pop("content_features", None)
         item["content_group"] = None
         if features is None or self.exact is None:
