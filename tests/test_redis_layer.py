@@ -115,7 +115,7 @@ def test_one_crawler_opens_one_connection_for_the_frontier_and_the_content_seen_
     pipeline = ContentSeenPipeline.from_crawler(crawler)
     connection = redis_connection(crawler)
     assert Frontier.from_crawler(crawler).store.connection is connection
-    assert pipeline.redis.connection is connection
+    assert pipeline.sets.store.connection is connection
     frontier = _frontier(crawler)
     frontier.open(None)
     pipeline.open_spider()

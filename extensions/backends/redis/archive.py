@@ -73,7 +73,6 @@ class RedisArchiveIndex:
         connection.attach("the WARC archive index", ArchiveIndexError)
         self.attached = True
 
-    @classmethod
     def find(self, digest: str | None, uri: str | None) -> tuple[Capture | None, Capture | None]:
         commands = []
         if digest is not None:
