@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean redis-server realweb-packages scrapy-tests
+.PHONY: setup demo test bench clean redis-server realweb-packages scrapy-tests pywb
 
 setup: $(STAMP) redis-server realweb-packages
 
@@ -42,7 +42,7 @@ $(STAMP): requirements.txt setup.py
 demo: setup
 	$(PY) -m bench.demo
 
-test: setup scrapy-tests
+test: setup scrapy-tests pywb
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 # Scrapy's own tests/test_scheduler_base.py and tests/test_crawl.py, run by
@@ -65,6 +65,19 @@ $(SCRAPY_SUITE)/.ready: $(STAMP) requirements-scrapy-tests.txt
 	@mv $(SCRAPY_SUITE).tmp $(SCRAPY_SUITE) && rm -rf $(SCRAPY_SUITE).old
 
 scrapy-tests: $(SCRAPY_SUITE)/.ready
+
+# pywb for the WARC replay tests, in a virtualenv of its own
+# (requirements-pywb.txt says why); built in place (a virtualenv cannot be
+# moved), marked ready only once complete.
+PYWB_VENV := $(VENV)/pywb
+$(PYWB_VENV)/.ready: $(STAMP) requirements-pywb.txt
+	@rm -rf $(PYWB_VENV)
+	@$(PYTHON) -m venv $(PYWB_VENV)
+	@$(PYWB_VENV)/bin/python -m pip install -q --upgrade pip
+	@$(PYWB_VENV)/bin/python -m pip install -q -r requirements-pywb.txt
+	@touch $(PYWB_VENV)/.ready
+
+pywb: $(PYWB_VENV)/.ready
 
 # Benchmarks (figures in the README); extra packages only they need.
 bench: setup

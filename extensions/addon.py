@@ -52,6 +52,9 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.pipelines.contentseen.ContentSeenPipeline": 300,
         # trap signals on the links, before AOPIC credits them
         "extensions.urls.traps.TrapFilter": 800,
+        # a page's outlinks for the WARC metadata records (WARC_OUTLINKS), as
+        # LinkScheduler will get them
+        "extensions.output.outlinks.OutlinksAnnouncer": 850,
         "extensions.pipelines.links.LinkScheduler": 900,
         # after every other: internal item fields never reach a feed
         "extensions.pipelines.internal.InternalFields": 1000,
@@ -65,7 +68,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.collector.CollectorTuning": 500,
         "extensions.output.warc.WarcWriter": 500,
         # seeds pushed to Redis (FRONTIER_BACKEND = "redis" only)
-        "extensions.seedqueue.RedisSeeds": 500,
+        "extensions.backends.redis.seeds.RedisSeeds": 500,
         # Prometheus /metrics (METRICS_PORT; off by default)
         "extensions.metrics.MetricsExporter": 500,
         # REPORT_DIR set only: index.html and plots, refreshed during the crawl

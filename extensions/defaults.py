@@ -90,7 +90,7 @@ TAG_COUNTER_MAX_TAGS = 50
 
 # --- Content-seen (extensions.pipelines.contentseen) ------------------------
 CONTENTSEEN_ENABLED = True
-CONTENTSEEN_BACKEND = "auto"  # "sqlite" (JOBDIR), "redis" (REDIS_URL, shared); auto: redis with FRONTIER_BACKEND=redis
+CONTENTSEEN_BACKEND = "auto"  # a backend alias ("sqlite", "redis") or class path; auto: FRONTIER_BACKEND's
 CONTENTSEEN_FLUSH_INTERVAL = 5.0  # seconds between commits of the fingerprint sets
 CONTENTSEEN_FOLLOW_NEAR_DUPLICATES = True  # follow the links of near-duplicates
 CONTENTSEEN_MAX_TEXT_BYTES = 1024 * 1024  # text (simhash, normalised fingerprint) from at most this
@@ -165,8 +165,11 @@ PROGRESS_REPORT_FILE = ""  # JSON report written at spider_closed; empty: none
 
 # --- WARC output (extensions.output.warc) -----------------------------------
 WARC_DIR = ""  # empty: WARC output off
+WARC_CDXJ = True  # a sorted CDXJ index (pywb, OutbackCDX) next to each WARC file, written as it is closed
 WARC_MAX_SIZE = 1024**3  # bytes; start a new file once exceeded
+WARC_OUTLINKS = False  # a metadata record per page with its outlinks (Heritrix's "outlink:" lines)
 WARC_PREFIX = "webcrawler"
+WARC_REVISITS = True  # revisit records for archived payloads and 304s (JOBDIR/warc-archive.sqlite3, or Redis)
 
 
 # --- Frontier ---------------------------------------------------------------
@@ -180,7 +183,7 @@ FRONTIER_AOPIC = True  # AOPIC cash decides priority (extensions.aopic.ledger)
 FRONTIER_AOPIC_INITIAL_CASH = 1.0  # cash of each seed
 FRONTIER_AOPIC_REVISITS = 0  # OPIC passes: fetch each page up to 1 + this many times
 FRONTIER_AOPIC_TAX = 0.1  # share of a fetched page's cash that goes to Lambda
-FRONTIER_BACKEND = "sqlite"  # or "redis" (REDIS_URL) or "memory": the one setting that chooses the store
+FRONTIER_BACKEND = "sqlite"  # "redis" (REDIS_URL), "memory", or a backend class path (extensions.backends)
 FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's advice)
 FRONTIER_BLOOM_ERROR_RATE = 0.001
 FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000
@@ -190,7 +193,7 @@ FRONTIER_FRONT_QUEUES = 8
 FRONTIER_HOST_BUDGET = 0  # most URLs accepted per host (a trap defence); 0: unlimited
 FRONTIER_IDLE_CLOSE = 30.0  # seconds with nothing but held origins' URLs left: defer them, close
 FRONTIER_FRONT_QUEUE_WEIGHTS: list[int] = []  # empty: level i weighs i + 1
-# Host leases of a shared frontier (extensions/frontier/distributed.py):
+# Host leases of a shared frontier (extensions/backends/redis/distributed.py):
 FRONTIER_LEASE_MAX_LATENESS = 1.0  # seconds a held host may wait past its due time before it is given away
 FRONTIER_LEASE_POLL_INTERVAL = 0.1  # seconds between host-heap polls of a process with room and nothing to do
 FRONTIER_LEASE_TTL = 10.0  # seconds a killed process's hosts stay locked (renewed every third)
@@ -201,7 +204,7 @@ FRONTIER_RECORD_REFUSALS = True  # a URL refused by a filter, the host budget or
 FRONTIER_REDIS_BLOOM_CAPACITY = 10_000_000  # URLs the shared Bloom filter is sized for (it grows beyond)
 FRONTIER_REDIS_BLOOM_ERROR_RATE = 0.001  # new URLs taken for seen (never crawled), at most
 FRONTIER_REDIS_IO_THREAD = True  # distributed: the per-page Redis commands in a worker thread (the reactor does not wait)
-FRONTIER_REDIS_PREFIX = "web"  # keys web:... (one crawl per prefix; see extensions/store/redis_keys.py)
+FRONTIER_REDIS_PREFIX = "web"  # keys web:... (one crawl per prefix; see extensions/backends/redis/keys.py)
 FRONTIER_REDIS_RETRIES = 6  # a failing Redis call is retried this often (back-off to 2 s), each logged
 FRONTIER_REDIS_TIMEOUT = 10.0  # seconds to connect and per command
 FRONTIER_REFILL_BUDGET = 1024  # front-to-back moves per scheduler call
@@ -210,7 +213,7 @@ FRONTIER_SEEN_CACHE_SIZE = 65536  # popular fingerprints kept in memory
 FRONTIER_SQLITE_CACHE_MB = 64
 FRONTIER_WRITE_AHEAD = True  # commit the URL database before a handed-out request can reach the network (once per reactor turn): a kill refetches only requests in flight
 # scrapy-redis' names, same meanings, for FRONTIER_BACKEND = "redis":
-MAX_IDLE_TIME_BEFORE_CLOSE = 0  # seconds a process waits for pushed seeds (see extensions/seedqueue.py)
+MAX_IDLE_TIME_BEFORE_CLOSE = 0  # seconds a process waits for pushed seeds (see extensions/backends/redis/seeds.py)
 REDIS_START_URLS_AS_SET = False  # seeds pushed with SADD rather than LPUSH
 REDIS_START_URLS_BATCH_SIZE = 16  # seeds popped per poll
 REDIS_START_URLS_KEY = "%(name)s:start_urls"  # redis-cli lpush web:start_urls URL

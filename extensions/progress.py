@@ -147,9 +147,7 @@ class ProgressReporter:
         self.pages += 1
         if response.status >= 500:
             self.server_errors += 1
-        # the request's URL was parsed and cached when it was scheduled; the
-        # response's (the same URL, unless a middleware swapped the response)
-        # would be parsed again for every page
+        # the request's URL is parsed and cached already; the response's would be parsed again
         host = urlparse_cached(request if request.url == response.url else response).hostname
         if host:
             self.hosts.add(host)

@@ -58,3 +58,10 @@ request_excluded = object()
 #: the start of the next (a longer gap it already keeps stays).
 #: Arguments: ``origin`` (``scheme://host[:port]``), ``delay``.
 politeness_widened = object()
+
+#: A page's outlinks are known: the links that passed the URL and trap
+#: filters, in document order, as the frontier will get them. The WARC
+#: writer records them in a ``metadata`` record (``WARC_OUTLINKS``).
+#: Arguments: ``url`` (the page's final URL, the response's), ``links``,
+#: ``via`` (the page's referrer, or None), ``depth``.
+page_outlinks = object()

@@ -1,7 +1,7 @@
 """The status of a running or finished crawl, read from its store: :class:`CrawlStatus`.
 
 :func:`collect` builds one snapshot from a store opened read-only
-(:func:`extensions.store.factory.read_only_store`), so a running crawl is
+(:func:`extensions.backends.read_only_store`), so a running crawl is
 not disturbed; ``scrapy crawlstatus`` (:mod:`crawler.commands.crawlstatus`)
 prints it as one screen (:func:`render`) or as JSON (:func:`as_json`).
 
@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from extensions.store.base import HELD_META, FrontierStore, Status, URLEvent
+from extensions.frontier.store import HELD_META, FrontierStore, Status, URLEvent
 
 RECENT_SECONDS = 60.0  # the window of the recent rate
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from extensions.store.base import Status
+from extensions.frontier.store import Status
 from testweb.crawlrun import ROOT, SCRAPY, kill_crawl, run_web_crawl, start_web_crawl
 from testweb.waiting import CrawlActivity, ended, wait_for_exit, wait_until
 from tests.test_linkgraph_record import WEB, crawl_settings
@@ -213,8 +213,8 @@ def test_the_origins_a_single_process_crawl_holds_are_shown_with_their_reason(tm
     checkpoint it writes them (reasons) where `crawlstatus` reads them.
     Was: "not kept in the store" for every SQLite crawl."""
     from extensions.status import collect  # noqa: PLC0415
-    from extensions.store.factory import read_only_store  # noqa: PLC0415
-    from extensions.store.sqlite import SQLiteStore  # noqa: PLC0415
+    from extensions.backends import read_only_store  # noqa: PLC0415
+    from extensions.backends.sqlite.store import SQLiteStore  # noqa: PLC0415
     from tests.test_frontier_support import make_frontier  # noqa: PLC0415
 
     frontier = make_frontier(SQLiteStore(tmp_path / "frontier.sqlite3"))

@@ -13,8 +13,8 @@ from typing import Any
 
 from extensions import defaults
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.store.base import Status
-from extensions.store.redis import RedisStore
+from extensions.frontier.store import Status
+from extensions.backends.redis.store import RedisStore
 from tests.conftest import fetched_urls
 from testweb.redisserver import RedisServer, unique_prefix
 from tests.test_deferral_e2e import closed_port

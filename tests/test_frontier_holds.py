@@ -13,7 +13,7 @@ import pytest
 from scrapy import Request
 
 from extensions.frontier.holds import OriginHolds, origin_of
-from extensions.store.base import Entry, Status
+from extensions.frontier.store import Entry, Status
 from twisted.internet.task import Clock
 
 from tests.test_frontier_support import STORES, local_only, make_frontier, make_store, reopen_store, shared
@@ -195,8 +195,8 @@ def test_on_redis_a_request_refused_by_a_hold_that_ended_meanwhile_goes_back_to_
     """The same on the shared frontier (its holds are per host and end at
     their time): the CI failure of a frozen Redis, in which the root page of
     a host whose robots.txt answered 503 was never fetched."""
-    from extensions.frontier.distributed import DistributedFrontier  # noqa: PLC0415
-    from extensions.store.redis import RedisStore  # noqa: PLC0415
+    from extensions.backends.redis.distributed import DistributedFrontier  # noqa: PLC0415
+    from extensions.backends.redis.store import RedisStore  # noqa: PLC0415
     from testweb.redisserver import shared_server, unique_prefix  # noqa: PLC0415
 
     clock = Clock()

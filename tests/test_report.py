@@ -131,7 +131,10 @@ def test_hosts_table_counts_each_hosts_pages(crawl: Any) -> None:
 
 def test_report_was_refreshed_and_timed_and_left_no_temporary_files(crawl: Any) -> None:
     report, result = crawl
-    assert result.stats["report/refreshes"] >= 2
+    # a periodic tick ran besides the final refresh (a tick that finds the
+    # previous drawing still running skips, by design: on a busy machine)
+    assert result.stats["report/refreshes"] >= 1
+    assert result.stats["report/refreshes"] + result.stats.get("report/skipped", 0) >= 2
     assert result.stats["report/render_seconds_max"] > 0
     assert "report/errors" not in result.stats
     assert sorted(path.name for path in report.iterdir()) == [

@@ -22,8 +22,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from extensions.status import as_json, collect, render
-from extensions.store.base import FrontierStoreError
-from extensions.store.factory import read_only_store
+from extensions.frontier.store import FrontierStoreError
+from extensions.backends import read_only_store
 
 if TYPE_CHECKING:
     import argparse

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from extensions.store.base import Entry, FrontierStore
+from extensions.frontier.store import Entry, FrontierStore
 
 META_KEY = "aopic"
 
@@ -66,7 +66,7 @@ class Paid:
 class AOPICLedger:
     """Cash, history and Lambda over a store with a cash table."""
 
-    #: the state lives in Redis, shared by every process (:class:`~extensions.aopic.shared.SharedLedger`)
+    #: the state lives in Redis, shared by every process (:class:`~extensions.backends.redis.ledger.SharedLedger`)
     shared: ClassVar[bool] = False
 
     def __init__(self, store: FrontierStore, initial_cash: float = 1.0, tax: float = 0.1) -> None:

@@ -24,9 +24,9 @@ from scrapy import Request
 
 from extensions.frontier.fingerprint import URL_BITS, url_fingerprint
 from extensions.frontier.urlseen import URLSeen
-from extensions.store.base import Entry, FrontierStore, Status
+from extensions.frontier.store import Entry, FrontierStore, Status
 
-logger = logging.getLogger("extensions.frontier.scheduler")  # the frontier's log, as before the split
+logger = logging.getLogger("extensions.frontier.scheduler")  # the frontier's one log name
 
 URL_MASK = (1 << URL_BITS) - 1
 #: hosts whose URL count the host budget keeps in memory (an LRU over the store)

@@ -1,10 +1,10 @@
 """AOPIC in the frontier: credit a fetched page's outlinks, price URLs by cash.
 
 The ledger (:mod:`extensions.aopic.ledger`, or its Redis twin
-:mod:`extensions.aopic.shared`) keeps the cash; this part turns it into
+:mod:`extensions.backends.redis.ledger`) keeps the cash; this part turns it into
 front-queue levels: a seed gets its initial cash when first enqueued; a link
-is filed at the level its cash earns (the credit its page gave it comes on
-its request's meta, see :mod:`.page`); a queued URL whose cash crosses a
+is filed at the level its cash earns (the credit its page just gave it,
+passed along by the frontier when it files the link); a queued URL whose cash crosses a
 level after a credit moves up; a fetched page is revisited (OPIC) while it
 has had at most ``FRONTIER_AOPIC_REVISITS`` extra fetches.
 
@@ -26,9 +26,9 @@ from twisted.internet.defer import Deferred
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.fingerprint import canonical_fingerprint
-from extensions.frontier.page import CREDIT_META, PageDone, PageVerdict
+from extensions.frontier.page import PageDone, PageVerdict
 from extensions.frontier.prioritizer import CashPrioritizer, Prioritizer
-from extensions.store.base import Entry, FrontierStore
+from extensions.frontier.store import Entry, FrontierStore
 
 if TYPE_CHECKING:
     from extensions.frontier.dispatch import HostDispatch
@@ -151,7 +151,8 @@ class CreditAssignment:
         goes through the shared frontier's worker (see the module docstring)."""
         links = page.links if page.follow else []
         given = fingerprints if page.follow else None
-        worker = self.dispatch.payment_channel() if self.shared else None
+        io = self.dispatch.io
+        worker = io.worker if self.shared and io is not None else None
         if worker is None:
             return replace(self._paid(self.aopic.pay(fingerprint, links, given), links), links=stored)
         done: Deferred[PageDone] = Deferred()
@@ -204,15 +205,3 @@ class CreditAssignment:
             return
         self.dispatch.revisit(entry, self.aopic.level_of(entry, self.aopic.ledger.cash_of(fp) or 0.0))
         self.stats.inc_value("aopic/revisits")
-
-
-def take_credit(request: Request) -> tuple[float, float] | None:
-    """Remove and return the AOPIC credit on ``request``'s meta (never stored with the URL)."""
-    credit = request.meta.pop(CREDIT_META, None)
-    if credit is None:
-        return None
-    try:
-        cash, dividend = credit
-        return float(cash), float(dividend)
-    except (TypeError, ValueError):
-        return None  # not ours: priced by its cash row

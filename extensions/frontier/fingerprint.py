@@ -38,7 +38,7 @@ def _load_canonicalize() -> Callable[[str], str]:
         from w3lib.url import canonicalize_url  # noqa: PLC0415
 
         return canonicalize_url
-    except Exception as err:  # noqa: BLE001 - a colleague's module mid-edit must not stop the frontier
+    except Exception as err:  # noqa: BLE001 - a broken canonicaliser falls back, it does not stop the frontier
         from w3lib.url import canonicalize_url  # noqa: PLC0415
 
         logger.warning("extensions.urls.canonical failed to import (%s); using w3lib", err)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from extensions.store.base import Entry
+from extensions.frontier.store import Entry
 
 INFINITY = float("inf")
 

@@ -107,7 +107,7 @@ class CrawlReport:
         settings = crawler.settings
         directory = settings.get("REPORT_DIR", defaults.REPORT_DIR)
         if not directory:
-            raise NotConfigured("REPORT_DIR is not set")
+            raise NotConfigured
         interval = settings.getfloat("REPORT_INTERVAL", defaults.REPORT_INTERVAL)
         if interval <= 0:
             raise ValueError(f"REPORT_INTERVAL={interval!r}: must be > 0 seconds")
