@@ -24,8 +24,8 @@ import pytest
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from extensions.store.redis_connection import connect
-from extensions.store.redis_keys import Keys
+from extensions.backends.redis.connection import connect
+from extensions.backends.redis.keys import Keys
 from testweb.crawlrun import CrawlResult, kill_crawl, run_web_crawl
 from testweb.pushback import DATE, PushbackWeb, Rule, Visit
 from testweb.redisserver import RedisServer, unique_prefix
