@@ -104,6 +104,18 @@ CONTENTSEEN_REDIS_IO_THREAD = True  # redis backend: the round trips in a worker
 CONTENTSEEN_SQLITE_CACHE_KIB = 2048  # SQLite page cache of each of the two sets (the OS caches the rest)
 
 
+# --- Host yield (extensions.pipelines.hostyield) ----------------------------
+# Per host, the share of its last HOST_YIELD_WINDOW pages (2xx) that were
+# neither exact nor near duplicates: its pages pass on that share of their
+# AOPIC cash, and below HOST_YIELD_THRESHOLD the host's origins are deferred
+# (reason low-yield), so a crawl of an endless URL space ends. Chosen from
+# bench/host_yield.py on the real-web and real-application sites (README).
+HOST_YIELD_ENABLED = True
+HOST_YIELD_MAX_HOSTS = 65536  # hosts whose window is kept (LRU)
+HOST_YIELD_THRESHOLD = 0.4  # stop a host whose yield falls below this share (0: never)
+HOST_YIELD_WINDOW = 100  # pages (errors left out; this many errors in a row: no yield)
+
+
 # --- Circuit breaker (extensions.breaker) -----------------------------------
 # Per origin: consecutive connection failures open it; the frontier parks the
 # origin's URLs, probes it again later, and defers it after the last probe.

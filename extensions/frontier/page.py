@@ -39,6 +39,7 @@ class PageVerdict:
     etag: str | None = None  # the response's validators (a conditional GET sends them next time)
     last_modified: str | None = None
     not_modified: bool = False  # a 304 to a conditional GET: no body, the stored outlinks stand
+    credit_share: float = 1.0  # share of its cash (after the tax) its outlinks get; the rest to Lambda
 
 
 @dataclass(frozen=True, slots=True)

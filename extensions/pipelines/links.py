@@ -14,8 +14,9 @@ this one judge the page (content-seen marks ``duplicate_of`` and
   (a :class:`~extensions.frontier.page.PageVerdict`): AOPIC's credit
   assignment (the page's cash to its history, exported as ``importance``;
   the tax to Lambda; the rest split over every outlink, known or new, so
-  waiting URLs move up) and the page's content-seen group for the URL
-  database;
+  waiting URLs move up; a page of a low-yield host passes on only its
+  ``credit_share``, see :mod:`extensions.pipelines.hostyield`) and the
+  page's content-seen group for the URL database;
 * schedules the outlinks unless the page is a duplicate, skipping links it
   scheduled lately (the frontier's URL-seen test would refuse them anyway;
   the cache only saves building the requests). Each goes through
@@ -67,7 +68,16 @@ def verdict(item: Any, links: list[str], follow: bool, group: int | None) -> Pag
         item["url"], links, follow, group, duplicate=bool(item.get("duplicate_of")),
         final_url=item.get("final_url"), status=int(item.get("status") or 200), content=fingerprint,
         etag=item.get("etag"), last_modified=item.get("last_modified"),
-        not_modified=bool(item.get("not_modified")))
+        not_modified=bool(item.get("not_modified")), credit_share=_share(item.get("credit_share")))
+
+
+def _share(value: Any) -> float:
+    """The item's ``credit_share`` in 0..1 (absent or unreadable: 1.0, all of the cash)."""
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        return 1.0
+    return min(1.0, max(0.0, share))
 
 
 class LinkScheduler:
