@@ -166,7 +166,7 @@ def test_the_item_carries_its_hosts_yield_as_its_credit_share() -> None:
     other = yields.process_item(page("http://b.test/1"))
     assert (first["credit_share"], second["credit_share"], other["credit_share"]) == (0.9, 0.8, 1.0)
     assert verdict(second, [], True, None).credit_share == 0.8  # what LinkScheduler hands the frontier
-    assert stats == {"hostyield/old": 2, "hostyield/new": 1, "hostyield/reduced_credit": 2}
+    assert stats == {"hostyield/old": 2, "hostyield/new": 1}
 
 
 def test_a_low_yield_host_is_deferred_once_per_origin_with_reason_low_yield() -> None:

@@ -46,6 +46,7 @@ from testweb.realweb import (
     SITES,
     LogEntry,
     MissingTool,
+    RealWeb,
     Site,
     accepts,
     free_port_pair,
@@ -130,6 +131,11 @@ class RealApp:
 
     def origin(self, host: str) -> str:
         return f"http://{host}:{self.port}"
+
+    @property
+    def static_web(self) -> RealWeb:
+        """The static site seen as a :class:`~testweb.realweb.RealWeb` (http only)."""
+        return RealWeb(self.directory, self.port, 0, (self.static_site,))
 
     def seeds(self) -> list[str]:
         """The root of the application and of the static site."""

@@ -17,9 +17,8 @@ content among its last ``HOST_YIELD_WINDOW`` pages. Then
 
 Pages that say nothing about the host's content are not counted: a 304 to a
 re-visit, a 1xx/3xx item, a 2xx document the content-seen test did not judge.
-Counts: ``hostyield/new``, ``hostyield/old``, ``hostyield/errors``,
-``hostyield/reduced_credit`` (pages passing on less than all their cash),
-``hostyield/stopped_hosts``. State is per process, in memory (a resumed
+Counts: ``hostyield/new``, ``hostyield/old``, ``hostyield/errors`` (pages
+judged), ``hostyield/stopped_hosts``. State is per process, in memory (a resumed
 crawl starts every host afresh).
 """
 
@@ -92,9 +91,6 @@ class HostYieldPipeline:
             adapter["credit_share"] = reading.share
         except KeyError:  # an item class without the field: nothing to pass on
             pass
-        else:
-            if reading.share < 1.0:
-                self.stats.inc_value("hostyield/reduced_credit")
         if reading.stopped:
             self._defer(origin_of(url), host, reading.share, reading.stopped_now)
         return item
