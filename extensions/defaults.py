@@ -183,7 +183,10 @@ FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000
 FRONTIER_CHECKPOINT_INTERVAL = 5.0  # seconds between checkpoints (commit, Bloom filter file, gauges)
 FRONTIER_DISTRIBUTED = True  # redis backend: processes on one REDIS_URL and prefix share the frontier
 FRONTIER_FRONT_QUEUES = 8
-FRONTIER_HOST_BUDGET = 0  # most URLs accepted per host (a trap defence); 0: unlimited
+# most URLs accepted per host, a backstop for what host yield cannot judge (a
+# host whose every page is new); 0: unlimited. ~100 x the largest real site of
+# the tests (README, "Traps and endless sites")
+FRONTIER_HOST_BUDGET = 100_000
 FRONTIER_IDLE_CLOSE = 30.0  # seconds with nothing but held origins' URLs left: defer them, close
 FRONTIER_FRONT_QUEUE_WEIGHTS: list[int] = []  # empty: level i weighs i + 1
 # Host leases of a shared frontier (extensions/frontier/distributed.py):
