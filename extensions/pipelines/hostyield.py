@@ -37,7 +37,7 @@ from extensions.frontier.hostyield import HostYield, PageKind
 from extensions.signals import origin_deferred
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from scrapy.crawler import Crawler
 
@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 REASON = "low-yield"
 
 
-def page_kind(item: ItemAdapter) -> PageKind | None:
+def page_kind(item: Mapping[str, Any]) -> PageKind | None:
     """What the page brought, from its status and content-seen verdict
     (None: it says nothing about its host's content)."""
     if item.get("not_modified"):
