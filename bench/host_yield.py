@@ -86,6 +86,12 @@ def stop_point(kinds: list[PageKind], window: int, threshold: float) -> str:
     return "-"
 
 
+def lowest_yield(kinds: list[PageKind], window: int) -> float:
+    """The lowest yield the host had over the crawl (no stop)."""
+    tracker = HostYield(window, 0.0)
+    return min((tracker.record("host", kind).share for kind in kinds), default=1.0)
+
+
 def known_urls(job: Path) -> dict[str, int]:
     connection = sqlite3.connect(job / "frontier.sqlite3")
     try:
@@ -96,14 +102,15 @@ def known_urls(job: Path) -> dict[str, int]:
 
 def report(by_host: dict[str, list[PageKind]], known: dict[str, int]) -> list[str]:
     grid = [(w, t) for w in WINDOWS for t in THRESHOLDS]
-    lines = [f"{'host':<22} {'pages':>6} {'new':>5} {'errors':>6} {'URLs':>6}  "
+    lines = [f"{'host':<22} {'pages':>6} {'new':>5} {'errors':>6} {'URLs':>6} {'low W100':>8}  "
              + " ".join(f"{f'W{w} T{t}':>12}" for w, t in grid)]
     for host in sorted(by_host):
         kinds = by_host[host]
         pages = [k for k in kinds if k is not PageKind.ERROR]
         share = sum(k is PageKind.NEW for k in pages) / max(1, len(pages))
         lines.append(f"{host:<22} {len(kinds):>6} {share:>5.2f} {len(kinds) - len(pages):>6} "
-                     f"{known.get(host, 0):>6}  " + " ".join(f"{stop_point(kinds, w, t):>12}" for w, t in grid))
+                     f"{known.get(host, 0):>6} {lowest_yield(kinds, 100):>8.2f}  "
+                     + " ".join(f"{stop_point(kinds, w, t):>12}" for w, t in grid))
     return lines
 
 
@@ -114,8 +121,8 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=RESULTS / "host_yield.txt")
     args = parser.parse_args()
     lines = ["Host yield replayed on crawls without it (new: share of new content among 2xx pages; URLs: rows",
-             "in the URL database at the end; W window, T threshold: '-' never stopped, else page@share of new",
-             "content among its pages until the stop)", ""]
+             "in the URL database at the end; low W100: the lowest yield over a window of 100 pages; W window,",
+             "T threshold: '-' never stopped, else page@share of new content among its pages until the stop)", ""]
     with tempfile.TemporaryDirectory(prefix="bench-hostyield-") as tmp:
         workdir = Path(tmp)
         with start_realweb(workdir / "realweb") as web:

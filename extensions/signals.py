@@ -19,9 +19,10 @@ host_assigned = object()
 #: being refused for it, if any (it goes back to its queue, never failed).
 origin_held = object()
 
-#: An origin stays uncrawlable after its bounded retries: its URLs become
-#: ``deferred`` in the URL database with ``reason`` and are not fetched again
-#: in this run (a resumed crawl retries them first).
+#: An origin stays uncrawlable after its bounded retries, or is not worth
+#: crawling on (its host's yield of new content fell too low: ``"low-yield"``):
+#: its URLs become ``deferred`` in the URL database with ``reason`` and are
+#: not fetched again in this run (a resumed crawl retries them first).
 #: Arguments: ``origin``, ``reason``.
 origin_deferred = object()
 

@@ -19,7 +19,9 @@ Pages that say nothing about the host's content are not counted: a 304 to a
 re-visit, a 1xx/3xx item, a 2xx document the content-seen test did not judge.
 Counts: ``hostyield/new``, ``hostyield/old``, ``hostyield/errors`` (pages
 judged), ``hostyield/stopped_hosts``. State is per process, in memory (a resumed
-crawl starts every host afresh).
+crawl starts every host afresh). A deferral holds for the run: in a
+continuous crawl (``REVISIT_ENABLED``) a stopped host's pages are not
+re-visited either.
 """
 
 from __future__ import annotations
