@@ -19,15 +19,18 @@ redis-server:
 
 # The real-web test (tests/test_realweb_e2e.py): Debian's nginx serving
 # documentation sites from Debian's doc packages, openssl for its certificate.
+# The real-application test (tests/test_realapp_e2e.py): Debian's cgit run by
+# fcgiwrap behind that nginx, over repositories git makes at test time.
 # The report test (tests/test_report.py): Debian's chromium, run headless.
 REALWEB_PACKAGES := nginx-light openssl sphinx-doc python-django-doc nodejs-doc debian-reference-en
+REALAPP_PACKAGES := cgit fcgiwrap git
 BROWSER_PACKAGES := chromium
 realweb-packages:
-	@missing=$$(for p in $(REALWEB_PACKAGES) $(BROWSER_PACKAGES); do \
+	@missing=$$(for p in $(REALWEB_PACKAGES) $(REALAPP_PACKAGES) $(BROWSER_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	test -z "$$missing" || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
-	  { echo "could not install $$missing (needed by the real-web and report tests)" >&2; exit 1; }
+	  { echo "could not install $$missing (needed by the real-web, real-application and report tests)" >&2; exit 1; }
 
 # The virtualenv and every Python package; python3-venv from Debian if the
 # interpreter lacks it.

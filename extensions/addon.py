@@ -50,6 +50,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     # links: last, after every pipeline that judges the page
     "ITEM_PIPELINES": {
         "extensions.pipelines.contentseen.ContentSeenPipeline": 300,
+        # after the content-seen verdicts: host yield (credit share, low-yield stop)
+        "extensions.pipelines.hostyield.HostYieldPipeline": 400,
         # trap signals on the links, before AOPIC credits them
         "extensions.urls.traps.TrapFilter": 800,
         # a page's outlinks for the WARC metadata records (WARC_OUTLINKS), as

@@ -104,6 +104,18 @@ CONTENTSEEN_REDIS_IO_THREAD = True  # redis backend: the round trips in a worker
 CONTENTSEEN_SQLITE_CACHE_KIB = 2048  # SQLite page cache of each of the two sets (the OS caches the rest)
 
 
+# --- Host yield (extensions.pipelines.hostyield) ----------------------------
+# Per host, the share of its last HOST_YIELD_WINDOW pages (2xx) that were
+# neither exact nor near duplicates: its pages pass on that share of their
+# AOPIC cash, and below HOST_YIELD_THRESHOLD the host's origins are deferred
+# (reason low-yield), so a crawl of an endless URL space ends. Chosen from
+# bench/host_yield.py on the real-web and real-application sites (README).
+HOST_YIELD_ENABLED = True
+HOST_YIELD_MAX_HOSTS = 65536  # hosts whose window is kept (LRU)
+HOST_YIELD_THRESHOLD = 0.4  # stop a host whose yield falls below this share (0: never)
+HOST_YIELD_WINDOW = 100  # pages (errors left out; this many errors in a row: no yield)
+
+
 # --- Circuit breaker (extensions.breaker) -----------------------------------
 # Per origin: consecutive connection failures open it; the frontier parks the
 # origin's URLs, probes it again later, and defers it after the last probe.
@@ -190,7 +202,10 @@ FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000
 FRONTIER_CHECKPOINT_INTERVAL = 5.0  # seconds between checkpoints (commit, Bloom filter file, gauges)
 FRONTIER_DISTRIBUTED = True  # redis backend: processes on one REDIS_URL and prefix share the frontier
 FRONTIER_FRONT_QUEUES = 8
-FRONTIER_HOST_BUDGET = 0  # most URLs accepted per host (a trap defence); 0: unlimited
+# most URLs accepted per host, a backstop for what host yield cannot judge (a
+# host whose every page is new); 0: unlimited. ~100 x the largest real site of
+# the tests (README, "Traps and endless sites")
+FRONTIER_HOST_BUDGET = 100_000
 FRONTIER_IDLE_CLOSE = 30.0  # seconds with nothing but held origins' URLs left: defer them, close
 FRONTIER_FRONT_QUEUE_WEIGHTS: list[int] = []  # empty: level i weighs i + 1
 # Host leases of a shared frontier (extensions/backends/redis/distributed.py):

@@ -73,6 +73,8 @@ SINGLE = (
     Single("aopic_lambda_cash", "gauge", "aopic/lambda_cash", "AOPIC cash held by the virtual page Lambda"),
     Single("aopic_pages_with_cash", "gauge", "aopic/pages_with_cash", "Pages holding AOPIC cash"),
     Single("robotstxt_cache_size", "gauge", "robotstxt/cache_size", "robots.txt files cached"),
+    Single("hostyield_stopped_hosts", "counter", "hostyield/stopped_hosts",
+           "Hosts stopped for low yield (their origins deferred)"),
     Single("revisit_scheduled", "gauge", "revisit/scheduled", "URLs on the re-visit schedule"),
     Single("revisit_due_now", "gauge", "revisit/due_now", "URLs due for a re-visit now"),
     Single("revisit_freshness", "gauge", "revisit/freshness", "Estimated share of fresh copies"),
@@ -123,6 +125,8 @@ LABELLED = (
     Labelled("dns_events", "counter", "dns/", "event", "DNS outcomes"),
     Labelled("contentseen_pages", "counter", "contentseen/", "verdict", "Content-seen verdicts",
              rename=only(VERDICTS)),
+    Labelled("hostyield_pages", "counter", "hostyield/", "kind", "Pages judged by host yield",
+             rename=only({"new": "new", "old": "old", "errors": "error"})),
     Labelled("revisit_events", "counter", "revisit/", "event", "Re-visit outcomes",
              rename=only({"changed": "changed", "unchanged": "unchanged", "gone": "gone", "due": "due"})),
 )

@@ -22,9 +22,10 @@ host_assigned = object()
 #: instead of deferring the origin (``FRONTIER_IDLE_CLOSE``).
 origin_held = object()
 
-#: An origin stays uncrawlable after its bounded retries: its URLs become
-#: ``deferred`` in the URL database with ``reason`` and are not fetched again
-#: in this run (a resumed crawl retries them first).
+#: An origin stays uncrawlable after its bounded retries, or is not worth
+#: crawling on (its host's yield of new content fell too low: ``"low-yield"``):
+#: its URLs become ``deferred`` in the URL database with ``reason`` and are
+#: not fetched again in this run (a resumed crawl retries them first).
 #: Arguments: ``origin``, ``reason``.
 origin_deferred = object()
 

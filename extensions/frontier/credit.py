@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from twisted.internet.defer import Deferred
 
-from extensions.aopic.ledger import AOPICLedger
+from extensions.aopic.ledger import AOPICLedger, tax_for_share
 from extensions.frontier.fingerprint import canonical_fingerprint
 from extensions.frontier.page import PageDone, PageVerdict
 from extensions.frontier.prioritizer import CashPrioritizer, Prioritizer
@@ -53,23 +53,31 @@ class AOPICCredit:
     def __init__(self, ledger: AOPICLedger, prioritizer: Prioritizer, revisits: int = 0) -> None:
         self.ledger, self.prioritizer, self.revisits = ledger, prioritizer, revisits
 
-    def pay(self, fp: int, outlinks: list[str], fingerprints: list[int] | None = None) -> Payment:
+    def pay(self, fp: int, outlinks: list[str], fingerprints: list[int] | None = None,
+            share: float = 1.0) -> Payment:
         """The page whose URL's fingerprint is ``fp`` was fetched: its cash to
         its history, the tax to Lambda, the rest split over ``outlinks``
         (known or new), whose ``fingerprints`` are computed here unless given
-        (the link recorder's)."""
+        (the link recorder's). ``share`` < 1: the outlinks get only that
+        share of the rest, a higher tax taking the difference to Lambda."""
         ledger = self.ledger
         links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
-        paid, entries = ledger.distribute(fp, links, entries_of=links)
+        paid, entries = ledger.distribute(fp, links, entries_of=links, tax=self._tax(share))
         return self._payment(fp, links, paid, entries)
 
     def pay_then(self, io: Any, fp: int, outlinks: list[str], fingerprints: list[int] | None,
-                 then: Callable[[Payment], None], failed: Callable[[Exception], None]) -> None:
+                 then: Callable[[Payment], None], failed: Callable[[Exception], None],
+                 share: float = 1.0) -> None:
         """:meth:`pay` through ``io``, the shared frontier's worker channel
         (a :class:`SharedLedger`): ``then`` gets the payment on the reactor thread."""
         links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
         self.ledger.distribute_then(io, fp, links, links,  # type: ignore[attr-defined]
-                                    lambda paid, entries: then(self._payment(fp, links, paid, entries)), failed)
+                                    lambda paid, entries: then(self._payment(fp, links, paid, entries)), failed,
+                                    tax=self._tax(share))
+
+    def _tax(self, share: float) -> float | None:
+        """The page's own tax for ``share`` (None: the ledger's)."""
+        return None if share >= 1.0 else tax_for_share(self.ledger.tax, share)
 
     def _payment(self, fp: int, links: list[int], paid: Any, entries: dict[int, Entry] | None) -> Payment:
         credit, rising = self._rising(links, paid.changes) if links and paid.changes else ({}, [])
@@ -143,8 +151,9 @@ class CreditAssignment:
     def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None,
                   stored: list[str] | None = None) -> PageDone | Deferred[PageDone]:
         """The page's (``fingerprint``: of the URL it was requested as) cash
-        to its history, credit to its outlinks (none if not followed; queued
-        ones whose level rises move up); the history and each outlink's
+        to its history, credit to its outlinks (none if not followed; only
+        ``page.credit_share`` of it, the rest to Lambda; queued ones whose
+        level rises move up); the history and each outlink's
         credit, by URL, with ``stored`` (a 304's stored outlinks) as its
         links. ``fingerprints``: those of ``page.links`` if computed
         already (the link recorder's). A Deferred of it when the payment
@@ -154,7 +163,8 @@ class CreditAssignment:
         io = self.dispatch.io
         worker = io.worker if self.shared and io is not None else None
         if worker is None:
-            return replace(self._paid(self.aopic.pay(fingerprint, links, given), links), links=stored)
+            payment = self.aopic.pay(fingerprint, links, given, page.credit_share)
+            return replace(self._paid(payment, links), links=stored)
         done: Deferred[PageDone] = Deferred()
 
         def paid(payment: Payment) -> None:
@@ -164,7 +174,7 @@ class CreditAssignment:
                 done.errback(err)
                 return
             done.callback(result)
-        self.aopic.pay_then(worker, fingerprint, links, given, paid, done.errback)
+        self.aopic.pay_then(worker, fingerprint, links, given, paid, done.errback, page.credit_share)
         return done
 
     def _paid(self, payment: Payment, links: list[str]) -> PageDone:

@@ -33,6 +33,7 @@ class PageVerdict:
     last_modified: str | None = None
     not_modified: bool = False  # a 304 to a conditional GET: no body, the stored outlinks stand
     depth: int = 0  # the page's depth: its outlinks are one deeper
+    credit_share: float = 1.0  # share of its cash (after the tax) its outlinks get; the rest to Lambda
 
 
 @dataclass(frozen=True, slots=True)

@@ -233,6 +233,8 @@ class Frontier(BaseScheduler):
             return False  # refused or a duplicate, counted
         if not self.dispatch.enqueue(entry, bypass):
             return self._duplicate()
+        if not bypass:
+            admission.spend(entry)
         if request.meta.get("is_start_request"):
             admission.seeds_this_run.add(fp)
         if entry.flags & FLAG_MEMORY:

@@ -7,8 +7,9 @@ another: do not follow its links", Mercator's rule) would come too late. The
 ``web`` spider therefore yields no link requests: it puts the links that
 passed the URL filter into the item's ``links`` field, the pipelines before
 this one judge the page (content-seen marks ``duplicate_of`` and
-``content_group``, the trap filter drops trap links), and this one hands
-the judged page to the frontier's one entry point,
+``content_group``, the trap filter drops trap links, host yield sets a
+low-yield host's ``credit_share``: :mod:`extensions.pipelines.hostyield`),
+and this one hands the judged page to the frontier's one entry point,
 :meth:`Frontier.page_done <extensions.frontier.scheduler.Frontier.page_done>`
 (a :class:`~extensions.frontier.page.PageVerdict`), which credits and files
 the links itself; the page's AOPIC history becomes the item's
@@ -52,7 +53,17 @@ def verdict(item: Any, links: list[str], follow: bool, group: int | None) -> Pag
         item["url"], links, follow, group, duplicate=bool(item.get("duplicate_of")),
         final_url=item.get("final_url"), status=int(item.get("status") or 200), content=fingerprint,
         etag=item.get("etag"), last_modified=item.get("last_modified"),
-        not_modified=bool(item.get("not_modified")), depth=int(item.get("depth") or 0))
+        not_modified=bool(item.get("not_modified")), depth=int(item.get("depth") or 0),
+        credit_share=_share(item.get("credit_share")))
+
+
+def _share(value: Any) -> float:
+    """The item's ``credit_share`` in 0..1 (absent or unreadable: 1.0, all of the cash)."""
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        return 1.0
+    return min(1.0, max(0.0, share))
 
 
 class LinkScheduler:

@@ -225,26 +225,26 @@ class SharedLedger(AOPICLedger):
         process seeded it): ``(cash before, cash after, had a row)``."""
         return self._run(None, [fingerprint], 0, self.initial_cash, "seed")[1][0]
 
-    def distribute(self, fingerprint: int, links: list[int],
-                   entries_of: list[int] | None = None) -> tuple[Paid, dict[int, Entry]]:
-        """The page was fetched: its cash to its history, the tax to Lambda,
-        the rest split over ``links`` (none: all to Lambda), in one atomic
-        script on a single Redis. Also returns the URL rows of
-        ``entries_of``, read in the same round trip."""
+    def distribute(self, fingerprint: int, links: list[int], entries_of: list[int] | None = None,
+                   tax: float | None = None) -> tuple[Paid, dict[int, Entry]]:
+        """The page was fetched: its cash to its history, the tax (``tax``,
+        else the ledger's) to Lambda, the rest split over ``links`` (none:
+        all to Lambda), in one atomic script on a single Redis. Also returns
+        the URL rows of ``entries_of``, read in the same round trip."""
         (cash, history, visits, _), changes, entries = self._run(fingerprint, links, len(links),
-                                                                 entries_of=entries_of or [])
+                                                                 entries_of=entries_of or [], tax=tax)
         return Paid(cash, history, visits, changes), entries
 
     def distribute_then(self, io: Any, fingerprint: int, links: list[int], entries_of: list[int],
                         then: Callable[[Paid, dict[int, Entry]], None],
-                        failed: Callable[[Exception], None]) -> None:
+                        failed: Callable[[Exception], None], tax: float | None = None) -> None:
         """:meth:`distribute` through ``io`` (a worker channel on this
         single Redis, see the module docstring): ``then`` gets its result on
         the reactor thread, ``failed`` a Redis failure."""
         if self.store.cluster:
-            self._distribute_per_tag_then(io, fingerprint, links, entries_of, then, failed)
+            self._distribute_per_tag_then(io, fingerprint, links, entries_of, then, failed, tax)
             return
-        command = self._cash_command(fingerprint, links, len(links), None, "")
+        command = self._cash_command(fingerprint, links, len(links), None, "", tax)
         reads, rows_of = self.store.entry_reads(entries_of)
         writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
 
@@ -257,7 +257,7 @@ class SharedLedger(AOPICLedger):
 
     def _distribute_per_tag_then(self, io: Any, take: int, credits: list[int], entries_of: list[int],
                                  then: Callable[[Paid, dict[int, Entry]], None],
-                                 failed: Callable[[Exception], None]) -> None:
+                                 failed: Callable[[Exception], None], tax: float | None = None) -> None:
         """:meth:`_run_per_tag` of a fetched page through ``io`` on a
         cluster: the take (with the links' rows), then, sent by the worker
         thread from its answer, the credits per tag; ``then`` gets both on
@@ -266,7 +266,7 @@ class SharedLedger(AOPICLedger):
         view = ("HMGET", self._key, *FIELDS)
         reads, rows_of = self.store.entry_reads(entries_of)
         writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
-        first = [*writes, self._take_command(take, d, outlinks), view, *reads]
+        first = [*writes, self._take_command(take, d, outlinks, tax), view, *reads]
         by_tag = _positions_by_tag(credits)
 
         def credit(answers: list[Any]) -> tuple[Any, ...]:  # on the worker thread: no state touched
@@ -315,20 +315,21 @@ class SharedLedger(AOPICLedger):
 
     # -- the scripts ------------------------------------------------------------------
     def _run(self, take: int | None, credits: list[int], outlinks: int, amount: float | None = None,
-             mode: str = "", entries_of: Sequence[int] = ()) -> tuple[Taken, list[Change], dict[int, Entry]]:
+             mode: str = "", entries_of: Sequence[int] = (),
+             tax: float | None = None) -> tuple[Taken, list[Change], dict[int, Entry]]:
         """:data:`CASH` on one Redis (one script) or a cluster (per tag,
         then :data:`JOIN`). Returns the take ``(cash, history, visits,
         share)``, the credits' changes and the URL rows of ``entries_of``."""
         if self.store.cluster:
-            return self._run_per_tag(take, credits, outlinks, amount, mode, entries_of)
-        command = self._cash_command(take, credits, outlinks, amount, mode)
+            return self._run_per_tag(take, credits, outlinks, amount, mode, entries_of, tax)
+        command = self._cash_command(take, credits, outlinks, amount, mode, tax)
         (answer,), entries = self.store.call_with_entries([command], entries_of)
         taken, changes, _, _ = _decode(answer)
         self._update(answer[8])
         return taken, changes, entries
 
     def _cash_command(self, take: int | None, credits: list[int], outlinks: int, amount: float | None,
-                      mode: str) -> tuple[Any, ...]:
+                      mode: str, tax: float | None = None) -> tuple[Any, ...]:
         """:data:`CASH` over the ledger and every cash hash it touches (a single Redis)."""
         keys: list[str] = [self._key]
         index: dict[str, int] = {}
@@ -342,19 +343,20 @@ class SharedLedger(AOPICLedger):
 
         take_index = 0 if take is None else key_of(take)
         pairs = [item for fp in credits for item in (key_of(fp), fp)]
-        args = ["1", "0", repr(self.tax), outlinks, take_index, take or 0,
+        args = ["1", "0", self._tax(tax), outlinks, take_index, take or 0,
                 "" if amount is None else repr(float(amount)), mode, *pairs]
         return ("EVAL", CASH, len(keys), *keys, *args)
 
     def _run_per_tag(self, take: int | None, credits: list[int], outlinks: int, amount: float | None,
-                     mode: str, entries_of: Sequence[int]) -> tuple[Taken, list[Change], dict[int, Entry]]:
+                     mode: str, entries_of: Sequence[int],
+                     tax: float | None = None) -> tuple[Taken, list[Change], dict[int, Entry]]:
         d = repr(self.dividend)
         taken: Taken = (0.0, 0.0, 0, 0.0)
         to_lambda, new, put_in, entries = 0.0, 0, 0.0, None
         view = ("HMGET", self._key, *FIELDS)  # the dividend for the next page (one slot per command)
         if take is not None:
             (answer, state), entries = self.store.call_with_entries(
-                [self._take_command(take, d, outlinks), view], entries_of)
+                [self._take_command(take, d, outlinks, tax), view], entries_of)
             self._update(state)
             taken, _, new, _ = _decode(answer)
             to_lambda = float(answer[4])
@@ -371,10 +373,14 @@ class SharedLedger(AOPICLedger):
         self.store.write("EVAL", JOIN, 1, self._key, repr(to_lambda), new, d, repr(put_in))
         return taken, changes, entries
 
-    def _take_command(self, take: int, d: str, outlinks: int) -> tuple[Any, ...]:
+    def _take_command(self, take: int, d: str, outlinks: int, tax: float | None = None) -> tuple[Any, ...]:
         """A cluster's :data:`CASH` taking a fetched page's cash, in its slot."""
-        return ("EVAL", CASH, 1, self.store.keys.cash(tag_of(take)), "0", d, repr(self.tax), outlinks,
+        return ("EVAL", CASH, 1, self.store.keys.cash(tag_of(take)), "0", d, self._tax(tax), outlinks,
                 1, take, "", "")
+
+    def _tax(self, tax: float | None) -> str:
+        """The tax argument of :data:`CASH`: a page's own, else the ledger's."""
+        return repr(float(self.tax if tax is None else tax))
 
     def _credit_commands(self, by_tag: dict[str, list[int]], credits: list[int], d: str, outlinks: int,
                          amount: float, mode: str) -> list[tuple[Any, ...]]:
