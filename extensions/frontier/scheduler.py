@@ -376,7 +376,7 @@ class Frontier(BaseScheduler):
         end reaches the store after its links)."""
         fp, source = page_fingerprints(page)  # the requested and the final URL's, once
         if page.content_group is not None:
-            self.store.set_content_group(fp, page.content_group, page.duplicate)
+            self.store.groups.set_content_group(fp, page.content_group, page.duplicate)
         if page.not_modified:  # a 304 reads its stored outlinks: earlier pages' writes must be in
             self.dispatch.settle_io()
         if self.revisits is not None:  # its next visit; a 304 gets its stored outlinks back
