@@ -13,6 +13,7 @@ setup(
     version=VERSION,
     description="A scalable, polite, extensible Mercator-style web crawler on Scrapy",
     packages=find_packages(include=["crawler", "crawler.*", "extensions", "extensions.*"]),
+    package_data={"extensions.backends.redis": ["lua/*.lua", "lua/include/*.lua"]},  # the Redis scripts
     python_requires=">=3.11",
     entry_points={"scrapy": ["settings = crawler.settings"]},
     zip_safe=False,

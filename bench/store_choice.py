@@ -87,7 +87,8 @@ def _fp_of(key: bytes) -> int:
 
 
 class LMDBStore:
-    """The subset of the frontier store this benchmark drives, on LMDB."""
+    """The subset of the frontier store this benchmark drives, on LMDB
+    (one object is both its ``queues`` and its ``urls``)."""
 
     def __init__(self, path: str | Path, map_size: int = 64 << 30) -> None:
         import lmdb  # noqa: PLC0415 - an optional benchmark dependency
@@ -103,6 +104,7 @@ class LMDBStore:
         self._lengths: dict[str, int] = {}
         self._bounds: dict[str, list[int]] = {}
         self._seq = 0
+        self.queues = self.urls = self
 
     def checkpoint(self) -> None:
         self.txn.commit()
@@ -259,17 +261,17 @@ def _child(args: argparse.Namespace) -> dict:
             chunk = _entries(start, min(n, start + every), args.hosts)
             t0 = time.perf_counter()
             for entry in chunk:
-                if store.insert_new([entry], now)[0]:
+                if store.urls.insert_new([entry], now)[0]:
                     tail = tails[entry.level]
                     tail.append(entry.fingerprint)
                     if len(tail) >= BUFFER:
-                        store.push(f"front/{entry.level}", tail)
+                        store.queues.push(f"front/{entry.level}", tail)
                         tail.clear()
             store.checkpoint()
             elapsed += time.perf_counter() - t0
         t0 = time.perf_counter()
         for level, tail in enumerate(tails):
-            store.push(f"front/{level}", tail)
+            store.queues.push(f"front/{level}", tail)
         store.checkpoint()
         elapsed += time.perf_counter() - t0
         result["insert_ops"] = n / elapsed
@@ -283,7 +285,7 @@ def _child(args: argparse.Namespace) -> dict:
             t0 = time.perf_counter()
             hits = 0
             for k, fp in enumerate(sample, 1):
-                hits += store.status_of(fp) is not None
+                hits += store.urls.status_of(fp) is not None
                 if k % every == 0:
                     store.checkpoint()
             result[f"exists_{label}_ops"] = len(sample) / (time.perf_counter() - t0)
@@ -295,11 +297,11 @@ def _child(args: argparse.Namespace) -> dict:
         done = 0
         for level in range(FRONT_QUEUES):
             name = f"front/{level}"
-            while fps := store.pop(name, BUFFER):
-                rows = store.get_many(fps)
+            while fps := store.queues.pop(name, BUFFER):
+                rows = store.urls.get_many(fps)
                 for fp in fps:
                     now += 1e-3
-                    store.set_status([fp], Status.DONE, now)
+                    store.urls.set_status([fp], Status.DONE, now)
                     done += 1
                     if done % every == 0:
                         store.checkpoint()
@@ -308,7 +310,7 @@ def _child(args: argparse.Namespace) -> dict:
         result["pop_done_ops"] = done / (time.perf_counter() - t0)
         assert done == n, (done, n)
         if args.candidate == "sqlite":
-            counts = store.count_by_status()
+            counts = store.urls.count_by_status()
         else:
             with store.txn.cursor(db=store.urls_db) as cursor:
                 counts = {}

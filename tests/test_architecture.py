@@ -1,8 +1,9 @@
 """The project's structural rules, read off the source with ``ast``.
 
 * one package per store backend (``extensions/backends/<name>/``): only the
-  Redis one imports ``redis`` or holds Lua; the algorithm packages import no
-  backend package; no other module compares a backend's name;
+  Redis one imports ``redis``, and every Lua script is a file of its
+  ``lua/``; the algorithm packages import no backend package; no other
+  module compares a backend's name;
 * no import cycle among ``extensions/`` modules;
 * nothing under ``tests/`` imports ``bench``, nothing under ``bench/``
   imports ``tests``;
@@ -35,8 +36,9 @@ BACKEND_PACKAGES = ["extensions.backends.memory", "extensions.backends.sqlite", 
 #: backends that ask the registry (``extensions.backends``) for a backend.
 COMPOSITION_MODULES = {"extensions/frontier/config.py", "extensions/linkgraph/service.py"}
 BACKEND_NAMES = {"memory", "sqlite", "redis"}
-#: What only Lua (a Redis script) spells.
+#: What only Lua (a Redis script) spells, and where every script lives.
 LUA_MARKERS = ("redis.call(", "redis.pcall(", "KEYS[", "ARGV[")
+LUA_FOLDER = "extensions/backends/redis/lua/"
 
 
 @dataclass(frozen=True)
@@ -200,16 +202,16 @@ def test_only_the_redis_backend_imports_redis() -> None:
     assert not offending, "redis imported outside extensions/backends/redis:\n  " + "\n  ".join(offending)
 
 
-def test_only_the_redis_backend_holds_lua() -> None:
+def test_every_lua_script_is_a_file_of_the_redis_backends_lua_folder() -> None:
     offending = []
     for package in ("extensions", "crawler"):
         for path in sorted((ROOT / package).rglob("*")):
             relative = str(path.relative_to(ROOT))
-            if not path.is_file() or relative.startswith("extensions/backends/redis/"):
+            if not path.is_file() or relative.startswith(LUA_FOLDER):
                 continue
             if path.suffix == ".lua" or (path.suffix == ".py" and any(m in path.read_text() for m in LUA_MARKERS)):
                 offending.append(relative)
-    assert not offending, "Lua outside extensions/backends/redis:\n  " + "\n  ".join(offending)
+    assert not offending, f"Lua outside {LUA_FOLDER}:\n  " + "\n  ".join(offending)
 
 
 def test_algorithm_packages_import_no_backend() -> None:

@@ -395,7 +395,7 @@ def test_the_frontiers_keys_and_the_content_seen_keys_are_deleted_apart(redis_se
     prefix = unique_prefix()
     frontier = RedisStore(redis_server.url, prefix, persist=False)
     frontier.open()
-    frontier.set_content_group(5, 1, False)
+    frontier.groups.set_content_group(5, 1, False)
     seen = RedisContentSeen.open(redis_server.url, prefix, persist=False)
     seen.add_or_get(1, "http://a.test/")
     frontier.close()

@@ -45,16 +45,16 @@ def test_commit_makes_changes_survive_a_crash_and_skips_when_nothing_changed(tmp
     assert isinstance(store, WriteAheadStore) and isinstance(MemoryStore(), WriteAheadStore)
     assert not store.commit()  # nothing changed since open
     calls: list[int] = []
-    store.insert_new([Entry(7, "http://a.test/", "a.test")], 0.0)
+    store.urls.insert_new([Entry(7, "http://a.test/", "a.test")], 0.0)
     assert store.commit(lambda: calls.append(1) or store.set_meta("before", "ran"))
     assert calls == [1] and not store.commit(lambda: calls.append(2))  # clean again
-    store.set_status([7], Status.INFLIGHT)
+    store.urls.set_status([7], Status.INFLIGHT)
     store.commit()
-    store.set_status([7], Status.DONE)  # not committed: lost with the crash
+    store.urls.set_status([7], Status.DONE)  # not committed: lost with the crash
     store.abandon()
     reopened = _sqlite(tmp_path)
     reopened.open()
-    assert reopened.status_of(7) == Status.INFLIGHT
+    assert reopened.urls.status_of(7) == Status.INFLIGHT
     assert reopened.get_meta("before") == "ran"
     reopened.close()
 
@@ -126,7 +126,7 @@ def test_without_write_ahead_a_crash_returns_to_the_last_checkpoint(tmp_path: Pa
     store.abandon()
     reopened = _sqlite(tmp_path)
     reopened.open()
-    assert reopened.count_by_status() == {Status.QUEUED: 1}  # fetched again after a resume
+    assert reopened.urls.count_by_status() == {Status.QUEUED: 1}  # fetched again after a resume
     reopened.close()
 
 

@@ -109,7 +109,7 @@ def assert_nothing_left(url: str, prefix: str, truth_size: int, bloom: BloomLayo
     mode counted from the trimmed rows, none of which is left)."""
     store = RedisStore(url, prefix, bloom=bloom)
     store.open()
-    counts = store.count_by_status()
+    counts = store.urls.count_by_status()
     assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0, counts
     assert counts.get(Status.DONE, 0) + counts.get(Status.FAILED, 0) >= truth_size
     assert not list(store.scan(store.keys.back_pattern))
@@ -426,7 +426,7 @@ def test_a_single_process_crawl_under_the_prefix_is_a_clear_error(redis_server: 
     prefix = unique_prefix()
     store = RedisStore(redis_server.url, prefix)
     store.open()
-    store.push("front/0", [1, 2])
+    store.queues.push("front/0", [1, 2])
     store.close()
     frontier = DistributedFrontier(RedisStore(redis_server.url, prefix))
     with pytest.raises(FrontierStoreError, match="FRONTIER_DISTRIBUTED=False"):

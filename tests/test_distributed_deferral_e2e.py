@@ -58,7 +58,7 @@ def test_two_processes_defer_an_unreachable_origin_and_exit_by_themselves(
     try:
         reasons = {origin: reason for origin, (reason, _) in store.hosts.deferrals().items()}
         assert store.urls.status_of(url_fingerprint(web.url("robots-500.test"))[0]) == Status.DEFERRED
-        counts = store.count_by_status()
+        counts = store.urls.count_by_status()
     finally:
         store.close()
     assert reasons[unreachable].startswith("held when nothing else was left: robots.txt unreachable")
@@ -90,7 +90,7 @@ def test_a_dead_https_port_never_delays_the_hosts_http_pages(
     try:
         reason, deferred_at = store.hosts.deferrals()[dead]
         statuses = {url: store.urls.status_of(url_fingerprint(url)[0]) for url in seeds[:3]}
-        counts = store.count_by_status()
+        counts = store.urls.count_by_status()
     finally:
         store.close()
     assert "ConnectionRefusedError" in reason

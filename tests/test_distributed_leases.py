@@ -86,9 +86,9 @@ def test_take_hands_out_the_best_url_and_marks_it_in_flight(pair: Any) -> None:
     a.acquire(a.poll(10).due)
     taken = a.take("h1.test")
     assert (taken.state, taken.entry.url, taken.queued, level_of_score(taken.head)) == ("taken", "http://h1.test/high", 1, 0)
-    assert a.store.status_of(taken.entry.fingerprint) == Status.INFLIGHT
+    assert a.store.urls.status_of(taken.entry.fingerprint) == Status.INFLIGHT
     a.finish("h1.test", taken.entry.fingerprint, Status.DONE, 1.0)
-    assert a.store.status_of(taken.entry.fingerprint) == Status.DONE
+    assert a.store.urls.status_of(taken.entry.fingerprint) == Status.DONE
     assert a.take("h1.test").entry.url == "http://h1.test/low"
     assert a.take("h1.test").state == "empty"
 
@@ -99,7 +99,7 @@ def test_take_brings_the_urls_aopic_cash_row_along(pair: Any) -> None:
     a, _, _ = pair
     enqueue(a, "http://h1.test/rich", "http://h1.test/poor")
     rich = entry("http://h1.test/rich").fingerprint
-    a.store.put_cash([(rich, 2.5, 0.75, 0.125, 1)])
+    a.store.cash.put_cash([(rich, 2.5, 0.75, 0.125, 1)])
     a.acquire(a.poll(10).due)
     trips = a.store.round_trips
     taken = a.take("h1.test")
@@ -118,7 +118,7 @@ def test_a_lapsed_lease_gives_its_in_flight_urls_to_the_next_owner(pair: Any) ->
     clock.advance(1.0)
     got = b.acquire(b.poll(10).due)
     assert [(g.host, g.recovered, g.queued, g.taken_over) for g in got] == [("h1.test", 1, 2, True)]
-    assert b.store.status_of(first.fingerprint) == Status.QUEUED
+    assert b.store.urls.status_of(first.fingerprint) == Status.QUEUED
     assert {b.take("h1.test").entry.url for _ in range(2)} == {"http://h1.test/x", "http://h1.test/y"}
     assert a.take("h1.test").state == "lost"
 
@@ -142,7 +142,7 @@ def test_a_stalled_owners_fetch_ending_before_the_new_owner_takes_the_url_finish
     x, y = stall_and_take_over(pair)
     a.finish("h1.test", x.fingerprint, Status.DONE, 1.0)
     a.store.checkpoint()  # send A's buffered writes
-    assert b.store.status_of(x.fingerprint) == Status.DONE
+    assert b.store.urls.status_of(x.fingerprint) == Status.DONE
     assert b.take("h1.test").entry.url == y.url
     assert b.take("h1.test").state == "empty"
 
@@ -154,7 +154,7 @@ def test_a_stalled_owner_leaves_a_url_the_new_owner_has_in_flight_alone(pair: An
     a.finish("h1.test", x.fingerprint, Status.DONE, 1.0)
     a.put_back("h1.test", x.fingerprint, level=7)  # nor does a late put-back queue it again
     a.store.checkpoint()
-    assert b.store.status_of(x.fingerprint) == Status.INFLIGHT
+    assert b.store.urls.status_of(x.fingerprint) == Status.INFLIGHT
     assert b.inflight_of(["h1.test"]) == {"h1.test": [x.fingerprint]}
     assert b.take("h1.test").entry.url == "http://h1.test/y"
     assert b.take("h1.test").state == "empty"
@@ -269,7 +269,7 @@ def test_put_back_and_requeue_keep_a_url_queued_once(pair: Any) -> None:
     a.acquire(a.poll(10).due)
     taken = a.take("h1.test").entry
     a.put_back("h1.test", taken.fingerprint, level=7)
-    assert a.store.status_of(taken.fingerprint) == Status.QUEUED
+    assert a.store.urls.status_of(taken.fingerprint) == Status.QUEUED
     assert a.take("h1.test").entry.url == taken.url
     y = a.take("h1.test").entry
     a.requeue("h1.test", y.fingerprint, 2)
@@ -313,7 +313,7 @@ def test_take_parks_a_held_origins_urls_and_hands_out_the_hosts_other_origin(pai
     only = a.take("h1.test", ["https://h1.test"])
     assert (only.state, only.queued, only.parked) == ("held", 2, 0) and is_parked(only.head)
     for fp in a.store.call(("ZRANGE", a.keys.back("h1.test"), 0, -1))[0]:
-        assert a.store.status_of(int(fp)) == Status.QUEUED
+        assert a.store.urls.status_of(int(fp)) == Status.QUEUED
     # the hold ended: back in their places, the higher level first
     assert a.unpark("h1.test")[0] == 2
     enqueue(a, "http://h1.test/p2")
@@ -341,4 +341,4 @@ def test_a_parked_url_stays_parked_through_a_promotion_and_a_take_over(pair: Any
     assert b.take("h1.test", ["https://h1.test"]).entry.url in ("http://h1.test/p0", "http://h1.test/p1")
     assert b.take("h1.test", ["https://h1.test"]).state == "held"
     b.put_back("h1.test", taken.entry.fingerprint, 0, parked=True)
-    assert b.store.status_of(taken.entry.fingerprint) == Status.QUEUED
+    assert b.store.urls.status_of(taken.entry.fingerprint) == Status.QUEUED

@@ -114,7 +114,7 @@ def test_a_crawl_with_only_held_work_left_defers_it_and_ends(store: Any) -> None
     slack = frontier.dispatch.lease_ttl if shared(store) else 1.0
     assert clock.seconds() - start <= 30.0 + slack
     assert status(frontier, "https://dead.test/") == Status.DEFERRED
-    reason, _ = store.deferrals()["https://dead.test"]
+    reason, _ = store.hosts.deferrals()["https://dead.test"]
     assert "robots.txt unreachable (status 503)" in reason
     assert frontier.stats.get_value("frontier/deferred") == 1
     assert frontier.stats.get_value("frontier/deferred_reasons") == {"https://dead.test": reason}
@@ -336,7 +336,7 @@ def test_refused_urls_get_a_refused_row_and_stay_unfetched(store: Any) -> None:
     clock = Clock()
     frontier = make_frontier(store, clock=clock)
     frontier.urls_refused([("http://a.test/deny", "filter/deny"), ("mailto:x@a.test", "filter/scheme")])
-    trims = getattr(frontier.store, "trims", False)  # Redis in Bloom mode keeps only a count
+    trims = getattr(frontier.store.urls, "trims", False)  # Redis in Bloom mode keeps only a count
     assert status(frontier, "http://a.test/deny") == (None if trims else Status.REFUSED)
     assert not frontier.enqueue_request(Request("http://a.test/deny"))  # known: a duplicate
     frontier.enqueue_request(Request("http://a.test/ok"))
@@ -352,7 +352,7 @@ def test_a_handed_out_request_refused_for_good_ends_refused_not_failed(store: An
     frontier.urls_refused([(request.url, "address/loopback")], request=request)
     frontier.fetch_finished(request, duration=0.0, ok=False)
     assert fetch_all(frontier, clock) == []
-    if not getattr(frontier.store, "trims", False):
+    if not getattr(frontier.store.urls, "trims", False):
         assert status(frontier, "http://a.test/") == Status.REFUSED
         entry = frontier.store.urls.get_many([request_fp(request)])[request_fp(request)]
         assert entry.extra == '{"refused": "address/loopback"}'

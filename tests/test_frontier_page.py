@@ -118,7 +118,7 @@ def test_request_excluded_frees_the_host_at_once_and_marks_the_url(store: Any) -
     following = frontier.next_request()
     assert following is not None and following.url == "http://a.test/1"  # no 5 s gap: nothing fetched
     assert clock.seconds() == 0.0
-    if not getattr(store, "trims", False):  # Redis in Bloom mode keeps no finished rows
+    if not getattr(store.urls, "trims", False):  # Redis in Bloom mode keeps no finished rows
         assert frontier.store.urls.status_of(fp_of("http://a.test/0")) == Status.EXCLUDED
     assert not frontier.enqueue_request(Request("http://a.test/0"))  # never filed again
     assert frontier.stats.get_value("frontier/excluded") == 1
@@ -201,9 +201,9 @@ def test_a_page_not_followed_credits_no_links_and_its_content_group_is_recorded(
     assert done.credit == {}
     assert frontier.ledger.cash_of(fp_of("http://b.test/1")) is None
     assert done.history == pytest.approx(1.0)  # its own cash still goes to its history
-    assert store.content_group(fp_of("http://a.test/")) == 7
+    assert store.groups.content_group(fp_of("http://a.test/")) == 7
     frontier.page_done(PageVerdict("http://c.test/", content_group=None))  # no group: nothing written
-    assert store.content_group(fp_of("http://c.test/")) is None
+    assert store.groups.content_group(fp_of("http://c.test/")) is None
 
 
 def test_two_pages_give_each_link_its_own_pages_credit(store: Any) -> None:

@@ -115,8 +115,8 @@ def test_done_rows_are_kept_with_their_fetch_time(tmp_path):
     frontier.close("finished")
     reopened = _sqlite(tmp_path)
     reopened.open()
-    assert reopened.status_of(fp) == Status.FAILED
-    assert reopened.count_by_status() == {Status.FAILED: 1}
+    assert reopened.urls.status_of(fp) == Status.FAILED
+    assert reopened.urls.count_by_status() == {Status.FAILED: 1}
     reopened.close()
 
 

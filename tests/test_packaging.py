@@ -34,6 +34,9 @@ def test_egg_contains_the_project_and_every_extension(tmp_path: Path) -> None:
                    "extensions/frontier/scheduler.py", "extensions/backends/sqlite/store.py",
                    "extensions/processors/html_links.py", "extensions/resolver.py"):
         assert module in names, module
+    scripts = ROOT / "extensions/backends/redis/lua"
+    lua = {str(path.relative_to(ROOT)) for path in scripts.rglob("*.lua")}
+    assert lua and lua <= names, sorted(lua - names)
     entry_points = zipfile.ZipFile(egg).read("EGG-INFO/entry_points.txt").decode()
     assert "settings = crawler.settings" in entry_points
 
@@ -43,7 +46,7 @@ def test_the_web_spider_loads_from_the_egg_alone(tmp_path: Path) -> None:
     script = (
         "from scrapy.utils.project import get_project_settings\n"
         "from scrapy.spiderloader import SpiderLoader\n"
-        "import crawler, extensions.frontier.scheduler as f\n"
+        "import crawler, extensions.frontier.scheduler as f, extensions.backends.redis.leases\n"
         "assert crawler.__file__.startswith(%r), crawler.__file__\n"
         "settings = get_project_settings()\n"
         "print(sorted(SpiderLoader.from_settings(settings).list()), dict(settings.getdict('ADDONS')))\n"

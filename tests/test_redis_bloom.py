@@ -108,7 +108,7 @@ def test_two_stores_on_one_prefix_share_the_filter(
     assert second.urls.get_many([e.fingerprint for e in entries[:50]]) == {}  # trimmed
     assert second.urls.insert_new(entries, 4.0) == [False] * 100  # still seen
     assert first.urls.insert_new([real("http://h1.test/new")], 5.0) == [True]
-    assert second.count_by_status() == {Status.DONE: 50, Status.QUEUED: 51}
+    assert second.urls.count_by_status() == {Status.DONE: 50, Status.QUEUED: 51}
     first.close()
     second.close()
 
@@ -143,7 +143,7 @@ def test_finished_rows_go_and_are_counted_by_status(redis_server: RedisServer) -
     client = redis.Redis.from_url(redis_server.url)
     assert client.hlen(store.keys.urls(tag_of(fps[0]))) == 5  # 2 in flight, 3 queued
     client.close()
-    assert store.count_by_status() == {Status.DONE: 3, Status.FAILED: 1, Status.EXCLUDED: 1,
+    assert store.urls.count_by_status() == {Status.DONE: 3, Status.FAILED: 1, Status.EXCLUDED: 1,
                                        Status.INFLIGHT: 2, Status.QUEUED: 3}
     assert store.urls.count_host(fps[0], "one.test") == 10  # the host budget counts every URL
     assert store.urls.insert_new(entries, 3.0) == [False] * 10

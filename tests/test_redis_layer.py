@@ -4,6 +4,8 @@ content-seen sets alike. Real redis-server (single and cluster)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +22,9 @@ from extensions.frontier.store import Entry, Status
 from extensions.backends.redis.factory import redis_connection, redis_store
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.rows import ROW_LUA, pack_row, unpack_entry
+from extensions.backends.redis.rows import pack_row, unpack_entry
+from extensions.backends.redis import scripts
+from extensions.backends.redis.scripts import source
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
 
 
@@ -44,19 +48,19 @@ def test_scripts_go_by_sha_and_survive_a_script_flush(redis_server: RedisServer)
     observer = redis.Redis.from_url(redis_server.url)
     before = _commandstats(observer)
     entries = _entries(20)
-    assert store.insert_new(entries, 0.0) == [True] * 20
-    store.set_status([entries[0].fingerprint], Status.INFLIGHT)
-    assert store.status_of(entries[0].fingerprint) == Status.INFLIGHT
+    assert store.urls.insert_new(entries, 0.0) == [True] * 20
+    store.urls.set_status([entries[0].fingerprint], Status.INFLIGHT)
+    assert store.urls.status_of(entries[0].fingerprint) == Status.INFLIGHT
     after = _commandstats(observer)
     assert after["eval"] == before["eval"]
     assert after["evalsha"] > before["evalsha"]
 
     observer.script_flush()
-    assert store.insert_new(_entries(5, "b.test"), 0.0) == [True] * 5  # NOSCRIPT, loaded, sent again
-    store.set_status([entries[1].fingerprint], Status.DONE)
-    assert store.status_of(entries[1].fingerprint) == Status.DONE
+    assert store.urls.insert_new(_entries(5, "b.test"), 0.0) == [True] * 5  # NOSCRIPT, loaded, sent again
+    store.urls.set_status([entries[1].fingerprint], Status.DONE)
+    assert store.urls.status_of(entries[1].fingerprint) == Status.DONE
     assert store.connection.script_reloads == 1
-    assert store.insert_new(_entries(5, "b.test"), 0.0) == [False] * 5
+    assert store.urls.insert_new(_entries(5, "b.test"), 0.0) == [False] * 5
     assert store.connection.script_reloads == 1  # loaded once: no second reload
     store.close()
     observer.close()
@@ -67,24 +71,43 @@ def test_scripts_survive_a_script_flush_on_a_cluster(redis_cluster: RedisCluster
     store.open()
     hosts = [f"h{i}.test" for i in range(12)]  # tags spread over the masters
     for host in hosts:
-        assert store.insert_new(_entries(2, host), 0.0) == [True, True]
+        assert store.urls.insert_new(_entries(2, host), 0.0) == [True, True]
     observer = RedisCluster.from_url(redis_cluster.url)
     observer.script_flush()  # on every master
     for host in hosts:
-        assert store.insert_new(_entries(3, host), 0.0) == [False, False, True]
+        assert store.urls.insert_new(_entries(3, host), 0.0) == [False, False, True]
     assert store.connection.script_reloads >= 1
     store.close()
     observer.close()
 
 
+def test_a_script_is_its_file_with_each_include_once_and_every_parameter_filled() -> None:
+    acquire = source("lease_acquire")  # includes now and requeue_inflight, which includes rows
+    assert acquire.count("local function now_ms(") == acquire.count("local function row_status(") == 1
+    assert "--- @include" not in acquire and re.search(r"\$[A-Z]", acquire) is None
+    with pytest.raises(KeyError, match=r"lua/lease_take.lua: no value for \$PARK"):
+        source("lease_take")
+    assert "fmt(score + 4503599627370496)" in source("lease_take", PARK_FLOOR=1 << 51, PARKED=1 << 52)
+
+
+def test_every_lua_file_is_a_script_the_redis_backend_loads() -> None:
+    package = Path(scripts.__file__).parent
+    python = "".join(path.read_text() for path in package.glob("*.py"))
+    unused = [path.name for path in (package / "lua").glob("*.lua") if f'lua("{path.stem}"' not in python]
+    included = "".join(path.read_text() for path in (package / "lua").rglob("*.lua"))
+    unused += [path.name for path in (package / "lua" / "include").glob("*.lua")
+               if f'--- @include "{path.stem}"' not in included]
+    assert not unused, unused
+
+
 def test_the_lua_row_accessors_read_what_pack_row_wrote(redis_server: RedisServer) -> None:
-    """The Lua side of the URL-row format is generated from the same
-    constants as pack_row: a script reading the status, the URL and the
-    fetch time of a packed row gets what Python put there."""
+    """The Lua side of the URL-row format (lua/include/rows.lua) takes its
+    offsets from the same constants as pack_row: a script reading the status,
+    the URL and the fetch time of a packed row gets what Python put there."""
     client = redis.Redis.from_url(redis_server.url)
     entry = Entry(7, "http://ü.test/path?q=1", "ü.test", level=3, referer="http://r.test/")
     row = pack_row(entry, Status.DEFERRED, 42, fetched=1234.5)
-    status, url, changed = client.eval(ROW_LUA + """
+    status, url, changed = client.eval(source("include/rows") + """
       local row = ARGV[1]
       return {row_status(row), row_url(row), row_with(S_QUEUED, row_fetched(row), row)}
     """, 0, row)

@@ -52,8 +52,8 @@ def test_a_hosts_keys_share_one_slot_and_hosts_spread_over_every_shard(redis_clu
     hosts = [f"h{i:03d}.test" for i in range(40)]
     entries = [real(f"http://{host}/{page}") for host in hosts for page in range(3)]
     store.urls.insert_new(entries, 1.0)
-    store.put_cash([(e.fingerprint, 1.0, 0.0, 0.0, 0) for e in entries])
-    store.set_content_group(entries[0].fingerprint, 1, False)
+    store.cash.put_cash([(e.fingerprint, 1.0, 0.0, 0.0, 0) for e in entries])
+    store.groups.set_content_group(entries[0].fingerprint, 1, False)
     store.checkpoint()
     keys = store.keys
     for host in hosts:
@@ -112,10 +112,10 @@ def test_round_trips_per_frontier_operation(redis_server: RedisServer, seen: str
     checkpoint = trips(frontier.checkpoint)
     recounted = frontier.stats.get_value("frontier/urls_counted_at") != counted_at
     assert trips(store.checkpoint) == 0
-    counting = trips(store.count_by_status)
+    counting = trips(store.urls.count_by_status)
     # gauges; memory per URL (INFO included); URLs by status unless counted lately (gauges.status_gauges)
     assert checkpoint == 2 + (counting if recounted else 0)
-    assert store.count_by_status() == {Status.DONE: 102}
+    assert store.urls.count_by_status() == {Status.DONE: 102}
     assert frontier.stats.get_value("frontier/redis_known_urls") == 102
 
 
@@ -159,7 +159,7 @@ def test_without_persist_a_clean_close_deletes_the_crawls_keys_only(redis_server
         store = opened(redis_server.url, prefix, persist=persist)
         store.urls.insert_new([real("http://a.test/")], 1.0)
         store.queues.push("front/0", [1])
-        store.put_cash([(1, 1.0, 0.0, 0.0, 0)])
+        store.cash.put_cash([(1, 1.0, 0.0, 0.0, 0)])
         store.close()
     assert _crawl_keys(redis_server.url, dropped) == []
     assert len(_crawl_keys(redis_server.url, kept)) >= 5
@@ -172,7 +172,7 @@ def test_flush_on_start_starts_an_empty_crawl(redis_server: RedisServer) -> None
     store.queues.push("front/0", [1])
     store.close()
     fresh = opened(redis_server.url, prefix, flush_on_start=True)
-    assert fresh.count_by_status() == {} and fresh.length("front/0") == 0 and fresh.clean
+    assert fresh.urls.count_by_status() == {} and fresh.queues.length("front/0") == 0 and fresh.clean
     fresh.close()
 
 
@@ -212,7 +212,7 @@ def test_a_redis_crash_with_aof_keeps_every_acknowledged_write(redis_aof_server:
     redis_aof_server.start()
     reopened = opened(redis_aof_server.url, prefix)
     assert not reopened.clean
-    assert reopened.count_by_status() == {Status.QUEUED: 49, Status.DONE: 1}
+    assert reopened.urls.count_by_status() == {Status.QUEUED: 49, Status.DONE: 1}
     assert reopened.queues.pop("front/0", 100) == [e.fingerprint for e in entries]
     reopened.close()
 
@@ -331,7 +331,7 @@ def test_crawl_on_redis_fetches_exactly_the_ground_truth(
     assert 0 < result.stats["frontier/store_round_trips"] < 10 * pages  # a few per page, not per link
     store = opened(url, prefix, bloom=bloom)
     assert store.clean
-    counts = store.count_by_status()
+    counts = store.urls.count_by_status()
     assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0
     assert counts.get(Status.DONE, 0) + counts.get(Status.FAILED, 0) >= len(truth.regular)
     if bloom is not None:
@@ -359,13 +359,13 @@ def test_a_pages_links_cash_and_rows_come_in_one_round_trip(
     store = opened(redis_cluster.url if topology == "cluster" else redis_server.url)
     entries = [real(f"http://h{i % 7}.test/{i}") for i in range(40)]
     store.urls.insert_new(entries[:30], 1.0)
-    store.put_cash([(e.fingerprint, 0.5 + i, 0.25, 0.0, i) for i, e in enumerate(entries[:20])])
+    store.cash.put_cash([(e.fingerprint, 0.5 + i, 0.25, 0.0, i) for i, e in enumerate(entries[:20])])
     fps = [e.fingerprint for e in entries] + [entries[3].fingerprint]  # a link twice
     trips = store.round_trips
-    cash, rows = store.get_cash_and_entries(fps)
+    cash, rows = store.cash.get_cash_and_entries(fps)
     assert store.round_trips == trips + 1
-    assert cash == store.get_cash(fps) and len(cash) == 20
-    assert rows == store.get_many(fps) and len(rows) == 30
+    assert cash == store.cash.get_cash(fps) and len(cash) == 20
+    assert rows == store.urls.get_many(fps) and len(rows) == 30
     store.close()
 
 
@@ -376,7 +376,7 @@ def test_a_pop_sent_again_by_a_retry_returns_the_same_batch(
     """A time-out after Redis ran a pop makes redis-py's retry send it again:
     the second run must hand back the same batch, not lose it by popping the
     next one (the single-process frontier would never fetch those URLs)."""
-    from extensions.backends.redis.scripts import POP_ONCE
+    from extensions.backends.redis.tables import POP_ONCE
 
     store = opened(redis_cluster.url if topology == "cluster" else redis_server.url)
     store.queues.push("front/0", list(range(1, 11)))

@@ -80,7 +80,7 @@ class Backend:
     def finished(self, status: Status) -> Status | None:
         """What ``status_of`` says of a URL finished in ``status``: nothing
         where finished rows are trimmed (the Bloom filter keeps it seen)."""
-        return None if getattr(self.store, "trims", False) else status
+        return None if getattr(self.store.urls, "trims", False) else status
 
     def open(self) -> Any:
         store = self.new()
@@ -137,10 +137,22 @@ def test_store_implements_every_protocol(backend: Backend) -> None:
     assert isinstance(store.links, LinkTable)
     assert isinstance(store.revisits, RevisitTable)
     assert isinstance(store.census, URLCensus)
-    assert isinstance(store, ContentGroups)
+    assert isinstance(store.groups, ContentGroups)
     # what callers read without probing: every store has these
     assert isinstance(store.round_trips, int)
     assert callable(store.abandon) and callable(store.cash.get_cash_and_entries)
+
+
+def test_each_table_is_an_object_of_its_own_with_only_its_protocol(backend: Backend) -> None:
+    store = backend.store
+    tables = {"queues": RequestQueues, "urls": URLTable, "hosts": HostTable, "cash": CashTable,
+              "groups": ContentGroups, "links": LinkTable, "revisits": RevisitTable, "census": URLCensus}
+    assert len({id(getattr(store, name)) for name in tables}) == len(tables)
+    for name, protocol in tables.items():
+        if name != "census":  # whose one method is named as the store's table
+            assert not isinstance(store, protocol), f"the store itself answers {protocol.__name__}"
+        others = [other for other in tables if other != name and isinstance(getattr(store, other), protocol)]
+        assert not others, f"{others} also answer {protocol.__name__}"
 
 
 def test_memory_usage_is_measured_or_none(backend: Backend) -> None:
@@ -401,13 +413,13 @@ def test_an_empty_cash_table_adds_up_to_zero(backend: Backend) -> None:
 
 # -- content groups, meta ---------------------------------------------------------------
 def test_content_groups_are_kept_by_fingerprint(backend: Backend) -> None:
-    backend.store.set_content_group(-9, 77, True)
-    backend.store.set_content_group(10, 77, False)
-    backend.store.set_content_group(10, 78, False)
+    backend.store.groups.set_content_group(-9, 77, True)
+    backend.store.groups.set_content_group(10, 77, False)
+    backend.store.groups.set_content_group(10, 78, False)
     store = backend.cycle()
-    assert store.content_group(-9) == 77
-    assert store.content_group(10) == 78
-    assert store.content_group(11) is None
+    assert store.groups.content_group(-9) == 77
+    assert store.groups.content_group(10) == 78
+    assert store.groups.content_group(11) is None
 
 
 def test_meta_survives(backend: Backend) -> None:
@@ -524,7 +536,7 @@ def test_census_of_a_redis_crawl_shows_shared_holds_and_next_due_times(shared: B
     census_crawl(store)
     SharedHolds(store).hold("http://calm.test", 3600.0, "robots.txt 503")
     SharedHolds(store).hold("http://gone.test", -1.0, "ended")
-    # the field the lease scripts write at renewal and release (redis_lease_scripts.py)
+    # the field the lease scripts write at renewal and release (lua/lease_renew.lua, lease_release.lua)
     store.connection.call(("HSET", store.keys.lease("busy.test"), "next", "4102444800000"))
     census = store.census.census(hosts=2, errors=0, since=0.0)
     assert census.busiest[0].next_due == 4102444800.0 and census.busiest[1].next_due is None
@@ -694,14 +706,14 @@ def test_a_crash_keeps_every_checkpointed_change(persistent: Backend) -> None:
     store.urls.insert_new([entry(1), entry(2)], 1.0)
     store.urls.set_status([1], Status.INFLIGHT)
     store.queues.push("front/0", [1, 2])
-    store.put_cash([(2, 1.0, 0.0, 0.0, 0)])
+    store.cash.put_cash([(2, 1.0, 0.0, 0.0, 0)])
     store.links.record(1, [2, 3])
     store.revisits.put([RevisitRecord(1, 50.0, 60.0, visits=1)])
     store.set_meta("k", "v")
     store = persistent.crash()
     assert store.urls.status_of(1) == Status.INFLIGHT
     assert store.queues.pop("front/0", 5) == [1, 2]
-    assert store.get_cash([2]) == {2: (1.0, 0.0, 0.0, 0)}
+    assert store.cash.get_cash([2]) == {2: (1.0, 0.0, 0.0, 0)}
     assert store.links.targets_of(1) == [2, 3]
     assert store.revisits.take_due(50.0, 5) == [RevisitRecord(1, 50.0, 60.0, visits=1)]
     assert store.get_meta("k") == "v"
@@ -729,13 +741,13 @@ def test_sqlite_clean_flag_tracks_how_the_last_run_ended(tmp_path):
     store = SQLiteStore(path)
     store.open()
     assert store.clean  # new and empty
-    store.insert_new([entry(1)], 1.0)
+    store.urls.insert_new([entry(1)], 1.0)
     store.checkpoint()
     store.abandon()  # kill -9
     crashed = SQLiteStore(path)
     crashed.open()
     assert not crashed.clean
-    assert crashed.status_of(1) == Status.QUEUED
+    assert crashed.urls.status_of(1) == Status.QUEUED
     crashed.close()
     reopened = SQLiteStore(path)
     reopened.open()
@@ -747,13 +759,13 @@ def test_sqlite_uncommitted_changes_are_lost_on_crash(tmp_path):
     path = tmp_path / "f.sqlite3"
     store = SQLiteStore(path)
     store.open()
-    store.insert_new([entry(1)], 1.0)
+    store.urls.insert_new([entry(1)], 1.0)
     store.checkpoint()
-    store.insert_new([entry(2)], 2.0)
+    store.urls.insert_new([entry(2)], 2.0)
     store.abandon()
     reopened = SQLiteStore(path)
     reopened.open()
-    assert reopened.status_of(1) == Status.QUEUED and reopened.status_of(2) is None
+    assert reopened.urls.status_of(1) == Status.QUEUED and reopened.urls.status_of(2) is None
     reopened.close()
 
 
@@ -770,7 +782,7 @@ def test_sqlite_wal_grows_past_sqlites_default_checkpoint_and_survives_a_crash(t
     page_size = sqlite3.connect(path).execute("PRAGMA page_size").fetchone()[0]
     fp = 0
     for _ in range(400):  # bounded: ~60 rows of 2 KiB URLs a commit
-        store.insert_new([Entry(fp + i, f"http://a.test/{fp + i}/" + "x" * 2000, "a.test", 0)
+        store.urls.insert_new([Entry(fp + i, f"http://a.test/{fp + i}/" + "x" * 2000, "a.test", 0)
                           for i in range(60)], 1.0)
         store.checkpoint()
         fp += 60
@@ -780,7 +792,7 @@ def test_sqlite_wal_grows_past_sqlites_default_checkpoint_and_survives_a_crash(t
     store.abandon()
     reopened = SQLiteStore(path)
     reopened.open()
-    assert all(reopened.status_of(n) == Status.QUEUED for n in (0, fp // 2, fp - 1))
+    assert all(reopened.urls.status_of(n) == Status.QUEUED for n in (0, fp // 2, fp - 1))
     reopened.close()
 
 
@@ -795,7 +807,7 @@ def test_sqlite_damaged_pages_are_a_clear_error(tmp_path):
     path = tmp_path / "frontier.sqlite3"
     store = SQLiteStore(path)
     store.open()
-    store.insert_new([entry(i) for i in range(2000)], 1.0)
+    store.urls.insert_new([entry(i) for i in range(2000)], 1.0)
     store.close()
     data = bytearray(path.read_bytes())
     data[100:4096] = b"\xff" * (4096 - 100)  # the header page after the magic
@@ -823,8 +835,8 @@ def test_sqlite_file_is_inspectable_with_the_sqlite3_command(tmp_path):
     path = tmp_path / "frontier.sqlite3"
     store = SQLiteStore(path)
     store.open()
-    store.insert_new([entry(1), entry(2)], 1.0)
-    store.set_status([2], Status.DONE, 2.0)
+    store.urls.insert_new([entry(1), entry(2)], 1.0)
+    store.urls.set_status([2], Status.DONE, 2.0)
     store.checkpoint()
     query = "SELECT status, COUNT(*) FROM urls_readable GROUP BY status ORDER BY status"
     try:

@@ -42,51 +42,51 @@ def store(tmp_path: Path) -> SQLiteStore:
 
 
 def test_status_of_rows_written_in_this_transaction_needs_no_query(store: SQLiteStore) -> None:
-    store.insert_new([entry(1), entry(2), entry(3)], 1.0)
-    store.set_status([2], Status.INFLIGHT)
-    store.set_status([3], Status.DONE, 2.0, only_from=Status.INFLIGHT)  # not in flight: unchanged
-    store.requeue(entry(4), 1.0)
+    store.urls.insert_new([entry(1), entry(2), entry(3)], 1.0)
+    store.urls.set_status([2], Status.INFLIGHT)
+    store.urls.set_status([3], Status.DONE, 2.0, only_from=Status.INFLIGHT)  # not in flight: unchanged
+    store.urls.requeue(entry(4), 1.0)
     selects = Selects(store)
-    assert [store.status_of(fp) for fp in (1, 2, 3, 4)] == [
+    assert [store.urls.status_of(fp) for fp in (1, 2, 3, 4)] == [
         Status.QUEUED, Status.INFLIGHT, Status.QUEUED, Status.QUEUED]
     assert selects.count() == 0
-    assert store.status_of(99) is None and selects.count() == 1  # unknown rows are read
+    assert store.urls.status_of(99) is None and selects.count() == 1  # unknown rows are read
 
 
 def test_a_status_read_from_the_file_is_remembered(tmp_path: Path) -> None:
     first = SQLiteStore(tmp_path / "frontier.sqlite3")
     first.open()
-    first.insert_new([entry(1)], 1.0)
-    first.set_status([1], Status.DONE, 2.0)
+    first.urls.insert_new([entry(1)], 1.0)
+    first.urls.set_status([1], Status.DONE, 2.0)
     first.close()
     reopened = SQLiteStore(tmp_path / "frontier.sqlite3")
     reopened.open()
     selects = Selects(reopened)
-    assert reopened.status_of(1) == Status.DONE and reopened.status_of(1) == Status.DONE
+    assert reopened.urls.status_of(1) == Status.DONE and reopened.urls.status_of(1) == Status.DONE
     assert selects.count() == 1
     reopened.close()
 
 
 def test_bulk_status_updates_are_seen(store: SQLiteStore) -> None:
-    store.insert_new([entry(1), entry(2)], 1.0)
-    store.set_status([1], Status.INFLIGHT)
-    store.set_status([2], Status.DEFERRED)
-    assert store.status_of(1) == Status.INFLIGHT and store.status_of(2) == Status.DEFERRED
-    assert store.requeue_inflight() == 1
-    assert store.take_deferred() == [2]
-    assert store.status_of(1) == Status.QUEUED and store.status_of(2) == Status.QUEUED
+    store.urls.insert_new([entry(1), entry(2)], 1.0)
+    store.urls.set_status([1], Status.INFLIGHT)
+    store.urls.set_status([2], Status.DEFERRED)
+    assert store.urls.status_of(1) == Status.INFLIGHT and store.urls.status_of(2) == Status.DEFERRED
+    assert store.urls.requeue_inflight() == 1
+    assert store.urls.take_deferred() == [2]
+    assert store.urls.status_of(1) == Status.QUEUED and store.urls.status_of(2) == Status.QUEUED
 
 
 def test_cash_rows_written_or_read_lately_need_no_query(store: SQLiteStore) -> None:
-    store.put_cash([(1, 1.5, 2.0, 0.25, 1), (2, 3, 0, 0, 0)])  # ints stored as REAL come back as floats
-    assert store.get_cash([7]) == {}  # read once: known to have no row
+    store.cash.put_cash([(1, 1.5, 2.0, 0.25, 1), (2, 3, 0, 0, 0)])  # ints stored as REAL come back as floats
+    assert store.cash.get_cash([7]) == {}  # read once: known to have no row
     selects = Selects(store)
-    rows = store.get_cash([1, 2, 7])
+    rows = store.cash.get_cash([1, 2, 7])
     assert rows == {1: (1.5, 2.0, 0.25, 1), 2: (3.0, 0.0, 0.0, 0)}
     assert all(isinstance(value, float) for value in rows[2][:3])
     assert selects.count() == 0
-    store.put_cash([(7, 0.5, 0.0, 0.0, 0)])
-    assert store.get_cash([7, 8]) == {7: (0.5, 0.0, 0.0, 0)}
+    store.cash.put_cash([(7, 0.5, 0.0, 0.0, 0)])
+    assert store.cash.get_cash([7, 8]) == {7: (0.5, 0.0, 0.0, 0)}
     assert selects.count() == 1 and "8" in selects.statements[-1]  # only the unknown one is asked
 
 
@@ -99,34 +99,34 @@ def test_after_a_full_disk_rolls_the_transaction_back_reads_agree_with_the_file(
     written: list[int] = []
     with pytest.raises(sqlite3.OperationalError, match="full"):
         for fp in range(1, 5000):
-            store.insert_new([entry(fp, padding=300)], 1.0)
+            store.urls.insert_new([entry(fp, padding=300)], 1.0)
             written.append(fp)
-            store.set_status([fp], Status.INFLIGHT)
-            store.put_cash([(fp, 1.0, 0.0, 0.0, 0)])
+            store.urls.set_status([fp], Status.INFLIGHT)
+            store.cash.put_cash([(fp, 1.0, 0.0, 0.0, 0)])
             if fp % 50 == 0:
                 store.commit()
-    committed = store.count_by_status()[Status.INFLIGHT]
+    committed = store.urls.count_by_status()[Status.INFLIGHT]
     assert 0 < committed < len(written)  # the rows since the last commit are gone
-    statuses = [store.status_of(fp) for fp in written]
+    statuses = [store.urls.status_of(fp) for fp in written]
     assert statuses.count(Status.INFLIGHT) == committed
     assert statuses.count(None) == len(written) - committed
-    assert len(store.get_cash(written)) == committed
+    assert len(store.cash.get_cash(written)) == committed
     store.abandon()
 
 
 def test_a_read_only_reader_sees_the_writers_later_commits(tmp_path: Path) -> None:
     writer = SQLiteStore(tmp_path / "frontier.sqlite3")
     writer.open()
-    writer.insert_new([entry(1)], 1.0)
-    writer.put_cash([(1, 1.0, 0.0, 0.0, 0)])
+    writer.urls.insert_new([entry(1)], 1.0)
+    writer.cash.put_cash([(1, 1.0, 0.0, 0.0, 0)])
     writer.checkpoint()
     reader = SQLiteStore(tmp_path / "frontier.sqlite3")
     reader.open_read_only()
-    assert reader.status_of(1) == Status.QUEUED and reader.get_cash([1])[1][0] == 1.0
-    writer.set_status([1], Status.DONE, 2.0)
-    writer.put_cash([(1, 0.0, 1.0, 0.0, 1)])
+    assert reader.urls.status_of(1) == Status.QUEUED and reader.cash.get_cash([1])[1][0] == 1.0
+    writer.urls.set_status([1], Status.DONE, 2.0)
+    writer.cash.put_cash([(1, 0.0, 1.0, 0.0, 1)])
     writer.checkpoint()
-    assert reader.status_of(1) == Status.DONE and reader.get_cash([1])[1] == (0.0, 1.0, 0.0, 1)
+    assert reader.urls.status_of(1) == Status.DONE and reader.cash.get_cash([1])[1] == (0.0, 1.0, 0.0, 1)
     reader.close()
     writer.close()
 

@@ -90,7 +90,7 @@ def status_gauges(stats: Any, store: FrontierStore, clock: Callable[[], float] =
     if not force and counted_at is not None and \
             started - counted_at < STATUS_COUNT_SPACING * stats.get_value("frontier/urls_count_seconds", 0.0):
         return
-    counts = store.count_by_status()
+    counts = store.urls.count_by_status()
     finished = clock()
     for status, key in zip(Status, URL_STATUS_STATS):
         stats.set_value(key, counts.get(status, 0))

@@ -342,7 +342,7 @@ class Frontier(BaseScheduler):
         end reaches the store after its links)."""
         fp, source = page_fingerprints(page)  # the requested and the final URL's, once
         if page.content_group is not None:
-            self.store.set_content_group(fp, page.content_group, page.duplicate)
+            self.store.groups.set_content_group(fp, page.content_group, page.duplicate)
         if page.not_modified and self.dispatch.io is not None:  # a 304 reads its stored outlinks:
             self.dispatch.io.settle()  # earlier pages' writes must be in
         if self.revisits is not None:  # its next visit; a 304 gets its stored outlinks back

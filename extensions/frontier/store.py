@@ -1,7 +1,7 @@
 """The frontier's storage seams, split by concern as Frontera split them.
 
 The frontier (:mod:`extensions.frontier.scheduler`) keeps only fixed-size
-buffers in memory and talks to storage through four narrow protocols:
+buffers in memory and talks to storage through narrow protocols:
 
 * :class:`RequestQueues` -- named FIFO queues of 64-bit fingerprints
   (``front/0`` .. ``front/K-1``, ``back/0`` .. ``back/B-1``). They only give
@@ -19,7 +19,6 @@ buffers in memory and talks to storage through four narrow protocols:
   store's row inserts, after which finished rows are trimmed.
 * :class:`HostTable` -- per-host state that must survive a resume: the
   robots.txt Crawl-delay and the count of distinct hosts.
-
 * :class:`CashTable` -- AOPIC's cash per URL; :class:`ContentGroups` -- the
   content-seen verdict per URL.
 * :class:`LinkTable` -- the link graph as recorded: each fetched page's
@@ -30,9 +29,10 @@ buffers in memory and talks to storage through four narrow protocols:
   operator (``scrapy crawlstatus``): the busiest hosts, the last errors,
   fetch times, origins held (:class:`Census`).
 
-A :class:`FrontierStore` bundles one of each with the lifecycle the frontier
-needs: open (raising :class:`FrontierStoreError` naming the file), checkpoint
-(make everything so far durable), close (clean or not) and a ``clean`` flag
+A :class:`FrontierStore` hands out one object of each but the seen set
+(``store.urls``, ``store.cash`` ...) and keeps the lifecycle the frontier needs: open
+(raising :class:`FrontierStoreError` naming the file), checkpoint (make
+everything so far durable), close (clean or not) and a ``clean`` flag
 telling whether the previous run closed cleanly.
 
 Implementations: :mod:`extensions.backends.sqlite.store` (the default, one file in
@@ -379,15 +379,16 @@ class URLCensus(Protocol):
 
 
 @runtime_checkable
-class FrontierStore(ContentGroups, Protocol):
-    """One of each store concern plus the lifecycle the frontier needs.
-    Every store (memory, SQLite, Redis) implements all of it: callers never
-    probe for a method."""
+class FrontierStore(Protocol):
+    """One table object per store concern plus the lifecycle the frontier
+    needs. Every store (memory, SQLite, Redis) implements all of it: callers
+    never probe for a method."""
 
     queues: RequestQueues
     urls: URLTable
     hosts: HostTable
     cash: CashTable
+    groups: ContentGroups
     links: LinkTable
     revisits: RevisitTable
     census: URLCensus

@@ -11,8 +11,8 @@ Shards. There is one bitmap per Redis Cluster *slot* in use,
 the slot of the host tag ``{T}`` (:func:`shard_tag`). So the shard a URL
 is tested in lives in the same slot as its host's URL rows and back queue,
 and the test-and-set runs inside the very script that inserts the row
-(:data:`BLOOM_ADD_FN`, called by the store's and the shared frontier's
-scripts): one round trip, atomic with the insert, on a single Redis as on a
+(``bloom_add`` of ``lua/include/bloom.lua``, in the store's and the shared
+frontier's scripts): one round trip, atomic with the insert, on a single Redis as on a
 cluster, whose masters share the shards as they share the slots. A shard per
 *fingerprint* hash would need a second command per URL, in another slot.
 
@@ -49,8 +49,8 @@ from typing import Any
 
 import mmh3
 
-from extensions.backends.redis.connection import script
 from extensions.backends.redis.rows import tag_of
+from extensions.backends.redis.scripts import lua
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 MIN_LAYER = 64  # URLs in a shard's first layer at the least
@@ -59,64 +59,9 @@ MAX_BITS = 1 << 32  # a Redis string holds at most 512 MB
 _SEED = 0x6D657263  # mmh3 seed of the Bloom hashes
 _EPSILON = 1e-9  # log2(1/p) within this of an integer counts as that integer
 
-#: Lua: ``bloom_add(key, first_capacity, first_error, h1, h2, h3)`` adds one URL
-#: to the shard at ``key``: 1 if it was new, 0 if (probably) seen. The layer
-#: arithmetic is :meth:`BloomLayout.layer`'s.
-BLOOM_ADD_FN = """
-local LN2 = math.log(2)
-local function bloom_layer(j, c0, p0)
-  local c, p = c0 * 2 ^ j, p0 / 2 ^ j
-  local m = math.ceil(c * math.log(1 / p) / (LN2 * LN2))
-  return c, m, math.ceil(math.log(1 / p) / LN2 - 1e-9)
-end
-local function bloom_probe(offset, m, h, i)
-  return offset + (h[1] + i * h[2] + i * i * h[3]) % m
-end
-local function bloom_has(key, offset, m, k, h)
-  for i = 0, k - 1 do
-    if redis.call('GETBIT', key, bloom_probe(offset, m, h, i)) == 0 then return false end
-  end
-  return true
-end
-local function bloom_add(key, first_capacity, first_error, hash1, hash2, hash3)
-  local c0, p0 = tonumber(first_capacity), tonumber(first_error)
-  local h = {tonumber(hash1), tonumber(hash2), tonumber(hash3)}
-  local n = redis.call('BITFIELD', key, 'GET', 'i64', 0)[1]
-  local offset, total, j = 64, 0, 0
-  local c, m, k = bloom_layer(0, c0, p0)
-  while n >= total + c do
-    local c2, m2, k2 = bloom_layer(j + 1, c0, p0)
-    if offset + m + m2 > 4294967296 then break end
-    if bloom_has(key, offset, m, k, h) then return 0 end
-    offset, total, j = offset + m, total + c, j + 1
-    c, m, k = c2, m2, k2
-  end
-  local sets = {}
-  for i = 0, k - 1 do
-    sets[#sets + 1] = 'SET'
-    sets[#sets + 1] = 'u1'
-    sets[#sets + 1] = bloom_probe(offset, m, h, i)
-    sets[#sets + 1] = 1
-  end
-  for _, old in ipairs(redis.call('BITFIELD', key, unpack(sets))) do
-    if old == 0 then
-      redis.call('BITFIELD', key, 'INCRBY', 'i64', 0, 1)
-      return 1
-    end
-  end
-  return 0
-end
-"""
-
-#: Add URLs to one shard. KEYS: shard. ARGV: first capacity, first error,
-#: then h1, h2, h3 per URL. Returns 1 (new) or 0 (seen) per URL.
-BLOOM_ADD = script(BLOOM_ADD_FN + """
-local added = {}
-for i = 3, #ARGV, 3 do
-  added[#added + 1] = bloom_add(KEYS[1], ARGV[1], ARGV[2], ARGV[i], ARGV[i + 1], ARGV[i + 2])
-end
-return added
-""")
+#: Add URLs to one shard; its ``bloom_add`` (``lua/include/bloom.lua``) is
+#: called by the row scripts too. The layer arithmetic is :meth:`BloomLayout.layer`'s.
+BLOOM_ADD = lua("bloom_add")
 
 
 @dataclass(frozen=True)
@@ -148,7 +93,7 @@ class BloomLayout:
         return self.error_rate * 0.4
 
     def args(self) -> tuple[str, str]:
-        """The ARGV that :data:`BLOOM_ADD_FN` takes for this layout."""
+        """The ARGV that ``bloom_add`` takes for this layout."""
         return str(self.first_capacity), repr(self.first_error)
 
     def layer(self, j: int) -> tuple[int, int, int]:

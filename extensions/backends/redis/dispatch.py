@@ -364,7 +364,7 @@ class SharedDispatch:
             pass
         elif record.refused is not None:
             self.leases.finish(host, fp, Status.REFUSED, parts.wall_clock())
-            if self.store.trims:  # a trimmed row keeps only its count
+            if self.store.urls.trims:  # a trimmed row keeps only its count
                 parts.stats.inc_value("frontier/refused")
             else:
                 parts.admission.record_refused(record.entry, record.refused, parts.wall_clock(), known=True)

@@ -43,61 +43,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from extensions.backends.redis.connection import script
-from extensions.backends.redis.scripts import NOW_LUA as _NOW
+from extensions.backends.redis.scripts import lua
 
-#: An origin is held for ARGV[3] ms from now. KEYS: origins. ARGV: now,
-#: origin, ms, reason.
-HOLD = script(_NOW + """
-redis.call('HSET', KEYS[1], ARGV[2], fmt(now_ms(ARGV[1]) + tonumber(ARGV[3])) .. ' ' .. ARGV[4])
-return 1
-""")
+#: the scripts: lua/hold_*.lua (each says its KEYS, ARGV and answer)
+HOLD, ACTIVE, HELD = lua("hold_hold"), lua("hold_active"), lua("hold_held")
+IDLE_DEFER, TAKE_ALL = lua("hold_idle_defer"), lua("hold_take_all")
 
-#: Some process has work no hold keeps back now. KEYS: active. ARGV: now.
-ACTIVE = script(_NOW + """
-local now = now_ms(ARGV[1])
-if now > tonumber(redis.call('GET', KEYS[1]) or '0') then redis.call('SET', KEYS[1], fmt(now)) end
-return 1
-""")
-
-_ENTRIES = """
-local function entries(key, now, take)
-  local found, out = redis.call('HGETALL', key), {}
-  for i = 1, #found, 2 do
-    local until_ms, reason = string.match(found[i + 1], '^(%S+) (.*)$')
-    local left = (tonumber(until_ms) or 0) - now
-    if left > 0 then
-      out[#out + 1] = found[i]; out[#out + 1] = fmt(left); out[#out + 1] = reason
-    end
-    if left <= 0 or take then redis.call('HDEL', key, found[i]) end
-  end
-  return out
-end
-"""
-
-#: Origins held now (ended holds are dropped). KEYS: origins. ARGV: now.
-#: Returns {origin, ms left, reason, ...}.
-HELD = script(_NOW + _ENTRIES + """
-return entries(KEYS[1], now_ms(ARGV[1]), false)
-""")
-
-#: The idle close: if no process has been active for ARGV[2] ms, take every
-#: held origin out of the hash. KEYS: origins, active. ARGV: now, idle ms.
-#: Returns {origin, ms left, reason, ...} (empty while the crawl is active).
-IDLE_DEFER = script(_NOW + _ENTRIES + """
-local now = now_ms(ARGV[1])
-local last = tonumber(redis.call('GET', KEYS[2]) or '')
-if not last then redis.call('SET', KEYS[2], fmt(now)) return {} end
-if now - last < tonumber(ARGV[2]) then return {} end
-return entries(KEYS[1], now, true)
-""")
-
-#: A hash's entries, and the hash deleted (one taker). KEYS: the hash.
-TAKE_ALL = script("""
-local found = redis.call('HGETALL', KEYS[1])
-redis.call('DEL', KEYS[1])
-return found
-""")
 
 def _triples(answer: list[Any]) -> dict[str, tuple[float, str]]:
     return {answer[i].decode(): (float(answer[i + 1]) / 1000.0, answer[i + 2].decode())

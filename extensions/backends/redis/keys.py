@@ -63,20 +63,27 @@ process's own order (the host -> back queue table lives in its memory), the
 rest is read in bulk at start or in gauges.
 
 The URL-row and cash-row formats are in :mod:`extensions.backends.redis.rows`,
-the scripts in :mod:`extensions.backends.redis.scripts` and
-:mod:`extensions.backends.redis.lease_scripts`.
+the scripts in ``lua/`` (:mod:`extensions.backends.redis.scripts`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from extensions.backends.redis.bloom import shard_tag
 from extensions.backends.redis.rows import tag_of, unpack_entry  # noqa: F401 - callers and tests import them here
 from extensions.frontier.fingerprint import host_hash
+from extensions.frontier.store import Status
 
 SCHEMA_VERSION = "1"
 
+#: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
+FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",
+                  Status.REFUSED: "#refused"}
+
+T = TypeVar("T")
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
 _BAD_PREFIX = re.compile(r"[{}\s]")
 
@@ -84,6 +91,14 @@ _BAD_PREFIX = re.compile(r"[{}\s]")
 def glob_escape(text: str) -> str:
     """``text`` as a literal in a SCAN MATCH pattern."""
     return _GLOB_SPECIAL.sub(r"\\\1", text)
+
+
+def group_by_tag(items: Iterable[T], key: Callable[[T], str]) -> dict[str, list[T]]:
+    """``items`` by tag, in first-seen order (one command per tag)."""
+    groups: dict[str, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return groups
 
 
 def host_tag(host: str) -> str:
@@ -189,7 +204,7 @@ class Keys:
         return self.queue_prefix + name
 
     def last_pop(self, name: str) -> str:
-        """The last batch popped from queue ``name`` (see POP_ONCE): tagged
+        """The last batch popped from queue ``name`` (see ``lua/store_pop_once.lua``): tagged
         with the queue key itself, so that both share a cluster slot."""
         return f"{self.prefix}:{{{self.queue(name)}}}:last_pop"
 

@@ -7,9 +7,9 @@ below touches one slot; layout in :mod:`extensions.backends.redis.keys`):
   scored by :func:`queue_score` (higher front-queue level first, then
   discovery order). :data:`ENQUEUE` adds a URL's row (the exact URL-seen
   test) and its back-queue entry in one script, so a URL is never known
-  without being queued; in Bloom mode :data:`ENQUEUE_BLOOM` asks the
-  filter's shard of the same slot first (:mod:`extensions.backends.redis.bloom`)
-  and :data:`FINISH_TRIM` deletes a finished URL's row.
+  without being queued; in Bloom mode it asks the filter's shard of the
+  same slot first (:mod:`extensions.backends.redis.bloom`)
+  and :data:`FINISH` deletes a finished URL's row.
   A held origin's URLs are *parked* in the same queue, scored behind every
   other URL (:func:`parked_score`): :data:`TAKE`, given the host's held
   origins, parks those it meets, so the host's other origins keep their
@@ -63,29 +63,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extensions.backends.redis.bloom import bloom_hashes
-from extensions.backends.redis.keys import host_tag
-from extensions.backends.redis.lease_scripts import (
-    ACQUIRE,
-    CONFIRM,
-    DELIST_IF,
-    ENQUEUE,
-    ENQUEUE_BLOOM,
-    FINISH,
-    FINISH_TRIM,
-    LEVEL_SPAN,
-    LIST,
-    MAX_LEVELS,
-    ORPHAN,
-    PARK_FLOOR,
-    PARKED,
-    POLL,
-    PUT_BACK,
-    RELEASE,
-    RENEW,
-    TAKE,
-    TAKE_HELD,
-    UNPARK,
-)
+from extensions.backends.redis.keys import FINISHED_FIELD, host_tag
 from extensions.backends.redis.registry import process_id
 from extensions.backends.redis.rows import (
     STATUS_BYTE,
@@ -94,12 +72,28 @@ from extensions.backends.redis.rows import (
     unpack_cash,
     unpack_entry,
 )
-from extensions.backends.redis.scripts import FINISHED_FIELD
+from extensions.backends.redis.scripts import lua
 from extensions.backends.redis.worker import DirectIO
 from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Entry, Status
 
 __all__ = ["MAX_LEVELS", "HostLeases", "is_parked", "level_of_score", "parked_score", "process_id", "queue_score"]
+
+LEVEL_SPAN = float(1 << 40)  # discovery numbers stay below this
+# A parked URL (its origin held) is scored PARKED above its place, behind
+# every unparked URL: exact in a double while levels stay below MAX_LEVELS.
+PARKED = 1 << 52
+PARK_FLOOR = 1 << 51
+MAX_LEVELS = 2048
+
+#: the scripts: lua/lease_*.lua (each says its KEYS, ARGV and answer)
+ACQUIRE, CONFIRM, DELIST_IF = lua("lease_acquire"), lua("lease_confirm"), lua("lease_delist_if")
+ENQUEUE, FINISH = lua("lease_enqueue"), lua("lease_finish")
+LIST, ORPHAN, POLL, PUT_BACK = lua("lease_list"), lua("lease_orphan"), lua("lease_poll"), lua("lease_put_back")
+RELEASE, RENEW = lua("lease_release"), lua("lease_renew")
+TAKE = lua("lease_take", PARK_FLOOR=PARK_FLOOR, PARKED=PARKED)
+UNPARK = lua("lease_unpark", PARK_FLOOR=PARK_FLOOR, PARKED=PARKED)
+
 
 def queue_score(level: int, seq: int) -> float:
     """Back-queue order: higher level first, then discovery order."""
@@ -218,7 +212,7 @@ class HostLeases:
                        follow=lambda answers: self._listing(host, answers[0]))
 
     def _enqueue_command(self, host: str, entries: Sequence[Entry], force: bool) -> tuple[Any, ...]:
-        seqs = self.store.sequence_numbers(len(entries))
+        seqs = self.store.counters.sequence_numbers(len(entries))
         bloom = self.store.bloom
         args: list[Any] = []
         for entry, seq in zip(entries, seqs):
@@ -231,12 +225,12 @@ class HostLeases:
         head_args = [self._now(), self.owner, "1" if force else "0", host]
         if bloom is None:
             return ("EVAL", ENQUEUE, 5, *script_keys, *head_args, *args)
-        return ("EVAL", ENQUEUE_BLOOM, 6, *script_keys, keys.bloom(tag), *head_args, *bloom.args(), *args)
+        return ("EVAL", ENQUEUE, 6, *script_keys, keys.bloom(tag), *head_args, *bloom.args(), *args)
 
     def _enqueued(self, host: str, answer: list[Any], listing: bool = True) -> list[Enqueued]:
         """``listing``: list the host if it needs it (else the enqueue's ``follow`` did)."""
         added, needs, mine, queued, head, wait, ver = answer
-        self.store.count_known(sum(added))
+        self.store.counters.count_known(sum(added))
         if needs and listing:
             self.list_host(host, wait / 1000.0, ver)
         return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
@@ -263,7 +257,7 @@ class HostLeases:
     def requeue(self, host: str, fingerprint: int, level: int) -> None:
         """Move a queued URL to another level (an AOPIC promotion); no-op if
         it is not queued."""
-        seq = self.store.sequence_numbers(1)[0]
+        seq = self.store.counters.sequence_numbers(1)[0]
         self.io.write("ZADD", self.keys.back(host), "XX", queue_score(level, seq), fingerprint)
 
     # -- the host heap -------------------------------------------------------
@@ -338,8 +332,7 @@ class HostLeases:
                        lambda answers: then(self._taken(answers[0])), failed)
 
     def _take_command(self, host: str, held: Sequence[str], max_skip: int) -> tuple[Any, ...]:
-        script = TAKE_HELD if held else TAKE  # the everyday script stays short: EVAL sends it each time
-        return ("EVAL", script, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
+        return ("EVAL", TAKE, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
                 self._now(), self.owner, max_skip, self.ttl_ms, *held)
 
     @staticmethod
@@ -370,14 +363,13 @@ class HostLeases:
         take-over (this process stalled past its lease) only a URL still
         queued is finished: one the new owner took is left to it."""
         lease, back, inflight, urls = self._host_keys(host)
-        if self.store.trims and status is not Status.DEFERRED:  # a deferred row stays, for a resume
-            self.io.write("EVAL", FINISH_TRIM, 5, inflight, urls, self.keys.host_urls(host_tag(host)),
-                             lease, back, FINISHED_FIELD.get(status, ""), fingerprint,  # type: ignore[arg-type]
-                             self.owner)
+        if self.store.urls.trims and status is not Status.DEFERRED:  # a deferred row stays, for a resume
+            self.io.write("EVAL", FINISH, 5, inflight, urls, lease, back, self.keys.host_urls(host_tag(host)),
+                          FINISHED_FIELD.get(status, ""), b"", fingerprint, self.owner)  # type: ignore[arg-type]
             return
         self.io.write("EVAL", FINISH, 4, inflight, urls, lease, back,
-                         b"" if status is None else STATUS_BYTE[status],
-                         b"" if fetched is None else fetched_bytes(fetched), fingerprint, self.owner)
+                      b"" if status is None else STATUS_BYTE[status],
+                      b"" if fetched is None else fetched_bytes(fetched), fingerprint, self.owner)
 
     def inflight_of(self, hosts: list[str]) -> dict[str, list[int]]:
         """The fingerprints in each host's in-flight set, in one round trip."""
@@ -391,7 +383,7 @@ class HostLeases:
         every unparked URL if ``parked``; not after a take-over, which put it
         back already. Returns the score it gets."""
         lease, back, inflight, urls = self._host_keys(host)
-        seq = self.store.sequence_numbers(1)[0]
+        seq = self.store.counters.sequence_numbers(1)[0]
         score = queue_score(level, seq)
         score = parked_score(score) if parked else score
         self.io.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, repr(score), self.owner)

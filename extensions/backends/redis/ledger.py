@@ -55,9 +55,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals, Paid
-from extensions.backends.redis.connection import script
 from extensions.backends.redis.keys import tag_of
-from extensions.backends.redis.rows import CASH_LUA
+from extensions.backends.redis.scripts import lua
 from extensions.frontier.store import Entry
 
 Taken = tuple[float, float, int, float]  # cash taken, history, visits, each outlink's share
@@ -66,125 +65,9 @@ Change = tuple[float, float, bool]  # a credited URL's cash before, after, and w
 #: the ledger hash's fields, in the order every script returns them
 FIELDS = ("lambda", "dividend", "put_in", "rows", "crawls")
 
-_LIB = CASH_LUA + """
-local function fmt(x) return string.format('%.17g', x) end
-local FIELDS = {'lambda', 'dividend', 'put_in', 'rows', 'crawls'}
-local function load(key)
-  local v = redis.call('HMGET', key, unpack(FIELDS))
-  local s = {}
-  for i = 1, #FIELDS do s[FIELDS[i]] = tonumber(v[i]) or 0 end
-  return s
-end
-local function save(key, s)
-  redis.call('HSET', key, 'lambda', fmt(s.lambda), 'dividend', fmt(s.dividend), 'put_in', fmt(s.put_in),
-             'rows', s.rows, 'crawls', s.crawls)
-end
-local function state(s)
-  return {fmt(s.lambda), fmt(s.dividend), fmt(s.put_in), s.rows, s.crawls}
-end
-"""
-
-#: One page's AOPIC step or a seed's cash. KEYS: the ledger hash (if
-#: ARGV[1] is '1'), then cash hashes. ARGV: shared ('1': KEYS[1] is the
-#: ledger; '0': a cluster, no ledger here), d (the dividend to use without
-#: the ledger), tax, outlinks (the page's, for the split; may exceed the
-#: credits here), take (key index, 0: none), take fingerprint, credit
-#: amount ('': the split's share), mode ('': the credits are the split;
-#: 'put': cash put in; 'seed': put in, only for URLs without cash), then
-#: key index and fingerprint per credit. A row is settled at the larger of
-#: d and its own mark (a lower bound of the dividend), so a stale d never
-#: takes more than the row holds. Returns {cash taken, history, visits,
-#: share, to Lambda, new rows, cash put in, {before, after, existed} per
-#: credit, ledger state or {}}.
-CASH = script(_LIB + """
-local shared = ARGV[1] == '1'
-local s
-if shared then s = load(KEYS[1]) else s = {dividend = tonumber(ARGV[2])} end
-local d, tax, outlinks = s.dividend, tonumber(ARGV[3]), tonumber(ARGV[4])
-local new, put_in, cash, history, visits, to_lambda, share = 0, 0, 0, 0, 0, 0, 0
-local take = tonumber(ARGV[5])
-if take > 0 then
-  local row, mark = get(KEYS[take], ARGV[6]), d
-  if row then
-    mark = math.max(d, row[3])
-    cash, history, visits = row[1] + (mark - row[3]), row[2], row[4]
-  else
-    new = new + 1
-  end
-  history, visits = history + cash, visits + 1
-  put(KEYS[take], ARGV[6], 0, history, mark, visits)
-  if outlinks <= 0 then
-    to_lambda = cash
-  else
-    to_lambda = cash * tax
-    share = (cash - to_lambda) / outlinks
-  end
-end
-local amount = share
-if ARGV[7] ~= '' then amount = tonumber(ARGV[7]) end
-local mode = ARGV[8]
-local credits = {}
-for i = 9, #ARGV, 2 do
-  local key, fp = KEYS[tonumber(ARGV[i])], ARGV[i + 1]
-  local row = get(key, fp)
-  local before, hist, vis, mark, existed = 0, 0, 0, d, 0
-  if row then
-    mark = math.max(d, row[3])
-    before, hist, vis, existed = row[1] + (mark - row[3]), row[2], row[4], 1
-  end
-  local after = before
-  if amount > 0 and not (mode == 'seed' and before ~= 0) then
-    after = before + amount
-    if mode ~= '' then put_in = put_in + amount end
-    if existed == 0 then new = new + 1 end
-    put(key, fp, after, hist, mark, vis)
-  end
-  credits[#credits + 1] = {fmt(before), fmt(after), existed}
-end
-local ledger = {}
-if shared then
-  s.lambda, s.rows, s.put_in = s.lambda + to_lambda, s.rows + new, s.put_in + put_in
-  save(KEYS[1], s)
-  ledger = state(s)
-end
-return {fmt(cash), fmt(history), visits, fmt(share), fmt(to_lambda), new, fmt(put_in), credits, ledger}
-""")
-
-#: A cluster's half of :data:`CASH` in the ledger's slot: the tax to Lambda,
-#: new rows counted, the dividends a row created with ``d`` got before
-#: joining charged to Lambda, seeds' cash put in. KEYS: the ledger. ARGV:
-#: to Lambda, new rows, d, put in. Returns the ledger state.
-JOIN = script(_LIB + """
-local s = load(KEYS[1])
-local new = tonumber(ARGV[2])
-s.lambda = s.lambda + tonumber(ARGV[1]) - new * (s.dividend - tonumber(ARGV[3]))
-s.rows, s.put_in = s.rows + new, s.put_in + tonumber(ARGV[4])
-save(KEYS[1], s)
-return state(s)
-""")
-
-#: Crawl Lambda if it holds at least ``rival`` (and something): its cash
-#: spread equally over every row. KEYS: the ledger. ARGV: rival cash.
-#: Returns the ledger state.
-CRAWL_LAMBDA = script(_LIB + """
-local s = load(KEYS[1])
-if s.lambda > 0 and s.lambda >= tonumber(ARGV[1]) and s.rows > 0 then
-  s.dividend = s.dividend + s.lambda / s.rows
-  s.lambda, s.crawls = 0, s.crawls + 1
-  save(KEYS[1], s)
-end
-return state(s)
-""")
-
-#: Fill the ledger hash from a crawl's old per-process copy (``P:meta``
-#: ``aopic``), once. KEYS: the ledger. ARGV: the five fields' values.
-MIGRATE = script("""
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], 'lambda', ARGV[1], 'dividend', ARGV[2], 'put_in', ARGV[3],
-             'rows', ARGV[4], 'crawls', ARGV[5])
-end
-return 1
-""")
+#: the scripts: lua/ledger_*.lua (each says its KEYS, ARGV and answer)
+CASH, JOIN = lua("ledger_cash"), lua("ledger_join")
+CRAWL_LAMBDA, MIGRATE = lua("ledger_crawl_lambda"), lua("ledger_migrate")
 
 
 class SharedLedger(AOPICLedger):
@@ -245,7 +128,7 @@ class SharedLedger(AOPICLedger):
             self._distribute_per_tag_then(io, fingerprint, links, entries_of, then, failed, tax)
             return
         command = self._cash_command(fingerprint, links, len(links), None, "", tax)
-        reads, rows_of = self.store.entry_reads(entries_of)
+        reads, rows_of = self.store.urls.entry_reads(entries_of)
         writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
 
         def answered(answers: list[Any]) -> None:
@@ -264,7 +147,7 @@ class SharedLedger(AOPICLedger):
         the reactor thread, which buffers the :data:`JOIN`."""
         d, outlinks = repr(self.dividend), len(credits)
         view = ("HMGET", self._key, *FIELDS)
-        reads, rows_of = self.store.entry_reads(entries_of)
+        reads, rows_of = self.store.urls.entry_reads(entries_of)
         writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
         first = [*writes, self._take_command(take, d, outlinks, tax), view, *reads]
         by_tag = _positions_by_tag(credits)
@@ -323,7 +206,7 @@ class SharedLedger(AOPICLedger):
         if self.store.cluster:
             return self._run_per_tag(take, credits, outlinks, amount, mode, entries_of, tax)
         command = self._cash_command(take, credits, outlinks, amount, mode, tax)
-        (answer,), entries = self.store.call_with_entries([command], entries_of)
+        (answer,), entries = self.store.urls.call_with_entries([command], entries_of)
         taken, changes, _, _ = _decode(answer)
         self._update(answer[8])
         return taken, changes, entries
@@ -355,7 +238,7 @@ class SharedLedger(AOPICLedger):
         to_lambda, new, put_in, entries = 0.0, 0, 0.0, None
         view = ("HMGET", self._key, *FIELDS)  # the dividend for the next page (one slot per command)
         if take is not None:
-            (answer, state), entries = self.store.call_with_entries(
+            (answer, state), entries = self.store.urls.call_with_entries(
                 [self._take_command(take, d, outlinks, tax), view], entries_of)
             self._update(state)
             taken, _, new, _ = _decode(answer)
@@ -365,7 +248,8 @@ class SharedLedger(AOPICLedger):
         commands = self._credit_commands(by_tag, credits, d, outlinks, amount or 0.0, mode)
         changes: list[Change] = [(0.0, 0.0, False)] * len(credits)
         if commands or entries is None:
-            found, read = self.store.call_with_entries([*commands, view], [] if entries is not None else entries_of)
+            found, read = self.store.urls.call_with_entries([*commands, view],
+                                                            [] if entries is not None else entries_of)
             self._update(found.pop())
             entries = read if entries is None else entries
             changes, tag_new, put_in = _merge_credits(by_tag, found, len(credits))
@@ -400,8 +284,8 @@ class SharedLedger(AOPICLedger):
     def totals(self) -> LedgerTotals:
         """The conserved sum over every row in Redis (scans: tests, tools)."""
         self.refresh()
-        cash, history, marks = self.store.cash_totals()
-        count = self.store.cash_count()
+        cash, history, marks = self.store.cash.cash_totals()
+        count = self.store.cash.cash_count()
         return LedgerTotals(cash, count * self.dividend - marks, self.lambda_cash, self.put_in, history, count)
 
 

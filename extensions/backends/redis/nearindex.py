@@ -46,7 +46,6 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from extensions.backends.redis.connection import script
 from extensions.backends.redis.contentseen import (
     SCHEMA_VERSION,
     RedisContentPart,
@@ -57,7 +56,8 @@ from extensions.backends.redis.contentseen import (
     pack64,
     unpack64,
 )
-from extensions.backends.redis.scripts import MULTI_HMGET
+from extensions.backends.redis.scripts import lua
+from extensions.backends.redis.tables import MULTI_HMGET
 from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.nearindex import (
     DEFAULT_BLOCKS,
@@ -74,36 +74,8 @@ TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key
 ID_BLOCK = 1024  # document ids reserved per INCRBY
 _DOC = struct.Struct(">qqHI")  # id, group id, sketch and URL lengths; the sketch, then the URL follow
 
-#: Append a document's record to those stored under its simhash. KEYS: the
-#: documents' partition; ARGV: the simhash field (8 bytes), the record.
-APPEND_RECORD = script("""
-local v = redis.call('HGET', KEYS[1], ARGV[1]) or ''
-redis.call('HSET', KEYS[1], ARGV[1], v .. ARGV[2])
-return #v
-""")
-
-#: Append a simhash to one field of each of several table partitions unless
-#: already there. KEYS: the partitions (one, on a cluster: they sit in
-#: different slots); ARGV: per key, its field and the simhash (8 bytes).
-#: Returns how many were added.
-APPEND = script("""
-local added = 0
-for k = 1, #KEYS do
-  local field, packed = ARGV[2 * k - 1], ARGV[2 * k]
-  local v = redis.call('HGET', KEYS[k], field)
-  local present = false
-  if v then
-    for j = 1, #v, 8 do
-      if string.sub(v, j, j + 7) == packed then present = true break end
-    end
-  end
-  if not present then
-    redis.call('HSET', KEYS[k], field, (v or '') .. packed)
-    added = added + 1
-  end
-end
-return added
-""")
+#: the scripts: lua/near_*.lua (each says its KEYS, ARGV and answer)
+APPEND_RECORD, APPEND = lua("near_append_record"), lua("near_append")
 
 
 @dataclass(frozen=True)

@@ -18,27 +18,11 @@ import socket
 import uuid
 from typing import Any
 
-from extensions.backends.redis.connection import RedisConnection, script
-from extensions.backends.redis.scripts import NOW_LUA
+from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.scripts import lua
 
-#: A process is alive until now + ARGV[3] ms. KEYS: processes. ARGV: now
-#: ('' for the server's clock), id, TTL ms. Returns how many are alive.
-HEARTBEAT = script(NOW_LUA + """
-local now = now_ms(ARGV[1])
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
-return redis.call('ZCOUNT', KEYS[1], now, '+inf')
-""")
-
-#: How many processes other than ARGV[2] are alive, after removing it if
-#: ARGV[3] is '1'. KEYS: processes. ARGV: now, id, remove.
-OTHERS = script(NOW_LUA + """
-local now = now_ms(ARGV[1])
-if ARGV[3] == '1' then redis.call('ZREM', KEYS[1], ARGV[2]) end
-local alive = redis.call('ZCOUNT', KEYS[1], now, '+inf')
-local mine = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[2]) or '-1')
-if mine >= now then alive = alive - 1 end
-return alive
-""")
+#: the scripts: lua/registry_*.lua (each says its KEYS, ARGV and answer)
+HEARTBEAT, OTHERS = lua("registry_heartbeat"), lua("registry_others")
 
 
 def process_id() -> str:

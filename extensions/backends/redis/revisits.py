@@ -40,9 +40,9 @@ from collections.abc import Callable, Iterator, Sequence
 from email.utils import formatdate, parsedate
 from typing import Any
 
-from extensions.backends.redis.cash import group_by_tag
-from extensions.backends.redis.connection import RedisConnection, script
-from extensions.backends.redis.keys import Keys, tag_of
+from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.keys import Keys, group_by_tag, tag_of
+from extensions.backends.redis.scripts import lua
 from extensions.frontier.store import RevisitCounts, RevisitRecord
 
 CLUSTER_SHARDS = 16  # due-order shards on a Redis Cluster (one on a single Redis)
@@ -55,21 +55,8 @@ _CONTENT, _DATE, _TEXT_DATE, _ETAG, _SMALL_COUNTS, _FLOAT_INTERVAL = 1, 2, 4, 8,
 _INT64, _UINT32, _UINT16 = struct.Struct("<q"), struct.Struct("<I"), struct.Struct("<H")
 _UTF8 = "surrogatepass"  # any str round-trips
 
-#: Take up to ARGV[2] entries of one due shard with score <= ARGV[1], set
-#: them to +inf; remember them under the caller (ARGV[3]) and call id
-#: (ARGV[4]), so a retry of the same call returns the same entries.
-#: KEYS: due shard, taken. Returns fingerprint, due, ...
-TAKE = script("""
-local last = redis.call('HGET', KEYS[2], ARGV[3])
-if last then
-  last = cmsgpack.unpack(last)
-  if last[1] == ARGV[4] then return last[2] end
-end
-local taken = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2], 'WITHSCORES')
-for i = 1, #taken, 2 do redis.call('ZADD', KEYS[1], '+inf', taken[i]) end
-redis.call('HSET', KEYS[2], ARGV[3], cmsgpack.pack({ARGV[4], taken}))
-return taken
-""")
+#: lua/revisit_take.lua: the due entries of one shard, taken once (retry-safe)
+TAKE = lua("revisit_take")
 
 
 def _http_date(text: str) -> int | None:

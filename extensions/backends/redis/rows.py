@@ -12,10 +12,10 @@ Pure: no I/O. A URL row (a field of ``P:{T}:urls``, bytes)::
 A cash row (a field of ``P:{T}:cash``): cash, history, mark (doubles) and
 visits (int64), big-endian.
 
-Server-side scripts read and change rows only through :data:`ROW_LUA` and
-:data:`CASH_LUA`, Lua functions generated here from the same structs as
-:func:`pack_row` and :func:`pack_cash`; no script spells an offset. The
-scripts change only a row's status and fetch time in place.
+Server-side scripts read and change rows only through the accessors of
+``lua/include/rows.lua`` and ``cash.lua``, whose offsets and formats are
+:data:`LUA_PARAMETERS`, taken from the same structs as :func:`pack_row` and
+:func:`pack_cash`. The scripts change only a row's status and fetch time in place.
 """
 
 from __future__ import annotations
@@ -42,39 +42,18 @@ STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
 _STATUS_OF_BYTE = {byte[0]: status for status, byte in STATUS_BYTE.items()}
 _TEXT = ("utf-8", "surrogatepass")
 
-# Lua strings are 1-based: a row's fetch time is bytes FETCHED_FIRST..FETCHED_LAST
-_FETCHED_FIRST = _STATUS.size + 1
-_FETCHED_LAST = _STATUS.size + _FETCHED.size
-_STATUS_NAMES = ("QUEUED", "INFLIGHT", "DONE", "FAILED", "EXCLUDED", "DEFERRED", "REFUSED")
-assert _HEAD.format.startswith(">cd") and _STATUS_NAMES == tuple(status.name for status in Status)
-
-#: Lua prelude for every script that touches URL rows: the status bytes
-#: (``S_QUEUED`` ...) and accessors. ``row_url`` is the row's URL or nil.
-ROW_LUA = "".join(f"local S_{name} = '{STATUS_BYTE[Status[name]].decode()}'\n" for name in _STATUS_NAMES) + f"""
-local function row_status(row) return string.sub(row, 1, {_STATUS.size}) end
-local function row_fetched(row) return string.sub(row, {_FETCHED_FIRST}, {_FETCHED_LAST}) end
-local function row_rest(row) return string.sub(row, {_FETCHED_LAST + 1}) end
-local function row_with_status(row, status) return status .. string.sub(row, {_STATUS.size + 1}) end
-local function row_with(status, fetched, row) return status .. fetched .. row_rest(row) end
-local function row_url(row)
-  local length = struct.unpack('>i4', row, {ROW_URL_AT + 1})
-  if length < 0 then return nil end
-  return string.sub(row, {ROW_URL_AT + 5}, {ROW_URL_AT + 4} + length)
-end
-"""
-
-#: Lua prelude for the AOPIC scripts: a cash row as {cash, history, mark, visits}.
-CASH_LUA = """
-local function get(hash, fp)
-  local packed = redis.call('HGET', hash, fp)
-  if not packed then return nil end
-  local c, h, m, v = struct.unpack('$FMT', packed)
-  return {c, h, m, v}
-end
-local function put(hash, fp, c, h, m, v)
-  redis.call('HSET', hash, fp, struct.pack('$FMT', c, h, m, v))
-end
-""".replace("$FMT", _CASH.format.replace("q", "i8"))
+#: The ``$`` values of the scripts' row accessors (``lua/include/rows.lua``,
+#: ``cash.lua``; see :mod:`extensions.backends.redis.scripts`): status bytes,
+#: 1-based offsets (Lua's), the cash row's struct format.
+LUA_PARAMETERS = {
+    **{f"S_{status.name}": STATUS_BYTE[status].decode() for status in Status},
+    "STATUS_SIZE": _STATUS.size,
+    "FETCHED_FIRST": _STATUS.size + 1,
+    "FETCHED_LAST": _STATUS.size + _FETCHED.size,
+    "URL_AT": ROW_URL_AT,
+    "CASH_FORMAT": _CASH.format.replace("q", "i8"),
+}
+assert _HEAD.format.startswith(">cd")  # status, then fetch time: what the Lua accessors read
 
 
 def _put(parts: list[bytes], value: bytes | None) -> None:

@@ -3,10 +3,11 @@
 ``-s FRONTIER_BACKEND=redis -s REDIS_URL=redis://host:port/db`` selects it
 (:mod:`extensions.backends.factory`); the embedded SQLite store stays the
 default. The URL may name a single Redis or any node of a Redis Cluster
-(database 0). The store talks through the crawler's one
+(database 0). The store and its tables (:mod:`extensions.backends.redis.tables`)
+talk through the crawler's one
 :class:`~extensions.backends.redis.connection.RedisConnection`. Keys:
 :mod:`extensions.backends.redis.keys`; rows: :mod:`extensions.backends.redis.rows`;
-scripts: :mod:`extensions.backends.redis.scripts`. Every per-URL and per-host
+scripts: ``lua/`` (:mod:`extensions.backends.redis.scripts`). Every per-URL and per-host
 key carries the hash tag ``{T}`` of the host's 24-bit hash, so a host's URL
 rows, its slice of the URL-seen set and its state live on one shard.
 
@@ -54,52 +55,34 @@ Re-visit records: :mod:`extensions.backends.redis.revisits`. Inspect: ``HGETALL 
 
 from __future__ import annotations
 
-import uuid
-from array import array
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
-from extensions.backends.redis.bloom import BloomLayout, bloom_hashes
-from extensions.backends.redis.cash import RedisCashTable
-from extensions.backends.redis.cash import group_by_tag as _group
+from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.census import RedisCensus
 from extensions.backends.redis.connection import RedisConnection, redact
-from extensions.backends.redis.keys import SCHEMA_VERSION, Keys, tag_of
+from extensions.backends.redis.keys import SCHEMA_VERSION, Keys
 from extensions.backends.redis.links import RedisLinkTable
 from extensions.backends.redis.registry import ProcessRegistry, registry_of
 from extensions.backends.redis.revisits import RedisRevisitTable
-from extensions.backends.redis.rows import (
-    STATUS_BYTE,
-    fetched_bytes,
-    pack_row,
-    row_head,
-    row_status,
-    unpack_entry,
+from extensions.backends.redis.tables import (
+    Hashes,
+    RedisCashTable,
+    RedisContentGroups,
+    RedisHostTable,
+    RedisQueues,
+    RedisURLTable,
+    URLCounters,
 )
-from extensions.backends.redis.scripts import (
-    FINISHED_FIELD,
-    INSERT_NEW,
-    INSERT_NEW_BLOOM,
-    POP_ONCE,
-    REQUEUE,
-    REQUEUE_BLOOM,
-    SET_STATUS,
-    TRIM,
-)
-from extensions.frontier.store import Entry, FrontierStoreError, Status
-
-SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
-_PENDING = (Status.QUEUED, Status.INFLIGHT)
+from extensions.frontier.store import FrontierStoreError
 
 
-class RedisStore(RedisCashTable):
-    """Every frontier store concern in Redis (see the module docstring).
-    With ``bloom``, the URL-seen set is that Bloom filter and finished rows
-    are trimmed. ``connection`` is the crawler's shared one; without it the
-    store opens a connection of its own to ``url`` (tests, tools)."""
+class RedisStore:
+    """The frontier store in Redis (see the module docstring): the tables of
+    :mod:`.tables` (and links, re-visits, census) over one connection, and
+    its lifecycle. With ``bloom``, the URL-seen set is that Bloom filter and
+    finished rows are trimmed. ``connection`` is the crawler's shared one;
+    without it the store opens a connection of its own to ``url`` (tests, tools)."""
 
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
                  flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,
@@ -113,15 +96,18 @@ class RedisStore(RedisCashTable):
         self.retries, self.timeout, self.batch = retries, timeout, batch
         self.connection = connection or RedisConnection(url, retries=retries, timeout=timeout, batch=batch)
         self.clean = True
-        self.queues = self.urls = self.hosts = self.cash = self
-        self.links = RedisLinkTable(self.keys, self._require)  # pipelined with the rest
+        self._attached = self.read_only = False
+        hashes = Hashes(self._require)
+        #: discovery order and URL count, shared with the host leases
+        self.counters = URLCounters(self.keys, self._require)
+        self.queues = RedisQueues(self.keys, self._require)
+        self.urls = RedisURLTable(self.keys, self._require, hashes, self.counters, bloom)
+        self.hosts = RedisHostTable(self.keys, self._require)
+        self.cash = RedisCashTable(self.keys, self._require, hashes)
+        self.groups = RedisContentGroups(self.keys, self._require)
+        self.links = RedisLinkTable(self.keys, self._require)
         self.revisits = RedisRevisitTable(self.keys, self._require, lambda: not self.read_only)
         self.census = RedisCensus(self.keys, self._require)  # reads only
-        self._attached = self.read_only = False
-        self._owner, self._pops = uuid.uuid4().hex, 0
-        self._lengths: dict[str, int] = {}
-        self._seq_next, self._seq_end = 1, 0
-        self._known = 0  # URLs inserted as new, not yet added to P:known
 
     # -- lifecycle -------------------------------------------------------------
     def open(self) -> None:
@@ -141,7 +127,7 @@ class RedisStore(RedisCashTable):
         if schema is None:  # a new crawl: the baseline of its memory use
             self._write("HSETNX", self.keys.meta, "memory_base", self.connection.used_memory()[0])
         self._flush()
-        self._load_lengths()
+        self.queues.load()
 
     def open_read_only(self) -> None:
         """Attach to an existing crawl's keys to read them, a running crawl's
@@ -166,16 +152,16 @@ class RedisStore(RedisCashTable):
 
     def checkpoint(self) -> None:
         """Send every buffered write (durable on the server's terms: AOF)."""
-        self._add_known()
-        self._flush()
+        if self._attached:
+            self.counters.add_known()
+            self.connection.flush()
 
     def close(self, clean: bool = True) -> None:
         if not self._attached or self.read_only:
             return self.abandon()
         if self.persist:
             self.set_meta("clean", "1" if clean else "0")
-            self._add_known()
-            self._flush()
+            self.checkpoint()
         else:
             self.delete_crawl()
         self._attached = False
@@ -194,9 +180,8 @@ class RedisStore(RedisCashTable):
         for key in [*keys, *self.keys.singles]:
             self._write("UNLINK", key)
         self._flush()
-        self._lengths.clear()
-        self._seq_next, self._seq_end = 1, 0
-        self._known = 0
+        self.queues.load()  # none left
+        self.counters.reset()
         return len(keys)
 
     def get_meta(self, key: str) -> str | None:
@@ -212,7 +197,7 @@ class RedisStore(RedisCashTable):
         master less its value when the crawl's keys were created (whatever
         else the server stored counts too), and the URLs known; None if the
         crawl predates that baseline. For checkpoints, not per page."""
-        self._add_known()
+        self.counters.add_known()
         commands: list[tuple[Any, ...]] = [("GET", self.keys.known), ("HGET", self.keys.meta, "memory_base")]
         if not self.cluster:
             commands.append(("INFO", "memory"))
@@ -262,10 +247,6 @@ class RedisStore(RedisCashTable):
         """The connection's retry policy (tests/test_distributed.py counts a failure on it)."""
         return self.connection.retry
 
-    def sequence_numbers(self, count: int) -> range:
-        """``count`` discovery-order numbers (reserved in blocks)."""
-        return self._next_seqs(count)
-
     def _require(self) -> RedisConnection:
         if not self._attached:
             raise FrontierStoreError(f"the frontier store {self.location} is not open")
@@ -284,219 +265,5 @@ class RedisStore(RedisCashTable):
     def _scan(self, pattern: str) -> Iterator[bytes]:
         return self._require().scan(pattern)
 
-    def _hscan(self, key: bytes, batch: int) -> Iterator[tuple[bytes, bytes]]:
-        return self._require().hscan(key, batch)
-
     def _has_rows(self) -> bool:
         return next(self._scan(self.keys.urls_pattern), None) is not None
-
-    # -- RequestQueues -------------------------------------------------------------
-    def _load_lengths(self) -> None:
-        names = [self.keys.queue_name(key) for key in self._scan(self.keys.queue_pattern)]
-        lengths = self._call(*[("LLEN", self.keys.queue(name)) for name in names]) if names else []
-        self._lengths = {name: length for name, length in zip(names, lengths) if length}
-
-    def push(self, name: str, fingerprints: Sequence[int]) -> None:
-        if fingerprints:
-            self._write("RPUSH", self.keys.queue(name), *fingerprints)
-            self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
-
-    def push_front(self, name: str, fingerprints: Sequence[int]) -> None:
-        if fingerprints:
-            self._write("LPUSH", self.keys.queue(name), *reversed(fingerprints))
-            self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
-
-    def pop(self, name: str, count: int) -> list[int]:
-        if not self._lengths.get(name) or count < 1:
-            return []
-        self._pops += 1  # the call's id: a retry sends the same one (POP_ONCE)
-        popped = self._call(("EVAL", POP_ONCE, 2, self.keys.queue(name), self.keys.last_pop(name),
-                             count, f"{self._owner}:{self._pops}"))[0] or []
-        self._lengths[name] = max(0, self._lengths[name] - len(popped))
-        return [int(fp) for fp in popped]
-
-    def length(self, name: str) -> int:
-        return self._lengths.get(name, 0)
-
-    def clear(self) -> None:
-        names = set(self._lengths) | {self.keys.queue_name(k) for k in self._scan(self.keys.queue_pattern)}
-        for name in names:
-            self._write("UNLINK", self.keys.queue(name))
-        self._flush()
-        self._lengths.clear()
-
-    # -- URLTable ----------------------------------------------------------------
-    def _next_seqs(self, count: int) -> range:
-        if self._seq_next + count - 1 > self._seq_end:
-            block = max(SEQ_BLOCK, count)
-            end = self._call(("INCRBY", self.keys.seq, block))[0]
-            self._seq_next, self._seq_end = end - block + 1, end
-        start = self._seq_next
-        self._seq_next += count
-        return range(start, start + count)
-
-    def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
-        if not entries:
-            return []
-        seqs = self._next_seqs(len(entries))
-        by_tag = _group(range(len(entries)), lambda i: tag_of(entries[i].fingerprint))
-        commands = []
-        for tag, indexes in by_tag.items():
-            args: list[Any] = []
-            for i in indexes:
-                entry = entries[i]
-                args += [entry.fingerprint, pack_row(entry, Status.QUEUED, seqs[i]), entry.host]
-                if self.bloom is not None:
-                    args += bloom_hashes(entry.fingerprint)
-            commands.append(self._insert_command(tag, args))
-        new = [False] * len(entries)
-        for indexes, added in zip(by_tag.values(), self._call(*commands)):
-            for i, flag in zip(indexes, added):
-                new[i] = bool(flag)
-        self.count_known(sum(new))
-        return new
-
-    def _insert_command(self, tag: str, args: list[Any]) -> tuple[Any, ...]:
-        keys = self.keys
-        if self.bloom is None:
-            return ("EVAL", INSERT_NEW, 2, keys.urls(tag), keys.host_urls(tag), *args)
-        return ("EVAL", INSERT_NEW_BLOOM, 3, keys.urls(tag), keys.host_urls(tag), keys.bloom(tag),
-                *self.bloom.args(), *args)
-
-    def count_known(self, new: int) -> None:
-        """``new`` URLs were inserted (added to ``P:known`` at the next checkpoint)."""
-        self._known += new
-
-    def _add_known(self) -> None:
-        if self._known and self._attached:
-            self._write("INCRBY", self.keys.known, self._known)
-            self._known = 0
-
-    def requeue(self, entry: Entry, now: float) -> None:
-        seq = self._next_seqs(1)[0]
-        tag = tag_of(entry.fingerprint)
-        args = (entry.fingerprint, pack_row(entry, Status.QUEUED, seq), entry.host)
-        if self.bloom is None:
-            self._write("EVAL", REQUEUE, 2, self.keys.urls(tag), self.keys.host_urls(tag), *args)
-        else:  # a later enqueue of the URL must find it seen, as the exact set would
-            self._write("EVAL", REQUEUE_BLOOM, 3, self.keys.urls(tag), self.keys.host_urls(tag),
-                        self.keys.bloom(tag), *args, *self.bloom.args(), *bloom_hashes(entry.fingerprint))
-
-    def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
-        if not fingerprints:
-            return {}
-        by_tag = _group(fingerprints, tag_of)
-        answers = self._read_hashes([(self.keys.urls(tag), fps) for tag, fps in by_tag.items()])
-        found: dict[int, Entry] = {}
-        for fps, rows in zip(by_tag.values(), answers):
-            for fp, row in zip(fps, rows):
-                if row is not None:
-                    found[fp] = unpack_entry(fp, row)
-        return found
-
-    def set_status(self, fingerprints: Iterable[int], status: Status,
-                   now: float | None = None, only_from: Status | None = None) -> None:
-        by_tag = _group(fingerprints, tag_of)
-        guard = b"" if only_from is None else STATUS_BYTE[only_from]
-        fetched = b"" if now is None else fetched_bytes(now)
-        for tag, fps in by_tag.items():
-            if self.trims and status in FINISHED_FIELD:
-                self._write("EVAL", TRIM, 2, self.keys.urls(tag), self.keys.host_urls(tag),
-                            FINISHED_FIELD[status], guard, *fps)
-            else:
-                self._write("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[status], guard, fetched, *fps)
-
-    @property
-    def trims(self) -> bool:
-        """Whether rows go when their URL is finished (Bloom mode)."""
-        return self.bloom is not None
-
-    def status_of(self, fingerprint: int) -> Status | None:
-        row = self._call(("HGET", self.keys.urls(tag_of(fingerprint)), fingerprint))[0]
-        return None if row is None else row_status(row)
-
-    def _rows(self, batch: int) -> Iterator[tuple[int, bytes]]:
-        for key in list(self._scan(self.keys.urls_pattern)):
-            for field, row in self._hscan(key, batch):
-                yield int(field), row
-
-    def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
-        seqs, fps, levels = array("q"), array("q"), array("q")
-        for fp, row in self._rows(batch):
-            status, _, seq, level = row_head(row)
-            if status in _PENDING:
-                seqs.append(seq)
-                fps.append(fp)
-                levels.append(level)
-        order = np.argsort(np.frombuffer(seqs, dtype=np.int64), kind="stable")
-        fp_array = np.frombuffer(fps, dtype=np.int64)[order]
-        _, first = np.unique(fp_array, return_index=True)  # HSCAN may repeat a field
-        for index in order[np.sort(first)]:
-            yield fps[index], levels[index]
-
-    def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
-        for fp, row in self._rows(batch):
-            yield fp, row_head(row)[3]
-
-    def count_host(self, fingerprint: int, host: str) -> int:
-        count = self._call(("HGET", self.keys.host_urls(tag_of(fingerprint)), host))[0]
-        return 0 if count is None else int(count)
-
-    def requeue_inflight(self) -> int:
-        inflight = [fp for fp, row in self._rows(10_000) if row_status(row) == Status.INFLIGHT]
-        changed = 0
-        for start in range(0, len(inflight), 10_000):
-            by_tag = _group(inflight[start:start + 10_000], tag_of)
-            changed += sum(self._call(*[
-                ("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[Status.QUEUED],
-                 STATUS_BYTE[Status.INFLIGHT], b"", *fps) for tag, fps in by_tag.items()]))
-        return changed
-
-    def take_deferred(self) -> list[int]:
-        deferred = [fp for fp, row in self._rows(10_000) if row_status(row) == Status.DEFERRED]
-        for start in range(0, len(deferred), 10_000):
-            by_tag = _group(deferred[start:start + 10_000], tag_of)
-            self._call(*[("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[Status.QUEUED],
-                          STATUS_BYTE[Status.DEFERRED], b"", *fps) for tag, fps in by_tag.items()])
-        return deferred
-
-    def count_by_status(self) -> dict[Status, int]:
-        """Rows by status, plus the rows trimmed in each finished status."""
-        counts = Counter(row_status(row) for _, row in self._rows(10_000))
-        fields = list(FINISHED_FIELD.values())
-        keys = list(self._scan(self.keys.host_urls_pattern))
-        for start in range(0, len(keys), 1000):
-            for answer in self._call(*[("HMGET", key, *fields) for key in keys[start:start + 1000]]):
-                for status, value in zip(FINISHED_FIELD, answer):
-                    counts[status] += int(value or 0)
-        return {status: count for status, count in counts.items() if count}
-
-    # -- HostTable ---------------------------------------------------------------
-    def add_hosts(self, hosts: Iterable[str], now: float = 0.0) -> int:
-        hosts = list(hosts)
-        return int(self._call(("SADD", self.keys.hosts, *hosts))[0]) if hosts else 0
-
-    def host_count(self) -> int:
-        return int(self._call(("SCARD", self.keys.hosts))[0])
-
-    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
-        self._write("SADD", self.keys.hosts, host)
-        if seconds is None:
-            self._write("HDEL", self.keys.crawl_delays, host)
-        else:
-            self._write("HSET", self.keys.crawl_delays, host, repr(float(seconds)))
-
-    def crawl_delays(self) -> dict[str, float]:
-        found = self._call(("HGETALL", self.keys.crawl_delays))[0]
-        return {host.decode(): float(delay) for host, delay in found.items()}
-
-    def defer_origin(self, origin: str, reason: str, now: float) -> None:
-        self._write("HSET", self.keys.deferrals, origin, f"{now!r} {reason}")
-
-    def deferrals(self) -> dict[str, tuple[str, float]]:
-        found = self._call(("HGETALL", self.keys.deferrals))[0]
-        parsed = {origin.decode(): value.decode().split(" ", 1) for origin, value in found.items()}
-        return {origin: (reason, float(at)) for origin, (at, reason) in parsed.items()}
-
-    def clear_deferrals(self) -> None:
-        self._write("DEL", self.keys.deferrals)

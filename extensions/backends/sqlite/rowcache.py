@@ -9,11 +9,12 @@ Lambda) and of a page's outlinks, credited a moment ago by earlier pages.
 store touched lately, kept true by every write the store makes to those
 columns (write-through), so such a read is a dict look-up.
 
-It only ever holds what the store's open transaction holds: the store
-consults it only inside its own transaction (a statement that failed and
-rolled the transaction back ends it; a read-only reader never uses it, since
-another process writes the file), clears it when a commit fails, and clears
-the statuses after a bulk update it does not follow row by row. Bounded:
+It only ever holds what the store's open transaction holds: the tables
+consult it only inside the store's own transaction (:meth:`RowCache.within`:
+a statement that failed and rolled the transaction back ends it; a read-only
+reader never uses it, since another process writes the file), the store
+clears it when a commit fails, and the URL table clears the statuses after a
+bulk update it does not follow row by row. Bounded:
 a memory that reaches ``bound`` entries starts again empty (the rows are
 in the file; only the next look-ups cost a query).
 """
@@ -21,6 +22,10 @@ in the file; only the next look-ups cost a query).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite3
 
 CashRow = tuple[float, float, float, int]  # cash, history, mark, visits
 
@@ -38,6 +43,14 @@ class RowCache:
     def clear(self) -> None:
         self.statuses.clear()
         self.cash.clear()
+
+    def within(self, db: sqlite3.Connection) -> RowCache | None:
+        """This cache if ``db`` is inside its own open transaction; else
+        (the rows may have changed under it) None, the cache emptied."""
+        if db.in_transaction:
+            return self
+        self.clear()
+        return None
 
     # -- statuses --------------------------------------------------------------
     def status(self, fingerprint: int) -> int | None:

@@ -74,16 +74,21 @@ Schema (version 1)::
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-from extensions.backends.sqlite.cash import SQLiteCashTable
 from extensions.backends.sqlite.census import SQLiteCensus
 from extensions.backends.sqlite.links import SQLiteLinkTable
 from extensions.backends.sqlite.revisits import REVISITS_SCHEMA, SQLiteRevisitTable
 from extensions.backends.sqlite.rowcache import RowCache
-from extensions.frontier.store import Entry, FrontierStoreError, Status
+from extensions.backends.sqlite.tables import (
+    SQLiteCashTable,
+    SQLiteContentGroups,
+    SQLiteHostTable,
+    SQLiteQueues,
+    SQLiteURLTable,
+)
+from extensions.frontier.store import FrontierStoreError
 
 SCHEMA_VERSION = "1"
 #: WAL pages written before SQLite copies them back into the database file
@@ -130,17 +135,12 @@ CREATE VIEW urls_readable AS
 """
 
 _SCHEMA = REVISITS_SCHEMA + _SCHEMA  # the view reads the revisits table
-_ENTRY_COLUMNS = "fingerprint, url, host, level, priority, depth, referer, flags, extra, blob"
-_CHUNK = 500  # bound on SQL variables per statement
-_STATUSES = {int(status): status for status in Status}  # a dict look-up, not an enum call
 
 
-class SQLiteStore(SQLiteCashTable):
-    """All four store concerns on one connection and one open transaction.
-
-    ``queues``, ``urls``, ``hosts`` and ``cash`` are this object itself (the
-    protocols of :mod:`extensions.frontier.store` have disjoint method names; the
-    cash and content-group methods come from :mod:`.cashtable`)."""
+class SQLiteStore:
+    """The tables of :mod:`.tables` (and links, re-visits, census) on one
+    connection and one open transaction, which this object opens, commits
+    and closes; the tables share its row cache."""
 
     def __init__(self, path: str | Path, cache_mb: int = 64, max_mb: float | None = None) -> None:
         self.path = Path(path)
@@ -150,17 +150,17 @@ class SQLiteStore(SQLiteCashTable):
         self.max_mb = max_mb  # a quota: beyond it writes fail as on a full disk
         self.clean = True
         self.read_only = False
-        self.queues = self.urls = self.hosts = self.cash = self
-        self.links = SQLiteLinkTable(self._require)  # same connection, same transaction
-        self.revisits = SQLiteRevisitTable(self._require)  # so too
-        self.census = SQLiteCensus(self._require)  # reads only
         self._db: sqlite3.Connection | None = None
-        self._lengths: dict[str, int] = {}
-        self._bounds: dict[str, list[int]] = {}  # queue -> [first seq, last seq]
-        self._host_count = 0
-        self._seq = 0
         self._committed_changes = 0  # the connection's total_changes at the last commit
         self._recent = RowCache()  # statuses and cash rows touched lately (see .rowcache)
+        self.queues = SQLiteQueues(self._require)
+        self.urls = SQLiteURLTable(self._require, self._recent)
+        self.hosts = SQLiteHostTable(self._require)
+        self.cash = SQLiteCashTable(self._require, self._recent)
+        self.groups = SQLiteContentGroups(self._require)
+        self.links = SQLiteLinkTable(self._require)
+        self.revisits = SQLiteRevisitTable(self._require)
+        self.census = SQLiteCensus(self._require)  # reads only
 
     # -- lifecycle ---------------------------------------------------------
     def open(self) -> None:
@@ -218,15 +218,8 @@ class SQLiteStore(SQLiteCashTable):
         self.clean = self.get_meta("clean") == "1" or not has_rows
 
     def _load_counters(self) -> None:
-        db = self._require()
-        rows = db.execute(
-            "SELECT queue, COUNT(*), MIN(seq), MAX(seq) FROM queue_items GROUP BY queue"
-        )
-        for name, count, first, last in rows:
-            self._lengths[name] = count
-            self._bounds[name] = [first, last]
-        self._host_count = db.execute("SELECT COUNT(*) FROM hosts").fetchone()[0]
-        self._seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0]
+        for table in (self.queues, self.urls, self.hosts):
+            table.load()
 
     def checkpoint(self) -> None:
         db = self._require()
@@ -269,15 +262,6 @@ class SQLiteStore(SQLiteCashTable):
             self._db.close()  # an open transaction is rolled back
             self._db = None
 
-    def _memory(self) -> RowCache | None:
-        """The row cache, trusted only inside this store's own open
-        transaction (a failed statement may have rolled it back; a
-        read-only reader sees another process's writes)."""
-        if self._require().in_transaction:
-            return self._recent
-        self._recent.clear()
-        return None
-
     def _require(self) -> sqlite3.Connection:
         if self._db is None:
             raise FrontierStoreError(f"the frontier database {self.location} is not open")
@@ -293,196 +277,3 @@ class SQLiteStore(SQLiteCashTable):
     def memory_usage(self) -> tuple[int, int] | None:
         """Not measured for an embedded store."""
         return None
-
-    # -- RequestQueues -------------------------------------------------------
-    def push(self, name: str, fingerprints: Sequence[int]) -> None:
-        if not fingerprints:
-            return
-        bounds = self._bounds.setdefault(name, [1, 0])
-        start = bounds[1] + 1
-        bounds[1] += len(fingerprints)
-        self._require().executemany(
-            "INSERT INTO queue_items VALUES (?, ?, ?)",
-            [(name, start + i, fp) for i, fp in enumerate(fingerprints)],
-        )
-        self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
-
-    def push_front(self, name: str, fingerprints: Sequence[int]) -> None:
-        if not fingerprints:
-            return
-        bounds = self._bounds.setdefault(name, [1, 0])
-        first = bounds[0] - len(fingerprints)
-        bounds[0] = first
-        self._require().executemany(
-            "INSERT INTO queue_items VALUES (?, ?, ?)",
-            [(name, first + i, fp) for i, fp in enumerate(fingerprints)],
-        )
-        self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
-
-    def pop(self, name: str, count: int) -> list[int]:
-        if not self._lengths.get(name):
-            return []
-        db = self._require()
-        rows = db.execute(
-            "SELECT seq, fingerprint FROM queue_items WHERE queue=? ORDER BY seq LIMIT ?",
-            (name, count),
-        ).fetchall()
-        if rows:
-            db.execute("DELETE FROM queue_items WHERE queue=? AND seq<=?", (name, rows[-1][0]))
-            self._bounds[name][0] = rows[-1][0] + 1
-        self._lengths[name] -= len(rows)
-        return [fp for _, fp in rows]
-
-    def length(self, name: str) -> int:
-        return self._lengths.get(name, 0)
-
-    def clear(self) -> None:
-        self._require().execute("DELETE FROM queue_items")
-        self._lengths.clear()
-        self._bounds.clear()
-
-    # -- URLTable ----------------------------------------------------------
-    def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
-        db, memory = self._require(), self._memory()
-        result = []
-        for entry in entries:
-            self._seq += 1
-            cursor = db.execute(
-                "INSERT OR IGNORE INTO urls VALUES (?,?,?,0,?,?,?,?,?,NULL,?,?,?,?)",
-                self._row(entry, now),
-            )
-            result.append(cursor.rowcount == 1)
-            if result[-1] and memory is not None:
-                memory.remember_status(entry.fingerprint, Status.QUEUED)
-        return result
-
-    def requeue(self, entry: Entry, now: float) -> None:
-        self._seq += 1
-        if (memory := self._memory()) is not None:
-            memory.remember_status(entry.fingerprint, Status.QUEUED)
-        self._require().execute(
-            "INSERT INTO urls VALUES (?,?,?,0,?,?,?,?,?,NULL,?,?,?,?) "
-            "ON CONFLICT (fingerprint) DO UPDATE SET url=excluded.url, "
-            "host=excluded.host, status=0, level=excluded.level, "
-            "priority=excluded.priority, depth=excluded.depth, seq=excluded.seq, "
-            "referer=excluded.referer, flags=excluded.flags, "
-            "extra=excluded.extra, blob=excluded.blob",
-            self._row(entry, now),
-        )
-
-    def _row(self, e: Entry, now: float) -> tuple:
-        return (e.fingerprint, e.url, e.host, e.level, e.priority, e.depth,
-                self._seq, now, e.referer, e.flags, e.extra, e.blob)
-
-    def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
-        db = self._require()
-        found: dict[int, Entry] = {}
-        for i in range(0, len(fingerprints), _CHUNK):
-            chunk = fingerprints[i : i + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for row in db.execute(
-                f"SELECT {_ENTRY_COLUMNS} FROM urls WHERE fingerprint IN ({marks})", chunk
-            ):
-                found[row[0]] = Entry(*row)
-        return found
-
-    def set_status(
-        self,
-        fingerprints: Iterable[int],
-        status: Status,
-        now: float | None = None,
-        only_from: Status | None = None,
-    ) -> None:
-        sql = "UPDATE urls SET status=?, fetched=COALESCE(?, fetched) WHERE fingerprint=?"
-        fingerprints = list(fingerprints)
-        if only_from is None:
-            rows = [(int(status), now, fp) for fp in fingerprints]
-        else:
-            sql += " AND status=?"
-            rows = [(int(status), now, fp, int(only_from)) for fp in fingerprints]
-        self._require().executemany(sql, rows)
-        if (memory := self._memory()) is not None:
-            memory.wrote_status(fingerprints, int(status), None if only_from is None else int(only_from))
-
-    def status_of(self, fingerprint: int) -> Status | None:
-        memory = self._memory()
-        status = None if memory is None else memory.status(fingerprint)
-        if status is None:
-            row = self._require().execute(
-                "SELECT status FROM urls WHERE fingerprint=?", (fingerprint,)
-            ).fetchone()
-            if row is None:
-                return None
-            status = row[0] if memory is None else memory.remember_status(fingerprint, row[0])
-        return _STATUSES[status]
-
-    def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
-        cursor = self._require().cursor()
-        cursor.execute(
-            "SELECT fingerprint, level FROM urls WHERE status IN (0, 1) ORDER BY seq"
-        )
-        while rows := cursor.fetchmany(batch):
-            yield from rows
-
-    def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
-        cursor = self._require().cursor()
-        cursor.execute("SELECT fingerprint, level FROM urls")
-        while rows := cursor.fetchmany(batch):
-            yield from rows
-
-    def count_host(self, fingerprint: int, host: str) -> int:
-        lo = (fingerprint >> 40) << 40  # the host's fingerprints share their top 24 bits
-        return self._require().execute(
-            "SELECT COUNT(*) FROM urls WHERE fingerprint BETWEEN ? AND ? AND host = ?",
-            (lo, lo + (1 << 40) - 1, host),
-        ).fetchone()[0]
-
-    def requeue_inflight(self) -> int:
-        self._recent.statuses.clear()  # a bulk update
-        return self._require().execute("UPDATE urls SET status=0 WHERE status=1").rowcount
-
-    def count_by_status(self) -> dict[Status, int]:
-        rows = self._require().execute("SELECT status, COUNT(*) FROM urls GROUP BY status")
-        return {Status(status): count for status, count in rows}
-
-    def take_deferred(self) -> list[int]:
-        db = self._require()
-        fingerprints = [fp for (fp,) in db.execute("SELECT fingerprint FROM urls WHERE status=5")]
-        db.execute("UPDATE urls SET status=0 WHERE status=5")
-        self._recent.statuses.clear()  # a bulk update
-        return fingerprints
-
-    # -- HostTable ---------------------------------------------------------
-    def add_hosts(self, hosts: Iterable[str], now: float | None = None) -> int:
-        db = self._require()
-        first_seen = time.time() if now is None else now
-        new = 0
-        for host in hosts:
-            new += db.execute(
-                "INSERT OR IGNORE INTO hosts VALUES (?, NULL, ?)", (host, first_seen)
-            ).rowcount
-        self._host_count += new
-        return new
-
-    def host_count(self) -> int:
-        return self._host_count
-
-    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
-        self.add_hosts([host])
-        self._require().execute("UPDATE hosts SET crawl_delay=? WHERE host=?", (seconds, host))
-
-    def crawl_delays(self) -> dict[str, float]:
-        rows = self._require().execute(
-            "SELECT host, crawl_delay FROM hosts WHERE crawl_delay IS NOT NULL"
-        )
-        return dict(rows)
-
-    def defer_origin(self, origin: str, reason: str, now: float) -> None:
-        self._require().execute("INSERT OR REPLACE INTO deferrals VALUES (?, ?, ?)", (origin, reason, now))
-
-    def deferrals(self) -> dict[str, tuple[str, float]]:
-        rows = self._require().execute("SELECT origin, reason, at FROM deferrals")
-        return {origin: (reason, at) for origin, reason, at in rows}
-
-    def clear_deferrals(self) -> None:
-        self._require().execute("DELETE FROM deferrals")

@@ -1,0 +1,14 @@
+-- A host's in-flight URLs back to its queue (rows back to queued); how many.
+--- @include "rows"
+local function requeue_inflight(inflight, back, urls)
+  local taken = redis.call('ZRANGE', inflight, 0, -1, 'WITHSCORES')
+  for i = 1, #taken, 2 do
+    redis.call('ZADD', back, taken[i + 1], taken[i])
+    local row = redis.call('HGET', urls, taken[i])
+    if row and row_status(row) == S_INFLIGHT then
+      redis.call('HSET', urls, taken[i], row_with_status(row, S_QUEUED))
+    end
+  end
+  redis.call('DEL', inflight)
+  return #taken / 2
+end

@@ -1,0 +1,36 @@
+-- New URLs of one host: row (add-if-new) and back-queue entry together;
+-- force ('1') requeues known ones (dont_filter), keeping their fetch time.
+-- KEYS: urls, host_urls, back, inflight, lease. ARGV: now, me, force, host,
+-- then fingerprint, row, score per URL. With the Bloom filter (the URL is
+-- new if the filter says so; a forced one is added to it too): KEYS: then
+-- the Bloom shard; ARGV: now, me, force, host, first capacity, first error,
+-- then fingerprint, row, score, h1, h2, h3 per URL. Returns {added per URL,
+-- needs listing, held by me, back-queue length, head score, ms to next fetch, ver}.
+--- @include "rows"
+--- @include "now"
+--- @include "bloom"
+local first, stride = rows_from(6, 5)
+local added = {}
+for i = first, #ARGV, stride do
+  local new = 0
+  if new_to_bloom(6, 5, i) or ARGV[3] == '1' then new = redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
+  if new == 1 then
+    redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
+    redis.call('ZADD', KEYS[3], ARGV[i + 2], ARGV[i])
+  elseif ARGV[3] == '1' then
+    local old = redis.call('HGET', KEYS[1], ARGV[i])
+    local row = ARGV[i + 1]
+    redis.call('HSET', KEYS[1], ARGV[i], row_with(row_status(row), row_fetched(old), row))
+    redis.call('ZADD', KEYS[3], ARGV[i + 2], ARGV[i])
+  end
+  added[#added + 1] = new
+end
+local now = now_ms(ARGV[1])
+local st = redis.call('HMGET', KEYS[5], 'owner', 'expires', 'listed', 'next', 'ver')
+local queued = redis.call('ZCARD', KEYS[3])
+local needs = 0
+if st[3] ~= '1' and queued + redis.call('ZCARD', KEYS[4]) > 0 then needs = 1 end
+local mine = 0
+if st[1] == ARGV[2] and tonumber(st[2]) > now then mine = 1 end
+local wait = math.max(0, (tonumber(st[4]) or 0) - now)
+return {added, needs, mine, queued, head(KEYS[3]), wait, st[5] or ''}

@@ -1,0 +1,31 @@
+-- A handed-out URL is finished. If the host was taken over meanwhile, the
+-- URL went back to its queue: taken out again and finished if it is still
+-- there (no second fetch), left alone if the new owner has it in flight.
+-- KEYS: inflight, urls, lease, back. ARGV: status byte ('' keeps it),
+-- fetch time (8 bytes or ''), fingerprint, me. In Bloom mode a finished
+-- row goes, counted under its status in host_urls (see keys.py): KEYS: then
+-- host_urls; ARGV: the count's field (#done ...; '' keeps the row), '',
+-- fingerprint, me.
+--- @include "rows"
+--- @include "taken_over"
+local guard = S_INFLIGHT
+if taken_over(KEYS[3], ARGV[4]) then
+  if ARGV[1] == '' or redis.call('ZREM', KEYS[4], ARGV[3]) == 0 then return 0 end
+  guard = S_QUEUED
+else
+  redis.call('ZREM', KEYS[1], ARGV[3])
+end
+if ARGV[1] ~= '' then
+  local row = redis.call('HGET', KEYS[2], ARGV[3])
+  if row and row_status(row) == guard then
+    if #KEYS == 5 then
+      redis.call('HDEL', KEYS[2], ARGV[3])
+      redis.call('HINCRBY', KEYS[5], ARGV[1], 1)
+    else
+      local fetched = ARGV[2]
+      if fetched == '' then fetched = row_fetched(row) end
+      redis.call('HSET', KEYS[2], ARGV[3], row_with(ARGV[1], fetched, row))
+    end
+  end
+end
+return 1

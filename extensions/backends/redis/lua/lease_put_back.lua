@@ -1,0 +1,12 @@
+-- A handed-out URL goes back to its host's queue (postponed), unless the
+-- host was taken over meanwhile (its lease_acquire did that already; the URL may
+-- be in the new owner's hands). KEYS: inflight, urls, back, lease. ARGV:
+-- fingerprint, score, me.
+--- @include "rows"
+--- @include "taken_over"
+if taken_over(KEYS[4], ARGV[3]) then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
+local row = redis.call('HGET', KEYS[2], ARGV[1])
+if row and row_status(row) == S_INFLIGHT then redis.call('HSET', KEYS[2], ARGV[1], row_with_status(row, S_QUEUED)) end
+return 1

@@ -1,0 +1,64 @@
+-- One page's AOPIC step or a seed's cash. KEYS: the ledger hash (if
+-- ARGV[1] is '1'), then cash hashes. ARGV: shared ('1': KEYS[1] is the
+-- ledger; '0': a cluster, no ledger here), d (the dividend to use without
+-- the ledger), tax, outlinks (the page's, for the split; may exceed the
+-- credits here), take (key index, 0: none), take fingerprint, credit
+-- amount ('': the split's share), mode ('': the credits are the split;
+-- 'put': cash put in; 'seed': put in, only for URLs without cash), then
+-- key index and fingerprint per credit. A row is settled at the larger of
+-- d and its own mark (a lower bound of the dividend), so a stale d never
+-- takes more than the row holds. Returns {cash taken, history, visits,
+-- share, to Lambda, new rows, cash put in, {before, after, existed} per
+-- credit, ledger state or {}}.
+--- @include "ledger"
+local shared = ARGV[1] == '1'
+local s
+if shared then s = load(KEYS[1]) else s = {dividend = tonumber(ARGV[2])} end
+local d, tax, outlinks = s.dividend, tonumber(ARGV[3]), tonumber(ARGV[4])
+local new, put_in, cash, history, visits, to_lambda, share = 0, 0, 0, 0, 0, 0, 0
+local take = tonumber(ARGV[5])
+if take > 0 then
+  local row, mark = get(KEYS[take], ARGV[6]), d
+  if row then
+    mark = math.max(d, row[3])
+    cash, history, visits = row[1] + (mark - row[3]), row[2], row[4]
+  else
+    new = new + 1
+  end
+  history, visits = history + cash, visits + 1
+  put(KEYS[take], ARGV[6], 0, history, mark, visits)
+  if outlinks <= 0 then
+    to_lambda = cash
+  else
+    to_lambda = cash * tax
+    share = (cash - to_lambda) / outlinks
+  end
+end
+local amount = share
+if ARGV[7] ~= '' then amount = tonumber(ARGV[7]) end
+local mode = ARGV[8]
+local credits = {}
+for i = 9, #ARGV, 2 do
+  local key, fp = KEYS[tonumber(ARGV[i])], ARGV[i + 1]
+  local row = get(key, fp)
+  local before, hist, vis, mark, existed = 0, 0, 0, d, 0
+  if row then
+    mark = math.max(d, row[3])
+    before, hist, vis, existed = row[1] + (mark - row[3]), row[2], row[4], 1
+  end
+  local after = before
+  if amount > 0 and not (mode == 'seed' and before ~= 0) then
+    after = before + amount
+    if mode ~= '' then put_in = put_in + amount end
+    if existed == 0 then new = new + 1 end
+    put(key, fp, after, hist, mark, vis)
+  end
+  credits[#credits + 1] = {fmt(before), fmt(after), existed}
+end
+local ledger = {}
+if shared then
+  s.lambda, s.rows, s.put_in = s.lambda + to_lambda, s.rows + new, s.put_in + put_in
+  save(KEYS[1], s)
+  ledger = state(s)
+end
+return {fmt(cash), fmt(history), visits, fmt(share), fmt(to_lambda), new, fmt(put_in), credits, ledger}

@@ -1,0 +1,430 @@
+"""The Redis store's tables (protocols of :mod:`extensions.frontier.store`).
+
+Each talks through the crawler's one connection (``connection`` returns
+it, raising the store's error when the store is not open): a write whose
+answer nobody needs waits in its pipeline, a read sends the waiting writes
+first, so every table's commands keep one order (round trips and trimming:
+:mod:`extensions.backends.redis.store`). Keys: :mod:`.keys`; rows:
+:mod:`.rows`; scripts: ``lua/store_*.lua``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from extensions.backends.redis.bloom import BloomLayout, bloom_hashes
+from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.keys import FINISHED_FIELD, Keys, group_by_tag, tag_of
+from extensions.backends.redis.rows import (
+    STATUS_BYTE,
+    fetched_bytes,
+    pack_cash,
+    pack_row,
+    row_head,
+    row_status,
+    unpack_cash,
+    unpack_entry,
+)
+from extensions.backends.redis.scripts import lua
+from extensions.frontier.store import Entry, Status
+
+Connection = Callable[[], RedisConnection]
+CashRow = tuple[float, float, float, int]
+#: the scripts: lua/store_*.lua, lua/multi_*.lua (each says its KEYS, ARGV and answer)
+INSERT_NEW, POP_ONCE, REQUEUE = lua("store_insert_new"), lua("store_pop_once"), lua("store_requeue")
+SET_STATUS, TRIM = lua("store_set_status"), lua("store_trim")
+MULTI_HMGET, MULTI_HSET = lua("multi_hmget"), lua("multi_hset")
+MULTI_LIMIT = 2000  # most arguments of one multi_* script (Lua's unpack limit is ~8,000)
+SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
+SCAN_BATCH = 10_000
+_PENDING = (Status.QUEUED, Status.INFLIGHT)
+
+
+class Hashes:
+    """HMGET and HSET over several hashes (a page's links span several host
+    tags): one ``multi_*`` script call on a single Redis, one command per
+    key on a cluster (its keys sit in several slots)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def read(self, reads: list[tuple[str, list[Any]]]) -> list[list[Any]]:
+        """The values of each ``(key, fields)``."""
+        multi = self.multi(MULTI_HMGET, reads)
+        if multi is None:
+            return self._connection().call(*[("HMGET", key, *fields) for key, fields in reads])
+        return self._connection().call(multi)[0]
+
+    def write(self, writes: list[tuple[str, list[Any]]]) -> None:
+        """HSET of each ``(key, fields and values)``, buffered."""
+        multi, connection = self.multi(MULTI_HSET, writes), self._connection()
+        if multi is None:
+            for key, fields in writes:
+                connection.write("HSET", key, *fields)
+        else:
+            connection.write(*multi)
+
+    def multi(self, script: str, items: list[tuple[str, list[Any]]]) -> tuple[Any, ...] | None:
+        """``script`` over every ``(key, arguments)`` as one EVAL, or None
+        where it cannot or need not be one (a cluster, one key, too many arguments)."""
+        if self._connection().cluster or len(items) == 1 or sum(len(args) + 1 for _, args in items) > MULTI_LIMIT:
+            return None
+        flat: list[Any] = []
+        for _, args in items:
+            flat += [len(args), *args]
+        return ("EVAL", script, len(items), *[key for key, _ in items], *flat)
+
+
+class URLCounters:
+    """Discovery-order numbers (``P:seq``, reserved in blocks) and the count
+    of URLs known (``P:known``, added at checkpoints): shared by the URL
+    table and the host leases, which both insert URL rows."""
+
+    def __init__(self, keys: Keys, connection: Connection) -> None:
+        self.keys, self._connection = keys, connection
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the reserved numbers and the count (the crawl's keys are gone)."""
+        self._next, self._end, self._known = 1, 0, 0
+
+    def sequence_numbers(self, count: int) -> range:
+        """``count`` discovery-order numbers."""
+        if self._next + count - 1 > self._end:
+            block = max(SEQ_BLOCK, count)
+            end = self._connection().call(("INCRBY", self.keys.seq, block))[0]
+            self._next, self._end = end - block + 1, end
+        start = self._next
+        self._next += count
+        return range(start, start + count)
+
+    def count_known(self, new: int) -> None:
+        """``new`` URLs were inserted (added to ``P:known`` by :meth:`add_known`)."""
+        self._known += new
+
+    def add_known(self) -> None:
+        """Buffer the count of the URLs inserted since the last call."""
+        if self._known:
+            self._connection().write("INCRBY", self.keys.known, self._known)
+            self._known = 0
+
+
+class RedisQueues:
+    """Lists ``P:queue:NAME``; their lengths kept here (a queue has one
+    writer), read at open (:meth:`load`)."""
+
+    def __init__(self, keys: Keys, connection: Connection) -> None:
+        self.keys, self._connection = keys, connection
+        self._owner, self._pops = uuid.uuid4().hex, 0
+        self._lengths: dict[str, int] = {}
+
+    def load(self) -> None:
+        """Read the queue lengths from the server."""
+        connection = self._connection()
+        names = [self.keys.queue_name(key) for key in connection.scan(self.keys.queue_pattern)]
+        lengths = connection.call(*[("LLEN", self.keys.queue(name)) for name in names]) if names else []
+        self._lengths = {name: length for name, length in zip(names, lengths) if length}
+
+    def push(self, name: str, fingerprints: Sequence[int]) -> None:
+        if fingerprints:
+            self._connection().write("RPUSH", self.keys.queue(name), *fingerprints)
+            self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
+
+    def push_front(self, name: str, fingerprints: Sequence[int]) -> None:
+        if fingerprints:
+            self._connection().write("LPUSH", self.keys.queue(name), *reversed(fingerprints))
+            self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
+
+    def pop(self, name: str, count: int) -> list[int]:
+        if not self._lengths.get(name) or count < 1:
+            return []
+        self._pops += 1  # the call's id: a retry sends the same one (store_pop_once)
+        popped = self._connection().call(("EVAL", POP_ONCE, 2, self.keys.queue(name), self.keys.last_pop(name),
+                                          count, f"{self._owner}:{self._pops}"))[0] or []
+        self._lengths[name] = max(0, self._lengths[name] - len(popped))
+        return [int(fp) for fp in popped]
+
+    def length(self, name: str) -> int:
+        return self._lengths.get(name, 0)
+
+    def clear(self) -> None:
+        connection = self._connection()
+        names = set(self._lengths) | {self.keys.queue_name(k) for k in connection.scan(self.keys.queue_pattern)}
+        for name in names:
+            connection.write("UNLINK", self.keys.queue(name))
+        connection.flush()
+        self._lengths.clear()
+
+
+class RedisURLTable:
+    """URL rows in ``P:{T}:urls``, per-host counts in ``P:{T}:host_urls``.
+    With ``bloom``, the URL-seen set is that filter (tested inside the insert
+    scripts) and a row goes when its URL is finished (:attr:`trims`)."""
+
+    def __init__(self, keys: Keys, connection: Connection, hashes: Hashes, counters: URLCounters,
+                 bloom: BloomLayout | None) -> None:
+        self.keys, self._connection, self._hashes = keys, connection, hashes
+        self.counters, self.bloom = counters, bloom
+
+    @property
+    def trims(self) -> bool:
+        """Whether rows go when their URL is finished (Bloom mode)."""
+        return self.bloom is not None
+
+    def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
+        if not entries:
+            return []
+        seqs = self.counters.sequence_numbers(len(entries))
+        by_tag = group_by_tag(range(len(entries)), lambda i: tag_of(entries[i].fingerprint))
+        head = [] if self.bloom is None else self.bloom.args()
+        commands = []
+        for tag, indexes in by_tag.items():
+            args: list[Any] = [*self._keys(tag), *head]
+            for i in indexes:
+                entry = entries[i]
+                args += [entry.fingerprint, pack_row(entry, Status.QUEUED, seqs[i]), entry.host]
+                if self.bloom is not None:
+                    args += bloom_hashes(entry.fingerprint)
+            commands.append(("EVAL", INSERT_NEW, 2 if self.bloom is None else 3, *args))
+        new = [False] * len(entries)
+        for indexes, added in zip(by_tag.values(), self._connection().call(*commands)):
+            for i, flag in zip(indexes, added):
+                new[i] = bool(flag)
+        self.counters.count_known(sum(new))
+        return new
+
+    def requeue(self, entry: Entry, now: float) -> None:
+        seq = self.counters.sequence_numbers(1)[0]
+        keys = self._keys(tag_of(entry.fingerprint))
+        args = [entry.fingerprint, pack_row(entry, Status.QUEUED, seq), entry.host]
+        if self.bloom is not None:  # a later enqueue of the URL must find it seen, as the exact set would
+            args += [*self.bloom.args(), *bloom_hashes(entry.fingerprint)]
+        self._connection().write("EVAL", REQUEUE, len(keys), *keys, *args)
+
+    def _keys(self, tag: str) -> list[str]:
+        """The keys of a row script on ``tag``: rows, host counts and, in
+        Bloom mode, the Bloom shard."""
+        keys = [self.keys.urls(tag), self.keys.host_urls(tag)]
+        return keys if self.bloom is None else [*keys, self.keys.bloom(tag)]
+
+    def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
+        if not fingerprints:
+            return {}
+        by_tag = group_by_tag(fingerprints, tag_of)
+        answers = self._hashes.read([(self.keys.urls(tag), fps) for tag, fps in by_tag.items()])
+        found: dict[int, Entry] = {}
+        for fps, rows in zip(by_tag.values(), answers):
+            for fp, row in zip(fps, rows):
+                if row is not None:
+                    found[fp] = unpack_entry(fp, row)
+        return found
+
+    def set_status(self, fingerprints: Iterable[int], status: Status,
+                   now: float | None = None, only_from: Status | None = None) -> None:
+        connection = self._connection()
+        guard = b"" if only_from is None else STATUS_BYTE[only_from]
+        fetched = b"" if now is None else fetched_bytes(now)
+        for tag, fps in group_by_tag(fingerprints, tag_of).items():
+            if self.trims and status in FINISHED_FIELD:
+                connection.write("EVAL", TRIM, 2, self.keys.urls(tag), self.keys.host_urls(tag),
+                                 FINISHED_FIELD[status], guard, *fps)
+            else:
+                connection.write("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[status], guard, fetched, *fps)
+
+    def status_of(self, fingerprint: int) -> Status | None:
+        row = self._connection().call(("HGET", self.keys.urls(tag_of(fingerprint)), fingerprint))[0]
+        return None if row is None else row_status(row)
+
+    def _rows(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, bytes]]:
+        connection = self._connection()
+        for key in list(connection.scan(self.keys.urls_pattern)):
+            for field, row in connection.hscan(key, batch):
+                yield int(field), row
+
+    def iter_pending(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, int]]:
+        seqs, fps, levels = array("q"), array("q"), array("q")
+        for fp, row in self._rows(batch):
+            status, _, seq, level = row_head(row)
+            if status in _PENDING:
+                seqs.append(seq)
+                fps.append(fp)
+                levels.append(level)
+        order = np.argsort(np.frombuffer(seqs, dtype=np.int64), kind="stable")
+        fp_array = np.frombuffer(fps, dtype=np.int64)[order]
+        _, first = np.unique(fp_array, return_index=True)  # HSCAN may repeat a field
+        for index in order[np.sort(first)]:
+            yield fps[index], levels[index]
+
+    def iter_all(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, int]]:
+        for fp, row in self._rows(batch):
+            yield fp, row_head(row)[3]
+
+    def count_host(self, fingerprint: int, host: str) -> int:
+        count = self._connection().call(("HGET", self.keys.host_urls(tag_of(fingerprint)), host))[0]
+        return 0 if count is None else int(count)
+
+    def requeue_inflight(self) -> int:
+        return self._back_to_queued(Status.INFLIGHT)[1]
+
+    def take_deferred(self) -> list[int]:
+        return self._back_to_queued(Status.DEFERRED)[0]
+
+    def _back_to_queued(self, status: Status) -> tuple[list[int], int]:
+        """Every row in ``status`` back to queued: their fingerprints, how many changed."""
+        found = [fp for fp, row in self._rows() if row_status(row) == status]
+        changed = 0
+        for start in range(0, len(found), SCAN_BATCH):
+            by_tag = group_by_tag(found[start:start + SCAN_BATCH], tag_of)
+            changed += sum(self._connection().call(*[
+                ("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[Status.QUEUED], STATUS_BYTE[status],
+                 b"", *fps) for tag, fps in by_tag.items()]))
+        return found, changed
+
+    def count_by_status(self) -> dict[Status, int]:
+        """Rows by status, plus the rows trimmed in each finished status."""
+        counts = Counter(row_status(row) for _, row in self._rows())
+        connection, fields = self._connection(), list(FINISHED_FIELD.values())
+        keys = list(connection.scan(self.keys.host_urls_pattern))
+        for start in range(0, len(keys), 1000):
+            for answer in connection.call(*[("HMGET", key, *fields) for key in keys[start:start + 1000]]):
+                for status, value in zip(FINISHED_FIELD, answer):
+                    counts[status] += int(value or 0)
+        return {status: count for status, count in counts.items() if count}
+
+    # -- for the shared AOPIC ledger (no protocol: Redis round trips) ----------------
+    def entry_reads(self, fingerprints: Sequence[int]) -> tuple[
+            list[tuple[Any, ...]], Callable[[list[Any]], dict[int, Entry]]]:
+        """The commands reading the rows of ``fingerprints``, and how to turn
+        their answers into entries (for a caller that sends them itself,
+        such as the frontier's worker thread)."""
+        by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
+        reads = [(self.keys.urls(tag), fps) for tag, fps in by_tag.items()]
+        multi = self._hashes.multi(MULTI_HMGET, reads) if reads else None
+
+        def rows_of(answers: list[Any]) -> dict[int, Entry]:
+            found = answers[0] if multi is not None else answers
+            return {fp: unpack_entry(fp, row) for fps, rows in zip(by_tag.values(), found)
+                    for fp, row in zip(fps, rows) if row is not None}
+        return ([multi] if multi is not None else [("HMGET", key, *fps) for key, fps in reads]), rows_of
+
+    def call_with_entries(self, commands: Sequence[tuple[Any, ...]],
+                          fingerprints: Sequence[int]) -> tuple[list[Any], dict[int, Entry]]:
+        """``commands``' answers and the rows of ``fingerprints``, in one
+        round trip (the ledger's script and a page's links' rows, which a
+        promotion rewrites)."""
+        read_commands, rows_of = self.entry_reads(fingerprints)
+        if not commands and not read_commands:
+            return [], {}
+        answers = self._connection().call(*commands, *read_commands)
+        return answers[:len(commands)], rows_of(answers[len(commands):])
+
+
+class RedisHostTable:
+    """``P:hosts`` (a set), ``P:crawl_delays`` and ``P:deferrals`` (hashes)."""
+
+    def __init__(self, keys: Keys, connection: Connection) -> None:
+        self.keys, self._connection = keys, connection
+
+    def add_hosts(self, hosts: Iterable[str], now: float = 0.0) -> int:
+        hosts = list(hosts)
+        return int(self._connection().call(("SADD", self.keys.hosts, *hosts))[0]) if hosts else 0
+
+    def host_count(self) -> int:
+        return int(self._connection().call(("SCARD", self.keys.hosts))[0])
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        connection = self._connection()
+        connection.write("SADD", self.keys.hosts, host)
+        if seconds is None:
+            connection.write("HDEL", self.keys.crawl_delays, host)
+        else:
+            connection.write("HSET", self.keys.crawl_delays, host, repr(float(seconds)))
+
+    def crawl_delays(self) -> dict[str, float]:
+        found = self._connection().call(("HGETALL", self.keys.crawl_delays))[0]
+        return {host.decode(): float(delay) for host, delay in found.items()}
+
+    def defer_origin(self, origin: str, reason: str, now: float) -> None:
+        self._connection().write("HSET", self.keys.deferrals, origin, f"{now!r} {reason}")
+
+    def deferrals(self) -> dict[str, tuple[str, float]]:
+        found = self._connection().call(("HGETALL", self.keys.deferrals))[0]
+        parsed = {origin.decode(): value.decode().split(" ", 1) for origin, value in found.items()}
+        return {origin: (reason, float(at)) for origin, (at, reason) in parsed.items()}
+
+    def clear_deferrals(self) -> None:
+        self._connection().write("DEL", self.keys.deferrals)
+
+
+class RedisCashTable:
+    """AOPIC's cash rows in ``P:{T}:cash`` (format: :mod:`.rows`)."""
+
+    def __init__(self, keys: Keys, connection: Connection, hashes: Hashes) -> None:
+        self.keys, self._connection, self._hashes = keys, connection, hashes
+
+    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, CashRow]:
+        if not fingerprints:
+            return {}
+        by_tag = group_by_tag(fingerprints, tag_of)
+        answers = self._hashes.read([(self.keys.cash(tag), fps) for tag, fps in by_tag.items()])
+        return {fp: unpack_cash(value) for fps, values in zip(by_tag.values(), answers)
+                for fp, value in zip(fps, values) if value is not None}
+
+    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[dict[int, CashRow], dict[int, Entry]]:
+        """The cash rows and the URL rows of the same URLs in one round trip:
+        a fetched page's links, whose cash AOPIC credits and whose rows a
+        promotion rewrites."""
+        if not fingerprints:
+            return {}, {}
+        groups = list(group_by_tag(list(dict.fromkeys(fingerprints)), tag_of).items())
+        answers = self._hashes.read([(self.keys.cash(tag), fps) for tag, fps in groups]
+                                    + [(self.keys.urls(tag), fps) for tag, fps in groups])
+        cash = {fp: unpack_cash(value) for (_, fps), values in zip(groups, answers)
+                for fp, value in zip(fps, values) if value is not None}
+        entries = {fp: unpack_entry(fp, row) for (_, fps), rows in zip(groups, answers[len(groups):])
+                   for fp, row in zip(fps, rows) if row is not None}
+        return cash, entries
+
+    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
+        writes = []
+        for tag, tagged in group_by_tag(rows, lambda row: tag_of(row[0])).items():
+            fields: list[Any] = []
+            for fp, cash, history, mark, visits in tagged:
+                fields += [fp, pack_cash(cash, history, mark, visits)]
+            writes.append((self.keys.cash(tag), fields))
+        self._hashes.write(writes)
+
+    def cash_count(self) -> int:
+        connection = self._connection()
+        keys = list(connection.scan(self.keys.cash_pattern))
+        return sum(connection.call(*[("HLEN", key) for key in keys])) if keys else 0
+
+    def cash_totals(self) -> tuple[float, float, float]:
+        connection = self._connection()
+        cash = history = mark = 0.0
+        for key in list(connection.scan(self.keys.cash_pattern)):
+            for _, value in connection.hscan(key, SCAN_BATCH):
+                row = unpack_cash(value)
+                cash, history, mark = cash + row[0], history + row[1], mark + row[2]
+        return cash, history, mark
+
+
+class RedisContentGroups:
+    """Content-seen verdicts in ``P:{T}:groups``: fingerprint -> ``"group_id,duplicate"``."""
+
+    def __init__(self, keys: Keys, connection: Connection) -> None:
+        self.keys, self._connection = keys, connection
+
+    def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
+        self._connection().write("HSET", self.keys.groups(tag_of(fingerprint)), fingerprint,
+                                 f"{group_id},{int(duplicate)}")
+
+    def content_group(self, fingerprint: int) -> int | None:
+        value = self._connection().call(("HGET", self.keys.groups(tag_of(fingerprint)), fingerprint))[0]
+        return None if value is None else int(value.split(b",")[0])

@@ -1,0 +1,292 @@
+"""The SQLite store's tables (protocols of :mod:`extensions.frontier.store`).
+
+Each works on the store's one connection (``connection`` returns it,
+raising the store's error when the store is not open) and so inside its one
+open transaction: a page's status, cash, group and queue moves commit
+together. Statuses and cash rows touched lately are answered from the
+store's :class:`~extensions.backends.sqlite.rowcache.RowCache`. The schema
+is the store's (:mod:`extensions.backends.sqlite.store`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from extensions.backends.sqlite.rowcache import RowCache
+from extensions.frontier.store import Entry, Status
+
+Connection = Callable[[], sqlite3.Connection]
+_ENTRY_COLUMNS = "fingerprint, url, host, level, priority, depth, referer, flags, extra, blob"
+_CHUNK = 500  # bound on SQL variables per statement
+_STATUSES = {int(status): status for status in Status}  # a dict look-up, not an enum call
+
+
+class SQLiteQueues:
+    """``queue_items`` rows; lengths and bounds kept in memory (:meth:`load`)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._lengths: dict[str, int] = {}
+        self._bounds: dict[str, list[int]] = {}  # queue -> [first seq, last seq]
+
+    def load(self) -> None:
+        """Read the lengths and bounds from the file (at open)."""
+        rows = self._connection().execute(
+            "SELECT queue, COUNT(*), MIN(seq), MAX(seq) FROM queue_items GROUP BY queue")
+        for name, count, first, last in rows:
+            self._lengths[name] = count
+            self._bounds[name] = [first, last]
+
+    def push(self, name: str, fingerprints: Sequence[int]) -> None:
+        if fingerprints:
+            bounds = self._bounds.setdefault(name, [1, 0])
+            start = bounds[1] + 1
+            bounds[1] += len(fingerprints)
+            self._insert(name, start, fingerprints)
+
+    def push_front(self, name: str, fingerprints: Sequence[int]) -> None:
+        if fingerprints:
+            bounds = self._bounds.setdefault(name, [1, 0])
+            bounds[0] -= len(fingerprints)
+            self._insert(name, bounds[0], fingerprints)
+
+    def _insert(self, name: str, first: int, fingerprints: Sequence[int]) -> None:
+        self._connection().executemany("INSERT INTO queue_items VALUES (?, ?, ?)",
+                                       [(name, first + i, fp) for i, fp in enumerate(fingerprints)])
+        self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
+
+    def pop(self, name: str, count: int) -> list[int]:
+        if not self._lengths.get(name):
+            return []
+        db = self._connection()
+        rows = db.execute("SELECT seq, fingerprint FROM queue_items WHERE queue=? ORDER BY seq LIMIT ?",
+                          (name, count)).fetchall()
+        if rows:
+            db.execute("DELETE FROM queue_items WHERE queue=? AND seq<=?", (name, rows[-1][0]))
+            self._bounds[name][0] = rows[-1][0] + 1
+        self._lengths[name] -= len(rows)
+        return [fp for _, fp in rows]
+
+    def length(self, name: str) -> int:
+        return self._lengths.get(name, 0)
+
+    def clear(self) -> None:
+        self._connection().execute("DELETE FROM queue_items")
+        self._lengths.clear()
+        self._bounds.clear()
+
+
+class SQLiteURLTable:
+    """``urls`` rows; the discovery counter kept in memory (:meth:`load`)."""
+
+    def __init__(self, connection: Connection, cache: RowCache) -> None:
+        self._connection, self._cache = connection, cache
+        self._seq = 0
+
+    def load(self) -> None:
+        """Read the discovery counter from the file (at open)."""
+        self._seq = self._connection().execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0]
+
+    def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
+        db = self._connection()
+        memory = self._cache.within(db)
+        result = []
+        for entry in entries:
+            self._seq += 1
+            cursor = db.execute("INSERT OR IGNORE INTO urls VALUES (?,?,?,0,?,?,?,?,?,NULL,?,?,?,?)",
+                                self._row(entry, now))
+            result.append(cursor.rowcount == 1)
+            if result[-1] and memory is not None:
+                memory.remember_status(entry.fingerprint, Status.QUEUED)
+        return result
+
+    def requeue(self, entry: Entry, now: float) -> None:
+        self._seq += 1
+        db = self._connection()
+        if (memory := self._cache.within(db)) is not None:
+            memory.remember_status(entry.fingerprint, Status.QUEUED)
+        db.execute(
+            "INSERT INTO urls VALUES (?,?,?,0,?,?,?,?,?,NULL,?,?,?,?) "
+            "ON CONFLICT (fingerprint) DO UPDATE SET url=excluded.url, "
+            "host=excluded.host, status=0, level=excluded.level, "
+            "priority=excluded.priority, depth=excluded.depth, seq=excluded.seq, "
+            "referer=excluded.referer, flags=excluded.flags, "
+            "extra=excluded.extra, blob=excluded.blob",
+            self._row(entry, now),
+        )
+
+    def _row(self, e: Entry, now: float) -> tuple:
+        return (e.fingerprint, e.url, e.host, e.level, e.priority, e.depth,
+                self._seq, now, e.referer, e.flags, e.extra, e.blob)
+
+    def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
+        db = self._connection()
+        found: dict[int, Entry] = {}
+        for i in range(0, len(fingerprints), _CHUNK):
+            chunk = fingerprints[i : i + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for row in db.execute(f"SELECT {_ENTRY_COLUMNS} FROM urls WHERE fingerprint IN ({marks})", chunk):
+                found[row[0]] = Entry(*row)
+        return found
+
+    def set_status(self, fingerprints: Iterable[int], status: Status, now: float | None = None,
+                   only_from: Status | None = None) -> None:
+        sql = "UPDATE urls SET status=?, fetched=COALESCE(?, fetched) WHERE fingerprint=?"
+        fingerprints = list(fingerprints)
+        if only_from is None:
+            rows = [(int(status), now, fp) for fp in fingerprints]
+        else:
+            sql += " AND status=?"
+            rows = [(int(status), now, fp, int(only_from)) for fp in fingerprints]
+        db = self._connection()
+        db.executemany(sql, rows)
+        if (memory := self._cache.within(db)) is not None:
+            memory.wrote_status(fingerprints, int(status), None if only_from is None else int(only_from))
+
+    def status_of(self, fingerprint: int) -> Status | None:
+        db = self._connection()
+        memory = self._cache.within(db)
+        status = None if memory is None else memory.status(fingerprint)
+        if status is None:
+            row = db.execute("SELECT status FROM urls WHERE fingerprint=?", (fingerprint,)).fetchone()
+            if row is None:
+                return None
+            status = row[0] if memory is None else memory.remember_status(fingerprint, row[0])
+        return _STATUSES[status]
+
+    def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        return self._select("SELECT fingerprint, level FROM urls WHERE status IN (0, 1) ORDER BY seq", batch)
+
+    def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        return self._select("SELECT fingerprint, level FROM urls", batch)
+
+    def _select(self, sql: str, batch: int) -> Iterator[tuple[int, int]]:
+        cursor = self._connection().cursor()
+        cursor.execute(sql)
+        while rows := cursor.fetchmany(batch):
+            yield from rows
+
+    def count_host(self, fingerprint: int, host: str) -> int:
+        lo = (fingerprint >> 40) << 40  # the host's fingerprints share their top 24 bits
+        return self._connection().execute(
+            "SELECT COUNT(*) FROM urls WHERE fingerprint BETWEEN ? AND ? AND host = ?",
+            (lo, lo + (1 << 40) - 1, host),
+        ).fetchone()[0]
+
+    def requeue_inflight(self) -> int:
+        self._cache.statuses.clear()  # a bulk update
+        return self._connection().execute("UPDATE urls SET status=0 WHERE status=1").rowcount
+
+    def count_by_status(self) -> dict[Status, int]:
+        rows = self._connection().execute("SELECT status, COUNT(*) FROM urls GROUP BY status")
+        return {Status(status): count for status, count in rows}
+
+    def take_deferred(self) -> list[int]:
+        db = self._connection()
+        fingerprints = [fp for (fp,) in db.execute("SELECT fingerprint FROM urls WHERE status=5")]
+        db.execute("UPDATE urls SET status=0 WHERE status=5")
+        self._cache.statuses.clear()  # a bulk update
+        return fingerprints
+
+
+class SQLiteHostTable:
+    """``hosts`` and ``deferrals`` rows; the host count kept in memory (:meth:`load`)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._host_count = 0
+
+    def load(self) -> None:
+        """Read the host count from the file (at open)."""
+        self._host_count = self._connection().execute("SELECT COUNT(*) FROM hosts").fetchone()[0]
+
+    def add_hosts(self, hosts: Iterable[str], now: float | None = None) -> int:
+        db = self._connection()
+        first_seen = time.time() if now is None else now
+        new = 0
+        for host in hosts:
+            new += db.execute("INSERT OR IGNORE INTO hosts VALUES (?, NULL, ?)", (host, first_seen)).rowcount
+        self._host_count += new
+        return new
+
+    def host_count(self) -> int:
+        return self._host_count
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        self.add_hosts([host])
+        self._connection().execute("UPDATE hosts SET crawl_delay=? WHERE host=?", (seconds, host))
+
+    def crawl_delays(self) -> dict[str, float]:
+        return dict(self._connection().execute(
+            "SELECT host, crawl_delay FROM hosts WHERE crawl_delay IS NOT NULL"))
+
+    def defer_origin(self, origin: str, reason: str, now: float) -> None:
+        self._connection().execute("INSERT OR REPLACE INTO deferrals VALUES (?, ?, ?)", (origin, reason, now))
+
+    def deferrals(self) -> dict[str, tuple[str, float]]:
+        rows = self._connection().execute("SELECT origin, reason, at FROM deferrals")
+        return {origin: (reason, at) for origin, reason, at in rows}
+
+    def clear_deferrals(self) -> None:
+        self._connection().execute("DELETE FROM deferrals")
+
+
+class SQLiteCashTable:
+    """``cash`` rows (AOPIC)."""
+
+    def __init__(self, connection: Connection, cache: RowCache) -> None:
+        self._connection, self._cache = connection, cache
+
+    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float, int]]:
+        db = self._connection()
+        memory = self._cache.within(db)
+        found, missing = ({}, fingerprints) if memory is None else memory.cash_rows(fingerprints)
+        for start in range(0, len(missing), _CHUNK):
+            chunk = missing[start:start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for fp, cash, history, mark, visits in db.execute(
+                f"SELECT fingerprint, cash, history, mark, visits FROM cash WHERE fingerprint IN ({marks})",
+                chunk,
+            ):
+                found[fp] = (cash, history, mark, visits)
+        if memory is not None and missing:
+            memory.read_cash(missing, found)
+        return found
+
+    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
+        db = self._connection()
+        db.executemany("INSERT OR REPLACE INTO cash VALUES (?, ?, ?, ?, ?)", rows)
+        if (memory := self._cache.within(db)) is not None:
+            memory.wrote_cash(rows)
+
+    def cash_count(self) -> int:
+        return self._connection().execute("SELECT COUNT(*) FROM cash").fetchone()[0]
+
+    def cash_totals(self) -> tuple[float, float, float]:
+        row = self._connection().execute(
+            "SELECT COALESCE(SUM(cash), 0), COALESCE(SUM(history), 0), COALESCE(SUM(mark), 0) FROM cash"
+        ).fetchone()
+        return float(row[0]), float(row[1]), float(row[2])
+
+    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
+            dict[int, tuple[float, float, float, int]], dict[int, Entry] | None]:
+        """The cash rows only: a URL row is read when needed, at no round trip's cost."""
+        return self.get_cash(fingerprints), None
+
+
+class SQLiteContentGroups:
+    """``content_groups`` rows (content-seen verdicts)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
+        self._connection().execute("INSERT OR REPLACE INTO content_groups VALUES (?, ?, ?)",
+                                   (fingerprint, group_id, int(duplicate)))
+
+    def content_group(self, fingerprint: int) -> int | None:
+        row = self._connection().execute(
+            "SELECT group_id FROM content_groups WHERE fingerprint=?", (fingerprint,)).fetchone()
+        return None if row is None else row[0]
