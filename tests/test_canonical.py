@@ -1,40 +1,22 @@
 """Canonical URLs and link resolution against the public conformance vectors
-(/work/shared/conformance, see its README) and our own cases."""
+(tests/data/conformance, sources in its SOURCE.md) and our own cases."""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extensions.urls.canonical import InvalidURL, canonicalize, host_of, resolve
-
-CONFORMANCE = Path("/work/shared/conformance")
-
-
-def load(name: str):
-    path = CONFORMANCE / name
-    if not path.exists():
-        pytest.skip(f"conformance vectors not found: {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
+from tests.conformance import vectors as load
 
 
 def _rfc3986_cases():
-    path = CONFORMANCE / "rfc3986_examples.json"
-    if not path.exists():
-        return []
-    cases = json.loads(path.read_text(encoding="utf-8"))
-    return [pytest.param(c, id=f"{c['section']}:{c['input']}") for c in cases]
+    return [pytest.param(c, id=f"{c['section']}:{c['input']}") for c in load("rfc3986_examples.json")]
 
 
 def _w3lib_cases():
-    path = CONFORMANCE / "url_normalization_w3lib.json"
-    if not path.exists():
-        return []
-    cases = json.loads(path.read_text(encoding="utf-8"))["canonicalize_url"]
+    cases = load("url_normalization_w3lib.json")["canonicalize_url"]
     return [pytest.param(c, id=f"{c['name']}:{c['input']}:{sorted(c['kwargs'])}") for c in cases]
 
 

@@ -1,7 +1,7 @@
 """Google's robots.txt test suite, black-box through ``scrapy crawl web``.
 
-Data: ``../shared/conformance/robots_google.json`` (google/robotstxt
-``robots_test.cc``; schema in ``../shared/conformance/README.md``). Every case
+Data: ``tests/data/conformance/robots_google.json`` (google/robotstxt
+``robots_test.cc``; source and schema in its ``SOURCE.md``). Every case
 with a URL and a user agent becomes its own host ``c<N>.test`` (``N``: its
 index in the file) on one loopback server (:class:`HostsServer`, a
 :class:`testweb.localserver.LocalServer`) that serves the case's robots.txt and a page without links for any other path.
@@ -39,10 +39,10 @@ from typing import Any
 
 import pytest
 
+from tests.conformance import vectors
 from testweb.crawlrun import ROOT, run_spider, run_web_crawl
 from testweb.localserver import Hit, LocalServer, Reply, Request
 
-CASES_FILE = ROOT.parent / "shared" / "conformance" / "robots_google.json"
 
 #: ID_* cases we fail on purpose, each with the RFC 9309 reason (the
 #: verdict Google's suite expects is for a URL a crawler cannot send, or
@@ -83,7 +83,7 @@ class Case:
 
 def load_cases() -> tuple[list[Case], dict[str, str]]:
     """(crawlable cases, skipped case name -> reason)."""
-    raw = json.loads(CASES_FILE.read_text(encoding="utf-8"))
+    raw = vectors("robots_google.json")
     cases, skipped = [], {}
     for index, case in enumerate(raw):
         if not case["url"]:

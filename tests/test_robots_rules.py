@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +17,7 @@ from extensions.robots.rules import (
     product_token,
 )
 from extensions.urls.canonical import canonicalize
-
-CONFORMANCE = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance"
+from tests.conformance import vectors
 
 HOST = "http://www.example.com"
 
@@ -296,16 +293,12 @@ def test_a_partial_byte_order_mark_is_skipped(prefix: bytes) -> None:
     assert not rules(text, "bot").allowed(HOST + "/x")
 
 
-# -- the conformance vectors (../shared/conformance; schema in its README)
-
-def _vectors(name: str) -> list[dict[str, Any]]:
-    return json.loads((CONFORMANCE / name).read_text(encoding="utf-8"))
-
+# -- the conformance vectors (tests/data/conformance; schemas in its SOURCE.md)
 
 #: Google ID_* cases where we follow RFC 9309 instead (NOTES-robotsconf.md).
 RFC_DEVIATIONS = {"ID_Encoding#3", "ID_Encoding#5", "ID_Encoding#6"}
-GOOGLE_RFC = [c for c in _vectors("robots_google.json") if not c["google_specific"]]
-EXTRA = [c for c in _vectors("robots_extra.json")
+GOOGLE_RFC = [c for c in vectors("robots_google.json") if not c["google_specific"]]
+EXTRA = [c for c in vectors("robots_extra.json")
          if c["name"].startswith(("rfc9309:", "google_bom:"))]
 
 
