@@ -126,8 +126,8 @@ class Frontier(BaseScheduler):
         self.unfiled = self.parts.unfiled
         self.link_record = LinkRecorder(store.links, self.stats, options.linkgraph_record)
         self.revisits = revisit_schedule  # continuous crawling (REVISIT_ENABLED), see .revisits
-        if revisit_schedule is not None:  # files due URLs at the level their importance earns
-            revisit_schedule.bind(self.dispatch, self.aopic)
+        if revisit_schedule is not None:  # files due URLs ahead of new ones
+            revisit_schedule.bind(self.dispatch)
 
     # -- construction from a crawler ----------------------------------------
     @classmethod
