@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean redis-server realweb-packages scrapy-tests
+.PHONY: setup demo test bench clean redis-server realweb-packages scrapy-tests pywb
 
 setup: $(STAMP) redis-server realweb-packages
 
@@ -19,15 +19,18 @@ redis-server:
 
 # The real-web test (tests/test_realweb_e2e.py): Debian's nginx serving
 # documentation sites from Debian's doc packages, openssl for its certificate.
+# The real-application test (tests/test_realapp_e2e.py): Debian's cgit run by
+# fcgiwrap behind that nginx, over repositories git makes at test time.
 # The report test (tests/test_report.py): Debian's chromium, run headless.
 REALWEB_PACKAGES := nginx-light openssl sphinx-doc python-django-doc nodejs-doc debian-reference-en
+REALAPP_PACKAGES := cgit fcgiwrap git
 BROWSER_PACKAGES := chromium
 realweb-packages:
-	@missing=$$(for p in $(REALWEB_PACKAGES) $(BROWSER_PACKAGES); do \
+	@missing=$$(for p in $(REALWEB_PACKAGES) $(REALAPP_PACKAGES) $(BROWSER_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	test -z "$$missing" || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
-	  { echo "could not install $$missing (needed by the real-web and report tests)" >&2; exit 1; }
+	  { echo "could not install $$missing (needed by the real-web, real-application and report tests)" >&2; exit 1; }
 
 # The virtualenv and every Python package; python3-venv from Debian if the
 # interpreter lacks it.
@@ -42,7 +45,7 @@ $(STAMP): requirements.txt setup.py
 demo: setup
 	$(PY) -m bench.demo
 
-test: setup scrapy-tests
+test: setup scrapy-tests pywb
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 # Scrapy's own tests/test_scheduler_base.py and tests/test_crawl.py, run by
@@ -65,6 +68,19 @@ $(SCRAPY_SUITE)/.ready: $(STAMP) requirements-scrapy-tests.txt
 	@mv $(SCRAPY_SUITE).tmp $(SCRAPY_SUITE) && rm -rf $(SCRAPY_SUITE).old
 
 scrapy-tests: $(SCRAPY_SUITE)/.ready
+
+# pywb for the WARC replay tests, in a virtualenv of its own
+# (requirements-pywb.txt says why); built in place (a virtualenv cannot be
+# moved), marked ready only once complete.
+PYWB_VENV := $(VENV)/pywb
+$(PYWB_VENV)/.ready: $(STAMP) requirements-pywb.txt
+	@rm -rf $(PYWB_VENV)
+	@$(PYTHON) -m venv $(PYWB_VENV)
+	@$(PYWB_VENV)/bin/python -m pip install -q --upgrade pip
+	@$(PYWB_VENV)/bin/python -m pip install -q -r requirements-pywb.txt
+	@touch $(PYWB_VENV)/.ready
+
+pywb: $(PYWB_VENV)/.ready
 
 # Benchmarks (figures in the README); extra packages only they need.
 bench: setup

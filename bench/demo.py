@@ -34,7 +34,7 @@ def demo_settings(web: TestWeb, out: Path, depth: int) -> dict[str, Any]:
 
 
 LABELS = {
-    "pages": "pages fetched", "hosts": "hosts", "errors": "errors (5xx, failures)",
+    "pages": "pages fetched", "hosts": "hosts", "errors": "errors (failures, 5xx)",
     "duplicates": "duplicate URLs", "elapsed": "time (s)", "pages_per_second": "pages/s",
 }
 
@@ -58,6 +58,10 @@ def print_report(out: Path, truth: Any, fetched: set[str]) -> None:
     lines = (out / "items.jsonl").read_text().splitlines()
     marked = sum(1 for line in lines if line and json.loads(line).get("duplicate_of"))
     near = sum(1 for line in lines if line and json.loads(line).get("near_duplicate_of"))
+    outcomes = report.get("outcomes", {})
+    print(f"  {'not errors':<24} {outcomes.get('excluded', 0)} URLs excluded by robots.txt, "
+          f"{outcomes.get('refused', 0)} refused (URL filter, traps), {outcomes.get('deferred', 0)} deferred, "
+          f"{outcomes.get('pushback', 0)} pushbacks (429/503) obeyed")
     print(f"  {'items written':<24} {items}")
     print(f"  {'ground truth':<24} {reached}/{len(expected)} reachable allowed URLs fetched "
           f"({len(set(truth.fetched) - expected)} more are trap URLs the URL filter cuts or copies "

@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from extensions import defaults
+
 
 class _StockDriver:
     """Scrapy's stock scheduler behind the frontier's driving interface."""
@@ -92,8 +94,8 @@ def _drive(args: argparse.Namespace, ours: str | None) -> dict:
     from extensions.frontier.politeness import Politeness  # noqa: PLC0415
     from extensions.frontier.scheduler import Frontier  # noqa: PLC0415
     from extensions.frontier.urlseen import BloomSeen  # noqa: PLC0415
-    from extensions.store.memory import MemoryStore  # noqa: PLC0415
-    from extensions.store.sqlite import SQLiteStore  # noqa: PLC0415
+    from extensions.backends.memory.store import MemoryStore  # noqa: PLC0415
+    from extensions.backends.sqlite.store import SQLiteStore  # noqa: PLC0415
 
     n, hosts = int(float(args.size)), args.hosts
     directory = Path(tempfile.mkdtemp(prefix="frontier-bench-", dir=args.tmpdir))
@@ -106,7 +108,7 @@ def _drive(args: argparse.Namespace, ours: str | None) -> dict:
     else:
         frontier = Frontier(store, **frontier_arguments(
             dispatch=LocalDispatch(8, args.back_queues, queue_buffer=args.buffer),
-            politeness=Politeness(), seen_cache_size=args.cache, bloom=bloom,
+            politeness=Politeness(), seen_cache_size=args.cache, bloom=bloom, host_budget=args.host_budget,
             clock=lambda: now[0], wall_clock=time.time,
         ))
         frontier.open(None)
@@ -172,6 +174,8 @@ def _parse(argv: list[str] | None = None) -> argparse.Namespace:
                         help="comma-separated: ours, stock, stock-jobdir (default ours)")
     parser.add_argument("--scheduler", default="ours", help=argparse.SUPPRESS)
     parser.add_argument("--seen", choices=["exact", "bloom"], default="exact")
+    parser.add_argument("--host-budget", type=int, default=defaults.FRONTIER_HOST_BUDGET,
+                        help="FRONTIER_HOST_BUDGET (default: the setting's default)")
     parser.add_argument("--store", choices=["sqlite", "memory"], default="sqlite")
     parser.add_argument("--seen-ops", type=int, default=100_000)
     parser.add_argument("--dequeue-ops", type=int, default=0, help="0: all")
@@ -195,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     root = Path(__file__).resolve().parents[1]
     header = f"{'scheduler':<13} {'N':>10} {'enqueue/s':>10} {'seen/s':>10} {'dequeue/s':>10} {'peak RSS MB':>12} {'DB MB':>8}"
     print(f"frontier_ops: store={args.store} seen={args.seen} hosts={args.hosts} "
-          f"buffer={args.buffer} runs={args.runs} (median)")
+          f"buffer={args.buffer} host_budget={args.host_budget} runs={args.runs} (median)")
     print(header)
     for size in args.sizes.split(","):
         for scheduler in args.schedulers.split(","):

@@ -26,7 +26,7 @@ import numpy as np
 
 from extensions.linkgraph.build import build_link_graph
 from extensions.linkgraph.graph import LinkGraph
-from extensions.store.factory import read_only_store
+from extensions.backends import read_only_store
 from testweb import WebConfig, start_testweb
 from testweb.crawlrun import run_web_crawl
 from testweb.realweb import start_realweb

@@ -54,7 +54,7 @@ def page_done_cost(pages: int = 5000, links: int = 8, repeats: int = 5) -> dict[
     from extensions.frontier.page import PageVerdict  # noqa: PLC0415
     from extensions.frontier.prioritizer import CashPrioritizer  # noqa: PLC0415
     from extensions.frontier.scheduler import Frontier  # noqa: PLC0415
-    from extensions.store.sqlite import SQLiteStore  # noqa: PLC0415
+    from extensions.backends.sqlite.store import SQLiteStore  # noqa: PLC0415
 
     verdicts = [PageVerdict(f"http://h{i % 200}.test/p/{i}.html",
                             [f"http://h{(i + k * 7) % 200}.test/p/{i * 3 + k}.html" for k in range(links)])

@@ -35,8 +35,8 @@ from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import frontier_arguments
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
-from extensions.store.redis import RedisStore
-from extensions.store.redis_bloom import BloomLayout
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.bloom import BloomLayout
 from testweb.redisserver import RedisServer
 
 

@@ -3,7 +3,7 @@
     python -m bench.redis_parking --urls 2000 --runs 3
 
 One host's back queue on a fresh ``redis-server`` (started here, loopback),
-drained by :meth:`~extensions.frontier.leases.HostLeases.take` and
+drained by :meth:`~extensions.backends.redis.leases.HostLeases.take` and
 ``finish``; microseconds per URL handed out, median of ``--runs``:
 
 * ``no holds`` -- the everyday take (no held origin: nothing to compare);
@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.frontier.leases import HostLeases
-from extensions.store.base import Entry, Status
-from extensions.store.redis import RedisStore
+from extensions.backends.redis.leases import HostLeases
+from extensions.frontier.store import Entry, Status
+from extensions.backends.redis.store import RedisStore
 from testweb.redisserver import RedisServer
 
 

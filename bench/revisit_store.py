@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.store.base import RevisitRecord
-from extensions.store.memory import MemoryStore
-from extensions.store.redis import RedisStore
-from extensions.store.redis_revisits import pack_record
-from extensions.store.sqlite import SQLiteStore
+from extensions.frontier.store import RevisitRecord
+from extensions.backends.memory.store import MemoryStore
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.revisits import pack_record
+from extensions.backends.sqlite.store import SQLiteStore
 from testweb.redisserver import RedisClusterServers, RedisServer
 
 NOW = 1_750_000_000.0

@@ -2,7 +2,7 @@
 
 The same logical workload runs on two stores behind one interface:
 
-* ``sqlite``: :class:`extensions.store.sqlite.SQLiteStore` itself (WAL,
+* ``sqlite``: :class:`extensions.backends.sqlite.store.SQLiteStore` itself (WAL,
   ``synchronous=NORMAL``, 64 MB cache, ``mmap_size=0``, one open transaction
   committed at each checkpoint), so the real store's statements are measured;
 * ``lmdb``: :class:`LMDBStore` below (py-lmdb; ``requirements-bench.txt``):
@@ -58,7 +58,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from extensions.store.base import Entry, Status
+from extensions.frontier.store import Entry, Status
 
 CANDIDATES = ("sqlite", "lmdb")
 FRONT_QUEUES = 8
@@ -229,7 +229,7 @@ def _entries(start: int, stop: int, hosts: int) -> list[Entry]:
 
 def _open(candidate: str, directory: Path):  # noqa: ANN202
     if candidate == "sqlite":
-        from extensions.store.sqlite import SQLiteStore  # noqa: PLC0415
+        from extensions.backends.sqlite.store import SQLiteStore  # noqa: PLC0415
 
         store = SQLiteStore(directory / "frontier.sqlite3")
         store.open()

@@ -53,6 +53,10 @@ class PageItem(scrapy.Item):
     # int | None, set by ContentSeenPipeline: the page's similar-content group
     # (an exact copy: its original's; None: not judged), for the frontier's URL database
     content_group = scrapy.Field(internal=True)
+    # float in 0..1, set by extensions.pipelines.hostyield.HostYieldPipeline:
+    # the share of the page's AOPIC cash (after the tax) its outlinks get,
+    # the yield of its host (absent: all of it)
+    credit_share = scrapy.Field(internal=True)
     # str | None: the response's ETag and Last-Modified exactly as sent (None:
     # none, or malformed and counted), on the item of every 2xx and of a 304
     # (which may carry them: None there means keep the stored ones); for the

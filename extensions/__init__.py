@@ -4,3 +4,5 @@ Importable on its own; every component is switched on by
 :class:`extensions.addon.WebcrawlerAddon` and configured by the defaults in
 :mod:`extensions.defaults`.
 """
+
+__version__ = "0.1.0"

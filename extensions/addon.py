@@ -34,6 +34,9 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # beside the downloader, after RetryMiddleware (550): it sees every
         # attempt's connection failure first
         "extensions.breaker.CircuitBreakerMiddleware": 560,
+        # before RetryMiddleware (550) in the response's path: a 429 or 503
+        # pauses the origin and goes back to the frontier, no retry spent
+        "extensions.pushback.PushbackMiddleware": 555,
         # Scrapy's meta-refresh redirects at its place (580), skipped for a
         # response whose bytes cannot declare one (see REPLACEMENTS)
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
@@ -47,8 +50,13 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     # links: last, after every pipeline that judges the page
     "ITEM_PIPELINES": {
         "extensions.pipelines.contentseen.ContentSeenPipeline": 300,
+        # after the content-seen verdicts: host yield (credit share, low-yield stop)
+        "extensions.pipelines.hostyield.HostYieldPipeline": 400,
         # trap signals on the links, before AOPIC credits them
         "extensions.urls.traps.TrapFilter": 800,
+        # a page's outlinks for the WARC metadata records (WARC_OUTLINKS), as
+        # LinkScheduler will get them
+        "extensions.output.outlinks.OutlinksAnnouncer": 850,
         "extensions.pipelines.links.LinkScheduler": 900,
         # after every other: internal item fields never reach a feed
         "extensions.pipelines.internal.InternalFields": 1000,
@@ -62,7 +70,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.collector.CollectorTuning": 500,
         "extensions.output.warc.WarcWriter": 500,
         # seeds pushed to Redis (FRONTIER_BACKEND = "redis" only)
-        "extensions.seedqueue.RedisSeeds": 500,
+        "extensions.backends.redis.seeds.RedisSeeds": 500,
         # Prometheus /metrics (METRICS_PORT; off by default)
         "extensions.metrics.MetricsExporter": 500,
         # REPORT_DIR set only: index.html and plots, refreshed during the crawl

@@ -1,30 +1,18 @@
 """Python's cyclic garbage collector tuned for a long crawl.
 
-CPython's collector runs a young collection every 700 net allocations of
-container objects and, now and then, a full one that walks every tracked
-object in the process. A crawl allocates thousands of objects per page and
-keeps tens of thousands alive at startup (Scrapy, Twisted, lxml and our
-modules, classes and functions) that will never be garbage: each full
-collection walks them all again. Most of a page's objects are freed by
-reference counting anyway; the collector is only needed for cycles
-(Twisted failures, deferred chains).
+The objects alive at startup (Scrapy, Twisted, lxml, our modules) are
+never garbage, yet each full collection walks them again; most of a page's
+objects are freed by reference counting, the collector is needed only for
+cycles. :class:`CollectorTuning`, when the engine starts:
 
-:class:`CollectorTuning`, when the engine starts (after the spider, the
-scheduler and every component have opened):
-
-* collects once, then moves every surviving object into the collector's
-  permanent generation (:func:`gc.freeze`, ``GC_FREEZE``), so later
-  collections no longer walk the startup objects;
+* collects once, then moves every surviving object into the permanent
+  generation (:func:`gc.freeze`, ``GC_FREEZE``);
 * sets the collection thresholds to ``GC_THRESHOLD`` (young generation
-  size, then the two older generations' counts), so a young collection
-  happens after thousands of allocations rather than hundreds and fewer
-  short-lived objects (a request in flight) are promoted to the older
-  generations.
+  size, then the two older generations' counts).
 
-Cyclic garbage is still collected, only in larger batches. When the engine
-stops the thresholds are put back and the startup objects unfrozen (the last
-crawl of a process to stop does it, when several run in one). The
-collector's work during the crawl is counted in the stats:
+Cyclic garbage is still collected, in larger batches. When the engine stops
+the thresholds are put back and the startup objects unfrozen (by the last
+crawl of the process to stop, when several run in one). Stats:
 ``gc/collections/<generation>``, ``gc/collected`` (unreachable objects
 freed) and ``gc/frozen`` (objects frozen at start).
 """

@@ -90,7 +90,7 @@ TAG_COUNTER_MAX_TAGS = 50
 
 # --- Content-seen (extensions.pipelines.contentseen) ------------------------
 CONTENTSEEN_ENABLED = True
-CONTENTSEEN_BACKEND = "auto"  # "sqlite" (JOBDIR), "redis" (REDIS_URL, shared); auto: redis with FRONTIER_BACKEND=redis
+CONTENTSEEN_BACKEND = "auto"  # a backend alias ("sqlite", "redis") or class path; auto: FRONTIER_BACKEND's
 CONTENTSEEN_FLUSH_INTERVAL = 5.0  # seconds between commits of the fingerprint sets
 CONTENTSEEN_FOLLOW_NEAR_DUPLICATES = True  # follow the links of near-duplicates
 CONTENTSEEN_MAX_TEXT_BYTES = 1024 * 1024  # text (simhash, normalised fingerprint) from at most this
@@ -104,6 +104,18 @@ CONTENTSEEN_REDIS_IO_THREAD = True  # redis backend: the round trips in a worker
 CONTENTSEEN_SQLITE_CACHE_KIB = 2048  # SQLite page cache of each of the two sets (the OS caches the rest)
 
 
+# --- Host yield (extensions.pipelines.hostyield) ----------------------------
+# Per host, the share of its last HOST_YIELD_WINDOW pages (2xx) that were
+# neither exact nor near duplicates: its pages pass on that share of their
+# AOPIC cash, and below HOST_YIELD_THRESHOLD the host's origins are deferred
+# (reason low-yield), so a crawl of an endless URL space ends. Chosen from
+# bench/host_yield.py on the real-web and real-application sites (README).
+HOST_YIELD_ENABLED = True
+HOST_YIELD_MAX_HOSTS = 65536  # hosts whose window is kept (LRU)
+HOST_YIELD_THRESHOLD = 0.4  # stop a host whose yield falls below this share (0: never)
+HOST_YIELD_WINDOW = 100  # pages (errors left out; this many errors in a row: no yield)
+
+
 # --- Circuit breaker (extensions.breaker) -----------------------------------
 # Per origin: consecutive connection failures open it; the frontier parks the
 # origin's URLs, probes it again later, and defers it after the last probe.
@@ -112,6 +124,22 @@ CIRCUIT_BREAKER_FAILURES = 5  # consecutive connection failures (each attempt co
 CIRCUIT_BREAKER_RETRY_DELAY = 10.0  # seconds the first time; doubles with each failed probe
 CIRCUIT_BREAKER_RETRY_MAX_DELAY = 300.0
 CIRCUIT_BREAKER_RETRY_TIMES = 5  # failed probes before the origin's URLs are deferred for the run
+
+
+# --- Pushback (extensions.pushback) ----------------------------------------
+# A 429 or 503 pauses its origin (every process on Redis) for its Retry-After
+# or a back-off; the URL is fetched again after the pause, no retry spent.
+# A host that keeps pushing back gets a wider politeness delay for the crawl.
+PUSHBACK_ENABLED = True
+PUSHBACK_BACKOFF_DELAY = 10.0  # pause without a Retry-After; doubles with each pushback in a row
+PUSHBACK_HOST_DELAY = 2.0  # the host's delay once PUSHBACK_WIDEN_AFTER of its URLs pushed back
+PUSHBACK_HOST_DELAY_FACTOR = 2.0  # that delay multiplied by this at each further URL
+PUSHBACK_HOST_MAX_DELAY = 60.0  # cap of the widened delay (as ROBOTSTXT_MAX_CRAWL_DELAY)
+PUSHBACK_MAX_DELAY = 600.0  # cap of one pause (a longer Retry-After is cut to this)
+PUSHBACK_MAX_PER_URL = 3  # pushbacks of one URL in a row obeyed; the next answer goes to the spider, not retried
+PUSHBACK_RETRY_TIMES = 8  # pushbacks in a row (no other answer between) before the origin is deferred
+PUSHBACK_STATUSES = [429, 503]
+PUSHBACK_WIDEN_AFTER = 2  # URLs of a host that pushed back before its politeness delay widens
 
 
 # --- DNS (extensions.dns) --------------------------------------------------
@@ -149,8 +177,11 @@ PROGRESS_REPORT_FILE = ""  # JSON report written at spider_closed; empty: none
 
 # --- WARC output (extensions.output.warc) -----------------------------------
 WARC_DIR = ""  # empty: WARC output off
+WARC_CDXJ = True  # a sorted CDXJ index (pywb, OutbackCDX) next to each WARC file, written as it is closed
 WARC_MAX_SIZE = 1024**3  # bytes; start a new file once exceeded
+WARC_OUTLINKS = False  # a metadata record per page with its outlinks (Heritrix's "outlink:" lines)
 WARC_PREFIX = "webcrawler"
+WARC_REVISITS = True  # revisit records for archived payloads and 304s (JOBDIR/warc-archive.sqlite3, or Redis)
 
 
 # --- Frontier ---------------------------------------------------------------
@@ -164,17 +195,20 @@ FRONTIER_AOPIC = True  # AOPIC cash decides priority (extensions.aopic.ledger)
 FRONTIER_AOPIC_INITIAL_CASH = 1.0  # cash of each seed
 FRONTIER_AOPIC_REVISITS = 0  # OPIC passes: fetch each page up to 1 + this many times
 FRONTIER_AOPIC_TAX = 0.1  # share of a fetched page's cash that goes to Lambda
-FRONTIER_BACKEND = "sqlite"  # or "redis" (REDIS_URL) or "memory": the one setting that chooses the store
+FRONTIER_BACKEND = "sqlite"  # "redis" (REDIS_URL), "memory", or a backend class path (extensions.backends)
 FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's advice)
 FRONTIER_BLOOM_ERROR_RATE = 0.001
 FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000
 FRONTIER_CHECKPOINT_INTERVAL = 5.0  # seconds between checkpoints (commit, Bloom filter file, gauges)
 FRONTIER_DISTRIBUTED = True  # redis backend: processes on one REDIS_URL and prefix share the frontier
 FRONTIER_FRONT_QUEUES = 8
-FRONTIER_HOST_BUDGET = 0  # most URLs accepted per host (a trap defence); 0: unlimited
+# most URLs accepted per host, a backstop for what host yield cannot judge (a
+# host whose every page is new); 0: unlimited. ~100 x the largest real site of
+# the tests (README, "Traps and endless sites")
+FRONTIER_HOST_BUDGET = 100_000
 FRONTIER_IDLE_CLOSE = 30.0  # seconds with nothing but held origins' URLs left: defer them, close
 FRONTIER_FRONT_QUEUE_WEIGHTS: list[int] = []  # empty: level i weighs i + 1
-# Host leases of a shared frontier (extensions/frontier/distributed.py):
+# Host leases of a shared frontier (extensions/backends/redis/distributed.py):
 FRONTIER_LEASE_MAX_LATENESS = 1.0  # seconds a held host may wait past its due time before it is given away
 FRONTIER_LEASE_POLL_INTERVAL = 0.1  # seconds between host-heap polls of a process with room and nothing to do
 FRONTIER_LEASE_TTL = 10.0  # seconds a killed process's hosts stay locked (renewed every third)
@@ -185,7 +219,7 @@ FRONTIER_RECORD_REFUSALS = True  # a URL refused by a filter, the host budget or
 FRONTIER_REDIS_BLOOM_CAPACITY = 10_000_000  # URLs the shared Bloom filter is sized for (it grows beyond)
 FRONTIER_REDIS_BLOOM_ERROR_RATE = 0.001  # new URLs taken for seen (never crawled), at most
 FRONTIER_REDIS_IO_THREAD = True  # distributed: the per-page Redis commands in a worker thread (the reactor does not wait)
-FRONTIER_REDIS_PREFIX = "web"  # keys web:... (one crawl per prefix; see extensions/store/redis_keys.py)
+FRONTIER_REDIS_PREFIX = "web"  # keys web:... (one crawl per prefix; see extensions/backends/redis/keys.py)
 FRONTIER_REDIS_RETRIES = 6  # a failing Redis call is retried this often (back-off to 2 s), each logged
 FRONTIER_REDIS_TIMEOUT = 10.0  # seconds to connect and per command
 FRONTIER_REFILL_BUDGET = 1024  # front-to-back moves per scheduler call
@@ -194,7 +228,7 @@ FRONTIER_SEEN_CACHE_SIZE = 65536  # popular fingerprints kept in memory
 FRONTIER_SQLITE_CACHE_MB = 64
 FRONTIER_WRITE_AHEAD = True  # commit the URL database before a handed-out request can reach the network (once per reactor turn): a kill refetches only requests in flight
 # scrapy-redis' names, same meanings, for FRONTIER_BACKEND = "redis":
-MAX_IDLE_TIME_BEFORE_CLOSE = 0  # seconds a process waits for pushed seeds (see extensions/seedqueue.py)
+MAX_IDLE_TIME_BEFORE_CLOSE = 0  # seconds a process waits for pushed seeds (see extensions/backends/redis/seeds.py)
 REDIS_START_URLS_AS_SET = False  # seeds pushed with SADD rather than LPUSH
 REDIS_START_URLS_BATCH_SIZE = 16  # seeds popped per poll
 REDIS_START_URLS_KEY = "%(name)s:start_urls"  # redis-cli lpush web:start_urls URL

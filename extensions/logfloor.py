@@ -1,13 +1,8 @@
 """Scrapy's per-request debug records not built when no handler would emit them.
 
-Scrapy's engine and scraper log every response ("Crawled (200) ...") and
-every item ("Scraped from ...") at ``DEBUG``. Scrapy's root handler has the
-``LOG_LEVEL`` level, but the ``scrapy`` logger itself is left at ``NOTSET``,
-so with ``LOG_LEVEL = "INFO"`` each of those calls still builds a
-``LogRecord`` (frame lookup, time, thread and process names) that every
-handler then drops: two records per page for nothing.
-
-:class:`LogLevelFloor` raises the ``scrapy`` logger's level to the lowest
+Scrapy logs every response and item at ``DEBUG`` and leaves the ``scrapy``
+logger at ``NOTSET``, so with ``LOG_LEVEL = "INFO"`` each call still builds
+a ``LogRecord`` that every handler drops. :class:`LogLevelFloor` raises the ``scrapy`` logger's level to the lowest
 level of the handlers a record of it can reach (the logger's own and its
 ancestors', as ``Logger.callHandlers`` walks them) when the engine starts, and
 puts the old level back when it stops. A record below that floor was never

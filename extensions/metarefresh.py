@@ -1,19 +1,13 @@
 """Scrapy's meta-refresh redirects, after a look at the undecoded bytes.
 
-Scrapy's ``MetaRefreshMiddleware`` decodes the first 4096 characters of
-every HTML response and resolves its base URL before w3lib looks for a
-``<meta http-equiv="refresh">``; most pages declare none, and the spider
-itself reads the bytes. w3lib only ever follows a ``<meta>`` tag whose
-attributes spell ``refresh`` (any case, no character references), so a
-document in an encoding that writes ASCII as its own bytes cannot declare
-one unless those seven letters are among its first bytes.
-
-:class:`MetaRefreshMiddleware` returns such a response as it is when the
-first :data:`SCAN_BYTES` bytes (at least 4096 characters in any of those
-encodings) do not contain them, and hands every other response to Scrapy's
-middleware, which decides as it always does. Same settings
-(``METAREFRESH_ENABLED``, ``METAREFRESH_IGNORE_TAGS``,
-``METAREFRESH_MAXDELAY``), same redirects; it takes Scrapy's place (580).
+w3lib only follows a ``<meta>`` tag whose attributes spell ``refresh`` (any
+case, no character references), so a document in an encoding that writes
+ASCII as its own bytes cannot declare one unless those seven letters are
+among its first bytes. :class:`MetaRefreshMiddleware` returns such a
+response as it is when its first :data:`SCAN_BYTES` bytes do not contain
+them (sparing Scrapy's decoding of every page), and hands every other
+response to Scrapy's middleware. Same settings (``METAREFRESH_*``), same
+redirects; it takes Scrapy's place (580).
 """
 
 from __future__ import annotations

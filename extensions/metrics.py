@@ -53,7 +53,7 @@ class MetricsExporter:
     def from_crawler(cls, crawler: Crawler) -> Self:
         port = crawler.settings.getint("METRICS_PORT", defaults.METRICS_PORT)
         if port == 0:
-            raise NotConfigured("METRICS_PORT is 0")
+            raise NotConfigured
         if not 0 < port < 65536:
             raise ValueError(f"METRICS_PORT={port!r}: must be a TCP port (1-65535), or 0 for no metrics")
         host = crawler.settings.get("METRICS_HOST", defaults.METRICS_HOST)

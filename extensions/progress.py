@@ -15,8 +15,16 @@ Definitions:
   ``/robots.txt`` with meta ``dont_obey_robotstxt``); a robots.txt a spider
   asks for itself is a page.
 * hosts: distinct host names among those pages.
-* errors: ``downloader/exception_count`` (failed fetches) plus pages with
-  status >= 500.
+* errors: fetches that failed (``downloader/exception_count``, less the
+  requests a middleware refused with ``IgnoreRequest``: robots.txt, holds,
+  the address policy) plus pages with status >= 500 (less the 5xx answers
+  obeyed as pushback, ``pushback/status/5xx``).
+* outcomes (the crawl's decisions, not errors; the report's ``outcomes``
+  and the summary line): URLs excluded by robots.txt (``frontier/excluded``),
+  refused by the URL filter, the trap filter, the host budget or the address
+  policy (``frontier/refused``), deferred (``frontier/deferred``), requests
+  refused before a fetch (``IgnoreRequest``: robots.txt, holds, deferrals)
+  and pushbacks obeyed (``pushback/responses``).
 * duplicates: ``dupefilter/filtered`` + ``frontier/duplicates`` +
   ``contentseen/duplicates``, those present.
 * queue: ``len()`` of the engine's scheduler, or ``null`` if it has none.
@@ -48,6 +56,24 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DUPLICATE_STATS = ("dupefilter/filtered", "frontier/duplicates", "contentseen/duplicates")
+IGNORED = "downloader/exception_type_count/scrapy.exceptions.IgnoreRequest"
+#: report key -> stat: what the crawl decided, counted apart from the errors
+OUTCOMES = {"excluded": "frontier/excluded", "refused": "frontier/refused", "deferred": "frontier/deferred",
+            "requests_refused": IGNORED, "pushback": "pushback/responses"}
+PUSHBACK_STATUS = "pushback/status/"
+
+
+def error_count(stats: dict[str, Any], server_errors: int) -> int:
+    """Failed fetches and 5xx answers, the crawl's decisions left out (see the module doc)."""
+    failed = stats.get("downloader/exception_count", 0) - stats.get(IGNORED, 0)
+    pushed_back = sum(value for key, value in stats.items()
+                      if key.startswith(PUSHBACK_STATUS) and key[len(PUSHBACK_STATUS):].startswith("5"))
+    return failed + server_errors - pushed_back
+
+
+def outcomes(stats: dict[str, Any]) -> dict[str, int]:
+    """The crawl's decisions by kind (:data:`OUTCOMES`)."""
+    return {name: int(stats.get(key, 0)) for name, key in OUTCOMES.items()}
 
 
 def is_robots_fetch(request: Request) -> bool:
@@ -121,16 +147,14 @@ class ProgressReporter:
         self.pages += 1
         if response.status >= 500:
             self.server_errors += 1
-        # the request's URL was parsed and cached when it was scheduled; the
-        # response's (the same URL, unless a middleware swapped the response)
-        # would be parsed again for every page
+        # the request's URL is parsed and cached already; the response's would be parsed again
         host = urlparse_cached(request if request.url == response.url else response).hostname
         if host:
             self.hosts.add(host)
 
     @property
     def errors(self) -> int:
-        return self.stats.get_value("downloader/exception_count", 0) + self.server_errors
+        return error_count(self.stats.get_stats(), self.server_errors)
 
     def log_progress(self) -> None:
         now = self.clock()
@@ -156,10 +180,13 @@ class ProgressReporter:
         if self.task is not None and self.task.running:
             self.task.stop()
         report = self.report(reason)
+        done = report["outcomes"]
         logger.info("Finished (%s): %d pages in %.1f s (%.1f pages/s), %d hosts, %d errors, "
-                    "%d duplicates, queue %s", reason, report["pages"], report["elapsed"],
+                    "%d duplicates, queue %s; not errors: %d URLs excluded by robots.txt, %d refused, "
+                    "%d deferred, %d pushbacks obeyed", reason, report["pages"], report["elapsed"],
                     report["pages_per_second"], report["hosts"], report["errors"],
-                    report["duplicates"], report["queue"])
+                    report["duplicates"], report["queue"], done["excluded"], done["refused"],
+                    done["deferred"], done["pushback"])
         for origin, why in sorted(report["deferred"].items()):
             logger.warning("Deferred (retried first when resumed): %s: %s", origin, why)
         if self.report_file is not None:
@@ -175,6 +202,7 @@ class ProgressReporter:
             "pages": self.pages,
             "hosts": len(self.hosts),
             "errors": self.errors,
+            "outcomes": outcomes(self.stats.get_stats()),
             "duplicates": sum(self.stats.get_value(key, 0) for key in DUPLICATE_STATS),
             "elapsed": round(now - self.started, 3),
             "pages_per_second": round(self.overall_rate(now), 3),

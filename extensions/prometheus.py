@@ -18,8 +18,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from extensions.frontier.gauges import CRAWL_WIDE_STATS
+from extensions.progress import IGNORED
 
 PREFIX = "webcrawler_"
+IGNORED_TYPE = IGNORED.rsplit("/", 1)[1]  # a refusal: an outcome, not an error
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ SINGLE = (
     Single("aopic_lambda_cash", "gauge", "aopic/lambda_cash", "AOPIC cash held by the virtual page Lambda"),
     Single("aopic_pages_with_cash", "gauge", "aopic/pages_with_cash", "Pages holding AOPIC cash"),
     Single("robotstxt_cache_size", "gauge", "robotstxt/cache_size", "robots.txt files cached"),
+    Single("hostyield_stopped_hosts", "counter", "hostyield/stopped_hosts",
+           "Hosts stopped for low yield (their origins deferred)"),
     Single("revisit_scheduled", "gauge", "revisit/scheduled", "URLs on the re-visit schedule"),
     Single("revisit_due_now", "gauge", "revisit/due_now", "URLs due for a re-visit now"),
     Single("revisit_freshness", "gauge", "revisit/freshness", "Estimated share of fresh copies"),
@@ -81,6 +85,19 @@ SINGLE = (
            "When webcrawler_frontier_urls was counted (Unix time)"),
     Single("redis_memory_bytes", "gauge", "frontier/redis_memory_bytes", "Memory used by the crawl's Redis"),
     Single("redis_known_urls", "gauge", "frontier/redis_known_urls", "URLs known to the crawl's Redis"),
+    # the crawl's decisions, not errors
+    Single("requests_refused", "counter", IGNORED,
+           "Requests a middleware refused before a fetch (robots.txt, holds, address policy): outcomes, not errors"),
+    Single("pushback_pause_seconds", "counter", "pushback/pause_seconds",
+           "Seconds of origin pauses ordered by 429/503 answers (their sum)"),
+    Single("pushback_hosts_slowed", "counter", "pushback/hosts_slowed",
+           "Hosts whose politeness delay was widened after repeated pushback"),
+    Single("pushback_host_delay_max_seconds", "gauge", "pushback/host_delay_max",
+           "The widest politeness delay pushback gave a host"),
+    Single("pushback_handed_on", "counter", "pushback/handed_on",
+           "Answers of URLs past PUSHBACK_MAX_PER_URL, handed to the spider (not retried)"),
+    Single("pushback_origins_deferred", "counter", "pushback/deferred",
+           "Origins deferred for the run after PUSHBACK_RETRY_TIMES pushbacks in a row"),
 )
 
 HOST_STATES = {"back_queues": "active", "held_origins": "held", "deferred_origins": "deferred"}
@@ -94,7 +111,10 @@ LABELLED = (
     Labelled("responses", "counter", "downloader/response_status_count/", "status_class",
              "Responses downloaded, by status class", rename=status_class),
     Labelled("request_errors", "counter", "downloader/exception_type_count/", "kind",
-             "Requests that ended in an exception, by exception type"),
+             "Requests that failed with an exception, by exception type (refusals: requests_refused)",
+             rename=lambda kind: None if kind == IGNORED_TYPE else kind),
+    Labelled("pushback_responses", "counter", "pushback/status/", "status",
+             "Answers obeyed as pushback (their origin paused, the URL fetched again), by status"),
     Labelled("frontier_outcomes", "counter", "frontier/", "status",
              "URLs this process brought to a final status", rename=only(OUTCOMES)),
     Labelled("frontier_hosts", "gauge", "frontier/", "state",
@@ -105,6 +125,8 @@ LABELLED = (
     Labelled("dns_events", "counter", "dns/", "event", "DNS outcomes"),
     Labelled("contentseen_pages", "counter", "contentseen/", "verdict", "Content-seen verdicts",
              rename=only(VERDICTS)),
+    Labelled("hostyield_pages", "counter", "hostyield/", "kind", "Pages judged by host yield",
+             rename=only({"new": "new", "old": "old", "errors": "error"})),
     Labelled("revisit_events", "counter", "revisit/", "event", "Re-visit outcomes",
              rename=only({"changed": "changed", "unchanged": "unchanged", "gone": "gone", "due": "due"})),
 )

@@ -8,10 +8,10 @@ other name to an inner resolver (``DNS_HOSTS_FALLBACK_RESOLVER``, by default
 Scrapy's ``CachingThreadedResolver`` with its ``DNSCACHE_ENABLED``,
 ``DNSCACHE_SIZE`` and ``DNS_TIMEOUT`` meanings).
 
-The project's own ``TWISTED_DNS_RESOLVER`` is now
-:class:`extensions.dns.resolver.CachingResolver`, which reads ``DNS_HOSTS``
-itself through :class:`HostsTable`; this class remains for putting the
-overrides in front of any other resolver (stock Scrapy runs use it).
+The add-on's ``TWISTED_DNS_RESOLVER``,
+:class:`extensions.dns.resolver.CachingResolver`, reads ``DNS_HOSTS`` itself
+through :class:`HostsTable`; this class puts the overrides in front of any
+other resolver (stock Scrapy runs use it).
 
 Scrapy's HTTP/1.1 handler connects with ``reactor.connectTCP(hostname, ...)``,
 which resolves through the installed ``IResolverSimple``; that path opens an

@@ -15,13 +15,17 @@ host_assigned = object()
 #: is unreachable, or its circuit breaker tripped. The frontier parks its
 #: URLs (never the host's other origins) until ``delay`` seconds from now;
 #: a request of that origin refused meanwhile goes back to the frontier.
-#: Arguments: ``origin``, ``delay``, ``reason``, and ``request``: the request
-#: being refused for it, if any (it goes back to its queue, never failed).
+#: Arguments: ``origin``, ``delay``, ``reason``, ``request``: the request
+#: being refused for it, if any (it goes back to its queue, never failed),
+#: and ``wait_out`` (optional): the hold ends by itself (a pushback's
+#: Retry-After or back-off), so a crawl with nothing else to do waits for it
+#: instead of deferring the origin (``FRONTIER_IDLE_CLOSE``).
 origin_held = object()
 
-#: An origin stays uncrawlable after its bounded retries: its URLs become
-#: ``deferred`` in the URL database with ``reason`` and are not fetched again
-#: in this run (a resumed crawl retries them first).
+#: An origin stays uncrawlable after its bounded retries, or is not worth
+#: crawling on (its host's yield of new content fell too low: ``"low-yield"``):
+#: its URLs become ``deferred`` in the URL database with ``reason`` and are
+#: not fetched again in this run (a resumed crawl retries them first).
 #: Arguments: ``origin``, ``reason``.
 origin_deferred = object()
 
@@ -48,3 +52,17 @@ robots_rules_parsed = object()
 #: frees its host at once, without a politeness gap, since nothing was
 #: fetched. Arguments: ``request``, ``reason``.
 request_excluded = object()
+
+#: A host keeps asking the crawler to slow down (429 or 503 answers, see
+#: :mod:`extensions.pushback`): for the rest of the crawl the frontier waits
+#: at least ``delay`` seconds between the end of one fetch of the host and
+#: the start of the next (a longer gap it already keeps stays).
+#: Arguments: ``origin`` (``scheme://host[:port]``), ``delay``.
+politeness_widened = object()
+
+#: A page's outlinks are known: the links that passed the URL and trap
+#: filters, in document order, as the frontier will get them. The WARC
+#: writer records them in a ``metadata`` record (``WARC_OUTLINKS``).
+#: Arguments: ``url`` (the page's final URL, the response's), ``links``,
+#: ``via`` (the page's referrer, or None), ``depth``.
+page_outlinks = object()

@@ -1,16 +1,11 @@
 """The crawl's stats collector (``STATS_CLASS``, set by the add-on).
 
 :class:`DirectStatsCollector` is Scrapy's ``MemoryStatsCollector`` with the
-same keys, values and dump, minus one cost. Scrapy 2.19's ``StatsCollector``
-overrides ``__getattribute__`` to hand out its stats methods wrapped in a
-check that warns about a deprecated ``spider`` argument: every
-``stats.inc_value(...)`` then runs ``__getattribute__`` twice (the method,
-then ``self._stats`` inside it) and the wrapper's argument check. A crawl
-makes about two dozen stats calls per page (Scrapy's downloader and core
-stats, the frontier, the pipelines), so the wrapper is a measurable share of
-the per-page CPU. Here attribute access is Python's own, and the frequent
-methods check for a ``spider`` argument inline, so a caller passing one is
-still warned.
+same keys, values and dump, without Scrapy 2.19's ``__getattribute__``
+override that wraps every stats method in a check for the deprecated
+``spider`` argument (stats are called many times per page). The methods
+check for a ``spider`` argument inline, so a caller passing one is still
+warned.
 """
 
 from __future__ import annotations

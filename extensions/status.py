@@ -1,7 +1,7 @@
 """The status of a running or finished crawl, read from its store: :class:`CrawlStatus`.
 
 :func:`collect` builds one snapshot from a store opened read-only
-(:func:`extensions.store.factory.read_only_store`), so a running crawl is
+(:func:`extensions.backends.read_only_store`), so a running crawl is
 not disturbed; ``scrapy crawlstatus`` (:mod:`crawler.commands.crawlstatus`)
 prints it as one screen (:func:`render`) or as JSON (:func:`as_json`).
 
@@ -21,8 +21,11 @@ Where each part comes from:
 * Held origins: kept in the store only by the multi-process Redis frontier
   (``held`` is None elsewhere); deferred origins: ``store.hosts.deferrals()``.
 * Re-visit schedule: ``store.revisits.counts()`` and ``next_due()``.
-* Last errors: failed and refused rows, newest first (a refusal keeps its
-  reason; a failed row keeps none: the error kinds are in the crawl's stats).
+* Last errors: failed rows, newest first (a failed row keeps no reason: the
+  error kinds are in the crawl's stats).
+* Last refusals: refused rows (URL filter, trap filter, host budget, address
+  policy; each keeps its reason) and excluded rows (robots.txt), newest
+  first: the crawl's decisions, outcomes, not errors.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from extensions.store.base import HELD_META, FrontierStore, Status
+from extensions.frontier.store import HELD_META, FrontierStore, Status, URLEvent
 
 RECENT_SECONDS = 60.0  # the window of the recent rate
 
@@ -78,7 +81,7 @@ class OriginNote:
 
 @dataclass(frozen=True)
 class URLError:
-    """A failed or refused URL row."""
+    """A failed URL row (an error), or a refused or excluded one (an outcome)."""
 
     url: str
     status: str
@@ -101,13 +104,15 @@ class CrawlStatus:
     held: list[OriginNote] | None  # None: not kept in the store
     deferred: list[OriginNote]
     revisits: dict[str, Any]  # records, scheduled, gone, due_now, next_due
-    errors: list[URLError] = field(default_factory=list)
+    errors: list[URLError] = field(default_factory=list)  # failed rows
+    refusals: list[URLError] = field(default_factory=list)  # refused and excluded rows: outcomes
 
 
 def collect(store: FrontierStore, hosts: int = 10, errors: int = 5, report_file: Path | None = None,
             now: float | None = None) -> CrawlStatus:
     """A snapshot of ``store`` (open; only read): the ``hosts`` busiest hosts,
-    the ``errors`` newest errors; ``report_file`` is the crawl's progress report."""
+    the ``errors`` newest errors and as many newest refusals; ``report_file``
+    is the crawl's progress report."""
     now = time.time() if now is None else now
     counts = store.urls.count_by_status()
     census = store.census.census(hosts, errors, now - RECENT_SECONDS)
@@ -126,8 +131,12 @@ def collect(store: FrontierStore, hosts: int = 10, errors: int = 5, report_file:
         deferred=[OriginNote(origin, reason, at) for origin, (reason, at) in sorted(store.hosts.deferrals().items())],
         revisits={**revisits._asdict(), "due_now": store.revisits.count_due(now),
                   "next_due": store.revisits.next_due()},
-        errors=[URLError(event.url, event.status.name.lower(), event.at, event.reason) for event in census.errors],
+        errors=_url_errors(census.errors), refusals=_url_errors(census.refusals),
     )
+
+
+def _url_errors(events: list[URLEvent]) -> list[URLError]:
+    return [URLError(event.url, event.status.name.lower(), event.at, event.reason) for event in events]
 
 
 def _held(store: FrontierStore, held: dict[str, tuple[str, float]] | None) -> list[OriginNote] | None:
@@ -180,7 +189,7 @@ def when(at: float | None) -> str:
 def render(status: CrawlStatus) -> str:
     """The snapshot as one screen of text."""
     return "\n".join(_header(status) + _hosts(status) + _origins(status) + _revisits(status)
-                     + _errors(status)) + "\n"
+                     + _errors(status) + _refusals(status)) + "\n"
 
 
 def _header(status: CrawlStatus) -> list[str]:
@@ -237,9 +246,16 @@ def _revisits(status: CrawlStatus) -> list[str]:
 
 
 def _errors(status: CrawlStatus) -> list[str]:
-    lines = ["", f"Last errors ({len(status.errors)}):"]
-    lines += [f"  {when(error.at)}  {error.status:<8} {_short(error.url)}  {error.reason or '(reason not kept)'}"
-              for error in status.errors]
+    lines = ["", f"Last errors ({len(status.errors)}, failed fetches; the error kinds are in the crawl's stats):"]
+    lines += [f"  {when(error.at)}  {error.status:<8} {_short(error.url)}" for error in status.errors]
+    return lines
+
+
+def _refusals(status: CrawlStatus) -> list[str]:
+    lines = ["", f"Last refusals ({len(status.refusals)}, outcomes, not errors):"]
+    lines += [f"  {when(event.at)}  {event.status:<8} {_short(event.url)}  "
+              f"{event.reason or ('robots.txt' if event.status == 'excluded' else '(reason not kept)')}"
+              for event in status.refusals]
     return lines
 
 

@@ -4,7 +4,7 @@
     python -m tests.aopic_redis_probe credits REDIS_URL PREFIX io_thread|inline
     python -m tests.aopic_redis_probe stored REDIS_URL PREFIX io_thread|inline
 
-Opens a :class:`~extensions.frontier.distributed.DistributedFrontier` with
+Opens a :class:`~extensions.backends.redis.distributed.DistributedFrontier` with
 AOPIC (its ledger shared in Redis) on a running Twisted reactor and hands it
 judged pages (:meth:`Frontier.page_done`), as the last item pipeline does.
 
@@ -13,9 +13,9 @@ judged pages (:meth:`Frontier.page_done`), as the last item pipeline does.
   ``ticks_paused`` (with the payment on the reactor thread the first page
   blocks until the pause ends) and the pages answered after the pause;
 * ``credits``: seeds, then :data:`PAGES` pages of a seeded random link graph
-  handed over all at once (answers come as they come); prints each page's
-  history and its links' credits, the ledger's conservation sum and the
-  reactor thread's round trips;
+  (passing on :data:`SHARES` of their cash in turn) handed over all at once
+  (answers come as they come); prints each page's history and its links'
+  credits, the ledger's conservation sum and the reactor thread's round trips;
 * ``stored``: a continuous crawl's 304: the page's stored outlinks come back.
 
 Every loop is bounded; the JSON result is the last line of stdout.
@@ -35,13 +35,13 @@ from twisted.internet import reactor, task
 from twisted.internet.defer import Deferred, DeferredList
 
 from extensions.aopic.ledger import AOPICLedger
-from extensions.frontier.distributed import DistributedFrontier
+from extensions.backends.redis.distributed import DistributedFrontier
 from extensions.frontier.gauges import DictStats
 from extensions.frontier.page import PageDone, PageVerdict
 from extensions.frontier.prioritizer import CashPrioritizer
 from extensions.frontier.revisits import RevisitSchedule
 from extensions.revisit.policy import RevisitPolicy
-from extensions.store.redis import RedisStore
+from extensions.backends.redis.store import RedisStore
 
 TICK = 0.01
 MAX_TICKS = 3000
@@ -49,6 +49,7 @@ PAUSED_PAGES = 5
 PAGES = 300  # pages of the credits graph
 POOL = 400  # URLs its links are drawn from (many known: credits raise queued URLs)
 SEEDS = 120
+SHARES = (1.0, 0.5, 0.25)  # credit shares of the credits graph's pages, in turn
 
 
 def url(n: int) -> str:
@@ -162,7 +163,9 @@ class Probe:
             totals = self.frontier.ledger.totals()
             self.result["totals"] = [totals.conserved, totals.put_in, totals.rows, totals.history]
             self.finish()
-        self.done([PageVerdict(page, links) for page, links in pages]).addCallbacks(answered, self.failed)
+        # pages of low-yield hosts pass on part of their cash (a tax of their own)
+        self.done([PageVerdict(page, links, credit_share=SHARES[i % len(SHARES)])
+                   for i, (page, links) in enumerate(pages)]).addCallbacks(answered, self.failed)
 
     def stored(self) -> None:
         links = [url(200 + k) for k in range(4)]

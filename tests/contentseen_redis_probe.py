@@ -79,7 +79,7 @@ def verdicts(url: str, prefix: str, mode: str, pages_file: str) -> dict[str, Any
     def run() -> Any:
         try:
             pipeline.open_spider()
-            connection = pipeline.redis.connection
+            connection = pipeline.sets.store.connection
             before = connection.reactor_round_trips
             items = yield defer.gatherResults([judged(pipeline, item_of(*page)) for page in pages], consumeErrors=True)
             result["items"] = [{name: item.get(name) for name in FIELDS} for item in items]

@@ -2,7 +2,7 @@
 
     python -m tests.redis_pause_probe REDIS_URL PREFIX io_thread|inline PAUSE_MS
 
-Opens a :class:`~extensions.frontier.distributed.DistributedFrontier` on a
+Opens a :class:`~extensions.backends.redis.distributed.DistributedFrontier` on a
 running Twisted reactor, hands out one request (the worker path works),
 then pauses every Redis client (``CLIENT PAUSE ms ALL``) and, every 10 ms,
 enqueues a new URL and asks for the next request. A thread sends ``PING``
@@ -23,8 +23,8 @@ import redis
 from scrapy import Request
 from twisted.internet import reactor, task
 
-from extensions.frontier.distributed import DistributedFrontier
-from extensions.store.redis import RedisStore
+from extensions.backends.redis.distributed import DistributedFrontier
+from extensions.backends.redis.store import RedisStore
 
 TICK = 0.01
 MAX_TICKS = 3000

@@ -1,6 +1,8 @@
-"""The project's structural rules (issue 13), read off the source with ``ast``.
+"""The project's structural rules, read off the source with ``ast``.
 
-* no module under ``extensions/`` is over :data:`MAX_LINES` lines;
+* one package per store backend (``extensions/backends/<name>/``): only the
+  Redis one imports ``redis`` or holds Lua; the algorithm packages import no
+  backend package; no other module compares a backend's name;
 * no import cycle among ``extensions/`` modules;
 * nothing under ``tests/`` imports ``bench``, nothing under ``bench/``
   imports ``tests``;
@@ -21,13 +23,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MAX_LINES = 500
 
-#: Issue 13's remaining debt, being paid: modules still over the limit (each
-#: may not grow past the count given) and cycles still open. An entry that no
-#: longer offends fails the test, so the list only shrinks.
-OVER_LIMIT_PENDING: dict[str, int] = {}
+#: Cycles still open (an entry that no longer offends fails the test, so the list only shrinks).
 CYCLES_PENDING: list[tuple[str, ...]] = []
+#: The algorithm packages: pure, they declare the protocols they need.
+ALGORITHM_PACKAGES = ["extensions/frontier", "extensions/contentseen", "extensions/aopic", "extensions/revisit",
+                      "extensions/linkgraph", "extensions/urls"]
+BACKEND_PACKAGES = ["extensions.backends.memory", "extensions.backends.sqlite", "extensions.backends.redis",
+                    "extensions.backends.settings"]
+#: Where a crawl's components are composed: the only modules outside the
+#: backends that ask the registry (``extensions.backends``) for a backend.
+COMPOSITION_MODULES = {"extensions/frontier/config.py", "extensions/linkgraph/service.py"}
+BACKEND_NAMES = {"memory", "sqlite", "redis"}
+#: What only Lua (a Redis script) spells.
+LUA_MARKERS = ("redis.call(", "redis.pcall(", "KEYS[", "ARGV[")
 
 
 @dataclass(frozen=True)
@@ -185,14 +194,45 @@ def a_cycle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
     return component
 
 
-def test_no_module_under_extensions_is_over_500_lines() -> None:
-    long = sorted((len(path.read_text().splitlines()), str(path.relative_to(ROOT)))
-                  for path in python_files("extensions"))
-    over = [f"{name}: {lines} lines" for lines, name in long
-            if lines > max(MAX_LINES, OVER_LIMIT_PENDING.get(name, 0))]
-    assert not over, f"modules over {MAX_LINES} lines:\n  " + "\n  ".join(over)
-    paid = sorted(set(OVER_LIMIT_PENDING) - {name for lines, name in long if lines > MAX_LINES})
-    assert not paid, f"no longer over {MAX_LINES} lines: remove from OVER_LIMIT_PENDING: {paid}"
+def test_only_the_redis_backend_imports_redis() -> None:
+    offending = [line for line in imports_from(["extensions", "crawler"], ["redis"])
+                 if not line.startswith("extensions/backends/redis/")]
+    assert not offending, "redis imported outside extensions/backends/redis:\n  " + "\n  ".join(offending)
+
+
+def test_only_the_redis_backend_holds_lua() -> None:
+    offending = []
+    for package in ("extensions", "crawler"):
+        for path in sorted((ROOT / package).rglob("*")):
+            relative = str(path.relative_to(ROOT))
+            if not path.is_file() or relative.startswith("extensions/backends/redis/"):
+                continue
+            if path.suffix == ".lua" or (path.suffix == ".py" and any(m in path.read_text() for m in LUA_MARKERS)):
+                offending.append(relative)
+    assert not offending, "Lua outside extensions/backends/redis:\n  " + "\n  ".join(offending)
+
+
+def test_algorithm_packages_import_no_backend() -> None:
+    offending = imports_from(ALGORITHM_PACKAGES + ["extensions/pipelines", "crawler"], BACKEND_PACKAGES)
+    registry = [line for line in imports_from(ALGORITHM_PACKAGES, ["extensions.backends"])
+                if line.split(":")[0] not in COMPOSITION_MODULES and line not in offending]
+    assert not offending + registry, "backends imported by algorithms:\n  " + "\n  ".join(offending + registry)
+
+
+def test_no_backend_name_is_compared_outside_the_backends() -> None:
+    offending = []
+    for package in ("extensions", "crawler"):
+        for path in python_files(package):
+            relative = str(path.relative_to(ROOT))
+            if relative.startswith("extensions/backends/"):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), relative)):
+                if isinstance(node, ast.Compare):
+                    names = {n.value for n in [node.left, *node.comparators]
+                             if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+                    if names & BACKEND_NAMES:
+                        offending.append(f"{relative}:{node.lineno} compares {sorted(names & BACKEND_NAMES)}")
+    assert not offending, "backend names compared outside extensions/backends:\n  " + "\n  ".join(offending)
 
 
 def test_no_import_cycle_among_extensions_modules() -> None:

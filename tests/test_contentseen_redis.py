@@ -1,4 +1,4 @@
-"""The content-seen sets in Redis (extensions/contentseen/redis.py,
+"""The content-seen sets in Redis (extensions/backends/redis/contentseen.py,
 redisnear.py) on real ``redis-server`` processes: the behaviours the SQLite
 sets are tested for, run over SQLite, a single Redis and a 3-master cluster;
 then what only Redis promises (processes sharing the sets, first writer
@@ -28,15 +28,15 @@ from testweb.neardup_truth import split_url
 from crawler.items import PageItem
 from extensions.contentseen.exact import ContentSeen, ContentStoreError
 from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
-from extensions.contentseen.redis import RedisContentSeen, RedisContentStore
-from extensions.contentseen.redisnear import RedisNearDuplicateIndex
+from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
+from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.contentseen.resemblance import exact_resemblance, near_features
 from extensions.contentseen.simhash import shingle_set, simhash
 from extensions.contentseen.text import visible_text
 from extensions.contentseen.features import content_features
 from extensions.pipelines.contentseen import ContentSeenPipeline
-from extensions.store.redis import RedisStore
-from extensions.store.redis_connection import connect
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.connection import connect
 from tests.conftest import fetched_urls
 from testweb.redisserver import RedisClusterServers, RedisServer, free_port, unique_prefix
 from tests.test_contentseen_nearindex import assert_near_is_exact, flip, planted_web
@@ -311,11 +311,11 @@ def _near_copy(words: list[str]) -> list[str]:
 
 
 def test_round_trips_per_page(redis_url: str) -> None:
-    """The table in extensions/contentseen/redis.py's docstring, through the pipeline."""
+    """The table in extensions/backends/redis/contentseen.py's docstring, through the pipeline."""
     pipeline = _pipeline(redis_url, unique_prefix())
-    pipeline.redis.clock = lambda: 0.0  # one heartbeat at open, none due later
+    pipeline.sets.store.clock = lambda: 0.0  # one heartbeat at open, none due later
     pipeline.open_spider()
-    store = pipeline.redis
+    store = pipeline.sets.store
     rng = random.Random(14)
     vocabulary = "alpha beta gamma delta river mountain copper violet orbit signal amber garden".split()
     words = [rng.choice(vocabulary) + str(rng.randrange(50)) for _ in range(400)]
@@ -428,13 +428,13 @@ def test_an_outage_is_retried_with_back_off_and_logged(
                 redis_aof_server.start()
 
     handler = RestartOnRetry()
-    logging.getLogger("extensions.store.redis_connection").addHandler(handler)
+    logging.getLogger("extensions.backends.redis.connection").addHandler(handler)
     try:
         redis_aof_server.kill()
-        with caplog.at_level(logging.WARNING, logger="extensions.store.redis_connection"):
+        with caplog.at_level(logging.WARNING, logger="extensions.backends.redis.connection"):
             assert seen.duplicate_of(1, "http://mirror.test/") == "http://a.test/"
     finally:
-        logging.getLogger("extensions.store.redis_connection").removeHandler(handler)
+        logging.getLogger("extensions.backends.redis.connection").removeHandler(handler)
     assert "retry 1 of 3" in caplog.text
     seen.close()
 
@@ -457,16 +457,15 @@ def test_an_outage_longer_than_the_retries_is_a_store_error(redis_aof_server: Re
 ])
 def test_contentseen_backend_chooses_where_the_sets_live(settings: dict[str, Any], backend: str) -> None:
     pipeline = ContentSeenPipeline.from_crawler(get_crawler(Spider, settings))
-    assert pipeline.backend == backend
-    assert (pipeline.redis is not None) == (backend == "redis")
+    assert (pipeline.sets.store is not None) == (backend == "redis")
     pipeline.close()
 
 
 def test_the_redis_sets_follow_the_frontiers_redis_settings(redis_server: RedisServer) -> None:
     pipeline = _pipeline(redis_server.url, "crawl7", SCHEDULER_PERSIST=True, FRONTIER_REDIS_RETRIES=2)
-    assert (pipeline.redis.url, pipeline.redis.keys.prefix) == (redis_server.url, "crawl7")
-    assert pipeline.redis.persist and pipeline.redis.retries == 2
-    assert not _pipeline(redis_server.url, "crawl7").redis.persist  # scrapy-redis' default
+    assert (pipeline.sets.store.url, pipeline.sets.store.keys.prefix) == (redis_server.url, "crawl7")
+    assert pipeline.sets.store.persist and pipeline.sets.store.retries == 2
+    assert not _pipeline(redis_server.url, "crawl7").sets.store.persist  # scrapy-redis' default
 
 
 @pytest.mark.parametrize(("settings", "named"), [

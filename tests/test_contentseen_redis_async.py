@@ -1,5 +1,5 @@
 """The content-seen pipeline's Redis round trips off the reactor thread
-(extensions/contentseen/redisasync.py, ``CONTENTSEEN_REDIS_IO_THREAD``).
+(extensions/backends/redis/contentseen_worker.py, ``CONTENTSEEN_REDIS_IO_THREAD``).
 
 On real ``redis-server`` processes, with a real Twisted reactor
 (``tests/contentseen_redis_probe.py``, a subprocess: a reactor runs once per

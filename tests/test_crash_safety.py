@@ -24,9 +24,9 @@ from extensions.frontier.page import PageVerdict
 from twisted.internet.task import Clock
 
 from extensions.aopic.ledger import AOPICLedger
-from extensions.store.base import Entry, Status, WriteAheadStore
-from extensions.store.memory import MemoryStore
-from extensions.store.sqlite import SQLiteStore
+from extensions.frontier.store import Entry, Status, WriteAheadStore
+from extensions.backends.memory.store import MemoryStore
+from extensions.backends.sqlite.store import SQLiteStore
 from testweb.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
 from testweb.model import canonical_url
 from testweb.waiting import CrawlActivity, ended, wait_until

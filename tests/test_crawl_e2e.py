@@ -19,6 +19,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawler.items import PageItem
+from extensions import defaults
 from extensions.pipelines.internal import internal_fields
 from testweb import WebConfig, start_testweb
 from extensions.urls.canonical import canonicalize
@@ -112,7 +113,10 @@ def test_no_url_is_fetched_twice_except_retries_of_5xx(crawl: Any) -> None:
     retry_times = result.stats.get("retry/max_reached", 0) + 1  # RETRY_TIMES=2 -> 3 fetches
     for url, statuses in retried.items():
         assert all(status >= 500 for status in statuses[:-1]), (url, statuses)
-        assert len(statuses) <= 3, (url, statuses)
+        # a 503 is obeyed as pushback (a pause each time) PUSHBACK_MAX_PER_URL
+        # times, then its answer goes to the spider, without retries
+        pushback = statuses[0] in defaults.PUSHBACK_STATUSES
+        assert len(statuses) <= (defaults.PUSHBACK_MAX_PER_URL + 1 if pushback else 3), (url, statuses)
     assert retry_times > 1
 
 
@@ -194,21 +198,24 @@ def test_processing_modules_fill_items_by_mime_type(crawl: Any) -> None:
     assert html and all(linking & set(i["processed"]["tags"]) for i in html if i["outlinks"])
 
 
-def test_warc_files_hold_a_request_and_response_per_fetch(crawl: Any) -> None:
-    _, _, result, fetched = crawl
+def test_warc_files_hold_a_request_and_an_answer_per_fetch_copies_as_revisits(crawl: Any) -> None:
+    _, truth, result, fetched = crawl
     files = sorted((result.workdir.parent / "warc").glob("*.warc.gz"))
     assert len(files) > 1, "WARC_MAX_SIZE must rotate files"
-    responses: set[str] = set()
+    answers: dict[str, str] = {}
     requests = 0
     for path in files:
         with open(path, "rb") as stream:
             for record in ArchiveIterator(stream):
                 uri = record.rec_headers.get_header("WARC-Target-URI")
-                if record.rec_type == "response" and not uri.endswith("/robots.txt"):
-                    responses.add(canonical_url(uri))
+                if record.rec_type in ("response", "revisit") and not uri.endswith("/robots.txt"):
+                    answers[canonical_url(uri)] = record.rec_type
                 requests += record.rec_type == "request"
-    assert responses == set(fetched)
-    assert requests >= len(responses)
+    assert set(answers) == set(fetched)
+    assert requests >= len(answers)
+    # an exact copy (a mirror's page) and its original: the one fetched second is a revisit
+    pairs = [(copy, original) for copy, original in truth.duplicates.items() if copy in answers and original in answers]
+    assert pairs and all({answers[copy], answers[original]} == {"response", "revisit"} for copy, original in pairs)
 
 
 def test_report_counts_what_the_web_served(crawl: Any) -> None:
@@ -345,3 +352,34 @@ def test_on_scrapys_own_scheduler_the_spider_still_follows_every_link(tmp_path: 
     missing = set(truth.fetched) - set(truth.duplicates) - set(fetched_urls(web))
     assert not missing, sorted(missing)
     assert all("importance" not in item for item in result.items)
+
+
+def test_a_default_crawl_logs_no_warning_of_its_own_making(tmp_path: Path) -> None:
+    """Optional components that are off say nothing; redirects keep their
+    Referer (Scrapy's RefererMiddleware is on), so nothing warns but what the
+    web did (its server errors, its unreachable robots.txt)."""
+    with start_testweb(WebConfig(hosts=4, pages=8, links=4, seed=3), tmp_path / "web") as web:
+        result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file), settings={"DNS_HOSTS": web.hosts_file})
+    assert result.returncode == 0, result.log[-3000:]
+    the_webs = ("Gave up retrying", "robots.txt of http")
+    warnings = [line for line in result.log.splitlines()
+                if ("] WARNING:" in line or "] ERROR:" in line) and not any(text in line for text in the_webs)]
+    assert not warnings, "\n".join(warnings[:20])
+    assert "redirect" in result.log.lower() or result.stats.get("downloader/response_status_count/301")
+    assert result.report["finish_reason"] == "finished"
+
+
+def test_a_backend_plugged_in_by_class_path_crawls_the_whole_web(tmp_path: Path) -> None:
+    """A third-party backend (tests/thirdparty_backend.py, wrapping the memory
+    one) named only in the settings: the crawl runs on it and covers the web."""
+    with start_testweb(WebConfig(hosts=4, pages=8, links=4, seed=3), tmp_path / "web") as web:
+        result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file), settings={
+            "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": DEPTH,
+            "FRONTIER_BACKEND": "tests.thirdparty_backend.ThirdPartyBackend"})
+        truth = web.truth(depth_limit=DEPTH, robots_5xx="allow")
+        fetched = fetched_urls(web)
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats.get("thirdparty/store_opens") == 1
+    missing = set(truth.regular) - set(truth.duplicates) - set(fetched)
+    assert not missing, sorted(missing)[:20]
+    assert all(count == 1 for url, count in fetched.items() if "/error/" not in url)  # retries aside

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from extensions.store.base import Status
+from extensions.frontier.store import Status
 from testweb.crawlrun import ROOT, SCRAPY, kill_crawl, run_web_crawl, start_web_crawl
 from testweb.waiting import CrawlActivity, ended, wait_for_exit, wait_until
 from tests.test_linkgraph_record import WEB, crawl_settings
@@ -39,7 +39,7 @@ def crawlstatus(*args: str, **settings: Any) -> subprocess.CompletedProcess[str]
 
 
 def status_json(**settings: Any) -> dict[str, Any]:
-    run = crawlstatus("--json", "--hosts", "1000", **settings)
+    run = crawlstatus("--json", "--hosts", "1000", "--errors", "100000", **settings)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)
 
@@ -113,8 +113,8 @@ def test_counts_equal_the_url_database_during_and_after_a_crawl(tmp_path: Path, 
     with sqlite3.connect(f"file:{job / 'frontier.sqlite3'}?mode=ro", uri=True) as db:
         assert after["hosts"] == db.execute("SELECT COUNT(*) FROM hosts").fetchone()[0] > 5
     assert after["rates"]["report"]["finish_reason"] == "finished"
-    refused = [error for error in after["errors"] if error["status"] == "refused"]
-    assert refused and all(error["reason"] for error in refused)  # the URL filter said why
+    refused = [event for event in after["refusals"] if event["status"] == "refused"]
+    assert refused and all(event["reason"] for event in refused)  # the URL filter said why
 
 
 @pytest.fixture(scope="module")
@@ -130,17 +130,33 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_the_screen_shows_every_section(finished: tuple[Path, Path]) -> None:
     job, workdir = finished
-    run = crawlstatus("--hosts", "3", JOBDIR=job, PROGRESS_REPORT_FILE=workdir / "report.json")
+    run = crawlstatus("--hosts", "3", "--errors", "100000", JOBDIR=job, PROGRESS_REPORT_FILE=workdir / "report.json")
     assert run.returncode == 0, run.stderr
     screen = run.stdout
     for section in ("URLs:", "Rates:", "progress report:", "Busiest hosts (3):", "Held origins (0):",
-                    "Deferred origins (0):", "Re-visits:", "Last errors ("):
+                    "Deferred origins (0):", "Re-visits:", "Last errors (", "Last refusals ("):
         assert section in screen, section
     counts = database_counts(job)
     assert f"done {counts['done']}" in screen and f"refused {counts['refused']}" in screen
     busiest = max(database_hosts(job).items(), key=lambda item: item[1][1])[0]
     assert f"\n  {busiest} " in screen
     assert "filter/" in screen  # a refusal's reason
+
+
+def test_refusals_are_outcomes_listed_apart_from_the_errors(finished: tuple[Path, Path]) -> None:
+    """Was: "Last errors" listed the URL filter's refusals as errors."""
+    job, _ = finished
+    run = crawlstatus("--json", "--errors", "100000", JOBDIR=job)
+    assert run.returncode == 0, run.stderr
+    status, counts = json.loads(run.stdout), database_counts(job)
+    assert counts["refused"] > 0 and counts["excluded"] > 0, counts  # the URL filter and robots.txt said no
+    assert [event["status"] for event in status["errors"]] == ["failed"] * counts["failed"]
+    assert Counter(event["status"] for event in status["refusals"]) == {
+        "refused": counts["refused"], "excluded": counts["excluded"]}
+    screen = crawlstatus("--errors", "100000", JOBDIR=job).stdout
+    errors = screen[screen.index("Last errors ("):screen.index("Last refusals (")]
+    assert "refused" not in errors and "excluded" not in errors and "filter/" not in errors
+    assert "filter/" in screen[screen.index("Last refusals ("):]
 
 
 def test_the_command_changes_nothing_in_the_store(finished: tuple[Path, Path]) -> None:
@@ -197,8 +213,8 @@ def test_the_origins_a_single_process_crawl_holds_are_shown_with_their_reason(tm
     checkpoint it writes them (reasons) where `crawlstatus` reads them.
     Was: "not kept in the store" for every SQLite crawl."""
     from extensions.status import collect  # noqa: PLC0415
-    from extensions.store.factory import read_only_store  # noqa: PLC0415
-    from extensions.store.sqlite import SQLiteStore  # noqa: PLC0415
+    from extensions.backends import read_only_store  # noqa: PLC0415
+    from extensions.backends.sqlite.store import SQLiteStore  # noqa: PLC0415
     from tests.test_frontier_support import make_frontier  # noqa: PLC0415
 
     frontier = make_frontier(SQLiteStore(tmp_path / "frontier.sqlite3"))

@@ -1,5 +1,5 @@
 """Several ``scrapy crawl web`` processes on one Redis share one polite
-frontier (extensions/frontier/distributed.py), end to end: real crawler
+frontier (extensions/backends/redis/distributed.py), end to end: real crawler
 subprocesses, a real redis-server, the synthetic test web.
 
 Politeness is read off the test web's access log, as in
@@ -25,11 +25,11 @@ import pytest
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from extensions.store.base import Status
-from extensions.store.redis import RedisStore
-from extensions.store.redis_connection import connect
-from extensions.store.redis_bloom import BloomLayout, RedisBloom
-from extensions.store.redis_keys import Keys
+from extensions.frontier.store import Status
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.connection import connect
+from extensions.backends.redis.bloom import BloomLayout, RedisBloom
+from extensions.backends.redis.keys import Keys
 from tests.conftest import fetched_urls
 from testweb.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
 from testweb.redisserver import RedisServer, unique_prefix
@@ -136,7 +136,7 @@ def assert_cash_conserved(url: str, prefix: str, bloom: BloomLayout | None = Non
     """AOPIC's ledger read back from Redis: cash on every page (with the
     dividends not yet settled on it) plus Lambda is the cash the seeds put
     in, within 1e-9 relative, however the processes interleaved or died."""
-    from extensions.aopic.shared import SharedLedger
+    from extensions.backends.redis.ledger import SharedLedger
 
     store = RedisStore(url, prefix, bloom=bloom)
     store.open()
@@ -318,7 +318,7 @@ def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool =
 def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
     """URLs queued or in flight that were fetched already (put back by a
     take-over): killing their fetcher now could fetch them a third time."""
-    from extensions.store.redis_keys import tag_of, unpack_entry
+    from extensions.backends.redis.keys import tag_of, unpack_entry
     from testweb.model import canonical_url
 
     pending = 0
@@ -393,7 +393,7 @@ def test_the_redis_backend_makes_the_shared_frontier_the_scheduler(redis_server:
         return Frontier.from_crawler(get_crawler(Spider, {"REDIS_URL": redis_server.url, **settings}))
 
     from extensions.frontier.localdispatch import LocalDispatch
-    from extensions.frontier.shareddispatch import SharedDispatch
+    from extensions.backends.redis.dispatch import SharedDispatch
 
     assert type(scheduler({"FRONTIER_BACKEND": "redis"}).dispatch) is SharedDispatch
     assert type(scheduler({"FRONTIER_BACKEND": "redis", "FRONTIER_DISTRIBUTED": False}).dispatch) is LocalDispatch
@@ -420,8 +420,8 @@ def test_invalid_shared_frontier_settings_fail_at_start_naming_the_setting(
 
 
 def test_a_single_process_crawl_under_the_prefix_is_a_clear_error(redis_server: RedisServer) -> None:
-    from extensions.frontier.distributed import DistributedFrontier
-    from extensions.store.base import FrontierStoreError
+    from extensions.backends.redis.distributed import DistributedFrontier
+    from extensions.frontier.store import FrontierStoreError
 
     prefix = unique_prefix()
     store = RedisStore(redis_server.url, prefix)
@@ -441,7 +441,7 @@ def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServe
     cannot be made to produce on demand; the double TAKE itself is real.)"""
     from scrapy import Request
 
-    from extensions.frontier.distributed import DistributedFrontier
+    from extensions.backends.redis.distributed import DistributedFrontier
 
     frontier = DistributedFrontier(RedisStore(redis_server.url, unique_prefix()))
     frontier.open(None)
@@ -472,7 +472,7 @@ def test_hosts_of_one_level_go_in_the_order_they_became_ready(redis_server: Redi
     but h2's fetch ends first, so h2 goes first."""
     from scrapy import Request
 
-    from extensions.frontier.distributed import DistributedFrontier
+    from extensions.backends.redis.distributed import DistributedFrontier
 
     frontier = DistributedFrontier(RedisStore(redis_server.url, unique_prefix()))
     frontier.open(None)

@@ -12,7 +12,7 @@ import pytest
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
-from extensions.store.redis_keys import Keys, host_tag
+from extensions.backends.redis.keys import Keys, host_tag
 from testweb.redisserver import RedisClusterServers, unique_prefix
 from tests.test_distributed import (
     BLOOM,

@@ -13,14 +13,17 @@ from typing import Any
 
 from extensions import defaults
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.store.base import Status
-from extensions.store.redis import RedisStore
+from extensions.frontier.store import Status
+from extensions.backends.redis.store import RedisStore
 from tests.conftest import fetched_urls
 from testweb.redisserver import RedisServer, unique_prefix
 from tests.test_deferral_e2e import closed_port
 from tests.test_distributed import DEPTH, crawl_settings, crawlers, wait_all
 
 IDLE = 3.0  # FRONTIER_IDLE_CLOSE; the bound on Redis is at least twice the lease TTL (2 s)
+#: special.test's page that always answers 503 is a pushback whose pauses are
+#: waited out: short ones here (pushback has tests of its own)
+PUSHBACK = {"PUSHBACK_BACKOFF_DELAY": 0.2}
 
 
 def run_two(workdir: Path, seeds: list[str], settings: dict[str, Any]) -> list[Any]:
@@ -39,7 +42,7 @@ def test_two_processes_defer_an_unreachable_origin_and_exit_by_themselves(
     web = start_web(hosts=4, pages=6)
     seeds = [web.url("h0000.test"), web.url("h0001.test"), web.url("robots-500.test")]
     prefix = unique_prefix()
-    settings = crawl_settings(web, redis_server.url, prefix, FRONTIER_IDLE_CLOSE=IDLE)
+    settings = crawl_settings(web, redis_server.url, prefix, FRONTIER_IDLE_CLOSE=IDLE, **PUSHBACK)
     results = run_two(tmp_path, seeds, settings)
 
     # every page whose robots.txt answered was fetched
@@ -74,7 +77,7 @@ def test_a_dead_https_port_never_delays_the_hosts_http_pages(
     dead = f"https://h0002.test:{closed_port()}"
     seeds = [f"{dead}/", f"{dead}/a.html", f"{dead}/b.html", web.url("h0002.test")]
     prefix = unique_prefix()
-    settings = crawl_settings(web, redis_server.url, prefix, FRONTIER_IDLE_CLOSE=IDLE)
+    settings = crawl_settings(web, redis_server.url, prefix, FRONTIER_IDLE_CLOSE=IDLE, **PUSHBACK)
     results = run_two(tmp_path, seeds, settings)
 
     truth = web.truth(seeds=[web.url("h0002.test")], depth_limit=DEPTH, robots_5xx="disallow")

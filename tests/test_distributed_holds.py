@@ -15,13 +15,13 @@ import pytest
 from scrapy import Request
 from twisted.internet.task import Clock, LoopingCall
 
-from extensions.frontier.distributed import DistributedFrontier
+from extensions.backends.redis.distributed import DistributedFrontier
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.holds import origin_of
 from extensions.frontier.politeness import Politeness
-from extensions.store.base import Status
-from extensions.store.redis import RedisStore
-from extensions.store.redis_bloom import BloomLayout
+from extensions.frontier.store import Status
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.bloom import BloomLayout
 from testweb.redisserver import shared_server, unique_prefix
 
 DEAD = "https://dead.test"

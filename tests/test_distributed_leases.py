@@ -1,4 +1,4 @@
-"""Host leases (extensions/frontier/leases.py) on a real redis-server and a
+"""Host leases (extensions/backends/redis/leases.py) on a real redis-server and a
 real 3-master Redis Cluster: two "processes" are two stores with leases of
 their own on one prefix; one fake clock (milliseconds handed to the scripts)
 drives lease expiry and politeness without sleeping."""
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.frontier.leases import HostLeases, is_parked, level_of_score, parked_score, queue_score
-from extensions.store.base import Entry, Status
-from extensions.store.redis import RedisStore
+from extensions.backends.redis.leases import HostLeases, is_parked, level_of_score, parked_score, queue_score
+from extensions.frontier.store import Entry, Status
+from extensions.backends.redis.store import RedisStore
 from testweb.redisserver import shared_cluster, shared_server, unique_prefix
 
 TTL = 10.0

@@ -1,4 +1,4 @@
-"""The shared frontier (:class:`~extensions.frontier.distributed.DistributedFrontier`)
+"""The shared frontier (:class:`~extensions.backends.redis.distributed.DistributedFrontier`)
 as a drop-in Scrapy scheduler, as the single-process one is
 (``tests/test_frontier_holds.py``): it never raises on a request Scrapy
 accepts, hands out what it cannot file, schedules every retry (seeds
@@ -18,12 +18,12 @@ import pytest
 from scrapy import Request
 from twisted.internet.task import Clock
 
-from extensions.frontier.distributed import DistributedFrontier
+from extensions.backends.redis.distributed import DistributedFrontier
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.politeness import Politeness
-from extensions.store.base import Status
-from extensions.store.redis import RedisStore
-from extensions.store.redis_bloom import BloomLayout
+from extensions.frontier.store import Status
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.bloom import BloomLayout
 from testweb.redisserver import shared_server, unique_prefix
 
 SEED = {"is_start_request": True}

@@ -13,7 +13,7 @@ import pytest
 from scrapy import Request
 
 from extensions.frontier.holds import OriginHolds, origin_of
-from extensions.store.base import Entry, Status
+from extensions.frontier.store import Entry, Status
 from twisted.internet.task import Clock
 
 from tests.test_frontier_support import STORES, local_only, make_frontier, make_store, reopen_store, shared
@@ -120,6 +120,23 @@ def test_a_crawl_with_only_held_work_left_defers_it_and_ends(store: Any) -> None
     assert frontier.stats.get_value("frontier/deferred_reasons") == {"https://dead.test": reason}
 
 
+def test_a_pause_that_ends_by_itself_is_waited_out_not_deferred(store: Any) -> None:
+    """A pushback's hold (``wait_out``) when nothing else is left: the idle
+    close waits for it and the URL is fetched after it (a robots.txt hold is
+    deferred after ``idle_close``, above)."""
+    clock = Clock()
+    frontier = make_frontier(store, clock=clock, idle_close=30.0)
+    frontier.enqueue_request(Request("http://busy.test/"))
+    frontier.enqueue_request(Request("http://ok.test/"))
+    frontier.origin_held("http://busy.test", 100.0, "pushback: 429 (Retry-After, 100.0s)", wait_out=True)
+    start = clock.seconds()
+    fetched = fetch_all(frontier, clock)
+    assert sorted(fetched) == ["http://busy.test/", "http://ok.test/"]
+    assert clock.seconds() - start >= 100.0
+    assert status(frontier, "http://busy.test/") != Status.DEFERRED  # done (a Bloom store trims the row)
+    assert not store.deferrals()
+
+
 def test_a_hold_that_ends_sends_one_probe_and_its_success_releases_the_rest(store: Any) -> None:
     local_only(store, "a shared hold that ends puts all its parked URLs back (no probe)")
     clock = Clock()
@@ -178,8 +195,8 @@ def test_on_redis_a_request_refused_by_a_hold_that_ended_meanwhile_goes_back_to_
     """The same on the shared frontier (its holds are per host and end at
     their time): the CI failure of a frozen Redis, in which the root page of
     a host whose robots.txt answered 503 was never fetched."""
-    from extensions.frontier.distributed import DistributedFrontier  # noqa: PLC0415
-    from extensions.store.redis import RedisStore  # noqa: PLC0415
+    from extensions.backends.redis.distributed import DistributedFrontier  # noqa: PLC0415
+    from extensions.backends.redis.store import RedisStore  # noqa: PLC0415
     from testweb.redisserver import shared_server, unique_prefix  # noqa: PLC0415
 
     clock = Clock()

@@ -16,13 +16,13 @@ from twisted.internet.task import Clock
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.codec import decode
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.frontier.page import CREDIT_META, PageVerdict, link_request
+from extensions.frontier.page import PageVerdict, link_request
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.prioritizer import CashPrioritizer
 from extensions.frontier.scheduler import Frontier
-from extensions.frontier.shareddispatch import SharedDispatch
+from extensions.backends.redis.dispatch import SharedDispatch
 from extensions.signals import request_excluded, robots_rules_parsed
-from extensions.store.base import Status
+from extensions.frontier.store import Status
 from testweb.redisserver import shared_server, unique_prefix
 from tests.test_frontier_support import STORES, drain, make_frontier, make_store, urls
 
@@ -136,7 +136,7 @@ def fetch_seed(frontier: Frontier, url: str = "http://a.test/") -> None:
     frontier.fetch_finished(request, duration=0.0)
 
 
-def test_page_done_hands_each_links_credit_for_its_request_and_the_frontier_takes_it_off(store: Any) -> None:
+def test_page_done_files_each_link_at_the_level_its_credit_earns(store: Any) -> None:
     clock = Clock()
     frontier = aopic_frontier(store, clock)
     fetch_seed(frontier)
@@ -144,16 +144,52 @@ def test_page_done_hands_each_links_credit_for_its_request_and_the_frontier_take
     done = frontier.page_done(PageVerdict("http://a.test/", links))
     assert done.history == pytest.approx(1.0)
     assert set(done.credit) == set(links)
-    cash, dividend = done.credit["http://b.test/1"]
-    assert cash == pytest.approx(frontier.ledger.cash_of(fp_of("http://b.test/1")))
-    requests = [link_request(link, 1, "http://a.test/", done.credit[link]) for link in links]
-    for request in requests:
-        assert frontier.enqueue_request(request)
-        assert CREDIT_META not in request.meta  # taken off, never stored with the URL
+    ledger = frontier.ledger
     for link in links:
+        cash, dividend = done.credit[link]
+        assert cash == pytest.approx(ledger.cash_of(fp_of(link)))
         entry = frontier.store.urls.get_many([fp_of(link)])[fp_of(link)]
-        assert CREDIT_META not in decode(entry, None).meta
-        assert CREDIT_META.encode() not in (entry.blob or b"")
+        assert frontier.store.urls.status_of(fp_of(link)) == Status.QUEUED
+        assert entry.level == frontier.prioritizer.level(0, 1, {
+            "aopic_cash": cash + ledger.dividend - dividend, "aopic_mean": ledger.mean_cash()})
+        request = decode(entry, None)
+        assert request.meta["depth"] == 1 and request.headers[b"Referer"] == b"http://a.test/"
+        assert set(request.meta) <= {"depth", "is_start_request"}  # no credit stored with the URL
+    assert frontier.stats.get_value("frontier/enqueued") == 3
+
+
+def test_page_done_files_links_one_deeper_with_the_final_url_as_referer(store: Any) -> None:
+    frontier = make_frontier(store, Clock())
+    fetch_seed(frontier)
+    frontier.page_done(PageVerdict("http://a.test/", ["http://b.test/1"], final_url="http://a.test/home",
+                                   depth=3))
+    request = frontier.next_request()
+    assert request.url == "http://b.test/1"
+    assert request.meta["depth"] == 4 and request.headers[b"Referer"] == b"http://a.test/home"
+
+
+def test_page_done_announces_each_link_as_engine_crawl_does(store: Any) -> None:
+    """request_scheduled for every link filed, request_dropped for one the
+    URL-seen test refuses; a receiver raising IgnoreRequest keeps a link out."""
+    from scrapy import signals  # noqa: PLC0415
+    from scrapy.exceptions import IgnoreRequest  # noqa: PLC0415
+    from twisted.python.failure import Failure  # noqa: PLC0415
+
+    frontier = make_frontier(store, Clock())
+    fetch_seed(frontier)
+    sent: list[tuple[object, str]] = []
+
+    def send(signal: object, request: Request, spider: object = None, dont_log: object = None) -> list:
+        sent.append((signal, request.url))
+        if signal is signals.request_scheduled and request.url.endswith("/ignored"):
+            return [(None, Failure(IgnoreRequest()))]
+        return []
+
+    frontier.signals.send = send
+    frontier.page_done(PageVerdict("http://a.test/", ["http://b.test/1", "http://a.test/", "http://b.test/ignored"]))
+    assert sent == [(signals.request_scheduled, "http://b.test/1"), (signals.request_scheduled, "http://a.test/"),
+                    (signals.request_dropped, "http://a.test/"), (signals.request_scheduled, "http://b.test/ignored")]
+    assert fp_of("http://b.test/ignored") not in frontier.store.urls.get_many([fp_of("http://b.test/ignored")])
 
 
 def test_a_page_not_followed_credits_no_links_and_its_content_group_is_recorded(store: Any) -> None:
@@ -170,31 +206,19 @@ def test_a_page_not_followed_credits_no_links_and_its_content_group_is_recorded(
     assert store.content_group(fp_of("http://c.test/")) is None
 
 
-def test_no_state_between_page_done_and_enqueue(store: Any) -> None:
-    """Credit travels on the request's meta: an outlink enqueued without its
-    page's answer is priced by its cash row; two pages answered before
-    their links are enqueued give each link its own page's credit."""
+def test_two_pages_give_each_link_its_own_pages_credit(store: Any) -> None:
+    """A link enqueued from outside a page (a redirect target) is priced by
+    its cash row; each page's links get their own page's credit."""
     clock = Clock()
     frontier = aopic_frontier(store, clock)
     fetch_seed(frontier, "http://a.test/")
     fetch_seed(frontier, "http://c.test/")
-    # without page_done: no cash row, priced by depth, no credit left over from anything
     assert frontier.enqueue_request(link_request("http://x.test/plain", 1, "http://a.test/"))
     assert frontier.ledger.cash_of(fp_of("http://x.test/plain")) is None
-    # two pages judged before any of their links is enqueued
     first = frontier.page_done(PageVerdict("http://a.test/", ["http://b.test/1"]))
     second = frontier.page_done(PageVerdict("http://c.test/", ["http://d.test/1", "http://d.test/2"]))
     assert first.credit["http://b.test/1"][0] == pytest.approx(2 * second.credit["http://d.test/1"][0], rel=0.01)
     ledger = frontier.ledger
-    expected = {}
-    for done in (second, first):  # enqueued in the other order
-        for link, (cash, dividend) in done.credit.items():
-            # the level its own page's credit earns (plus dividends paid since)
-            expected[link] = frontier.prioritizer.level(0, 1, {
-                "aopic_cash": cash + ledger.dividend - dividend, "aopic_mean": ledger.mean_cash()})
-            assert frontier.enqueue_request(link_request(link, 1, "http://x.test/", (cash, dividend)))
-    assert expected["http://b.test/1"] > expected["http://d.test/1"]  # the two pages' credits differ
-    for link, level in expected.items():
-        assert frontier.store.urls.get_many([fp_of(link)])[fp_of(link)].level == level, link
-        assert ledger.cash_of(fp_of(link)) == pytest.approx((first.credit | second.credit)[link][0])
+    for link, (cash, _) in (first.credit | second.credit).items():
+        assert ledger.cash_of(fp_of(link)) == pytest.approx(cash)
     assert ledger.totals().put_in == pytest.approx(2 * ledger.initial_cash)

@@ -12,8 +12,8 @@ from twisted.internet.task import Clock
 
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.urlseen import BloomSeen
-from extensions.store.base import FrontierStoreError, Status
-from extensions.store.sqlite import SQLiteStore
+from extensions.frontier.store import FrontierStoreError, Status
+from extensions.backends.sqlite.store import SQLiteStore
 from tests.test_frontier_support import drain, make_frontier
 
 

@@ -14,7 +14,7 @@ from extensions.frontier.codec import decode, encode
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
-from extensions.store.base import FLAG_BLOB, FLAG_MEMORY, Status
+from extensions.frontier.store import FLAG_BLOB, FLAG_MEMORY, Status
 from tests.conformance import vectors
 from tests.test_frontier_support import (
     STORES,

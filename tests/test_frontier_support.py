@@ -15,17 +15,19 @@ from typing import Any
 import pytest
 
 from scrapy import Request
+from scrapy.settings import Settings
 from twisted.internet.task import Clock, LoopingCall
 
+from extensions.backends import backend_class
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import frontier_arguments
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
-from extensions.frontier.shareddispatch import SharedDispatch
-from extensions.store.memory import MemoryStore
-from extensions.store.redis import RedisStore
-from extensions.store.redis_bloom import BloomLayout
-from extensions.store.sqlite import SQLiteStore
+from extensions.backends.redis.dispatch import SharedDispatch, shared_ledger
+from extensions.backends.memory.store import MemoryStore
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.sqlite.store import SQLiteStore
 from testweb.redisserver import shared_server, unique_prefix
 
 # "redis": a real redis-server (one per test process, a key prefix per
@@ -35,7 +37,7 @@ from testweb.redisserver import shared_server, unique_prefix
 # with the shared host dispatch (host leases on Redis), the frontier that
 # FRONTIER_BACKEND=redis composes. Without the binary these fail, naming
 # the fix (`make test` installs it): never left out.
-STORES = ["memory", "sqlite", "redis", "redis-bloom", "shared", "shared-bloom"]
+STORES = ["memory", "third-party", "sqlite", "redis", "redis-bloom", "shared", "shared-bloom"]
 
 #: the kind each store of make_store was made as (make_frontier picks the dispatch by it)
 _KINDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
@@ -44,6 +46,9 @@ _KINDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 def make_store(kind: str, directory: Path) -> Any:
     if kind == "memory":
         store: Any = MemoryStore()
+    elif kind == "third-party":  # plugged in by class path (tests/thirdparty_backend.py)
+        settings = Settings({"FRONTIER_BACKEND": "tests.thirdparty_backend.ThirdPartyBackend"})
+        store = backend_class(settings).for_reading(settings).frontier_store()[0]
     elif kind.startswith(("redis", "shared")):
         bloom = BloomLayout(1_000_000, 1e-6) if kind.endswith("-bloom") else None
         store = RedisStore(shared_server().url, unique_prefix(), bloom=bloom)
@@ -57,7 +62,7 @@ def reopen_store(store: Any) -> Any:
     """A new store object over the same data (a new process's view), of
     the same kind; a memory store does not outlive its frontier (skip)."""
     kind = _KINDS.get(store, type(store).__name__)
-    if isinstance(store, MemoryStore):
+    if isinstance(store, MemoryStore) or kind == "third-party":
         pytest.skip("a memory store does not outlive its frontier")
     if isinstance(store, SQLiteStore):
         fresh: Any = type(store)(store.path)
@@ -112,6 +117,7 @@ def make_frontier(store: Any, clock: Clock | None = None, **kwargs: Any) -> Fron
         # end only when the test says so; lease upkeep (renewals, the idle
         # close) runs as the clock advances
         kwargs.setdefault("dispatch", SharedDispatch(front_queues, back_queues, lease_clock=clock.seconds))
+        kwargs["ledger"] = shared_ledger(kwargs.get("ledger"), store)  # as RedisBackend.ledger gives it
         kwargs.setdefault("looping_call", partial(looping_call, clock))
     else:
         kwargs.setdefault("dispatch", LocalDispatch(front_queues, back_queues, **local))

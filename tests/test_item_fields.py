@@ -23,6 +23,7 @@ def test_the_page_items_internal_fields_name_their_consumers() -> None:
         "content_group": None,
         "etag": None,  # the frontier's, through LinkScheduler's PageVerdict
         "last_modified": None,
+        "credit_share": None,  # the frontier's AOPIC step, through LinkScheduler's PageVerdict
     }
     assert internal_fields(dict) == {}
 

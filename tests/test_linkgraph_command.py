@@ -20,8 +20,8 @@ from extensions.frontier.fingerprint import url_fingerprint
 from extensions.linkgraph.build import read_report
 from extensions.linkgraph.graph import LinkGraph
 from extensions.linkgraph.service import up_to_date_graph
-from extensions.store.base import Entry
-from extensions.store.sqlite import SQLiteStore
+from extensions.frontier.store import Entry
+from extensions.backends.sqlite.store import SQLiteStore
 from testweb import WebConfig, start_testweb
 from testweb.crawlrun import ROOT, SCRAPY, kill_crawl, run_web_crawl, start_web_crawl
 from testweb.waiting import CrawlActivity, ended, wait_until

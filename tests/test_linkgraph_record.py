@@ -23,7 +23,7 @@ from twisted.internet.task import Clock
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.frontier.page import PageVerdict, link_request
+from extensions.frontier.page import PageVerdict
 from extensions.frontier.prioritizer import CashPrioritizer
 from extensions.frontier.scheduler import Frontier
 from tests.test_frontier_support import STORES, make_frontier, make_store
@@ -61,9 +61,7 @@ def test_page_done_records_the_outlinks_by_their_admission_fingerprints(store: A
     assert frontier.stats.get_value("linkgraph/pages") == 1
     assert frontier.stats.get_value("linkgraph/edges") == 3
     assert set(done.credit) == (set(LINKS) if aopic else set())  # AOPIC's step still credits them
-    for link in dict.fromkeys(LINKS):  # the admission files each under the recorded id
-        frontier.enqueue_request(link_request(link, 1, "http://a.test/", done.credit.get(link)))
-    new = expected[:2]  # (a.test/ is done: Redis in Bloom mode keeps no finished row)
+    new = expected[:2]  # page_done filed each under its recorded id (a.test/ is done: not new)
     assert set(store.urls.get_many(new)) == set(new)
 
 
@@ -182,7 +180,7 @@ def sqlite_graph(job: Any) -> tuple[dict[str, tuple[int, int]], dict[int, list[i
     of every row, and the recorded lists by source."""
     import sqlite3  # noqa: PLC0415
 
-    from extensions.store.linktable import unpack_targets  # noqa: PLC0415
+    from extensions.linkgraph.lists import unpack_targets  # noqa: PLC0415
 
     db = sqlite3.connect(f"file:{job / 'frontier.sqlite3'}?mode=ro", uri=True)
     try:
@@ -197,7 +195,7 @@ def check_against_truth(truth: TruthLinks, rows: dict[str, tuple[int, int]],
                         links: dict[int, list[int]]) -> int:
     """Every done URL has its list and every list is its page's truth; the
     number of pages checked."""
-    from extensions.store.base import Status  # noqa: PLC0415
+    from extensions.frontier.store import Status  # noqa: PLC0415
 
     done = {fp_of(url): (url, depth) for url, (status, depth) in rows.items() if status == Status.DONE}
     assert not [url for fp, (url, _) in done.items() if fp not in links], "done pages without a list"
@@ -263,8 +261,8 @@ def test_sigkill_keeps_the_list_of_every_page_marked_done_and_resume_completes_t
 
 def test_on_redis_every_process_records_into_the_shared_store(tmp_path: Any, start_web: Any,
                                                               redis_server: Any) -> None:
-    from extensions.store.base import Status  # noqa: PLC0415
-    from extensions.store.redis import RedisStore  # noqa: PLC0415
+    from extensions.frontier.store import Status  # noqa: PLC0415
+    from extensions.backends.redis.store import RedisStore  # noqa: PLC0415
     from testweb.crawlrun import kill_crawl, start_web_crawl  # noqa: PLC0415
     from testweb.redisserver import unique_prefix  # noqa: PLC0415
     from testweb.waiting import wait_for_exit  # noqa: PLC0415

@@ -19,8 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from extensions.frontier.gauges import DictStats, status_gauges
 from extensions.prometheus import CrawlStatsCollector, MetricsServer
-from extensions.store.base import Entry, Status
-from extensions.store.memory import MemoryStore
+from extensions.frontier.store import Entry, Status
+from extensions.backends.memory.store import MemoryStore
 from testweb.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
 from testweb.redisserver import free_port, unique_prefix
 from testweb.waiting import CrawlActivity, ended, wait_until
@@ -98,6 +98,21 @@ def test_collector_turns_stats_into_named_families() -> None:
     assert value(samples, "webcrawler_aopic_lambda_cash") == 0.25
     assert value(samples, "webcrawler_revisit_events_total", event="changed") == 2
     assert value(samples, "webcrawler_start_time_seconds") == STATS["start_time"].timestamp()
+
+
+def test_refusals_and_pushbacks_are_outcomes_not_request_errors() -> None:
+    """Was: robots.txt refusals and holds (IgnoreRequest) counted in request_errors."""
+    samples = collected({**STATS, "downloader/exception_type_count/scrapy.exceptions.IgnoreRequest": 644,
+                         "pushback/status/429": 3, "pushback/status/503": 1, "pushback/pause_seconds": 42.5,
+                         "pushback/hosts_slowed": 1, "pushback/host_delay_max": 4.0})
+    kinds = {dict(labels)["kind"] for name, labels in samples if name == "webcrawler_request_errors_total"}
+    assert kinds == {"twisted.internet.error.ConnectionRefusedError"}
+    assert value(samples, "webcrawler_requests_refused_total") == 644
+    assert value(samples, "webcrawler_pushback_responses_total", status="429") == 3
+    assert value(samples, "webcrawler_pushback_responses_total", status="503") == 1
+    assert value(samples, "webcrawler_pushback_pause_seconds_total") == 42.5
+    assert value(samples, "webcrawler_pushback_hosts_slowed_total") == 1
+    assert value(samples, "webcrawler_pushback_host_delay_max_seconds") == 4.0
 
 
 def test_crawl_wide_gauges_carry_scope_and_process_per_process_figures_do_not() -> None:

@@ -31,7 +31,7 @@ def test_egg_contains_the_project_and_every_extension(tmp_path: Path) -> None:
     egg = build_egg(tmp_path)
     names = set(zipfile.ZipFile(egg).namelist())
     for module in ("crawler/settings.py", "crawler/spiders/web.py", "extensions/addon.py",
-                   "extensions/frontier/scheduler.py", "extensions/store/sqlite.py",
+                   "extensions/frontier/scheduler.py", "extensions/backends/sqlite/store.py",
                    "extensions/processors/html_links.py", "extensions/resolver.py"):
         assert module in names, module
     entry_points = zipfile.ZipFile(egg).read("EGG-INFO/entry_points.txt").decode()

@@ -1,4 +1,4 @@
-"""The URL-seen Bloom filter in Redis bitmaps (extensions/store/redis_bloom.py)
+"""The URL-seen Bloom filter in Redis bitmaps (extensions/backends/redis/bloom.py)
 and the row trimming it allows, on real ``redis-server`` processes: the
 false-positive rate against the configured one, two stores sharing the
 filter, shards in their hosts' slots over three masters, trimmed rows
@@ -27,10 +27,10 @@ from twisted.internet.task import Clock
 
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.scheduler import Frontier
-from extensions.store.base import Entry, FrontierStoreError, Status
-from extensions.store.redis import RedisStore
-from extensions.store.redis_bloom import BloomLayout, RedisBloom
-from extensions.store.redis_keys import host_tag, tag_of
+from extensions.frontier.store import Entry, FrontierStoreError, Status
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.bloom import BloomLayout, RedisBloom
+from extensions.backends.redis.keys import host_tag, tag_of
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
 from tests.test_frontier_support import drain, make_frontier
 

@@ -12,15 +12,15 @@ from redis.cluster import RedisCluster
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
-from extensions.contentseen.redis import RedisContentSeen, RedisContentStore
-from extensions.frontier.distributed import DistributedFrontier
+from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
+from extensions.backends.redis.distributed import DistributedFrontier
 from extensions.frontier.scheduler import Frontier
 from extensions.pipelines.contentseen import ContentSeenPipeline
-from extensions.store.base import Entry, Status
-from extensions.store.redis_factory import redis_connection, redis_store
-from extensions.store.redis import RedisStore
-from extensions.store.redis_connection import RedisConnection
-from extensions.store.redis_rows import ROW_LUA, pack_row, unpack_entry
+from extensions.frontier.store import Entry, Status
+from extensions.backends.redis.factory import redis_connection, redis_store
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.rows import ROW_LUA, pack_row, unpack_entry
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
 
 
@@ -115,7 +115,7 @@ def test_one_crawler_opens_one_connection_for_the_frontier_and_the_content_seen_
     pipeline = ContentSeenPipeline.from_crawler(crawler)
     connection = redis_connection(crawler)
     assert Frontier.from_crawler(crawler).store.connection is connection
-    assert pipeline.redis.connection is connection
+    assert pipeline.sets.store.connection is connection
     frontier = _frontier(crawler)
     frontier.open(None)
     pipeline.open_spider()

@@ -3,7 +3,7 @@
 killed with SIGKILL mid-crawl and restarted from its AOF, or frozen with
 SIGSTOP for longer than a command's time-out.
 
-The store's retry (back-off, each retry logged; extensions/store/redis.py)
+The store's retry (back-off, each retry logged; extensions/backends/redis/store.py)
 must carry every process through: the crawl ends by itself with exactly the
 ground truth. The restart test runs Redis with ``appendfsync always`` so
 that no acknowledged write can be lost and the truth must be exact;

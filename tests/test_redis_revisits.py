@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from extensions.store.base import RevisitRecord
-from extensions.store.redis_revisits import pack_record, unpack_record
+from extensions.frontier.store import RevisitRecord
+from extensions.backends.redis.revisits import pack_record, unpack_record
 
 USUAL = RevisitRecord(-77, math.inf, 3600.0, visits=12, changes=4, first_visit=1_750_000_000.123456,
                       last_visit=1_750_086_400.654321, last_change=1_750_050_000.5, content=-(1 << 62),

@@ -1,5 +1,5 @@
 """Seeds pushed to running crawler processes through Redis
-(extensions/seedqueue.py), end to end: real ``scrapy crawl web``
+(extensions/backends/redis/seeds.py), end to end: real ``scrapy crawl web``
 subprocesses started without ``-a seeds``, a real redis-server, the
 synthetic test web; the seeds are pushed only once every process runs."""
 
@@ -14,7 +14,7 @@ import redis
 from scrapy.utils.test import get_crawler
 
 from crawler.spiders.web import WebSpider
-from extensions.seedqueue import RedisSeeds, parse_entry
+from extensions.backends.redis.seeds import RedisSeeds, parse_entry
 from testweb.crawlrun import run_web_crawl
 from testweb.redisserver import RedisServer, unique_prefix
 from testweb.waiting import CrawlActivity, ended, wait_until

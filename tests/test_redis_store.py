@@ -22,12 +22,12 @@ from twisted.internet.task import Clock
 
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.scheduler import Frontier
-from extensions.store.base import Entry, FrontierStoreError, Status
-from extensions.store.memory import MemoryStore
-from extensions.store.redis import RedisStore
-from extensions.store.redis_bloom import BloomLayout, RedisBloom
-from extensions.store.redis_keys import host_tag
-from extensions.store.sqlite import SQLiteStore
+from extensions.frontier.store import Entry, FrontierStoreError, Status
+from extensions.backends.memory.store import MemoryStore
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.bloom import BloomLayout, RedisBloom
+from extensions.backends.redis.keys import host_tag
+from extensions.backends.sqlite.store import SQLiteStore
 from tests.conftest import fetched_urls
 from testweb.crawlrun import run_web_crawl
 from testweb.redisserver import RedisClusterServers, RedisServer, free_port, unique_prefix
@@ -83,7 +83,7 @@ def test_every_url_row_lives_under_its_hosts_tag(redis_server: RedisServer) -> N
 # -- round trips ----------------------------------------------------------------------
 @pytest.mark.parametrize("seen", ["exact", "bloom"])
 def test_round_trips_per_frontier_operation(redis_server: RedisServer, seen: str) -> None:
-    """The table in extensions/store/redis.py's docstring, for either URL-seen
+    """The table in extensions/backends/redis/store.py's docstring, for either URL-seen
     backend: the Bloom filter is tested and set in the row's own script."""
     bloom = BloomLayout(1_000_000, 0.001) if seen == "bloom" else None
     store = RedisStore(redis_server.url, unique_prefix(), bloom=bloom)
@@ -230,14 +230,14 @@ def test_an_outage_is_retried_with_back_off_and_logged(
                 redis_aof_server.start()
 
     handler = RestartOnRetry()
-    logging.getLogger("extensions.store.redis_connection").addHandler(handler)
+    logging.getLogger("extensions.backends.redis.connection").addHandler(handler)
     try:
         redis_aof_server.kill()
         store.set_meta("written", "during the outage")
-        with caplog.at_level(logging.WARNING, logger="extensions.store.redis_connection"):
+        with caplog.at_level(logging.WARNING, logger="extensions.backends.redis.connection"):
             assert store.get_meta("written") == "during the outage"
     finally:
-        logging.getLogger("extensions.store.redis_connection").removeHandler(handler)
+        logging.getLogger("extensions.backends.redis.connection").removeHandler(handler)
     assert "retry 1 of 3" in caplog.text and redis_aof_server.url.split("/0")[0] in caplog.text
     store.close()
 
@@ -247,7 +247,7 @@ def test_an_outage_longer_than_the_retries_is_a_store_error(
 ) -> None:
     store = opened(redis_aof_server.url, retries=2)
     redis_aof_server.kill()
-    with caplog.at_level(logging.WARNING, logger="extensions.store.redis_connection"):
+    with caplog.at_level(logging.WARNING, logger="extensions.backends.redis.connection"):
         with pytest.raises(FrontierStoreError, match=str(redis_aof_server.port)):
             store.get_meta("clean")
     assert "retry 2 of 2" in caplog.text
@@ -272,12 +272,12 @@ def test_frontier_backend_chooses_the_store(redis_server: RedisServer) -> None:
 
 def test_the_removed_frontier_store_setting_fails_naming_frontier_backend() -> None:
     with pytest.raises(ValueError, match="FRONTIER_STORE.*FRONTIER_BACKEND"):
-        _store_of({"FRONTIER_STORE": "extensions.store.memory.MemoryStore"})
+        _store_of({"FRONTIER_STORE": "extensions.backends.memory.store.MemoryStore"})
 
 
 @pytest.mark.parametrize(("settings", "named"), [
     ({"FRONTIER_BACKEND": "postgres"}, "FRONTIER_BACKEND"),
-    ({"FRONTIER_BACKEND": "redis", "FRONTIER_STORE": "extensions.store.memory.MemoryStore"}, "FRONTIER_BACKEND"),
+    ({"FRONTIER_BACKEND": "redis", "FRONTIER_STORE": "extensions.backends.memory.store.MemoryStore"}, "FRONTIER_BACKEND"),
     ({"FRONTIER_BACKEND": "redis", "REDIS_URL": "127.0.0.1:6379"}, "REDIS_URL"),
     ({"FRONTIER_BACKEND": "redis", "FRONTIER_REDIS_PREFIX": "a{b}"}, "FRONTIER_REDIS_PREFIX"),
     ({"FRONTIER_BACKEND": "redis", "FRONTIER_REDIS_RETRIES": -1}, "FRONTIER_REDIS_RETRIES"),
@@ -376,7 +376,7 @@ def test_a_pop_sent_again_by_a_retry_returns_the_same_batch(
     """A time-out after Redis ran a pop makes redis-py's retry send it again:
     the second run must hand back the same batch, not lose it by popping the
     next one (the single-process frontier would never fetch those URLs)."""
-    from extensions.store.redis_scripts import POP_ONCE
+    from extensions.backends.redis.scripts import POP_ONCE
 
     store = opened(redis_cluster.url if topology == "cluster" else redis_server.url)
     store.queues.push("front/0", list(range(1, 11)))

@@ -1,5 +1,5 @@
 """The shared frontier's Redis round trips run off the reactor thread
-(:mod:`extensions.store.redis_worker`).
+(:mod:`extensions.backends.redis.worker`).
 
 A real ``redis-server`` is paused (``CLIENT PAUSE ms ALL``) while a real
 Twisted reactor drives a shared frontier (``tests/redis_pause_probe.py``, a

@@ -1,4 +1,4 @@
-"""The shared frontier's worker thread (extensions/store/redis_worker.py)
+"""The shared frontier's worker thread (extensions/backends/redis/worker.py)
 under the faults that hung or ended crawls early, on a real redis-server.
 
 The worker's answers reach the reactor thread through ``deliver``; here
@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.frontier.leases import HostLeases
-from extensions.store.base import Entry
-from extensions.store.redis import RedisStore
-from extensions.store.redis_connection import RedisConnection
-from extensions.store.redis_worker import RedisWorker
+from extensions.backends.redis.leases import HostLeases
+from extensions.frontier.store import Entry
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.worker import RedisWorker
 from testweb.redisserver import shared_server, unique_prefix
 from testweb.waiting import wait_until
 
@@ -111,7 +111,7 @@ def test_a_follow_carries_callbacks_for_the_job_it_sends(
 
 
 def test_the_direct_channel_runs_a_follows_callbacks_too() -> None:
-    from extensions.store.redis_worker import DirectIO
+    from extensions.backends.redis.worker import DirectIO
     store = RedisStore(shared_server().url, unique_prefix())
     store.open()
     try:

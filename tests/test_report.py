@@ -106,7 +106,8 @@ def test_report_is_written_with_the_crawls_final_counts(crawl: Any) -> None:
     assert STATE.search(page).group(1) == "finished (finished)"
     assert number(rows["URLs fetched"]) == result.report["pages"]
     assert number(rows["seeds"]) == stats["seeds/accepted"]
-    assert number(rows["URLs excluded (robots.txt, policy)"]) == stats.get("frontier/excluded", 0)
+    assert number(rows["outcomes: URLs excluded by robots.txt"]) == stats.get("frontier/excluded", 0)
+    assert number(rows["errors"]) == result.report["errors"]  # as the final report counts them
     codes = {key.rsplit("/", 1)[1]: value for key, value in stats.items()
              if key.startswith("downloader/response_status_count/")}
     assert len(codes) > 2  # the test web answers 200, 3xx, 404, 5xx
@@ -130,7 +131,10 @@ def test_hosts_table_counts_each_hosts_pages(crawl: Any) -> None:
 
 def test_report_was_refreshed_and_timed_and_left_no_temporary_files(crawl: Any) -> None:
     report, result = crawl
-    assert result.stats["report/refreshes"] >= 2
+    # a periodic tick ran besides the final refresh (a tick that finds the
+    # previous drawing still running skips, by design: on a busy machine)
+    assert result.stats["report/refreshes"] >= 1
+    assert result.stats["report/refreshes"] + result.stats.get("report/skipped", 0) >= 2
     assert result.stats["report/render_seconds_max"] > 0
     assert "report/errors" not in result.stats
     assert sorted(path.name for path in report.iterdir()) == [

@@ -20,7 +20,7 @@ from extensions.revisit.freshness import (
     Freshness, crawl_freshness, expected_age, expected_freshness, record_rate,
 )
 from extensions.revisit.policy import RevisitPolicy
-from extensions.store.base import RevisitRecord
+from extensions.frontier.store import RevisitRecord
 
 HOUR = 3600.0
 DAY = 24 * HOUR

@@ -18,13 +18,13 @@ import pytest
 from scrapy import Request
 from twisted.internet.task import Clock
 
-from extensions.frontier.distributed import DistributedFrontier
+from extensions.backends.redis.distributed import DistributedFrontier
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.politeness import Politeness
-from extensions.store.base import Status
-from extensions.store.redis import RedisStore
-from extensions.store.redis_connection import RedisConnection
-from extensions.store.redis_worker import RedisWorker
+from extensions.frontier.store import Status
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.worker import RedisWorker
 from testweb.redisserver import shared_cluster, shared_server, unique_prefix
 from testweb.waiting import wait_until
 from tests.test_redis_worker_faults import Reactor

@@ -19,8 +19,8 @@ from scrapy.utils.test import get_crawler
 from crawler.spiders.web import WebSpider
 from extensions.frontier.config import frontier_kwargs
 from extensions.pipelines.contentseen import ContentSeenPipeline
-from extensions.store.base import FrontierStoreError
-from extensions.store.factory import read_only_store
+from extensions.frontier.store import FrontierStoreError
+from extensions.backends import read_only_store
 from testweb.crawlrun import ROOT
 from testweb.redisserver import RedisServer, unique_prefix
 
@@ -66,7 +66,7 @@ def test_an_sqlite_crawl_loads_its_components_without_redis_prometheus_or_matplo
     report are loaded (they are in EXTENSIONS) but import none of them."""
     report = loaded({})
     assert {"crawlstatus", "linkgraph"} <= set(report["commands"])
-    for component in ("extensions.seedqueue.RedisSeeds", "extensions.metrics.MetricsExporter",
+    for component in ("extensions.backends.redis.seeds.RedisSeeds", "extensions.metrics.MetricsExporter",
                       "extensions.report.extension.CrawlReport",
                       "extensions.pipelines.contentseen.ContentSeenPipeline"):
         assert component in report["components"]
@@ -77,14 +77,14 @@ def test_the_redis_path_still_builds_the_redis_components(redis_server: RedisSer
     """FRONTIER_BACKEND redis: the frontier gets the Redis store and the
     shared dispatch, the content-seen sets their Redis store, and a kept
     crawl is looked for in Redis (the modules imported on these branches only)."""
-    from extensions.contentseen.redis import RedisContentStore  # noqa: PLC0415
-    from extensions.frontier.shareddispatch import SharedDispatch  # noqa: PLC0415
-    from extensions.store.redis import RedisStore  # noqa: PLC0415
+    from extensions.backends.redis.contentseen import RedisContentStore  # noqa: PLC0415
+    from extensions.backends.redis.dispatch import SharedDispatch  # noqa: PLC0415
+    from extensions.backends.redis.store import RedisStore  # noqa: PLC0415
 
     crawler = get_crawler(WebSpider, {"FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url,
                                       "FRONTIER_REDIS_PREFIX": unique_prefix()})
     parts = frontier_kwargs(crawler)
     assert isinstance(parts["store"], RedisStore) and isinstance(parts["dispatch"], SharedDispatch)
-    assert isinstance(ContentSeenPipeline.from_crawler(crawler).redis, RedisContentStore)
+    assert isinstance(ContentSeenPipeline.from_crawler(crawler).sets.store, RedisContentStore)
     with pytest.raises(FrontierStoreError, match="no crawl at redis://"):
         read_only_store(crawler.settings)

@@ -1,6 +1,7 @@
 """The frontier store contract, one suite over every backend.
 
-Backends: memory, SQLite, Redis (a real single ``redis-server``) and Redis
+Backends: memory, a third-party one plugged in by class path (it wraps the
+memory one: :mod:`tests.thirdparty_backend`), SQLite, Redis (a real single ``redis-server``) and Redis
 Cluster (three real ``redis-server`` processes as a 3-master cluster), the
 two Redis ones also with the URL-seen Bloom filter (``-bloom``), whose
 store trims finished rows: there a finished URL stays seen but its status
@@ -14,14 +15,17 @@ A missing ``redis-server`` fails the Redis variants.
 from __future__ import annotations
 
 import math
+import sqlite3
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy.settings import Settings
 
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.store.base import (
+from extensions.frontier.store import (
     CashTable,
     ContentGroups,
     Entry,
@@ -37,16 +41,21 @@ from extensions.store.base import (
     URLCensus,
     URLTable,
 )
-from extensions.store.memory import MemoryStore
-from extensions.store.redis import RedisStore
-from extensions.store.redis_revisits import TAKE
-from extensions.store.redis_bloom import BloomLayout
-from extensions.store.sqlite import SQLiteStore
+from extensions.backends import backend_class
+from extensions.backends.memory.store import MemoryStore
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.revisits import TAKE
+from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.sqlite.store import SQLiteStore
 from testweb.redisserver import free_port, shared_cluster, shared_server, unique_prefix
 
 PERSISTENT = ["sqlite", "redis", "redis-cluster", "redis-bloom", "redis-cluster-bloom"]
 BLOOM = BloomLayout(100_000, 0.001)
-KINDS = ["memory", *PERSISTENT, *(f"{kind}-reopen" for kind in PERSISTENT)]
+#: a backend plugged in by class path from outside the product (it wraps the memory one)
+THIRD_PARTY = "tests.thirdparty_backend.ThirdPartyBackend"
+#: stores in this process: no round trips to save, no memory figure of their own
+EMBEDDED = ("sqlite", "memory", "third-party")
+KINDS = ["memory", "third-party", *PERSISTENT, *(f"{kind}-reopen" for kind in PERSISTENT)]
 
 
 class Backend:
@@ -60,6 +69,9 @@ class Backend:
     def new(self) -> Any:
         if self.kind == "memory":
             return MemoryStore()
+        if self.kind == "third-party":
+            settings = Settings({"FRONTIER_BACKEND": THIRD_PARTY})
+            return backend_class(settings).for_reading(settings).frontier_store()[0]
         if self.kind == "sqlite":
             return SQLiteStore(self.directory / "frontier.sqlite3")
         server = shared_cluster() if self.kind.startswith("redis-cluster") else shared_server()
@@ -136,7 +148,7 @@ def test_memory_usage_is_measured_or_none(backend: Backend) -> None:
     store.urls.insert_new([real("http://a.test/1"), real("http://a.test/2")], 0.0)
     store.checkpoint()
     usage = store.memory_usage()
-    if backend.kind.startswith(("sqlite", "memory")):
+    if backend.kind.startswith(EMBEDDED):
         assert usage is None
     else:
         assert usage is not None and usage[1] == 2 and usage[0] >= 0
@@ -375,7 +387,7 @@ def test_cash_and_entries_in_one_read_match_the_two_reads(backend: Backend) -> N
     fps = [entry.fingerprint for entry in entries] + [404]
     cash, rows = store.cash.get_cash_and_entries(fps)
     assert cash == store.cash.get_cash(fps) and len(cash) == 2
-    if backend.kind.startswith(("sqlite", "memory")):
+    if backend.kind.startswith(EMBEDDED):
         assert rows is None  # embedded: no round trip to save, rows read when needed
     else:
         assert rows == store.urls.get_many(fps) and set(rows) == set(fps[:3])
@@ -448,12 +460,13 @@ def test_an_empty_link_table_scans_nothing(backend: Backend) -> None:
 # -- census (scrapy crawlstatus) ------------------------------------------------------
 def census_crawl(store: Any) -> None:
     """Three hosts: busy.test 3 queued + 1 in flight, calm.test 1 queued + 2
-    done, idle.test 1 done; failures and refusals at times 10 .. 13."""
+    done, idle.test 1 done; failures and refusals at times 10 .. 13, an exclusion."""
     rows = [real(f"http://busy.test/{n}") for n in range(4)] + [
         real(f"http://calm.test/{n}") for n in range(3)] + [real("http://idle.test/")]
     refused = real("http://calm.test/refused")._replace(extra='{"refused": "budget"}')
     failed = [real("http://busy.test/failed"), real("http://idle.test/failed")]
-    store.urls.insert_new([*rows, refused, *failed], 1.0)
+    excluded = real("http://idle.test/robots-forbidden")
+    store.urls.insert_new([*rows, refused, *failed, excluded], 1.0)
     store.urls.set_status([rows[3].fingerprint], Status.INFLIGHT)
     store.urls.set_status([rows[5].fingerprint], Status.DONE, 5.0)
     store.urls.set_status([rows[6].fingerprint], Status.DONE, 7.0)
@@ -461,6 +474,7 @@ def census_crawl(store: Any) -> None:
     store.urls.set_status([failed[0].fingerprint], Status.FAILED, 10.0)
     store.urls.set_status([refused.fingerprint], Status.REFUSED)  # as admission does: never fetched
     store.urls.set_status([failed[1].fingerprint], Status.FAILED, 13.0)
+    store.urls.set_status([excluded.fingerprint], Status.EXCLUDED)  # robots.txt: never fetched
 
 
 def test_census_orders_hosts_by_queue_length_and_errors_newest_first(backend: Backend) -> None:
@@ -472,14 +486,16 @@ def test_census_orders_hosts_by_queue_length_and_errors_newest_first(backend: Ba
     assert [load.done for load in census.busiest] == ([0, 0] if trimmed else [0, 2])
     assert census.busiest[1].last_fetch == (None if trimmed else 7.0)
     if trimmed:  # finished rows are gone: no fetch times, no errors left to show
-        assert (census.fetched, census.errors, census.first_fetch) == (0, [], None)
+        assert (census.fetched, census.errors, census.refusals, census.first_fetch) == (0, [], [], None)
         return
-    assert [(event.url, event.status, event.at, event.reason) for event in census.errors[:2]] == [
+    # errors are failed fetches only; refusals (outcomes) are listed apart
+    assert [(event.url, event.status, event.at, event.reason) for event in census.errors] == [
         ("http://idle.test/failed", Status.FAILED, 13.0, None),
         ("http://busy.test/failed", Status.FAILED, 10.0, None)]
-    refusal = census.errors[2]  # its discovery time where the row keeps one (SQLite), else none
-    assert (refusal.url, refusal.reason, refusal.at) == (
-        "http://calm.test/refused", "budget", 1.0 if backend.kind == "sqlite" else None)
+    discovered = 1.0 if backend.kind == "sqlite" else None  # where the row keeps the time
+    assert [(event.url, event.status, event.reason, event.at) for event in census.refusals] == [
+        ("http://idle.test/robots-forbidden", Status.EXCLUDED, None, discovered),
+        ("http://calm.test/refused", Status.REFUSED, "budget", discovered)]
     assert (census.fetched, census.first_fetch, census.last_fetch, census.fetched_since) == (5, 5.0, 13.0, 3)
 
 
@@ -492,7 +508,7 @@ def test_census_limits_and_an_empty_table(backend: Backend) -> None:
     census = backend.cycle().census.census(hosts=10, errors=0, since=100.0)
     idle = [] if backend.finished(Status.DONE) is None else ["idle.test"]  # trimmed: no row left
     assert [load.host for load in census.busiest] == ["busy.test", "calm.test", *idle]
-    assert census.errors == [] and census.fetched_since == 0
+    assert census.errors == census.refusals == [] and census.fetched_since == 0
     assert backend.store.census.census(hosts=1, errors=1, since=0.0).busiest[0].host == "busy.test"
 
 
@@ -502,7 +518,7 @@ def test_census_knows_holds_only_where_the_store_keeps_them(backend: Backend) ->
 
 
 def test_census_of_a_redis_crawl_shows_shared_holds_and_next_due_times(shared: Backend) -> None:
-    from extensions.frontier.sharedholds import SharedHolds
+    from extensions.backends.redis.holds import SharedHolds
 
     store = shared.store
     census_crawl(store)
@@ -705,3 +721,118 @@ def test_an_unopenable_store_is_a_clear_error_naming_where(persistent: Backend, 
         store, where = RedisStore(url, "web"), url
     with pytest.raises(FrontierStoreError, match=where):
         store.open()
+
+
+# -- the SQLite store's own promises (its file) ------------------------------------
+def test_sqlite_clean_flag_tracks_how_the_last_run_ended(tmp_path):
+    path = tmp_path / "f.sqlite3"
+    store = SQLiteStore(path)
+    store.open()
+    assert store.clean  # new and empty
+    store.insert_new([entry(1)], 1.0)
+    store.checkpoint()
+    store.abandon()  # kill -9
+    crashed = SQLiteStore(path)
+    crashed.open()
+    assert not crashed.clean
+    assert crashed.status_of(1) == Status.QUEUED
+    crashed.close()
+    reopened = SQLiteStore(path)
+    reopened.open()
+    assert reopened.clean
+    reopened.close()
+
+
+def test_sqlite_uncommitted_changes_are_lost_on_crash(tmp_path):
+    path = tmp_path / "f.sqlite3"
+    store = SQLiteStore(path)
+    store.open()
+    store.insert_new([entry(1)], 1.0)
+    store.checkpoint()
+    store.insert_new([entry(2)], 2.0)
+    store.abandon()
+    reopened = SQLiteStore(path)
+    reopened.open()
+    assert reopened.status_of(1) == Status.QUEUED and reopened.status_of(2) is None
+    reopened.close()
+
+
+def test_sqlite_wal_grows_past_sqlites_default_checkpoint_and_survives_a_crash(tmp_path):
+    """Checkpoints every WAL_CHECKPOINT_PAGES pages, not SQLite's 1000: the
+    WAL outgrows 1000 pages, and every committed row is still read after a
+    kill -9 (the WAL is the durable copy until it is checkpointed)."""
+    from extensions.backends.sqlite.store import WAL_CHECKPOINT_PAGES
+    assert WAL_CHECKPOINT_PAGES > 2000
+    path = tmp_path / "f.sqlite3"
+    wal = Path(f"{path}-wal")
+    store = SQLiteStore(path)
+    store.open()
+    page_size = sqlite3.connect(path).execute("PRAGMA page_size").fetchone()[0]
+    fp = 0
+    for _ in range(400):  # bounded: ~60 rows of 2 KiB URLs a commit
+        store.insert_new([Entry(fp + i, f"http://a.test/{fp + i}/" + "x" * 2000, "a.test", 0)
+                          for i in range(60)], 1.0)
+        store.checkpoint()
+        fp += 60
+        if wal.stat().st_size > 1500 * page_size:
+            break
+    assert wal.stat().st_size > 1500 * page_size  # SQLite's default would have wrapped at 1000
+    store.abandon()
+    reopened = SQLiteStore(path)
+    reopened.open()
+    assert all(reopened.status_of(n) == Status.QUEUED for n in (0, fp // 2, fp - 1))
+    reopened.close()
+
+
+def test_sqlite_corrupt_file_is_a_clear_error_naming_the_file(tmp_path):
+    path = tmp_path / "frontier.sqlite3"
+    path.write_bytes(b"this is not an SQLite database, just garbage\n" * 200)
+    with pytest.raises(FrontierStoreError, match="frontier.sqlite3"):
+        SQLiteStore(path).open()
+
+
+def test_sqlite_damaged_pages_are_a_clear_error(tmp_path):
+    path = tmp_path / "frontier.sqlite3"
+    store = SQLiteStore(path)
+    store.open()
+    store.insert_new([entry(i) for i in range(2000)], 1.0)
+    store.close()
+    data = bytearray(path.read_bytes())
+    data[100:4096] = b"\xff" * (4096 - 100)  # the header page after the magic
+    path.write_bytes(bytes(data))
+    with pytest.raises(FrontierStoreError, match=str(path)):
+        SQLiteStore(path).open()
+
+
+def test_sqlite_unwritable_location_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(FrontierStoreError, match="file/frontier.sqlite3"):
+        SQLiteStore(blocker / "frontier.sqlite3").open()
+
+
+def test_sqlite_full_disk_at_start_is_a_clear_error(tmp_path):
+    # A quota of one page makes the first write fail exactly as a full disk
+    # does (SQLITE_FULL, "database or disk is full").
+    full = SQLiteStore(tmp_path / "frontier.sqlite3", max_mb=0.001)
+    with pytest.raises(FrontierStoreError, match=r"frontier.sqlite3.*full"):
+        full.open()
+
+
+def test_sqlite_file_is_inspectable_with_the_sqlite3_command(tmp_path):
+    path = tmp_path / "frontier.sqlite3"
+    store = SQLiteStore(path)
+    store.open()
+    store.insert_new([entry(1), entry(2)], 1.0)
+    store.set_status([2], Status.DONE, 2.0)
+    store.checkpoint()
+    query = "SELECT status, COUNT(*) FROM urls_readable GROUP BY status ORDER BY status"
+    try:
+        out = subprocess.run(["sqlite3", str(path), query], capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        with sqlite3.connect(path) as db:  # no sqlite3 binary: the same query from Python
+            rows = db.execute(query).fetchall()
+        assert rows == [("done", 1), ("queued", 1)]
+    else:
+        assert out.stdout.split() == ["done|1", "queued|1"]
+    store.close()

@@ -1,5 +1,5 @@
 """The SQLite store answers recent status and cash reads from memory, and
-never from a memory that disagrees with its file (extensions/store/rowcache.py).
+never from a memory that disagrees with its file (extensions/backends/sqlite/rowcache.py).
 
 Queries are counted with the connection's trace callback on a second,
 read-only look at the same store: the store under test is driven only
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from extensions.store.base import Entry, Status
-from extensions.store.rowcache import RowCache
-from extensions.store.sqlite import SQLiteStore
+from extensions.frontier.store import Entry, Status
+from extensions.backends.sqlite.rowcache import RowCache
+from extensions.backends.sqlite.store import SQLiteStore
 
 
 def entry(fp: int, padding: int = 0) -> Entry:

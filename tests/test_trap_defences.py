@@ -34,6 +34,28 @@ def test_host_budget_counts_survive_a_cold_cache(store: Any, tmp_path: Any) -> N
     assert not frontier.enqueue_request(Request("http://trap.test/3"))
 
 
+def test_a_host_under_its_budget_costs_no_look_up_of_each_new_urls_row(
+        store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget is on by default: a new URL of a host under it is counted
+    in memory, its row is not read first (only a host at its budget checks
+    whether a URL is known, to call it a duplicate rather than a refusal)."""
+    frontier = make_frontier(store, host_budget=50)
+    looked_up: list[int] = []
+    status_of = frontier.admission.store.urls.status_of
+
+    def counting(fingerprint: int) -> Any:
+        looked_up.append(fingerprint)
+        return status_of(fingerprint)
+
+    monkeypatch.setattr(frontier.admission.store.urls, "status_of", counting)
+    before = len(looked_up)
+    for i in range(40):
+        assert frontier.enqueue_request(Request(f"http://site.test/{i}"))
+    assert len(looked_up) == before
+    assert not frontier.enqueue_request(Request("http://site.test/3"))  # known: a duplicate
+    assert frontier.stats.get_value("frontier/host_budget_refused", 0) == 0
+
+
 @pytest.mark.parametrize(
     ("url", "expected"),
     [

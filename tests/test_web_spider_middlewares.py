@@ -33,12 +33,11 @@ def enabled(**values: Any) -> set[type]:
     return {cls for cls, order in spider_middlewares(**values).items() if order is not None}
 
 
-def test_url_length_meta_copy_depth_and_referer_are_off_with_links_in_items() -> None:
-    """The page's output is its item; its links get depth and Referer in LinkScheduler."""
-    assert not {UrlLengthMiddleware, MetaCopyDetectionMiddleware, DepthMiddleware, RefererMiddleware} & enabled()
-
-
-def test_depth_and_referer_stay_when_the_spider_yields_its_links() -> None:
+def test_url_length_and_meta_copy_are_off_and_depth_and_referer_stay_on() -> None:
+    """Scrapy's Depth and Referer middlewares stay on (the Referer middleware
+    also gives a redirect its Referer); the two that change nothing are off."""
+    assert not {UrlLengthMiddleware, MetaCopyDetectionMiddleware} & enabled()
+    assert {DepthMiddleware, RefererMiddleware} <= enabled()
     assert {DepthMiddleware, RefererMiddleware} <= enabled(LINKS_IN_ITEMS=False)
 
 

@@ -19,7 +19,9 @@ import tempfile
 from pathlib import Path
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: --disable-background-networking: no update checks or field trials (loopback only)
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+         "--disable-background-networking",
          "--disable-extensions", "--disable-dev-shm-usage", "--mute-audio")
 
 

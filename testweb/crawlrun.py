@@ -78,16 +78,19 @@ def crawl_command(
 ) -> list[str]:
     """The ``scrapy crawl web`` command line with items, report and log in
     ``workdir``; no ``-a seeds`` when ``seeds`` is empty. ``robots_overrides``
-    false keeps the default ROBOTSTXT_RETRY_DELAY and
-    ROBOTSTXT_UNREACHABLE_PERIOD (a test of the crawler as users run it)."""
+    false keeps the default ROBOTSTXT_RETRY_DELAY,
+    ROBOTSTXT_UNREACHABLE_PERIOD and PUSHBACK_BACKOFF_DELAY (a test of the
+    crawler as users run it)."""
     cmd = [SCRAPY, "crawl", "web", "-O", str(workdir / "items.jsonl")]
     if seeds:
         cmd[3:3] = ["-a", f"seeds={seeds}"]
     for name, value in (spider_args or {}).items():
         cmd += ["-a", f"{name}={value}"]
     # the test web's last regular host answers robots.txt with 503: retry
-    # it quickly and give up (no restrictions) after a second, not 30 days
-    robots = {"ROBOTSTXT_RETRY_DELAY": 0.2, "ROBOTSTXT_UNREACHABLE_PERIOD": 1.0}
+    # it quickly and give up (no restrictions) after a second, not 30 days;
+    # special.test's /error/503.html always answers 503 (no Retry-After):
+    # its host's pauses are short
+    robots = {"ROBOTSTXT_RETRY_DELAY": 0.2, "ROBOTSTXT_UNREACHABLE_PERIOD": 1.0, "PUSHBACK_BACKOFF_DELAY": 0.2}
     merged = {
         "PROGRESS_REPORT_FILE": workdir / "report.json",
         "LOG_FILE": workdir / "crawl.log",

@@ -176,10 +176,11 @@ class RealWeb:
         text = self.access_log.read_text()
         # nginx may be writing a line as we read: only whole lines count
         lines = text.split("\n")[:-1]
-        return [_entry(json.loads(line)) for line in lines if line.strip()]
+        return [log_entry(json.loads(line)) for line in lines if line.strip()]
 
 
-def _entry(record: dict[str, str]) -> LogEntry:
+def log_entry(record: dict[str, str]) -> LogEntry:
+    """One line of the access log (:data:`LOG_FORMAT`, parsed as JSON)."""
     return LogEntry(record["scheme"], record["host"].lower(), int(record["port"]), record["uri"],
                     int(record["status"]), float(record["msec"]), float(record["request_time"]),
                     record["user_agent"])
@@ -319,7 +320,7 @@ def start_realweb(directory: Path, sites: tuple[Site, ...] = SITES) -> Iterator[
         _wait_until_up(process, web)
         yield web
     finally:
-        _stop(process)
+        stop_server(process)
 
 
 def _wait_until_up(process: subprocess.Popen[bytes], web: RealWeb) -> None:
@@ -331,7 +332,7 @@ def _wait_until_up(process: subprocess.Popen[bytes], web: RealWeb) -> None:
             log = web.directory / "logs" / "error.log"
             raise RuntimeError(f"nginx exited with {process.returncode}: "
                                f"{log.read_text() if log.exists() else ''}")
-        return all(_accepts(address, port) for address, port in wanted)
+        return all(accepts(address, port) for address, port in wanted)
 
     try:
         wait_until(up, "nginx listening on every address", patience=START_POLLS, interval=0.05)
@@ -339,7 +340,8 @@ def _wait_until_up(process: subprocess.Popen[bytes], web: RealWeb) -> None:
         raise RuntimeError(str(err)) from err
 
 
-def _accepts(address: str, port: int) -> bool:
+def accepts(address: str, port: int) -> bool:
+    """Whether something accepts TCP connections on ``address:port``."""
     try:
         with socket.create_connection((address, port), timeout=1.0):
             return True
@@ -347,7 +349,8 @@ def _accepts(address: str, port: int) -> bool:
         return False
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    """Stop nginx gracefully (SIGQUIT: its logs are flushed), killing it if it lingers."""
     if process.poll() is not None:
         return
     process.send_signal(signal.SIGQUIT)  # graceful: workers finish, logs flushed

@@ -22,8 +22,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from extensions.status import as_json, collect, render
-from extensions.store.base import FrontierStoreError
-from extensions.store.factory import read_only_store
+from extensions.frontier.store import FrontierStoreError
+from extensions.backends import read_only_store
 
 if TYPE_CHECKING:
     import argparse
@@ -44,7 +44,7 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--json", action="store_true", help="print the status as JSON")
         parser.add_argument("--hosts", type=int, default=10, help="how many of the busiest hosts (default 10)")
-        parser.add_argument("--errors", type=int, default=5, help="how many of the last errors (default 5)")
+        parser.add_argument("--errors", type=int, default=5, help="how many of the last errors, and of the last refusals (default 5)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None

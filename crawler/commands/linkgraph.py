@@ -27,7 +27,7 @@ from scrapy.exceptions import UsageError
 
 from extensions.linkgraph.graph import LinkGraph, UnknownURL
 from extensions.linkgraph.service import up_to_date_graph
-from extensions.store.base import FrontierStoreError
+from extensions.frontier.store import FrontierStoreError
 
 if TYPE_CHECKING:
     import argparse

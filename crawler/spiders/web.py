@@ -4,7 +4,7 @@ follow the links they find.
 ``scrapy crawl web -a seeds=FILE_OR_URLS [-a allowed_domains=a.test,b.org]``
 
 With ``-s FRONTIER_BACKEND=redis`` seeds may also be pushed to the running
-crawl (``redis-cli lpush web:start_urls URL``, :mod:`extensions.seedqueue`),
+crawl (``redis-cli lpush web:start_urls URL``, :mod:`extensions.backends.redis.seeds`),
 and ``-a seeds`` may be left out: the process then waits for them.
 
 The spider stays thin on purpose: what to do with a document is decided by
@@ -42,15 +42,14 @@ from scrapy.exceptions import NotConfigured
 from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.http import Response
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
-from scrapy.spidermiddlewares.depth import DepthMiddleware
 from scrapy.spidermiddlewares.metacopy import MetaCopyDetectionMiddleware
-from scrapy.spidermiddlewares.referer import RefererMiddleware
 from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
 from crawler.items import PageItem
 from extensions.addon import placed_components
+from extensions.backends import crawl_backend
 from extensions.frontier.page import link_request
 from extensions.processors.content_features import ContentFeatureExtractor
 from extensions.processors.registry import ProcessorRegistry
@@ -93,6 +92,7 @@ class WebSpider(scrapy.Spider):
 
     def __init__(self, seeds: str | None = None, allowed_domains: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
+        self.seeds = seeds  # the argument as given (a file name or URLs), as Scrapy keeps spider arguments
         # Read the seeds now, so that a missing file fails the crawl at start
         # with a non-zero exit instead of running an empty crawl.
         self.seed_lines: list[str] = list(iter_seed_lines(seeds)) if seeds else []
@@ -122,19 +122,12 @@ class WebSpider(scrapy.Spider):
         # MetaCopyDetectionMiddleware warns about requests built with a copy of
         # response.meta; this spider builds every request's meta itself.
         off.append(MetaCopyDetectionMiddleware)
-        # With LINKS_IN_ITEMS a page's output is its item: its links become
-        # requests in LinkScheduler, built with their depth and Referer
-        # (link_request), and the URL filter applies the depth limit. The only
-        # requests left in a callback's output are a sitemap's, built the same
-        # way here, so DepthMiddleware and RefererMiddleware change nothing.
-        if settings.getbool("LINKS_IN_ITEMS", defaults.LINKS_IN_ITEMS):
-            off += [DepthMiddleware, RefererMiddleware]
         switch_off(settings, "SPIDER_MIDDLEWARES", off)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        if not spider.seed_lines and crawler.settings.get("FRONTIER_BACKEND") != "redis":
+        if not spider.seed_lines and not crawl_backend(crawler).takes_pushed_seeds:
             raise SeedsError("seeds: missing; run `scrapy crawl web -a seeds=FILE_OR_URLS` "
                              "(or push them to Redis with -s FRONTIER_BACKEND=redis)")
         if not spider.allowed_domains:

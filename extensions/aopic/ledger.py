@@ -4,7 +4,8 @@ Every seed starts with cash ``X``. Fetching page P moves P's cash to its
 history (the importance estimate), takes a tax (default 10%) to the virtual
 page Lambda and splits the rest equally among P's outlinks, known or new; a
 page without outlinks (or a duplicate, whose links are not followed) gives
-all of it to Lambda. When Lambda holds more cash than the page about to be
+all of it to Lambda. A page may pay a higher tax of its own (a page of a
+low-yield host passes on less: :func:`tax_for_share`). When Lambda holds more cash than the page about to be
 fetched, Lambda is "crawled": its cash is spread equally over every known
 page.
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from extensions.store.base import Entry, FrontierStore
+from extensions.frontier.store import Entry, FrontierStore
 
 META_KEY = "aopic"
 
@@ -53,6 +54,11 @@ class LedgerTotals:
         return self.cash + self.unpaid + self.lambda_cash
 
 
+def tax_for_share(tax: float, share: float) -> float:
+    """The tax under which a page's outlinks get ``share`` of what they get under ``tax``."""
+    return 1.0 - (1.0 - tax) * min(1.0, max(0.0, share))
+
+
 @dataclass(slots=True)
 class Paid:
     """A fetched page's AOPIC step (:meth:`AOPICLedger.distribute`)."""
@@ -66,7 +72,7 @@ class Paid:
 class AOPICLedger:
     """Cash, history and Lambda over a store with a cash table."""
 
-    #: the state lives in Redis, shared by every process (:class:`~extensions.aopic.shared.SharedLedger`)
+    #: the state lives in Redis, shared by every process (:class:`~extensions.backends.redis.ledger.SharedLedger`)
     shared: ClassVar[bool] = False
 
     def __init__(self, store: FrontierStore, initial_cash: float = 1.0, tax: float = 0.1) -> None:
@@ -175,29 +181,31 @@ class AOPICLedger:
         rows[fingerprint] = (0.0, history, self.dividend, visits)
         return cash, history, visits
 
-    def distribute(self, fingerprint: int, links: list[int],
-                   entries_of: list[int] | None = None) -> tuple[Paid, dict[int, Entry] | None]:
-        """The page was fetched: its cash to its history, the tax to Lambda,
-        the rest split over ``links`` (none: all to Lambda). Also returns
-        the URL rows of ``entries_of`` where the store reads them with the
-        cash rows in one round trip (else None: not read)."""
+    def distribute(self, fingerprint: int, links: list[int], entries_of: list[int] | None = None,
+                   tax: float | None = None) -> tuple[Paid, dict[int, Entry] | None]:
+        """The page was fetched: its cash to its history, the tax (``tax``,
+        else the ledger's) to Lambda, the rest split over ``links`` (none:
+        all to Lambda). Also returns the URL rows of ``entries_of`` where
+        the store reads them with the cash rows in one round trip (else
+        None: not read)."""
         # a networked store reads the cash and URL rows in one round trip
         rows, entries = self.store.cash.get_cash_and_entries(list(dict.fromkeys([fingerprint, *links])))
         cash, history, visits = self._take(fingerprint, rows)
-        share = self.split(cash, len(links))
+        share = self.split(cash, len(links), tax)
         changed = {fingerprint: rows[fingerprint]}  # the page's row, then its outlinks': one write
         changes = self._credit([(fp, share) for fp in links], rows, changed) if share > 0 and links else []
         self.store.cash.put_cash([(fp, *row) for fp, row in changed.items()])
         return Paid(cash, history, visits, changes), entries
 
-    def split(self, cash: float, outlinks: int) -> float:
-        """Tax to Lambda and the share of each outlink (none: all to Lambda)."""
+    def split(self, cash: float, outlinks: int, tax: float | None = None) -> float:
+        """Tax (``tax``, else the ledger's) to Lambda and the share of each
+        outlink (none: all to Lambda)."""
         if outlinks <= 0:
             self.lambda_cash += cash
             return 0.0
-        tax = cash * self.tax
-        self.lambda_cash += tax
-        return (cash - tax) / outlinks
+        taxed = cash * (self.tax if tax is None else tax)
+        self.lambda_cash += taxed
+        return (cash - taxed) / outlinks
 
     def maybe_crawl_lambda(self, rival_cash: float) -> bool:
         """Crawl Lambda if it holds more than ``rival_cash`` (the page chosen

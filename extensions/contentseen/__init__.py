@@ -1,7 +1,7 @@
 """Content-seen: exact duplicates by fingerprint, near-duplicates by simhash.
 
-A library of plain objects for a pipeline to call synchronously per response
-(issue 5); no Scrapy here. Per HTML response::
+Plain objects for a pipeline to call synchronously per response; no
+Scrapy here. Per HTML response::
 
     text = visible_text(response.body, response.encoding)       # .text
     fingerprint = text_fingerprint(text)                        # .fingerprint (or
@@ -10,8 +10,8 @@ A library of plain objects for a pipeline to call synchronously per response
     simhash_value = simhash(text)                               # .simhash.simhash
     group_id, near_duplicate_of = near_index.add_or_match(simhash_value, url)  # .nearindex
 
-The function ``simhash`` is not re-exported here: it would hide the module
-of the same name. ``ContentSeen.open(path, ...)`` and
+``simhash`` is not re-exported: it would hide the module of the same
+name. ``ContentSeen.open(path, ...)`` and
 ``NearDuplicateIndex.open(path, ...)`` take the SQLite file from the caller
 (one file may hold both); both have ``flush()``, ``close()`` and ``stats()``.
 """

@@ -13,23 +13,12 @@ knows every flushed fingerprint::
     CREATE TABLE content_seen_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
                                         -- schema (version)
 
-Memory: an LRU table of at most ``memory_entries`` fingerprints plus a write
-batch of at most ``batch_size`` new ones. Mercator kept new fingerprints in
-a hash table and merged it into a sorted disk file when it filled; SQLite's
-B-tree already is that sorted file and does the merge incrementally, so what
-memory must still do is (1) hold the unflushed batch, inserted in one
-transaction (one WAL commit per ``batch_size`` documents, not per document),
-and (2) answer the look-ups that repeat. Duplicate content is strongly
-clustered in time (a mirror is crawled while its original is, error and
-parking pages repeat in bursts), which favours recency: an LRU keeps both
-fingerprints just added and those just hit, and lets the old ones go to
-disk. Its cost is a dict move per hit; a miss (new content, the common case)
-is one B-tree look-up on the file, which stays in the OS page cache
-(``bench/contentseen_cost.py`` measures it at a million fingerprints). A
-file that was empty at open holds nothing memory does not until the LRU
-first evicts: until then a miss is answered without the look-up (the
-first ``memory_entries`` documents of a new crawl). This assumes what the
-class requires anyway: no other writer of the file while it is open.
+Memory: an LRU table of at most ``memory_entries`` fingerprints (duplicate
+content clusters in time) plus a write batch of at most ``batch_size`` new
+ones, committed in one transaction; SQLite's B-tree plays Mercator's sorted
+disk file. A miss is one B-tree look-up, skipped while a file that was empty
+at open has had no LRU eviction (memory then holds the whole file). No other
+writer of the file while it is open.
 
 Durability: WAL with ``synchronous=NORMAL``. :meth:`ContentSeen.flush`
 commits the batch; after a crash (``kill -9``) the file holds everything up

@@ -1,11 +1,9 @@
-"""What the content-seen test needs of one document: its fingerprint and
-its near-duplicate features, computed from the body where the body is.
+"""What the content-seen test needs of one document, computed where the body is.
 
-The spider computes them per document
-(:class:`extensions.processors.content_features.ContentFeatureExtractor`)
-and puts them on the item as data (``content_features``, never exported);
+The spider puts them on the item (``content_features``, never exported;
+:class:`extensions.processors.content_features.ContentFeatureExtractor`);
 :class:`~extensions.pipelines.contentseen.ContentSeenPipeline` judges from
-that data alone. Per document:
+them alone:
 
 * ``fingerprint``: 64-bit; in ``normalised`` mode the visible text's
   (:func:`~extensions.contentseen.fingerprint.text_fingerprint`), in ``raw``
@@ -17,9 +15,8 @@ that data alone. Per document:
   None for a document that is not text, has no visible text, or when the
   near-duplicate test is off.
 
-Memory: the text is taken from at most the first ``max_text_bytes`` of the
-body (parsing megabytes costs more than the whole crawl's sets); what
-travels on the item is two integers and a sketch of at most 256 bytes.
+The text is taken from at most the first ``max_text_bytes`` of the body;
+what travels on the item is two integers and a sketch of at most 256 bytes.
 Pure: no Scrapy.
 """
 

@@ -2,18 +2,14 @@
 
 Two modes, chosen by the caller (a ``CONTENT_SEEN_*`` setting):
 
-* ``raw``: MurmurHash3 (x64, 128-bit, first half) of the body bytes exactly
-  as fetched. Cheapest; any byte of difference (a re-indented template, a
-  ``\\r\\n``) makes a different document.
+* ``raw``: MurmurHash3 (x64, 128-bit, first half) of the body bytes as
+  fetched; any byte of difference makes a different document.
 * ``normalised``: the same hash of the visible text with whitespace runs
-  collapsed (:func:`extensions.contentseen.text.visible_text`), encoded as
-  UTF-8. Pages that differ only in whitespace, markup, comments or scripts are
-  one document. Costs a parse, which the simhash needs anyway, so a caller
-  that computes both should pass the text it already has
-  (:func:`text_fingerprint`). A page without visible text (a frameset, an
-  image-only page, a page of scripts) falls back to its body bytes: all
-  such pages have the same empty text, and would otherwise all be copies of
-  the first one.
+  collapsed (:func:`extensions.contentseen.text.visible_text`), as UTF-8:
+  pages that differ only in whitespace, markup, comments or scripts are one
+  document. A page without visible text falls back to its body bytes (all
+  such pages share the empty text and would otherwise be copies of the
+  first one).
 
 Fingerprints are unsigned 64-bit ``int``; :func:`to_signed64` and
 :func:`from_signed64` convert for SQLite's signed INTEGER. Pure: no Scrapy.
@@ -39,9 +35,8 @@ def bytes_fingerprint(data: bytes) -> int:
 
 
 def text_fingerprint(text: str) -> int:
-    """The fingerprint of ``text`` as given: pass :func:`visible_text`'s output,
-    which is already whitespace-normalised (normalising again would cost as
-    much as the hash; :func:`normalise_whitespace` does it for other text)."""
+    """The fingerprint of ``text`` as given, not normalised again: pass
+    :func:`visible_text`'s output."""
     return bytes_fingerprint(text.encode("utf-8", "surrogatepass"))
 
 

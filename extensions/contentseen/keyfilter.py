@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Final
 
 FILTER_BITS: Final = 1 << 23  # 1 MiB
-# a key's table number (above bit 48, nearindex.TABLE_SHIFT) spreads the tables over
-# the bitmap; any function of the key would be correct, this one measured best
+# the key's table number (above bit 48, nearindex.TABLE_SHIFT) is mixed in to spread
+# the tables over the bitmap; any function of the key would be correct
 
 
 class KeyFilter:

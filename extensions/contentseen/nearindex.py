@@ -1,26 +1,12 @@
 """Near-duplicate look-up: which stored simhash is within Hamming distance k?
 
-:class:`NearDuplicateIndex` finds, without scanning, every stored 64-bit
-simhash within distance ``k`` (default 3) of a query, using Manku, Jain and
-Das Sarma's permuted tables (WWW 2007, section 3): split the 64 bits into
-``b`` blocks; two simhashes within distance ``k`` differ in at most ``k``
-blocks, so they agree exactly on at least ``b - k`` of them. Keep one table
-per choice of ``b - k`` blocks, keyed by those blocks' bits: a query looks up
-its own key in each of the ``C(b, b - k)`` tables and checks only the
-fingerprints found there (the candidates) for the real distance. The
-look-up is exact: nothing within ``k`` is missed, nothing farther is
-returned.
-
-Layout (default ``b = 5``, ``k = 3``): blocks of 13, 13, 13, 13 and 12 bits;
-``C(5, 2) = 10`` tables keyed by 2 blocks (25 or 26 bits). A random query
-meets about ``10 * N / 2**25.6`` candidates: 0.2 at a million stored
-fingerprints, 2 at ten million. The alternatives, measured by
-``bench/contentseen_cost.py``: ``b = 4`` has 4 tables keyed by 16 bits
-(61 candidates per look-up at a million: each must be read from disk and
-checked) and ``b = 6`` has Manku's 20 tables keyed by 3 blocks of 10-11 bits
-(0.005 candidates at a million, but twice the rows and the seeks of ``b =
-5``). Ten tables keep both the candidates and the index size (ten key rows
-per document) small up to tens of millions of pages.
+Manku, Jain and Das Sarma's permuted tables (WWW 2007, section 3): the 64
+bits are split into ``b`` blocks; two simhashes within distance ``k`` agree
+exactly on at least ``b - k`` blocks, so one table per choice of ``b - k``
+blocks, keyed by those blocks' bits, gives every candidate, each checked for
+the real distance. Exact: nothing within ``k`` is missed, nothing farther
+returned. Default ``b = 5``, ``k = 3``: ``C(5, 2) = 10`` tables keyed by 25
+or 26 bits.
 
 Storage, one SQLite file chosen by the caller (it may be the exact set's)::
 
@@ -41,35 +27,20 @@ Storage, one SQLite file chosen by the caller (it may be the exact set's)::
       -- reserved_id (no id below it may be handed out again),
       -- levels (JSON: rows and move cursor per level)
 
-One look-up is one SQL statement (``level IN (...) AND key IN (...)``
-joined to the documents: ``levels * tables`` B-tree seeks) plus the
-in-memory write buffer: documents added since the last flush, at most
-``buffer_entries``, with their keys in a dict. A full buffer flushes itself
-in one transaction; :meth:`flush` commits it on demand (WAL,
-``synchronous=NORMAL``: a crash loses at most the unflushed buffer). Key
-rows go to disk through :class:`LeveledKeys`, so a flush's cost does not
-grow with the index. Group ids are never reused, even after a crash: the
-ids a run may hand out before its next flush are reserved on disk first.
+Writes are buffered (at most ``buffer_entries`` documents) and committed in
+one transaction when the buffer is full or on :meth:`flush` (WAL,
+``synchronous=NORMAL``: a crash loses at most the buffer). Group ids are
+never reused, even after a crash: the ids a run may hand out before its next
+flush are reserved on disk first. No other writer of the file while open
+(an index of a new file skips queries by its :class:`KeyFilter`).
 
-Skipped queries: an index whose file had no key rows at open keeps a
-:class:`KeyFilter` of the keys it has stored since (1 MiB, no false
-negatives), so a look-up none of whose keys was ever stored is answered
-without the statement: most look-ups of a new crawl's first hundred
-thousand documents. The filter is dropped once too full to save queries.
-This assumes what the class requires anyway: no other writer of the file.
-
-Resemblance check: a document added with a sketch
-(:mod:`extensions.contentseen.resemblance`) matches a stored one only when
-the simhashes are within the distance *and* the estimated resemblance of
-the two pages reaches ``min_resemblance``; simhash candidates that fail it
-are counted as ``dissimilar``. Without a sketch on either side the simhash
-alone decides.
-
-Groups: a new document joins the group of its closest match (ties: the
-earliest document) and is stored, so a group can grow by chains of small
-edits; groups are not merged when a document is near two of them. A
-document identical (distance 0, and resembling) to a stored one is not
-stored again: it would add nothing to later look-ups. Not thread-safe.
+A document with a sketch (:mod:`extensions.contentseen.resemblance`)
+matches a stored one only if the estimated resemblance also reaches
+``min_resemblance`` (candidates that fail count as ``dissimilar``); without
+a sketch on either side the simhash alone decides. A new document joins the
+group of its closest match (ties: the earliest) and is stored, so groups
+grow by chains of small edits and are never merged; one identical to a
+stored document (distance 0, resembling) is not stored. Not thread-safe.
 Pure: no Scrapy.
 """
 
@@ -78,12 +49,18 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from itertools import combinations
 from math import comb
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from extensions.contentseen.exact import ContentStoreError, check_schema, is_empty, open_database
+from extensions.contentseen.exact import (
+    ContentStoreError,
+    check_schema,
+    is_empty,
+    open_database,
+)
 from extensions.contentseen.fingerprint import from_signed64, to_signed64
 from extensions.contentseen.keyfilter import KeyFilter
 from extensions.contentseen.resemblance import resemblance
@@ -128,6 +105,24 @@ def resembling(sketch: bytes | None, other: bytes | None, min_resemblance: float
         return None
     estimate = resemblance(sketch, other)
     return estimate if estimate >= min_resemblance else False
+
+
+def near_verdict(index: Any, found: Match | None,
+                 store: Callable[[int, int], None]) -> tuple[int, str | None]:
+    """An index's verdict on a document whose closest match is ``found``:
+    (its group, the match's URL or None). An identical match is not stored;
+    otherwise the document gets the index's next id and ``store(doc_id,
+    group_id)`` records it. Counts in ``index.counters``."""
+    if found is not None:
+        index.counters["near_duplicates"] += 1
+        if found.distance == 0:
+            index.counters["identical"] += 1
+            return found.group_id, found.url
+    doc_id = index.next_id
+    index.next_id += 1
+    group_id = doc_id if found is None else found.group_id
+    store(doc_id, group_id)
+    return (group_id, None) if found is None else (group_id, found.url)
 
 
 class BlockLayout:
@@ -177,21 +172,15 @@ class BlockLayout:
 class LeveledKeys:
     """The key rows of all permuted tables on disk, as levels of one B-tree.
 
-    A small log-structured merge tree (O'Neil et al. 1996) inside SQLite:
-    random keys inserted into one big B-tree dirty one page per row, so a
-    flush of 4096 documents (40 960 rows) into a million documents' index
-    rewrote ~27 000 pages (measured: 455 µs per stored document, 2 s
-    flushes; with levels ~150 µs and 0.3 s). Here each flush goes into level 0 (at most
-    ``level0_rows`` rows, a few MB that stay in SQLite's cache); level ``L``
-    holds at most ``level0_rows * LEVEL_RATIO**L`` rows, and at each flush an
-    over-full level moves as many rows as the flush added, the next slice in
-    key order (a cursor cycles through the key space), to level ``L + 1``.
-    A slice is contiguous in both levels, so a flush writes about
-    ``rows * (1 + LEVEL_RATIO * levels) / rows_per_page`` pages whatever the
-    size of the index, and never stalls for a whole-level merge. A look-up
-    seeks every level (``levels * tables`` seeks, one statement). Sizes and
-    cursors are in ``near_meta`` (``levels``), written in the flush's
-    transaction, so a crash leaves every row in exactly one level.
+    A small log-structured merge tree (O'Neil et al. 1996) inside SQLite,
+    so a flush's cost does not grow with the index: each flush goes into
+    level 0 (at most ``level0_rows`` rows); level ``L`` holds at most
+    ``level0_rows * LEVEL_RATIO**L`` rows, and at each flush an over-full
+    level moves as many rows as the flush added, the next slice in key
+    order (a cursor cycles through the key space), to level ``L + 1``. A
+    look-up seeks every level (``levels * tables`` seeks, one statement).
+    Sizes and cursors are in ``near_meta`` (``levels``), written in the
+    flush's transaction, so a crash leaves every row in exactly one level.
     """
 
     def __init__(self, connection: sqlite3.Connection, level0_rows: int,
@@ -311,8 +300,7 @@ class NearDuplicateIndex:
             raise
 
     def prefetch(self, simhash: int) -> None:
-        """Nothing to do: a local look-up costs no round trip (the Redis
-        index reads its candidates along with the exact test's)."""
+        """Nothing to do: a local look-up costs no round trip."""
 
     def match(self, simhash: int, sketch: bytes | None = None) -> Match | None:
         """The closest stored document within the distance and resembling
@@ -344,17 +332,8 @@ class NearDuplicateIndex:
         numbered by the document's id) when there is none.
         """
         keys = self.layout.keys(simhash)
-        found = self._match(simhash, keys, sketch)
-        if found is not None:
-            self.counters["near_duplicates"] += 1
-            if found.distance == 0:
-                self.counters["identical"] += 1
-                return found.group_id, found.url
-        doc_id = self.next_id
-        self.next_id += 1
-        group_id = doc_id if found is None else found.group_id
-        self._store(doc_id, simhash, group_id, url, sketch, keys)
-        return (group_id, None) if found is None else (group_id, found.url)
+        return near_verdict(self, self._match(simhash, keys, sketch),
+                            lambda doc_id, group_id: self._store(doc_id, simhash, group_id, url, sketch, keys))
 
     def flush(self) -> None:
         """Commit the buffered documents and their keys in one transaction."""

@@ -1,9 +1,7 @@
 """Resemblance of two pages from small bottom-k sketches (Broder 1997).
 
 The simhash index (:mod:`extensions.contentseen.nearindex`) finds
-candidates cheaply, but a simhash within distance 3 does not promise that
-two pages share most of their text: short or templated pages, whose few
-shingles make the bit votes coarse, land near each other by chance. So a
+candidates; short or templated pages land near each other by chance, so a
 candidate is a near-duplicate only when the pages' estimated resemblance
 (Jaccard similarity of their sets of distinct word 3-shingles,
 ``|A & B| / |A | B|``) reaches a threshold.
@@ -16,9 +14,8 @@ them all, so for short pages, where the simhash is least reliable, the
 estimate is exact. Estimate (Broder's): the ``k`` smallest values of the
 union of the two sketches are the ``k`` smallest of the union of the sets,
 and the share of them found in both sketches estimates the resemblance,
-with standard deviation about ``sqrt(r (1 - r) / k)`` (0.06 at r = 0.5,
-k = 64). The sketch falls out of the sorted shingle set the simhash already
-needs: no second hashing pass. Pure: numpy only, no Scrapy.
+with standard deviation about ``sqrt(r (1 - r) / k)``. Pure: numpy only,
+no Scrapy.
 """
 
 from __future__ import annotations
@@ -57,12 +54,10 @@ def near_features(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS,
                   candidate_fold_digits: bool = True) -> NearFeatures:
     """The simhash, sketch and distinct shingle count of ``text``.
 
-    The sketch and the count take numbers as tokens: they decide. The
-    simhash only finds candidates; with ``candidate_fold_digits`` it is taken
-    over the distinct shingles with digits folded, so pages that differ in
-    version numbers, dates or counters (release notes of two branches, one
-    page on two days) stay within the distance, while the sketch still tells
-    two unrelated tables of figures apart.
+    The sketch and the count take numbers as tokens; with
+    ``candidate_fold_digits`` the simhash (which only finds candidates) is
+    taken with digits folded, so pages that differ in numbers stay within
+    the distance while the sketch still tells unrelated tables apart.
     """
     if candidate_fold_digits:  # one tokenisation for both sets
         hashes, candidate = shingle_sets(text, shingle_words)

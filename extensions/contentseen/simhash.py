@@ -1,48 +1,23 @@
 """64-bit simhash (Charikar) over word shingles, vectorised with numpy.
 
 Features are the distinct overlapping ``shingle_words``-word shingles of
-the visible text: a set, as in Broder's resemblance, so a phrase repeated in
-every row of a table or every line of a listing counts once (counted with
-multiplicity, a page's commonest shingles outvote the rest and pages full of
-tables or code drift toward one simhash). Each shingle is hashed to 64 bits;
-bit ``i`` of the simhash is 1 when more than half of the shingle hashes have
-bit ``i`` set (every shingle weighs 1). Similar texts share most shingles, so most bit
-votes agree and the Hamming distance is small: Manku, Jain and Das Sarma
-(WWW 2007) call two pages near-duplicates within distance 3.
-
-How far an edit moves it: changing one word changes ``shingle_words``
-shingles, and each bit flips with probability about ``atan(sqrt(2 *
-changed / shingles)) / pi``. With 3-word shingles one changed word stays
-within distance 3 in ~70 % of 300-word pages, ~93 % of 1000-word pages and
-~99 % of 3000-word pages (``tests/test_contentseen_simhash.py``); two
-unrelated texts differ in ~32 bits, and never in fewer than 14 in the tests.
-Two-word shingles tolerate edits better but bring pages that share
-boilerplate and common word pairs within distance 3 (47 false pairs among
-4880 test-web pages against 1 for three words), so three is the default.
+the visible text (a set, as in Broder's resemblance: a phrase repeated in
+every row of a table counts once), each hashed to 64 bits; bit ``i`` of the
+simhash is 1 when more than half of the shingle hashes have bit ``i`` set.
+Manku, Jain and Das Sarma (WWW 2007) call two pages near-duplicates within
+Hamming distance 3.
 
 Tokens: the text is lower-cased; ASCII letters, digits and every non-ASCII
-character form words, everything else separates them, so numbers are tokens
-like words. ``fold_digits`` makes every ASCII digit count as ``0``, a digit
-run keeping its length: pages that differ in version numbers, dates and
-counters then keep their simhash. The near-duplicate test folds digits for
-its candidate simhash only and lets a resemblance sketch with numbers as
-tokens decide (:func:`extensions.contentseen.resemblance.near_features`):
-folding plus shingles counted with multiplicity, the features before issue
-12, made unrelated pages of tables, code or figures alike, since ``0 00
-0000`` shingles filled them.
+character form words, everything else separates them. ``fold_digits``
+makes every ASCII digit count as ``0`` (a digit run keeps its length), so
+pages that differ in version numbers, dates and counters keep their simhash.
 
-Vectorised: no Python loop per token or shingle. The text becomes one
-``uint8`` array; a token's hash is a polynomial hash over its bytes taken
-from prefix sums (``sum(b[j] * P**j)``, mod 2**64, divided by ``P**start`` via
-the inverse of the odd ``P``), then MurmurHash3's 64-bit finaliser; a
-shingle's hash mixes its tokens' hashes with odd constants and finalises
-again; the 64 bit counts come from one ``bincount`` of the shingle bytes.
-Long texts are processed in chunks cut at spaces, so the cached power tables
-stay at :data:`CHUNK_BYTES` entries. Cost is linear: see
-``bench/contentseen_cost.py``. A text of a typical page's length has its
-words hashed in Python instead, from a bounded cache of word hashes times
-the shingle multipliers (:func:`shingle_sets`): the same values, with fewer
-numpy calls per page.
+A token's hash is a polynomial hash over its bytes from prefix sums
+(``sum(b[j] * P**j)`` mod 2**64, divided by ``P**start`` via the inverse of
+the odd ``P``), then MurmurHash3's 64-bit finaliser; a shingle's hash mixes
+its tokens' hashes with odd constants and finalises again. Long texts are
+processed in chunks of at most :data:`CHUNK_BYTES` cut at spaces; short
+texts are hashed in Python from a bounded word cache, to the same values.
 Pure: numpy only, no Scrapy.
 """
 
@@ -233,11 +208,9 @@ def shingle_sets(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> tuple
     tokenised once; the second is the first (same object) when the text has
     no digit.
 
-    A text of at most :data:`SHORT_TEXT_BYTES` (a typical page) has its
-    words hashed in Python from a cache of word hashes: the vectorised
-    tokeniser costs some twenty numpy calls whatever the length, more than
-    a page's hundred dictionary look-ups. Same hashes either way
-    (``tests/test_shingle_once.py``).
+    A text of at most :data:`SHORT_TEXT_BYTES` has its words hashed in
+    Python from a cache of word hashes (fewer numpy calls); same hashes
+    either way.
     """
     if not 1 <= shingle_words <= MAX_SHINGLE_WORDS:
         raise ValueError(f"shingle_words must be 1..{MAX_SHINGLE_WORDS}, not {shingle_words}")
@@ -379,7 +352,7 @@ def simhash(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS, fold_digits: 
             distinct: bool = True) -> int:
     """The unsigned 64-bit simhash of ``text`` (0 for text without words).
 
-    ``distinct=False`` counts shingles with multiplicity (the old features).
+    ``distinct=False`` counts shingles with multiplicity.
     """
     if distinct:
         return simhash_of(shingle_set(text, shingle_words, fold_digits))

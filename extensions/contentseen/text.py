@@ -4,13 +4,10 @@ What a reader sees is what near-duplicate detection compares: markup,
 attributes, comments, processing instructions and the content of
 ``<script>``, ``<style>``, ``<noscript>`` and ``<template>`` are dropped; the
 ``<title>`` is kept (it is shown, and it tells pages of one template apart).
-Every tag boundary counts as a space, so words in adjacent blocks
-(``<li>a</li><li>b</li>``) never run together; the price is that a word
-split by an inline tag (``W<b>ord</b>``) becomes two, which is the same in
-every copy of a page and so harmless for fingerprints. (The space is put
-before each ``<`` of the decoded text and the tree is serialised with
-lxml's text method: both in C, three times faster than joining
-``itertext()`` in Python.)
+Every tag boundary counts as a space (one is put before each ``<`` of the
+decoded text), so words in adjacent blocks (``<li>a</li><li>b</li>``) never
+run together; a word split by an inline tag (``W<b>ord</b>``) becomes two,
+the same in every copy of a page, so harmless for fingerprints.
 
 The caller names the encoding (Scrapy's ``response.encoding``, which already
 weighed the HTTP header, a BOM and ``<meta charset>``); bytes that do not
@@ -53,14 +50,9 @@ def visible_text(body: bytes, encoding: str | None = None) -> str:
 
 def text_tree(body: bytes, encoding: str | None = None) -> tuple[etree._Element | None, bool]:
     """The tree :func:`visible_text` reads, and whether libxml2 parsed the
-    whole document (False when it stopped at a resource limit, such as
-    elements nested deeper than 256).
-
-    Every tag boundary carries a space (module docstring); elements and
-    their order are those of any libxml2 HTML parse of the same text, so
-    the HTML processors can read their elements from this tree before
-    :func:`text_of` strips it (:mod:`extensions.processors.parsedpage`).
-    """
+    whole document (False when it stopped at a resource limit). Its elements
+    are those of any libxml2 HTML parse of the same text, in order, until
+    :func:`text_of` strips it."""
     return _parse(decode_body(body, encoding).replace("<", " <"))
 
 

@@ -79,8 +79,7 @@ class AddressPolicy:
     def refusal(self, address: str) -> str | None:
         """Why ``address`` is refused ("loopback", "private", ...), or None if allowed.
 
-        Verdicts are remembered (parsing an address costs microseconds, and
-        every lookup and literal-IP request asks), up to VERDICTS_KEPT.
+        Verdicts are remembered, up to VERDICTS_KEPT.
         """
         if self.allow_private:
             return None

@@ -1,10 +1,9 @@
 """A caching asynchronous resolver (``TWISTED_DNS_RESOLVER``).
 
-Scrapy's default resolver asks the C library in a thread per lookup and
-caches forever. :class:`CachingResolver` instead sends DNS queries itself
-(``twisted.names``, UDP, a fresh source port per query) to
-``DNS_NAMESERVERS``, and answers from a bounded LRU cache that honours the
-records' TTLs. In order, a lookup is answered by:
+:class:`CachingResolver` sends DNS queries itself (``twisted.names``, UDP,
+a fresh source port per query) to ``DNS_NAMESERVERS``, and answers from a
+bounded LRU cache that honours the records' TTLs. In order, a lookup is
+answered by:
 
 1. the ``DNS_HOSTS`` file (and, when the system's nameservers are used, the
    system's /etc/hosts, as the C library would);
@@ -235,9 +234,8 @@ class CachingResolver:
         self.clock = clock
         self.in_flight: dict[str, list[Deferred[str]]] = {}
         self.lookup_times = LatencySample()
-        # Scrapy's stats cost ~2 us an increment, a cache hit well under
-        # that: counts are kept here and added at each query's end, every
-        # FLUSH_EVERY lookups, and at publish_stats().
+        # counted here (a stats increment costs more than a cache hit), added to
+        # the stats at each query's end, every FLUSH_EVERY lookups and at publish_stats()
         self.counts: dict[str, int] = {}
 
     @classmethod

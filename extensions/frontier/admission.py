@@ -24,9 +24,9 @@ from scrapy import Request
 
 from extensions.frontier.fingerprint import URL_BITS, url_fingerprint
 from extensions.frontier.urlseen import URLSeen
-from extensions.store.base import Entry, FrontierStore, Status
+from extensions.frontier.store import Entry, FrontierStore, Status
 
-logger = logging.getLogger("extensions.frontier.scheduler")  # the frontier's log, as before the split
+logger = logging.getLogger("extensions.frontier.scheduler")  # the frontier's one log name
 
 URL_MASK = (1 << URL_BITS) - 1
 #: hosts whose URL count the host budget keeps in memory (an LRU over the store)
@@ -82,27 +82,36 @@ class Admission:
         once it has ``host_budget`` known ones (its row written refused); a
         known URL is a duplicate, spending none. Whether ``entry`` is kept
         out (counted either way). Counts live in a bounded LRU over the
-        store's per-host range count."""
+        store's per-host range count; :meth:`spend` adds a URL filed. Only
+        a host at its budget costs a look-up of the URL's row."""
         if not self.host_budget:
             return False
-        fp, host = entry.fingerprint, entry.host
-        if self.store.urls.status_of(fp) is not None:  # known already: no budget spent
+        count = self._host_count(entry)
+        if count < self.host_budget:
+            return False
+        if self.store.urls.status_of(entry.fingerprint) is not None:  # known already: no budget spent
             self.stats.inc_value("frontier/duplicates")
             return True
-        counts = self.host_counts
+        self.stats.inc_value("frontier/host_budget_refused")
+        if self.record_refusals:
+            self.record_refused(entry, "budget", self.wall_clock())
+        return True
+
+    def spend(self, entry: Entry) -> None:
+        """``entry`` was filed as a new URL: one more of its host's budget spent."""
+        if self.host_budget:
+            self.host_counts[entry.host] = self._host_count(entry) + 1
+
+    def _host_count(self, entry: Entry) -> int:
+        """URLs known of ``entry``'s host (the LRU's, else the store's count), made most recent."""
+        counts, host = self.host_counts, entry.host
         count = counts.pop(host, None)
         if count is None:
-            count = self.store.urls.count_host(fp, host)
-        if count >= self.host_budget:
-            counts[host] = count
-            self.stats.inc_value("frontier/host_budget_refused")
-            if self.record_refusals:
-                self.record_refused(entry, "budget", self.wall_clock())
-            return True
-        counts[host] = count + 1
-        if len(counts) > HOST_COUNTS:
-            counts.popitem(last=False)
-        return False
+            count = self.store.urls.count_host(entry.fingerprint, host)
+            if len(counts) >= HOST_COUNTS:
+                counts.popitem(last=False)
+        counts[host] = count
+        return count
 
     # -- URLs kept out -----------------------------------------------------------------
     def refuse(self, refusals: Sequence[tuple[str, str]]) -> None:

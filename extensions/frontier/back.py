@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 
 from extensions.frontier.front import BufferedQueue, FrontQueues
-from extensions.store.base import FLAG_REVISIT, Entry, FrontierStore
+from extensions.frontier.store import FLAG_REVISIT, Entry, FrontierStore
 
 
 class BackQueues:

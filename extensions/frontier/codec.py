@@ -21,7 +21,7 @@ from typing import Any
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-from extensions.store.base import (
+from extensions.frontier.store import (
     FLAG_BLOB,
     FLAG_DONT_FILTER,
     FLAG_HAS_DEPTH,

@@ -19,30 +19,16 @@ Settings (defaults in :mod:`extensions.defaults`, section ``# --- Frontier``):
 ``CONCURRENT_REQUESTS_PER_IP``, ``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``,
 ``JOBDIR``.
 
-The store: ``FRONTIER_BACKEND`` ("sqlite", the default; "redis"; "memory"),
-built by :mod:`extensions.store.factory`. The Redis
-store reads ``REDIS_URL``, ``SCHEDULER_PERSIST`` and ``SCHEDULER_FLUSH_ON_START``
-(scrapy-redis' names and meanings), ``FRONTIER_REDIS_PREFIX``,
-``FRONTIER_REDIS_RETRIES`` and ``FRONTIER_REDIS_TIMEOUT``; with
-``FRONTIER_SEEN_BACKEND = "bloom"`` the URL-seen set is a Bloom filter in
-Redis shared by every process (``FRONTIER_REDIS_BLOOM_CAPACITY``,
-``FRONTIER_REDIS_BLOOM_ERROR_RATE``; :mod:`extensions.store.redis_bloom`)
-instead of the in-process one (``FRONTIER_BLOOM_*``).
-
-Several processes: with the Redis store and ``FRONTIER_DISTRIBUTED`` (on by
-default) the frontier composes the shared host dispatch
-(:class:`~extensions.frontier.shareddispatch.SharedDispatch`, see
-:mod:`extensions.frontier.distributed`), which also reads ``FRONTIER_LEASE_MAX_LATENESS``, ``FRONTIER_LEASE_POLL_INTERVAL``
-and ``FRONTIER_LEASE_TTL``, and ``FRONTIER_REDIS_IO_THREAD`` (its per-page Redis
-commands in a worker thread, :mod:`extensions.frontier.sharedasync`);
-``CONCURRENT_REQUESTS_PER_IP`` is refused there.
+The store, the URL-seen filter and a shared host dispatch (if any) come
+from the crawl's backend (``FRONTIER_BACKEND``, :mod:`extensions.backends`),
+which reads its own settings; without a shared dispatch the frontier
+composes its local one (Mercator's front and back queues, this process).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.asyncio import call_later, create_looping_call, is_asyncio_available
@@ -50,25 +36,20 @@ from scrapy.utils.defer import _schedule_coro
 from scrapy.utils.misc import load_object
 
 from extensions import defaults
-from extensions.aopic.ledger import AOPICLedger
+from extensions.backends import crawl_backend
 from extensions.frontier.front import BiasedSelector
 from extensions.frontier.hostkey import HostKey
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.revisits import RevisitSchedule
-from extensions.frontier.urlseen import BloomSeen
 from extensions.revisit.config import max_share_from_settings, policy_from_settings
-from extensions.store.base import WriteAheadStore
-from extensions.store.backends import frontier_backend, seen_backend
-from extensions.store.factory import frontier_store, url_bloom
+from extensions.frontier.store import WriteAheadStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from scrapy.crawler import Crawler
-
-    from extensions.frontier.shareddispatch import SharedDispatch
 
 BLOOM_NAME = "frontier.bloom"
 
@@ -96,17 +77,6 @@ def _non_negative(settings: Any, name: str) -> float:
     if value < 0:
         raise ValueError(f"{name} must be >= 0, got {settings.get(name)!r}")
     return value
-
-
-# The store-building functions live in extensions/store/factory.py (one
-# store factory for the frontier and the content-seen sets).
-def _store(crawler: Crawler) -> tuple[Any, Path | None, Path | None]:
-    """The store, the directory it lives in, and a directory to remove at close."""
-    return frontier_store(crawler)
-
-
-def _bloom(settings: Any) -> BloomSeen | None:
-    return url_bloom(settings)
 
 
 def _engine_hooks(crawler: Crawler) -> dict[str, Any]:
@@ -152,29 +122,6 @@ def call_soon(func: Callable[[], None]) -> None:
         reactor.callLater(0, func)
 
 
-def _distributed(settings: Any) -> bool:
-    return frontier_backend(settings) == "redis" and settings.getbool("FRONTIER_DISTRIBUTED")
-
-
-def _shared_dispatch(settings: Any, front_queues: int, back_queues: int) -> SharedDispatch:
-    """The host dispatch shared by every process of the crawl (Redis leases)."""
-    if settings.getint("CONCURRENT_REQUESTS_PER_IP"):
-        raise ValueError("CONCURRENT_REQUESTS_PER_IP is not supported with FRONTIER_DISTRIBUTED "
-                         f"(politeness is per host name), got {settings.get('CONCURRENT_REQUESTS_PER_IP')!r}")
-    values = {name: settings.getfloat(name) for name in (
-        "FRONTIER_LEASE_MAX_LATENESS", "FRONTIER_LEASE_POLL_INTERVAL", "FRONTIER_LEASE_TTL")}
-    for name, value in values.items():
-        if value <= 0:
-            raise ValueError(f"{name} must be > 0, got {settings.get(name)!r}")
-    # the shared dispatch's modules import redis: only a Redis crawl pays for it
-    from extensions.frontier.shareddispatch import SharedDispatch  # noqa: PLC0415
-
-    return SharedDispatch(front_queues, back_queues, max_lateness=values["FRONTIER_LEASE_MAX_LATENESS"],
-                          poll_interval=values["FRONTIER_LEASE_POLL_INTERVAL"],
-                          lease_ttl=values["FRONTIER_LEASE_TTL"],
-                          io_thread=settings.getbool("FRONTIER_REDIS_IO_THREAD", defaults.FRONTIER_REDIS_IO_THREAD))
-
-
 def _local_dispatch(settings: Any, front_queues: int, back_queues: int) -> LocalDispatch:
     """Mercator's front queues, back queues and host heap in this process."""
     weights = settings.getlist("FRONTIER_FRONT_QUEUE_WEIGHTS")
@@ -190,9 +137,6 @@ def _revisit_schedule(settings: Any, store: Any, stats: Any) -> RevisitSchedule 
     """Continuous crawling (``REVISIT_ENABLED``): the schedule and its policy."""
     if not settings.getbool("REVISIT_ENABLED"):
         return None
-    if frontier_backend(settings) == "redis" and seen_backend(settings) == "bloom":
-        raise ValueError("REVISIT_ENABLED needs the URL rows of fetched pages, which the Redis store drops "
-                         "with FRONTIER_SEEN_BACKEND='bloom': use FRONTIER_SEEN_BACKEND='exact'")
     return RevisitSchedule(store, policy_from_settings(settings), stats, max_share=max_share_from_settings(settings))
 
 
@@ -209,11 +153,13 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
     if back_queues < 1:
         raise ValueError(f"FRONTIER_BACK_QUEUES must be >= 0, got {settings.get('FRONTIER_BACK_QUEUES')!r}")
     per_ip = settings.getint("CONCURRENT_REQUESTS_PER_IP")
-    shared = _distributed(settings)
-    dispatch = (_shared_dispatch if shared else _local_dispatch)(settings, front_queues, back_queues)
+    backend = crawl_backend(crawler)
+    dispatch = backend.host_dispatch(front_queues, back_queues)
+    if dispatch is None:
+        dispatch = _local_dispatch(settings, front_queues, back_queues)
     prioritizer_cls = load_object(settings.get("FRONTIER_PRIORITIZER"))
-    store, directory, cleanup = _store(crawler)
-    bloom = _bloom(settings)
+    store, directory, cleanup = backend.frontier_store()
+    bloom = backend.url_filter()
     return {
         "store": store,
         "dispatch": dispatch,
@@ -225,8 +171,8 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
             slots=settings.getdict("DOWNLOAD_SLOTS"),
         ),
         "hostkey": HostKey(per_ip=bool(per_ip)),
-        "ledger": AOPICLedger(store, settings.getfloat("FRONTIER_AOPIC_INITIAL_CASH"),
-                              settings.getfloat("FRONTIER_AOPIC_TAX"))
+        "ledger": backend.ledger(store, settings.getfloat("FRONTIER_AOPIC_INITIAL_CASH"),
+                                 settings.getfloat("FRONTIER_AOPIC_TAX"))
         if settings.getbool("FRONTIER_AOPIC") else None,
         "bloom": bloom,
         "revisit_schedule": _revisit_schedule(settings, store, crawler.stats),
@@ -239,6 +185,7 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
             write_ahead=settings.getbool("FRONTIER_WRITE_AHEAD") and isinstance(store, WriteAheadStore),
             record_refusals=settings.getbool("FRONTIER_RECORD_REFUSALS"),
             linkgraph_record=settings.getbool("LINKGRAPH_RECORD", defaults.LINKGRAPH_RECORD),
+            recent_links=settings.getint("LINKS_RECENT_CACHE_SIZE", defaults.LINKS_RECENT_CACHE_SIZE),
             bloom_path=directory / BLOOM_NAME if bloom is not None and directory else None,
             cleanup_dir=cleanup,
         ),

@@ -1,10 +1,10 @@
 """AOPIC in the frontier: credit a fetched page's outlinks, price URLs by cash.
 
 The ledger (:mod:`extensions.aopic.ledger`, or its Redis twin
-:mod:`extensions.aopic.shared`) keeps the cash; this part turns it into
+:mod:`extensions.backends.redis.ledger`) keeps the cash; this part turns it into
 front-queue levels: a seed gets its initial cash when first enqueued; a link
-is filed at the level its cash earns (the credit its page gave it comes on
-its request's meta, see :mod:`.page`); a queued URL whose cash crosses a
+is filed at the level its cash earns (the credit its page just gave it,
+passed along by the frontier when it files the link); a queued URL whose cash crosses a
 level after a credit moves up; a fetched page is revisited (OPIC) while it
 has had at most ``FRONTIER_AOPIC_REVISITS`` extra fetches.
 
@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from twisted.internet.defer import Deferred
 
-from extensions.aopic.ledger import AOPICLedger
+from extensions.aopic.ledger import AOPICLedger, tax_for_share
 from extensions.frontier.fingerprint import canonical_fingerprint
-from extensions.frontier.page import CREDIT_META, PageDone, PageVerdict
+from extensions.frontier.page import PageDone, PageVerdict
 from extensions.frontier.prioritizer import CashPrioritizer, Prioritizer
-from extensions.store.base import Entry, FrontierStore
+from extensions.frontier.store import Entry, FrontierStore
 
 if TYPE_CHECKING:
     from extensions.frontier.dispatch import HostDispatch
@@ -53,23 +53,31 @@ class AOPICCredit:
     def __init__(self, ledger: AOPICLedger, prioritizer: Prioritizer, revisits: int = 0) -> None:
         self.ledger, self.prioritizer, self.revisits = ledger, prioritizer, revisits
 
-    def pay(self, fp: int, outlinks: list[str], fingerprints: list[int] | None = None) -> Payment:
+    def pay(self, fp: int, outlinks: list[str], fingerprints: list[int] | None = None,
+            share: float = 1.0) -> Payment:
         """The page whose URL's fingerprint is ``fp`` was fetched: its cash to
         its history, the tax to Lambda, the rest split over ``outlinks``
         (known or new), whose ``fingerprints`` are computed here unless given
-        (the link recorder's)."""
+        (the link recorder's). ``share`` < 1: the outlinks get only that
+        share of the rest, a higher tax taking the difference to Lambda."""
         ledger = self.ledger
         links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
-        paid, entries = ledger.distribute(fp, links, entries_of=links)
+        paid, entries = ledger.distribute(fp, links, entries_of=links, tax=self._tax(share))
         return self._payment(fp, links, paid, entries)
 
     def pay_then(self, io: Any, fp: int, outlinks: list[str], fingerprints: list[int] | None,
-                 then: Callable[[Payment], None], failed: Callable[[Exception], None]) -> None:
+                 then: Callable[[Payment], None], failed: Callable[[Exception], None],
+                 share: float = 1.0) -> None:
         """:meth:`pay` through ``io``, the shared frontier's worker channel
         (a :class:`SharedLedger`): ``then`` gets the payment on the reactor thread."""
         links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
         self.ledger.distribute_then(io, fp, links, links,  # type: ignore[attr-defined]
-                                    lambda paid, entries: then(self._payment(fp, links, paid, entries)), failed)
+                                    lambda paid, entries: then(self._payment(fp, links, paid, entries)), failed,
+                                    tax=self._tax(share))
+
+    def _tax(self, share: float) -> float | None:
+        """The page's own tax for ``share`` (None: the ledger's)."""
+        return None if share >= 1.0 else tax_for_share(self.ledger.tax, share)
 
     def _payment(self, fp: int, links: list[int], paid: Any, entries: dict[int, Entry] | None) -> Payment:
         credit, rising = self._rising(links, paid.changes) if links and paid.changes else ({}, [])
@@ -143,17 +151,20 @@ class CreditAssignment:
     def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None,
                   stored: list[str] | None = None) -> PageDone | Deferred[PageDone]:
         """The page's (``fingerprint``: of the URL it was requested as) cash
-        to its history, credit to its outlinks (none if not followed; queued
-        ones whose level rises move up); the history and each outlink's
+        to its history, credit to its outlinks (none if not followed; only
+        ``page.credit_share`` of it, the rest to Lambda; queued ones whose
+        level rises move up); the history and each outlink's
         credit, by URL, with ``stored`` (a 304's stored outlinks) as its
         links. ``fingerprints``: those of ``page.links`` if computed
         already (the link recorder's). A Deferred of it when the payment
         goes through the shared frontier's worker (see the module docstring)."""
         links = page.links if page.follow else []
         given = fingerprints if page.follow else None
-        worker = self.dispatch.payment_channel() if self.shared else None
+        io = self.dispatch.io
+        worker = io.worker if self.shared and io is not None else None
         if worker is None:
-            return replace(self._paid(self.aopic.pay(fingerprint, links, given), links), links=stored)
+            payment = self.aopic.pay(fingerprint, links, given, page.credit_share)
+            return replace(self._paid(payment, links), links=stored)
         done: Deferred[PageDone] = Deferred()
 
         def paid(payment: Payment) -> None:
@@ -163,7 +174,7 @@ class CreditAssignment:
                 done.errback(err)
                 return
             done.callback(result)
-        self.aopic.pay_then(worker, fingerprint, links, given, paid, done.errback)
+        self.aopic.pay_then(worker, fingerprint, links, given, paid, done.errback, page.credit_share)
         return done
 
     def _paid(self, payment: Payment, links: list[str]) -> PageDone:
@@ -204,15 +215,3 @@ class CreditAssignment:
             return
         self.dispatch.revisit(entry, self.aopic.level_of(entry, self.aopic.ledger.cash_of(fp) or 0.0))
         self.stats.inc_value("aopic/revisits")
-
-
-def take_credit(request: Request) -> tuple[float, float] | None:
-    """Remove and return the AOPIC credit on ``request``'s meta (never stored with the URL)."""
-    credit = request.meta.pop(CREDIT_META, None)
-    if credit is None:
-        return None
-    try:
-        cash, dividend = credit
-        return float(cash), float(dividend)
-    except (TypeError, ValueError):
-        return None  # not ours: priced by its cash row

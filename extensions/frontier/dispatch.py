@@ -7,7 +7,7 @@ strategy (chosen in :mod:`extensions.frontier.config` from
 * :class:`~extensions.frontier.localdispatch.LocalDispatch` -- Mercator's
   front queues (one per priority level, a biased selector), back queues (one
   host each) and host heap, in one process;
-* :class:`~extensions.frontier.shareddispatch.SharedDispatch` -- every
+* :class:`~extensions.backends.redis.dispatch.SharedDispatch` -- every
   host's queue in Redis, hosts taken by this process under a lease, so that
   several processes crawl one frontier.
 
@@ -15,27 +15,33 @@ Both keep a local host heap of the hosts they serve, ordered by the time
 each may fetch again (:mod:`.politeness`), and the same order among the
 hosts due at once (:func:`ready_order`). The frontier gives its strategy the
 parts it shares (:class:`FrontierParts`): the store, politeness, origin
-holds, the in-flight table, stats, clocks, and a few callbacks (turn a queue
-entry into a request, defer an origin's URLs, wake the engine).
+holds, the in-flight table, stats, clocks, and small objects for what it
+asks of the frontier (the hand-out of a dequeued entry, the admission's
+refused and deferred rows, noisy events, signals, the wake-up timer).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scrapy import Request
 
 from extensions.aopic.ledger import AOPICLedger
+from extensions.frontier.admission import Admission
+from extensions.frontier.announce import FrontierSignals
+from extensions.frontier.handout import HandOut
 from extensions.frontier.holds import OriginHolds
 from extensions.frontier.hostkey import HostKey
 from extensions.frontier.inflight import InFlight, InFlightTable
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.prioritizer import Prioritizer
+from extensions.frontier.noisy import OnceLog
 from extensions.frontier.urlseen import URLSeen
-from extensions.store.base import Entry, FrontierStore
+from extensions.frontier.wakeup import WakeUpTimer
+from extensions.frontier.store import Entry, FrontierStore
 
 #: subtracted from a rate-limited host's order: ahead of every level
 RATE_LIMITED_FIRST = 1 << 20
@@ -76,22 +82,26 @@ class FrontierParts:
     hostkey: HostKey
     ledger: AOPICLedger | None
     idle_close: float
-    #: entry (and its AOPIC cash, if known) -> the request to fetch, or None
-    request_of: Callable[[Entry, float | None], Request | None]
-    #: mark entries of an origin deferred for this run, with the reason
-    defer: Callable[[Sequence[Entry], str, str], None]
-    #: write an entry's row as refused: (entry, reason, now, known row)
-    record_refused: Callable[..., None]
-    #: count a noisy event, logging its first case: (key, message, *args)
-    count_once: Callable[..., None]
-    #: a host got a queue here (the host_assigned signal: DNS prefetch)
-    host_assigned: Callable[[str], None]
-    #: wake the engine when the strategy's next due time comes
-    arm_timer: Callable[[float], None]
+    handout: HandOut  # a dequeued entry -> the request to fetch, or None
+    admission: Admission  # rows refused or deferred
+    noisy: OnceLog  # noisy events: logged once, then counted
+    signals: FrontierSignals  # host_assigned: a host got a queue here (DNS prefetch)
+    wakeup: WakeUpTimer  # wakes the engine at a due time
     #: a store failure outside a scheduler call (None: raise it)
     on_store_error: Callable[[Exception], None] | None = None
     memory_only: dict[int, Request] = field(default_factory=dict)
     unfiled: deque[Request] = field(default_factory=deque)
+
+
+class StoreIO(Protocol):
+    """A worker thread that carries a shared dispatch's store round trips."""
+
+    #: the running worker a shared AOPIC ledger may send a page's payment
+    #: through without the reactor waiting, or None: pay at once
+    worker: Any
+
+    def settle(self) -> None:
+        """Wait for the writes on their way, so a read on the store sees them."""
 
 
 class HostDispatch(Protocol):
@@ -101,6 +111,8 @@ class HostDispatch(Protocol):
     memory_only_note: str
     #: priority levels (front queues) it orders URLs by
     levels: int
+    #: its store round trips' worker thread (None: they are made on this thread)
+    io: StoreIO | None
 
     def bind(self, parts: FrontierParts) -> None:
         """Take the frontier's parts (called once, by the frontier)."""
@@ -129,15 +141,6 @@ class HostDispatch(Protocol):
 
     def has_pending(self) -> bool:
         """Whether there is work anywhere (Scrapy's has_pending_requests)."""
-
-    def settle_io(self) -> None:
-        """Let the store's readers see every write sent so far (those on
-        their way through a worker thread too), before a read that needs them."""
-
-    def payment_channel(self) -> Any:
-        """The worker channel a shared AOPIC ledger may send a page's payment
-        through without the reactor waiting (``SharedLedger.distribute_then``),
-        or None: pay at once."""
 
     def host_of(self, request: Request, host: str) -> str:
         """The politeness key filed with ``request`` (``host``: its URL's host)."""
@@ -169,9 +172,6 @@ class HostDispatch(Protocol):
 
     def finish(self, record: InFlight) -> None:
         """The engine is done with a request: its row's final status."""
-
-    def stale_copy(self, fingerprint: int) -> bool:
-        """Whether a dequeued entry is an out-of-date copy (skip it)."""
 
     def promote(self, entry: Entry, level: int) -> bool:
         """A queued URL's cash rose to ``level``: move it up; whether it moved."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.urlseen import BloomSeen
-from extensions.store.base import HELD_META, FrontierStore, Status
+from extensions.frontier.store import HELD_META, FrontierStore, Status
 
 if TYPE_CHECKING:
     from extensions.frontier.dispatch import HostDispatch

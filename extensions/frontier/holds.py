@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from extensions.store.base import Entry
+from extensions.frontier.store import Entry
 
 INFINITY = float("inf")
 
@@ -42,6 +42,7 @@ class Hold:
     until: float
     reason: str
     parked: dict[int, Entry] = field(default_factory=dict)  # by fingerprint: a copy parks once
+    wait_out: bool = False  # it ends by itself (a pushback): the idle close waits for it
 
 
 class OriginHolds:
@@ -54,13 +55,21 @@ class OriginHolds:
     def __bool__(self) -> bool:
         return bool(self.held or self.deferred)
 
-    def hold(self, origin: str, until: float, reason: str) -> None:
-        """No URL of ``origin`` is handed out before ``until``."""
+    def hold(self, origin: str, until: float, reason: str, wait_out: bool | None = None) -> None:
+        """No URL of ``origin`` is handed out before ``until``. ``wait_out``:
+        the hold ends by itself and a crawl with nothing else to do waits
+        for it (None: as the origin's current hold says, else False)."""
         current = self.held.get(origin)
         if current is None:
-            self.held[origin] = Hold(until, reason)
+            self.held[origin] = Hold(until, reason, wait_out=bool(wait_out))
         else:
             current.until, current.reason = until, reason
+            if wait_out is not None:
+                current.wait_out = wait_out
+
+    def waiting_out(self) -> bool:
+        """Whether a timed hold that the crawl waits out is pending."""
+        return any(hold.wait_out and hold.until < INFINITY for hold in self.held.values())
 
     def state_of(self, url: str) -> str | None:
         """``"held"``, ``"deferred"`` or None for the origin of ``url``."""

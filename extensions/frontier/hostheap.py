@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 
 
 class HostHeap:
@@ -35,6 +36,13 @@ class HostHeap:
         heapq.heappush(self._heap, (ready_at, sequence, host))
         if len(self._heap) > 2 * len(self._live) + 64:
             self._compact()
+
+    def place(self, host: str, ready_at: float) -> None:
+        """On the heap at ``ready_at``; off it if never (infinite)."""
+        if ready_at < math.inf:
+            self.schedule(host, ready_at)
+        else:
+            self.remove(host)
 
     def remove(self, host: str) -> None:
         """Forget ``host`` (its entry goes stale)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from scrapy import Request
 
 from extensions.frontier.politeness import Politeness
-from extensions.store.base import Entry
+from extensions.frontier.store import Entry
 
 
 @dataclass(slots=True)

@@ -2,7 +2,7 @@
 
 The frontier composes one :class:`LinkRecorder` (``LINKGRAPH_RECORD``, on by
 default) and calls it at two points, writing into the store's
-:class:`~extensions.store.base.LinkTable` (``store.links``):
+:class:`~extensions.frontier.store.LinkTable` (``store.links``):
 
 * :meth:`LinkRecorder.page_done`, from ``Frontier.page_done``: the judged
   page (the URL it was fetched from, after redirects) gets the list of its
@@ -35,7 +35,7 @@ from urllib.parse import urljoin
 
 from extensions.frontier.fingerprint import canonical_fingerprint, url_fingerprint
 from extensions.frontier.page import PageVerdict
-from extensions.store.base import LinkTable
+from extensions.frontier.store import LinkTable
 
 
 #: the answers whose Location is the page's one outlink (a 304 may carry one too: not a redirect)

@@ -15,7 +15,7 @@ breaker) have their URLs parked in memory (:mod:`.holds`) while the host's
 other origins go on; when a hold ends, one URL goes out as a probe, and if
 it is fetched the rest follow. When nothing but held work is left for
 ``FRONTIER_IDLE_CLOSE`` seconds, the held origins are deferred, so a finite
-crawl ends.
+crawl ends; a pause that ends by itself (a pushback's) is waited out.
 """
 
 from __future__ import annotations
@@ -33,9 +33,8 @@ from extensions.frontier.front import BiasedSelector, FrontQueues
 from extensions.frontier.holds import origin_of
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.inflight import InFlight
-from extensions.frontier.politeness import INFINITY
 from extensions.frontier.resume import rebuild_queues, record_shape, shape_changed
-from extensions.store.base import FLAG_REVISIT, Entry, Status
+from extensions.frontier.store import FLAG_REVISIT, Entry, Status
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +43,7 @@ class LocalDispatch:
     """Front queues, back queues and a host heap over the frontier's store."""
 
     memory_only_note = "kept in memory only"
+    io = None  # the store's writes are made on this thread
 
     def __init__(self, front_queues: int = 8, back_queues: int = 48, queue_buffer: int = 256,
                  selector: BiasedSelector | None = None, refill_budget: int = 1024) -> None:
@@ -142,13 +142,6 @@ class LocalDispatch:
     def __len__(self) -> int:
         return len(self.front) + len(self.back) + len(self.parts.unfiled)
 
-    def settle_io(self) -> None:
-        """Nothing to wait for: the store's writes are made on this thread."""
-
-    def payment_channel(self) -> None:
-        """None: the ledger's writes go to the local store at once."""
-        return None
-
     def has_pending(self) -> bool:
         """Work to hand out. URLs parked by held origins count only until
         the crawl has had nothing else to do for ``idle_close`` seconds;
@@ -157,7 +150,7 @@ class LocalDispatch:
         if not holds.held:
             return len(self) > 0
         now = self.parts.clock()
-        if self._busy():
+        if self._busy() or holds.waiting_out():  # a pushback's pause is waited out, not deferred
             self._idle_since = None
             return True
         if self._idle_since is None:
@@ -165,7 +158,7 @@ class LocalDispatch:
         if now - self._idle_since < self.parts.idle_close:
             return True
         for origin, (reason, entries) in holds.defer_all_held("held when nothing else was left").items():
-            self.parts.defer(entries, origin, reason)
+            self.parts.admission.defer(entries, origin, reason)
         self._probes.clear()
         return len(self) > 0
 
@@ -239,6 +232,12 @@ class LocalDispatch:
         first copy of a still-queued URL is fetched."""
         return self.store.urls.status_of(fingerprint) != Status.QUEUED
 
+    def _request_of(self, entry: Entry) -> Request | None:
+        if self.parts.ledger is not None and self.stale_copy(entry.fingerprint):
+            self.parts.stats.inc_value("frontier/stale_copies")
+            return None
+        return self.parts.handout.request_of(entry, None)
+
     # -- dispatch --------------------------------------------------------------
     def next_request(self, now: float) -> Request | None:
         """The best URL of the hosts whose politeness allows a fetch now.
@@ -276,7 +275,7 @@ class LocalDispatch:
         entry = self.back.pop(host)
         while entry is not None and self.parts.holds and self._kept_back(entry):
             entry = self.back.pop(host)  # a held origin's URL: parked; the host's next
-        request = None if entry is None else self.parts.request_of(entry, None)
+        request = None if entry is None else self._request_of(entry)
         if request is not None:  # before a refill can give the host a queue again
             self.parts.politeness.started(host, now)
         if entry is None or not self.back.length(host):
@@ -293,11 +292,7 @@ class LocalDispatch:
     def reschedule(self, host: str) -> None:
         """Put ``host`` on the heap if it has a back queue and may fetch."""
         if host in self.back.queue_of:
-            ready = self.parts.politeness.ready_at(host)
-            if ready < INFINITY:
-                self.heap.schedule(host, ready)
-            else:
-                self.heap.remove(host)
+            self.heap.place(host, self.parts.politeness.ready_at(host))
 
     def scheduled(self, host: str) -> bool:
         return host in self.heap
@@ -308,7 +303,7 @@ class LocalDispatch:
         assigned, _ = self.back.refill(self.front, self.refill_budget, self._key_of)
         for host in assigned:
             self.reschedule(host)
-            self.parts.host_assigned(host)
+            self.parts.signals.host_assigned(host)
         self.parts.stats.set_value("frontier/back_queues", self.back.in_use())
 
     def next_due(self, now: float) -> float | None:
@@ -328,7 +323,7 @@ class LocalDispatch:
             return
         entry, parts = record.entry, self.parts
         if record.refused is not None:
-            parts.record_refused(entry, record.refused, parts.wall_clock(), known=True)
+            parts.admission.record_refused(entry, record.refused, parts.wall_clock(), known=True)
             return
         if not record.ok and (parts.holds or record.held) and self._kept_back(entry, True, record.held):
             return
@@ -363,7 +358,7 @@ class LocalDispatch:
         if state == "deferred":
             self._probes.discard(entry.fingerprint)
             origin = origin_of(entry.url)
-            parts.defer([entry], origin, parts.holds.deferred[origin])
+            parts.admission.defer([entry], origin, parts.holds.deferred[origin])
             return True
         if state != "held" or (not inflight and entry.fingerprint in self._probes):
             return False

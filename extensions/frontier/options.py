@@ -35,6 +35,7 @@ class FrontierOptions:
     write_ahead: bool = False  # FRONTIER_WRITE_AHEAD: commit before each hand-out
     record_refusals: bool = True  # FRONTIER_RECORD_REFUSALS: refused URLs get a row
     linkgraph_record: bool = True  # LINKGRAPH_RECORD: each fetched page's outlinks into store.links
+    recent_links: int = 65536  # LINKS_RECENT_CACHE_SIZE: links filed lately, skipped before a request is built
     bloom_path: Path | None = None  # where the in-process Bloom filter is saved (JOBDIR)
     cleanup_dir: Path | None = None  # a temporary directory removed at close
 

@@ -1,14 +1,12 @@
 """The page's verdict, handed to the frontier by the last item pipeline.
 
 The judged page comes back to the frontier through one entry point,
-:meth:`Frontier.page_done(verdict) <extensions.frontier.scheduler.Frontier.page_done>`:
-AOPIC's credit assignment (the page's cash to its history, the rest over its
-outlinks), the content-seen group for the URL database and the page's
-outlinks for the link graph (:mod:`.linkrecord`). It answers with
-the page's history and each outlink's new cash; the pipeline puts that cash
-on the outlink's request (:func:`link_request`), so the frontier files the
-link at the level its cash earns without reading the cash row again, and
-with no state left behind between the two calls.
+:meth:`Frontier.page_done(verdict) <extensions.frontier.scheduler.Frontier.page_done>`,
+which records its outlinks for the link graph (:mod:`.linkrecord`), runs
+AOPIC's credit assignment (the page's cash to its history, the rest over
+its outlinks), keeps the content-seen group in the URL database and files
+the outlinks to follow, each at the level its new cash earns, as requests
+built by :func:`link_request`.
 """
 
 from __future__ import annotations
@@ -18,11 +16,6 @@ from dataclasses import dataclass, field
 from scrapy import Request
 
 from extensions.frontier.fingerprint import url_fingerprint
-
-#: request meta: ``(cash, dividend)``, an outlink's AOPIC cash right after
-#: its page's credit and the ledger's dividend then (consumed by the frontier)
-CREDIT_META = "aopic_credit"
-
 
 @dataclass(frozen=True, slots=True)
 class PageVerdict:
@@ -39,12 +32,14 @@ class PageVerdict:
     etag: str | None = None  # the response's validators (a conditional GET sends them next time)
     last_modified: str | None = None
     not_modified: bool = False  # a 304 to a conditional GET: no body, the stored outlinks stand
+    depth: int = 0  # the page's depth: its outlinks are one deeper
+    credit_share: float = 1.0  # share of its cash (after the tax) its outlinks get; the rest to Lambda
 
 
 @dataclass(frozen=True, slots=True)
 class PageDone:
-    """The frontier's answer: the page's AOPIC history (its importance) and
-    the credit of each outlink, for its request's meta (:func:`link_request`)."""
+    """The page's AOPIC history (its importance), each outlink's credit
+    (its cash then, the ledger's dividend then) and, for a 304, its stored outlinks."""
 
     history: float = 0.0
     credit: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -61,13 +56,9 @@ def page_fingerprints(page: PageVerdict) -> tuple[int, int]:
     return requested, url_fingerprint(page.final_url)[0]
 
 
-def link_request(url: str, depth: int, referer: str | None,
-                 credit: tuple[float, float] | None = None) -> Request:
+def link_request(url: str, depth: int, referer: str | None) -> Request:
     """The request for an outlink found at ``depth - 1``, as Scrapy's
     spider middlewares would build it: ``depth`` meta (DepthMiddleware) and
     the ``Referer`` header (RefererMiddleware, default policy: the page's
-    final URL); plus the link's AOPIC credit, if any."""
-    meta: dict[str, object] = {"depth": depth}
-    if credit is not None:
-        meta[CREDIT_META] = credit
-    return Request(url, meta=meta, headers={"Referer": referer} if referer else None)
+    final URL)."""
+    return Request(url, meta={"depth": depth}, headers={"Referer": referer} if referer else None)

@@ -3,6 +3,7 @@ fetches in flight, and the next fetch waits until the END of the previous one
 plus a gap::
 
     gap = max(DOWNLOAD_DELAY, Crawl-delay of the host (robots.txt, if known),
+              the host's widened delay (it pushed back, if it did),
               FRONTIER_POLITENESS_FACTOR x duration of the last fetch)
 
 (Scrapy's downloader measures its delay start-to-start; ours is end-to-start,
@@ -57,6 +58,7 @@ class Politeness:
         self.concurrency = concurrency
         self.slots: dict[str, Mapping[str, Any]] = dict(slots or {})
         self.crawl_delays: dict[str, float] = {}
+        self.widened: dict[str, float] = {}  # host -> its delay since it pushed back (429, 503)
         self.hosts: dict[str, HostState] = {}
 
     def limit(self, host: str) -> int:
@@ -66,6 +68,8 @@ class Politeness:
     def gap(self, host: str, last_duration: float) -> float:
         """The end-to-start gap of ``host`` after a fetch of that duration."""
         delay = float(self.slots.get(host, {}).get("delay", self.delay))
+        if self.widened:
+            delay = max(delay, self.widened.get(host, 0.0))
         return politeness_gap(delay, self.crawl_delays.get(host), self.factor, last_duration)
 
     def rate_limited(self, host: str) -> bool:
@@ -87,6 +91,17 @@ class Politeness:
         if state is not None and state.last_end is not None:
             gap = self.gap(host, state.last_duration)
             state.next_allowed = max(state.next_allowed, state.last_end + gap)
+
+    def widen(self, host: str, seconds: float) -> None:
+        """From now on ``host`` waits at least ``seconds`` between fetches (a
+        host that pushed back); a wider delay already set stays. Its
+        already computed next-allowed time is pushed as well."""
+        if seconds <= self.widened.get(host, 0.0):
+            return
+        self.widened[host] = float(seconds)
+        state = self.hosts.get(host)
+        if state is not None and state.last_end is not None:
+            state.next_allowed = max(state.next_allowed, state.last_end + self.gap(host, state.last_duration))
 
     def ready_at(self, host: str) -> float:
         """When ``host`` may start its next fetch (inf while at its limit)."""

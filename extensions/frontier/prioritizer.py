@@ -1,10 +1,8 @@
 """Prioritisers: map a request to a front-queue level, 0 (lowest) .. K-1.
 
-Mercator's prioritiser assigns each URL an integer priority between 1 and K
-and appends it to that front queue. A prioritiser here is a small pure class
-behind the ``FRONTIER_PRIORITIZER`` setting: built with ``levels=K`` and
-asked ``level(priority, depth, meta)`` for each new URL. It never imports
-Scrapy, so a later AOPIC prioritiser (cash in ``meta``) is a drop-in.
+As Mercator's prioritiser, a small pure class (no Scrapy) behind the
+``FRONTIER_PRIORITIZER`` setting: built with ``levels=K`` and asked
+``level(priority, depth, meta)`` for each new URL.
 """
 
 from __future__ import annotations

@@ -1,52 +1,34 @@
 """Resume after a pause or a crash: rebuild the queues, keep the Bloom filter.
 
-How the frontier survives (the design, in one place):
+The invariants the frontier's durability rests on:
 
-* The URL table is authoritative. A queued or in-flight row holds all that
+* The URL table is authoritative: a queued or in-flight row holds all that
   is needed to rebuild its request; the queue tables only give order.
-* All changes go into one store transaction. With write-ahead
-  (``FRONTIER_WRITE_AHEAD``, the default on the SQLite store) it is committed
-  at the end of every scheduler call that changed something, before the
-  request it returns reaches the engine (Mercator: the frontier's state is
-  durable); otherwise only at each checkpoint
-  (``FRONTIER_CHECKPOINT_INTERVAL``). A crash returns the store to exactly
-  the last commit: URL rows, statuses, cash and queue tables agree.
-* Memory buffers are not in the queue tables between checkpoints (a head
-  buffer was popped from them, a tail buffer not yet pushed), so after a
-  crash the queue tables alone would miss them -- but their URL rows are
-  there (status queued). Hence :func:`rebuild_queues`: empty the queue
-  tables and refill the front queues from every queued or in-flight row, in
-  discovery order, each at its stored level; in-flight rows become queued.
-* A clean close (finished, or Ctrl-C's 'shutdown') spills the buffers back
-  (head buffer to the front of its queue, tail to the back), requeues
-  anything still in flight, records the queue counts and sets the store's
-  ``clean`` flag. The next open then only rebuilds the host table from the
-  head of each back queue (:meth:`BackQueues.restore`); if the queue counts
-  changed, it rebuilds as after a crash.
+* All changes go into one store transaction, committed (with
+  ``FRONTIER_WRITE_AHEAD``) at the end of every scheduler call that changed
+  something, before the request it returns reaches the engine, else at each
+  checkpoint (``FRONTIER_CHECKPOINT_INTERVAL``). A crash returns the store to
+  the last commit: URL rows, statuses, cash (with AOPIC's Lambda and
+  dividend) and queue tables agree. A request is never handed out before its
+  in-flight status is committed.
+* After a crash the queue tables miss the memory buffers, but their URL rows
+  are there: :func:`rebuild_queues` refills the front queues from every
+  queued or in-flight row, in discovery order, at its stored level;
+  in-flight rows become queued (with write-ahead, exactly they are fetched
+  again; without, every page finished since the last checkpoint).
+* A clean close spills the buffers back (head to the front of its queue,
+  tail to the back), requeues what is in flight, records the queue counts
+  and sets the store's ``clean`` flag; the next open only rebuilds the host
+  table (:meth:`BackQueues.restore`), or rebuilds as after a crash if the
+  queue counts changed.
 * A URL becomes done only after the engine has finished with its response,
-  i.e. after the outlinks its callbacks yielded were enqueued. So a page
-  committed as done has its outlinks committed too (same or earlier
-  transaction): no discovered URL is lost.
-* What a kill costs. With write-ahead, the URLs fetched again after
-  ``kill -9`` and the same command are exactly the rows in flight in the
-  file at the kill: requests handed to the engine and not finished (and
-  pages finished since the last scheduler call, whose done status was not
-  committed yet). A request is never handed out before its in-flight status
-  is committed, so no fetched URL is still "queued" in the file. AOPIC's
-  Lambda and dividend are written into each commit with the cash rows, so
-  cash stays conserved. Without write-ahead, every page finished since the
-  last checkpoint is fetched again.
-* Beyond a process kill: WAL with ``synchronous=NORMAL`` does not fsync at
-  commit, so an operating-system crash or power loss may roll back the
-  commits since the last WAL checkpoint (never a torn file); those pages
-  are fetched again.
+  so a page committed as done has its outlinks committed too.
+* WAL with ``synchronous=NORMAL``: an operating-system crash may roll back
+  the commits since the last WAL checkpoint (never a torn file).
 * The Bloom filter (``FRONTIER_SEEN_BACKEND = "bloom"``) is written after
-  each commit with a tag that the commit also stored in the store's meta;
-  on open, a filter whose tag differs (a crash between the two writes, or a
-  missing file) is rebuilt from the URL table's fingerprints. After a kill
-  the filter may lack URLs committed after the last checkpoint; it is only a
-  pre-filter, so each such URL costs one table look-up (whose primary key
-  still finds it), never a refetch.
+  each commit with a tag the commit stored in the store's meta; a filter
+  whose tag differs, or a missing one, is rebuilt from the URL table. It is
+  only a pre-filter: a URL it lacks costs one table look-up, never a refetch.
 """
 
 from __future__ import annotations
@@ -57,7 +39,7 @@ from pathlib import Path
 from extensions.frontier.back import BackQueues
 from extensions.frontier.front import FrontQueues
 from extensions.frontier.urlseen import BloomSeen
-from extensions.store.base import FrontierStore
+from extensions.frontier.store import FrontierStore
 
 logger = logging.getLogger(__name__)
 

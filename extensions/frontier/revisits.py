@@ -4,7 +4,7 @@ Mercator's frontier holds URLs not fetched yet; an incremental crawler
 (Cho and Garcia-Molina) also keeps, for every fetched page, when to fetch it
 again. With ``REVISIT_ENABLED`` the frontier composes one
 :class:`RevisitSchedule`, which keeps each URL's visit history in the store
-(``store.revisits``, :class:`~extensions.store.base.RevisitRecord`) and
+(``store.revisits``, :class:`~extensions.frontier.store.RevisitRecord`) and
 
 * after each fetch (the page's verdict, :meth:`RevisitSchedule.page_done`)
   moves the history on by the policy (:mod:`extensions.revisit.policy`):
@@ -48,7 +48,7 @@ from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.page import PageVerdict
 from extensions.revisit.freshness import crawl_freshness
 from extensions.revisit.policy import RevisitPolicy
-from extensions.store.base import FLAG_REVISIT, Entry, FrontierStore, RevisitRecord
+from extensions.frontier.store import FLAG_REVISIT, Entry, FrontierStore, RevisitRecord
 
 #: how often the earliest due time is read from the store again (other
 #: processes schedule URLs too)

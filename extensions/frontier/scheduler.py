@@ -2,7 +2,7 @@
 
 ``SCHEDULER = "extensions.frontier.scheduler.Frontier"``: a thin Scrapy
 scheduler over parts, each in its own module: URL-seen (:mod:`.urlseen`)
-and the store (:mod:`extensions.store`: URL rows, queues, cash); the
+and the store (:mod:`.store`: URL rows, queues, cash); the
 prioritiser (:mod:`.prioritizer`); one host-dispatch strategy
 (:mod:`.dispatch`: Mercator's front queues, back queues and host heap in
 this process, :mod:`.localdispatch`, or host queues shared under Redis
@@ -30,17 +30,17 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
+from twisted.internet.defer import Deferred
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.admission import Admission
-from extensions.frontier.codec import decode, encode
-from extensions.frontier.credit import AOPICCredit, CreditAssignment, take_credit
+from extensions.frontier.codec import encode
+from extensions.frontier.credit import AOPICCredit, CreditAssignment
 from extensions.frontier.dispatch import FrontierParts, HostDispatch
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.gauges import CRAWL_WIDE_STATS, DictStats, update_gauges
@@ -50,7 +50,7 @@ from extensions.frontier.inflight import InFlight, InFlightTable
 from extensions.frontier.linkrecord import REDIRECT_STATUSES, LinkRecorder
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
-from extensions.frontier.page import PageDone, PageVerdict, page_fingerprints
+from extensions.frontier.page import PageDone, PageVerdict, link_request, page_fingerprints
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
 from extensions.frontier.resume import load_bloom, save_bloom
@@ -58,8 +58,12 @@ from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
 from extensions.frontier.wakeup import WakeUpTimer
 from extensions.frontier.writeahead import WriteAhead
-from extensions.signals import host_assigned, origin_deferred, origin_held, request_excluded, robots_rules_parsed, urls_refused
-from extensions.store.base import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
+from extensions.frontier.announce import FrontierSignals
+from extensions.frontier.handout import HandOut
+from extensions.frontier.noisy import OnceLog
+from extensions.urls.recent import RecentLinks
+from extensions.signals import origin_deferred, origin_held, politeness_widened, request_excluded, robots_rules_parsed, urls_refused
+from extensions.frontier.store import FLAG_MEMORY, FrontierStore, FrontierStoreError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -104,28 +108,30 @@ class Frontier(BaseScheduler):
         self._known_hosts = LRUCache(4096)
         self._loop: Any = None
         self._checkpoints = 0
-        self._logged: set[str] = set()
-        self.on_host_assigned: Callable[..., Any] | None = None  # the host_assigned signal (DNS prefetch)
+        self.noisy = OnceLog(self.stats)
+        self.signals = FrontierSignals()  # sent once from_crawler gives it the crawler's signals
+        self.recent = RecentLinks(options.recent_links)
         self.holds = OriginHolds()  # origins that cannot be crawled now (see .holds)
         self.memory_only: dict[int, Request] = {}  # requests that cannot be serialised, by fingerprint
         self.admission = Admission(store, self.seen, self.stats, self.wall_clock, self.memory_only,
                                    options.host_budget, options.record_refusals)
         self.excluded = self.admission.excluded  # excluded while queued: skip at dequeue
+        self.handout = HandOut(store, self.excluded, self.memory_only, ledger, self.stats, self.noisy)
         self.parts = FrontierParts(
             store=store, politeness=self.politeness, holds=self.holds, inflight=self.inflight,
             stats=self.stats, clock=self.clock, wall_clock=self.wall_clock, prioritizer=self.prioritizer,
             seen=self.seen, hostkey=self.hostkey, ledger=ledger, idle_close=options.idle_close,
-            request_of=self._request_of, defer=self.admission.defer, record_refused=self.admission.record_refused,
-            count_once=self._count_once, host_assigned=self._host_assigned, arm_timer=self._arm_timer,
-            on_store_error=runtime.on_store_error, memory_only=self.memory_only)
+            handout=self.handout, admission=self.admission, noisy=self.noisy, signals=self.signals,
+            wakeup=self.wakeup, on_store_error=runtime.on_store_error, memory_only=self.memory_only)
         self.dispatch.bind(self.parts)
-        self.ledger = self.parts.ledger  # the shared dispatch shares the ledger too
+        self.ledger = ledger
         self.aopic = None if self.ledger is None else AOPICCredit(self.ledger, self.prioritizer, options.revisits)
         self.credit_assignment = None if self.aopic is None else CreditAssignment(
             self.aopic, store, self.dispatch, self.stats, self.memory_only)  # page_done's AOPIC part
         self.unfiled = self.parts.unfiled
         self.link_record = LinkRecorder(store.links, self.stats, options.linkgraph_record)
         self.revisits = revisit_schedule  # continuous crawling (REVISIT_ENABLED), see .revisits
+        self.handout.revisits = revisit_schedule
         if revisit_schedule is not None:  # files due URLs ahead of new ones
             revisit_schedule.bind(self.dispatch)
 
@@ -141,18 +147,19 @@ class Frontier(BaseScheduler):
         # a redirect or retry replaces the response before response_received
         connect(frontier.response_received, signals.response_downloaded)
         connect(frontier.robots_rules_parsed, robots_rules_parsed)
+        connect(frontier.politeness_widened, politeness_widened)
         connect(frontier.request_excluded, request_excluded)
         connect(frontier.origin_held, origin_held)
         connect(frontier.origin_deferred, origin_deferred)
         connect(frontier.urls_refused, urls_refused)
-        frontier.on_host_assigned = partial(crawler.signals.send_catch_log, host_assigned)
+        frontier.signals.send = crawler.signals.send_catch_log
         return frontier
 
     # -- Scrapy's scheduler interface ----------------------------------------
     def open(self, spider: Spider | None) -> None:
         """Open the store (raising FrontierStoreError naming the file),
         resume or rebuild, start checkpointing."""
-        self.spider = spider
+        self.spider = self.handout.spider = self.signals.spider = spider
         self.store.open()
         self.dispatch.open()
         self.politeness.crawl_delays.update(self.store.hosts.crawl_delays())
@@ -201,6 +208,11 @@ class Frontier(BaseScheduler):
         process) may have filed that seed already. A URL the frontier cannot
         file (``data:``, ``file:``...) is passed through unfiled: handed out
         first, without politeness, in memory."""
+        return self._file(request)
+
+    def _file(self, request: Request, credit: tuple[float, float] | None = None) -> bool:
+        """:meth:`enqueue_request` for a request whose page just gave it
+        ``credit`` (AOPIC: its cash then, and the ledger's dividend then)."""
         try:
             fp, host = url_fingerprint(request.url, request.method, request.body)
         except ValueError:
@@ -211,7 +223,6 @@ class Frontier(BaseScheduler):
             return self._duplicate()
         host = self.dispatch.host_of(request, host)
         depth = int(request.meta.get("depth", 0))
-        credit = take_credit(request)
         # the URL's own cash, never a copy's (a seed's copy would get cash of its own)
         meta = request.meta if self.aopic is None else self.aopic.cash_meta(request, fp, credit)
         level = self.prioritizer.level(request.priority, depth, meta)
@@ -222,11 +233,13 @@ class Frontier(BaseScheduler):
             return False  # refused or a duplicate, counted
         if not self.dispatch.enqueue(entry, bypass):
             return self._duplicate()
+        if not bypass:
+            admission.spend(entry)
         if request.meta.get("is_start_request"):
             admission.seeds_this_run.add(fp)
         if entry.flags & FLAG_MEMORY:
             self.memory_only[fp] = request
-            self._count_once("unserializable", "Request %s cannot be serialised; %s", request,
+            self.noisy.note("unserializable", "Request %s cannot be serialised; %s", request,
                              self.dispatch.memory_only_note)
         if not self._known_hosts.hit(host):
             self._known_hosts.add(host)
@@ -256,50 +269,14 @@ class Frontier(BaseScheduler):
     def _unfiled(self, request: Request) -> bool:
         """A URL with no host to be polite to (``data:``), or not canonical: handed out as it is."""
         self.unfiled.append(request)
-        self._count_once("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
+        self.noisy.note("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
         return True
-
-    def _request_of(self, entry: Entry, cash: float | None = None) -> Request | None:
-        """The request to fetch for ``entry`` (``cash``: its AOPIC cash, if
-        known already), or None if it must not be fetched now."""
-        fp = entry.fingerprint
-        if fp in self.excluded:
-            self.excluded.discard(fp)
-            return None
-        if self.ledger is not None:
-            if self.dispatch.stale_copy(fp):
-                self.stats.inc_value("frontier/stale_copies")
-                return None
-            if cash is None:
-                cash = self.ledger.cash_of(fp) or 0.0
-            if self.ledger.maybe_crawl_lambda(cash):
-                self.stats.inc_value("aopic/lambda_crawls")
-        if entry.flags & FLAG_MEMORY:
-            request = self.memory_only.pop(fp, None)
-            if request is None:
-                self._count_once("lost", "Request for %s was memory-only and is gone", entry.url)
-                self.store.urls.set_status([fp], Status.FAILED)
-            return request
-        try:
-            request = decode(entry, self.spider)
-        except Exception as err:  # noqa: BLE001 - one bad row must not end the crawl
-            self._count_once("undecodable", "Cannot rebuild the request for %s: %s", entry.url, err)
-            self.store.urls.set_status([fp], Status.FAILED)
-            return None
-        validators = self.revisits.handed_out(entry) if self.revisits is not None else None
-        if validators:  # a re-visit: the conditional GET middleware sends them
-            request.meta["revisit_validators"] = validators
-        return request
 
     def _arm_timer(self, now: float) -> None:
         due = self.dispatch.next_due(now)
         if self.revisits is not None:  # or the next URL due again, if earlier
             due = self.revisits.wake_at(due, now, self.wall_clock())
         self.wakeup.arm(due, now)
-
-    def _host_assigned(self, host: str) -> None:
-        if self.on_host_assigned is not None:
-            self.on_host_assigned(host=host)
 
     # -- fetch end -------------------------------------------------------------
     def fetch_finished(self, request: Request, duration: float | None = None, ok: bool = True) -> None:
@@ -353,24 +330,58 @@ class Frontier(BaseScheduler):
             self.dispatch.finish(record)
 
     # -- the page's verdict (the last item pipeline) ---------------------------
-    def page_done(self, page: PageVerdict) -> PageDone | Any:
-        """The pipelines judged a fetched page: its outlinks are recorded
-        (followed or not), AOPIC moves its cash to its history and credits
-        its outlinks (none if not followed; queued ones whose level rises
-        move up), its content-seen group goes into the URL database. Returns
-        the history and each outlink's credit (or a Deferred of them: .credit)."""
+    def page_done(self, page: PageVerdict) -> PageDone | Deferred[PageDone]:
+        """The one entry point for a judged page (the last item pipeline):
+        its outlinks are recorded (followed or not), AOPIC moves its cash to
+        its history and credits its outlinks (none if not followed; queued
+        ones whose level rises move up), its content-seen group goes into
+        the URL database, and the outlinks to follow are filed here, each
+        with its credit. Returns the page's history; on the shared frontier
+        with its worker thread, a Deferred that fires once the links are
+        filed (the pipeline holds the page's request until then, so its
+        end reaches the store after its links)."""
         fp, source = page_fingerprints(page)  # the requested and the final URL's, once
         if page.content_group is not None:
             self.store.set_content_group(fp, page.content_group, page.duplicate)
-        if page.not_modified:  # a 304 reads its stored outlinks: earlier pages' writes must be in
-            self.dispatch.settle_io()
+        if page.not_modified and self.dispatch.io is not None:  # a 304 reads its stored outlinks:
+            self.dispatch.io.settle()  # earlier pages' writes must be in
         if self.revisits is not None:  # its next visit; a 304 gets its stored outlinks back
             page = self.revisits.page_done(page, source, self.wall_clock())
         fingerprints = self.link_record.page_done(page, source)  # computed once, for AOPIC too
         stored = page.links if page.not_modified else None
         if self.credit_assignment is None:
-            return PageDone(links=stored)
-        return self.credit_assignment.page_done(page, fp, fingerprints, stored)
+            return self._follow(page, PageDone(links=stored))
+        done = self.credit_assignment.page_done(page, fp, fingerprints, stored)
+        if isinstance(done, Deferred):
+            return done.addCallback(lambda answer: self._follow(page, answer))
+        return self._follow(page, done)
+
+    def _follow(self, page: PageVerdict, done: PageDone) -> PageDone:
+        """File the page's outlinks to follow, as requests built the way
+        Scrapy's Depth and Referer middlewares would, each announced with
+        ``request_scheduled`` (and ``request_dropped`` if refused) as
+        ``engine.crawl`` does; links filed lately are skipped."""
+        links = done.links if done.links is not None else page.links  # a 304: the stored ones
+        if not page.follow:
+            self.stats.inc_value("links/not_followed_duplicate", len(links))
+            return done
+        depth = page.depth + 1
+        referer = page.final_url or page.url
+        fresh, credit, recent = self.recent.fresh, done.credit, 0
+        for url in links:
+            if fresh(url, depth):
+                self._schedule(link_request(url, depth, referer), credit.get(url))
+            else:
+                recent += 1
+        if recent:
+            self.stats.inc_value("links/recent_duplicates", recent)
+        if links and self.runtime.wake is not None:
+            self.runtime.wake()
+        return done
+
+    def _schedule(self, request: Request, credit: tuple[float, float] | None) -> None:
+        if self.signals.scheduled(request) and not self._file(request, credit):
+            self.signals.dropped(request)
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL from outside a page's credit
@@ -393,6 +404,10 @@ class Frontier(BaseScheduler):
         if self.dispatch.scheduled(host):
             self.dispatch.reschedule(host)
 
+    def politeness_widened(self, origin: str, delay: float) -> None:
+        """Signal handler: ``origin``'s host waits at least ``delay`` seconds between fetches from now on."""
+        self.politeness.widen(self.hostkey.of_request(Request(origin + "/")), delay)
+
     def request_excluded(self, request: Request, reason: str) -> None:
         """Signal handler: a request handed out must not be fetched
         (robots.txt): record it excluded and free its host at once, without
@@ -409,14 +424,12 @@ class Frontier(BaseScheduler):
         queued URL is skipped at dequeue, an unknown one is never enqueued."""
         self.admission.mark_excluded(url)
 
-    def origin_held(self, origin: str, delay: float, reason: str, request: Request | None = None) -> None:
-        """Signal handler: park ``origin``'s URLs for ``delay`` seconds;
-        ``request``, refused for it, comes back to its queue whenever its
-        refusal is seen (even after the hold ended), never as a failure."""
-        record = self.inflight.get(request)
-        if record is not None:
-            record.held = True
-        self.holds.hold(origin, self.clock() + max(0.0, delay), reason)
+    def origin_held(self, origin: str, delay: float, reason: str, request: Request | None = None, wait_out: bool = False) -> None:
+        """Signal handler: park ``origin``'s URLs for ``delay`` seconds (``wait_out``: see the signal); ``request``,
+        refused for it, comes back to its queue whenever its refusal is seen (even after the hold ended), never failed."""
+        if (record := self.inflight.get(request)) is not None:  # refused, not fetched (a 429's response neither)
+            record.held, record.ok = True, False
+        self.holds.hold(origin, self.clock() + max(0.0, delay), reason, wait_out)
         self.stats.inc_value("frontier/origin_holds")
         logger.info("Holding %s for %.1fs: %s", origin, delay, reason)
         self.dispatch.origin_held(origin, delay, reason)
@@ -475,12 +488,6 @@ class Frontier(BaseScheduler):
     def _duplicate(self) -> bool:
         self.stats.inc_value("frontier/duplicates")
         return False
-
-    def _count_once(self, key: str, message: str, *args: Any) -> None:
-        self.stats.inc_value(f"frontier/{key}")
-        if key not in self._logged:
-            self._logged.add(key)
-            logger.warning(message + " (further cases only counted in frontier/%s)", *args, key)
 
     def _update_gauges(self) -> None:
         update_gauges(self.stats, self.store, self.dispatch, held=self.holds.held,

@@ -1,20 +1,19 @@
 """The URL-seen test: a cache of popular fingerprints, an optional Bloom
 filter, and the exact set on disk (the URL table's primary key).
 
-Mercator kept a small in-memory cache of popular fingerprints in front of a
-sorted fingerprint file; most links point at a few popular pages, so most
-duplicate tests end in the cache. Here:
+As in Mercator, most links point at a few popular pages, so most duplicate
+tests end in the cache:
 
 1. :class:`LRUCache` (``FRONTIER_SEEN_CACHE_SIZE`` fingerprints): a hit is a
    duplicate (``frontier/seen_cache_hit``), no disk access.
 2. With ``FRONTIER_SEEN_BACKEND = "bloom"``, :class:`BloomSeen` (pybloom-live's
    ScalableBloomFilter): "maybe seen" counts as a duplicate without a disk
    read -- a false positive (rate ``FRONTIER_BLOOM_ERROR_RATE``) loses a new
-   URL, the trade Mercator's Bloom variant made. It is saved next to the
+   URL. It is saved next to the
    database at each checkpoint, tagged with the checkpoint number; a filter
    that does not match the database's tag is rebuilt from the URL table.
    On the Redis store "bloom" means the store's own filter, shared by every
-   process (:mod:`extensions.store.redis_bloom`), and there is none here.
+   process (:mod:`extensions.backends.redis.bloom`), and there is none here.
 3. The URL table's ``insert_new`` (an ``INSERT OR IGNORE`` on the primary
    key) is the exact, final answer, and records the URL.
 """
@@ -28,7 +27,7 @@ from pathlib import Path
 
 from pybloom_live import ScalableBloomFilter
 
-from extensions.store.base import Entry, SeenSet, URLTable
+from extensions.frontier.store import Entry, SeenSet, URLTable
 
 
 class LRUCache:

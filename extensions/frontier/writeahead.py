@@ -2,23 +2,13 @@
 
 A request the frontier hands out must be in flight in the URL database's
 file before its fetch can reach the server, so that after ``kill -9`` only
-requests in flight are fetched again (:mod:`.resume`). A commit per handed-out
-request did that, at the cost of one SQLite transaction per page.
-
-The engine takes several requests in one reactor turn, and the pipelines
-finish several pages in one; none of those requests is written to a socket
-before the reactor polls for I/O again (Twisted buffers a transport's writes
-until the socket is writable). So one commit at the end of the turn, before
-the next poll, is as safe as one per request: :meth:`WriteAhead.request`
-schedules it with ``call_soon`` (asyncio's ``loop.call_soon``: it runs before
-the next turn's I/O callbacks; Twisted's ``callLater(0)``: before its next
-``doIteration``) and the turn's later requests join it. The commit keeps
-the rest of the contract: a page's "done" and the outlinks it enqueued are
-in the same transaction, AOPIC's cash with its Lambda (``commit``'s own
-``before`` hook).
-
-Without ``call_soon`` (a frontier driven step by step in tests and tools,
-no reactor) the commit runs at once, as before.
+requests in flight are fetched again (:mod:`.resume`). No request is written
+to a socket before the reactor polls for I/O again, so one commit per
+reactor turn is as safe as one per request: :meth:`WriteAhead.request`
+schedules it with ``call_soon`` (asyncio's ``loop.call_soon``, Twisted's
+``callLater(0)``: both run before the next poll) and the turn's later
+requests join it. Without ``call_soon`` (no reactor: tests and tools) the
+commit runs at once.
 """
 
 from __future__ import annotations

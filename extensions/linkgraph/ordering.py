@@ -1,19 +1,12 @@
 """Node ids for the link graph: close ids for close URLs.
 
-WebGraph's compression feeds on locality (Boldi and Vigna, WWW 2004): most
-links of a page go to pages of its own host, often to URLs that sort next
-to it, and pages near each other share much of their link lists. Giving
-ids in the order of a key that groups a host's pages, and within a host
-sorts URLs lexicographically, makes the gaps between successor ids small
-(short codes) and puts similar lists within the reference window.
-
-The key is the host with its labels reversed (``docs.python.org`` ->
-``org.python.docs``, so the subdomains of a site sit together, as in
-reversed-domain URL orderings), then the port, the path and query, then
-the scheme (``http`` and ``https`` copies of a page side by side). Numbers
-in the path compare as numbers (``p/9.html`` before ``p/10.html``), so
-numbered pages a listing links in sequence (page 8 to 11, chapter 2 to 5)
-get consecutive ids: intervals, the cheapest thing BVGraph codes.
+WebGraph's compression feeds on locality (Boldi and Vigna, WWW 2004): ids
+in the order of a key that groups a host's pages and sorts its URLs make
+the gaps between successor ids small and put similar lists within the
+reference window. The key is the host with its labels reversed
+(``org.python.docs``: a site's subdomains together), the port, the path and
+query with numbers compared as numbers (``p/9.html`` before ``p/10.html``:
+numbered pages become intervals), then the scheme.
 """
 
 from __future__ import annotations

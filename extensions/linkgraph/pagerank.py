@@ -4,8 +4,7 @@ PageRank (Brin and Page) by power iteration: ``x <- d * (x over out-links)
 + (1 - d) / n + d * (dangling mass) / n``, a page without out-links
 spreading its score over every page (the usual fix, so scores sum to 1).
 One iteration is one pass over the arcs (``numpy.bincount`` of the
-targets weighted by the sources' share), so 20 M arcs take a fraction of a
-second each.
+targets weighted by the sources' share).
 
 Spearman's rho is Pearson's correlation of the ranks, ties given their
 average rank: what the literature compares AOPIC's history with PageRank

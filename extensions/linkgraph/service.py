@@ -1,8 +1,9 @@
 """Where a crawl's link graph lives, and keeping it up to date.
 
 The graph of a crawl with ``JOBDIR`` lives in ``JOBDIR/linkgraph``;
-``LINKGRAPH_DIR`` names another place (a Redis crawl without a job
-directory needs it, or gets ``.scrapy/linkgraph/<prefix>`` in the project).
+``LINKGRAPH_DIR`` names another place (a shared crawl without a job
+directory needs it, or gets its backend's place: ``.scrapy/linkgraph/<prefix>``
+in the project for Redis).
 A build is redone when the crawl has recorded more pages than the build
 read, or when asked.
 """
@@ -13,12 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from scrapy.utils.job import job_dir
-from scrapy.utils.project import data_path
 
+from extensions.backends import read_only_store, reading_backend
 from extensions.linkgraph.build import build_link_graph, read_report
 from extensions.linkgraph.graph import LinkGraph
-from extensions.store.backends import frontier_backend
-from extensions.store.factory import read_only_store
 
 
 def graph_directory(settings: Any) -> Path:
@@ -28,10 +27,9 @@ def graph_directory(settings: Any) -> Path:
     jobdir = job_dir(settings)
     if jobdir:
         return Path(jobdir) / "linkgraph"
-    if frontier_backend(settings) == "redis":
-        from extensions.store.redis_factory import redis_settings  # noqa: PLC0415 - imports redis
-
-        return Path(data_path(f"linkgraph/{redis_settings(settings).prefix}", createdir=True))
+    directory = reading_backend(settings).data_directory("linkgraph")
+    if directory is not None:
+        return directory
     raise ValueError("name the crawl: -s JOBDIR=DIR, or -s FRONTIER_BACKEND=redis with its REDIS_URL")
 
 

@@ -1,48 +1,83 @@
-"""WARC output: every downloaded response as a request/response record pair.
+"""WARC output: every download as WARC 1.1 records, revisits for what the
+archive already holds, a CDXJ index next to the files.
 
 :class:`WarcWriter` listens to ``response_downloaded``, which Scrapy sends as
 soon as the download handler returns, before any downloader middleware has
 decompressed the body; so a record holds the bytes as served (gzip stays
-gzip, with its ``Content-Encoding``). Responses that never reach the
-downloader (HTTP cache hits) are not archived again. The HTTP request is
-reconstructed from the Scrapy request as sent (after downloader middlewares
-added its headers), with the ``Host`` header the HTTP client adds.
+gzip, with its ``Content-Encoding``), and the record is on disk before the
+frontier hears of the fetch's end and marks the URL done. Responses that
+never reach the downloader (HTTP cache hits) are not archived again. The
+HTTP request is reconstructed from the Scrapy request as sent (after
+downloader middlewares added its headers), with the ``Host`` header the
+HTTP client adds.
 
-Files are ``{WARC_PREFIX}-{YYYYmmddHHMMSS}-{serial:05d}-{pid}.warc.gz``,
-written with an ``.open`` suffix that is dropped when the file is closed, so
-a killed crawl leaves recognisable partial files. Each record is gzipped on
-its own, each file starts with a ``warcinfo`` record, and a new file is
-started once the current one exceeds ``WARC_MAX_SIZE`` bytes (a request and
-its response always share a file). A failed write (disk full) is logged
-once, counted in ``warc/errors`` and undone by truncating the file, and the
-crawl goes on.
+Per download a ``request`` record and its answer's, linked by
+``WARC-Concurrent-To``; the answer is (:mod:`extensions.output.dedup`, with
+``WARC_REVISITS``) a ``revisit`` when the archive index
+(:mod:`extensions.output.archive`) knows the payload's digest
+(``identical-payload-digest``) or, for a 304 to a re-visit, the URL's
+stored capture (``server-not-modified``), and a ``response`` otherwise.
+With ``WARC_OUTLINKS`` a ``metadata`` record per page lists its outlinks
+(signal ``page_outlinks``, sent by :mod:`extensions.output.outlinks`). Each
+file starts with a ``warcinfo`` record naming the software, the seeds and
+the settings that shape the archive.
+
+Files, rotation, locking and the CDXJ index (``WARC_CDXJ``):
+:mod:`extensions.output.warcfiles`. At start, files a killed crawl left
+``.open`` in ``WARC_DIR`` are cut back to their last whole record, indexed
+and closed. A failed write (disk full) is logged once, counted in
+``warc/errors`` and undone, and the crawl goes on; a failing archive index
+is logged once, counted in ``warc/archive_index_errors``, and the record is
+written in full.
+
+Stats: ``warc/files``, ``warc/records``, ``warc/bytes``,
+``warc/revisit/identical``, ``warc/revisit/not_modified``,
+``warc/revisit/payload_bytes_saved`` (payload bytes the revisits did not
+store, before compression), ``warc/metadata``, ``warc/cdxj_lines``,
+``warc/recovered_files``, ``warc/recovered_bytes_cut``, ``warc/errors``.
 """
 
 from __future__ import annotations
 
 import logging
-import os
+import platform
 import socket
 import time
-from datetime import datetime, timezone
-from http.client import responses as REASONS
-from io import BytesIO
+from collections import OrderedDict
+from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
-from urllib.parse import urlsplit
-
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.timeutils import datetime_to_iso_date
-from warcio.warcwriter import WARCWriter
+from typing import TYPE_CHECKING, Any
 
 import scrapy
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+import extensions
 from extensions import defaults
+from extensions.output.archive import (
+    ArchiveIndex,
+    ArchiveIndexError,
+    open_archive_index,
+)
+from extensions.output.dedup import Capture, RecordKind, lookups_needed, record_kind
+from extensions.output.warcfiles import WarcFiles, recover_open_files
+from extensions.output.warcrecords import (
+    metadata_record,
+    outlink_fields,
+    payload_digest,
+    record_id,
+    request_record,
+    response_record,
+    revisit_record,
+    warc_date,
+    warcinfo_record,
+)
+from extensions.signals import page_outlinks
+from extensions.backends.settings import flag_setting, setting
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
@@ -50,133 +85,70 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Headers that describe a transfer our body no longer has: Twisted already
-#: de-chunked it, so a replayer must not de-chunk again.
-_RENAMED_HEADERS = {b"transfer-encoding": "X-Crawler-Transfer-Encoding"}
+#: Response record ids kept per URL for the pages' metadata records (the
+#: item reaches the pipelines seconds after its download, at most).
+RECENT_RECORDS = 4096
+#: Settings named in each warcinfo record: they decide what the archive holds.
+ARCHIVE_SETTINGS = (
+    "CONTENTSEEN_ENABLED", "DEPTH_LIMIT", "DOWNLOAD_MAXSIZE", "FRONTIER_BACKEND", "JOBDIR",
+    "LINKS_IGNORE_NOFOLLOW", "LINKS_MAX_PER_PAGE", "REVISIT_ENABLED", "ROBOTSTXT_OBEY",
+    "URL_FILTER_DENY", "URL_FILTER_MAX_DEPTH", "WARC_CDXJ", "WARC_MAX_SIZE", "WARC_OUTLINKS",
+    "WARC_REVISITS",
+)
 
 
-def http_request_headers(request: Request) -> StatusAndHeaders:
-    """The request line and headers as the HTTP/1.1 client sent them."""
-    parts = urlsplit(request.url)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    headers = [(k.decode("latin-1"), v.decode("latin-1"))
-               for k, values in request.headers.items() for v in values]
-    if not any(name.lower() == "host" for name, _ in headers):
-        headers.insert(0, ("Host", parts.netloc))
-    return StatusAndHeaders(f"{request.method} {target} HTTP/1.1", headers, is_http_request=True)
+def settings_fields(settings: Any) -> list[tuple[str, str]]:
+    """The warcinfo fields that come from the settings."""
+    software = (f"webcrawler/{extensions.__version__} (Scrapy/{scrapy.__version__}; "
+                f"warcio/{version('warcio')}; Python/{platform.python_version()})")
+    fields = [
+        ("software", software),
+        ("format", "WARC File Format 1.1"),
+        ("conformsTo", "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"),
+        ("hostname", socket.gethostname()),
+        ("http-header-user-agent", settings.get("USER_AGENT") or ""),
+        ("robots", "obey" if settings.getbool("ROBOTSTXT_OBEY") else "ignore"),
+    ]
+    for name in ARCHIVE_SETTINGS:
+        value = settings.get(name)
+        if value is None:  # ours, in a crawl without the add-on
+            value = getattr(defaults, name, None)
+        if value is not None and value != "":
+            fields.append(("setting", f"{name}={value}"))
+    return fields
 
 
-def http_response_headers(response: Response) -> StatusAndHeaders:
-    """The status line and headers as received (transfer coding renamed)."""
-    protocol = response.protocol or ""
-    protocol = protocol if protocol.startswith("HTTP/") else "HTTP/1.1"
-    headers = []
-    for name, values in response.headers.items():
-        text_name = _RENAMED_HEADERS.get(name.lower(), name.decode("latin-1"))
-        headers += [(text_name, v.decode("latin-1")) for v in values]
-    status = f"{response.status} {REASONS.get(response.status, 'Unknown')}"
-    return StatusAndHeaders(status, headers, protocol=protocol)
-
-
-class WarcFiles:
-    """A rotating series of WARC files in one directory (no Scrapy parts).
-
-    ``write(data)`` appends already-serialised records and returns the bytes
-    written; a failed write is undone (the file is truncated back) and
-    re-raised, so every file on disk stays a sequence of whole records.
-    """
-
-    def __init__(self, directory: Path, prefix: str, max_size: int,
-                 warcinfo: dict[str, str], clock: Any = time.time):
-        self.directory, self.prefix, self.max_size = directory, prefix, max_size
-        self.warcinfo, self.clock = warcinfo, clock
-        self.serial = 0
-        self.current: BinaryIO | None = None
-        self.current_path: Path | None = None
-        self.files_started = 0
-        self.records_written = 0
-
-    def write(self, build: Any) -> int:
-        """Write ``build(writer)``'s records, opening a file first if needed."""
-        written = 0
-        if self.current is None:
-            written += self._open()
-        written += self._append(build)
-        if self.current is not None and self.current.tell() > self.max_size:
-            self.close()
-        return written
-
-    def close(self) -> None:
-        """Close the current file and drop its ``.open`` suffix."""
-        if self.current is None or self.current_path is None:
-            return
-        self.current.close()
-        final = self.current_path.with_suffix("")
-        os.replace(self.current_path, final)
-        self.current, self.current_path = None, None
-
-    def _open(self) -> int:
-        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(self.clock()))
-        name = f"{self.prefix}-{stamp}-{self.serial:05d}-{os.getpid()}.warc.gz"
-        self.serial += 1
-        path = self.directory / (name + ".open")
-        self.current, self.current_path = open(path, "wb", buffering=0), path
-        self.files_started += 1
-        try:
-            return self._append(lambda w: [w.create_warcinfo_record(name, self.warcinfo)])
-        except OSError:
-            if self.current is not None:
-                self.current.close()
-            path.unlink(missing_ok=True)  # nothing in it worth keeping
-            self.current, self.current_path = None, None
-            raise
-
-    def _append(self, build: Any) -> int:
-        assert self.current is not None
-        buffer = BytesIO()
-        writer = WARCWriter(buffer, gzip=True)
-        records = build(writer)
-        for record in records:
-            writer.write_record(record)
-        data = buffer.getvalue()
-        start = self.current.tell()
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[self.current.write(view):]
-        except OSError:
-            self._undo(start)
-            raise
-        self.records_written += len(records)
-        return len(data)
-
-
-    def _undo(self, start: int) -> None:
-        """Cut a partly written record off; if even that fails, leave the file
-        behind with its ``.open`` suffix and start a new one next time."""
-        assert self.current is not None
-        try:
-            self.current.truncate(start)
-            self.current.seek(start)
-        except OSError:
-            self.current.close()
-            self.current, self.current_path = None, None
+def spider_fields(spider: Any) -> list[tuple[str, str]]:
+    """The warcinfo fields that come from the spider: its name, its ``seeds``
+    argument (a file name or URLs) and ``allowed_domains`` (Scrapy keeps
+    spider arguments as attributes; absent ones are left out)."""
+    seeds = getattr(spider, "seeds", None)
+    domains = getattr(spider, "allowed_domains", None) or []
+    return [("isPartOf", spider.name), ("seeds", str(seeds) if seeds else ""),
+            ("allowed-domains", ",".join(domains))]
 
 
 class WarcWriter:
     """Writes WARC files to ``WARC_DIR``; ``NotConfigured`` without it."""
 
-    def __init__(self, files: WarcFiles, stats: StatsCollector):
-        self.files = files
+    def __init__(self, directory: Path, prefix: str, max_size: int, cdxj: bool, stats: StatsCollector,
+                 archive: ArchiveIndex | None, info_fields: list[tuple[str, str]] | None = None,
+                 recover: bool = True, clock: Callable[[], float] = time.time) -> None:
+        self.files = WarcFiles(directory, prefix, max_size, self._warcinfo, cdxj=cdxj, clock=clock)
         self.stats = stats
-        self.failed = False
+        self.archive = archive  # None: WARC_REVISITS off
+        self.recover = recover
+        self.clock = clock
+        self.info_fields = list(info_fields or [])  # the spider's are added when it opens
+        self.recent: OrderedDict[str, str] = OrderedDict()  # URL -> its last response/revisit record id
+        self.failed = self.index_failed = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         settings = crawler.settings
         directory = settings.get("WARC_DIR")
         if not directory:
-            raise NotConfigured("WARC_DIR is not set")
+            raise NotConfigured
         max_size = settings.getint("WARC_MAX_SIZE", defaults.WARC_MAX_SIZE)
         if max_size <= 0:
             raise ValueError(f"WARC_MAX_SIZE={max_size!r}: must be a positive number of bytes")
@@ -184,34 +156,50 @@ class WarcWriter:
             Path(directory).mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ValueError(f"WARC_DIR={directory!r}: cannot create directory: {err}") from err
-        warcinfo = {
-            "software": f"webcrawler (Scrapy {scrapy.__version__})",
-            "format": "WARC File Format 1.0",
-            "hostname": socket.gethostname(),
-            "http-header-user-agent": settings.get("USER_AGENT") or "",
-            "robots": "obey" if settings.getbool("ROBOTSTXT_OBEY") else "ignore",
-        }
-        files = WarcFiles(Path(directory), settings.get("WARC_PREFIX") or "webcrawler",
-                          max_size, warcinfo)
-        extension = cls(files, crawler.stats)
+        archive = open_archive_index(crawler) if flag_setting(settings, "WARC_REVISITS") else None
+        extension = cls(Path(directory), setting(settings, "WARC_PREFIX") or "webcrawler", max_size,
+                        flag_setting(settings, "WARC_CDXJ"), crawler.stats, archive, settings_fields(settings))
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(extension.page_outlinks, signal=page_outlinks)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
 
+    def spider_opened(self, spider: scrapy.Spider) -> None:
+        self.info_fields = [*self.info_fields, *spider_fields(spider)]
+        if self.recover:
+            for file in recover_open_files(self.files.directory, self.files.prefix, self.files.cdxj):
+                self.stats.inc_value("warc/recovered_files")
+                self.stats.inc_value("warc/recovered_bytes_cut", file.cut)
+
     def response_downloaded(self, response: Response, request: Request) -> None:
-        files_before, records_before = self.files.files_started, self.files.records_written
-        try:
-            written = self.files.write(lambda writer: self._records(writer, request, response))
-        except OSError as err:
-            self.stats.inc_value("warc/errors")
-            if not self.failed:
-                self.failed = True
-                logger.error("WARC write failed (%s); counting further failures in warc/errors", err)
+        date = warc_date(self.clock())
+        body = response.body
+        digest = payload_digest(body)
+        kind, original = self._kind(response.status, response.url, digest, len(body))
+        if kind is RecordKind.RESPONSE:
+            answer = response_record(response, date, digest)
+        else:
+            assert original is not None
+            answer = revisit_record(response, date, kind, original)
+        ip_address = None if response.ip_address is None else str(response.ip_address)
+        request_part = request_record(request, date, ip_address, record_id(answer))
+        if not self._write([request_part, answer]):
             return
-        finally:
-            self.stats.inc_value("warc/files", self.files.files_started - files_before)
-            self.stats.inc_value("warc/records", self.files.records_written - records_before)
-        self.stats.inc_value("warc/bytes", written)
+        self._remember_recent(response.url, record_id(answer))
+        if kind is not RecordKind.RESPONSE:
+            self.stats.inc_value(f"warc/revisit/{'identical' if kind is RecordKind.IDENTICAL else 'not_modified'}")
+        if kind is RecordKind.IDENTICAL:
+            self.stats.inc_value("warc/revisit/payload_bytes_saved", len(body))
+        if self.archive is not None and kind is not RecordKind.NOT_MODIFIED:
+            capture = Capture(response.url, date, record_id(answer), digest)
+            self._archive_add(capture, original=kind is RecordKind.RESPONSE and bool(body),
+                              latest=200 <= response.status < 300)
+
+    def page_outlinks(self, url: str, links: list[str], via: str | None, depth: int) -> None:
+        fields = outlink_fields(links, via, depth)
+        if self._write([metadata_record(url, warc_date(self.clock()), fields, self.recent.get(url))]):
+            self.stats.inc_value("warc/metadata")
 
     def spider_closed(self) -> None:
         try:
@@ -219,21 +207,71 @@ class WarcWriter:
         except OSError as err:
             self.stats.inc_value("warc/errors")
             logger.error("WARC file could not be closed: %s", err)
+        if self.archive is not None:
+            try:
+                self.archive.close()
+            except ArchiveIndexError as err:
+                self.stats.inc_value("warc/archive_index_errors")
+                logger.error("%s", err)
 
-    @staticmethod
-    def _records(writer: WARCWriter, request: Request, response: Response) -> list[Any]:
-        date = datetime_to_iso_date(datetime.now(timezone.utc).replace(tzinfo=None))
-        common = {"WARC-Date": date}
-        if response.ip_address is not None:
-            common["WARC-IP-Address"] = str(response.ip_address)
-        body = response.body
-        response_record = writer.create_warc_record(
-            response.url, "response", payload=BytesIO(body), length=len(body),
-            warc_headers_dict=dict(common), http_headers=http_response_headers(response))
-        request_record = writer.create_warc_record(
-            request.url, "request", payload=BytesIO(request.body or b""),
-            length=len(request.body or b""), warc_headers_dict=dict(common),
-            http_headers=http_request_headers(request))
-        request_record.rec_headers.add_header(
-            "WARC-Concurrent-To", response_record.rec_headers.get_header("WARC-Record-ID"))
-        return [request_record, response_record]
+    # -- parts ---------------------------------------------------------------------
+    def _warcinfo(self, filename: str) -> Any:
+        return warcinfo_record(filename, warc_date(self.clock()), self.info_fields)
+
+    def _kind(self, status: int, url: str, digest: str, length: int) -> tuple[RecordKind, Capture | None]:
+        if self.archive is None:
+            return RecordKind.RESPONSE, None
+        by_digest, by_uri = lookups_needed(status, length)
+        if not (by_digest or by_uri):
+            return RecordKind.RESPONSE, None
+        try:
+            same_payload, same_uri = self.archive.find(digest if by_digest else None, url if by_uri else None)
+        except ArchiveIndexError as err:
+            self._index_failure(err)
+            return RecordKind.RESPONSE, None
+        return record_kind(status, length, same_payload, same_uri)
+
+    def _archive_add(self, capture: Capture, original: bool, latest: bool) -> None:
+        if not (original or latest):
+            return
+        assert self.archive is not None
+        try:
+            self.archive.add(capture, original, latest)
+        except ArchiveIndexError as err:
+            self._index_failure(err)
+
+    def _index_failure(self, err: ArchiveIndexError) -> None:
+        self.stats.inc_value("warc/archive_index_errors")
+        if not self.index_failed:
+            self.index_failed = True
+            logger.error("WARC archive index failed (%s): records written in full; "
+                         "counting further failures in warc/archive_index_errors", err)
+
+    def _write(self, records: list[Any]) -> bool:
+        """Write ``records`` in one piece; whether they were written."""
+        files_before, records_before = self.files.files_started, self.files.records_written
+        lines_before = self.files.index_lines_added
+        try:
+            written = self.files.write(lambda filename: records)
+        except OSError as err:
+            self.stats.inc_value("warc/errors")
+            if not self.failed:
+                self.failed = True
+                logger.error("WARC write failed (%s); counting further failures in warc/errors", err)
+            return False
+        finally:
+            self.stats.inc_value("warc/files", self.files.files_started - files_before)
+            self.stats.inc_value("warc/records", self.files.records_written - records_before)
+            self._count_index_lines(lines_before)
+        self.stats.inc_value("warc/bytes", written)
+        return True
+
+    def _count_index_lines(self, before: int) -> None:
+        if self.files.index_lines_added > before:
+            self.stats.inc_value("warc/cdxj_lines", self.files.index_lines_added - before)
+
+    def _remember_recent(self, url: str, record: str) -> None:
+        self.recent[url] = record
+        self.recent.move_to_end(url)
+        if len(self.recent) > RECENT_RECORDS:
+            self.recent.popitem(last=False)

@@ -1,67 +1,41 @@
 """The content-seen test as an item pipeline: exact duplicates and
 near-duplicates of documents already fetched under another URL.
 
-Mercator ran the content-seen test on the downloaded document before any
-processing: a document seen before under another URL is not processed
-further, in particular its links are not followed. Here the test runs on the
-item (the pipeline before :class:`~extensions.pipelines.links.LinkScheduler`,
-which follows links only when the verdict allows), from the data the spider
-put on it (``content_features``: :mod:`extensions.contentseen.features`,
-removed here; the pipeline never sees the response):
+Runs before :class:`~extensions.pipelines.links.LinkScheduler`, which
+follows a page's links only when the verdict allows, on the data the spider
+put on the item (``content_features``: :mod:`extensions.contentseen.features`,
+removed here):
 
-* ``fingerprint``: 64-bit mmh3 of the body (``CONTENTSEEN_MODE``: ``raw``
-  bytes, or ``normalised`` visible text with whitespace collapsed; a page
-  without visible text, such as a frameset or an image-only page, is
-  fingerprinted by its bytes, counted as ``contentseen/empty_text``);
-  ``duplicate_of``: the first URL with that fingerprint (links not followed,
-  counted as ``contentseen/duplicates``);
-* ``simhash``: 64-bit simhash of the visible text's distinct word
-  3-shingles, digits folded (HTML and text only); ``near_duplicate_of``: the closest earlier
-  document within Hamming distance ``CONTENTSEEN_NEAR_DISTANCE`` (3) whose
-  estimated resemblance (shared share of distinct word 3-shingles, from a
-  64-value sketch) is at least ``CONTENTSEEN_NEAR_MIN_RESEMBLANCE``, whose
-  similar-content group the URL joins (counted as
-  ``contentseen/near_duplicates``; simhash candidates refused for too little
-  resemblance as ``contentseen/near/dissimilar``). A page with fewer than
-  ``CONTENTSEEN_NEAR_MIN_SHINGLES`` distinct shingles is not judged
-  (``contentseen/near_too_short``): it is mostly template.
-  ``CONTENTSEEN_FOLLOW_NEAR_DUPLICATES`` (default True) decides whether
-  their links are followed;
+* ``fingerprint`` (``CONTENTSEEN_MODE``; a page without visible text is
+  fingerprinted by its bytes: ``contentseen/empty_text``) and
+  ``duplicate_of``, the first URL with it (links not followed;
+  ``contentseen/duplicates``);
+* ``simhash`` and ``near_duplicate_of``, the closest earlier document within
+  ``CONTENTSEEN_NEAR_DISTANCE`` whose estimated resemblance reaches
+  ``CONTENTSEEN_NEAR_MIN_RESEMBLANCE`` (``contentseen/near_duplicates``;
+  candidates refused as ``contentseen/near/dissimilar``); a page with fewer
+  than ``CONTENTSEEN_NEAR_MIN_SHINGLES`` distinct shingles is not judged
+  (``contentseen/near_too_short``). ``CONTENTSEEN_FOLLOW_NEAR_DUPLICATES``
+  decides whether their links are followed;
 * ``content_group`` (internal, for the frontier's URL database): the page's
-  similar-content group; an exact copy joins its original's (looked up in
-  the near-duplicate index by the copy's identical features); None when the
+  similar-content group (an exact copy joins its original's); None when the
   page is not judged.
 
-Where the sets live, ``CONTENTSEEN_BACKEND``:
-
-* ``"sqlite"``: ``JOBDIR/contentseen.sqlite3`` and ``contentseen.near.sqlite3``
-  (a temporary directory without JOBDIR), flushed every
-  ``CONTENTSEEN_FLUSH_INTERVAL`` seconds and at close, so they survive a
-  resume; memory holds a bounded LRU of fingerprints and a bounded write
-  buffer of simhashes. Each process has its own.
-* ``"redis"``: in the Redis of the frontier's settings (``REDIS_URL``,
-  ``FRONTIER_REDIS_PREFIX``, ``FRONTIER_REDIS_RETRIES``,
-  ``FRONTIER_REDIS_TIMEOUT``; ``SCHEDULER_PERSIST`` and
-  ``SCHEDULER_FLUSH_ON_START`` with the frontier's meaning), shared by every
-  process of the crawl, so a copy is caught whichever process fetched the
-  original (:mod:`extensions.contentseen.redis`: one to three round trips
-  per page). With ``CONTENTSEEN_REDIS_IO_THREAD`` (default True) and a
-  running reactor, the round trips go through a worker thread with a
-  connection of its own (:mod:`extensions.contentseen.redisasync`):
-  ``process_item`` returns a coroutine, the reactor serves other pages
-  while Redis answers, and the verdicts are the same; the worker's
-  round trips are counted as ``contentseen/redis/*`` stats. Off, or
-  without a reactor (tools, tests), each round trip is waited for.
-* ``"auto"`` (default): ``"redis"`` when ``FRONTIER_BACKEND`` is ``"redis"``,
-  else ``"sqlite"``.
+Where the sets live is the backend's choice (``CONTENTSEEN_BACKEND``: an
+alias or a class path, ``"auto"`` for the frontier's backend,
+:mod:`extensions.backends`): the embedded backends keep them in
+``JOBDIR/contentseen.sqlite3`` and ``contentseen.near.sqlite3`` (a
+temporary directory without JOBDIR), flushed every
+``CONTENTSEEN_FLUSH_INTERVAL`` seconds and at close; the Redis backend
+shares them between the crawl's processes, and with
+``CONTENTSEEN_REDIS_IO_THREAD`` and a running reactor answers a page's
+verdict off the reactor thread (``process_item`` then returns a coroutine;
+the verdicts are the same).
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -71,28 +45,18 @@ from twisted.internet import task
 from twisted.internet.defer import Deferred
 
 from extensions import defaults
-from extensions.contentseen import (
-    BlockLayout,
-    ContentSeen,
-    ContentStoreError,
-    NearDuplicateIndex,
-)
+from extensions.backends import crawl_backend
+from extensions.contentseen import ContentStoreError
 from extensions.contentseen.features import ContentFeatures
 from extensions.contentseen.fingerprint import MODES
 from extensions.contentseen.resemblance import NearFeatures
+from extensions.contentseen.sets import ContentOptions, ContentSets, ExactSet, NearIndex, OffReactor
 from extensions.contentseen.verdict import Verdict
-from extensions.store.backends import content_backend
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from extensions.contentseen.redis import RedisContentSeen, RedisContentStore
-    from extensions.contentseen.redisasync import AsyncRedisContentSeen
-    from extensions.contentseen.redisnear import RedisNearDuplicateIndex
-
 logger = logging.getLogger(__name__)
-
-DATABASE = "contentseen.sqlite3"
 
 
 def hex64(value: int) -> str:
@@ -124,15 +88,15 @@ class ContentSeenPipeline:
         self.memory_entries = settings.getint("CONTENTSEEN_MEMORY_ENTRIES", defaults.CONTENTSEEN_MEMORY_ENTRIES)
         self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", defaults.CONTENTSEEN_FLUSH_INTERVAL)
         self.cache_kib = settings.getint("CONTENTSEEN_SQLITE_CACHE_KIB", defaults.CONTENTSEEN_SQLITE_CACHE_KIB)
-        self.backend = content_backend(settings)
-        self.redis = self._redis_store(crawler) if self.backend == "redis" else None
         self.io_thread = settings.getbool("CONTENTSEEN_REDIS_IO_THREAD", defaults.CONTENTSEEN_REDIS_IO_THREAD)
-        self.off_reactor: AsyncRedisContentSeen | None = None
-        jobdir = settings.get("JOBDIR")
-        self._tmp = None if jobdir or self.redis else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
-        self.path = (Path(jobdir) if jobdir else self._tmp or Path()) / DATABASE
-        self.exact: ContentSeen | RedisContentSeen | None = None
-        self.near: NearDuplicateIndex | RedisNearDuplicateIndex | None = None
+        options = ContentOptions(
+            near_enabled=self.near_enabled, distance=self.distance, min_resemblance=self.min_resemblance,
+            memory_entries=self.memory_entries, cache_kib=self.cache_kib, flush_interval=self.flush_interval,
+            io_thread=self.io_thread, on_worker_error=self._worker_failed)
+        self.sets: ContentSets | None = crawl_backend(crawler, "CONTENTSEEN_BACKEND").content_sets(options)
+        self.exact: ExactSet | None = None
+        self.near: NearIndex | None = None
+        self.off_reactor: OffReactor | None = None
         self._loop: task.LoopingCall | None = None
         crawler.signals.connect(self.close, signals.spider_closed)
 
@@ -143,48 +107,19 @@ class ContentSeenPipeline:
     def open_spider(self, spider: Any = None) -> None:
         """Open both sets (a corrupt file or an unreachable Redis stops the
         crawl here, naming it)."""
-        if self.redis is not None:
-            self._open_redis(self.redis)
-        else:
-            self.exact = ContentSeen.open(self.path, memory_entries=self.memory_entries, cache_kib=self.cache_kib)
-            if self.near_enabled:
-                self.near = NearDuplicateIndex.open(self.path.with_suffix(".near.sqlite3"),
-                                                    distance=self.distance, cache_kib=self.cache_kib,
-                                                    min_resemblance=self.min_resemblance)
+        assert self.sets is not None
+        self.sets.open()
+        self.exact, self.near, self.off_reactor = self.sets.exact, self.sets.near, self.sets.off_reactor
         if self.flush_interval > 0:
             self._loop = task.LoopingCall(self.flush)
             self._loop.start(self.flush_interval, now=False)
-
-    # The Redis modules are imported on the Redis path only: importing the
-    # redis package is start-up CPU of every crawl, SQLite ones included.
-    def _redis_store(self, crawler: Crawler) -> RedisContentStore:
-        from extensions.store.redis_factory import redis_content_store  # noqa: PLC0415
-
-        return redis_content_store(crawler, self.flush_interval)
-
-    def _open_redis(self, store: RedisContentStore) -> None:
-        from extensions.contentseen.redis import RedisContentSeen  # noqa: PLC0415
-        from extensions.contentseen.redisasync import AsyncRedisContentSeen  # noqa: PLC0415
-        from extensions.contentseen.redisnear import RedisNearDuplicateIndex  # noqa: PLC0415
-        from extensions.store.redis_worker import running_reactor, start_worker  # noqa: PLC0415
-
-        self.exact = RedisContentSeen(store)
-        if self.near_enabled:
-            self.near = RedisNearDuplicateIndex(store, BlockLayout(self.distance),
-                                                min_resemblance=self.min_resemblance)
-        reactor = running_reactor()
-        if self.io_thread and reactor is not None:  # tools and tests without a reactor wait
-            worker = start_worker(store, reactor.callFromThread, self._worker_failed,
-                                  "the content-seen sets' worker thread", ContentStoreError)
-            self.off_reactor = AsyncRedisContentSeen(self.exact, self.near, worker)
 
     def process_item(self, item: Any) -> Any:
         """The verdicts on ``item`` from its ``content_features`` (removed):
         ``fingerprint``, ``duplicate_of``, ``simhash``, ``near_duplicate_of``
         and ``content_group`` (None when the page is not judged). The item,
-        or, with the Redis worker thread, a coroutine that returns it once
-        Redis has answered (the reactor meanwhile serves other pages; later
-        pipelines get the item with its verdicts)."""
+        or, with an off-reactor path, a coroutine that returns it once the
+        verdict is in."""
         features: ContentFeatures | None = item.pop("content_features", None)
         item["content_group"] = None
         if features is None or self.exact is None:
@@ -259,9 +194,8 @@ class ContentSeenPipeline:
 
     def _publish(self) -> None:
         if self.off_reactor is not None:
-            for key, value in self.off_reactor.worker.timing().items():
+            for key, value in self.off_reactor.timing().items():
                 self.stats.set_value(f"contentseen/{key}", value)  # redis/* belongs to the frontier
-            self.stats.set_value("contentseen/redis/jobs", self.off_reactor.worker.jobs)
         if self.exact is not None:
             for key, value in self.exact.stats().items():
                 self.stats.set_value(f"contentseen/exact/{key}", value)
@@ -272,13 +206,7 @@ class ContentSeenPipeline:
     def close(self, spider: Any = None) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        if self.off_reactor is not None:
-            self.off_reactor.close()  # its queued pages and writes first
-        self._publish()
-        self.off_reactor = None
-        for part in (self.exact, self.near):
-            if part is not None:
-                part.close()
-        self.exact = self.near = None
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+        if self.sets is not None:
+            self.sets.close()  # an off-reactor path's queued pages and writes first
+        self.sets = None
+        self.exact = self.near = self.off_reactor = None

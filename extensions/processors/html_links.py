@@ -1,15 +1,12 @@
 """Link extraction for HTML: the processing module that feeds the frontier.
 
 Reads the page's link elements from its one parse
-(:func:`extensions.processors.parsedpage.parsed_page`, shared with tag
-counting and the content-seen test), or scans a document too large for a
-tree with :func:`extensions.processors.htmlscan.scan_html` (libxml2's push
-parser, no tree), rather than running Scrapy's
-``LinkExtractor`` on ``response.selector``: a tree of a large page costs
-hundreds of bytes per element, and that extractor cannot keep ``link``
-elements by their ``rel``, knows nothing of ``<meta name=robots>``, and
-canonicalises with its own rules, while the frontier's URL-seen test needs
-exactly :func:`extensions.urls.canonical.canonicalize`.
+(:func:`extensions.processors.parsedpage.parsed_page`), or scans a document
+too large for a tree with :func:`extensions.processors.htmlscan.scan_html`.
+Not Scrapy's ``LinkExtractor``: it cannot keep ``link`` elements by their
+``rel``, knows nothing of ``<meta name=robots>``, and canonicalises with its
+own rules, while the URL-seen test needs exactly
+:func:`extensions.urls.canonical.canonicalize`.
 
 Links come from ``a``/``area`` (``href``), ``link`` (``href``, only
 ``rel`` next, prev or alternate: pagination and translations, not style
@@ -23,8 +20,7 @@ strings) and deduplicated in document order.
 ``LINKS_IGNORE_NOFOLLOW`` is true. Stats: ``links/nofollow`` (links skipped
 for nofollow), ``links/invalid`` (unparseable or not http(s)).
 
-Bounds (Mercator's rewind input stream): only the first
-``PROCESSING_MAX_PARSE_BYTES`` of a document are read
+Bounds: only the first ``PROCESSING_MAX_PARSE_BYTES`` of a document are read
 (``processors/truncated/HtmlLinkExtractor`` counts the documents cut), and
 the scan stops once ``LINKS_MAX_PER_PAGE`` distinct links are found
 (``links/capped`` counts those pages). The cap is on distinct ``href``

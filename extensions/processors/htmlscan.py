@@ -1,18 +1,15 @@
-"""A bounded, streaming pass over an HTML document: Mercator's rewind input
-stream for the HTML processors.
+"""A bounded, streaming pass over an HTML document (Mercator's rewind input
+stream) for the HTML processors.
 
-Mercator handed each processing module the document through a stream that
-held at most a fixed number of bytes, so no document, however large, could
-take the crawler's memory. Here a processor gives a *target* (lxml's parser
-target interface: ``start(tag, attrib)`` for every element, implied ones
-too) and :func:`scan_html` feeds it the first ``max_bytes`` of the body in
-chunks through libxml2's push parser. No tree is built and the body is never
-decoded whole: each chunk is decoded with the response's encoding (bytes that
-do not decode become U+FFFD), NULs are dropped and the chunk is handed to
-libxml2 as UTF-8, which is what parsel does with the whole document, so the
-elements a target sees are those of ``response.selector``'s tree, in document
-order. A target that has seen enough sets ``done`` and the scan stops at the
-end of the current chunk.
+A processor gives a *target* (lxml's parser target interface:
+``start(tag, attrib)`` for every element, implied ones too) and
+:func:`scan_html` feeds it the first ``max_bytes`` of the body in chunks
+through libxml2's push parser. No tree is built: each chunk is decoded with
+the response's encoding (bytes that do not decode become U+FFFD), NULs are
+dropped and the chunk is handed to libxml2 as UTF-8, as parsel does with the
+whole document, so a target sees the elements of ``response.selector``'s
+tree, in document order. A target that has seen enough sets ``done`` and the
+scan stops at the end of the current chunk.
 
 Memory is the chunk, libxml2's stack of open elements and what the target
 keeps, whatever the document's size; time is bounded by ``max_bytes``.

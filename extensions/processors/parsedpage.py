@@ -1,31 +1,20 @@
 """One parse of an HTML page, shared by everything that reads it.
 
-Three readers want the same document: link extraction (the elements that
-carry links, ``<base>``, ``<meta name=robots>``), tag counting (every
-element) and the content-seen test (the visible text). Each used to parse it
-on its own. :func:`parsed_page` parses it once, with the tree
-:func:`extensions.contentseen.text.text_tree` builds for the visible text,
-records the tag counts and the link elements, then (if asked) strips the
-tree to its text and lets it go. The first reader of a response pays for the
-parse; the others get the same :class:`ParsedPage` (a one-page memo keyed by
-the response object, held weakly, so nothing outlives the response).
+Link extraction (the elements that carry links, ``<base>``, ``<meta
+name=robots>``), tag counting (every element) and the content-seen test (the
+visible text) read the same document. :func:`parsed_page` parses it once,
+with the tree :func:`extensions.contentseen.text.text_tree` builds, records
+the tag counts and the link elements, then (if asked) strips the tree to its
+text. Later readers of the same response get the same :class:`ParsedPage`
+(a one-page memo keyed weakly by the response object).
 
-What each reader sees is exactly what its own scan
-(:func:`extensions.processors.htmlscan.scan_html`) saw: the same libxml2
-parser builds the same elements in the same order, whether it is fed in
-chunks or at once. Where the two parses could differ, the page says so and
-the processors scan as before (``exact`` False): a body with NUL characters
-(the scan drops them), a parse stopped at libxml2's nesting limit (the scan
-reads on with ``huge_tree``) and a ``<`` inside a tag (the text parse puts
-a space before every ``<``, which cuts a tag name or an unquoted attribute
-value, and changes a link's quoted value). ``tests/test_parsedpage.py`` compares both on the test web's
-pages and on real documentation pages.
-
-Memory: a tree is built only for documents of at most
-:data:`TREE_MAX_BYTES` (the visible text always built one of the same
-bound); larger documents get no parsed page and the processors stream them
-with :func:`~extensions.processors.htmlscan.scan_html` within
-``PROCESSING_MAX_PARSE_BYTES``.
+Each reader sees exactly what its own scan
+(:func:`extensions.processors.htmlscan.scan_html`) would see. Where the two
+parses could differ the page says so (``exact`` False) and the processors
+scan: a body with NUL characters, a parse stopped at libxml2's nesting limit,
+a ``<`` inside a tag (the text parse puts a space before every ``<``).
+A tree is built only for documents of at most :data:`TREE_MAX_BYTES`;
+larger ones are streamed within ``PROCESSING_MAX_PARSE_BYTES``.
 """
 
 from __future__ import annotations
@@ -55,8 +44,6 @@ LINK_ELEMENTS = ("a", "area", "link", "frame", "iframe", "base", "meta")
 # A "<" inside a tag: the text parse puts a space before it, which cuts a
 # tag name or an unquoted value there and turns the rest into an attribute
 # name, and changes a link element's quoted value. The scan reads them whole.
-# (The link elements' values are checked in Python, on the copies the page
-# keeps anyway: one traversal of the tree fewer.)
 _TAG = attrgetter("tag")
 _LT_IN_NAME = etree.XPath("boolean(//@*[contains(name(), '<')])")
 
@@ -136,8 +123,7 @@ def parsed_page(response: Response, max_bytes: int, text: bool = False) -> Parse
     """The parse of ``response``'s first ``max_bytes``, made once per response.
 
     None when no tree is built: a document over :data:`TREE_MAX_BYTES` read
-    without ``text`` (stream it). With ``text`` always a page (the visible
-    text needs the tree whatever its size, as before).
+    without ``text`` (stream it). With ``text`` always a page.
     """
     body = response.body
     read_bytes = min(len(body), max_bytes)

@@ -1,8 +1,6 @@
-"""Processing modules chosen by MIME type: Mercator's extensibility seam.
+"""Processing modules chosen by MIME type (Mercator's processing modules).
 
-Mercator handed each downloaded document to the processing modules
-registered for its MIME type (link extraction, tag counting, image
-statistics, ...). ``PROCESSING_MODULES`` maps a MIME pattern (exact, or
+``PROCESSING_MODULES`` maps a MIME pattern (exact, or
 fnmatch-style such as ``image/*`` and ``*/*``) to a list of class paths.
 Each class is built once per crawl with ``build_from_crawler``; a document's
 processors are the exact match's first, then every matching wildcard's, in

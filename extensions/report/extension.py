@@ -41,7 +41,7 @@ from twisted.internet.defer import Deferred, DeferredLock
 from twisted.internet.threads import deferToThread
 
 from extensions import defaults
-from extensions.progress import is_robots_fetch, scheduler_length
+from extensions.progress import IGNORED, error_count, is_robots_fetch, scheduler_length
 from extensions.report.render import Snapshot, write_report
 from extensions.report.series import BoundedTally, StatsSeries
 
@@ -68,7 +68,7 @@ URL_STATUS_STAT = re.compile(r"^frontier/urls/([a-z_]+)$")
 #: by-level counts, should the frontier report them (frontier/level/<n>)
 LEVEL_STAT = re.compile(r"^frontier/(?:front_queue|level)s?/(\d+)$")
 STATUS_STAT = "downloader/response_status_count/"
-IGNORED = "downloader/exception_type_count/scrapy.exceptions.IgnoreRequest"
+ROBOTS_STATUS_STAT = "robotstxt/response_status_count/"
 
 
 class CrawlReport:
@@ -107,7 +107,7 @@ class CrawlReport:
         settings = crawler.settings
         directory = settings.get("REPORT_DIR", defaults.REPORT_DIR)
         if not directory:
-            raise NotConfigured("REPORT_DIR is not set")
+            raise NotConfigured
         interval = settings.getfloat("REPORT_INTERVAL", defaults.REPORT_INTERVAL)
         if interval <= 0:
             raise ValueError(f"REPORT_INTERVAL={interval!r}: must be > 0 seconds")
@@ -232,15 +232,22 @@ class CrawlReport:
         seconds = max(elapsed, 1e-9)
         _, recent = self.series.rates("pages")
         failed = stats.get("downloader/exception_count", 0) - stats.get(IGNORED, 0)
+        errors = error_count(stats, page_server_errors(stats))
         return {
             "seeds": stats.get("seeds/accepted", 0),
             "hosts known to the frontier": stats.get("frontier/hosts", 0),
             "hosts fetched from": len(self.host_pages.counts),
             "URLs fetched": self.pages,
-            "fetches failed (download errors)": failed,
-            "server errors (5xx)": sum(n for code, n in status_codes(stats) if code.startswith("5")),
-            "URLs excluded (robots.txt, policy)": stats.get("frontier/excluded", 0),
-            "URLs deferred": stats.get("frontier/deferred", 0),
+            # errors as the crawl's final report counts them (extensions.progress)
+            "errors": errors,
+            "errors: fetches failed (download errors)": failed,
+            "errors: server errors (5xx, pushbacks aside)": errors - failed,
+            # the crawl's decisions: outcomes, not errors
+            "outcomes: URLs excluded by robots.txt": stats.get("frontier/excluded", 0),
+            "outcomes: URLs refused (URL filter, traps, host budget, address policy)": stats.get("frontier/refused", 0),
+            "outcomes: URLs deferred": stats.get("frontier/deferred", 0),
+            "outcomes: requests refused before a fetch (robots.txt, holds)": stats.get(IGNORED, 0),
+            "outcomes: pushbacks obeyed (429, 503: host paused)": stats.get("pushback/responses", 0),
             "bytes fetched": self.bytes,
             "novel bytes (2xx, new content)": self.novel_bytes,
             "duplicate bytes (exact copies)": self.duplicate_bytes,
@@ -265,10 +272,17 @@ class CrawlReport:
         return rows
 
 
-def status_codes(stats: dict[str, Any]) -> list[tuple[str, int]]:
-    """(code, responses) from Scrapy's downloader stats, by code."""
-    return sorted((key[len(STATUS_STAT):], value) for key, value in stats.items()
-                  if key.startswith(STATUS_STAT) and isinstance(value, int))
+def page_server_errors(stats: dict[str, Any]) -> int:
+    """5xx answers to pages: the downloader's, less the robots.txt fetches' (a hold, not an error)."""
+    answers = sum(n for code, n in status_codes(stats) if code.startswith("5"))
+    robots = sum(n for code, n in status_codes(stats, ROBOTS_STATUS_STAT) if code.startswith("5"))
+    return answers - robots
+
+
+def status_codes(stats: dict[str, Any], prefix: str = STATUS_STAT) -> list[tuple[str, int]]:
+    """(code, responses) from Scrapy's downloader stats (or another ``prefix``), by code."""
+    return sorted((key[len(prefix):], value) for key, value in stats.items()
+                  if key.startswith(prefix) and isinstance(value, int))
 
 
 def frontier_urls(stats: dict[str, Any]) -> list[tuple[str, int]]:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from extensions.revisit.estimate import change_rate
-from extensions.store.base import RevisitRecord
+from extensions.frontier.store import RevisitRecord
 
 
 class Freshness(NamedTuple):

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 
 from extensions.revisit.estimate import SHORTEST_INTERVAL_MU, change_rate, optimal_interval
-from extensions.store.base import RevisitRecord
+from extensions.frontier.store import RevisitRecord
 
 SCHEDULES = ("estimate", "adaptive")
 GONE_STATUSES = frozenset({404, 410})

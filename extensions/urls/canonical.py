@@ -25,16 +25,10 @@ the query escaped), so ``?b=2&a=1`` and ``?a=1&b=2`` are one URL, requested
 as first met.
 
 :func:`resolve` turns an ``href`` into an absolute URL: ``urljoin`` (RFC 3986
-section 5.2, which it passes for all section 5.4 examples) after the
-whitespace clean-up browsers do. :class:`Resolver` does the same for the
-many links of one page, splitting the page's base once instead of once per
-link (``urljoin``'s algorithm with the base's parts kept; equal to
-:func:`resolve` for every reference, ``tests/test_resolver_once.py``).
-
-Both run for every link of every page. Results of :func:`canonicalize` are
-cached (a site's navigation links repeat on every page), and the extra checks
-after w3lib are string operations on an already safe ASCII URL.
-Pure: no Scrapy.
+section 5.2) after the whitespace clean-up browsers do. :class:`Resolver`
+does the same for the links of one page, splitting the page's base once.
+Results of both are cached (a site's navigation links repeat on every
+page). Pure: no Scrapy.
 """
 
 from __future__ import annotations
@@ -211,12 +205,9 @@ def resolve(base: str, href: str) -> str:
 class Resolver:
     """:func:`resolve` against one base, for the links of one page.
 
-    ``urljoin`` parses its base again for every reference; this parses it
-    once and runs the rest of ``urljoin``'s algorithm (CPython's, step for
-    step) per reference, so ``Resolver(base).resolve(href) ==
-    resolve(base, href)`` for every ``href``, raising where it raises.
-    The joins are cached across pages (:func:`_join`): a site's menu links
-    repeat on every page, with the same scheme, host and directory.
+    Parses the base once and runs the rest of ``urljoin``'s algorithm
+    (CPython's, step for step) per reference, so ``Resolver(base).resolve(href)
+    == resolve(base, href)`` for every ``href``, raising where it raises.
     """
 
     def __init__(self, base: str) -> None:

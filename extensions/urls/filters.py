@@ -1,20 +1,13 @@
 """Mercator's URL filter: which discovered URLs may enter the frontier.
 
-Mercator let the user plug in a filter deciding, per extracted link, whether
-it is worth crawling. :class:`UrlFilter` is that filter: built-in tests
-(scheme, allowed domains, deny regexes, URL length, link depth) followed by
-an optional user class (``URL_FILTER_CLASS``) with ``allows(url) -> bool``.
+:class:`UrlFilter` runs built-in tests (scheme, length, link depth, allowed
+domains, repeated path segments, query arguments, deny regexes) cheapest
+first, then an optional user class (``URL_FILTER_CLASS``) with
+``allows(url) -> bool``. Only refusals are counted
+(``urlfilter/filtered/<reason>``).
 
-It runs for every link of every page, so the built-in tests are ordered
-cheapest first, the deny patterns are one precompiled alternation, and the
-domain test walks the host's suffixes through a set instead of comparing
-against every allowed domain. Only refusals are counted
-(``urlfilter/filtered/<reason>``); acceptance is the common case and free.
-
-Settings (defaults in :mod:`extensions.defaults`, section ``# --- URL filter``):
-``URL_FILTER_CLASS``, ``URL_FILTER_DENY``, ``URL_FILTER_MAX_DEPTH`` (0: use
-``DEPTH_LIMIT``; 0 there too: unlimited), ``URL_FILTER_MAX_LENGTH``,
-``URL_FILTER_SCHEMES``.
+Settings: the ``URL_FILTER_*`` group of :mod:`extensions.defaults`;
+``URL_FILTER_MAX_DEPTH`` 0 uses ``DEPTH_LIMIT`` (0 there too: unlimited).
 """
 
 from __future__ import annotations

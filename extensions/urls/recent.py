@@ -1,13 +1,8 @@
 """Links the spider yielded recently: a cheap URL-seen test before Scrapy.
 
-Most links of a page were seen before (site navigation, links to host
-roots): in a crawl of the synthetic web four of five yielded requests are
-duplicates the frontier's URL-seen test throws away. Each of those costs a
-trip through Scrapy's spider middlewares, the scraper's output tasks and the
-engine before it reaches the frontier. Mercator tests URL-seen in the link
-path; this bounded LRU does the same for links this process already passed
-on, so only new ones become requests. It is a cache, not the test: a link it
-has forgotten still goes to the frontier, which decides exactly.
+A bounded LRU of the links this process already passed on, so that only
+new ones become requests. It is a cache, not the test: a link it has
+forgotten still goes to the frontier, which decides exactly.
 
 A link is only held back if it was passed on at the same or a smaller
 depth: one first seen too deep for ``DEPTH_LIMIT`` must pass when it turns

@@ -1,13 +1,9 @@
 """The parts of an http(s) URL the per-link tests need, without ``urlsplit``.
 
-Every link of every page is split by the trap tests (netloc and path) and
-fingerprinted (host): about fifteen links a page, each once per stage.
-``urllib.parse.urlsplit`` costs several microseconds a call (its cache
-holds 128 URLs, fewer than a few pages' links). For the common case, an
-``http://`` or ``https://`` URL without tabs, newlines or an IPv6 literal
-and with an ASCII authority, one regular expression gives the same parts;
-anything else goes to ``urlsplit``, so the answers are always its answers
-(``tests/test_url_split.py`` compares them). Pure: no Scrapy.
+For the common case (an ``http://`` or ``https://`` URL without tabs,
+newlines or an IPv6 literal, with an ASCII authority) one regular expression
+gives the parts; anything else goes to ``urlsplit``, so the answers are
+always its answers. Pure: no Scrapy.
 """
 
 from __future__ import annotations

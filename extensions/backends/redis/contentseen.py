@@ -1,0 +1,417 @@
+"""The content-seen sets in Redis, shared by every crawler process of a crawl.
+
+With the embedded sets (:mod:`~extensions.contentseen.exact`,
+:mod:`~extensions.contentseen.nearindex`) each ``scrapy crawl`` process has
+files of its own, so a page fetched by one process and its mirror fetched
+by another are never compared. Here the exact set
+(:class:`RedisContentSeen`, this module) and the near-duplicate index
+(:class:`~extensions.backends.redis.nearindex.RedisNearDuplicateIndex`) live
+in one Redis, a single instance or a Redis Cluster, under the crawl's
+prefix ``P`` (``FRONTIER_REDIS_PREFIX``), next to the shared frontier::
+
+    P:contentseen:{X}:exact       hash  fingerprint (8 bytes, big-endian) -> first URL
+    P:contentseen:{X}:near_docs   hash  simhash (8 bytes) -> records of the documents
+                                        with it: doc id, group id (2 x 8 bytes),
+                                        sketch and URL lengths (2 + 4 bytes),
+                                        the sketch (256 bytes), the first URL
+    P:contentseen:{tN-Y}:near_table  hash  permuted table N's key bits below its
+                                        top 8 (3 bytes) -> simhashes (8 bytes each)
+    P:contentseen:meta            hash  schema, distance, blocks (the index layout)
+    P:contentseen:near_ids        int   document ids, reserved in blocks
+
+``X`` is the top 12 bits of the fingerprint or simhash (three hex digits)
+and ``Y`` the top 8 bits of the table's key: Redis Cluster hash tags, so a
+3-master cluster spreads 4,096 exact partitions, 4,096 document partitions
+and 10 x 256 table partitions over its shards; no key is hot (every page
+touches different ones) and none grows past 1/4,096 of the crawl. The keys
+are outside the frontier's ``P:{T}:*`` pattern, so each component deletes
+only its own.
+
+Round trips. A :class:`RedisContentStore` uses the crawler's one
+:class:`~extensions.backends.redis.connection.RedisConnection` (shared with the
+frontier), for the exact set and the index: writes
+whose answer nobody needs (storing a document in the index) wait and go
+with the next read, the next page's exact test. Per page (counted by
+``RedisContentStore.round_trips``, asserted in
+``tests/test_contentseen_redis.py``):
+
+=====================================  ==========================================
+exact duplicate, or no text            1 (``HSETNX`` + ``HGET``)
+new document                           1 (the index's candidates ride with the
+                                       exact test, :meth:`RedisContentStore.ride`;
+                                       storing it: 0)
+near-duplicate or identical simhash    2 (+ the matched documents' records)
+=====================================  ==========================================
+
+In a crawl (``CONTENTSEEN_REDIS_IO_THREAD``, on by default) the pipeline
+sends the same commands through a worker thread of its own instead
+(:mod:`extensions.backends.redis.contentseen_worker`): the same round trips per page,
+several pages' in one pipeline, none waited for on the reactor thread;
+the look-ups are written once, as steps (:data:`Steps`), for both ways.
+
+A block of 1,024 document ids rides with a look-up, and the buffered writes
+go with the next page or, at the latest, with the flush every
+``CONTENTSEEN_FLUSH_INTERVAL`` seconds (no round trip when a page carried
+them). First writer wins across processes: ``HSETNX`` keeps the first URL
+of a fingerprint and ``HGET`` in the same pipeline reads whatever was kept.
+Memory and time per page: ``python -m bench.contentseen_cost`` (figures in
+the README, not here).
+
+Lifetime (scrapy-redis conventions, as the frontier's Redis store):
+``persist=False`` (``SCHEDULER_PERSIST`` off) deletes every content-seen key
+of the crawl at a clean close, but only by the last process: the crawl's
+process registry (:mod:`extensions.backends.redis.registry`, ``P:processes``,
+shared with the frontier) holds each process with an expiry renewed every
+third of ``ttl`` (riding on a page's pipeline or the periodic flush), and a
+process that closes while another one is alive leaves the keys, as the
+shared frontier does with its own. ``flush_on_start`` (``SCHEDULER_FLUSH_ON_START``) deletes them at
+open. Failures: Redis unreachable at open raises
+:class:`~extensions.contentseen.exact.ContentStoreError` naming the URL
+(password hidden); mid-crawl, errors are retried with back-off and each
+retry logged (:class:`~extensions.backends.redis.connection.LoggingRetry`), then raise
+``ContentStoreError``. Not thread-safe. Pure: no Scrapy.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from collections.abc import Callable, Generator, Iterator
+from typing import Any, TypeVar
+
+from extensions.backends.redis.connection import (
+    RedisConnection,
+    RedisLayerError,
+    redact,
+)
+from extensions.backends.redis.keys import Keys, glob_escape
+from extensions.backends.redis.registry import ProcessRegistry, registry_of
+from extensions.contentseen.exact import ContentStoreError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = "2"  # 2: near_docs records carry a resemblance sketch
+PARTITION_BITS = 12  # exact and document partitions: the top 12 bits (3 hex digits)
+HEARTBEAT_TTL = 60.0  # seconds a process counts as alive without renewing
+_U64 = struct.Struct(">Q")
+_TEXT = ("utf-8", "surrogatepass")
+
+def pack64(value: int) -> bytes:
+    """An unsigned 64-bit fingerprint or simhash as 8 bytes (a hash field)."""
+    return _U64.pack(value)
+
+
+def unpack64(data: bytes, offset: int = 0) -> int:
+    return _U64.unpack_from(data, offset)[0]
+
+
+def encode_url(url: str) -> bytes:
+    return url.encode(*_TEXT)
+
+
+def decode_url(data: bytes) -> str:
+    return data.decode(*_TEXT)
+
+
+class ContentKeys:
+    """Every content-seen key name of one crawl (one prefix)."""
+
+    def __init__(self, prefix: str) -> None:
+        Keys(prefix)  # the frontier's check: non-empty, no braces or spaces
+        self.prefix = prefix
+        self.base = f"{prefix}:contentseen"
+        self.meta = f"{self.base}:meta"
+        self.ids = f"{self.base}:near_ids"
+        self.processes = Keys(prefix).processes  # the crawl's process registry (shared)
+        literal = glob_escape(self.base)
+        #: what deleting the content-seen sets removes
+        self.patterns = tuple(f"{literal}:{{*}}:{kind}" for kind in ("exact", "near_docs", "near_table"))
+        self.singles = (self.meta, self.ids)
+
+    def exact(self, fingerprint: int) -> str:
+        return f"{self.base}:{{{fingerprint >> (64 - PARTITION_BITS):03x}}}:exact"
+
+    def near_doc(self, simhash: int) -> str:
+        return f"{self.base}:{{{simhash >> (64 - PARTITION_BITS):03x}}}:near_docs"
+
+    def near_table(self, table: int, partition: int) -> str:
+        return f"{self.base}:{{t{table}-{partition:02x}}}:near_table"
+
+
+class RedisContentStore:
+    """One connection and pipeline for the content-seen sets of one crawl.
+
+    Promises: :meth:`call` sends every buffered write before its own
+    commands, in order, so a read sees every earlier write of this process;
+    :meth:`close` deletes the crawl's content-seen keys only when ``persist``
+    is off and no other process is alive in ``clients``. Shared by the exact
+    set and the index: the first :meth:`attach` opens, the last :meth:`detach` closes.
+    """
+
+    def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
+                 flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,
+                 ttl: float = HEARTBEAT_TTL, clock: Callable[[], float] = time.monotonic,
+                 connection: RedisConnection | None = None) -> None:
+        self.url, self.keys = url, ContentKeys(prefix)
+        self.location = f"{redact(url)} (keys {self.keys.base}:*)"
+        self.persist, self.flush_on_start = persist, flush_on_start
+        self.retries, self.timeout, self.ttl, self.clock = retries, timeout, ttl, clock
+        self.connection = connection or RedisConnection(url, retries=retries, timeout=timeout)
+        self.round_trips = 0  # pipelines this store sent
+        self.users = 0
+        self._open = False
+        self._beat_due = 0.0
+        self._riders: list[tuple[list[tuple[Any, ...]], Callable[[list[Any]], None]]] = []
+
+    @property
+    def registry(self) -> ProcessRegistry:
+        """The crawl's process registry (shared with the frontier)."""
+        return registry_of(self.connection, self.keys.processes)
+
+    @property
+    def owner(self) -> str:
+        """This process's id in the registry."""
+        return self.registry.owner
+
+    # -- lifecycle ---------------------------------------------------------------
+    def open(self) -> RedisContentStore:
+        """Connect (a clear error naming the URL if Redis is not there), flush
+        on request, and join the crawl's processes."""
+        self.connection.attach("the content-seen sets", ContentStoreError)
+        self._open = True
+        self.registry.join(self.ttl)
+        if self.flush_on_start:
+            self.delete_all()
+        self._beat_due = 0.0
+        self.call()  # the first heartbeat
+        return self
+
+    def attach(self) -> RedisContentStore:
+        """One more user (the exact set, the index); opens on the first."""
+        if not self._open:
+            self.open()
+        self.users += 1
+        return self
+
+    def detach(self) -> None:
+        """One user fewer; the last one closes."""
+        self.users -= 1
+        if self.users <= 0:
+            self.close()
+
+    def close(self) -> None:
+        """Send the buffered writes and leave; delete the keys if ``persist``
+        is off and this was the crawl's last process."""
+        if not self._open:
+            return
+        try:
+            self.call()
+            others = self._mapped(self.registry.leave, self.ttl)
+            if not self.persist and others == 0:
+                self.delete_all()
+            elif not self.persist:
+                logger.info("%d other process(es) still use the content-seen sets at %s: their keys stay",
+                            others, self.location)
+        finally:
+            self._open = False
+            self.connection.detach()
+
+    def delete_all(self) -> int:
+        """Delete every content-seen key of this prefix; return how many."""
+        keys = [key for pattern in self.keys.patterns for key in self.scan(pattern)]
+        for key in [*keys, *self.keys.singles]:
+            self.write("UNLINK", key)
+        self.call()
+        return len(keys)
+
+    # -- the pipeline --------------------------------------------------------------
+    def write(self, *command: Any) -> None:
+        """Buffer a command whose answer nobody needs (sent with the next call)."""
+        self._require()
+        self._mapped(self.connection.write, *command)
+
+    def pending(self) -> int:
+        """Commands buffered (on the shared connection)."""
+        return self.connection.pending() if self._open else 0
+
+    def ride(self, commands: list[tuple[Any, ...]], deliver: Callable[[list[Any]], None]) -> None:
+        """Send ``commands`` with the next call and hand their answers to
+        ``deliver``: a read that will probably be needed (the index's
+        candidates) shares the round trip of the one made first (the
+        exact test)."""
+        self._riders.append((commands, deliver))
+
+    def call(self, *commands: tuple[Any, ...]) -> list[Any]:
+        """Send the buffered writes (and a heartbeat when due), ``commands``
+        and any riders in one round trip; the answers to ``commands``."""
+        self._require()
+        sent = self.due_commands()
+        start = len(sent)
+        sent += commands
+        riders, self._riders = self._riders, []
+        for ride, _ in riders:
+            sent += ride
+        before = self.connection.round_trips
+        results = self._mapped(self.connection.call, *sent) if sent else self._mapped(self.connection.flush)
+        self.round_trips += self.connection.round_trips - before
+        if not sent:
+            return []
+        end = start + len(commands)
+        for ride, deliver in riders:
+            deliver(results[end:end + len(ride)])
+            end += len(ride)
+        return results[start:start + len(commands)]
+
+    def due_commands(self) -> list[tuple[Any, ...]]:
+        """The heartbeat when it is due (then not again for a third of
+        ``ttl``), to ride on the next round trip, whichever channel sends it."""
+        now = self.clock()
+        if now < self._beat_due:
+            return []
+        self._beat_due = now + self.ttl / 3
+        return [self.registry.heartbeat_command()]
+
+    def flush(self) -> bool:
+        """Send the buffered writes (and a due heartbeat); whether anything went."""
+        before = self.round_trips
+        self.call()
+        return self.round_trips > before
+
+    def scan(self, pattern: str) -> Iterator[bytes]:
+        """Every key matching ``pattern`` (on every master of a cluster)."""
+        self.call()
+        try:
+            yield from self.connection.scan(pattern)
+        except RedisLayerError as err:
+            raise ContentStoreError(str(err)) from err
+
+    def _mapped(self, method: Callable[..., Any], *args: Any) -> Any:
+        """``method(*args)``, a Redis failure as this store's error."""
+        try:
+            return method(*args)
+        except RedisLayerError as err:
+            raise ContentStoreError(f"{err} (content-seen keys {self.keys.base}:*)") from err
+
+    @property
+    def cluster(self) -> bool:
+        """Whether the store talks to a Redis Cluster (after open)."""
+        return self.connection.cluster
+
+    def _require(self) -> None:
+        if not self._open:
+            raise ContentStoreError(f"the content-seen store {self.location} is not open")
+
+
+#: a look-up written once for both ways of waiting: a generator that yields
+#: the commands of each round trip, receives their answers, and returns the
+#: result (run at once by :meth:`RedisContentPart.run`, or answer by answer
+#: on the reactor thread by :mod:`extensions.backends.redis.contentseen_worker`)
+Steps = Generator[list[tuple[Any, ...]], list[Any], T]
+
+
+class RedisContentPart:
+    """What the exact set and the index share: a counted round trip on the
+    shared connection, flush, close and the context manager.
+
+    :attr:`write` buffers a command whose answer nobody needs: the store's
+    by default; a channel's (:mod:`extensions.backends.redis.contentseen_worker`) when
+    the reads go through that channel, so that they stay behind the writes."""
+
+    def __init__(self, store: RedisContentStore, counters: tuple[str, ...]) -> None:
+        self.store = store.attach()
+        self.counters = dict.fromkeys((*counters, "round_trips", "flushes"), 0)
+        self.write: Callable[..., None] = store.write
+
+    def flush(self) -> None:
+        """Send what the shared connection buffered (the index's writes)."""
+        if self.store.flush():
+            self.counters["flushes"] += 1
+
+    def close(self) -> None:
+        """Let go of the connection (the last user flushes and closes it);
+        the object is unusable afterwards."""
+        self.store.detach()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _call(self, *commands: tuple[Any, ...]) -> list[Any]:
+        self.counters["round_trips"] += 1
+        return self.store.call(*commands)
+
+    def run(self, steps: Steps[T]) -> T:
+        """The result of ``steps``, each round trip made at once on the store."""
+        try:
+            commands = next(steps)
+            while True:
+                commands = steps.send(self._call(*commands))
+        except StopIteration as done:
+            return done.value
+
+
+class RedisContentSeen(RedisContentPart):
+    """The exact content-seen set in Redis, shared by every process of a crawl.
+
+    Promises (those of :class:`~extensions.contentseen.exact.ContentSeen`,
+    across processes): :meth:`add_or_get` returns the URL that first recorded
+    a fingerprint in any process of the crawl, atomically (one ``HSETNX``
+    wins); what the server acknowledged is durable on its terms (AOF), so
+    :meth:`flush` has nothing of its own to write. One round trip per call.
+    """
+
+    def __init__(self, store: RedisContentStore) -> None:
+        super().__init__(store, ("lookups", "added", "duplicates"))
+
+    @classmethod
+    def open(cls, url: str, prefix: str = "web", **options: Any) -> RedisContentSeen:
+        """A set on a connection of its own (``options``: :class:`RedisContentStore`'s)."""
+        return cls(RedisContentStore(url, prefix, **options))
+
+    def add_or_get(self, fingerprint: int, url: str) -> str:
+        """The first URL recorded for ``fingerprint``; records ``url`` if there is none.
+
+        The content is a duplicate when the result is not ``url`` itself.
+        """
+        self.counters["lookups"] += 1
+        return self.first_url(self._call(*self.add_commands(fingerprint, url)), url)
+
+    def add_commands(self, fingerprint: int, url: str) -> list[tuple[Any, ...]]:
+        """The one round trip of :meth:`add_or_get`: ``HSETNX`` (the first
+        writer wins, atomically) and ``HGET`` of whatever was kept."""
+        key, field = self.store.keys.exact(fingerprint), pack64(fingerprint)
+        return [("HSETNX", key, field, encode_url(url)), ("HGET", key, field)]
+
+    def first_url(self, answers: list[Any], url: str) -> str:
+        """:meth:`add_or_get`'s result from the answers to :meth:`add_commands`."""
+        added, first = answers
+        if added:
+            self.counters["added"] += 1
+            return url
+        found = decode_url(first)
+        if found != url:
+            self.counters["duplicates"] += 1
+        return found
+
+    def duplicate_of(self, fingerprint: int, url: str) -> str | None:
+        """:meth:`add_or_get`, as the item field: the first URL, or None if ``url`` is it."""
+        first = self.add_or_get(fingerprint, url)
+        return None if first == url else first
+
+    def get(self, fingerprint: int) -> str | None:
+        """The first URL recorded for ``fingerprint``, without recording anything."""
+        found = self._lookup(("HGET", self.store.keys.exact(fingerprint), pack64(fingerprint)))[0]
+        return None if found is None else decode_url(found)
+
+    def stats(self) -> dict[str, int]:
+        """Counters since open."""
+        return dict(self.counters)
+
+    def _lookup(self, *commands: tuple[Any, ...]) -> list[Any]:
+        self.counters["lookups"] += 1
+        return self._call(*commands)

@@ -1,0 +1,139 @@
+"""Settings to the Redis stores: the Redis half of :mod:`extensions.backends.factory`.
+
+Imported only where a backend is ``"redis"`` (``FRONTIER_BACKEND``,
+``CONTENTSEEN_BACKEND``, Redis seeds): importing the ``redis`` package is
+part of a crawl's start-up CPU, which an SQLite crawl need not pay.
+
+Redis settings are read here only (:func:`redis_settings`): ``REDIS_URL``,
+``FRONTIER_REDIS_PREFIX``, ``FRONTIER_REDIS_RETRIES``, ``FRONTIER_REDIS_TIMEOUT``,
+``SCHEDULER_PERSIST``, ``SCHEDULER_FLUSH_ON_START``; with
+``FRONTIER_SEEN_BACKEND = "bloom"``, ``FRONTIER_REDIS_BLOOM_CAPACITY`` and
+``FRONTIER_REDIS_BLOOM_ERROR_RATE``. Every Redis component of a crawler
+(URL store, host leases, AOPIC ledger, content-seen sets, seeds) shares the
+crawler's one :class:`~extensions.backends.redis.connection.RedisConnection`
+(:func:`redis_connection`): one connection pool per crawler process.
+Invalid values raise ``ValueError`` naming the setting and its value.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.contentseen import HEARTBEAT_TTL, RedisContentSeen, RedisContentStore
+from extensions.backends.redis.contentseen_worker import AsyncRedisContentSeen
+from extensions.backends.redis.keys import Keys
+from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
+from extensions.backends.redis.worker import running_reactor, start_worker
+from extensions.contentseen.exact import ContentStoreError
+from extensions.contentseen.nearindex import BlockLayout
+from extensions.contentseen.sets import ContentOptions, ContentSets
+from extensions.backends.redis.store import RedisStore
+from extensions.backends.settings import (
+    flag_setting,
+    number_setting,
+    seen_backend,
+    setting,
+)
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+
+@dataclass(frozen=True, slots=True)
+class RedisSettings:
+    """The crawl's Redis settings, checked."""
+
+    url: str
+    prefix: str
+    persist: bool
+    flush_on_start: bool
+    retries: int
+    timeout: float | None  # None: no time-out
+
+
+def redis_settings(settings: Any) -> RedisSettings:
+    """The one reader of the Redis settings."""
+    url = str(setting(settings, "REDIS_URL"))
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"REDIS_URL must be a redis://, rediss:// or unix:// URL, got {url!r}")
+    prefix = setting(settings, "FRONTIER_REDIS_PREFIX")
+    Keys(prefix)  # names FRONTIER_REDIS_PREFIX if it cannot be a key prefix
+    return RedisSettings(
+        url, prefix, flag_setting(settings, "SCHEDULER_PERSIST"), flag_setting(settings, "SCHEDULER_FLUSH_ON_START"),
+        number_setting(settings, "FRONTIER_REDIS_RETRIES", 0, int),
+        number_setting(settings, "FRONTIER_REDIS_TIMEOUT", 0.0) or None)
+
+
+_CONNECTIONS: weakref.WeakKeyDictionary[Any, RedisConnection] = weakref.WeakKeyDictionary()
+
+
+def redis_connection(crawler: Crawler) -> RedisConnection:
+    """The crawler's one Redis connection (made on first use, opened by its
+    first user): every Redis component of the crawler shares it."""
+    connection = _CONNECTIONS.get(crawler)
+    if connection is None:
+        config = redis_settings(crawler.settings)
+        connection = _CONNECTIONS[crawler] = RedisConnection(config.url, retries=config.retries,
+                                                             timeout=config.timeout)
+    return connection
+
+
+def redis_bloom(settings: Any) -> BloomLayout:
+    """The shared filter's layout; BloomLayout names a setting out of range."""
+    values = []
+    for name, kind in (("FRONTIER_REDIS_BLOOM_CAPACITY", int), ("FRONTIER_REDIS_BLOOM_ERROR_RATE", float)):
+        raw = setting(settings, name)
+        try:
+            values.append(kind(raw))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be a number, got {raw!r}") from err
+    return BloomLayout(*values)
+
+
+def redis_store(crawler: Crawler) -> RedisStore:
+    """The frontier's Redis store on the crawler's connection."""
+    config = redis_settings(crawler.settings)
+    bloom = redis_bloom(crawler.settings) if seen_backend(crawler.settings) == "bloom" else None
+    return RedisStore(config.url, config.prefix, persist=config.persist, flush_on_start=config.flush_on_start,
+                      retries=config.retries, timeout=config.timeout, bloom=bloom,
+                      connection=redis_connection(crawler))
+
+
+def read_only_redis_store(settings: Any) -> RedisStore:
+    """The crawl's Redis store for reading (not yet opened), on a connection of its own."""
+    config = redis_settings(settings)
+    return RedisStore(config.url, config.prefix, retries=config.retries, timeout=config.timeout)
+
+
+def redis_content_store(crawler: Crawler, flush_interval: float) -> RedisContentStore:
+    """The content-seen sets' store on the crawler's connection."""
+    config = redis_settings(crawler.settings)
+    return RedisContentStore(
+        config.url, config.prefix, persist=config.persist, flush_on_start=config.flush_on_start,
+        retries=config.retries, timeout=config.timeout,
+        ttl=max(HEARTBEAT_TTL, 3 * flush_interval),  # the periodic flush renews this process's heartbeat
+        connection=redis_connection(crawler))
+
+
+def redis_content_sets(crawler: Crawler, options: ContentOptions) -> ContentSets:
+    """The content-seen sets in the crawl's Redis, shared by its processes;
+    with ``options.io_thread`` and a running reactor their round trips go
+    through a worker thread of their own."""
+    store = redis_content_store(crawler, options.flush_interval)
+
+    def opener(sets: ContentSets) -> None:
+        sets.exact = RedisContentSeen(store)
+        if options.near_enabled:
+            sets.near = RedisNearDuplicateIndex(store, BlockLayout(options.distance),
+                                                min_resemblance=options.min_resemblance)
+        reactor = running_reactor()
+        if options.io_thread and reactor is not None:  # tools and tests without a reactor wait
+            worker = start_worker(store, reactor.callFromThread, options.on_worker_error,
+                                  "the content-seen sets' worker thread", ContentStoreError)
+            sets.off_reactor = AsyncRedisContentSeen(sets.exact, sets.near, worker)
+
+    return ContentSets(exact=None, opener=opener, store=store)  # type: ignore[arg-type]

@@ -1,0 +1,198 @@
+"""Key layout of the Redis store.
+
+Pure: no I/O (the store that talks to Redis is :mod:`extensions.backends.redis.store`).
+
+Key layout (``P`` is ``FRONTIER_REDIS_PREFIX``, default ``web``; ``T`` is a
+host tag, six hex digits: the top 24 bits of a fingerprint, which
+:mod:`extensions.frontier.fingerprint` makes a hash of the URL's host)::
+
+    P:{T}:urls        hash  fingerprint -> URL row (status, fetched, seq, entry)
+    P:{T}:host_urls   hash  host -> how many URLs of that host are known; and
+                      #done, #failed, #excluded, #refused: rows trimmed in that status
+    P:{bloom-N}:bloom string the URL-seen Bloom filter's shard for the slot of
+                      the tags {T} it serves (FRONTIER_SEEN_BACKEND "bloom",
+                      see extensions/backends/redis/bloom.py)
+    P:{T}:cash        hash  fingerprint -> AOPIC (cash, history, mark, visits)
+    P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
+    P:{T}:links       hash  fingerprint of a fetched page -> its outlinks'
+                      fingerprints, packed int64 (extensions/backends/redis/links.py)
+    P:{T}:revisit     hash  fingerprint of a fetched URL -> its re-visit record
+                      (packed, without its due time; extensions/backends/redis/revisits.py)
+    P:{revisit-N}:due zset  fingerprint -> due time (+inf: not scheduled), in shards
+    P:{revisit-N}:gone set  fingerprints of records with gone > 0; and
+    P:{revisit-N}:taken hash process -> its last take of due records (retry-safe)
+    P:{aopic}:ledger  hash  AOPIC's shared scalars: lambda, dividend, put_in,
+                      rows, crawls (extensions/backends/redis/ledger.py)
+    P:{T}:lease:HOST  hash  a host's lease and politeness state, shared by
+                      several crawler processes (owner, expires, next, listed, ver)
+    P:{T}:back:HOST   zset  the host's queued fingerprints (its shared back queue)
+    P:{T}:inflight:HOST zset the host's fingerprints handed to a crawler, not finished
+    P:{heap-N}:heap   zset  host -> when another process may next look at it (the
+                      shared host heap, in shards); the last four are the
+                      multi-process frontier's, see extensions/backends/redis/leases.py
+    P:queue:NAME      list  fingerprints of one front or back queue (FIFO)
+    P:hosts           set   every host seen (host_count)
+    P:crawl_delays    hash  host -> robots.txt Crawl-delay (seconds)
+    P:deferrals       hash  origin -> "when reason" of a deferred origin
+    P:{holds}:origins hash  origin -> "until reason" of an origin held now, and
+    P:{holds}:active  str   the last time some process had work no hold keeps
+                      back (both ms; the multi-process frontier's idle close,
+                      see extensions/backends/redis/holds.py)
+    P:meta            hash  schema, clean, front_queues, back_queues, ...
+    P:seq             int   discovery-order counter (reserved in blocks)
+    P:known           int   URLs inserted as new (for memory per URL)
+    P:processes       zset  crawler process id -> heartbeat expiry (ms)
+    P:stats           hash  stats summed over the crawler processes
+    P:start_urls      list  seeds pushed to a running crawl (scrapy-redis'
+                      convention; kept when the crawl's keys are deleted)
+
+Partitioning: ``{T}`` is a Redis Cluster hash tag, so every key of one tag
+lives in one slot, hence on one shard: a host's URL rows (its slice of the
+exact URL-seen set), its URL count, cash, groups and any per-host state sit
+together, and a 3-master cluster spreads hosts over the shards. The tag is
+the host's *hash*, not its name, because most lookups come with a
+fingerprint only (``get_many``, ``status_of``, ``set_status``): the
+fingerprint carries its host's hash, so each lookup goes to the right slot
+without a host-name index. Hosts whose 24-bit hashes collide share a tag
+(rows stay apart: they are keyed by the full fingerprint, and URL counts by
+host name). :func:`host_tag` gives the tag of a host name.
+
+The queues, the host set, the crawl delays and the meta hash are global
+keys, each in a slot of its own: the front and back queues are the frontier
+process's own order (the host -> back queue table lives in its memory), the
+rest is read in bulk at start or in gauges.
+
+The URL-row and cash-row formats are in :mod:`extensions.backends.redis.rows`,
+the scripts in :mod:`extensions.backends.redis.scripts` and
+:mod:`extensions.backends.redis.lease_scripts`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from extensions.backends.redis.bloom import shard_tag
+from extensions.backends.redis.rows import tag_of, unpack_entry  # noqa: F401 - callers and tests import them here
+from extensions.frontier.fingerprint import host_hash
+
+SCHEMA_VERSION = "1"
+
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+_BAD_PREFIX = re.compile(r"[{}\s]")
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a literal in a SCAN MATCH pattern."""
+    return _GLOB_SPECIAL.sub(r"\\\1", text)
+
+
+def host_tag(host: str) -> str:
+    """The tag of every fingerprint of ``host`` (and of its per-host keys)."""
+    return f"{host_hash(host):06x}"
+
+
+class Keys:
+    """Every key name of one crawl (one prefix)."""
+
+    def __init__(self, prefix: str) -> None:
+        if not prefix or _BAD_PREFIX.search(prefix):
+            raise ValueError(
+                f"FRONTIER_REDIS_PREFIX must be non-empty, without braces or spaces, got {prefix!r}")
+        self.prefix = prefix
+        self.meta = f"{prefix}:meta"
+        self.seq = f"{prefix}:seq"
+        self.hosts = f"{prefix}:hosts"
+        self.crawl_delays = f"{prefix}:crawl_delays"
+        self.deferrals = f"{prefix}:deferrals"
+        self.held_origins = f"{prefix}:{{holds}}:origins"
+        self.active = f"{prefix}:{{holds}}:active"
+        self.queue_prefix = f"{prefix}:queue:"
+        literal = glob_escape(prefix)
+        self.urls_pattern = f"{literal}:{{*}}:urls"
+        self.host_urls_pattern = f"{literal}:{{*}}:host_urls"
+        self.bloom_pattern = f"{literal}:{{*}}:bloom"
+        self.known = f"{prefix}:known"
+        self.cash_pattern = f"{literal}:{{*}}:cash"
+        self.links_pattern = f"{literal}:{{*}}:links"
+        self.revisit_pattern = f"{literal}:{{*}}:revisit"
+        self.queue_pattern = f"{glob_escape(self.queue_prefix)}*"
+        self.back_pattern = f"{literal}:{{*}}:back:*"
+        self.processes = f"{prefix}:processes"
+        self.stats = f"{prefix}:stats"
+        self.ledger = f"{prefix}:{{aopic}}:ledger"
+        self.start_urls = f"{prefix}:start_urls"
+        #: what deleting the crawl removes (SCHEDULER_PERSIST off, a flush)
+        self.all_patterns = (f"{literal}:{{*}}:*", self.queue_pattern)
+        self.singles = (self.meta, self.seq, self.hosts, self.crawl_delays, self.processes, self.stats,
+                        self.known, self.deferrals)
+
+    def urls(self, tag: str) -> str:
+        return f"{self.prefix}:{{{tag}}}:urls"
+
+    def host_urls(self, tag: str) -> str:
+        return f"{self.prefix}:{{{tag}}}:host_urls"
+
+    def cash(self, tag: str) -> str:
+        return f"{self.prefix}:{{{tag}}}:cash"
+
+    def groups(self, tag: str) -> str:
+        return f"{self.prefix}:{{{tag}}}:groups"
+
+    def links(self, tag: str) -> str:
+        """The recorded outlinks of the fetched pages of tag ``tag``."""
+        return f"{self.prefix}:{{{tag}}}:links"
+
+    def revisit(self, tag: str) -> str:
+        """The re-visit records of the fetched URLs of tag ``tag``."""
+        return f"{self.prefix}:{{{tag}}}:revisit"
+
+    def revisit_due(self, shard: int) -> str:
+        """One shard of the re-visit due order (its own tag: a cluster
+        spreads the shards over its masters)."""
+        return f"{self.prefix}:{{revisit-{shard}}}:due"
+
+    def revisit_gone(self, shard: int) -> str:
+        """The gone records of one due-order shard (in its slot)."""
+        return f"{self.prefix}:{{revisit-{shard}}}:gone"
+
+    def revisit_taken(self, shard: int) -> str:
+        """Each process's last take from one due-order shard (in its slot)."""
+        return f"{self.prefix}:{{revisit-{shard}}}:taken"
+
+    def bloom(self, tag: str) -> str:
+        """The Bloom filter's shard for the slot of ``tag``."""
+        return f"{self.prefix}:{{{shard_tag(tag)}}}:bloom"
+
+    def lease(self, host: str) -> str:
+        """A host's lease and politeness state (multi-process frontier)."""
+        return f"{self.prefix}:{{{host_tag(host)}}}:lease:{host}"
+
+    def back(self, host: str) -> str:
+        """A host's shared back queue (multi-process frontier)."""
+        return f"{self.prefix}:{{{host_tag(host)}}}:back:{host}"
+
+    def inflight(self, host: str) -> str:
+        """A host's URLs handed to a crawler process and not finished."""
+        return f"{self.prefix}:{{{host_tag(host)}}}:inflight:{host}"
+
+    def host_of_back(self, key: bytes | str) -> str:
+        """The host of a :meth:`back` key."""
+        key = key.decode() if isinstance(key, bytes) else key
+        return key.split("}:back:", 1)[1]
+
+    def host_heap(self, shard: int) -> str:
+        """One shard of the shared host heap; shards carry tags of their own
+        so that a Redis Cluster spreads them over its masters."""
+        return f"{self.prefix}:{{heap-{shard}}}:heap"
+
+    def queue(self, name: str) -> str:
+        return self.queue_prefix + name
+
+    def last_pop(self, name: str) -> str:
+        """The last batch popped from queue ``name`` (see POP_ONCE): tagged
+        with the queue key itself, so that both share a cluster slot."""
+        return f"{self.prefix}:{{{self.queue(name)}}}:last_pop"
+
+    def queue_name(self, key: bytes | str) -> str:
+        key = key.decode() if isinstance(key, bytes) else key
+        return key[len(self.queue_prefix):]

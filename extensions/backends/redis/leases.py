@@ -1,0 +1,492 @@
+"""Host leases in Redis: several crawler processes share one polite frontier.
+
+Each host has, under its Redis Cluster hash tag ``{T}`` (so every script
+below touches one slot; layout in :mod:`extensions.backends.redis.keys`):
+
+* ``P:{T}:back:HOST`` -- its shared back queue, a sorted set of fingerprints
+  scored by :func:`queue_score` (higher front-queue level first, then
+  discovery order). :data:`ENQUEUE` adds a URL's row (the exact URL-seen
+  test) and its back-queue entry in one script, so a URL is never known
+  without being queued; in Bloom mode :data:`ENQUEUE_BLOOM` asks the
+  filter's shard of the same slot first (:mod:`extensions.backends.redis.bloom`)
+  and :data:`FINISH_TRIM` deletes a finished URL's row.
+  A held origin's URLs are *parked* in the same queue, scored behind every
+  other URL (:func:`parked_score`): :data:`TAKE`, given the host's held
+  origins, parks those it meets, so the host's other origins keep their
+  turns; :data:`UNPARK` puts them back in place when the hold ends. Being
+  in the queue, a parked URL counts as the host's work everywhere (heap,
+  release, take-over) and is never lost.
+* ``P:{T}:inflight:HOST`` -- fingerprints handed to a crawler and not yet
+  finished. :data:`TAKE` moves the best URL of an origin not held there
+  (and the row to status in flight) atomically; :data:`FINISH` removes it.
+* ``P:{T}:lease:HOST`` -- a hash: ``owner`` (a process id) and ``expires``
+  (the lease), ``next`` (the earliest start of the host's next fetch, the
+  politeness state every owner inherits), ``listed`` (whether the host is on
+  the host heap) and ``ver`` (bumped at each change of owner).
+
+and the **host heap**: ``P:{heap-N}:heap`` sorted sets (shards, so that a
+cluster spreads them) of hosts scored by the time another process may next
+look at the host: its next fetch time while nobody owns it, its lease expiry
+while somebody does. Every host with queued or in-flight URLs is on the heap,
+so an empty heap means the crawl is over.
+
+Leases. A process takes a host from the heap with :data:`ACQUIRE` (only if
+nobody holds an unexpired lease), renews every held host's lease each third
+of the TTL (:data:`RENEW`, also moving the heap entry), dispatches only while
+its lease is valid (:data:`TAKE` checks owner and expiry), and gives the host
+back with :data:`RELEASE` when its back queue is empty, when the process is
+too busy to serve it on time, or at close. The politeness state travels with
+the lease: ``next`` is written at renewal and release and read at acquire,
+so a new owner waits the gap its predecessor's last fetch earned.
+
+Failure. If a process dies (SIGKILL), its leases expire after the TTL; its
+hosts are still on the heap (scored by that expiry), the first process to
+look afterwards acquires them and :data:`ACQUIRE` returns their in-flight
+URLs to the back queue (rows back to queued). A page fetched but not yet
+marked done is thus fetched at most once more. The only step that spans two
+slots is putting a host on the heap after :data:`ENQUEUE`; it is confirmed
+in ``{T}`` afterwards (:data:`CONFIRM`), so a crash in between leaves
+``listed`` unset and the next enqueue of that host lists it again, and
+:meth:`HostLeases.sweep_orphans` (run before a process concludes that the
+crawl is over) lists any host with work that is not on the heap.
+
+Time. Scripts read the Redis server's clock (``TIME``), so processes on
+different machines need no synchronised clocks (the shards of a cluster do,
+to within a small part of the TTL); tests inject a clock instead.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from extensions.backends.redis.bloom import bloom_hashes
+from extensions.backends.redis.keys import host_tag
+from extensions.backends.redis.lease_scripts import (
+    ACQUIRE,
+    CONFIRM,
+    DELIST_IF,
+    ENQUEUE,
+    ENQUEUE_BLOOM,
+    FINISH,
+    FINISH_TRIM,
+    LEVEL_SPAN,
+    LIST,
+    MAX_LEVELS,
+    ORPHAN,
+    PARK_FLOOR,
+    PARKED,
+    POLL,
+    PUT_BACK,
+    RELEASE,
+    RENEW,
+    TAKE,
+    TAKE_HELD,
+    UNPARK,
+)
+from extensions.backends.redis.registry import process_id
+from extensions.backends.redis.rows import (
+    STATUS_BYTE,
+    fetched_bytes,
+    pack_row,
+    unpack_cash,
+    unpack_entry,
+)
+from extensions.backends.redis.scripts import FINISHED_FIELD
+from extensions.backends.redis.worker import DirectIO
+from extensions.frontier.fingerprint import host_hash
+from extensions.frontier.store import Entry, Status
+
+__all__ = ["MAX_LEVELS", "HostLeases", "is_parked", "level_of_score", "parked_score", "process_id", "queue_score"]
+
+def queue_score(level: int, seq: int) -> float:
+    """Back-queue order: higher level first, then discovery order."""
+    return -level * LEVEL_SPAN + (seq % int(LEVEL_SPAN))
+
+
+def parked_score(score: float) -> float:
+    """Where a held origin's URL waits: behind every URL not parked, in the
+    same order among the parked (:data:`UNPARK` subtracts it again)."""
+    return score + PARKED
+
+
+def is_parked(score: bytes | str | float | None) -> bool:
+    """Whether a back-queue score is a parked URL's."""
+    return score not in (None, b"", "") and PARK_FLOOR <= float(score) < float("inf")
+
+
+def level_of_score(score: bytes | str | float | None) -> int:
+    """The front-queue level a back-queue score encodes (-1: none or parked)."""
+    if score in (None, b"", "") or is_parked(score):
+        return -1
+    return -int(float(score) // LEVEL_SPAN)
+
+
+def head_score(score: bytes | str | None) -> float:
+    """A back queue's head score as a number (infinity: empty queue)."""
+    return float("inf") if score in (None, b"", "") else float(score)
+
+
+@dataclass(slots=True)
+class Enqueued:
+    new: bool
+    mine: bool  # the host is held by this process
+    queued: int  # its back-queue length now
+    head: float  # score of its best queued URL (queue_score; inf: none)
+    listed: bool  # the host was put on the heap (it was idle)
+
+
+@dataclass(slots=True)
+class Acquired:
+    host: str
+    expires: int  # the lease's expiry, ms (the host's heap score)
+    wait: float  # seconds until the host may be fetched
+    queued: int
+    head: float
+    recovered: int  # in-flight URLs of a lapsed lease returned to the queue
+    taken_over: bool = False  # from a lease that lapsed (its holder died or stalled)
+
+
+@dataclass(slots=True)
+class Taken:
+    # "taken", "empty", "stale" (only stale or held entries so far), "held"
+    # (only held origins' URLs are queued) or "lost"
+    state: str
+    entry: Entry | None = None
+    queued: int = 0
+    head: float = float("inf")
+    skipped: int = 0
+    cash: tuple[float, float, float, int] | None = None  # the URL's AOPIC cash row, if any
+    parked: int = 0  # held origins' URLs moved behind the others on the way
+
+
+@dataclass(slots=True)
+class Poll:
+    hosts: int  # hosts on the heap (with work, held or not)
+    due: list[tuple[str, bytes]]  # (host, score) due now, shuffled
+    wait: float | None  # seconds until the earliest entry is due (None: heap empty)
+
+
+class HostLeases:
+    """The Redis side of the multi-process frontier (see the module doc).
+
+    ``store`` is an open :class:`~extensions.backends.redis.store.RedisStore`; its
+    pipeline carries these commands too, so they keep their order with the
+    store's own writes. ``clock`` (seconds) replaces the server's clock in
+    tests; ``None`` uses Redis' ``TIME``."""
+
+    def __init__(self, store: Any, owner: str, ttl: float, shards: int,
+                 clock: Callable[[], float] | None = None, rng: random.Random | None = None) -> None:
+        if ttl <= 0:
+            raise ValueError(f"FRONTIER_LEASE_TTL must be > 0, got {ttl!r}")
+        if shards < 1:
+            raise ValueError(f"the host heap needs >= 1 shard, got {shards!r}")
+        self.store, self.keys = store, store.keys
+        self.owner, self.ttl_ms, self.shards = owner, int(ttl * 1000), shards
+        self.clock, self.rng = clock, rng or random.Random()
+        #: the channel every lease command goes through: the store's own
+        #: pipeline, or a worker thread's (:mod:`extensions.backends.redis.worker`)
+        self.io: Any = DirectIO(store)
+        self._joined: float | None = None  # the heartbeat TTL this frontier joined the registry with
+
+    def _now(self) -> str:
+        return "" if self.clock is None else str(int(self.clock() * 1000))
+
+    def heap(self, host: str) -> str:
+        return self.keys.host_heap(host_hash(host) % self.shards)
+
+    def _host_keys(self, host: str) -> tuple[str, str, str, str]:
+        keys, tag_urls = self.keys, self.keys.urls(host_tag(host))
+        return keys.lease(host), keys.back(host), keys.inflight(host), tag_urls
+
+    # -- enqueue -------------------------------------------------------------
+    def enqueue(self, host: str, entries: Sequence[Entry], force: bool = False) -> list[Enqueued]:
+        """File URLs of one host (add-if-new, or requeue with ``force``) and
+        put the host on the heap if it is not there; per entry, whether it was new."""
+        if not entries:
+            return []
+        return self._enqueued(host, self.io.call(self._enqueue_command(host, entries, force))[0])
+
+    def enqueue_then(self, host: str, entries: Sequence[Entry], force: bool,
+                     then: Callable[[list[Enqueued]], None]) -> None:
+        """:meth:`enqueue` without waiting: ``then`` gets the outcome (on the
+        reactor thread; at once on a :class:`DirectIO` channel)."""
+        self.io.submit([self._enqueue_command(host, entries, force)],
+                       lambda answers: then(self._enqueued(host, answers[0], listing=False)),
+                       follow=lambda answers: self._listing(host, answers[0]))
+
+    def _enqueue_command(self, host: str, entries: Sequence[Entry], force: bool) -> tuple[Any, ...]:
+        seqs = self.store.sequence_numbers(len(entries))
+        bloom = self.store.bloom
+        args: list[Any] = []
+        for entry, seq in zip(entries, seqs):
+            args += [entry.fingerprint, pack_row(entry, Status.QUEUED, seq), queue_score(entry.level, seq)]
+            if bloom is not None:
+                args += bloom_hashes(entry.fingerprint)
+        keys, tag = self.keys, host_tag(host)
+        lease, back, inflight, urls = self._host_keys(host)
+        script_keys = [urls, keys.host_urls(tag), back, inflight, lease]
+        head_args = [self._now(), self.owner, "1" if force else "0", host]
+        if bloom is None:
+            return ("EVAL", ENQUEUE, 5, *script_keys, *head_args, *args)
+        return ("EVAL", ENQUEUE_BLOOM, 6, *script_keys, keys.bloom(tag), *head_args, *bloom.args(), *args)
+
+    def _enqueued(self, host: str, answer: list[Any], listing: bool = True) -> list[Enqueued]:
+        """``listing``: list the host if it needs it (else the enqueue's ``follow`` did)."""
+        added, needs, mine, queued, head, wait, ver = answer
+        self.store.count_known(sum(added))
+        if needs and listing:
+            self.list_host(host, wait / 1000.0, ver)
+        return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
+
+    def list_host(self, host: str, wait: float, ver: bytes | str) -> None:
+        """Put ``host`` on the heap, then, once Redis acknowledged it, confirm
+        it in ``{T}`` (a crash in between leaves it unconfirmed: listed again)."""
+        commands, confirm = self._list_commands(host, wait, ver)
+        self.io.submit(commands, None, follow=confirm)
+
+    def _listing(self, host: str, answer: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
+        """After an ENQUEUE's answer (on the worker thread): the host's
+        listing if it needs one, sent at once (while a host with work is off
+        the heap, a process that sees the heap empty ends)."""
+        needs, wait, ver = answer[1], answer[5], answer[6]
+        return self._list_commands(host, wait / 1000.0, ver) if needs else None
+
+    def _list_commands(self, host: str, wait: float, ver: bytes | str) -> tuple[list[tuple[Any, ...]], Any]:
+        """LIST, and the CONFIRM that follows its answer."""
+        return ([("EVAL", LIST, 1, self.heap(host), self._now(), int(wait * 1000), host,
+                  repr(self.rng.random() * 0.999))],
+                lambda _: ([("EVAL", CONFIRM, 1, self.keys.lease(host), ver)], None))
+
+    def requeue(self, host: str, fingerprint: int, level: int) -> None:
+        """Move a queued URL to another level (an AOPIC promotion); no-op if
+        it is not queued."""
+        seq = self.store.sequence_numbers(1)[0]
+        self.io.write("ZADD", self.keys.back(host), "XX", queue_score(level, seq), fingerprint)
+
+    # -- the host heap -------------------------------------------------------
+    def poll(self, limit: int) -> Poll:
+        """Hosts due on every heap shard (up to ``limit`` per shard)."""
+        return self._polled(self.io.call(*self._poll_commands(limit)))
+
+    def poll_then(self, limit: int, then: Callable[[Poll], None],
+                  failed: Callable[[Exception], None] | None = None) -> None:
+        """:meth:`poll` without waiting (``then`` gets the outcome)."""
+        self.io.submit(self._poll_commands(limit), lambda answers: then(self._polled(answers)), failed)
+
+    def _poll_commands(self, limit: int) -> list[tuple[Any, ...]]:
+        return [("EVAL", POLL, 1, self.keys.host_heap(shard), self._now(), limit) for shard in range(self.shards)]
+
+    def _polled(self, answers: list[Any]) -> Poll:
+        total, due, wait = 0, [], None
+        for count, now, pairs, first in answers:
+            total += int(count)
+            due += [(pairs[i].decode(), pairs[i + 1]) for i in range(0, len(pairs), 2)]
+            if first not in (b"", ""):
+                ahead = max(0.0, (float(first) - int(now)) / 1000.0)
+                wait = ahead if wait is None else min(wait, ahead)
+        self.rng.shuffle(due)  # processes polling at once try different hosts first
+        return Poll(total, due, wait)
+
+    def acquire(self, candidates: Sequence[tuple[str, bytes]]) -> list[Acquired]:
+        """Try to take each ``(host, score)`` from the heap; the hosts taken."""
+        if not candidates:
+            return []
+        return self._acquired(candidates, self.io.call(*self._acquire_commands(candidates)))
+
+    def acquire_then(self, candidates: Sequence[tuple[str, bytes]], then: Callable[[list[Acquired]], None],
+                     failed: Callable[[Exception], None] | None = None) -> None:
+        """:meth:`acquire` without waiting (``then`` gets the hosts taken)."""
+        if not candidates:
+            then([])
+            return
+        self.io.submit(self._acquire_commands(candidates),
+                       lambda answers: then(self._acquired(candidates, answers)), failed)
+
+    def _acquire_commands(self, candidates: Sequence[tuple[str, bytes]]) -> list[tuple[Any, ...]]:
+        return [("EVAL", ACQUIRE, 4, *self._host_keys(host), self._now(), self.owner, self.ttl_ms)
+                for host, _ in candidates]
+
+    def _acquired(self, candidates: Sequence[tuple[str, bytes]], answers: list[Any]) -> list[Acquired]:
+        acquired = []
+        for (host, score), answer in zip(candidates, answers):
+            state = answer[0]
+            if state == 1:
+                _, expires, wait, queued, head, recovered, lapsed = answer
+                self.io.write("ZADD", self.heap(host), expires, host)
+                acquired.append(Acquired(host, int(expires), wait / 1000.0, int(queued),
+                                         head_score(head), int(recovered), bool(lapsed)))
+            elif state == 0:  # held by a live process whose renewal is late
+                self.io.write("ZADD", self.heap(host), "XX", "GT", answer[1], host)
+            else:  # no work: off the heap, unless re-listed since the poll
+                self.io.write("EVAL", DELIST_IF, 1, self.heap(host), host, score)
+        return acquired
+
+    def take(self, host: str, held: Sequence[str] = (), max_skip: int = 64) -> Taken:
+        """The best queued URL of a held host whose origin is not in
+        ``held`` (the host's held origins), now in flight; the held
+        origins' URLs met on the way are parked."""
+        return self._taken(self.io.call(self._take_command(host, held, max_skip))[0])
+
+    def take_then(self, host: str, held: Sequence[str], then: Callable[[Taken], None],
+                  failed: Callable[[Exception], None] | None = None, max_skip: int = 64) -> None:
+        """:meth:`take` without waiting: ``then`` gets the outcome (on the
+        reactor thread; at once on a :class:`DirectIO` channel)."""
+        self.io.submit([self._take_command(host, held, max_skip)],
+                       lambda answers: then(self._taken(answers[0])), failed)
+
+    def _take_command(self, host: str, held: Sequence[str], max_skip: int) -> tuple[Any, ...]:
+        script = TAKE_HELD if held else TAKE  # the everyday script stays short: EVAL sends it each time
+        return ("EVAL", script, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
+                self._now(), self.owner, max_skip, self.ttl_ms, *held)
+
+    @staticmethod
+    def _taken(answer: list[Any]) -> Taken:
+        state = answer[0]
+        if state == -1:
+            return Taken("lost")
+        if state == 0:
+            return Taken("empty", skipped=int(answer[1]), parked=int(answer[2]))
+        if state in (2, 3):
+            _, skipped, parked, queued, head = answer
+            return Taken("stale" if state == 2 else "held", None, int(queued), head_score(head), int(skipped),
+                         parked=int(parked))
+        _, fp, row, queued, head, skipped, cash, parked = answer
+        fingerprint = int(fp)
+        return Taken("taken", unpack_entry(fingerprint, row), int(queued), head_score(head), int(skipped),
+                     unpack_cash(cash) if cash else None, int(parked))
+
+    def unpark(self, host: str) -> tuple[int, float]:
+        """Every parked URL of ``host`` back in its place in the queue; how
+        many, and the queue's head score now."""
+        count, head = self.io.call(("EVAL", UNPARK, 1, self.keys.back(host)))[0]
+        return int(count), head_score(head)
+
+    def finish(self, host: str, fingerprint: int, status: Status | None, fetched: float | None = None) -> None:
+        """A handed-out URL is finished (buffered): out of the in-flight
+        set; its row gets ``status`` if it is still in flight. After a
+        take-over (this process stalled past its lease) only a URL still
+        queued is finished: one the new owner took is left to it."""
+        lease, back, inflight, urls = self._host_keys(host)
+        if self.store.trims and status is not Status.DEFERRED:  # a deferred row stays, for a resume
+            self.io.write("EVAL", FINISH_TRIM, 5, inflight, urls, self.keys.host_urls(host_tag(host)),
+                             lease, back, FINISHED_FIELD.get(status, ""), fingerprint,  # type: ignore[arg-type]
+                             self.owner)
+            return
+        self.io.write("EVAL", FINISH, 4, inflight, urls, lease, back,
+                         b"" if status is None else STATUS_BYTE[status],
+                         b"" if fetched is None else fetched_bytes(fetched), fingerprint, self.owner)
+
+    def inflight_of(self, hosts: list[str]) -> dict[str, list[int]]:
+        """The fingerprints in each host's in-flight set, in one round trip."""
+        if not hosts:
+            return {}
+        answers = self.io.call(*[("ZRANGE", self.keys.inflight(host), 0, -1) for host in hosts])
+        return {host: [int(fp) for fp in found] for host, found in zip(hosts, answers)}
+
+    def put_back(self, host: str, fingerprint: int, level: int, parked: bool = False) -> float:
+        """A handed-out URL goes back to its host's queue (buffered), behind
+        every unparked URL if ``parked``; not after a take-over, which put it
+        back already. Returns the score it gets."""
+        lease, back, inflight, urls = self._host_keys(host)
+        seq = self.store.sequence_numbers(1)[0]
+        score = queue_score(level, seq)
+        score = parked_score(score) if parked else score
+        self.io.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, repr(score), self.owner)
+        return score
+
+    def release(self, host: str, wait: float, idle_only: bool,
+                heap_score: float | None) -> tuple[int, int, float]:
+        """Give ``host`` back (``idle_only``: only if it has no work), its
+        next fetch ``wait`` seconds from now. Returns ``(state, queued,
+        head score)``: state 0 kept (it has work), 1 released, -1 not ours."""
+        return self._released(host, heap_score, self.io.call(self._release_command(host, wait, idle_only))[0])
+
+    def release_then(self, host: str, wait: float, idle_only: bool, heap_score: float | None,
+                     then: Callable[[tuple[int, int, float]], None],
+                     failed: Callable[[Exception], None] | None = None) -> None:
+        """:meth:`release` without waiting (``then`` gets the outcome)."""
+        self.io.submit([self._release_command(host, wait, idle_only)],
+                       lambda answers: then(self._released(host, heap_score, answers[0])), failed)
+
+    def _release_command(self, host: str, wait: float, idle_only: bool) -> tuple[Any, ...]:
+        return ("EVAL", RELEASE, 4, *self._host_keys(host), self._now(), self.owner,
+                int(wait * 1000), "1" if idle_only else "0")
+
+    def _released(self, host: str, heap_score: float | None, answer: list[Any]) -> tuple[int, int, float]:
+        state = answer[0]
+        if state == 0:
+            return 0, int(answer[1]), head_score(answer[2])
+        if state == 1 and heap_score is not None:
+            self.io.write("EVAL", DELIST_IF, 1, self.heap(host), host, repr(float(heap_score)))
+        elif state == 2:
+            self.io.write("ZADD", self.heap(host), answer[1], host)
+        return (1 if state in (1, 2) else -1), 0, float("inf")
+
+    def renew(self, waits: dict[str, float]) -> dict[str, int]:
+        """Extend the leases of held hosts (``host -> seconds to its next
+        fetch``); return ``host -> new expiry`` (ms), -1 where the lease was lost."""
+        if not waits:
+            return {}
+        hosts = list(waits)
+        answers = self.io.call(*[("EVAL", RENEW, 1, self.keys.lease(host), self._now(), self.owner,
+                                     self.ttl_ms, int(max(0.0, waits[host]) * 1000)) for host in hosts])
+        for host, expires in zip(hosts, answers):
+            if expires != -1:
+                self.io.write("ZADD", self.heap(host), "XX", "GT", expires, host)
+        return {host: int(expires) for host, expires in zip(hosts, answers)}
+
+    # -- repairs -------------------------------------------------------------
+    def sweep_orphans(self) -> int:
+        """List every host with work, no live owner and no heap entry (left
+        by a process killed between enqueue and listing); return how many."""
+        listed = 0
+        for key in list(self.store.scan(self.keys.back_pattern)):
+            host = self.keys.host_of_back(key)
+            lease, back, inflight, _ = self._host_keys(host)
+            answer = self.io.call(("EVAL", ORPHAN, 3, lease, back, inflight, self._now()))[0]
+            if answer[0] != 1:
+                continue
+            if self.io.call(("ZSCORE", self.heap(host), host))[0] is None:
+                self.list_host(host, answer[2] / 1000.0, answer[1])
+                listed += 1
+        return listed
+
+    # -- processes and stats -------------------------------------------------
+    def heartbeat(self, ttl: float) -> int:
+        """This process is alive for ``ttl`` seconds (in the crawl's process
+        registry, shared with the content-seen sets); how many are alive."""
+        if self._joined is None:
+            self._joined = ttl
+            self.store.registry.join(ttl)
+        return self.store.registry.heartbeat(self._now())
+
+    def leave(self) -> int:
+        """The frontier of this process is gone; how many other processes
+        are still alive (the last one out deletes the crawl's keys)."""
+        joined, self._joined = self._joined, None
+        return self.store.registry.leave(joined if joined is not None else self.ttl_ms / 1000, self._now())
+
+    def add_stats(self, deltas: Iterable[tuple[str, float]]) -> None:
+        """Add this process's stat changes to the crawl's totals (buffered)."""
+        for name, delta in deltas:
+            if isinstance(delta, int):
+                self.io.write("HINCRBY", self.keys.stats, name, delta)
+            else:
+                self.io.write("HINCRBYFLOAT", self.keys.stats, name, repr(float(delta)))
+
+    def set_stat(self, name: str, value: float) -> None:
+        """Record a crawl-wide measurement (the latest wins; buffered)."""
+        self.io.write("HSET", self.keys.stats, name, repr(value) if isinstance(value, float) else value)
+
+    def stats_totals(self) -> dict[str, float]:
+        """Stats summed over every process of the crawl."""
+        found = self.io.call(("HGETALL", self.keys.stats))[0]
+        return {name.decode(): _number(value) for name, value in found.items()}
+
+
+def _number(value: bytes) -> float:
+    text = value.decode()
+    return int(text) if text.lstrip("-").isdigit() else float(text)

@@ -1,0 +1,270 @@
+"""The shared dispatch's periodic upkeep, every third of ``FRONTIER_LEASE_TTL``.
+
+* renew every held lease (with the host's politeness state), and drop the
+  hosts whose lease another process took over (this one stalled);
+* after a failed Redis call was retried, repair the in-flight sets;
+* give back hosts this process is too busy to serve on time
+  (``FRONTIER_LEASE_MAX_LATENESS``) and, with other processes alive, the
+  hosts held beyond its share, so idle processes take them;
+* share holds: mark the crawl active while busy, else defer every origin
+  held anywhere once no process has had other work for the idle bound;
+  adopt the crawl's holds and deferrals;
+* add this process's stat changes to the crawl's (at checkpoints and close).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from extensions.frontier.gauges import CRAWL_WIDE_STATS
+from extensions.frontier.holds import host_of_origin
+from extensions.frontier.store import Entry, FrontierStoreError
+
+if TYPE_CHECKING:
+    from extensions.backends.redis.dispatch import SharedDispatch
+
+logger = logging.getLogger(__name__)
+
+
+class LeaseUpkeep:
+    """Renewals, hand-backs and crawl-wide sharing of one
+    :class:`~extensions.backends.redis.dispatch.SharedDispatch`."""
+
+    def __init__(self, dispatch: SharedDispatch) -> None:
+        self.dispatch = dispatch
+        self._failures_seen = 0  # the store's failed calls at the last in-flight repair
+        self._pushed: dict[str, float] = {}
+
+    def renew(self) -> None:
+        """Extend every held lease (with the host's politeness state), give
+        back hosts this process is too busy to serve, beat the heart."""
+        dispatch = self.dispatch
+        parts = dispatch.parts
+        try:
+            waits = {host: dispatch.wait(host) for host in dispatch.held}
+            for host, expires in dispatch.leases.renew(waits).items():
+                if expires == -1:
+                    self.lost(host)
+                elif host in dispatch.held:
+                    dispatch.held[host].heap_score = expires
+            dispatch.polls.alive = max(1, dispatch.leases.heartbeat(dispatch.lease_ttl))
+            self.share_holds()
+            # not while a take is on its way: its URL is in flight in Redis, not yet here
+            if dispatch.off_reactor.failures() != self._failures_seen and not dispatch.off_reactor.pending():
+                self._failures_seen = dispatch.off_reactor.failures()
+                self.repair_inflight()
+            dispatch.polls.hosts, dispatch.polls.checked = dispatch.leases.poll(0).hosts, parts.clock()
+            self.give_away_late()
+            self.rebalance()
+        except FrontierStoreError as err:
+            logger.error("Renewing the frontier's host leases failed: %s", err)
+            if parts.on_store_error is not None:
+                parts.on_store_error(err)
+
+    def lost(self, host: str) -> None:
+        self.dispatch.drop(host)
+        self.dispatch.parts.noisy.note("leases_lost", "Lease on %s taken over by another process (this one "
+                                       "stalled longer than FRONTIER_LEASE_TTL)", host)
+
+    def repair_inflight(self) -> None:
+        """After a failed Redis call was retried: put back every URL in a
+        held host's in-flight set that this process is not fetching. A take
+        whose answer was lost to a time-out, then retried, ran twice and
+        left the first URL in flight for nobody; the lease being ours and
+        renewed, nothing else would ever return it, and the crawl would
+        never end."""
+        dispatch = self.dispatch
+        mine: dict[str, set[int]] = {}
+        for record in dispatch.parts.inflight.values():
+            mine.setdefault(record.host, set()).add(record.entry.fingerprint)
+        orphans = {host: [fp for fp in found if fp not in mine.get(host, ())]
+                   for host, found in dispatch.leases.inflight_of(list(dispatch.held)).items()}
+        lost = [fp for found in orphans.values() for fp in found]
+        if not lost:
+            return
+        levels = {fp: entry.level for fp, entry in dispatch.store.urls.get_many(lost).items()}
+        for host, found in orphans.items():
+            for fp in found:
+                dispatch.leases.put_back(host, fp, levels.get(fp, 0))
+            if found and host in dispatch.held:
+                dispatch.held[host].queued += len(found)
+                dispatch.held[host].parked_until = 0.0  # they may be any origin's
+                dispatch.reschedule(host)
+        dispatch.parts.stats.inc_value("frontier/inflight_repaired", len(lost))
+        logger.warning("%d URL(s) left in flight by a retried Redis call went back to their queues", len(lost))
+
+    def fetching(self) -> set[str]:
+        """Hosts with a request of ours in flight, from the requests
+        themselves: a held host's count misses one taken under an earlier
+        lease on the host (lost, then taken again), and giving such a host
+        away would put a URL we are fetching back in its queue."""
+        return {record.host for record in self.dispatch.parts.inflight.values()}
+
+    def give_away_late(self) -> None:
+        dispatch = self.dispatch
+        now = dispatch.parts.clock()
+        fetching = self.fetching()
+        for host, held in list(dispatch.held.items()):
+            due = max(dispatch.parts.politeness.ready_at(host), held.since, held.parked_until)
+            if held.inflight or host in fetching or not held.queued or now - due <= dispatch.max_lateness:
+                continue
+            dispatch.leases.release(host, dispatch.wait(host), False, held.heap_score)
+            dispatch.drop(host)
+            dispatch.parts.stats.inc_value("frontier/leases_given_away")
+
+    def rebalance(self) -> None:
+        """Holding more than one host above its share while other processes
+        run, give the excess back (those longest held, none with a fetch in
+        flight): an idle process takes them at its next poll."""
+        dispatch = self.dispatch
+        excess = len(dispatch.held) - dispatch.share() - 1
+        if dispatch.polls.alive < 2 or excess <= 0:
+            return
+        fetching = self.fetching()
+        idle = [host for host, held in dispatch.held.items() if not held.inflight and host not in fetching]
+        for host in idle[:excess]:
+            dispatch.leases.release(host, dispatch.wait(host), False, dispatch.held[host].heap_score)
+            dispatch.drop(host)
+            dispatch.parts.stats.inc_value("frontier/leases_rebalanced")
+
+    # -- stats -------------------------------------------------------------------
+    def share_stats(self) -> None:
+        stats, leases = self.dispatch.parts.stats, self.dispatch.leases
+        for name, value in self.dispatch.off_reactor.timing().items():
+            stats.set_value(name, value)  # the process's Redis waits (redis_connection)
+        values = getattr(stats, "get_stats", lambda: getattr(stats, "values", {}))()
+        deltas = []
+        for name, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or name.startswith("distributed/"):
+                continue
+            if name in CRAWL_WIDE_STATS:  # the same value in every process: the latest, not a sum
+                leases.set_stat(name, value)
+                continue
+            delta = value - self._pushed.get(name, 0)
+            if delta:
+                deltas.append((name, delta))
+                self._pushed[name] = value
+        leases.add_stats(deltas)
+
+    def leave(self) -> None:
+        """This process's stats into the crawl's; leave the crawl; the
+        crawl's keys are deleted (``SCHEDULER_PERSIST`` off) only by the
+        last process."""
+        dispatch = self.dispatch
+        self.share_stats()
+        totals = dispatch.leases.stats_totals()
+        for name in ("frontier/done", "frontier/failed", "frontier/enqueued", "frontier/dequeued",
+                     "response_received_count"):
+            if name in totals:
+                dispatch.parts.stats.set_value(f"distributed/total/{name}", totals[name])
+        others = dispatch.leases.leave()
+        if others and not dispatch.store.persist:
+            logger.info("%d other crawler process(es) still running: the crawl's keys stay", others)
+            dispatch.store.persist = True
+
+    # -- holds and deferrals, crawl-wide -------------------------------------------
+    def busy_here(self) -> bool:
+        """Work here that no hold keeps back: an unfiled request, a request
+        in flight for an origin not held, or a held host whose queue may
+        have such URLs (not parked: at our last look it had URLs of an
+        origin not held); or a pause this process waits out (a pushback's)."""
+        dispatch = self.dispatch
+        parts = dispatch.parts
+        if parts.unfiled or parts.holds.waiting_out() or any(  # a pushback's pause is waited out
+                held.queued and not held.parked for held in dispatch.held.values()):
+            return True
+        return any(not record.held and parts.holds.state_of(record.entry.url) is None
+                   for record in parts.inflight.values())
+
+    def share_holds(self) -> None:
+        """At each lease renewal: mark the crawl active if this process is
+        busy; else, if no process has been for the idle bound, defer every
+        origin held anywhere (the idle close); then adopt the crawl's holds
+        and deferrals."""
+        dispatch = self.dispatch
+        parts = dispatch.parts
+        found = {}
+        if self.busy_here():
+            dispatch.shared_holds.mark_active()
+        else:
+            idle = max(parts.idle_close, 2 * dispatch.lease_ttl)  # a killed process's hosts are taken over first
+            found = dispatch.shared_holds.defer_idle(idle)
+        for origin, (_, reason) in found.items():
+            why = f"held when nothing else was left: {reason}"
+            parts.holds.defer(origin, why)
+            parts.admission.defer([], origin, why)
+        self.adopt_holds(unpark=bool(found))
+
+    def adopt_holds(self, unpark: bool = False) -> None:
+        """Hold and defer here what any process of the crawl held or deferred;
+        hosts parked by an origin deferred now are served again at once (their
+        URLs are finished as deferred as they are taken)."""
+        dispatch = self.dispatch
+        parts = dispatch.parts
+        now = parts.clock()
+        for origin, (left, reason) in dispatch.shared_holds.held().items():
+            if origin not in parts.holds.deferred:
+                parts.holds.hold(origin, now + left, reason)
+        for origin, (reason, _) in dispatch.store.hosts.deferrals().items():
+            if origin not in parts.holds.deferred:
+                parts.holds.defer(origin, reason)
+                parts.admission.defer([], origin, reason)
+                unpark = True
+        if unpark:
+            self.serve_parked(now)
+
+    def retry_deferred(self) -> None:
+        """The first process of a run retries the URLs the run before
+        deferred, first: back in their hosts' queues at the top level."""
+        dispatch = self.dispatch
+        if not dispatch.shared_holds.take_deferrals():
+            return
+        fingerprints = dispatch.store.urls.take_deferred()
+        top = dispatch.levels - 1
+        by_host: dict[str, list[Entry]] = {}
+        for entry in dispatch.store.urls.get_many(fingerprints).values():
+            by_host.setdefault(entry.host, []).append(entry._replace(level=top))
+        for host, entries in by_host.items():
+            dispatch.leases.enqueue(host, entries, force=True)
+        dispatch.retried.update(by_host)
+        dispatch.parts.stats.set_value("frontier/deferred_retried", len(fingerprints))
+        logger.info("Retrying %d URLs deferred by the previous run first", len(fingerprints))
+
+    def end_holds(self, now: float) -> None:
+        """Holds whose time has come end (nothing is kept here: the parked
+        URLs are in Redis); the parked URLs of the hosts held here go back
+        to their places in the queues."""
+        holds = self.dispatch.parts.holds
+        due = holds.next_release()
+        if due is None or due > now:
+            return
+        before = set(holds.held)
+        holds.release_due(now)
+        self.unpark(before - set(holds.held), now)
+
+    def unpark(self, origins: Iterable[str], now: float) -> None:
+        for host in {host_of_origin(origin) for origin in origins}:
+            held = self.dispatch.held.get(host)
+            if held is None:
+                continue  # its owner, or its next one, takes the parked URLs in turn
+            count, head = self.dispatch.leases.unpark(host)
+            if count:
+                self.dispatch.parts.stats.inc_value("frontier/unparked", count)
+                held.head = head
+            held.parked_until = 0.0
+            self.dispatch.reschedule(host)
+        self.dispatch.parts.wakeup.arm(self.dispatch.next_due(now), now)
+
+    def serve_parked(self, now: float, hosts: set[str] | None = None) -> None:
+        """Parked hosts (of ``hosts``, default all) are due again at their
+        politeness time: their held origins were deferred."""
+        parked = [host for host, held in self.dispatch.held.items()
+                  if held.parked and (hosts is None or host in hosts)]
+        for host in parked:
+            self.dispatch.held[host].parked_until = 0.0
+            self.dispatch.reschedule(host)
+        if parked:
+            self.dispatch.parts.wakeup.arm(self.dispatch.next_due(now), now)
+

@@ -1,0 +1,305 @@
+"""Redis round trips off the reactor thread: one worker thread, its own
+connection, commands in FIFO order, answers back on the reactor thread.
+
+Scrapy's scheduler API is synchronous (``next_request``,
+``enqueue_request``), so the shared frontier cannot simply ``await`` Redis.
+It talks to Redis through a *channel* with three calls:
+
+* :meth:`RedisWorker.write` -- a command whose answer nobody needs (a URL
+  finished, a requeue): queued, returns at once;
+* :meth:`RedisWorker.submit` -- commands whose answers a callback wants (a
+  URL's enqueue, a host's next URL): queued, returns at once; the callback
+  runs later *on the reactor thread* with the answers;
+* :meth:`RedisWorker.call` -- commands whose answers are needed now (lease
+  acquisition, renewal, release: per host, not per page): the reactor
+  waits for them, as it did for every call before.
+
+The worker thread takes every job queued since its last round trip and
+sends them in one pipeline (so a busy reactor's writes, enqueues and takes
+batch themselves), then hands the answers back in one
+``reactor.callFromThread``. One thread and one queue keep the order of
+every command sent through the channel, which is what the frontier's
+guarantees rest on: a page's ``FINISH`` reaches Redis after the enqueues of
+the links found on it, so a ``kill -9`` that loses queued jobs loses a page's
+links only together with its "done" (the page stays in flight and is fetched
+again when its lease expires). A :meth:`call` runs the callbacks of the jobs
+queued before it before it returns, so the caller sees their effects.
+
+:class:`DirectIO` is the same channel without a thread (callbacks run at
+once): tests that drive a frontier step by step, tools, and a frontier
+opened without a running reactor.
+
+Failures: the worker's connection retries with back-off (in the worker
+thread: the reactor keeps running); a job that still fails raises in
+:meth:`call`, or is reported to ``on_error`` on the reactor thread (the
+frontier pauses the crawl) and to the job's ``failed`` callback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from extensions.backends.redis.connection import RedisConnection, RedisLayerError
+from extensions.frontier.store import FrontierStoreError
+
+logger = logging.getLogger(__name__)
+
+Command = tuple[Any, ...]
+#: what follows from a job's answers, sent by the worker thread itself in its
+#: next round trip (before anything queued since): commands and what follows
+#: from theirs, optionally with the callbacks of that job (``then`` on the
+#: reactor thread with its answers, ``failed`` on a failure), or None
+Follow = Callable[[list[Any]], "tuple[Any, ...] | None"]
+MAX_JOBS = 512  # jobs per pipeline at most
+
+
+class DirectIO:
+    """The channel on the caller's thread: ``store``'s own call and write."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def call(self, *commands: Command) -> list[Any]:
+        return self.store.call(*commands)
+
+    def write(self, *command: Any) -> None:
+        self.store.write(*command)
+
+    def submit(self, commands: Sequence[Command], then: Callable[[list[Any]], None] | None,
+               failed: Callable[[Exception], None] | None = None, follow: Follow | None = None) -> None:
+        answers = self.store.call(*commands)
+        step, found, later = follow, answers, []
+        while step is not None and (chained := step(found)) is not None:
+            found, step = self.store.call(*chained[0]), chained[1]
+            if len(chained) > 2 and chained[2] is not None:
+                later.append((chained[2], found))
+        if then is not None:
+            then(answers)
+        for chained_then, chained_answers in later:  # in the order the worker would deliver them
+            chained_then(chained_answers)
+
+    def pending(self) -> int:
+        return 0
+
+    def idle(self) -> bool:
+        return True
+
+
+class _Job:
+    __slots__ = ("commands", "then", "failed", "follow", "done", "answers", "error")
+
+    def __init__(self, commands: Sequence[Command], then: Callable[[list[Any]], None] | None = None,
+                 failed: Callable[[Exception], None] | None = None, waits: bool = False,
+                 follow: Follow | None = None) -> None:
+        self.commands, self.then, self.failed, self.follow = commands, then, failed, follow
+        self.done = threading.Event() if waits else None
+        self.answers: list[Any] = []
+        self.error: Exception | None = None
+
+
+class RedisWorker:
+    """The channel through a worker thread (see the module docstring).
+    ``deliver`` runs a function on the reactor thread
+    (``reactor.callFromThread``); ``on_error`` hears failures of jobs
+    nobody waits for. Call :meth:`start` once, :meth:`stop` at close."""
+
+    def __init__(self, connection: RedisConnection, deliver: Callable[[Callable[[], None]], Any],
+                 on_error: Callable[[Exception], None]) -> None:
+        self.connection, self.deliver, self.on_error = connection, deliver, on_error
+        self._jobs: deque[_Job] = deque()
+        self._answered: deque[tuple[_Job, Any]] = deque()  # waiting for the reactor thread
+        self._wake = threading.Condition()
+        self._delivery_scheduled = False
+        self._running = False
+        self._thread: threading.Thread | None = None
+        self.reactor_seconds = 0.0  # the reactor thread waiting in call()
+        self.reactor_calls = 0
+        self.jobs = self.pipelines = 0
+        self._outstanding = 0  # jobs queued and not finished (answered, their callback run)
+
+    # -- the channel -----------------------------------------------------------
+    def write(self, *command: Any) -> None:
+        self._queue(_Job((command,)))
+
+    def submit(self, commands: Sequence[Command], then: Callable[[list[Any]], None] | None,
+               failed: Callable[[Exception], None] | None = None, follow: Follow | None = None) -> None:
+        """``then`` (if any) gets the answers on the reactor thread; ``follow``
+        (if any) runs on the worker thread and what it returns is sent in the
+        next round trip, without a turn of the reactor in between (a host's
+        listing after its enqueue: while it waits, other processes may see an
+        empty heap and end)."""
+        self._queue(_Job(commands, then, failed, follow=follow))
+
+    def call(self, *commands: Command) -> list[Any]:
+        """The answers to ``commands`` after everything queued before them;
+        the callbacks of earlier jobs run first."""
+        job = _Job(commands, waits=True)
+        started = time.perf_counter()
+        self._queue(job)
+        job.done.wait()  # type: ignore[union-attr]
+        self.reactor_seconds += time.perf_counter() - started
+        self.reactor_calls += 1
+        self.run_callbacks()
+        if job.error is not None:
+            raise job.error
+        return job.answers
+
+    def drain(self) -> None:
+        """Wait until every queued job is answered and its callback has run."""
+        if self._running:
+            self.call()
+
+    def pending(self) -> int:
+        return len(self._jobs)
+
+    def idle(self) -> bool:
+        """Whether every job sent is finished (its callback run, and so any
+        job the callback sent): nothing of ours is on its way to Redis."""
+        return self._outstanding == 0
+
+    # -- lifecycle ---------------------------------------------------------------
+    def start(self) -> None:
+        self._running = True
+        self._thread = threading.Thread(target=self._run, name="redis-worker", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Send what is queued, run its callbacks, end the thread."""
+        if not self._running:
+            return
+        self.drain()
+        with self._wake:
+            self._running = False
+            self._wake.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self.connection.detach()
+
+    def timing(self) -> dict[str, float]:
+        """The worker connection's round trips and waits; the reactor's waits in :meth:`call`."""
+        timing = self.connection.timing()
+        timing["redis/reactor_round_trips"] = self.reactor_calls
+        timing["redis/reactor_wait_seconds"] = round(self.reactor_seconds, 6)
+        return timing
+
+    # -- the two threads ----------------------------------------------------------
+    def _queue(self, job: _Job) -> None:
+        if not self._running:
+            raise RedisLayerError(f"the Redis worker for {self.connection.location} is stopped")
+        with self._wake:
+            self._outstanding += 1
+            self._jobs.append(job)
+            self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._jobs and self._running:
+                    self._wake.wait()
+                if not self._jobs and not self._running:
+                    return
+                batch = [self._jobs.popleft() for _ in range(min(MAX_JOBS, len(self._jobs)))]
+            try:
+                self._send(batch)
+            except Exception:  # noqa: BLE001 - the thread must live on, or every later job waits forever
+                logger.exception("The Redis worker thread failed to hand answers back")
+                for job in batch:
+                    if job.done is not None:
+                        job.done.set()
+
+    def _send(self, batch: list[_Job]) -> None:
+        commands = [command for job in batch for command in job.commands]
+        error: Exception | None = None
+        answers: list[Any] = []
+        try:
+            answers = self.connection.call(*commands) if commands else []
+        except Exception as err:  # noqa: BLE001 - reported on the reactor thread
+            error = err if isinstance(err, RedisLayerError) else RedisLayerError(str(err))
+        self.jobs += len(batch)
+        self.pipelines += 1
+        at = 0
+        for job in batch:
+            job.answers, job.error = answers[at:at + len(job.commands)], error
+            at += len(job.commands)
+        if error is None:
+            self._chain(batch)
+        self._finish(batch, error)
+
+    def _chain(self, batch: list[_Job]) -> None:
+        """Queue, first, what follows from the answers (see :meth:`submit`)."""
+        chained = []
+        for job in batch:
+            try:
+                follows = job.follow(job.answers) if job.follow is not None else None
+            except Exception:  # noqa: BLE001 - a bad answer must not end the thread
+                logger.exception("Following a Redis answer failed")
+                follows = None
+            if follows is not None:
+                commands, step, *callbacks = follows
+                chained.append(_Job(commands, *callbacks, follow=step))
+        if chained:
+            with self._wake:  # counted before the jobs they follow are done: idle() stays false
+                self._outstanding += len(chained)
+                self._jobs.extendleft(reversed(chained))
+
+    def _finish(self, batch: list[_Job], error: Exception | None) -> None:
+        for job in batch:
+            if job.then is not None or (error is not None and job.done is None):
+                self._answered.append((job, error))
+            else:
+                with self._wake:
+                    self._outstanding -= 1
+        for job in batch:
+            if job.done is not None:
+                job.done.set()
+        if self._answered and not self._delivery_scheduled:
+            self._delivery_scheduled = True
+            self.deliver(self.run_callbacks)
+
+    def run_callbacks(self) -> None:
+        """On the reactor thread: the callbacks of the answered jobs, in order."""
+        self._delivery_scheduled = False
+        reported: Exception | None = None
+        while self._answered:
+            job, error = self._answered.popleft()
+            try:
+                if error is None:
+                    job.then(job.answers)  # type: ignore[misc]
+                    continue
+                if job.failed is not None:
+                    job.failed(error)
+                if error is not reported:  # once per failed pipeline
+                    reported = error
+                    self.on_error(error)
+            except Exception:  # noqa: BLE001 - one callback must not stop the others
+                logger.exception("A Redis answer's callback failed")
+            finally:  # after the callback queued what follows from it (a listing after an enqueue)
+                with self._wake:
+                    self._outstanding -= 1
+
+
+def running_reactor() -> Any:
+    """The Twisted reactor if one is installed and running (a crawl), else None."""
+    reactor = sys.modules.get("twisted.internet.reactor")
+    return reactor if reactor is not None and getattr(reactor, "running", False) else None
+
+
+def start_worker(store: Any, deliver: Callable[[Callable[[], None]], Any], on_error: Callable[[Exception], None],
+                 purpose: str = "the shared frontier's worker thread",
+                 error: type[Exception] = FrontierStoreError) -> RedisWorker:
+    """A running worker with a connection of its own to ``store``'s Redis
+    (anything with ``url``, ``retries`` and ``timeout``: the frontier's
+    :class:`~extensions.backends.redis.store.RedisStore`, the content-seen store);
+    ``deliver`` runs a function on the reactor thread (``reactor.callFromThread``).
+    Raises ``error`` naming the URL and ``purpose`` if Redis is not there."""
+    connection = RedisConnection(store.url, retries=store.retries, timeout=store.timeout)
+    connection.attach(purpose, error)
+    worker = RedisWorker(connection, deliver, on_error)
+    worker.start()
+    return worker

@@ -1,0 +1,42 @@
+"""Readers of the backends' settings, with our defaults (the crawler may
+run without the add-on). Invalid values raise ``ValueError`` naming the
+setting and its value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extensions import defaults
+
+
+def setting(settings: Any, name: str) -> Any:
+    """A setting with our default (the crawler may run without the add-on)."""
+    value = settings.get(name)
+    return getattr(defaults, name) if value is None else value
+
+
+def number_setting(settings: Any, name: str, minimum: float, kind: type = float) -> Any:
+    """A number setting (with our default), checked against ``minimum``."""
+    raw = setting(settings, name)
+    try:
+        value = kind(raw)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a number >= {minimum}, got {raw!r}") from err
+    if value < minimum:
+        raise ValueError(f"{name} must be a number >= {minimum}, got {raw!r}")
+    return value
+
+
+def flag_setting(settings: Any, name: str) -> bool:
+    """A boolean setting with our default."""
+    return settings.getbool(name, getattr(defaults, name))
+
+
+# -- choices inside a backend ---------------------------------------------------------
+def seen_backend(settings: Any) -> str:
+    """``FRONTIER_SEEN_BACKEND``: "exact" or "bloom"."""
+    backend = setting(settings, "FRONTIER_SEEN_BACKEND")
+    if backend not in ("exact", "bloom"):
+        raise ValueError(f'FRONTIER_SEEN_BACKEND must be "exact" or "bloom", got {backend!r}')
+    return backend

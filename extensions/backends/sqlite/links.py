@@ -1,0 +1,41 @@
+"""The recorded link graph in the SQLite store: one row per page::
+
+    CREATE TABLE links (
+      source  INTEGER PRIMARY KEY,  -- the page's URL fingerprint
+      targets BLOB NOT NULL);       -- its outlinks (extensions.linkgraph.lists)
+
+on the store's connection, inside its open transaction: the write-ahead
+commit that makes a page ``done`` carries its list.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+
+from extensions.linkgraph.lists import pack_targets, unpack_targets
+
+
+class SQLiteLinkTable:
+    """The ``links`` table on the SQLite store's connection (``connection``
+    returns it, raising the store's error when the store is not open)."""
+
+    def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
+        self._connection = connection
+
+    def record(self, source: int, targets: Sequence[int]) -> None:
+        self._connection().execute("INSERT OR REPLACE INTO links VALUES (?, ?)",
+                                   (source, pack_targets(targets)))
+
+    def targets_of(self, source: int) -> list[int] | None:
+        row = self._connection().execute("SELECT targets FROM links WHERE source=?", (source,)).fetchone()
+        return None if row is None else unpack_targets(row[0])
+
+    def sources(self) -> int:
+        return self._connection().execute("SELECT COUNT(*) FROM links").fetchone()[0]
+
+    def scan(self, batch: int = 10_000) -> Iterator[list[tuple[int, list[int]]]]:
+        cursor = self._connection().cursor()
+        cursor.execute("SELECT source, targets FROM links ORDER BY source")
+        while rows := cursor.fetchmany(max(1, batch)):
+            yield [(source, unpack_targets(blob)) for source, blob in rows]

@@ -1,0 +1,488 @@
+"""The frontier's embedded store: one SQLite file (stdlib ``sqlite3``).
+
+The file is ``JOBDIR/frontier.sqlite3`` (without ``JOBDIR`` the frontier
+puts it in a temporary directory removed at close). It runs in WAL mode with
+``synchronous=NORMAL``: every change goes into one open transaction that is
+committed at each checkpoint and, with write-ahead (``FRONTIER_WRITE_AHEAD``,
+on by default), by :meth:`SQLiteStore.commit` before each request is handed
+out, so after ``kill -9`` the file holds exactly the state of the last commit
+(an operating-system crash may lose the last commits too: WAL frames are not
+fsync'd at commit). Inspect it with the ``sqlite3`` command while a crawl runs
+(WAL lets readers in)::
+
+    sqlite3 JOBDIR/frontier.sqlite3 \\
+      "SELECT status, COUNT(*) FROM urls_readable GROUP BY status"
+
+Schema (version 1)::
+
+    -- Every known URL. Authoritative: a queued or in-flight row holds all
+    -- that is needed to rebuild its request, so the queues can be rebuilt
+    -- from it after a crash.
+    CREATE TABLE urls (
+      fingerprint INTEGER PRIMARY KEY,  -- signed 64-bit: high 24 bits hash the
+                                        -- host, low 40 the canonical URL, so
+                                        -- one host's rows cluster (Mercator)
+      url        TEXT    NOT NULL,      -- as requested (not canonicalised)
+      host       TEXT    NOT NULL,      -- host name, lower case
+      status     INTEGER NOT NULL,      -- 0 queued, 1 inflight, 2 done,
+                                        -- 3 failed, 4 excluded, 5 deferred,
+                                        -- 6 refused
+                                        -- (see statuses)
+      level      INTEGER NOT NULL,      -- front queue chosen by the prioritiser
+      priority   INTEGER NOT NULL,      -- Scrapy's request.priority
+      depth      INTEGER NOT NULL,      -- request.meta['depth']
+      seq        INTEGER NOT NULL,      -- discovery order (rebuild order)
+      discovered REAL    NOT NULL,      -- unix time first (re)queued
+      fetched    REAL,                  -- unix time the last fetch ended
+      referer    TEXT,                  -- the Referer header, if any
+      flags      INTEGER NOT NULL,      -- 1 dont_filter, 2 blob, 4 memory-only
+      extra      TEXT,                  -- JSON: compact meta keys, callback names
+      blob       BLOB                   -- pickle of request.to_dict() when the
+                                        -- request cannot be stored compactly
+    );
+    -- Order only: which fingerprints each front/back queue holds.
+    CREATE TABLE queue_items (
+      queue       TEXT    NOT NULL,     -- 'front/0'..'front/K-1', 'back/0'..
+      seq         INTEGER NOT NULL,     -- position (may be negative: push_front)
+      fingerprint INTEGER NOT NULL,
+      PRIMARY KEY (queue, seq)) WITHOUT ROWID;
+    CREATE TABLE hosts (host TEXT PRIMARY KEY, crawl_delay REAL,
+                        first_seen REAL NOT NULL) WITHOUT ROWID;
+    CREATE TABLE deferrals (origin TEXT PRIMARY KEY, reason TEXT NOT NULL,
+                            at REAL NOT NULL) WITHOUT ROWID;
+                                        -- why an origin's URLs were deferred
+                                        -- (robots.txt unreachable, circuit
+                                        -- breaker); a resume retries them
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+                                        -- schema, clean ('1' after a clean
+                                        -- close), front_queues, back_queues
+    CREATE TABLE links (source INTEGER PRIMARY KEY, targets BLOB NOT NULL);
+                                        -- a fetched page's outlinks: packed
+                                        -- int64 fingerprints (linktable.py)
+    CREATE TABLE revisits (...);        -- a fetched URL's re-visit history and
+                                        -- next due time (revisittable.py)
+    CREATE TABLE statuses (status INTEGER PRIMARY KEY, name TEXT NOT NULL);
+    CREATE VIEW urls_readable AS        -- urls with text status and dates
+      SELECT u.fingerprint, u.url, u.host, s.name AS status, u.level,
+             u.priority, u.depth, datetime(u.discovered, 'unixepoch') AS
+             discovered, datetime(u.fetched, 'unixepoch') AS fetched,
+             u.referer, u.flags, u.extra, length(u.blob) AS blob_bytes,
+             ... cash, group, next_due, revisit_visits, changes, gone
+      FROM urls u JOIN statuses s USING (status) LEFT JOIN ...;
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+
+from extensions.backends.sqlite.cash import SQLiteCashTable
+from extensions.backends.sqlite.census import SQLiteCensus
+from extensions.backends.sqlite.links import SQLiteLinkTable
+from extensions.backends.sqlite.revisits import REVISITS_SCHEMA, SQLiteRevisitTable
+from extensions.backends.sqlite.rowcache import RowCache
+from extensions.frontier.store import Entry, FrontierStoreError, Status
+
+SCHEMA_VERSION = "1"
+#: WAL pages written before SQLite copies them back into the database file
+#: (its default is 1000): a crawl commits every reactor turn, and fewer,
+#: larger checkpoints cost less per page; the WAL stays under ~32 MiB.
+WAL_CHECKPOINT_PAGES = 8000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS urls (
+  fingerprint INTEGER PRIMARY KEY, url TEXT NOT NULL, host TEXT NOT NULL,
+  status INTEGER NOT NULL, level INTEGER NOT NULL, priority INTEGER NOT NULL,
+  depth INTEGER NOT NULL, seq INTEGER NOT NULL, discovered REAL NOT NULL,
+  fetched REAL, referer TEXT, flags INTEGER NOT NULL, extra TEXT, blob BLOB);
+CREATE TABLE IF NOT EXISTS queue_items (
+  queue TEXT NOT NULL, seq INTEGER NOT NULL, fingerprint INTEGER NOT NULL,
+  PRIMARY KEY (queue, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS hosts (
+  host TEXT PRIMARY KEY, crawl_delay REAL, first_seen REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cash (
+  fingerprint INTEGER PRIMARY KEY, cash REAL NOT NULL, history REAL NOT NULL,
+  mark REAL NOT NULL, visits INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS content_groups (
+  fingerprint INTEGER PRIMARY KEY, group_id INTEGER NOT NULL,
+  duplicate INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS links (
+  source INTEGER PRIMARY KEY, targets BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS statuses (status INTEGER PRIMARY KEY, name TEXT NOT NULL);
+INSERT OR IGNORE INTO statuses VALUES
+  (0, 'queued'), (1, 'inflight'), (2, 'done'), (3, 'failed'), (4, 'excluded'),
+  (5, 'deferred'), (6, 'refused');
+CREATE TABLE IF NOT EXISTS deferrals (
+  origin TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
+DROP VIEW IF EXISTS urls_readable;
+CREATE VIEW urls_readable AS
+  SELECT u.fingerprint, u.url, u.host, s.name AS status, u.level, u.priority,
+         u.depth, datetime(u.discovered, 'unixepoch') AS discovered,
+         datetime(u.fetched, 'unixepoch') AS fetched, u.referer, u.flags,
+         u.extra, length(u.blob) AS blob_bytes, c.cash, c.history, c.visits,
+         g.group_id, g.duplicate, datetime(r.due, 'unixepoch') AS next_due,
+         r.visits AS revisit_visits, r.changes, r.gone
+  FROM urls u JOIN statuses s USING (status) LEFT JOIN cash c USING (fingerprint)
+  LEFT JOIN content_groups g USING (fingerprint) LEFT JOIN revisits r USING (fingerprint);
+"""
+
+_SCHEMA = REVISITS_SCHEMA + _SCHEMA  # the view reads the revisits table
+_ENTRY_COLUMNS = "fingerprint, url, host, level, priority, depth, referer, flags, extra, blob"
+_CHUNK = 500  # bound on SQL variables per statement
+_STATUSES = {int(status): status for status in Status}  # a dict look-up, not an enum call
+
+
+class SQLiteStore(SQLiteCashTable):
+    """All four store concerns on one connection and one open transaction.
+
+    ``queues``, ``urls``, ``hosts`` and ``cash`` are this object itself (the
+    protocols of :mod:`extensions.frontier.store` have disjoint method names; the
+    cash and content-group methods come from :mod:`.cashtable`)."""
+
+    def __init__(self, path: str | Path, cache_mb: int = 64, max_mb: float | None = None) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.round_trips = 0  # an embedded store sends no requests
+        self.cache_mb = cache_mb
+        self.max_mb = max_mb  # a quota: beyond it writes fail as on a full disk
+        self.clean = True
+        self.read_only = False
+        self.queues = self.urls = self.hosts = self.cash = self
+        self.links = SQLiteLinkTable(self._require)  # same connection, same transaction
+        self.revisits = SQLiteRevisitTable(self._require)  # so too
+        self.census = SQLiteCensus(self._require)  # reads only
+        self._db: sqlite3.Connection | None = None
+        self._lengths: dict[str, int] = {}
+        self._bounds: dict[str, list[int]] = {}  # queue -> [first seq, last seq]
+        self._host_count = 0
+        self._seq = 0
+        self._committed_changes = 0  # the connection's total_changes at the last commit
+        self._recent = RowCache()  # statuses and cash rows touched lately (see .rowcache)
+
+    # -- lifecycle ---------------------------------------------------------
+    def open(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._configure()
+            self._load_counters()
+            self._db.execute("BEGIN")
+            self.set_meta("clean", "0")
+            self._db.execute("COMMIT")
+            self._db.execute("BEGIN")
+            self._committed_changes = self._db.total_changes
+        except (sqlite3.Error, OSError) as err:
+            self._abandon()
+            raise FrontierStoreError(
+                f"cannot open the frontier database {self.location}: {err} "
+                "(a corrupt file, a full disk or another program's file; move "
+                "it away or choose another JOBDIR)"
+            ) from err
+
+    def open_read_only(self) -> None:
+        """Open an existing database to read it, a running crawl's too:
+        nothing is written, :meth:`close` only closes."""
+        if not self.path.is_file():
+            raise FrontierStoreError(f"no frontier database at {self.location} (check JOBDIR)")
+        try:
+            self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+            self.get_meta("schema")
+            self._load_counters()  # host_count and queue lengths, as a writer's open loads them
+        except sqlite3.Error as err:
+            self._abandon()
+            raise FrontierStoreError(f"cannot read the frontier database {self.location}: {err}") from err
+        self.read_only = True
+
+    def _configure(self) -> None:
+        db = self._require()
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise sqlite3.DatabaseError(f"cannot switch to WAL mode (got {mode})")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
+        db.execute(f"PRAGMA cache_size=-{int(self.cache_mb) * 1024}")
+        db.execute("PRAGMA mmap_size=0")
+        if self.max_mb is not None:
+            page_size = db.execute("PRAGMA page_size").fetchone()[0]
+            db.execute(f"PRAGMA max_page_count={max(1, int(self.max_mb * 2**20 / page_size))}")
+        db.executescript(_SCHEMA)
+        version = self.get_meta("schema")
+        if version is None:
+            self.set_meta("schema", SCHEMA_VERSION)
+        elif version != SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(f"schema version {version}, expected {SCHEMA_VERSION}")
+        has_rows = db.execute("SELECT 1 FROM urls LIMIT 1").fetchone() is not None
+        self.clean = self.get_meta("clean") == "1" or not has_rows
+
+    def _load_counters(self) -> None:
+        db = self._require()
+        rows = db.execute(
+            "SELECT queue, COUNT(*), MIN(seq), MAX(seq) FROM queue_items GROUP BY queue"
+        )
+        for name, count, first, last in rows:
+            self._lengths[name] = count
+            self._bounds[name] = [first, last]
+        self._host_count = db.execute("SELECT COUNT(*) FROM hosts").fetchone()[0]
+        self._seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0]
+
+    def checkpoint(self) -> None:
+        db = self._require()
+        try:
+            db.execute("COMMIT")
+            db.execute("BEGIN")
+        except sqlite3.Error as err:
+            self._recent.clear()  # what the file holds now is not known
+            raise FrontierStoreError(f"cannot commit {self.location}: {err}") from err
+        self._committed_changes = db.total_changes
+
+    def commit(self, before: Callable[[], None] | None = None) -> bool:
+        """Commit if anything changed since the last commit; return whether
+        it did. ``before`` runs first, into the same transaction (state kept
+        in memory that must agree with the rows, e.g. AOPIC's Lambda). Cheap
+        when nothing changed, so it can run on every scheduler call."""
+        if self._require().total_changes == self._committed_changes:
+            return False
+        if before is not None:
+            before()
+        self.checkpoint()
+        return True
+
+    def close(self, clean: bool = True) -> None:
+        if self._db is None or self.read_only:
+            return self._abandon()
+        self.set_meta("clean", "1" if clean else "0")
+        self.checkpoint()
+        self._db.execute("COMMIT")
+        self._db.close()
+        self._db = None
+
+    def abandon(self) -> None:
+        """Drop the connection without committing (a simulated crash)."""
+        self._abandon()
+
+    def _abandon(self) -> None:
+        self._recent.clear()
+        if self._db is not None:
+            self._db.close()  # an open transaction is rolled back
+            self._db = None
+
+    def _memory(self) -> RowCache | None:
+        """The row cache, trusted only inside this store's own open
+        transaction (a failed statement may have rolled it back; a
+        read-only reader sees another process's writes)."""
+        if self._require().in_transaction:
+            return self._recent
+        self._recent.clear()
+        return None
+
+    def _require(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise FrontierStoreError(f"the frontier database {self.location} is not open")
+        return self._db
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._require().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._require().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def memory_usage(self) -> tuple[int, int] | None:
+        """Not measured for an embedded store."""
+        return None
+
+    # -- RequestQueues -------------------------------------------------------
+    def push(self, name: str, fingerprints: Sequence[int]) -> None:
+        if not fingerprints:
+            return
+        bounds = self._bounds.setdefault(name, [1, 0])
+        start = bounds[1] + 1
+        bounds[1] += len(fingerprints)
+        self._require().executemany(
+            "INSERT INTO queue_items VALUES (?, ?, ?)",
+            [(name, start + i, fp) for i, fp in enumerate(fingerprints)],
+        )
+        self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
+
+    def push_front(self, name: str, fingerprints: Sequence[int]) -> None:
+        if not fingerprints:
+            return
+        bounds = self._bounds.setdefault(name, [1, 0])
+        first = bounds[0] - len(fingerprints)
+        bounds[0] = first
+        self._require().executemany(
+            "INSERT INTO queue_items VALUES (?, ?, ?)",
+            [(name, first + i, fp) for i, fp in enumerate(fingerprints)],
+        )
+        self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
+
+    def pop(self, name: str, count: int) -> list[int]:
+        if not self._lengths.get(name):
+            return []
+        db = self._require()
+        rows = db.execute(
+            "SELECT seq, fingerprint FROM queue_items WHERE queue=? ORDER BY seq LIMIT ?",
+            (name, count),
+        ).fetchall()
+        if rows:
+            db.execute("DELETE FROM queue_items WHERE queue=? AND seq<=?", (name, rows[-1][0]))
+            self._bounds[name][0] = rows[-1][0] + 1
+        self._lengths[name] -= len(rows)
+        return [fp for _, fp in rows]
+
+    def length(self, name: str) -> int:
+        return self._lengths.get(name, 0)
+
+    def clear(self) -> None:
+        self._require().execute("DELETE FROM queue_items")
+        self._lengths.clear()
+        self._bounds.clear()
+
+    # -- URLTable ----------------------------------------------------------
+    def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
+        db, memory = self._require(), self._memory()
+        result = []
+        for entry in entries:
+            self._seq += 1
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO urls VALUES (?,?,?,0,?,?,?,?,?,NULL,?,?,?,?)",
+                self._row(entry, now),
+            )
+            result.append(cursor.rowcount == 1)
+            if result[-1] and memory is not None:
+                memory.remember_status(entry.fingerprint, Status.QUEUED)
+        return result
+
+    def requeue(self, entry: Entry, now: float) -> None:
+        self._seq += 1
+        if (memory := self._memory()) is not None:
+            memory.remember_status(entry.fingerprint, Status.QUEUED)
+        self._require().execute(
+            "INSERT INTO urls VALUES (?,?,?,0,?,?,?,?,?,NULL,?,?,?,?) "
+            "ON CONFLICT (fingerprint) DO UPDATE SET url=excluded.url, "
+            "host=excluded.host, status=0, level=excluded.level, "
+            "priority=excluded.priority, depth=excluded.depth, seq=excluded.seq, "
+            "referer=excluded.referer, flags=excluded.flags, "
+            "extra=excluded.extra, blob=excluded.blob",
+            self._row(entry, now),
+        )
+
+    def _row(self, e: Entry, now: float) -> tuple:
+        return (e.fingerprint, e.url, e.host, e.level, e.priority, e.depth,
+                self._seq, now, e.referer, e.flags, e.extra, e.blob)
+
+    def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
+        db = self._require()
+        found: dict[int, Entry] = {}
+        for i in range(0, len(fingerprints), _CHUNK):
+            chunk = fingerprints[i : i + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for row in db.execute(
+                f"SELECT {_ENTRY_COLUMNS} FROM urls WHERE fingerprint IN ({marks})", chunk
+            ):
+                found[row[0]] = Entry(*row)
+        return found
+
+    def set_status(
+        self,
+        fingerprints: Iterable[int],
+        status: Status,
+        now: float | None = None,
+        only_from: Status | None = None,
+    ) -> None:
+        sql = "UPDATE urls SET status=?, fetched=COALESCE(?, fetched) WHERE fingerprint=?"
+        fingerprints = list(fingerprints)
+        if only_from is None:
+            rows = [(int(status), now, fp) for fp in fingerprints]
+        else:
+            sql += " AND status=?"
+            rows = [(int(status), now, fp, int(only_from)) for fp in fingerprints]
+        self._require().executemany(sql, rows)
+        if (memory := self._memory()) is not None:
+            memory.wrote_status(fingerprints, int(status), None if only_from is None else int(only_from))
+
+    def status_of(self, fingerprint: int) -> Status | None:
+        memory = self._memory()
+        status = None if memory is None else memory.status(fingerprint)
+        if status is None:
+            row = self._require().execute(
+                "SELECT status FROM urls WHERE fingerprint=?", (fingerprint,)
+            ).fetchone()
+            if row is None:
+                return None
+            status = row[0] if memory is None else memory.remember_status(fingerprint, row[0])
+        return _STATUSES[status]
+
+    def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        cursor = self._require().cursor()
+        cursor.execute(
+            "SELECT fingerprint, level FROM urls WHERE status IN (0, 1) ORDER BY seq"
+        )
+        while rows := cursor.fetchmany(batch):
+            yield from rows
+
+    def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        cursor = self._require().cursor()
+        cursor.execute("SELECT fingerprint, level FROM urls")
+        while rows := cursor.fetchmany(batch):
+            yield from rows
+
+    def count_host(self, fingerprint: int, host: str) -> int:
+        lo = (fingerprint >> 40) << 40  # the host's fingerprints share their top 24 bits
+        return self._require().execute(
+            "SELECT COUNT(*) FROM urls WHERE fingerprint BETWEEN ? AND ? AND host = ?",
+            (lo, lo + (1 << 40) - 1, host),
+        ).fetchone()[0]
+
+    def requeue_inflight(self) -> int:
+        self._recent.statuses.clear()  # a bulk update
+        return self._require().execute("UPDATE urls SET status=0 WHERE status=1").rowcount
+
+    def count_by_status(self) -> dict[Status, int]:
+        rows = self._require().execute("SELECT status, COUNT(*) FROM urls GROUP BY status")
+        return {Status(status): count for status, count in rows}
+
+    def take_deferred(self) -> list[int]:
+        db = self._require()
+        fingerprints = [fp for (fp,) in db.execute("SELECT fingerprint FROM urls WHERE status=5")]
+        db.execute("UPDATE urls SET status=0 WHERE status=5")
+        self._recent.statuses.clear()  # a bulk update
+        return fingerprints
+
+    # -- HostTable ---------------------------------------------------------
+    def add_hosts(self, hosts: Iterable[str], now: float | None = None) -> int:
+        db = self._require()
+        first_seen = time.time() if now is None else now
+        new = 0
+        for host in hosts:
+            new += db.execute(
+                "INSERT OR IGNORE INTO hosts VALUES (?, NULL, ?)", (host, first_seen)
+            ).rowcount
+        self._host_count += new
+        return new
+
+    def host_count(self) -> int:
+        return self._host_count
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        self.add_hosts([host])
+        self._require().execute("UPDATE hosts SET crawl_delay=? WHERE host=?", (seconds, host))
+
+    def crawl_delays(self) -> dict[str, float]:
+        rows = self._require().execute(
+            "SELECT host, crawl_delay FROM hosts WHERE crawl_delay IS NOT NULL"
+        )
+        return dict(rows)
+
+    def defer_origin(self, origin: str, reason: str, now: float) -> None:
+        self._require().execute("INSERT OR REPLACE INTO deferrals VALUES (?, ?, ?)", (origin, reason, now))
+
+    def deferrals(self) -> dict[str, tuple[str, float]]:
+        rows = self._require().execute("SELECT origin, reason, at FROM deferrals")
+        return {origin: (reason, at) for origin, reason, at in rows}
+
+    def clear_deferrals(self) -> None:
+        self._require().execute("DELETE FROM deferrals")

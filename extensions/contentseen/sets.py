@@ -1,0 +1,78 @@
+"""The content-seen sets a backend hands the content-seen pipeline.
+
+:class:`ContentSets` holds the exact set (fingerprint -> first URL), the
+near-duplicate index (None when near-duplicates are off) and, where the
+sets are remote, an off-reactor path that answers a page's verdict as a
+Deferred (None: every call answers at once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ContentOptions:
+    """What shapes the sets, from the ``CONTENTSEEN_*`` settings."""
+
+    near_enabled: bool
+    distance: int
+    min_resemblance: float
+    memory_entries: int
+    cache_kib: int
+    flush_interval: float
+    io_thread: bool
+    #: called (on the reactor thread) when an off-reactor round trip failed after its retries
+    on_worker_error: Callable[[Exception], None]
+
+
+class ExactSet(Protocol):
+    def duplicate_of(self, fingerprint: int, url: str) -> str | None: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+    def stats(self) -> dict[str, Any]: ...
+
+
+class NearIndex(Protocol):
+    def prefetch(self, simhash: int) -> None: ...
+    def add_or_match(self, simhash: int, url: str, sketch: bytes | None) -> tuple[Any, Any]: ...
+    def match(self, simhash: int, sketch: bytes | None) -> Any: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+    def stats(self) -> dict[str, Any]: ...
+
+
+class OffReactor(Protocol):
+    """A page's verdict computed off the reactor thread."""
+
+    def verdict(self, fingerprint: int, url: str, near: Any) -> Any: ...
+    def timing(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+@dataclass
+class ContentSets:
+    """The sets of one crawl; :meth:`open` before use, :meth:`close` once."""
+
+    exact: ExactSet
+    near: NearIndex | None = None
+    opener: Callable[[ContentSets], None] | None = None  # builds what needs an open store
+    off_reactor: OffReactor | None = None
+    cleanup: Callable[[], None] | None = None
+    store: Any = None  # the shared store the sets live in (None: files of this process)
+
+    def open(self) -> None:
+        if self.opener is not None:
+            self.opener(self)
+
+    def close(self) -> None:
+        if self.off_reactor is not None:
+            self.off_reactor.close()  # its queued pages and writes first
+        self.off_reactor = None
+        for part in (self.exact, self.near):
+            if part is not None:
+                part.close()
+        if self.cleanup is not None:
+            self.cleanup()

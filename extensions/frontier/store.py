@@ -1,0 +1,435 @@
+"""The frontier's storage seams, split by concern as Frontera split them.
+
+The frontier (:mod:`extensions.frontier.scheduler`) keeps only fixed-size
+buffers in memory and talks to storage through four narrow protocols:
+
+* :class:`RequestQueues` -- named FIFO queues of 64-bit fingerprints
+  (``front/0`` .. ``front/K-1``, ``back/0`` .. ``back/B-1``). They only give
+  order; what a fingerprint means lives in the URL table.
+* :class:`URLTable` -- every known URL, keyed by its fingerprint, holding all
+  that is needed to rebuild its request (see :class:`Entry`) and its status.
+  It is authoritative: the queues can always be rebuilt from its rows with
+  status ``queued``/``inflight``. Its key set is also the exact URL-seen set
+  (:meth:`URLTable.insert_new` is an add-if-new over a batch).
+* :class:`SeenSet` -- an add-if-new set of fingerprints used as a fast
+  pre-filter in front of the URL table (a Bloom filter in memory,
+  :class:`~extensions.frontier.urlseen.BloomSeen`), or instead of it: the
+  Redis store's shared Bloom filter in bitmaps
+  (:class:`~extensions.backends.redis.bloom.RedisBloom`), tested inside the
+  store's row inserts, after which finished rows are trimmed.
+* :class:`HostTable` -- per-host state that must survive a resume: the
+  robots.txt Crawl-delay and the count of distinct hosts.
+
+* :class:`CashTable` -- AOPIC's cash per URL; :class:`ContentGroups` -- the
+  content-seen verdict per URL.
+* :class:`LinkTable` -- the link graph as recorded: each fetched page's
+  accepted outlinks, by fingerprint (:mod:`extensions.frontier.linkrecord`).
+* :class:`RevisitTable` -- per-URL re-visit history (:class:`RevisitRecord`)
+  and the order in which fetched URLs fall due again (continuous crawling).
+* :class:`URLCensus` -- read-only summaries of the URL table for an
+  operator (``scrapy crawlstatus``): the busiest hosts, the last errors,
+  fetch times, origins held (:class:`Census`).
+
+A :class:`FrontierStore` bundles one of each with the lifecycle the frontier
+needs: open (raising :class:`FrontierStoreError` naming the file), checkpoint
+(make everything so far durable), close (clean or not) and a ``clean`` flag
+telling whether the previous run closed cleanly.
+
+Implementations: :mod:`extensions.backends.sqlite.store` (the default, one file in
+``JOBDIR``), :mod:`extensions.backends.memory.store` (tests) and
+:mod:`extensions.backends.redis.store`, which maps queues to lists (RPUSH/LPOP/LPUSH),
+the URL table to hashes, the seen set to those hashes or to bitmaps (a
+Bloom filter) and the host table to a hash; the host heap stays in the
+frontier's memory (or sorted sets when several processes share hosts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from enum import IntEnum
+from typing import NamedTuple, Protocol, runtime_checkable
+
+
+class FrontierStoreError(RuntimeError):
+    """The frontier's store cannot be opened or written (corrupt file, full
+    disk, wrong schema). Raised at start so a crawl never silently starts
+    empty; the message names the file."""
+
+
+class Status(IntEnum):
+    """Status of a URL row. Stored as a small int; the SQLite store also
+    offers a view with the text (see :mod:`extensions.backends.sqlite.store`)."""
+
+    QUEUED = 0
+    INFLIGHT = 1
+    DONE = 2
+    FAILED = 3
+    EXCLUDED = 4
+    DEFERRED = 5  # its origin could not be crawled in this run (see HostTable.deferrals)
+    REFUSED = 6  # a URL filter, the trap filter, the host budget or the address policy said no
+
+
+#: meta key: the origins a single-process frontier holds (JSON origin -> reason), for tools
+HELD_META = "held_origins"
+
+#: Entry.flags bits.
+FLAG_DONT_FILTER = 1
+FLAG_BLOB = 2  # the request is in Entry.blob (request_to_dict + pickle)
+FLAG_MEMORY = 4  # the request could not be serialised; kept in memory only
+FLAG_HAS_DEPTH = 8  # request.meta had a 'depth' key
+FLAG_REVISIT = 16  # queued again by the re-visit schedule (its request carries the validators)
+
+
+class Entry(NamedTuple):
+    """One URL as the frontier stores it: compact fields for the common case
+    (a GET of ``url`` with the spider's default callback), ``blob`` for the
+    rest. ``level`` is the front queue the prioritiser chose."""
+
+    fingerprint: int
+    url: str
+    host: str
+    level: int = 0
+    priority: int = 0
+    depth: int = 0
+    referer: str | None = None
+    flags: int = 0
+    extra: str | None = None  # JSON of the compact meta keys and callback names
+    blob: bytes | None = None
+
+
+@runtime_checkable
+class RequestQueues(Protocol):
+    """Named FIFO queues of fingerprints (signed 64-bit ints)."""
+
+    def push(self, name: str, fingerprints: Sequence[int]) -> None:
+        """Append at the tail, in order."""
+
+    def push_front(self, name: str, fingerprints: Sequence[int]) -> None:
+        """Put back at the head, so that ``fingerprints[0]`` pops first."""
+
+    def pop(self, name: str, count: int) -> list[int]:
+        """Remove and return up to ``count`` fingerprints from the head."""
+
+    def length(self, name: str) -> int:
+        """How many fingerprints ``name`` holds."""
+
+    def clear(self) -> None:
+        """Empty every queue (before a rebuild from the URL table)."""
+
+
+@runtime_checkable
+class URLTable(Protocol):
+    """Every known URL by fingerprint; authoritative for resume."""
+
+    def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
+        """Add-if-new: insert each entry whose fingerprint is unknown with
+        status queued; return, per entry, whether it was new."""
+
+    def requeue(self, entry: Entry, now: float) -> None:
+        """Insert or overwrite ``entry`` with status queued (``dont_filter``)."""
+
+    def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
+        """The entries of the known ``fingerprints``."""
+
+    def set_status(
+        self,
+        fingerprints: Iterable[int],
+        status: Status,
+        now: float | None = None,
+        only_from: Status | None = None,
+    ) -> None:
+        """Set the status (and, given ``now``, the last-fetched time); with
+        ``only_from``, only rows currently in that status change."""
+
+    def status_of(self, fingerprint: int) -> Status | None:
+        """The status of one URL, None if unknown."""
+
+    def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        """``(fingerprint, level)`` of every queued or in-flight URL, in
+        discovery order (to rebuild the queues)."""
+
+    def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        """``(fingerprint, level)`` of every known URL (to rebuild a Bloom filter)."""
+
+    def count_host(self, fingerprint: int, host: str) -> int:
+        """How many URLs of ``host`` are known; ``fingerprint`` is any of its
+        URLs' (their shared high bits make this a range scan)."""
+
+    def requeue_inflight(self) -> int:
+        """Every in-flight URL back to queued; return how many."""
+
+    def count_by_status(self) -> dict[Status, int]:
+        """How many URLs in each status."""
+
+    def take_deferred(self) -> list[int]:
+        """Every deferred URL back to queued (a resume retries them);
+        return their fingerprints."""
+
+
+@runtime_checkable
+class SeenSet(Protocol):
+    """An add-if-new set of fingerprints (possibly probabilistic)."""
+
+    def add_if_new(self, fingerprints: Sequence[int]) -> list[bool]:
+        """Add each fingerprint; True where it was (probably) not there."""
+
+    def size_bytes(self) -> int:
+        """Memory (or storage) the set takes, for ``frontier/bloom_size``."""
+
+
+@runtime_checkable
+class HostTable(Protocol):
+    """Per-host state that survives a resume."""
+
+    def add_hosts(self, hosts: Iterable[str]) -> int:
+        """Record hosts; return how many were new."""
+
+    def host_count(self) -> int:
+        """How many distinct hosts are known."""
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        """Remember a host's robots.txt Crawl-delay (None: forget it)."""
+
+    def crawl_delays(self) -> dict[str, float]:
+        """Every host with a known Crawl-delay."""
+
+    def defer_origin(self, origin: str, reason: str, now: float) -> None:
+        """Record why ``origin``'s URLs were deferred."""
+
+    def deferrals(self) -> dict[str, tuple[str, float]]:
+        """origin -> (reason, when) of every deferred origin."""
+
+    def clear_deferrals(self) -> None:
+        """Forget the deferrals (a resume retries them)."""
+
+
+@runtime_checkable
+class CashTable(Protocol):
+    """AOPIC's per-URL cash, history and dividend mark (see
+    :mod:`extensions.aopic.ledger`); rows exist only for URLs given cash."""
+
+    def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float, int]]:
+        """``(cash, history, mark, visits)`` of the known ``fingerprints``."""
+
+    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
+        """Insert or overwrite ``(fingerprint, cash, history, mark, visits)`` rows."""
+
+    def cash_count(self) -> int:
+        """How many URLs have a cash row (Lambda's dividend is split among them)."""
+
+    def cash_totals(self) -> tuple[float, float, float]:
+        """Sums of cash, history and mark over all rows (for the conservation check)."""
+
+    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
+            dict[int, tuple[float, float, float, int]], dict[int, Entry] | None]:
+        """:meth:`get_cash` of the URLs (a fetched page's links) and, where
+        reading them together saves a round trip (a networked store),
+        :meth:`URLTable.get_many` of the same URLs; None where it would not
+        (an embedded store: the caller reads the few rows it needs)."""
+
+
+@runtime_checkable
+class ContentGroups(Protocol):
+    """The content-seen test's verdict per URL: its similar-content group
+    and whether it was a duplicate (``content_groups`` in SQLite)."""
+
+    def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
+        """Record the URL's group (buffered until the next checkpoint)."""
+
+    def content_group(self, fingerprint: int) -> int | None:
+        """The URL's group, None if none was recorded."""
+
+
+@runtime_checkable
+class LinkTable(Protocol):
+    """The link graph as the crawl recorded it: per fetched page (its URL
+    fingerprint), its accepted outlinks' fingerprints, in the order found,
+    each once. Written in the same transaction (SQLite) or pipeline (Redis)
+    as the page's other changes, so a page marked done has its list."""
+
+    def record(self, source: int, targets: Sequence[int]) -> None:
+        """``source``'s outlinks (duplicates dropped, first kept); replaces
+        any earlier list of ``source`` (a re-fetch)."""
+
+    def targets_of(self, source: int) -> list[int] | None:
+        """``source``'s recorded outlinks, None if it has no list."""
+
+    def sources(self) -> int:
+        """How many pages have a recorded list."""
+
+    def scan(self, batch: int = 10_000) -> Iterator[list[tuple[int, list[int]]]]:
+        """Every recorded ``(source, targets)``, in lists of up to ``batch``,
+        each source once (for the graph builder; no order promised)."""
+
+
+class RevisitRecord(NamedTuple):
+    """A fetched URL's re-visit history and its next due time (see
+    :class:`RevisitTable`; the policy that fills it is
+    :mod:`extensions.revisit.policy`)."""
+
+    fingerprint: int  # the URL's (URL database key)
+    due: float  # wall-clock time it is next due; math.inf: not scheduled (taken, or gone)
+    interval: float  # the current re-visit interval, seconds
+    visits: int = 0  # fetches answered (200, 304, 404/410)
+    changes: int = 0  # visits that found the page changed (the first fetch is not a change)
+    first_visit: float = 0.0  # wall time of the first fetch
+    last_visit: float = 0.0  # wall time of the latest fetch
+    last_change: float = 0.0  # wall time the latest change was seen (first fetch: its time)
+    content: int | None = None  # exact content fingerprint of the latest 200 (signed 64-bit)
+    etag: str | None = None  # validators of the latest 200
+    last_modified: str | None = None
+    gone: int = 0  # consecutive 404/410 answers after a 200 (0: alive)
+
+
+class RevisitCounts(NamedTuple):
+    """The re-visit table in numbers, for stats."""
+
+    records: int  # URLs with a record
+    scheduled: int  # records with a finite due time
+    gone: int  # records with ``gone > 0``
+
+
+#: The due time of a record that is not scheduled.
+NOT_SCHEDULED = math.inf
+
+
+@runtime_checkable
+class RevisitTable(Protocol):
+    """Per-URL re-visit records and their due order, in the URL database
+    (``store.revisits``). Written in the same transaction (SQLite) or
+    pipeline (Redis) as the store's other changes. A record's ``due`` is
+    either a finite wall-clock time (it is in the due order) or
+    :data:`NOT_SCHEDULED` (``math.inf``: taken, or given up)."""
+
+    def get(self, fingerprints: Sequence[int]) -> dict[int, RevisitRecord]:
+        """The records of the known ``fingerprints``."""
+
+    def put(self, records: Sequence[RevisitRecord]) -> None:
+        """Insert or replace each record (the last of a fingerprint wins);
+        a finite ``due`` puts it in the due order, ``math.inf`` takes it out."""
+
+    def take_due(self, now: float, limit: int) -> list[RevisitRecord]:
+        """Up to ``limit`` records with ``due <= now``, earliest due first,
+        each atomically set to not scheduled (two processes sharing a Redis
+        store never take the same record). The records are returned as they
+        were when taken (their ``due`` is when they fell due); the caller
+        re-queues the URLs and :meth:`put` s them again after the visit."""
+
+    def next_due(self) -> float | None:
+        """The earliest finite due time, None if nothing is scheduled."""
+
+    def count_due(self, now: float) -> int:
+        """How many records have ``due <= now``."""
+
+    def counts(self) -> RevisitCounts:
+        """Records, scheduled records and gone records (for stats; it may
+        scan the table: call it at stats intervals, not per page)."""
+
+    def scan(self, batch: int = 10_000) -> Iterator[list[RevisitRecord]]:
+        """Every record, in lists of up to ``batch``, each once (for
+        freshness estimates and reports; no order promised)."""
+
+
+class HostLoad(NamedTuple):
+    """One host's share of the URL table (:meth:`URLCensus.census`)."""
+
+    host: str
+    queued: int  # its queue length: URLs waiting
+    inflight: int  # handed out, not finished
+    done: int  # fetched (rows trimmed on a Bloom-mode Redis store are not counted)
+    last_fetch: float | None  # wall time its latest fetch ended, None if never
+    next_due: float | None = None  # wall time its next fetch may start, where the store keeps it
+
+
+class URLEvent(NamedTuple):
+    """A finished URL row: a failed fetch (an error), or a refusal or exclusion (an outcome)."""
+
+    url: str
+    host: str
+    status: Status
+    at: float | None  # when: its fetch's end, else its discovery (None where not kept)
+    reason: str | None  # why (a refusal's reason); None where the row keeps none
+
+
+class Census(NamedTuple):
+    """The URL table summed up in one pass (see :meth:`URLCensus.census`)."""
+
+    busiest: list[HostLoad]  # most queued first, then in flight, then done
+    errors: list[URLEvent]  # failed rows, newest first
+    refusals: list[URLEvent]  # refused and excluded rows (outcomes, not errors), newest first
+    fetched: int  # rows with a fetch time
+    first_fetch: float | None  # earliest fetch end among them
+    last_fetch: float | None  # latest
+    fetched_since: int  # rows whose fetch ended at or after ``since``
+    #: origin -> (reason, until wall time) of origins held now; None where
+    #: holds are not kept in the store (a single process keeps them in memory)
+    held: dict[str, tuple[str, float]] | None = None
+
+
+@runtime_checkable
+class URLCensus(Protocol):
+    """Read-only summaries of the URL table for an operator. It scans the
+    table (on Redis every row): call it from tools, not from a crawl."""
+
+    def census(self, hosts: int, errors: int, since: float) -> Census:
+        """Up to ``hosts`` busiest hosts, up to ``errors`` newest failed
+        rows and as many newest refused or excluded rows, and fetch times
+        (``since``: a wall time)."""
+
+
+@runtime_checkable
+class FrontierStore(ContentGroups, Protocol):
+    """One of each store concern plus the lifecycle the frontier needs.
+    Every store (memory, SQLite, Redis) implements all of it: callers never
+    probe for a method."""
+
+    queues: RequestQueues
+    urls: URLTable
+    hosts: HostTable
+    cash: CashTable
+    links: LinkTable
+    revisits: RevisitTable
+    census: URLCensus
+    #: Whether the previous run closed cleanly (False on a fresh store with
+    #: no data is fine: there is nothing to rebuild).
+    clean: bool
+    #: Where the store lives (a file name, a Redis URL), for messages.
+    location: str
+    #: Requests sent to a networked store so far (0 for an embedded one),
+    #: for ``frontier/store_round_trips``.
+    round_trips: int
+
+    def open(self) -> None:
+        """Open or create; raise :class:`FrontierStoreError` naming the file."""
+
+    def checkpoint(self) -> None:
+        """Make every change so far durable (one transaction commit)."""
+
+    def close(self, clean: bool = True) -> None:
+        """Checkpoint, record whether this was a clean close, release."""
+
+    def get_meta(self, key: str) -> str | None:
+        """A small persistent string (schema version, settings used)."""
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a small persistent string (durable at the next checkpoint)."""
+
+    def abandon(self) -> None:
+        """Release without writing anything more (a simulated crash)."""
+
+    def memory_usage(self) -> tuple[int, int] | None:
+        """``(bytes, URLs)`` the crawl's URL database takes in a server's
+        memory (Redis), None where that is not measured (embedded stores)."""
+
+
+@runtime_checkable
+class WriteAheadStore(Protocol):
+    """A store cheap enough to commit on every scheduler call (SQLite: a WAL
+    append). With ``FRONTIER_WRITE_AHEAD`` the frontier commits it before it
+    hands out a request, so after a kill the URL table's in-flight rows are
+    exactly the requests that may have been fetched and not finished."""
+
+    def commit(self, before: Callable[[], None] | None = None) -> bool:
+        """If anything changed since the last commit: run ``before`` (into the
+        same transaction), commit, return True; else return False."""

@@ -1,0 +1,88 @@
+"""Which record a download becomes: a full response, or a revisit.
+
+Pure (no I/O, no Scrapy): :func:`record_kind` decides from the response's
+status and payload size and what the archive already holds
+(:class:`Capture`: a record's target URI, date, id and payload digest),
+looked up by :mod:`extensions.output.archive`.
+
+* ``IDENTICAL``: the payload's digest was archived before (this crawl, or an
+  earlier one of the same ``JOBDIR`` or Redis prefix): a ``revisit`` record
+  with the ``identical-payload-digest`` profile referring to that record.
+  Only when it is smaller than the response would be: the payload must be
+  longer than the header fields the revisit adds (:func:`revisit_overhead`).
+* ``NOT_MODIFIED``: a ``304`` to a conditional GET of a URL whose earlier
+  capture the archive knows: a ``revisit`` record with the
+  ``server-not-modified`` profile referring to that capture.
+* ``RESPONSE``: anything else (a first payload, a 304 with nothing to refer
+  to, revisits switched off).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+NOT_MODIFIED_STATUS = 304
+PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+PROFILE_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """One archived record: what a revisit refers to. ``digest`` is the
+    payload digest as in ``WARC-Payload-Digest`` (``sha1:BASE32``);
+    ``record_id`` is None when unknown."""
+
+    uri: str
+    date: str
+    record_id: str | None
+    digest: str
+
+
+class RecordKind(enum.Enum):
+    RESPONSE = "response"
+    IDENTICAL = "identical-payload-digest"
+    NOT_MODIFIED = "server-not-modified"
+
+    @property
+    def profile(self) -> str | None:
+        """The ``WARC-Profile`` of a revisit of this kind (None: a response)."""
+        return {RecordKind.IDENTICAL: PROFILE_IDENTICAL,
+                RecordKind.NOT_MODIFIED: PROFILE_NOT_MODIFIED}.get(self)
+
+
+def revisit_overhead(kind: RecordKind, original: Capture) -> int:
+    """Bytes of the header fields a revisit of ``kind`` adds to a record."""
+    fields = {
+        "WARC-Profile": kind.profile or "",
+        "WARC-Refers-To-Target-URI": original.uri,
+        "WARC-Refers-To-Date": original.date,
+    }
+    if original.record_id is not None:
+        fields["WARC-Refers-To"] = original.record_id
+    return sum(len(name) + 2 + len(value.encode("utf-8")) + 2 for name, value in fields.items())
+
+
+def record_kind(status: int, payload_length: int, same_payload: Capture | None,
+                same_uri: Capture | None) -> tuple[RecordKind, Capture | None]:
+    """The kind of record for a download, and the capture it refers to.
+
+    ``same_payload``: the archive's first record with this payload's digest;
+    ``same_uri``: the archive's latest capture of this URI (only looked at
+    for a 304).
+    """
+    if status == NOT_MODIFIED_STATUS:
+        if same_uri is not None:
+            return RecordKind.NOT_MODIFIED, same_uri
+        return RecordKind.RESPONSE, None
+    if same_payload is not None and payload_length > revisit_overhead(RecordKind.IDENTICAL, same_payload):
+        return RecordKind.IDENTICAL, same_payload
+    return RecordKind.RESPONSE, None
+
+
+def lookups_needed(status: int, payload_length: int) -> tuple[bool, bool]:
+    """Whether a download needs the digest look-up and the URI look-up: a
+    revisit is possible only for a payload at all, or for a 304."""
+    if status == NOT_MODIFIED_STATUS:
+        return False, True
+    return payload_length > 0, False

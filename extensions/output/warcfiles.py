@@ -1,0 +1,240 @@
+"""A rotating series of WARC files in one directory, and the recovery of
+files a killed process left open. No Scrapy parts.
+
+Files are ``{prefix}-{YYYYmmddHHMMSS}-{serial:05d}-{pid}.warc.gz``, written
+with an ``.open`` suffix that is dropped when the file is closed. Each
+record is gzipped on its own (one gzip member a record), each file starts
+with a ``warcinfo`` record, and a new file is started once the current one
+exceeds ``max_size`` bytes (the records of one :meth:`WarcFiles.write`
+always share a file). Writes are unbuffered: a record is with the operating
+system when ``write`` returns, so a SIGKILL after that keeps it.
+
+The writing process holds an exclusive ``flock`` on its open file, so
+:func:`recover_open_files` (run by a starting crawl) closes only files no
+live process writes: each ``.open`` file nobody holds is cut back to its
+last complete gzip member (a record cut by the kill goes), indexed, and
+renamed without ``.open``; one holding no complete record is deleted.
+
+With an index (``cdxj``), every indexed record's CDXJ line
+(:func:`extensions.output.cdxj.index_line`) is kept for the open file and
+written, sorted, to ``name.cdxj`` when the file is closed, before the WARC
+file loses its ``.open`` suffix: a closed WARC file always has its index.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from io import BytesIO
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from warcio.warcwriter import WARCWriter
+
+from extensions.output.cdxj import index_line, index_path, index_warc, write_index
+
+logger = logging.getLogger(__name__)
+
+OPEN_SUFFIX = ".open"
+READ_CHUNK = 1 << 20
+
+#: ``build(filename)`` -> the records to write (warcio records)
+Build = Callable[[str], list[Any]]
+
+
+class WarcFiles:
+    """The rotating files (see the module docstring).
+
+    :meth:`write` appends records and returns the bytes written; a failed
+    write is undone (the file is truncated back) and re-raised, so every file
+    on disk stays a sequence of whole records. ``warcinfo(filename)`` builds
+    each file's first record.
+    """
+
+    def __init__(self, directory: Path, prefix: str, max_size: int, warcinfo: Build,
+                 cdxj: bool = False, clock: Callable[[], float] = time.time) -> None:
+        self.directory, self.prefix, self.max_size = directory, prefix, max_size
+        self.warcinfo, self.cdxj, self.clock = warcinfo, cdxj, clock
+        self.serial = 0
+        self.current: BinaryIO | None = None
+        self.current_path: Path | None = None
+        self.current_name = ""
+        self.index_lines: list[bytes] = []
+        self.files_started = 0
+        self.records_written = 0
+        self.index_lines_added = 0  # lines kept for the open file's index (written when it closes)
+
+    def write(self, build: Build) -> int:
+        """Write ``build(filename)``'s records, opening a file first if needed."""
+        written = 0
+        if self.current is None:
+            written += self._open()
+        written += self._append(build)
+        if self.current is not None and self.current.tell() > self.max_size:
+            self.close()
+        return written
+
+    def close(self) -> None:
+        """Close the current file: its index first, then the ``.open`` suffix off."""
+        if self.current is None or self.current_path is None:
+            return
+        path, lines = self.current_path, self.index_lines
+        self.current.close()  # the lock goes with it
+        self.current, self.current_path, self.index_lines = None, None, []
+        if self.cdxj:
+            write_index(index_path(path), lines)
+        os.replace(path, path.with_name(path.name.removesuffix(OPEN_SUFFIX)))
+
+    def _open(self) -> int:
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(self.clock()))
+        while True:
+            name = f"{self.prefix}-{stamp}-{self.serial:05d}-{os.getpid()}.warc.gz"
+            self.serial += 1
+            path = self.directory / (name + OPEN_SUFFIX)
+            if not path.exists() and not (self.directory / name).exists():
+                break
+        self.current, self.current_path = _create_locked(path), path
+        self.current_name, self.index_lines = name, []
+        self.files_started += 1
+        try:
+            return self._append(lambda filename: [self.warcinfo(filename)])
+        except OSError:
+            if self.current is not None:
+                self.current.close()
+            path.unlink(missing_ok=True)  # nothing in it worth keeping
+            self.current, self.current_path = None, None
+            raise
+
+    def _append(self, build: Build) -> int:
+        assert self.current is not None
+        buffer = BytesIO()
+        writer = WARCWriter(buffer, gzip=True)
+        records = build(self.current_name)
+        spans = []
+        for record in records:
+            begin = buffer.tell()
+            writer.write_record(record)
+            spans.append((begin, buffer.tell() - begin))
+        data = buffer.getvalue()
+        start = self.current.tell()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[self.current.write(view):]
+        except OSError:
+            self._undo(start)
+            raise
+        self.records_written += len(records)
+        if self.cdxj:
+            for record, (begin, length) in zip(records, spans):
+                line = index_line(record, start + begin, length, self.current_name)
+                if line is not None:
+                    self.index_lines.append(line)
+                    self.index_lines_added += 1
+        return len(data)
+
+    def _undo(self, start: int) -> None:
+        """Cut a partly written record off; if even that fails, leave the file
+        behind with its ``.open`` suffix (recovered at the next start) and
+        start a new one next time."""
+        assert self.current is not None
+        try:
+            self.current.truncate(start)
+            self.current.seek(start)
+        except OSError:
+            self.current.close()
+            self.current, self.current_path = None, None
+
+
+def _create_locked(path: Path) -> BinaryIO:
+    """A new file at ``path``, locked before it carries its name: it is
+    created under a temporary name, locked, then renamed, so recovery never
+    sees an ``.open`` file its writer has not locked yet."""
+    partial = path.with_name(path.name + ".tmp")
+    stream = open(partial, "xb", buffering=0)  # noqa: SIM115 - the caller closes it
+    try:
+        fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.replace(partial, path)
+    except OSError:
+        stream.close()
+        partial.unlink(missing_ok=True)
+        raise
+    return stream
+
+
+def complete_length(path: Path) -> int:
+    """Bytes of ``path`` up to the end of its last complete gzip member (a
+    member cut short or corrupt ends the count)."""
+    complete = position = 0
+    decompressor = zlib.decompressobj(31)
+    with open(path, "rb") as stream:
+        while chunk := stream.read(READ_CHUNK):
+            data = chunk
+            while data:
+                try:
+                    decompressor.decompress(data)
+                except zlib.error:
+                    return complete
+                if not decompressor.eof:
+                    position += len(data)
+                    break
+                position += len(data) - len(decompressor.unused_data)
+                complete = position
+                data = decompressor.unused_data
+                decompressor = zlib.decompressobj(31)
+    return complete
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """A file closed by :func:`recover_open_files`."""
+
+    path: Path  # the closed file (the name it would have had, if deleted)
+    kept: int  # bytes kept
+    cut: int  # bytes cut off
+    index_lines: int
+    deleted: bool
+
+
+def recover_open_files(directory: Path, prefix: str, cdxj: bool) -> list[Recovered]:
+    """Close every ``prefix-*.warc.gz.open`` file of ``directory`` that no
+    live process holds (see the module docstring)."""
+    recovered = []
+    for path in sorted(directory.glob(f"{prefix}-*.warc.gz{OPEN_SUFFIX}")):
+        try:
+            stream = open(path, "r+b")  # noqa: SIM115 - closed below
+        except FileNotFoundError:  # closed by its writer meanwhile
+            continue
+        with stream:
+            try:
+                fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live writer's
+            recovered.append(_recover(path, stream, cdxj))
+    return recovered
+
+
+def _recover(path: Path, stream: BinaryIO, cdxj: bool) -> Recovered:
+    size = os.fstat(stream.fileno()).st_size
+    kept = complete_length(path)
+    final = path.with_name(path.name.removesuffix(OPEN_SUFFIX))
+    if kept == 0:
+        path.unlink()
+        logger.warning("WARC file %s held no complete record (%d bytes): deleted", path, size)
+        return Recovered(final, 0, size, 0, True)
+    stream.truncate(kept)
+    stream.flush()
+    os.fsync(stream.fileno())
+    lines = 0
+    if cdxj:
+        found = index_warc(path, final.name)
+        write_index(index_path(final), found)
+        lines = len(found)
+    os.replace(path, final)
+    logger.info("WARC file %s left open by a killed crawl: closed, %d bytes kept, %d cut", final, kept, size - kept)
+    return Recovered(final, kept, size - kept, lines, False)

@@ -1,0 +1,116 @@
+"""Host yield as an item pipeline: a host's share of the crawl follows what it yields.
+
+Placed after the content-seen test (its verdicts are on the item) and before
+:class:`~extensions.pipelines.links.LinkScheduler`, it judges each page of a
+host (:mod:`extensions.frontier.hostyield`: new content, a duplicate or
+near-duplicate, an error page) and keeps the host's yield, the share of new
+content among its last ``HOST_YIELD_WINDOW`` pages. Then
+
+* the item's ``credit_share`` (internal) is that yield: the frontier's AOPIC
+  step passes on only this share of the page's cash to its outlinks, the
+  rest to Lambda, so a low-yield host's new URLs get lower priority;
+* once the yield falls below ``HOST_YIELD_THRESHOLD``, the host is stopped:
+  ``origin_deferred(origin, "low-yield")`` for the page's origin (and for
+  any other origin of the host whose page comes later), so the frontier
+  defers the origin's queued URLs for this run (a resumed crawl retries
+  them first) and the crawl of an endless URL space ends.
+
+Pages that say nothing about the host's content are not counted: a 304 to a
+re-visit, a 1xx/3xx item, a 2xx document the content-seen test did not judge.
+Counts: ``hostyield/new``, ``hostyield/old``, ``hostyield/errors`` (pages
+judged), ``hostyield/stopped_hosts``. State is per process, in memory (a resumed
+crawl starts every host afresh). A deferral holds for the run: in a
+continuous crawl (``REVISIT_ENABLED``) a stopped host's pages are not
+re-visited either.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from itemadapter import ItemAdapter
+from scrapy.exceptions import NotConfigured
+
+from extensions import defaults
+from extensions.frontier.holds import origin_of
+from extensions.frontier.hostyield import HostYield, PageKind
+from extensions.signals import origin_deferred
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+REASON = "low-yield"
+
+
+def page_kind(item: Mapping[str, Any]) -> PageKind | None:
+    """What the page brought, from its status and content-seen verdict
+    (None: it says nothing about its host's content)."""
+    if item.get("not_modified"):
+        return None
+    status = int(item.get("status") or 0)
+    if status >= 400:
+        return PageKind.ERROR
+    if not 200 <= status < 300 or not item.get("fingerprint"):
+        return None
+    if item.get("duplicate_of") or item.get("near_duplicate_of"):
+        return PageKind.OLD
+    return PageKind.NEW
+
+
+class HostYieldPipeline:
+    """Keeps each host's yield; sets ``credit_share``; stops low-yield hosts."""
+
+    def __init__(self, tracker: HostYield, stats: Any, send: Callable[..., Any]) -> None:
+        self.tracker, self.stats, self.send = tracker, stats, send
+        self.deferred: set[str] = set()  # origins deferred for low yield
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> HostYieldPipeline:
+        settings = crawler.settings
+        if not settings.getbool("HOST_YIELD_ENABLED", defaults.HOST_YIELD_ENABLED):
+            raise NotConfigured
+        tracker = HostYield(_number(settings, "HOST_YIELD_WINDOW", int),
+                            _number(settings, "HOST_YIELD_THRESHOLD", float),
+                            _number(settings, "HOST_YIELD_MAX_HOSTS", int))
+        return cls(tracker, crawler.stats, crawler.signals.send_catch_log)
+
+    def process_item(self, item: Any) -> Any:
+        adapter = ItemAdapter(item)
+        kind = page_kind(adapter)
+        url = adapter.get("final_url") or adapter.get("url")
+        if kind is None or not url:
+            return item
+        host = (urlsplit(url).hostname or "").lower()
+        reading = self.tracker.record(host, kind)
+        self.stats.inc_value(f"hostyield/{'errors' if kind is PageKind.ERROR else kind.value}")
+        try:
+            adapter["credit_share"] = reading.share
+        except KeyError:  # an item class without the field: nothing to pass on
+            pass
+        if reading.stopped:
+            self._defer(origin_of(url), host, reading.share, reading.stopped_now)
+        return item
+
+    def _defer(self, origin: str, host: str, share: float, now: bool) -> None:
+        if now:
+            self.stats.inc_value("hostyield/stopped_hosts")
+            logger.info("Stopping %s: %.0f%% of its last %d pages brought new content (HOST_YIELD_THRESHOLD %.0f%%)",
+                        host, 100 * share, self.tracker.window, 100 * self.tracker.threshold)
+        if origin in self.deferred:
+            return
+        self.deferred.add(origin)
+        self.send(origin_deferred, origin=origin, reason=REASON)
+
+
+def _number(settings: Any, name: str, kind: type) -> Any:
+    value = settings.get(name, getattr(defaults, name))
+    try:
+        return kind(value)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a number, got {value!r}") from err
