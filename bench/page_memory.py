@@ -12,9 +12,10 @@ baseline, the downloaded body included), and the kernel's peak resident set
 counting, content-seen, AOPIC's credit and the scheduling of the outlinks.
 ``processing cost`` is that peak minus the baseline.
 
-Each checkout named by ``--checkout`` (default: ``/work/main`` if present,
-then this one) runs the same crawl with the same probe ``--runs`` times;
-the table shows medians.
+Each checkout named by ``--checkout NAME=PATH`` (default: this one only;
+name another checkout, for example a clone at an older commit, to compare)
+runs the same crawl with the same probe ``--runs`` times; the table shows
+medians.
 
     python -m bench.page_memory --out bench/results/page_memory.txt
 """
@@ -136,8 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    checkouts = dict(item.split("=", 1) for item in args.checkout) or {
-        **({"main": "/work/main"} if Path("/work/main/scrapy.cfg").exists() else {}), "this": str(ROOT)}
+    checkouts = dict(item.split("=", 1) for item in args.checkout) or {"this": str(ROOT)}
     scratch = Path(tempfile.mkdtemp(prefix="page-memory-"))
     site = scratch / "site"
     site.mkdir()

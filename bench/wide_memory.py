@@ -19,9 +19,10 @@ Two crawls per checkout:
   else the innermost frame's package). Tracing slows the crawl and adds
   its own memory, so its RSS is not reported.
 
-Each ``--checkout NAME=PATH`` (default: ``/work/main`` if present, then
-this one) runs the ``rss`` crawl; ``--components`` names the checkouts that
-also run the traced one (default: this one).
+Each ``--checkout NAME=PATH`` (default: this one only; name another
+checkout, for example a clone at an older commit, to compare) runs the
+``rss`` crawl; ``--components`` names the checkouts that also run the traced
+one (default: this one).
 
     python -m bench.wide_memory --out bench/results/wide_memory.txt
 """
@@ -114,8 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-s", dest="settings", action="append", default=[], help="NAME=VALUE for every crawl")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    checkouts = dict(item.split("=", 1) for item in args.checkout) or {
-        **({"main": "/work/main"} if Path("/work/main/scrapy.cfg").exists() else {}), "this": str(ROOT)}
+    checkouts = dict(item.split("=", 1) for item in args.checkout) or {"this": str(ROOT)}
     traced = [name for name in (args.components or ["this"]) if name in checkouts]
     extra = [part for item in args.settings for part in ("-s", item)]
     scratch = Path(tempfile.mkdtemp(prefix="wide-memory-"))

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from extensions.urls.canonical import canonicalize
+from testweb.model import canonical_url
 from testweb.redisserver import RedisClusterServers, RedisServer, shared_cluster, shared_server
 
 
@@ -29,12 +29,13 @@ def start_web(tmp_path: Path) -> Iterator[Callable[..., Any]]:
 
 
 def fetched_urls(web: Any, include_robots: bool = False) -> Counter[str]:
-    """Canonical URLs the test web served (from its access log), with counts."""
+    """The test web's documents it served, by its canonical URL (any
+    spelling the crawler sent counts for its document), with counts."""
     counts: Counter[str] = Counter()
     for entry in web.entries():
         if not include_robots and entry.path == "/robots.txt":
             continue
-        counts[canonicalize(f"http://{entry.host}:{web.port}{entry.path}")] += 1
+        counts[canonical_url(f"http://{entry.host}:{web.port}{entry.path}")] += 1
     return counts
 
 

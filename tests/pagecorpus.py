@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from testweb.model import SiteModel, WebConfig
 from testweb.truth import fetched_html_pages
 
@@ -23,6 +25,10 @@ def synthetic_pages(hosts: int = 30, pages: int = 30) -> list[tuple[str, bytes, 
 
 def real_pages(every: int = 1, root: Path = DOC_ROOT) -> list[tuple[str, bytes, str]]:
     """``(url, body, "utf-8")`` of every ``every``-th documentation HTML
-    file under ``root`` (sorted by path); empty if none is installed."""
+    file under ``root`` (sorted by path). None installed fails the calling
+    test: ``make test`` installs them (the Makefile's ``REALWEB_PACKAGES``)."""
     files = sorted(path for path in root.rglob("*.html") if path.is_file())
+    if not files:
+        pytest.fail(f"no documentation HTML under {root}: install the Makefile's REALWEB_PACKAGES "
+                    "(make test does)", pytrace=False)
     return [(f"http://docs.test{path}", path.read_bytes(), "utf-8") for path in files[::every]]

@@ -1,40 +1,24 @@
 """Canonical URLs and link resolution against the public conformance vectors
-(/work/shared/conformance, see its README) and our own cases."""
+(tests/data/conformance, sources in its SOURCE.md) and our own cases."""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extensions.urls.canonical import InvalidURL, canonicalize, host_of, resolve
+from w3lib.url import canonicalize_url
 
-CONFORMANCE = Path("/work/shared/conformance")
-
-
-def load(name: str):
-    path = CONFORMANCE / name
-    if not path.exists():
-        pytest.skip(f"conformance vectors not found: {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
+from extensions.urls.canonical import InvalidURL, canonicalize, host_of, resolve, url_key
+from tests.conformance import vectors as load
 
 
 def _rfc3986_cases():
-    path = CONFORMANCE / "rfc3986_examples.json"
-    if not path.exists():
-        return []
-    cases = json.loads(path.read_text(encoding="utf-8"))
-    return [pytest.param(c, id=f"{c['section']}:{c['input']}") for c in cases]
+    return [pytest.param(c, id=f"{c['section']}:{c['input']}") for c in load("rfc3986_examples.json")]
 
 
 def _w3lib_cases():
-    path = CONFORMANCE / "url_normalization_w3lib.json"
-    if not path.exists():
-        return []
-    cases = json.loads(path.read_text(encoding="utf-8"))["canonicalize_url"]
+    cases = load("url_normalization_w3lib.json")["canonicalize_url"]
     return [pytest.param(c, id=f"{c['name']}:{c['input']}:{sorted(c['kwargs'])}") for c in cases]
 
 
@@ -77,7 +61,12 @@ W3LIB_INVALID_FOR_US = {"a#frag", "a?b=1#frag", "?b=1"}
 
 
 @pytest.mark.parametrize("case", _w3lib_cases())
-def test_canonicalize_matches_w3lib_vector(case):
+def test_canonical_url_names_the_document_w3lib_names(case):
+    """Our canonical URL keeps the query as written where w3lib's sorts its
+    arguments, adds ``=`` to blank ones, escapes reserved characters and
+    decodes escaped unreserved ones; passed through w3lib's
+    ``canonicalize_url`` it gives w3lib's expected URL: both name the same
+    document, ours spelled as the page gave it."""
     if case["kwargs"]:
         # Our canonical form fixes w3lib's options: blank values kept,
         # fragments dropped, '&' as separator (query ``encoding`` is tested
@@ -95,7 +84,9 @@ def test_canonicalize_matches_w3lib_vector(case):
             canonicalize(case["input"])
         return
     # No expected value has a default port, so our extra steps change nothing.
-    assert canonicalize(case["input"]) == case["expected"]
+    ours = canonicalize(case["input"])
+    assert canonicalize_url(ours) == case["expected"]
+    assert canonicalize(ours) == ours
 
 
 def test_canonicalize_uses_the_page_encoding_for_the_query_only():
@@ -127,8 +118,14 @@ def test_canonicalize_uses_the_page_encoding_for_the_query_only():
         ("http://a.test/a/./b/../c/", "http://a.test/a/c/"),
         ("http://a.test/../../x", "http://a.test/x"),
         ("http://a.test/a/%2e%2E/b", "http://a.test/b"),
-        ("http://a.test/?b=2&a=1&b=1", "http://a.test/?a=1&b=1&b=2"),
-        ("http://a.test/?a=1&a=1", "http://a.test/?a=1&a=1"),  # duplicates are kept, sorted
+        ("http://a.test/?b=2&a=1&b=1", "http://a.test/?b=2&a=1&b=1"),  # the query as written
+        ("http://a.test/?a=1&a=1", "http://a.test/?a=1&a=1"),
+        ("http://a.test/fish/?salmon", "http://a.test/fish/?salmon"),  # not "?salmon="
+        ("http://a.test/p?q=taz&baz=http://foo.bar?tar&par", "http://a.test/p?q=taz&baz=http://foo.bar?tar&par"),
+        ("http://a.test/foo/bar/%62%61%7a", "http://a.test/foo/bar/%62%61%7A"),  # escapes kept, hex upper-cased
+        ("http://a.test/foo/bar/ツ?q=ツ", "http://a.test/foo/bar/%E3%83%84?q=%E3%83%84"),
+        ("http://a.test/a b?c d", "http://a.test/a%20b?c%20d"),
+        ("http://a.test/p?", "http://a.test/p"),  # as Scrapy's Request sends it
         ("http://a.test", "http://a.test/"),
         ("  http://a.test/  ", "http://a.test/"),
         ("ftp://a.test:21/f", "ftp://a.test:21/f"),
@@ -138,8 +135,26 @@ def test_canonicalize(url, expected):
     assert canonicalize(url) == expected
 
 
-def test_reordered_query_parameters_give_one_canonical_url():
-    assert canonicalize("http://a.test/p?x=1&y=2") == canonicalize("http://a.test/p?y=2&x=1")
+@pytest.mark.parametrize(("first", "second"), [
+    ("/p?x=1&y=2", "/p?y=2&x=1"),
+    ("/fish/?salmon", "/fish/?salmon="),
+    ("/%7Ejoe/", "/~joe/"),
+    ("/foo/bar/%62%61%7A", "/foo/bar/baz"),
+    ("/p?u=http://a.test/b", "/p?u=http%3A%2F%2Fa.test%2Fb"),
+    ("/p;", "/p"),
+])
+def test_spellings_of_one_document_are_kept_as_given_and_share_one_key(first: str, second: str) -> None:
+    """The crawler requests a URL as the page wrote it (a server may answer
+    the spellings differently, and robots.txt is matched against what is
+    sent); the URL-seen test keys them as one document."""
+    one, other = canonicalize("http://a.test" + first), canonicalize("http://a.test" + second)
+    assert (one, other) == ("http://a.test" + first, "http://a.test" + second)
+    assert url_key(one) == url_key(other)
+
+
+def test_url_key_is_the_url_itself_without_query_escape_or_parameter() -> None:
+    for url in ("http://a.test/", "http://a.test/a/b.html", "https://a.test:8443/x-y_z~"):
+        assert url_key(url) == url == canonicalize_url(url)
 
 
 @pytest.mark.parametrize(
@@ -186,6 +201,8 @@ def test_canonicalize_is_idempotent(scheme, host, rest):
     except InvalidURL:
         return
     assert canonicalize(once) == once
+    key = url_key(once)
+    assert url_key(key) == key and url_key(canonicalize(key)) == key  # one key per document
 
 
 # --- WPT urltestdata: a looser bar ---------------------------------------------

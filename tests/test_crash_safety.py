@@ -27,8 +27,8 @@ from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.store import Entry, Status, WriteAheadStore
 from extensions.backends.memory.store import MemoryStore
 from extensions.backends.sqlite.store import SQLiteStore
-from extensions.urls.canonical import canonicalize
 from testweb.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
+from testweb.model import canonical_url
 from testweb.waiting import CrawlActivity, ended, wait_until
 from tests.test_frontier_support import make_frontier
 
@@ -154,10 +154,10 @@ def test_write_ahead_keeps_aopic_cash_conserved_across_a_crash(tmp_path: Path) -
 # -- end to end: three SIGKILLs, each followed by the same command ----------------
 
 def _in_flight(job: Path) -> set[str]:
-    """Canonical URLs of the rows in flight in the frontier's file (read after a kill)."""
+    """The test web's canonical URLs of the rows in flight in the frontier's file (read after a kill)."""
     reader = sqlite3.connect(job / "frontier.sqlite3")
     try:
-        return {canonicalize(url) for (url,) in reader.execute("SELECT url FROM urls WHERE status=1")}
+        return {canonical_url(url) for (url,) in reader.execute("SELECT url FROM urls WHERE status=1")}
     finally:
         reader.close()
 
@@ -169,7 +169,7 @@ def _extra_fetches(web: Any) -> Counter[str]:
     for entry in sorted(web.entries(), key=lambda e: e.start):
         if entry.path == "/robots.txt":
             continue
-        url = canonicalize(f"http://{entry.host}:{web.port}{entry.path}")
+        url = canonical_url(f"http://{entry.host}:{web.port}{entry.path}")
         if url in last and last[url] < 500:
             extra[url] += 1
         last[url] = entry.status
@@ -215,7 +215,7 @@ def test_sigkill_three_times_refetches_only_what_was_in_flight(tmp_path: Path, s
     assert kills == 3, "the crawl ended before it was killed three times"
     final = run_web_crawl(tmp_path / "final", str(web.seeds_file), settings, timeout=180)
     assert final.returncode == 0, final.log[-3000:]
-    fetched = {canonicalize(f"http://{e.host}:{web.port}{e.path}") for e in web.entries()
+    fetched = {canonical_url(f"http://{e.host}:{web.port}{e.path}") for e in web.entries()
                if e.path != "/robots.txt"}
     assert set(truth.regular) <= fetched <= set(reachable.fetched)
     extra = _extra_fetches(web)

@@ -25,7 +25,7 @@ from testweb import WebConfig, start_testweb
 from extensions.urls.canonical import canonicalize
 from tests.conftest import fetched_urls
 from testweb.crawlrun import CrawlResult, run_web_crawl
-from testweb.model import host_name
+from testweb.model import canonical_url, host_name
 
 DEPTH = 8
 
@@ -106,7 +106,7 @@ def test_no_url_is_fetched_twice_except_retries_of_5xx(crawl: Any) -> None:
     answers: dict[str, list[int]] = {}
     for entry in sorted(web.entries(), key=lambda e: e.start):
         if entry.path != "/robots.txt":
-            url = canonicalize(f"http://{entry.host}:{web.port}{entry.path}")
+            url = canonical_url(f"http://{entry.host}:{web.port}{entry.path}")
             answers.setdefault(url, []).append(entry.status)
     retried = {url: statuses for url, statuses in answers.items() if len(statuses) > 1}
     assert retried, "the test web has 5xx pages that Scrapy retries"
@@ -142,9 +142,9 @@ def test_traps_are_bounded_by_the_depth_limit(crawl: Any) -> None:
 def test_one_item_per_fetched_document_with_its_fields(crawl: Any) -> None:
     web, _, result, fetched = crawl
     items = result.items
-    urls = Counter(item["url"] for item in items)
+    urls = Counter(canonical_url(item["url"]) for item in items)  # one item per document
     assert all(n == 1 for n in urls.values())
-    redirected = {item["final_url"] for item in items if item["final_url"] != item["url"]}
+    redirected = {canonical_url(item["final_url"]) for item in items if item["final_url"] != item["url"]}
     assert set(urls) | redirected <= set(fetched)
     for item in items:
         assert item["url"] == canonicalize(item["url"])
@@ -209,7 +209,7 @@ def test_warc_files_hold_a_request_and_an_answer_per_fetch_copies_as_revisits(cr
             for record in ArchiveIterator(stream):
                 uri = record.rec_headers.get_header("WARC-Target-URI")
                 if record.rec_type in ("response", "revisit") and not uri.endswith("/robots.txt"):
-                    answers[canonicalize(uri)] = record.rec_type
+                    answers[canonical_url(uri)] = record.rec_type
                 requests += record.rec_type == "request"
     assert set(answers) == set(fetched)
     assert requests >= len(answers)

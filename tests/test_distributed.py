@@ -319,14 +319,14 @@ def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
     """URLs queued or in flight that were fetched already (put back by a
     take-over): killing their fetcher now could fetch them a third time."""
     from extensions.backends.redis.keys import tag_of, unpack_entry
-    from extensions.urls.canonical import canonicalize
+    from testweb.model import canonical_url
 
     pending = 0
     for pattern in (keys.back_pattern, f"{keys.prefix}:{{*}}:inflight:*"):
         for key in client.scan_iter(match=pattern):
             for fp in client.zrange(key, 0, -1):
                 row = client.hget(keys.urls(tag_of(int(fp))), fp)
-                if row is not None and canonicalize(unpack_entry(int(fp), row).url) in fetched:
+                if row is not None and canonical_url(unpack_entry(int(fp), row).url) in fetched:
                     pending += 1
     return pending
 

@@ -153,9 +153,9 @@ def test_sigkill_at_random_moments_then_resume_fetches_exactly_the_truth(
 
 
 def fetched_urls_of(web: Any, entries: list[Any]) -> set[str]:
-    from extensions.urls.canonical import canonicalize
+    from testweb.model import canonical_url
 
-    return {canonicalize(f"http://{e.host}:{web.port}{e.path}") for e in entries}
+    return {canonical_url(f"http://{e.host}:{web.port}{e.path}") for e in entries}
 
 
 def test_corrupt_frontier_database_stops_the_crawl_at_start_with_a_clear_error(

@@ -10,9 +10,12 @@ import pytest
 from scrapy import Request
 from twisted.internet.task import Clock
 
+from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.gauges import DictStats
 from extensions.frontier.page import PageVerdict
+from extensions.frontier.politeness import Politeness
+from extensions.frontier.prioritizer import CashPrioritizer
 from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.scheduler import Frontier
 from extensions.revisit.policy import RevisitPolicy
@@ -200,3 +203,53 @@ def test_a_redirect_is_revisited_so_a_new_location_is_followed(store: Any) -> No
     again = fetch(frontier, clock, {"content": 1})
     assert again is not None and again.url == "http://a.test/old"
     frontier.close("finished")
+
+
+@pytest.mark.parametrize("aopic", [False, True], ids=["depth-levels", "aopic-levels"])
+def test_a_changed_page_is_fetched_again_within_its_interval_while_its_host_has_a_backlog(
+        store: Any, aopic: bool) -> None:
+    """A page is due again ``INITIAL`` seconds after its fetch; meanwhile its
+    host has 200 new URLs queued (one fetch a second). Re-visits are
+    rationed (``REVISIT_MAX_SHARE``) and let out stalest first, and one let
+    out is its host's next fetch: the page comes back within its interval,
+    not after the host's backlog (was: filed behind it, 200 s late)."""
+    clock = Clock()
+    ranking = {"ledger": AOPICLedger(store), "prioritizer": CashPrioritizer(8)} if aopic else {}
+    frontier = continuous(store, clock, max_share=0.5, politeness=Politeness(delay=1.0), **ranking)
+    frontier.enqueue_request(Request("http://a.test/", meta={"is_start_request": True}))
+    fetch(frontier, clock, {"content": 1})
+    changed_at = clock.seconds()  # the page changes on the server right after its fetch
+    for i in range(200):
+        frontier.enqueue_request(Request(f"http://a.test/new/{i}", meta={"depth": 1}))
+    fetched: list[tuple[float, str]] = []
+    while len(fetched) < 40 and not any(url == "http://a.test/" for _, url in fetched):
+        request = fetch(frontier, clock, {"content": 2})
+        assert request is not None
+        fetched.append((clock.seconds(), request.url))
+    again = [at for at, url in fetched if url == "http://a.test/"]
+    assert again and again[0] <= changed_at + INITIAL + 1.0, fetched[:15]
+    assert record(store, "http://a.test/").changes == 1  # the change was seen
+    frontier.close("finished")
+
+
+def test_revisits_queued_by_an_earlier_run_do_not_hold_back_the_next_ones(store: Any) -> None:
+    """A restart hands out the re-visits the last run had queued without
+    letting them out again; the URLs due after them keep coming back (was:
+    the share's count of waiting re-visits went negative and let one out,
+    then none)."""
+    clock = Clock()
+    fresh = reopen_store(store)
+    frontier = continuous(store, clock, max_share=0.5)
+    pages = {f"http://{name}.test/" for name in "abc"}
+    for url in sorted(pages):
+        frontier.enqueue_request(Request(url, meta={"is_start_request": True}))
+    for _ in pages:
+        fetch(frontier, clock, {"content": 1})
+    clock.advance(INITIAL * 2)
+    assert frontier.next_request() is not None  # a re-visit in flight when the run stops
+    frontier.close("shutdown")
+    again = continuous(fresh, clock, max_share=0.5)
+    for _ in range(3):  # the queued re-visits, then two more rounds
+        fetched = [fetch(again, clock, {"content": 1}) for _ in pages]
+        assert {request.url for request in fetched if request is not None} == pages
+    again.close("shutdown")

@@ -3,8 +3,6 @@ queues, refill, crawl-delay, the wake-up timer, fetch-end signals, codec."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import pytest
 from scrapy import Request, Spider
@@ -17,6 +15,7 @@ from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
 from extensions.frontier.store import FLAG_BLOB, FLAG_MEMORY, Status
+from tests.conformance import vectors
 from tests.test_frontier_support import (
     STORES,
     Wakes,
@@ -319,12 +318,8 @@ def test_a_decoded_request_has_the_url_it_was_encoded_with():
     input of w3lib's safe_url_string vectors and of the URL resolution vectors,
     the request read back has its URL, no verbatim_url meta, and a later
     replace(url=...) is percent-encoded again."""
-    root = Path("/work/shared/conformance")
-    if not root.exists():
-        pytest.skip("conformance vectors not found")
-    inputs = [case["input"] for case in json.loads(
-        (root / "url_normalization_w3lib.json").read_text(encoding="utf-8"))["safe_url_string"]]
-    inputs += [case["href"] for case in json.loads((root / "url_resolution.json").read_text(encoding="utf-8"))
+    inputs = [case["input"] for case in vectors("url_normalization_w3lib.json")["safe_url_string"]]
+    inputs += [case["href"] for case in vectors("url_resolution.json")
                if isinstance(case, dict) and isinstance(case.get("href"), str)]
     spider, checked = CodecSpider(), 0
     for url in inputs:

@@ -155,9 +155,10 @@ class TruthLinks:
 
         from extensions.frontier.fingerprint import canonical_fingerprint  # noqa: PLC0415
         from extensions.urls.canonical import canonicalize, strip_params  # noqa: PLC0415
+        from testweb.model import canonical_url  # noqa: PLC0415
         from testweb.truth import REDIRECT_STATUSES, page_links  # noqa: PLC0415
 
-        parts = urlsplit(url)
+        parts = urlsplit(canonical_url(url))  # the test web's page for any spelling of its URL
         page = self.model.page(parts.hostname or "", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
         if page.status in REDIRECT_STATUSES and page.location:
             return [fp_of(urljoin(url, page.location))]

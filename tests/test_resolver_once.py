@@ -5,8 +5,6 @@ for the RFC 3986 section 5.4 examples and for the WHATWG URL test data."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extensions.urls.canonical import InvalidURL, Resolver, resolve
+from tests.conformance import vectors
 
-CONFORMANCE = Path(__file__).resolve().parents[1] / ".." / "shared" / "conformance"
 
 BASES = [
     "http://a/b/c/d;p?q", "http://a.test/dir/page.html", "http://a.test/dir/", "http://a.test",
@@ -58,13 +56,6 @@ def test_resolver_equals_urljoin_for_any_text(base: str, href: str) -> None:
        st.lists(st.sampled_from(PIECES), max_size=6).map("".join))
 def test_resolver_equals_urljoin_for_built_bases(base: str, href: str) -> None:
     assert_same(base, href)
-
-
-def vectors(name: str) -> list[dict[str, Any]]:
-    path = CONFORMANCE / name
-    if not path.exists():
-        pytest.skip(f"conformance vectors not found: {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def test_resolver_equals_urljoin_on_the_rfc3986_examples() -> None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import base64
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from extensions.robots.rules import (
+    GOOGLE_MAX_LINE,
     Kind,
     RobotsRules,
     decode_body,
@@ -19,8 +18,7 @@ from extensions.robots.rules import (
     product_token,
 )
 from extensions.urls.canonical import canonicalize
-
-CONFORMANCE = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance"
+from tests.conformance import vectors
 
 HOST = "http://www.example.com"
 
@@ -264,15 +262,60 @@ def test_crawl_delay_between_user_agent_lines_does_not_end_the_group() -> None:
         assert rules(text, token).crawl_delay() == 2.0, token
 
 
-def test_rule_with_a_query_matches_the_crawlers_canonical_url() -> None:
-    """Google's ID_Encoding#1 as the crawler requests it: query arguments
-    sorted and their reserved characters percent-encoded."""
+def test_rule_with_a_query_matches_the_url_the_crawler_requests() -> None:
+    """Google's ID_Encoding#1: the crawler requests the query as written
+    (not sorted, reserved characters not escaped), which the rule allows."""
     url = "http://foo.bar/foo/bar?qux=taz&baz=http://foo.bar?tar&par"
     text = "User-agent: FooBot\nDisallow: /\nAllow: /foo/bar?qux=taz&baz=http://foo.bar?tar&par\n"
-    assert canonicalize(url) != url
-    assert rules(text, "foobot").allowed(canonicalize(url))
+    assert canonicalize(url) == url
     assert rules(text, "foobot").allowed(url)
+    assert not rules(text, "foobot").allowed("http://foo.bar/foo/bar?baz=http%3A%2F%2Ffoo.bar%3Ftar&par=&qux=taz")
     assert not rules(text, "foobot").allowed("http://foo.bar/foo/bar?qux=other")
+
+
+@pytest.mark.parametrize(("rule", "url", "allowed"), [
+    ("/foo/bar/%62%61%7A", "/foo/bar/baz", False),  # ID_Encoding#6: Google compares as written
+    ("/foo/bar/%62%61%7A", "/foo/bar/%62%61%7A", True),  # ID_Encoding#7
+    ("/foo/bar/ツ", "/foo/bar/%E3%83%84", True),  # ID_Encoding#2: the rule's octets encoded
+    ("/foo/bar/%e3%83%84", "/foo/bar/%E3%83%84", True),  # escapes compared in upper case
+    ("/~joe/", "/%7Ejoe/index.html", False),
+    ("/%7Ejoe/", "/%7Ejoe/index.html", True),
+])
+def test_an_allow_applies_only_where_both_readings_match(rule: str, url: str, allowed: bool) -> None:
+    """Protego decodes escaped unreserved characters on both sides, Google's
+    parser compares octets as written: a URL is fetched only if the Allow
+    matches in both, so ``Disallow: /`` keeps the rest."""
+    assert rules(f"User-agent: FooBot\nDisallow: /\nAllow: {rule}\n", "foobot").allowed(HOST + url) is allowed
+
+
+@pytest.mark.parametrize(("rule", "url"), [
+    ("/foo/bar/%62%61%7A", "/foo/bar/baz"),  # RFC 9309 figure 4, last row
+    ("/foo/bar/baz", "/foo/bar/%62%61%7A"),
+    ("/foo/bar/ツ", "/foo/bar/%E3%83%84"),
+    ("/foo/bar/%E3%83%84", "/foo/bar/%e3%83%84"),
+])
+def test_a_disallow_applies_where_either_reading_matches(rule: str, url: str) -> None:
+    assert not rules(f"User-agent: FooBot\nDisallow: {rule}\n", "foobot").allowed(HOST + url)
+
+
+def test_google_reads_a_line_up_to_its_limit_and_that_reading_counts_too() -> None:
+    """GoogleOnly_LineTooLong: a Disallow line past 16,663 bytes is cut by
+    Google's parser, which then disallows more than the RFC reading does:
+    not fetched. An Allow cut the same way allows nothing more (the RFC
+    reading does not match it)."""
+    longline = "/x/" + "a" * (GOOGLE_MAX_LINE - len("disallow: ") - 3 + 1)
+    text = f"user-agent: FooBot\ndisallow: {longline}/qux\n"
+    assert not rules(text, "foobot").allowed(f"http://foo.bar{longline}/fux")
+    assert rules(text, "foobot").allowed("http://foo.bar/fux")
+    allow = "/x/" + "b" * (GOOGLE_MAX_LINE - len("allow: ") - 3 + 1)
+    text = f"user-agent: FooBot\ndisallow: /\nallow: {allow}/qux\n"
+    assert not rules(text, "foobot").allowed(f"http://foo.bar{allow}/fux")
+    assert rules(text, "foobot").allowed(f"http://foo.bar{allow}/qux")
+
+
+def test_a_plain_file_needs_no_second_parser() -> None:
+    assert rules("User-agent: *\nDisallow: /private/\n", "bot").plain is None
+    assert rules("User-agent: *\nDisallow: /%7Eprivate/\n", "bot").plain is not None
 
 
 def test_rfc9309_figure_4_reserved_characters_of_a_query() -> None:
@@ -296,16 +339,14 @@ def test_a_partial_byte_order_mark_is_skipped(prefix: bytes) -> None:
     assert not rules(text, "bot").allowed(HOST + "/x")
 
 
-# -- the conformance vectors (../shared/conformance; schema in its README)
+# -- the conformance vectors (tests/data/conformance; schemas in its SOURCE.md)
 
-def _vectors(name: str) -> list[dict[str, Any]]:
-    return json.loads((CONFORMANCE / name).read_text(encoding="utf-8"))
-
-
-#: Google ID_* cases where we follow RFC 9309 instead (NOTES-robotsconf.md).
-RFC_DEVIATIONS = {"ID_Encoding#3", "ID_Encoding#5", "ID_Encoding#6"}
-GOOGLE_RFC = [c for c in _vectors("robots_google.json") if not c["google_specific"]]
-EXTRA = [c for c in _vectors("robots_extra.json")
+#: Google ID_* cases decided on a URL no request carries: a raw "ツ", which
+#: the crawler sends percent-encoded, as in ID_Encoding#2 and #4 (the README's
+#: robots.txt section has the RFC 9309 text).
+RFC_DEVIATIONS = {"ID_Encoding#3", "ID_Encoding#5"}
+GOOGLE_RFC = [c for c in vectors("robots_google.json") if not c["google_specific"]]
+EXTRA = [c for c in vectors("robots_extra.json")
          if c["name"].startswith(("rfc9309:", "google_bom:"))]
 
 

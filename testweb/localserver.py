@@ -81,8 +81,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(reply.body)
 
     def _target(self) -> tuple[str, str]:
-        """(host without port, lower-case; path and query as sent)."""
-        target = self.path
+        """(host without port, lower-case; path and query as sent: from the
+        request line, since ``self.path`` has a leading ``//`` cut to ``/``)."""
+        words = self.requestline.split(" ")
+        target = words[1] if len(words) == 3 else self.path
         if target.startswith(("http://", "https://")):  # absolute form (a proxy request)
             parts = urlsplit(target)
             start = target.find("/", len(parts.scheme) + 3)

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 
 from extensions.frontier.front import BufferedQueue, FrontQueues
-from extensions.frontier.store import Entry, FrontierStore
+from extensions.frontier.store import FLAG_REVISIT, Entry, FrontierStore
 
 
 class BackQueues:
@@ -59,6 +59,12 @@ class BackQueues:
 
     def append(self, host: str, entry: Entry) -> None:
         self.queues[self.queue_of[host]].push(entry)
+
+    def push_revisit(self, host: str, entry: Entry) -> None:
+        """``entry`` first in ``host``'s back queue, behind the re-visits
+        (``FLAG_REVISIT``) already at its head: re-visits in the order they
+        came, before the host's new URLs."""
+        self.queues[self.queue_of[host]].push_front(entry, behind=lambda queued: bool(queued.flags & FLAG_REVISIT))
 
     def head_level(self, host: str) -> int:
         """The front-queue level of the URL ``host`` would fetch next (-1: none)."""

@@ -1,27 +1,26 @@
 """Host-local 64-bit URL fingerprints (Mercator's URL-seen trick).
 
-A fingerprint is ``hash(host)`` in the high 24 bits and ``hash(canonical
-URL)`` in the low 40 (MurmurHash3 via ``mmh3``), stored as a signed 64-bit
+A fingerprint is ``hash(host)`` in the high 24 bits and ``hash(URL key)``
+in the low 40 (MurmurHash3 via ``mmh3``), stored as a signed 64-bit
 integer so it fits SQLite's INTEGER PRIMARY KEY. Because the high bits come
 from the host, one host's URLs sit next to each other in the URL table's
 B-tree: the links of a page (mostly to its own host) touch few disk pages.
 Pure: no Scrapy.
 
-URLs are canonicalised with ``extensions.urls.canonical.canonicalize`` when
-that module is importable, else with ``w3lib.url.canonicalize_url``.
+URLs are canonicalised with :func:`extensions.urls.canonical.canonicalize`
+(the spelling requested) and keyed by :func:`~extensions.urls.canonical.url_key`
+(one key for the spellings of one document).
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
-from collections.abc import Callable
 from functools import lru_cache
+
 import mmh3
 
+from extensions.urls.canonical import canonicalize, url_key
 from extensions.urls.split import host_of
-
-logger = logging.getLogger(__name__)
 
 HOST_BITS = 24
 URL_BITS = 40
@@ -29,24 +28,6 @@ _URL_MASK = (1 << URL_BITS) - 1
 _HOST_MASK = (1 << HOST_BITS) - 1
 #: canonical URLs whose fingerprint is kept (the links of the pages in flight, and then some)
 FINGERPRINT_CACHE_SIZE = 4096
-
-
-def _load_canonicalize() -> Callable[[str], str]:
-    try:
-        from extensions.urls.canonical import canonicalize  # noqa: PLC0415
-    except ImportError:
-        from w3lib.url import canonicalize_url  # noqa: PLC0415
-
-        return canonicalize_url
-    except Exception as err:  # noqa: BLE001 - a broken canonicaliser falls back, it does not stop the frontier
-        from w3lib.url import canonicalize_url  # noqa: PLC0415
-
-        logger.warning("extensions.urls.canonical failed to import (%s); using w3lib", err)
-        return canonicalize_url
-    return canonicalize
-
-
-canonicalize: Callable[[str], str] = _load_canonicalize()
 
 
 def to_signed64(value: int) -> int:
@@ -59,9 +40,9 @@ def host_hash(host: str) -> int:
     return mmh3.hash(host, 0x5EED, signed=False) & _HOST_MASK
 
 
-def fingerprint(canonical_url: str, host: str) -> int:
-    """The signed 64-bit fingerprint of an already canonical URL."""
-    low = mmh3.hash64(canonical_url, 0x1F, signed=False)[0] & _URL_MASK
+def fingerprint(key: str, host: str) -> int:
+    """The signed 64-bit fingerprint of a URL's key (:func:`url_key`)."""
+    low = mmh3.hash64(key, 0x1F, signed=False)[0] & _URL_MASK
     return to_signed64((host_hash(host) << URL_BITS) | low)
 
 
@@ -72,7 +53,7 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> tuple[i
     canonical = canonicalize(url)
     host = host_of(canonical)
     if method != "GET" or body:
-        key = f"{method} {canonical} {hashlib.sha1(body).hexdigest()}"  # noqa: S324
+        key = f"{method} {url_key(canonical)} {hashlib.sha1(body).hexdigest()}"  # noqa: S324
         return fingerprint(key, host), host
     return canonical_fingerprint(canonical), host  # a new link's: cached by the link recorder
 
@@ -82,7 +63,7 @@ def canonical_fingerprint(canonical_url: str) -> int:
     """:func:`url_fingerprint` of a GET of a URL already canonical (links from
     the extractor), without canonicalising it again (the costly part).
     Cached: a site's navigation links recur on each of its pages."""
-    return fingerprint(canonical_url, host_of(canonical_url))
+    return fingerprint(url_key(canonical_url), host_of(canonical_url))
 
 
 def host_of_fingerprint(fp: int) -> int:

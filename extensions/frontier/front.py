@@ -15,7 +15,7 @@ so higher levels come more often and none starves).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from extensions.frontier.store import Entry, FrontierStore
 
@@ -44,6 +44,16 @@ class BufferedQueue:
         self.tail.append(entry)
         if len(self.tail) >= self.capacity:
             self.flush()
+
+    def push_front(self, entry: Entry, behind: Callable[[Entry], bool] | None = None) -> None:
+        """``entry`` first in the queue, or after the leading entries of the
+        head buffer that ``behind`` accepts."""
+        position = 0
+        if behind is not None:
+            while position < len(self.head) and behind(self.head[position]):
+                position += 1
+        self.head.insert(position, entry)
+        self.count += 1
 
     def flush(self) -> None:
         """Write the tail buffer to the store."""

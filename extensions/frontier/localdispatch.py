@@ -34,7 +34,7 @@ from extensions.frontier.holds import origin_of
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.inflight import InFlight
 from extensions.frontier.resume import rebuild_queues, record_shape, shape_changed
-from extensions.frontier.store import Entry, Status
+from extensions.frontier.store import FLAG_REVISIT, Entry, Status
 
 logger = logging.getLogger(__name__)
 
@@ -214,9 +214,18 @@ class LocalDispatch:
         return True
 
     def revisit(self, entry: Entry, level: int) -> None:
+        """A page queued again at ``level``. A continuous crawl's re-visit
+        (``FLAG_REVISIT``) whose host has a back queue goes to its head,
+        after the re-visits already waiting there: a refill moves every
+        queued URL of a host into its back queue, where the front queues'
+        levels no longer order them. Else into the front queue of ``level``."""
         again = entry._replace(level=level)
         self.store.urls.requeue(again, self.parts.wall_clock())
-        self.front.push(again)
+        host = self._key_of(again)
+        if again.flags & FLAG_REVISIT and host in self.back.queue_of:
+            self.back.push_revisit(host, again)
+        else:
+            self.front.push(again)
 
     def stale_copy(self, fingerprint: int) -> bool:
         """AOPIC promotions leave a stale copy in a lower queue: only the

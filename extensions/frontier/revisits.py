@@ -18,9 +18,11 @@ again. With ``REVISIT_ENABLED`` the frontier composes one
   taken from the store's due order (atomically, so processes sharing a
   Redis store never take the same URL), their URL rows queued again through
   the host dispatch, so politeness, robots.txt, holds and budgets apply as
-  to new URLs; at the level their importance earns (AOPIC cash, or the
-  prioritiser's), raised one level per doubling of how overdue they are;
-  flagged ``FLAG_REVISIT`` so that the request is built with the stored
+  to new URLs; ahead of new URLs (the top level, and with the local
+  dispatch the head of the host's back queue): how many come back is
+  rationed by ``REVISIT_MAX_SHARE`` and which first by due time, so one let
+  out is fetched as soon as its host's politeness allows, not after the
+  host's backlog of new URLs; flagged ``FLAG_REVISIT`` so that the request is built with the stored
   validators (:meth:`RevisitSchedule.validators`; the conditional GET
   middleware sends them);
 * caps the share of fetches that are re-visits while new URLs wait
@@ -41,7 +43,6 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from extensions.frontier.credit import AOPICCredit
 from extensions.frontier.dispatch import HostDispatch
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.page import PageVerdict
@@ -75,17 +76,10 @@ class RevisitSchedule:
         self._read_at = -math.inf  # wall time the next due time was last read
         self._gauges_due = -math.inf  # wall time the gauges may be computed again
         self.dispatch: HostDispatch | None = None
-        self.aopic: AOPICCredit | None = None
 
-    def bind(self, dispatch: HostDispatch, aopic: AOPICCredit | None) -> None:
-        """The frontier's dispatch files due URLs, at the level their
-        importance earns (AOPIC cash; else their level when first filed)."""
-        self.dispatch, self.aopic = dispatch, aopic
-
-    def level_of(self, entry: Entry) -> int:
-        if self.aopic is None:
-            return entry.level
-        return self.aopic.level_of(entry, self.aopic.ledger.cash_of(entry.fingerprint) or 0.0)
+    def bind(self, dispatch: HostDispatch) -> None:
+        """The frontier's dispatch files due URLs."""
+        self.dispatch = dispatch
 
     # -- after a fetch -----------------------------------------------------------
     def page_done(self, page: PageVerdict, fingerprint: int, now: float) -> PageVerdict:
@@ -144,23 +138,26 @@ class RevisitSchedule:
             entry = entries.get(record.fingerprint)
             if entry is None:  # no URL row to fetch it by (a trimmed Bloom-mode row)
                 continue
-            self._requeue(entry._replace(flags=entry.flags | FLAG_REVISIT), now, record)
+            self._requeue(entry._replace(flags=entry.flags | FLAG_REVISIT))
             self.released += 1
         self.stats.inc_value("revisit/due", len(records))
         return len(records)
 
-    def _requeue(self, entry: Entry, now: float, record: RevisitRecord) -> None:
-        """File a due URL: one level higher per doubling of how overdue it is
-        (in intervals), so the stalest of equally important pages go first."""
+    def _requeue(self, entry: Entry) -> None:
+        """File a due URL ahead of new URLs (the top level): the stalest go
+        first, since :meth:`pump` takes them in due order. Not at the level
+        its cash earns: a page's cash went to its history at its fetch, so
+        that level is the bottom, behind every new URL of its host."""
         assert self.dispatch is not None, "bind() the dispatch first"
-        overdue = max(0.0, (now - record.due) / record.interval) if record.interval > 0 else 0.0
-        level = min(self.dispatch.levels - 1, self.level_of(entry) + int(math.log2(1.0 + overdue)))
-        self.dispatch.revisit(entry, level)
+        self.dispatch.revisit(entry, self.dispatch.levels - 1)
 
     def _allowance(self, queued: int) -> int:
         """How many URLs may come back now: a batch when nothing new waits,
-        else as many as keep re-visits within ``max_share`` of the fetches."""
-        waiting_revisits = self.released - self.handed
+        else as many as keep re-visits within ``max_share`` of the fetches.
+        Re-visits queued by an earlier run (rows flagged ``FLAG_REVISIT``)
+        are handed out without having been let out in this one: none of
+        this run's is waiting then, not a negative number of them."""
+        waiting_revisits = max(0, self.released - self.handed)
         if queued - waiting_revisits <= 0 or self.max_share >= 1.0:
             return self.batch
         ratio = self.max_share / (1.0 - self.max_share)

@@ -132,8 +132,8 @@ class Frontier(BaseScheduler):
         self.link_record = LinkRecorder(store.links, self.stats, options.linkgraph_record)
         self.revisits = revisit_schedule  # continuous crawling (REVISIT_ENABLED), see .revisits
         self.handout.revisits = revisit_schedule
-        if revisit_schedule is not None:  # files due URLs at the level their importance earns
-            revisit_schedule.bind(self.dispatch, self.aopic)
+        if revisit_schedule is not None:  # files due URLs ahead of new ones
+            revisit_schedule.bind(self.dispatch)
 
     # -- construction from a crawler ----------------------------------------
     @classmethod

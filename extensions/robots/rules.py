@@ -34,22 +34,38 @@ or else ``*``) so the cached parser holds no other crawler's rules:
   "Sitemaps" record MUST NOT terminate a group"), as Google reads it too.
   Such a line is moved after the group's user-agent lines, so a
   ``Crawl-delay`` there applies to the whole group;
-* a rule with a query is also compared in the crawler's canonical URL form
-  (:mod:`extensions.urls.canonical`: arguments sorted, reserved characters
-  of the query percent-encoded as in section 2.2.2's figure 4), because the
-  crawler only ever requests canonical URLs. Protego already percent-encodes
-  non-ASCII octets and decodes encoded unreserved ones on both sides.
+* a Disallow with a query also in its other spellings of ``/``
+  (:func:`slash_twins`), which Protego keeps apart.
+
+Rules are matched against the URL the crawler requests (its canonical form,
+:mod:`extensions.urls.canonical`: the page's spelling, sendable), and a URL
+is fetched only if two readings of section 2.2.2 both allow it:
+
+* Protego's: non-ASCII octets percent-encoded and escapes of unreserved
+  characters decoded, on both sides (figure 4: ``/foo/bar/%62%61%7A`` is
+  ``/foo/bar/baz``);
+* the plain one of Google's reference parser (google/robotstxt), whose
+  test suite RFC 9309 grew from: a rule's non-ASCII octets percent-encoded,
+  then octets compared as written (``%62%61%7A`` matches only
+  ``%62%61%7A``), each line read up to :data:`GOOGLE_MAX_LINE` bytes.
+
+Where the two disagree, not fetching is the polite side: RFC 9309 asks a
+crawler never to fetch what the rules disallow and never asks it to fetch
+anything. The plain reading runs Protego too, on the rules and the URL with
+each ``%`` written ``%25`` (an escape Protego keeps as it is), so it needs
+a second parser only for a file with a rule that has a ``%`` or a character
+a URL cannot hold as it is, or a line longer than Google reads.
 """
 
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from urllib.parse import quote
 
 from protego import Protego
-
-from extensions.urls.canonical import InvalidURL, canonicalize
 
 MAX_BODY = 500 * 1024  # RFC 9309 section 2.5: parse at least 500 kibibytes
 BOM = b"\xef\xbb\xbf"
@@ -64,8 +80,15 @@ KINDS = {
                      "disallaw"), RULE),
     **dict.fromkeys(("sitemap", "sitemaps", "site-map", "host"), SITE),
 }
-CANONICAL_HOST = "http://robots.invalid"  # to canonicalise a rule's path and query
+#: Google's parser keeps this many bytes of a line (2083 x 8, less its terminator)
+GOOGLE_MAX_LINE = 2083 * 8 - 1
 TEXT_TYPES = ("text/", "application/octet-stream")  # octet-stream: a bare server default
+_ESCAPE_HEX = re.compile(r"%[0-9a-fA-F]{2}")
+_SLASH = re.compile("%2[fF]")
+#: what a URL holds unescaped (RFC 3986 reserved and unreserved), with "%"
+#: and the rules' "*" and "$"
+_URL_CHARACTERS = "!#$&'()*+,/:;=?@[]~%-._"
+_SENDABLE = re.compile(r"[A-Za-z0-9!#$&'()*+,/:;=?@\[\]~%._-]*")
 
 
 class Kind(enum.Enum):
@@ -123,31 +146,13 @@ def _record(line: str) -> tuple[str, str, str] | None:
     return OTHER, name, ""
 
 
-def canonical_pattern(pattern: str) -> str | None:
-    """A rule's path and query in the crawler's canonical URL form, when that
-    differs and can be computed without widening the rule: a pattern with a
-    query and no ``*`` (a trailing ``$`` is kept). Else None."""
-    anchor = "$" if pattern.endswith("$") else ""
-    body = pattern[: len(pattern) - len(anchor)]
-    if "*" in body or "?" not in body or not body.startswith("/"):
-        return None
-    try:
-        canonical = canonicalize(CANONICAL_HOST + body)[len(CANONICAL_HOST):]
-    except InvalidURL:
-        return None
-    if "?" not in canonical:  # an empty query dropped: "/p?" would become "/p"
-        return None
-    canonical += anchor
-    return canonical if canonical != pattern else None
-
-
 def prepare(text: str, token: str) -> str:
     """``text`` rewritten so that Protego groups and matches as RFC 9309 says
     (see the module docstring). Only the groups that apply to ``token`` are
     kept (its own, or else the ``*`` ones), so the cached parser holds no
     other crawler's rules; site-wide records are kept, other records met
-    between user-agent lines are moved after them; rules with a query get
-    their canonical twin."""
+    between user-agent lines are moved after them; a Disallow with a query
+    gets its :func:`slash_twins`."""
     records = [(line, record) for line in text.splitlines()
                if (record := _record(line)) is not None]
     key = agent_key(token)
@@ -179,12 +184,53 @@ def prepare(text: str, token: str) -> str:
                 relevant = _close_agents(out, agents, key, held)
             if relevant:
                 out.append(line)
-                twin = canonical_pattern(value)
-                if twin is not None:
-                    out.append(f"{name}: {twin}")
+                if name != "allow":
+                    out.extend(f"{name}: {twin}" for twin in slash_twins(value))
     if in_agents:
         _close_agents(out, agents, key, held)
     return "\n".join(out) + "\n"
+
+
+def slash_twins(pattern: str) -> list[str]:
+    """A rule's other spellings of the ``/`` of its query (``/`` and
+    ``%2F``), which RFC 9309 compares percent-encoded (section 2.2.2,
+    figure 4: ``/foo/bar?baz=https://foo.bar`` is
+    ``/foo/bar?baz=https%3A%2F%2Ffoo.bar``) and Protego keeps apart, as it
+    must in a path."""
+    path, question, query = pattern.partition("?")
+    if not question or ("/" not in query and "%2" not in query):
+        return []
+    spellings = {f"{path}?{query.replace('/', '%2F')}", f"{path}?{_SLASH.sub('/', query)}"}
+    return sorted(spellings - {pattern})
+
+
+def plain_escape(pattern: str) -> str:
+    """A rule's path as Google's parser compares it (its non-ASCII octets
+    percent-encoded, escapes in upper case; and, as in every URL a crawler
+    can send, the ASCII characters a URL may not hold), with every ``%``
+    written ``%25``: Protego then compares it octet for octet."""
+    escaped = _ESCAPE_HEX.sub(lambda match: match.group().upper(), pattern)
+    if not _SENDABLE.fullmatch(escaped):
+        escaped = quote(escaped, safe=_URL_CHARACTERS)
+    return escaped.replace("%", "%25")
+
+
+def plain_rules(prepared: str) -> str | None:
+    """The text of the plain (Google) reading of ``prepared``: rule values
+    through :func:`plain_escape`, lines cut at :data:`GOOGLE_MAX_LINE`
+    bytes; None when it would compare as ``prepared`` does (every rule
+    already sendable without a ``%``, no line too long)."""
+    out, differs = [], False
+    for line in prepared.splitlines():
+        if len(line) > GOOGLE_MAX_LINE // 4 and len(encoded := line.encode("utf-8")) > GOOGLE_MAX_LINE:
+            line, differs = encoded[:GOOGLE_MAX_LINE].decode("utf-8", errors="ignore"), True
+        record = _record(line)
+        if record is not None and record[0] == RULE:
+            value = plain_escape(record[2])
+            differs = differs or value != record[2]
+            line = f"{record[1]}: {value}"
+        out.append(line)
+    return "\n".join(out) + "\n" if differs else None
 
 
 def _close_agents(out: list[str], agents: set[str], key: str, held: list[str]) -> bool:
@@ -247,6 +293,8 @@ class RobotsRules:
     token: str
     expires: float
     parser: Protego | None = None
+    #: the plain (Google) reading's parser when its rules differ from ``parser``'s
+    plain: Protego | None = None
     unreachable_since: float | None = None
     failures: int = 0
     status: int | None = None
@@ -254,17 +302,25 @@ class RobotsRules:
 
     @classmethod
     def parse(cls, text: str, token: str, expires: float, status: int | None = 200) -> RobotsRules:
-        parser = Protego.parse(prepare(text, token))
-        return cls(Kind.RULES, token, expires, parser, status=status,
-                   sitemaps=list(parser.sitemaps))
+        prepared = prepare(text, token)
+        parser = Protego.parse(prepared)
+        plain = plain_rules(prepared)
+        return cls(Kind.RULES, token, expires, parser, None if plain is None else Protego.parse(plain),
+                   status=status, sitemaps=list(parser.sitemaps))
 
     def allowed(self, url: str) -> bool:
-        """May ``url`` be fetched? (robots.txt itself always may.)"""
+        """May ``url`` (as it will be requested) be fetched? Only if both
+        readings allow it (module docstring). robots.txt itself always may."""
         if self.kind is Kind.UNREACHABLE:
             return False
         if self.kind is Kind.UNAVAILABLE or self.parser is None:
             return True
-        return self.parser.can_fetch(url, agent_key(self.token))
+        key = agent_key(self.token)
+        if not self.parser.can_fetch(url, key):
+            return False
+        if self.plain is None and "%" not in url:
+            return True  # the plain reading compares the same octets
+        return (self.plain or self.parser).can_fetch(url.replace("%", "%25"), key)
 
     def crawl_delay(self) -> float | None:
         """The ``Crawl-delay`` of the group that applies to us, if any."""

@@ -1,13 +1,28 @@
 """Canonical URLs and link resolution: one spelling per document.
 
-Mercator's URL-seen test only works if the same document always has the same
-URL string. :func:`canonicalize` is w3lib's ``canonicalize_url`` (query
-arguments sorted, percent-escapes normalised, non-ASCII encoded, IDN host to
-punycode, dot segments resolved, fragment dropped, lower-case host) plus what
-it leaves out: the default port is removed (``:80`` for http, ``:443`` for
-https), an empty userinfo (``http://:@h/``) is removed, and URLs no crawler
-can fetch (no scheme, no host, a bad port, a host that is not a host name)
-raise :class:`InvalidURL` instead of passing through.
+Two forms. The crawler requests a URL as the page (seed, sitemap, redirect)
+gave it, never one it made up; and Mercator's URL-seen test needs one key
+for the spellings of one document. :func:`canonicalize` is the URL as given, made
+sendable and normalised only where RFC 3986 (section 6.2.2) says two
+spellings are the same URI: w3lib's ``safe_url_string`` (non-ASCII
+percent-encoded, UTF-8 in the path and the page's encoding in the query;
+IDN host to punycode; lower-case host), then lower-case scheme, dot segments
+resolved, upper-case hex in percent-escapes, the default port removed
+(``:80`` for http, ``:443`` for https), an empty userinfo (``http://:@h/``)
+removed, the fragment dropped. The query is kept as written: arguments in
+their order, ``?a`` not made ``?a=``, reserved characters not escaped, and
+escapes of unreserved characters not decoded (``%62`` stays ``%62``),
+because a server may answer those spellings differently and robots.txt
+rules are matched against what is sent (RFC 9309 section 2.2.2). URLs no
+crawler can fetch (no scheme, no host, a bad port, a host that is not a host
+name) raise :class:`InvalidURL` instead of passing through.
+
+:func:`url_key` is the identity of a canonical URL for the URL-seen test
+(fingerprints, :mod:`extensions.frontier.fingerprint`): w3lib's
+``canonicalize_url`` of it (query arguments sorted, ``?a`` as ``?a=``,
+escapes normalised: escaped unreserved characters decoded, reserved ones in
+the query escaped), so ``?b=2&a=1`` and ``?a=1&b=2`` are one URL, requested
+as first met.
 
 :func:`resolve` turns an ``href`` into an absolute URL: ``urljoin`` (RFC 3986
 section 5.2) after the whitespace clean-up browsers do. :class:`Resolver`
@@ -23,9 +38,9 @@ from functools import lru_cache
 from ipaddress import IPv6Address
 from urllib.parse import urljoin, urlparse, urlsplit, urlunparse, uses_netloc, uses_relative
 
-from w3lib.url import canonicalize_url
+from w3lib.url import canonicalize_url, safe_url_string
 
-__all__ = ["InvalidURL", "Resolver", "canonicalize", "host_of", "resolve"]
+__all__ = ["InvalidURL", "Resolver", "canonicalize", "host_of", "resolve", "url_key"]
 
 #: Distinct URLs whose canonical form is kept (about 300 bytes each).
 CACHE_SIZE = 16384
@@ -73,40 +88,91 @@ _ASCII_COMPATIBLE = frozenset({"utf-8", "utf8", "ascii", "cp1252", "windows-1252
 @lru_cache(maxsize=CACHE_SIZE)
 def _canonicalize(url: str, encoding: str | None) -> str:
     try:
-        canonical = canonicalize_url(url, encoding=encoding)
-        if "%" in canonical:
-            # w3lib decodes "%41" to "A" but leaves a stray "%a" before it:
-            # "%a%41" -> "%aA", itself an escape that the next pass upper-cases.
-            # Repeat until stable (bounded: each pass only shortens escapes).
-            for _ in range(3):
-                again = canonicalize_url(canonical)
-                if again == canonical:
-                    break
-                canonical = again
-        parts = urlsplit(canonical)
+        safe = safe_url_string(url.strip(), encoding=encoding or "utf-8")
+        parts = urlsplit(safe)
         port = parts.port  # ValueError for a port out of range or not a number
     except (ValueError, UnicodeError) as err:
         raise InvalidURL(f"cannot canonicalise {url!r}: {err}") from err
-    scheme, netloc = parts.scheme, parts.netloc
+    scheme, netloc = parts.scheme.lower(), parts.netloc
     if not scheme:
         raise InvalidURL(f"no scheme in {url!r}")
     host = parts.hostname
     if not host:
         raise InvalidURL(f"no host in {url!r}")
-    if not _REG_NAME.fullmatch(host) and not _is_ipv6(host, netloc):
+    ipv6 = not _REG_NAME.fullmatch(host)
+    if ipv6 and not _is_ipv6(host, netloc):
         raise InvalidURL(f"invalid host {host!r} in {url!r}")
-    clean = netloc
-    if port is not None and _DEFAULT_PORTS.get(scheme) == port:
-        clean = clean.rpartition(":")[0]
-    if "@" in clean:  # "http://:@h/" is "http://h/", "http://u:@h/" is "http://u@h/"
-        userinfo, _, hostport = clean.rpartition("@")
-        if userinfo.endswith(":") or not userinfo:
-            userinfo = userinfo[:-1]
-            clean = f"{userinfo}@{hostport}" if userinfo else hostport
-    if clean is netloc and canonical.startswith(scheme):
+    netloc = _clean_netloc(netloc, scheme, port)
+    if ipv6:  # one spelling per address: "[::0:1]" is "[::1]"
+        netloc = netloc.replace(f"[{host}]", f"[{IPv6Address(host).compressed}]")
+    path = _remove_dot_segments(parts.path) or "/"
+    if "%" in path:
+        path = _ESCAPE.sub(_upper_escape, path)
+    query = parts.query
+    if "%" in query:
+        query = _ESCAPE.sub(_upper_escape, query)
+    return f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
+
+
+_ESCAPE = re.compile(r"%[0-9a-f][0-9a-fA-F]|%[0-9A-F][a-f]")
+
+
+def url_key(canonical: str) -> str:
+    """The URL-seen identity of a :func:`canonicalize` result (see the
+    module docstring); the URL itself when it has no query, escape or
+    parameter (then w3lib's form is the same string)."""
+    if "?" not in canonical and "%" not in canonical and ";" not in canonical:
         return canonical
-    # netloc follows "scheme://" in a URL with a host; the rest is kept as is.
-    return f"{scheme}://{clean}{canonical[len(scheme) + 3 + len(netloc):]}"
+    return _url_key(canonical)
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def _url_key(canonical: str) -> str:
+    key = canonicalize_url(canonical)
+    # w3lib decodes "%41" to "A" but leaves a stray "%a" before it: "%a%41"
+    # -> "%aA", itself an escape that the next pass upper-cases. Repeat until
+    # stable (bounded: each pass only shortens escapes).
+    for _ in range(3):
+        again = canonicalize_url(key)
+        if again == key:
+            break
+        key = again
+    return key
+
+
+def _upper_escape(match: re.Match[str]) -> str:
+    return match.group().upper()
+
+
+def _clean_netloc(netloc: str, scheme: str, port: int | None) -> str:
+    """``netloc`` without the scheme's default port or an empty userinfo
+    (``http://:@h/`` is ``http://h/``, ``http://u:@h/`` is ``http://u@h/``)."""
+    userinfo, at, hostport = netloc.rpartition("@")
+    hostport = hostport.lower()
+    if port is not None and _DEFAULT_PORTS.get(scheme) == port or hostport.endswith(":"):
+        hostport = hostport.rpartition(":")[0]
+    if at and (userinfo.endswith(":") or not userinfo):
+        userinfo = userinfo[:-1]
+    return f"{userinfo}@{hostport}" if userinfo else hostport
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4, ``.`` and ``..`` also when percent-encoded
+    (``%2e``): what servers and browsers resolve them to."""
+    if "." not in path and "%2" not in path.lower():
+        return path
+    segments = path.split("/")
+    resolved: list[str] = []
+    for segment in segments[1:] if path.startswith("/") else segments:
+        dots = segment.lower().replace("%2e", ".")
+        if dots == "..":
+            if resolved:
+                resolved.pop()
+        elif dots != ".":
+            resolved.append(segment)
+    if segments[-1].lower().replace("%2e", ".") in (".", ".."):
+        resolved.append("")  # a trailing dot segment leaves a directory
+    return "/" + "/".join(resolved)
 
 
 def _is_ipv6(host: str, netloc: str) -> bool:
