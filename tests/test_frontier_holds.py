@@ -134,7 +134,7 @@ def test_a_pause_that_ends_by_itself_is_waited_out_not_deferred(store: Any) -> N
     assert sorted(fetched) == ["http://busy.test/", "http://ok.test/"]
     assert clock.seconds() - start >= 100.0
     assert status(frontier, "http://busy.test/") != Status.DEFERRED  # done (a Bloom store trims the row)
-    assert not store.deferrals()
+    assert not store.hosts.deferrals()
 
 
 def test_a_hold_that_ends_sends_one_probe_and_its_success_releases_the_rest(store: Any) -> None:
