@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from extensions import defaults
-from extensions.urls.canonical import canonicalize
 from extensions.urls.filters import UrlFilter
 from testweb import TestWeb, WebConfig, start_testweb
 from testweb.crawlrun import ROOT, crawl_command, run_web_crawl
+from testweb.model import canonical_url
 
 
 def demo_settings(web: TestWeb, out: Path, depth: int) -> dict[str, Any]:
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"crawl failed with exit code {result.returncode}; see {args.out}/crawl.log")
             return result.returncode
         truth = web.truth(depth_limit=args.depth, robots_5xx="disallow")
-        fetched = {canonicalize(f"http://{e.host}:{web.port}{e.path}")
+        fetched = {canonical_url(f"http://{e.host}:{web.port}{e.path}")
                    for e in web.entries() if e.path != "/robots.txt"}
     print_report(args.out, truth, fetched)
     return 0
