@@ -42,7 +42,6 @@ from pathlib import Path
 from testweb.gitcorpus import REPOSITORIES, MissingCorpus, Repository, make_repositories
 from testweb.realweb import (
     BOTH_SCHEMES_ADDRESS,
-    LOG_FORMAT,
     SITES,
     LogEntry,
     MissingTool,
@@ -51,6 +50,7 @@ from testweb.realweb import (
     accepts,
     free_port_pair,
     log_entry,
+    nginx_prelude,
     require_tools,
     stop_server,
 )
@@ -169,25 +169,8 @@ def cgitrc(repositories: dict[str, Path], descriptions: dict[str, str]) -> str:
 def nginx_conf(app: RealApp, socket: Path) -> str:
     """nginx's configuration: every path inside ``app.directory``."""
     run = app.directory
-    user = "user root root;\n" if os.geteuid() == 0 else ""  # workers read the tmp dir
     address = f"{BOTH_SCHEMES_ADDRESS}:{app.port}"
-    return f"""{user}worker_processes 1;
-pid {run}/nginx.pid;
-error_log {run}/logs/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    log_format realapp escape=json {LOG_FORMAT};
-    access_log {run}/logs/access.log realapp;
-    client_body_temp_path {run}/temp/body;
-    proxy_temp_path {run}/temp/proxy;
-    fastcgi_temp_path {run}/temp/fastcgi;
-    uwsgi_temp_path {run}/temp/uwsgi;
-    scgi_temp_path {run}/temp/scgi;
-    keepalive_timeout 30;
-    server_tokens off;
-    server {{
+    return nginx_prelude(run, "realapp", 256) + f"""    server {{
         listen {address} default_server;
         return 421;
     }}

@@ -244,28 +244,35 @@ LOG_FORMAT = (
     "\"request_time\":\"$request_time\",\"user_agent\":\"$http_user_agent\"}'")
 
 
-def nginx_conf(web: RealWeb, cert: Path, key: Path) -> str:
-    """The whole configuration: every path inside ``web.directory``."""
-    run = web.directory
+def nginx_prelude(run: Path, log_name: str, connections: int) -> str:
+    """The start of an nginx configuration whose every path is inside
+    ``run``, up to the ``http`` block's servers: JSON access log
+    (:data:`LOG_FORMAT`) named ``log_name``, temp paths, no version banner."""
     user = "user root root;\n" if os.geteuid() == 0 else ""  # workers read the tmp dir
-    servers = "\n".join(_server(web, site, cert, key) for site in web.sites)
     return f"""{user}worker_processes 1;
 pid {run}/nginx.pid;
 error_log {run}/logs/error.log warn;
-events {{ worker_connections 512; }}
+events {{ worker_connections {connections}; }}
 http {{
     include /etc/nginx/mime.types;
     default_type application/octet-stream;
-    log_format realweb escape=json {LOG_FORMAT};
-    access_log {run}/logs/access.log realweb;
+    log_format {log_name} escape=json {LOG_FORMAT};
+    access_log {run}/logs/access.log {log_name};
     client_body_temp_path {run}/temp/body;
     proxy_temp_path {run}/temp/proxy;
     fastcgi_temp_path {run}/temp/fastcgi;
     uwsgi_temp_path {run}/temp/uwsgi;
     scgi_temp_path {run}/temp/scgi;
-    sendfile on;
     keepalive_timeout 30;
     server_tokens off;
+"""
+
+
+def nginx_conf(web: RealWeb, cert: Path, key: Path) -> str:
+    """The whole configuration: every path inside ``web.directory``."""
+    run = web.directory
+    servers = "\n".join(_server(web, site, cert, key) for site in web.sites)
+    return nginx_prelude(run, "realweb", 512) + f"""    sendfile on;
     # an unknown name gets nothing (as a mass-hosting front end would)
     server {{
         listen {BOTH_SCHEMES_ADDRESS}:{web.http_port} default_server;
