@@ -342,9 +342,12 @@ def test_sigkills_at_random_moments_with_restarts_fetch_every_page_at_most_twice
     import random
 
     rng = random.Random(12)
-    web = start_web(**{**WEB, "hosts": 60})
+    # the crawl's length is set by politeness, not CPU (40 pages a host, one
+    # every 0.8 s: at least 32 s), so that three kills, each waiting for the
+    # last one's pages to be fetched again, fit in it on a loaded machine too
+    web = start_web(**{**WEB, "hosts": 24, "pages": 40})
     prefix = unique_prefix()
-    settings = crawl_settings(web, redis_server.url, prefix)
+    settings = crawl_settings(web, redis_server.url, prefix, DOWNLOAD_DELAY=0.8)
     keys, client = Keys(prefix), connect(redis_server.url, 10.0, Retry(NoBackoff(), 0))
     with crawlers(tmp_path, str(web.seeds_file), settings, 3) as procs:
         running, kills, started = list(range(3)), 0, 3

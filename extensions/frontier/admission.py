@@ -140,11 +140,13 @@ class Admission:
         self.store.urls.set_status([entry.fingerprint], Status.REFUSED, only_from=Status.QUEUED)
         self.stats.inc_value("frontier/refused")
 
-    def mark_excluded(self, url: str) -> None:
+    def mark_excluded(self, url: str, handed_out: bool = False) -> None:
         """Record that ``url`` must not be fetched (robots.txt, a filter): a
-        queued URL is skipped at dequeue, an unknown one is never enqueued."""
+        queued URL is skipped at dequeue, an unknown one is never enqueued.
+        ``handed_out``: the frontier handed ``url`` out (its row is in
+        flight), so no look-up of its status is needed."""
         fp, host = url_fingerprint(url)
-        status = self.store.urls.status_of(fp)
+        status = Status.INFLIGHT if handed_out else self.store.urls.status_of(fp)
         if status is None:
             self.seen.add(Entry(fp, url, host), self.wall_clock())
         elif status == Status.QUEUED:

@@ -412,8 +412,8 @@ class Frontier(BaseScheduler):
         """Signal handler: a request handed out must not be fetched
         (robots.txt): record it excluded and free its host at once, without
         a politeness gap, since nothing was fetched."""
-        self.mark_excluded(request.url)
         record = self.inflight.get(request)
+        self.admission.mark_excluded(request.url, handed_out=record is not None)
         if record is not None:
             record.excluded = True
             if self.inflight.free_unfetched(record):

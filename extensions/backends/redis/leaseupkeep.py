@@ -36,10 +36,23 @@ class LeaseUpkeep:
         self.dispatch = dispatch
         self._failures_seen = 0  # the store's failed calls at the last in-flight repair
         self._pushed: dict[str, float] = {}
+        #: round trips the reactor thread waited for in renewals (a cost per
+        #: FRONTIER_LEASE_TTL, not per page): stat ``redis/upkeep_reactor_round_trips``
+        self.reactor_round_trips = 0
 
     def renew(self) -> None:
         """Extend every held lease (with the host's politeness state), give
         back hosts this process is too busy to serve, beat the heart."""
+        trips = self._reactor_trips()
+        try:
+            self._renew()
+        finally:
+            self.reactor_round_trips += self._reactor_trips() - trips
+
+    def _reactor_trips(self) -> int:
+        return int(self.dispatch.off_reactor.timing()["redis/reactor_round_trips"])
+
+    def _renew(self) -> None:
         dispatch = self.dispatch
         parts = dispatch.parts
         try:
@@ -134,6 +147,7 @@ class LeaseUpkeep:
         stats, leases = self.dispatch.parts.stats, self.dispatch.leases
         for name, value in self.dispatch.off_reactor.timing().items():
             stats.set_value(name, value)  # the process's Redis waits (redis_connection)
+        stats.set_value("redis/upkeep_reactor_round_trips", self.reactor_round_trips)
         values = getattr(stats, "get_stats", lambda: getattr(stats, "values", {}))()
         deltas = []
         for name, value in values.items():
