@@ -133,7 +133,7 @@ class OffReactor:
         timing = self.dispatch.store.connection.timing()
         if self.worker is not None:
             for name, value in self.worker.timing().items():
-                timing[name] = round(timing[name] + value, 6)
+                timing[name] = round(timing.get(name, 0) + value, 6)
         return timing
 
     def failures(self) -> int:

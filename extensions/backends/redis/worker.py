@@ -182,10 +182,12 @@ class RedisWorker:
         self.connection.detach()
 
     def timing(self) -> dict[str, float]:
-        """The worker connection's round trips and waits; the reactor's waits in :meth:`call`."""
+        """The worker connection's round trips and waits; the reactor's waits
+        in :meth:`call`; the jobs the worker carried (``redis/worker_jobs``)."""
         timing = self.connection.timing()
         timing["redis/reactor_round_trips"] = self.reactor_calls
         timing["redis/reactor_wait_seconds"] = round(self.reactor_seconds, 6)
+        timing["redis/worker_jobs"] = self.jobs
         return timing
 
     # -- the two threads ----------------------------------------------------------
