@@ -1,14 +1,11 @@
 """Admission: which URLs the frontier files, and the rows of those it keeps out.
 
-Before a request reaches the host dispatch the frontier asks this part: is
-the URL known (the URL-seen test, its cache hits and misses counted); is a
-``dont_filter`` request a start request's first copy in this run (then it
-takes the URL-seen test too: an earlier run may have fetched it), or a copy
-that needs a fingerprint of its own; is its host over ``FRONTIER_HOST_BUDGET``.
-It also writes the URL rows of what is kept out: URLs refused for good
-(status ``refused``, the reason in ``extra``), excluded by robots.txt
-(status ``excluded``; a queued one is skipped at dequeue) and deferred
-for this run (status ``deferred``, the origin's reason in the hosts table).
+It answers the URL-seen test, whether a ``dont_filter`` request is a start
+request's first copy in this run (then it is tested too) or needs a
+fingerprint of its own, and whether its host is over
+``FRONTIER_HOST_BUDGET``; and it writes the rows of URLs refused
+(``refused``, the reason in ``extra``), excluded (``excluded``) and
+deferred for this run (``deferred``).
 """
 
 from __future__ import annotations
@@ -65,10 +62,9 @@ class Admission:
         return fp not in self.seeds_this_run
 
     def distinct_copy(self, fp: int) -> int:
-        """The fingerprint under which a ``dont_filter`` request is filed:
-        its own, unless that URL is queued already (identical requests at
-        once); then a copy's (same host bits), so that each is fetched. A
-        retry of a URL in flight re-queues its own row."""
+        """The fingerprint a ``dont_filter`` request is filed under: its own, unless
+        that URL is queued already, then a copy's (same host bits), so that each
+        is fetched."""
         copy, salt = fp, 0
         while self.store.urls.status_of(copy) == Status.QUEUED or copy in self.memory_only:
             salt += 1
@@ -78,12 +74,10 @@ class Admission:
         return copy
 
     def over_budget(self, entry: Entry) -> bool:
-        """Per-host page budget (a trap defence): refuse a host's new URLs
-        once it has ``host_budget`` known ones (its row written refused); a
-        known URL is a duplicate, spending none. Whether ``entry`` is kept
-        out (counted either way). Counts live in a bounded LRU over the
-        store's per-host range count; :meth:`spend` adds a URL filed. Only
-        a host at its budget costs a look-up of the URL's row."""
+        """Whether ``entry`` is kept out by the per-host budget (a trap defence):
+        once its host has ``host_budget`` known URLs, a new one is refused (its
+        row written) and a known one is a duplicate; counted either way. Counts
+        live in a bounded LRU over the store's per-host count."""
         if not self.host_budget:
             return False
         count = self._host_count(entry)
@@ -129,9 +123,8 @@ class Admission:
                 self.record_refused(Entry(fp, url, host), reason, now)
 
     def record_refused(self, entry: Entry, reason: str, now: float, known: bool = False) -> None:
-        """Write ``entry``'s row as refused, the reason in ``extra``: a new
-        row (nothing if the URL turns out known), or, ``known``, its row
-        rewritten (a request handed out, then refused)."""
+        """Write ``entry``'s row as refused, the reason in ``extra``: a new row, or
+        with ``known`` its row rewritten (handed out, then refused)."""
         row = entry._replace(extra=json.dumps({"refused": reason}))
         if known:
             self.store.urls.requeue(row, now)
@@ -141,10 +134,9 @@ class Admission:
         self.stats.inc_value("frontier/refused")
 
     def mark_excluded(self, url: str, handed_out: bool = False) -> None:
-        """Record that ``url`` must not be fetched (robots.txt, a filter): a
-        queued URL is skipped at dequeue, an unknown one is never enqueued.
-        ``handed_out``: the frontier handed ``url`` out (its row is in
-        flight), so no look-up of its status is needed."""
+        """Record that ``url`` must not be fetched: a queued URL is skipped at
+        dequeue, an unknown one never enqueued. ``handed_out``: its row is in
+        flight (no status look-up)."""
         fp, host = url_fingerprint(url)
         status = Status.INFLIGHT if handed_out else self.store.urls.status_of(fp)
         if status is None:

@@ -1,14 +1,8 @@
 """Back queues: a bounded number of FIFO queues, each holding one host's URLs.
 
-Mercator's politeness half of the frontier. The host table maps a host to its
-back queue; a queue with no host is free. Refilling follows the textbook:
-take a URL from the front queue the biased selector picks; if its host
-already has a back queue, append it there and take another; otherwise a free
-back queue becomes that host's. The host heap (kept by the scheduler) holds
-one entry per back queue that may fetch.
-
-The "host" here is the politeness key: the same key Scrapy's downloader uses
-for its slots (:mod:`extensions.frontier.hostkey`).
+Mercator's refill: take a URL from the front queue the selector picks; if
+its host has a back queue, append it there, else a free queue becomes that
+host's. "Host" is the politeness key (:mod:`.hostkey`).
 """
 
 from __future__ import annotations
@@ -61,9 +55,7 @@ class BackQueues:
         self.queues[self.queue_of[host]].push(entry)
 
     def push_revisit(self, host: str, entry: Entry) -> None:
-        """``entry`` first in ``host``'s back queue, behind the re-visits
-        (``FLAG_REVISIT``) already at its head: re-visits in the order they
-        came, before the host's new URLs."""
+        """``entry`` first in ``host``'s back queue, behind the re-visits already at its head."""
         self.queues[self.queue_of[host]].push_front(entry, behind=lambda queued: bool(queued.flags & FLAG_REVISIT))
 
     def head_level(self, host: str) -> int:
@@ -79,10 +71,8 @@ class BackQueues:
     def refill(
         self, front: FrontQueues, budget: int, key_of: Callable[[Entry], str]
     ) -> tuple[list[str], int]:
-        """Fill free back queues from the front queues, moving at most
-        ``budget`` entries; return the hosts that got a back queue and how
-        many entries moved. Stops when no queue is free or the front is empty.
-        """
+        """Fill free back queues from the front, moving at most ``budget`` entries;
+        return the hosts that got a queue and how many entries moved."""
         assigned: list[str] = []
         moved = 0
         while self.free and moved < budget:

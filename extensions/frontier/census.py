@@ -1,15 +1,9 @@
 """The URL table summed up for an operator: :class:`~extensions.frontier.store.URLCensus`.
 
-:class:`RowCensus` is one pass over rows as a stream (the memory store's
-dict, the Redis store's HSCAN); the SQLite store answers the same with
-aggregate queries (:mod:`extensions.backends.sqlite.census`), which
-``tests/test_store_conformance.py`` checks.
-
-A failed row (an error) keeps no reason (the fetch's error is counted in the
-crawl's stats, not in the row); a refused row keeps its reason in ``extra``
-as ``{"refused": reason}`` (:mod:`extensions.frontier.admission`); an
-excluded row (robots.txt) keeps none. Refused and excluded rows are the
-crawl's decisions, listed apart from the errors.
+:class:`RowCensus` is one pass over a stream of rows (the memory and Redis
+stores); SQLite answers the same with aggregate queries. A refused row
+keeps its reason in ``extra`` as ``{"refused": reason}``; failed and
+excluded rows keep none. Refusals and exclusions are listed apart from errors.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Requests to compact store entries and back.
 
-Most requests a broad crawl schedules are a GET of a URL with the spider's
-default callback, a ``depth`` and a Referer header (added by Scrapy's referer
-middleware). Those are stored as columns: url, priority, depth, referer,
-plus a short JSON ``extra`` with a few known meta keys and callback/errback
-names when they are spider methods. Anything else (a body, another method,
-other headers, cookies, flags, cb_kwargs, other meta, a Request subclass)
-falls back to ``pickle(request.to_dict(spider=spider))`` in ``blob``. A
-request even that cannot serialise (a lambda callback) is flagged
-``FLAG_MEMORY`` and kept by the frontier in memory only.
+A GET with the spider's default callback, a ``depth`` and a Referer is
+stored as columns plus a short JSON ``extra`` (a few known meta keys,
+callback/errback names of spider methods). Anything else goes to ``blob``
+as ``pickle(request.to_dict(spider=spider))``; a request that cannot be
+serialised at all (a lambda callback) is flagged ``FLAG_MEMORY``.
 """
 
 from __future__ import annotations
@@ -132,9 +128,8 @@ def decode(entry: Entry, spider: Any) -> Request:
         meta["depth"] = entry.depth
     callback = getattr(spider, extra["cb"]) if "cb" in extra else None
     errback = getattr(spider, extra["eb"]) if "eb" in extra else None
-    # entry.url is the url of the request encoded, already percent-encoded by
-    # Request (safe_url_string, which is idempotent): set as is. The flag only
-    # lives through __init__ (not a compact key: a request with it is pickled).
+    # entry.url is already percent-encoded by Request (safe_url_string is
+    # idempotent): set as is; the flag only lives through __init__.
     meta["verbatim_url"] = True
     request = Request(
         entry.url,

@@ -1,28 +1,11 @@
 """Settings to :class:`~extensions.frontier.scheduler.Frontier` arguments.
 
 Called only from ``Frontier.from_crawler``: the one place that reads
-settings, resolves class paths, chooses the host dispatch and reaches into
-the engine. Invalid values
-fail here, at start, naming the setting and its value.
-
-Settings (defaults in :mod:`extensions.defaults`, section ``# --- Frontier``):
-``FRONTIER_BACK_QUEUES`` (0: 3 x ``CONCURRENT_REQUESTS``),
-``FRONTIER_BLOOM_ERROR_RATE``, ``FRONTIER_BLOOM_INITIAL_CAPACITY``,
-``FRONTIER_CHECKPOINT_INTERVAL``, ``FRONTIER_FRONT_QUEUES``,
-``FRONTIER_FRONT_QUEUE_WEIGHTS`` (empty: level + 1),
-``FRONTIER_POLITENESS_FACTOR``, ``FRONTIER_PRIORITIZER``,
-``FRONTIER_QUEUE_BUFFER``, ``FRONTIER_REFILL_BUDGET``,
-``FRONTIER_SEEN_BACKEND`` ("exact" or "bloom"), ``FRONTIER_SEEN_CACHE_SIZE``,
-``FRONTIER_SQLITE_CACHE_MB``, ``FRONTIER_WRITE_AHEAD``; ``LINKGRAPH_RECORD``
-(:mod:`.linkrecord`, section ``# --- Link graph``); and Scrapy's own
-``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_DOMAIN``,
-``CONCURRENT_REQUESTS_PER_IP``, ``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``,
-``JOBDIR``.
-
-The store, the URL-seen filter and a shared host dispatch (if any) come
-from the crawl's backend (``FRONTIER_BACKEND``, :mod:`extensions.backends`),
-which reads its own settings; without a shared dispatch the frontier
-composes its local one (Mercator's front and back queues, this process).
+settings (defaults in :mod:`extensions.defaults`), resolves class paths,
+chooses the host dispatch and reaches into the engine. Invalid values fail
+here, at start, naming the setting and its value. The store, URL-seen
+filter and a shared dispatch (if any) come from the crawl's backend
+(``FRONTIER_BACKEND``); without a shared dispatch the local one is composed.
 """
 
 from __future__ import annotations
@@ -80,11 +63,9 @@ def _non_negative(settings: Any, name: str) -> float:
 
 
 def _engine_hooks(crawler: Crawler) -> dict[str, Any]:
-    """Wake-up, in-progress view and error handling through the engine.
-
-    Scrapy has no public "poll the scheduler again" call: the engine's
-    ``_slot.nextcall.schedule()`` is what its own downloads use, so the
-    frontier uses it too, guarded for an engine without a slot."""
+    """Wake-up, in-progress view and error handling through the engine; Scrapy
+    has no public "poll the scheduler again", so this uses the engine's
+    ``_slot.nextcall.schedule()`` as its own downloads do."""
 
     def engine() -> Any:
         try:
@@ -141,10 +122,7 @@ def _revisit_schedule(settings: Any, store: Any, stats: Any) -> RevisitSchedule 
 
 
 def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
-    """Every argument of ``Frontier.__init__`` from the crawler's settings:
-    the parts, the host dispatch among them (shared, on Redis leases, with
-    the Redis store and ``FRONTIER_DISTRIBUTED``, else local), and the plain
-    values grouped as :mod:`.options` declares them."""
+    """Every argument of ``Frontier.__init__`` from the crawler's settings."""
     settings = _with_defaults(crawler.settings)
     front_queues = _positive_int(settings, "FRONTIER_FRONT_QUEUES")
     back_queues = settings.getint("FRONTIER_BACK_QUEUES") or 3 * _positive_int(

@@ -1,17 +1,13 @@
 """AOPIC in the frontier: credit a fetched page's outlinks, price URLs by cash.
 
-The ledger (:mod:`extensions.aopic.ledger`, or its Redis twin
-:mod:`extensions.backends.redis.ledger`) keeps the cash; this part turns it into
-front-queue levels: a seed gets its initial cash when first enqueued; a link
-is filed at the level its cash earns (the credit its page just gave it,
-passed along by the frontier when it files the link); a queued URL whose cash crosses a
-level after a credit moves up; a fetched page is revisited (OPIC) while it
-has had at most ``FRONTIER_AOPIC_REVISITS`` extra fetches.
-
-With a shared ledger on a single Redis and the shared frontier's worker
-thread running, a page's payment goes through the worker
-(:meth:`CreditAssignment.page_done` returns a Deferred that fires with its
-answer on the reactor thread); otherwise it is computed at once.
+The ledger (:mod:`extensions.aopic.ledger` or a backend's shared one) keeps
+the cash; this part turns it into front-queue levels: a seed gets its
+initial cash when first enqueued, a link is filed at the level the credit
+its page gave it earns, a queued URL whose cash crosses a level moves up,
+and a fetched page is revisited while it has had at most
+``FRONTIER_AOPIC_REVISITS`` extra fetches. A shared ledger may pay through
+the dispatch's worker thread (then :meth:`CreditAssignment.page_done`
+returns a Deferred).
 """
 
 from __future__ import annotations
@@ -55,11 +51,9 @@ class AOPICCredit:
 
     def pay(self, fp: int, outlinks: list[str], fingerprints: list[int] | None = None,
             share: float = 1.0) -> Payment:
-        """The page whose URL's fingerprint is ``fp`` was fetched: its cash to
-        its history, the tax to Lambda, the rest split over ``outlinks``
-        (known or new), whose ``fingerprints`` are computed here unless given
-        (the link recorder's). ``share`` < 1: the outlinks get only that
-        share of the rest, a higher tax taking the difference to Lambda."""
+        """The page ``fp`` was fetched: its cash to its history, the tax to Lambda,
+        the rest split over ``outlinks`` (``fingerprints``: theirs, if computed
+        already); ``share`` < 1 gives the outlinks only that share, the rest to Lambda."""
         ledger = self.ledger
         links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
         paid, entries = ledger.distribute(fp, links, entries_of=links, tax=self._tax(share))
@@ -121,10 +115,9 @@ class AOPICCredit:
                                       {"aopic_cash": cash, "aopic_mean": self.ledger.mean_cash()})
 
     def cash_meta(self, request: Request, fp: int, credit: tuple[float, float] | None) -> Mapping[str, Any]:
-        """What the prioritiser sees for a new request: its cash (a seed
-        gets its initial cash; ``credit``: what its page just gave it, with
-        the dividends paid since added), else its meta (a URL no page gave
-        cash, such as a redirect target: by depth)."""
+        """What the prioritiser sees for a new request: its cash (a seed gets the
+        initial cash; ``credit``: what its page gave it plus the dividends since),
+        else its meta (a URL no page gave cash: by depth)."""
         ledger = self.ledger
         if request.meta.get("is_start_request") and not ledger.cash_of(fp):
             ledger.seed(fp)
@@ -138,9 +131,8 @@ class AOPICCredit:
 
 
 class CreditAssignment:
-    """AOPIC's credit steps applied to the queues: a judged page's payment
-    (its outlinks' credit handed back for their requests), grants from
-    outside, queued URLs moving up, OPIC revisits."""
+    """AOPIC's credit steps applied to the queues: a judged page's payment,
+    grants from outside, queued URLs moving up, OPIC revisits."""
 
     def __init__(self, aopic: AOPICCredit, store: FrontierStore, dispatch: HostDispatch, stats: Any,
                  memory_only: Mapping[int, Request]) -> None:
@@ -150,14 +142,11 @@ class CreditAssignment:
 
     def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None,
                   stored: list[str] | None = None) -> PageDone | Deferred[PageDone]:
-        """The page's (``fingerprint``: of the URL it was requested as) cash
-        to its history, credit to its outlinks (none if not followed; only
-        ``page.credit_share`` of it, the rest to Lambda; queued ones whose
-        level rises move up); the history and each outlink's
-        credit, by URL, with ``stored`` (a 304's stored outlinks) as its
-        links. ``fingerprints``: those of ``page.links`` if computed
-        already (the link recorder's). A Deferred of it when the payment
-        goes through the shared frontier's worker (see the module docstring)."""
+        """The page's cash to its history and credit to its outlinks (none if not
+        followed; ``page.credit_share`` of it); queued outlinks whose level rises
+        move up. Returns the history and each outlink's credit by URL, with
+        ``stored`` (a 304's outlinks) as its links; a Deferred when paid through
+        the worker."""
         links = page.links if page.follow else []
         given = fingerprints if page.follow else None
         io = self.dispatch.io

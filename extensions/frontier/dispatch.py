@@ -1,23 +1,11 @@
 """Host dispatch: the part of the frontier that decides which host fetches next.
 
-The :class:`~extensions.frontier.scheduler.Frontier` composes exactly one
-strategy (chosen in :mod:`extensions.frontier.config` from
-``FRONTIER_BACKEND``):
-
-* :class:`~extensions.frontier.localdispatch.LocalDispatch` -- Mercator's
-  front queues (one per priority level, a biased selector), back queues (one
-  host each) and host heap, in one process;
-* :class:`~extensions.backends.redis.dispatch.SharedDispatch` -- every
-  host's queue in Redis, hosts taken by this process under a lease, so that
-  several processes crawl one frontier.
-
-Both keep a local host heap of the hosts they serve, ordered by the time
-each may fetch again (:mod:`.politeness`), and the same order among the
-hosts due at once (:func:`ready_order`). The frontier gives its strategy the
-parts it shares (:class:`FrontierParts`): the store, politeness, origin
-holds, the in-flight table, stats, clocks, and small objects for what it
-asks of the frontier (the hand-out of a dequeued entry, the admission's
-refused and deferred rows, noisy events, signals, the wake-up timer).
+The frontier composes exactly one :class:`HostDispatch`: Mercator's front
+queues, back queues and host heap in one process
+(:mod:`.localdispatch`), or a backend's shared one (hosts taken under a
+lease, several processes on one frontier). Both order due hosts by
+:func:`ready_order`, and get the frontier's shared parts as
+:class:`FrontierParts`.
 """
 
 from __future__ import annotations
@@ -48,21 +36,11 @@ RATE_LIMITED_FIRST = 1 << 20
 
 
 def ready_order(level: int, rate_limited: bool) -> float:
-    """The order of a due host among those ready at once (lowest first).
-
-    By the level of its head URL, so that with many hosts and no delay the
-    more important URLs go first (AOPIC order across hosts) -- except for
-    hosts whose politeness gap is longer than the common delay: they are
-    served as soon as they are due. Such a host can take only one fetch
-    per gap, so it cannot crowd out the others; left to compete by level,
-    its low-cash URLs waited for seconds at a time and, since a host with
-    a Crawl-delay cannot catch up later, its backlog was the crawl's last
-    several seconds (bench/distributed.py: the Crawl-delay hosts of the
-    test web ended 3 s after all others). This holds for a trap too: one
-    that declares a Crawl-delay of d gets at most 1/d fetches a second
-    (and ``FRONTIER_HOST_BUDGET`` caps its total), not the crawl's slots;
-    keeping the bottom level out of this brought the tail back, since
-    the Crawl-delay hosts' deep pages sit there too."""
+    """The order of a due host among those ready at once (lowest first): by its
+    head URL's level, except that a host whose politeness gap is longer than
+    the common delay is served as soon as it is due; it takes only one fetch
+    per gap, so it cannot crowd the others out, and a Crawl-delay host left to
+    wait by level would make the crawl's tail."""
     return -level - (RATE_LIMITED_FIRST if rate_limited else 0)
 
 
@@ -121,8 +99,7 @@ class HostDispatch(Protocol):
         """The store is open: check it suits this strategy, set up."""
 
     def resume(self) -> None:
-        """The ledger is loaded: restore or rebuild queues, retry the
-        origins the run before deferred, join the crawl."""
+        """The ledger is loaded: restore or rebuild queues, retry deferred origins, join the crawl."""
 
     def start(self, looping_call: Callable[[Callable[[], None]], Any] | None) -> None:
         """Start periodic work of the strategy's own (lease renewals)."""
@@ -146,8 +123,7 @@ class HostDispatch(Protocol):
         """The politeness key filed with ``request`` (``host``: its URL's host)."""
 
     def enqueue(self, entry: Entry, bypass: bool) -> bool:
-        """File a new entry (``bypass``: a dont_filter copy, filed even if
-        its URL is known); whether it was new."""
+        """File a new entry (``bypass``: a dont_filter copy); whether it was new."""
 
     def next_request(self, now: float) -> Request | None:
         """The best request of a host that may fetch now (in flight after)."""

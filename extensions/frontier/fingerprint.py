@@ -1,15 +1,8 @@
 """Host-local 64-bit URL fingerprints (Mercator's URL-seen trick).
 
-A fingerprint is ``hash(host)`` in the high 24 bits and ``hash(URL key)``
-in the low 40 (MurmurHash3 via ``mmh3``), stored as a signed 64-bit
-integer so it fits SQLite's INTEGER PRIMARY KEY. Because the high bits come
-from the host, one host's URLs sit next to each other in the URL table's
-B-tree: the links of a page (mostly to its own host) touch few disk pages.
-Pure: no Scrapy.
-
-URLs are canonicalised with :func:`extensions.urls.canonical.canonicalize`
-(the spelling requested) and keyed by :func:`~extensions.urls.canonical.url_key`
-(one key for the spellings of one document).
+``hash(host)`` in the high 24 bits, ``hash(url_key)`` in the low 40
+(MurmurHash3), signed to fit SQLite's INTEGER PRIMARY KEY: one host's URLs
+sit together in the URL table's B-tree. Pure: no Scrapy.
 """
 
 from __future__ import annotations
@@ -60,9 +53,8 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> tuple[i
 
 @lru_cache(maxsize=FINGERPRINT_CACHE_SIZE)
 def canonical_fingerprint(canonical_url: str) -> int:
-    """:func:`url_fingerprint` of a GET of a URL already canonical (links from
-    the extractor), without canonicalising it again (the costly part).
-    Cached: a site's navigation links recur on each of its pages."""
+    """:func:`url_fingerprint` of a GET of an already canonical URL (an extracted
+    link), cached: a site's navigation links recur on each page."""
     return fingerprint(url_key(canonical_url), host_of(canonical_url))
 
 

@@ -1,15 +1,10 @@
 """Disk-backed FIFO queues and the front queues with their biased selector.
 
-:class:`BufferedQueue` is Mercator's FIFO subqueue: fixed-size head and tail
-buffers of entries in memory, everything between them in the store (as
-fingerprints; the URL table holds what they mean). Pop order is head buffer,
-then store, then tail buffer; a push goes straight to the head buffer while
-the store and tail are empty, so a small crawl never touches the queue table.
-
-:class:`FrontQueues` are the K priority FIFO queues; :class:`BiasedSelector`
-picks which one refills a back queue, by smooth weighted round-robin
-(deterministic; every non-empty queue is picked in proportion to its weight,
-so higher levels come more often and none starves).
+:class:`BufferedQueue` is Mercator's FIFO subqueue: bounded head and tail
+buffers in memory, the middle in the store as fingerprints. A push goes
+straight to the head while the store and tail are empty, so a small crawl
+never touches the queue table. :class:`BiasedSelector` picks the front
+queue that refills a back queue by smooth weighted round-robin (none starves).
 """
 
 from __future__ import annotations

@@ -14,19 +14,18 @@ from extensions.frontier.store import HELD_META, FrontierStore, Status
 if TYPE_CHECKING:
     from extensions.frontier.dispatch import HostDispatch
 
-#: ``frontier/urls/<status>``: URLs in the store by status (queued, inflight,
-#: done, failed, excluded, deferred, refused), counted at checkpoints.
+#: ``frontier/urls/<status>``: URLs in the store by status, counted at checkpoints.
 URL_STATUS_STATS = tuple(f"frontier/urls/{status.name.lower()}" for status in Status)
 
-#: Stats that measure the whole crawl, not this process: several processes
-#: sharing a frontier each report the same value, so they are not summed.
+#: Stats of the whole crawl, not this process: processes sharing a frontier
+#: each report the same value, so they are not summed.
 CRAWL_WIDE_STATS = frozenset({"frontier/redis_memory_bytes", "frontier/redis_known_urls",
                               "frontier/redis_bytes_per_url", "frontier/hosts", *URL_STATUS_STATS,
                               "frontier/urls_counted_at", "frontier/urls_count_seconds"})
 
-#: Counting URLs by status scans the URL table (a full table scan in SQLite,
-#: every row in Redis): it is redone only once this many times the last
-#: count's duration has passed since, so it takes at most ~1% of the time.
+#: Counting URLs by status scans the URL table: redone only once this many
+#: times the last count's duration has passed (~1% of the time).
+STATUS_COUNT_SPACING = 100.0
 STATUS_COUNT_SPACING = 100.0
 
 
@@ -48,9 +47,8 @@ class DictStats:
 
 def update_gauges(stats: Any, store: FrontierStore, dispatch: HostDispatch, *, held: Mapping[str, Any], inflight: int,
                   bloom: BloomSeen | None, ledger: AOPICLedger | None) -> None:
-    """Queue sizes (in all, and per front-queue level where the dispatch
-    keeps front queues: ``frontier/level/<n>``), held origins, the URL-seen
-    cache's hit rate, the ledger's totals, URLs by status (:func:`status_gauges`)."""
+    """Queue sizes (per front-queue level too, ``frontier/level/<n>``), held
+    origins, the URL-seen cache's hit rate, the ledger's totals, URLs by status."""
     stats.set_value("frontier/back_queues", len(dispatch.hosts_in_use()))
     stats.set_value("frontier/held_origins", len(held))
     if not store.round_trips:  # an embedded store: the held origins for `scrapy crawlstatus`
@@ -81,10 +79,9 @@ def update_gauges(stats: Any, store: FrontierStore, dispatch: HostDispatch, *, h
 
 def status_gauges(stats: Any, store: FrontierStore, clock: Callable[[], float] = time.time,
                   force: bool = False) -> None:
-    """``frontier/urls/<status>`` from the store (on Redis: the crawl's, see
-    CRAWL_WIDE_STATS), with when (``frontier/urls_counted_at``, Unix time)
-    and how long (``frontier/urls_count_seconds``) the count took; skipped
-    while the last count is recent for its cost (STATUS_COUNT_SPACING)."""
+    """``frontier/urls/<status>`` (on Redis: crawl-wide), with when
+    (``frontier/urls_counted_at``) and how long (``frontier/urls_count_seconds``)
+    the count took; skipped while the last count is recent for its cost."""
     started = clock()
     counted_at = stats.get_value("frontier/urls_counted_at")
     if not force and counted_at is not None and \
@@ -99,8 +96,7 @@ def status_gauges(stats: Any, store: FrontierStore, clock: Callable[[], float] =
 
 
 def memory_gauges(stats: Any, store: FrontierStore) -> None:
-    """Memory per URL of a store that reports it (Redis: the crawl's, over
-    every process; see CRAWL_WIDE_STATS). At checkpoints and close only."""
+    """Memory per URL of a store that reports it (Redis: crawl-wide)."""
     report = store.memory_usage()
     if report is None:
         return

@@ -17,10 +17,10 @@ if TYPE_CHECKING:
 
 
 class HandOut:
-    """The request for a dequeued entry, or None when it must not be
-    fetched now: excluded while queued (robots.txt), a memory-only request
-    that is gone, a row that cannot be decoded (both marked failed). Counts
-    AOPIC's Lambda crawls; a re-visit carries its validators."""
+    """The request for a dequeued entry, or None when it must not be fetched
+    now (excluded while queued, a memory-only request gone, a row that cannot
+    be decoded: both marked failed). Counts AOPIC's Lambda crawls; a re-visit
+    carries its validators."""
 
     def __init__(self, store: FrontierStore, excluded: set[int], memory_only: dict[int, Request],
                  ledger: AOPICLedger | None, stats: Any, noisy: OnceLog) -> None:

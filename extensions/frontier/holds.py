@@ -1,15 +1,10 @@
 """Origins that cannot be crawled now: held for a while, then deferred.
 
-robots.txt is per origin (scheme, host, port; RFC 9309 2.3), and so is a
-dead port: ``https://h/`` refusing connections says nothing about
-``http://h/``. So a hold is keyed by origin, never by the politeness key: the
-frontier parks a held origin's URLs here (they leave the host's back queue)
-and the host's other origins keep their turns.
-
-A hold ends at its time (the parked URLs go back to the front queues) or
-becomes a deferral: the origin's URLs get status ``deferred`` in the URL
-database, with the reason, and are not fetched again in this run; a resumed
-crawl retries them first. Pure: no Scrapy, no clock; callers pass times.
+Keyed by origin (scheme, host, port, as robots.txt is, RFC 9309 2.3),
+never by politeness key: a held origin's URLs are parked here and the
+host's other origins keep their turns. A hold ends at its time (the parked
+URLs go back) or becomes a deferral for this run (status ``deferred``; a
+resumed crawl retries them first). Pure: no Scrapy, no clock.
 """
 
 from __future__ import annotations
@@ -56,9 +51,8 @@ class OriginHolds:
         return bool(self.held or self.deferred)
 
     def hold(self, origin: str, until: float, reason: str, wait_out: bool | None = None) -> None:
-        """No URL of ``origin`` is handed out before ``until``. ``wait_out``:
-        the hold ends by itself and a crawl with nothing else to do waits
-        for it (None: as the origin's current hold says, else False)."""
+        """No URL of ``origin`` before ``until``; ``wait_out``: the crawl waits for
+        it to end (None: keep the current hold's flag)."""
         current = self.held.get(origin)
         if current is None:
             self.held[origin] = Hold(until, reason, wait_out=bool(wait_out))
@@ -87,9 +81,8 @@ class OriginHolds:
         return True
 
     def release_due(self, now: float) -> list[Entry]:
-        """Holds whose time has come: return one parked URL of each, the
-        probe (the hold stays, untimed, until :meth:`release` or a new
-        :meth:`hold`); a hold with nothing parked just ends."""
+        """Holds whose time has come: one parked URL of each as a probe (the hold
+        stays, untimed, until :meth:`release`); an empty hold just ends."""
         probes: list[Entry] = []
         for origin in [o for o, hold in self.held.items() if hold.until <= now]:
             hold = self.held[origin]

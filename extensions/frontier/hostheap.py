@@ -1,11 +1,9 @@
 """The host heap: each schedulable back queue's host and its earliest fetch time.
 
-Mercator's back-queue heap. Entries are ``(ready_at, sequence, host)`` so
-ties break by insertion order and hosts are never compared. A host has at
-most one live entry; :meth:`HostHeap.schedule` on a scheduled host replaces
-its time (the old entry goes stale and is skipped lazily, and the heap is
-compacted when stale entries outnumber live ones). Pure: no Scrapy, no clock
-of its own -- callers pass ``now``.
+Entries are ``(ready_at, sequence, host)``: ties break by insertion order
+and hosts are never compared. A host has at most one live entry;
+rescheduling leaves a stale entry, skipped lazily and compacted away when
+stale entries outnumber live ones. Pure: callers pass ``now``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""Politeness keys: exactly the key Scrapy's downloader gives its slots.
-
-``scrapy.core.downloader.Downloader.get_slot_key``: the request's
-``download_slot`` meta when set, else the host name of the URL
-(``urlparse_cached(request).hostname``), replaced by its resolved IP from
-Scrapy's ``dnscache`` when ``CONCURRENT_REQUESTS_PER_IP`` is set. The
-frontier stores the first part (host name or meta slot) with each URL and
-maps it to the IP, if asked, when the URL reaches a back queue -- by then the
-resolver has usually seen the host.
+"""Politeness keys: exactly the key Scrapy's downloader gives its slots
+(``Downloader.get_slot_key``): the ``download_slot`` meta, else the URL's
+host name, or its IP from Scrapy's ``dnscache`` with
+``CONCURRENT_REQUESTS_PER_IP``. The frontier stores the host part with each
+URL and maps it to the IP when the URL reaches a back queue.
 """
 
 from __future__ import annotations

@@ -1,30 +1,12 @@
 """Host yield: the share of a host's recent pages that brought new content.
 
-Each fetched page of a host is judged once, after the content-seen test:
-``NEW`` (a 2xx document that is neither an exact nor a near duplicate of a
-page fetched before), ``OLD`` (a duplicate or near-duplicate) or ``ERROR``
-(a 4xx or 5xx answer). A host's yield is the share of ``NEW`` among its
-last ``window`` pages. The window starts full of imaginary new pages (a host
-is productive until its pages show otherwise), so the yield is defined from
-the first page on and only real pages can pull it down.
-
-Errors are kept out of the window: a site's broken links say nothing about
-its pages. But ``window`` errors in a row, with no page in between, empty
-the window of new pages: a host that answers nothing but errors yields
-nothing.
-
-The yield does two things (:class:`Reading`):
-
-* **credit share**: a page of the host passes on this share of its AOPIC
-  cash (after the tax); the rest goes to Lambda, so the URLs a low-yield
-  host's pages find sink in the front queues;
-* **stop**: once the yield is below ``threshold``, the host is stopped for
-  the run (``stopped`` is true from then on, ``stopped_now`` on the page
-  that stopped it).
-
-Pure: no Scrapy, no clock. Hosts live in an LRU of ``max_hosts`` entries; a
-host evicted (not seen for that many other hosts' pages) starts afresh, a
-stopped one included.
+Each page of a host is ``NEW`` (a 2xx neither an exact nor a near
+duplicate), ``OLD`` (a duplicate) or ``ERROR`` (4xx/5xx). A host's yield is
+the share of ``NEW`` among its last ``window`` pages; the window starts
+full of imaginary new pages. Errors stay out of the window, but ``window``
+errors in a row empty it. A page passes on the yield as its share of AOPIC
+credit, and a host whose yield falls below ``threshold`` is stopped for the
+run. Pure: no Scrapy, no clock; hosts live in an LRU of ``max_hosts``.
 """
 
 from __future__ import annotations

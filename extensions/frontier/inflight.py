@@ -1,14 +1,10 @@
 """Requests the frontier handed to the engine and has not finished yet.
 
-A request is in flight from ``next_request`` until the engine is done with
-it. Its fetch ends first (``request_left_downloader``: the host is free
-again after its politeness gap, see :meth:`InFlightTable.release`); it is
-finished (its URL row done, failed, refused...) only when the engine no
-longer holds it, i.e. after the requests its callbacks yielded were
-enqueued, so a page recorded done never lacks its outlinks. The engine's
-view comes from ``in_progress`` (the engine slot's ``inprogress`` set);
-without an engine (tests, benchmarks) a request is finished when its fetch
-ends.
+A request's fetch ends first (its host's politeness gap starts); it is
+finished (row done, failed, refused ...) only when the engine no longer
+holds it (``in_progress``, the engine slot's set), after the requests its
+callbacks yielded were enqueued, so a page recorded done never lacks its
+outlinks. Without an engine, a request finishes when its fetch ends.
 """
 
 from __future__ import annotations

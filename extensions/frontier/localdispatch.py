@@ -1,21 +1,12 @@
 """Mercator's host dispatch in one process: front queues, back queues, host heap.
 
-1. A new URL goes to the front queue of its priority level (the prioritiser
-   chose it; :mod:`.front`).
-2. Free back queues are refilled from the front queues (biased selector,
-   Mercator's rule: each back queue holds one host's URLs; :mod:`.back`).
-3. The host heap yields the earliest host that is due (:mod:`.hostheap`);
-   among the hosts due at once, the one whose head URL has the highest
-   level goes first (:func:`~extensions.frontier.dispatch.ready_order`); its
-   back queue's head is handed to the engine. An emptied back queue is
-   released and refilled at once.
-
-Origins held by ``origin_held`` (robots.txt unreachable, a tripped circuit
-breaker) have their URLs parked in memory (:mod:`.holds`) while the host's
-other origins go on; when a hold ends, one URL goes out as a probe, and if
-it is fetched the rest follow. When nothing but held work is left for
-``FRONTIER_IDLE_CLOSE`` seconds, the held origins are deferred, so a finite
-crawl ends; a pause that ends by itself (a pushback's) is waited out.
+A new URL goes to its level's front queue (:mod:`.front`); free back
+queues, one host each, are refilled from them by a biased selector
+(:mod:`.back`); the host heap (:mod:`.hostheap`) yields due hosts, best
+head URL first, and an emptied back queue is refilled at once. A held
+origin's URLs are parked (:mod:`.holds`); when the hold ends one goes out
+as a probe and, if fetched, the rest follow. Held work alone for
+``FRONTIER_IDLE_CLOSE`` seconds is deferred, so a finite crawl ends.
 """
 
 from __future__ import annotations
@@ -117,8 +108,7 @@ class LocalDispatch:
             self.reschedule(host)
 
     def _retry_deferred(self) -> None:
-        """A resumed crawl retries the origins deferred by the run before,
-        first: their URLs go to the highest front queue."""
+        """A resumed crawl retries the previous run's deferred origins first (top front queue)."""
         if not self.store.hosts.deferrals():
             return
         fingerprints = self.store.urls.take_deferred()
@@ -143,9 +133,8 @@ class LocalDispatch:
         return len(self.front) + len(self.back) + len(self.parts.unfiled)
 
     def has_pending(self) -> bool:
-        """Work to hand out. URLs parked by held origins count only until
-        the crawl has had nothing else to do for ``idle_close`` seconds;
-        then they are deferred, so a finite crawl always ends."""
+        """Work to hand out; URLs parked by held origins count only until nothing
+        else was left for ``idle_close`` seconds, then they are deferred."""
         holds = self.parts.holds
         if not holds.held:
             return len(self) > 0
@@ -214,11 +203,8 @@ class LocalDispatch:
         return True
 
     def revisit(self, entry: Entry, level: int) -> None:
-        """A page queued again at ``level``. A continuous crawl's re-visit
-        (``FLAG_REVISIT``) whose host has a back queue goes to its head,
-        after the re-visits already waiting there: a refill moves every
-        queued URL of a host into its back queue, where the front queues'
-        levels no longer order them. Else into the front queue of ``level``."""
+        """A page queued again at ``level``; a re-visit (``FLAG_REVISIT``) whose host
+        has a back queue goes to its head, after the re-visits already there."""
         again = entry._replace(level=level)
         self.store.urls.requeue(again, self.parts.wall_clock())
         host = self._key_of(again)
@@ -240,14 +226,9 @@ class LocalDispatch:
 
     # -- dispatch --------------------------------------------------------------
     def next_request(self, now: float) -> Request | None:
-        """The best URL of the hosts whose politeness allows a fetch now.
-
-        The heap orders hosts by the time they may fetch again (Mercator);
-        the hosts that are due wait in a second heap ordered by the level of
-        the URL at the head of their back queue, so among hosts ready at the
-        same moment the one with the more important URL goes first (with
-        many hosts and no delay, nearly all are ready: without this the
-        order would be host round-robin, whatever the priorities)."""
+        """The best URL of the hosts whose politeness allows a fetch now: due hosts
+        wait in a second heap by their head URL's level (:func:`ready_order`),
+        so priorities hold across hosts ready at once."""
         if self.parts.holds.held:
             self._release_holds(now)
         self._refill()
@@ -341,10 +322,9 @@ class LocalDispatch:
         """Nothing beyond the frontier's: the parked URLs were deferred."""
 
     def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
-        """Park or defer ``entry`` if its origin is held or deferred (a
-        hold's probe goes through); whether it was kept back. ``refused``:
-        a hold refused it in flight, and if that hold has ended since, it
-        goes back to the front queues."""
+        """Park or defer ``entry`` if its origin is held or deferred (a probe goes
+        through); whether it was kept back. ``refused``: a hold refused it in
+        flight; if that hold has ended, it goes back to the front queues."""
         parts = self.parts
         state = parts.holds.state_of(entry.url)
         if state is None and refused:

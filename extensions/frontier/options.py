@@ -1,15 +1,10 @@
 """The frontier's plain values, grouped by what they configure.
 
-:meth:`Frontier.__init__ <extensions.frontier.scheduler.Frontier>` takes its
-parts (store, host dispatch, prioritiser, politeness, host key, AOPIC
-ledger, Bloom filter) and two groups of plain values: :class:`FrontierOptions`
-(policy numbers, each from a ``FRONTIER_*`` setting) and :class:`Runtime`
-(clocks, timers and the engine's hooks: real ones in a crawl, fakes in
-tests). :mod:`.config` builds all of them from settings; tests and scripts
-that pass flat keyword values sort them with :func:`frontier_arguments`.
-
-The defaults here are those of a frontier driven directly (no checkpoints,
-no write-ahead): a crawl's come from :mod:`extensions.defaults`.
+:class:`FrontierOptions` holds policy numbers (each from a ``FRONTIER_*``
+setting), :class:`Runtime` clocks, timers and the engine's hooks (fakes in
+tests). :func:`frontier_arguments` sorts flat keyword values into them.
+The defaults are a directly driven frontier's; a crawl's come from
+:mod:`extensions.defaults`.
 """
 
 from __future__ import annotations
@@ -62,9 +57,8 @@ RUNTIME = frozenset(field.name for field in fields(Runtime))
 
 
 def frontier_arguments(**values: Any) -> dict[str, Any]:
-    """Flat keyword values (``clock=...``, ``host_budget=...``, a part by
-    name) as ``Frontier.__init__``'s keyword arguments; a name that is
-    none of these is a TypeError."""
+    """Flat keyword values (a part, an option or a runtime value by name) as
+    ``Frontier.__init__``'s keyword arguments; an unknown name is a TypeError."""
     unknown = set(values) - OPTIONS - RUNTIME - set(PARTS)
     if unknown:
         raise TypeError(f"unknown frontier arguments: {', '.join(sorted(unknown))}")

@@ -1,12 +1,6 @@
-"""The page's verdict, handed to the frontier by the last item pipeline.
-
-The judged page comes back to the frontier through one entry point,
-:meth:`Frontier.page_done(verdict) <extensions.frontier.scheduler.Frontier.page_done>`,
-which records its outlinks for the link graph (:mod:`.linkrecord`), runs
-AOPIC's credit assignment (the page's cash to its history, the rest over
-its outlinks), keeps the content-seen group in the URL database and files
-the outlinks to follow, each at the level its new cash earns, as requests
-built by :func:`link_request`.
+"""The page's verdict, handed to the frontier by the last item pipeline
+through :meth:`Frontier.page_done <extensions.frontier.scheduler.Frontier.page_done>`,
+and the requests built for its outlinks (:func:`link_request`).
 """
 
 from __future__ import annotations
@@ -47,9 +41,8 @@ class PageDone:
 
 
 def page_fingerprints(page: PageVerdict) -> tuple[int, int]:
-    """The fingerprints of the URL the page was requested as (its cash, its
-    content group) and of the one its links belong to (the final URL after
-    redirects): each URL canonicalised once for every step of the verdict."""
+    """Fingerprints of the URL the page was requested as (its cash, its content
+    group) and of its final URL after redirects (its links' source)."""
     requested, _ = url_fingerprint(page.url)
     if not page.final_url or page.final_url == page.url:
         return requested, requested
@@ -57,8 +50,6 @@ def page_fingerprints(page: PageVerdict) -> tuple[int, int]:
 
 
 def link_request(url: str, depth: int, referer: str | None) -> Request:
-    """The request for an outlink found at ``depth - 1``, as Scrapy's
-    spider middlewares would build it: ``depth`` meta (DepthMiddleware) and
-    the ``Referer`` header (RefererMiddleware, default policy: the page's
-    final URL)."""
+    """The request for an outlink found at ``depth - 1``, as Scrapy's Depth and
+    Referer middlewares would build it (Referer: the page's final URL)."""
     return Request(url, meta={"depth": depth}, headers={"Referer": referer} if referer else None)

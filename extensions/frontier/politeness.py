@@ -2,14 +2,11 @@
 fetches in flight, and the next fetch waits until the END of the previous one
 plus a gap::
 
-    gap = max(DOWNLOAD_DELAY, Crawl-delay of the host (robots.txt, if known),
-              the host's widened delay (it pushed back, if it did),
-              FRONTIER_POLITENESS_FACTOR x duration of the last fetch)
+gap = max(DOWNLOAD_DELAY (or the DOWNLOAD_SLOTS delay), robots.txt Crawl-delay,
+the host's widened delay, FRONTIER_POLITENESS_FACTOR x last fetch's duration)
 
-(Scrapy's downloader measures its delay start-to-start; ours is end-to-start,
-so a slow host is automatically given more room.) Pure: no Scrapy, no clock;
-callers pass times. Per-host overrides (Scrapy's ``DOWNLOAD_SLOTS`` ``delay``
-and ``concurrency``) are honoured.
+End-to-start (Scrapy's delay is start-to-start), so a slow host gets more
+room. Pure: no Scrapy, no clock; callers pass times.
 """
 
 from __future__ import annotations
@@ -73,16 +70,14 @@ class Politeness:
         return politeness_gap(delay, self.crawl_delays.get(host), self.factor, last_duration)
 
     def rate_limited(self, host: str) -> bool:
-        """Whether ``host`` must wait longer between fetches than hosts in
-        general (its Crawl-delay, a ``DOWNLOAD_SLOTS`` delay, or the factor
-        times its last fetch): it cannot use more than one fetch per gap, so
-        the frontier serves it as soon as the gap allows."""
+        """Whether ``host`` must wait longer between fetches than hosts in general:
+        it takes one fetch per gap, so the frontier serves it as soon as it may."""
         state = self.hosts.get(host)
         return self.gap(host, 0.0 if state is None else state.last_duration) > self.delay
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None:
-        """Record (or, with None, forget) the robots.txt Crawl-delay of a host.
-        A longer delay also pushes an already computed next-allowed time."""
+        """Record (None: forget) a host's robots.txt Crawl-delay; a longer one also
+        pushes its next-allowed time."""
         if seconds is None or seconds <= 0:
             self.crawl_delays.pop(host, None)
             return
@@ -93,9 +88,8 @@ class Politeness:
             state.next_allowed = max(state.next_allowed, state.last_end + gap)
 
     def widen(self, host: str, seconds: float) -> None:
-        """From now on ``host`` waits at least ``seconds`` between fetches (a
-        host that pushed back); a wider delay already set stays. Its
-        already computed next-allowed time is pushed as well."""
+        """``host`` waits at least ``seconds`` between fetches from now on (a wider
+        delay already set stays); its next-allowed time is pushed too."""
         if seconds <= self.widened.get(host, 0.0):
             return
         self.widened[host] = float(seconds)
@@ -146,22 +140,13 @@ class Politeness:
             state = self.hosts[host] = HostState()
         state.next_allowed = max(state.next_allowed, until)
 
-    def unhold(self, host: str, now: float) -> None:
-        """Forget a back-off (:meth:`hold`): the next fetch waits only the gap
-        the host's last fetch earned."""
-        state = self.hosts.get(host)
-        if state is not None:
-            earned = now if state.last_end is None else state.last_end + self.gap(host, state.last_duration)
-            state.next_allowed = min(state.next_allowed, max(now, earned))
-
     def wait(self, host: str, now: float) -> float:
         """Seconds until ``host``'s next fetch may start, in-flight aside."""
         state = self.hosts.get(host)
         return 0.0 if state is None else max(0.0, state.next_allowed - now)
 
     def prune(self, now: float, keep: set[str] | frozenset[str] = frozenset()) -> int:
-        """Forget idle hosts whose next-allowed time has passed (memory
-        stays bounded by recent activity); return how many were forgotten."""
+        """Forget idle hosts whose next-allowed time has passed; return how many."""
         idle = [
             host
             for host, state in self.hosts.items()

@@ -1,8 +1,6 @@
 """Prioritisers: map a request to a front-queue level, 0 (lowest) .. K-1.
 
-As Mercator's prioritiser, a small pure class (no Scrapy) behind the
-``FRONTIER_PRIORITIZER`` setting: built with ``levels=K`` and asked
-``level(priority, depth, meta)`` for each new URL.
+A small pure class behind ``FRONTIER_PRIORITIZER``, built with ``levels=K``.
 """
 
 from __future__ import annotations
@@ -22,14 +20,8 @@ class Prioritizer(Protocol):
 
 
 class DepthPrioritizer:
-    """Shallow URLs and high Scrapy priorities go to higher levels.
-
-    ``level = clamp(top - depth // depth_step + priority // priority_step)``
-    with ``top = levels - 1``: seeds (depth 0, priority 0) get the top level,
-    each ``depth_step`` of depth costs a level, and each ``priority_step`` of
-    ``request.priority`` buys one (Scrapy's redirect middleware adds +2 and
-    its retry middleware -1, so those move a level with the default step 1).
-    """
+    """Shallow URLs and high Scrapy priorities go to higher levels:
+    ``level = clamp(levels - 1 - depth // depth_step + priority // priority_step)``."""
 
     def __init__(self, levels: int = 8, depth_step: int = 1, priority_step: int = 1) -> None:
         if levels < 1 or depth_step < 1 or priority_step < 1:
@@ -58,15 +50,10 @@ class FlatPrioritizer:
 
 
 class CashPrioritizer:
-    """AOPIC: URLs with more cash go to higher levels (the default).
-
-    ``level = clamp(levels // 2 + floor(log2(cash / mean)) + priority // priority_step)``
-    where ``mean`` is the average cash per known page: a page with the mean
-    sits in the middle, each doubling buys a level, no cash is the bottom.
-    The frontier passes ``aopic_cash`` and ``aopic_mean`` in ``meta``; a URL
-    the ledger does not know (a redirect target) and a crawl without AOPIC
-    get the :class:`DepthPrioritizer`'s level.
-    """
+    """AOPIC: URLs with more cash go to higher levels (the default):
+    ``level = clamp(levels // 2 + floor(log2(cash / mean)) + priority // priority_step)``;
+    no cash is the bottom, and a URL without ``aopic_cash`` in its meta gets
+    the :class:`DepthPrioritizer`'s level."""
 
     def __init__(self, levels: int = 8, priority_step: int = 1) -> None:
         if levels < 1 or priority_step < 1:
@@ -82,8 +69,7 @@ class CashPrioritizer:
         return self.cash_level(cash, meta.get("aopic_mean") or 1.0, priority)
 
     def cash_level(self, cash: float, mean: float, priority: int = 0) -> int:
-        """:meth:`level` of a URL with ``cash`` (not None) and a ``mean``
-        (not 0), without a meta mapping (AOPIC's credit step asks twice per link)."""
+        """:meth:`level` of a URL with ``cash`` and a non-zero ``mean``, without a meta mapping."""
         if cash <= 0:  # fetched and not credited since (a revisit)
             return 0
         raw = self.levels // 2 + math.floor(math.log2(cash / mean)) + priority // self.priority_step

@@ -1,34 +1,22 @@
 """Resume after a pause or a crash: rebuild the queues, keep the Bloom filter.
 
-The invariants the frontier's durability rests on:
+Invariants the frontier's durability rests on:
 
 * The URL table is authoritative: a queued or in-flight row holds all that
-  is needed to rebuild its request; the queue tables only give order.
-* All changes go into one store transaction, committed (with
-  ``FRONTIER_WRITE_AHEAD``) at the end of every scheduler call that changed
-  something, before the request it returns reaches the engine, else at each
-  checkpoint (``FRONTIER_CHECKPOINT_INTERVAL``). A crash returns the store to
-  the last commit: URL rows, statuses, cash (with AOPIC's Lambda and
-  dividend) and queue tables agree. A request is never handed out before its
-  in-flight status is committed.
-* After a crash the queue tables miss the memory buffers, but their URL rows
-  are there: :func:`rebuild_queues` refills the front queues from every
-  queued or in-flight row, in discovery order, at its stored level;
-  in-flight rows become queued (with write-ahead, exactly they are fetched
-  again; without, every page finished since the last checkpoint).
-* A clean close spills the buffers back (head to the front of its queue,
-  tail to the back), requeues what is in flight, records the queue counts
-  and sets the store's ``clean`` flag; the next open only rebuilds the host
-  table (:meth:`BackQueues.restore`), or rebuilds as after a crash if the
-  queue counts changed.
-* A URL becomes done only after the engine has finished with its response,
-  so a page committed as done has its outlinks committed too.
-* WAL with ``synchronous=NORMAL``: an operating-system crash may roll back
-  the commits since the last WAL checkpoint (never a torn file).
-* The Bloom filter (``FRONTIER_SEEN_BACKEND = "bloom"``) is written after
-  each commit with a tag the commit stored in the store's meta; a filter
-  whose tag differs, or a missing one, is rebuilt from the URL table. It is
-  only a pre-filter: a URL it lacks costs one table look-up, never a refetch.
+is needed to rebuild its request; the queue tables only give order.
+* All changes go into one store transaction, committed before a request is
+handed out (``FRONTIER_WRITE_AHEAD``) or at each checkpoint; a crash
+returns to the last commit, where rows, cash and queues agree.
+* After a crash :func:`rebuild_queues` refills the front queues from every
+queued or in-flight row, in discovery order, at its stored level.
+* A clean close spills the buffers, requeues what is in flight, records
+the queue counts and sets ``clean``; the next open only restores the back
+queues, or rebuilds if the queue counts changed.
+* A URL is done only after the engine has finished with its response, so a
+page committed as done has its outlinks committed too.
+* The Bloom filter is written after each commit with a tag stored in the
+store's meta; a filter with another tag, or none, is rebuilt from the URL
+table (it is only a pre-filter).
 """
 
 from __future__ import annotations

@@ -1,39 +1,13 @@
 """Continuous crawling in the frontier: fetched pages come back when due.
 
-Mercator's frontier holds URLs not fetched yet; an incremental crawler
-(Cho and Garcia-Molina) also keeps, for every fetched page, when to fetch it
-again. With ``REVISIT_ENABLED`` the frontier composes one
-:class:`RevisitSchedule`, which keeps each URL's visit history in the store
-(``store.revisits``, :class:`~extensions.frontier.store.RevisitRecord`) and
-
-* after each fetch (the page's verdict, :meth:`RevisitSchedule.page_done`)
-  moves the history on by the policy (:mod:`extensions.revisit.policy`):
-  changed (another exact content fingerprint, or other validators),
-  unchanged (a ``304 Not Modified``, or the same fingerprint), gone (404 or
-  410 after a 200, confirmed ``REVISIT_GONE_AFTER`` times: never due again);
-  a ``304`` gets the page's stored outlinks back (the link graph), offered
-  to the frontier as if extracted, so discovery goes on through unchanged
-  pages;
-* puts due URLs back into the frontier (:meth:`RevisitSchedule.pump`):
-  taken from the store's due order (atomically, so processes sharing a
-  Redis store never take the same URL), their URL rows queued again through
-  the host dispatch, so politeness, robots.txt, holds and budgets apply as
-  to new URLs; ahead of new URLs (the top level, and with the local
-  dispatch the head of the host's back queue): how many come back is
-  rationed by ``REVISIT_MAX_SHARE`` and which first by due time, so one let
-  out is fetched as soon as its host's politeness allows, not after the
-  host's backlog of new URLs; flagged ``FLAG_REVISIT`` so that the request is built with the stored
-  validators (:meth:`RevisitSchedule.validators`; the conditional GET
-  middleware sends them);
-* caps the share of fetches that are re-visits while new URLs wait
-  (``REVISIT_MAX_SHARE``), so a continuous crawl keeps discovering;
-* keeps the crawl open while anything is scheduled (:meth:`pending`) and
-  tells the wake-up timer the next due time (:meth:`next_due`).
-
-Due times are wall-clock (they outlive the process: the same command with
-the same ``JOBDIR`` or Redis prefix resumes them). Stats: ``revisit/due``
-(URLs put back), ``revisit/changed``, ``revisit/unchanged``,
-``revisit/not_modified`` (by the middleware), ``revisit/gone``.
+With ``REVISIT_ENABLED`` the frontier composes one :class:`RevisitSchedule`:
+after each fetch it moves the URL's history (``store.revisits``) on by
+:mod:`extensions.revisit.policy` (a ``304`` gets the page's stored outlinks
+back as its links); it puts due URLs back through the host dispatch, ahead
+of new URLs, flagged ``FLAG_REVISIT`` so their requests carry the stored
+validators, at most ``REVISIT_MAX_SHARE`` of the fetches while new URLs
+wait; and it keeps the crawl open while anything is scheduled. Due times
+are wall-clock, so a resumed crawl keeps them.
 """
 
 from __future__ import annotations
@@ -50,13 +24,10 @@ from extensions.revisit.freshness import crawl_freshness
 from extensions.revisit.policy import RevisitPolicy
 from extensions.frontier.store import FLAG_REVISIT, Entry, FrontierStore, RevisitRecord
 
-#: how often the earliest due time is read from the store again (other
-#: processes schedule URLs too)
+#: how often the earliest due time is re-read from the store (other processes schedule too)
 NEXT_DUE_REFRESH = 1.0
-#: the freshness gauges: at most every this many seconds, and no more often
-#: than GAUGES_SPACING times what the last computation took (counting the
-#: records may scan them: about 1% of the time at most), over at most
-#: GAUGES_SAMPLE records
+#: freshness gauges: at most every GAUGES_INTERVAL s, no more often than GAUGES_SPACING
+#: times their last computation took, over at most GAUGES_SAMPLE records
 GAUGES_INTERVAL = 1.0
 GAUGES_SPACING = 100.0
 GAUGES_SAMPLE = 10_000
@@ -97,16 +68,14 @@ class RevisitSchedule:
         return page
 
     def redirected(self, url: str, now: float) -> None:
-        """A fetch of ``url`` answered a redirect (no page, no verdict): it
-        is due again after its interval all the same, so that a Location
-        that changes leads to the new target (a new URL for the frontier)."""
+        """A redirect answered ``url``: it is due again after its interval all the
+        same, so a changed Location leads to the new target."""
         fingerprint, _ = url_fingerprint(url)
         before = self.store.revisits.get([fingerprint]).get(fingerprint) or self.policy.first(fingerprint, now)
         self.store.revisits.put([self.policy.after_visit(before, now, status=301)])
 
     def _count(self, before: RevisitRecord, after: RevisitRecord) -> None:
-        """``revisit/changed`` and ``revisit/unchanged`` per re-visit answered,
-        ``revisit/gone`` when a page is given up."""
+        """Count ``revisit/changed``/``unchanged`` per re-visit, ``revisit/gone`` when given up."""
         if before.visits and after.visits > before.visits:
             self.stats.inc_value("revisit/changed" if after.changes > before.changes else "revisit/unchanged")
         if after.gone and math.isinf(after.due) and (before.gone < self.policy.gone_after <= after.gone
@@ -144,19 +113,15 @@ class RevisitSchedule:
         return len(records)
 
     def _requeue(self, entry: Entry) -> None:
-        """File a due URL ahead of new URLs (the top level): the stalest go
-        first, since :meth:`pump` takes them in due order. Not at the level
-        its cash earns: a page's cash went to its history at its fetch, so
-        that level is the bottom, behind every new URL of its host."""
+        """File a due URL at the top level: its cash went to its history at its
+        fetch, so the level its cash earns would be behind every new URL."""
         assert self.dispatch is not None, "bind() the dispatch first"
         self.dispatch.revisit(entry, self.dispatch.levels - 1)
 
     def _allowance(self, queued: int) -> int:
-        """How many URLs may come back now: a batch when nothing new waits,
-        else as many as keep re-visits within ``max_share`` of the fetches.
-        Re-visits queued by an earlier run (rows flagged ``FLAG_REVISIT``)
-        are handed out without having been let out in this one: none of
-        this run's is waiting then, not a negative number of them."""
+        """How many URLs may come back now: a batch when nothing new waits, else as
+        many as keep re-visits within ``max_share`` of the fetches (never negative
+        for re-visits queued by an earlier run)."""
         waiting_revisits = max(0, self.released - self.handed)
         if queued - waiting_revisits <= 0 or self.max_share >= 1.0:
             return self.batch
@@ -192,9 +157,8 @@ class RevisitSchedule:
         return revisit_due if due is None else min(due, revisit_due)
 
     def gauges(self, now: float) -> None:
-        """Stats of the schedule: URLs scheduled, due now, gone, and the
-        crawl's estimated freshness and age (Cho and Garcia-Molina) over the
-        first :data:`GAUGES_SAMPLE` records."""
+        """Stats of the schedule: scheduled, due now, gone, and estimated
+        freshness and age over the first :data:`GAUGES_SAMPLE` records."""
         started = time.perf_counter()
         counts = self.store.revisits.counts()
         self.stats.set_value("revisit/scheduled", counts.scheduled)

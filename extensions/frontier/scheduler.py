@@ -1,29 +1,12 @@
 """The Mercator URL frontier as Scrapy's scheduler.
 
-``SCHEDULER = "extensions.frontier.scheduler.Frontier"``: a thin Scrapy
-scheduler over parts, each in its own module: URL-seen (:mod:`.urlseen`)
-and the store (:mod:`.store`: URL rows, queues, cash); the
-prioritiser (:mod:`.prioritizer`); one host-dispatch strategy
-(:mod:`.dispatch`: Mercator's front queues, back queues and host heap in
-this process, :mod:`.localdispatch`, or host queues shared under Redis
-leases, :mod:`.shareddispatch`; chosen in :mod:`.config`); admission
-(:mod:`.admission`), politeness, origin holds, the in-flight table, the
-wake-up timer, AOPIC credit (:mod:`.credit`), link recording
-(:mod:`.linkrecord`), re-visits (:mod:`.revisits`), resume, gauges; plain
-values in :mod:`.options`.
-
-A request travels: ``enqueue_request`` (fingerprint of the canonical URL,
-URL-seen test, a level, filed by the dispatch: status queued);
-``next_request`` (the best URL of a host whose politeness allows a fetch:
-status inflight; nothing due arms the wake-up timer); the fetch's end (the
-host's next fetch at end + gap; done or failed once the engine has finished
-with the request); :meth:`Frontier.page_done` from the last item pipeline
-(AOPIC credit, content-seen group, outlinks recorded, the next visit).
-Other components reach the frontier only through signals
-(:mod:`extensions.signals`). The URL table is authoritative: with
-``FRONTIER_WRITE_AHEAD`` every change is committed before a request is
-handed out; a clean close resumes with the same command; after ``kill -9``
-the queues are rebuilt from the URL rows (:mod:`.resume`).
+``SCHEDULER = "extensions.frontier.scheduler.Frontier"``: a thin scheduler
+over URL-seen, the store, the prioritiser and one host dispatch (front
+queues, back queues and host heap in :mod:`.localdispatch`, or a shared
+one from a backend; chosen in :mod:`.config`). Other components reach it
+only through signals (:mod:`extensions.signals`). The URL table is
+authoritative: a clean close resumes, and after ``kill -9`` the queues are
+rebuilt from the URL rows (:mod:`.resume`).
 """
 
 from __future__ import annotations
@@ -43,10 +26,10 @@ from extensions.frontier.codec import encode
 from extensions.frontier.credit import AOPICCredit, CreditAssignment
 from extensions.frontier.dispatch import FrontierParts, HostDispatch
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.frontier.gauges import CRAWL_WIDE_STATS, DictStats, update_gauges
+from extensions.frontier.gauges import DictStats, update_gauges
 from extensions.frontier.holds import OriginHolds
 from extensions.frontier.hostkey import HostKey
-from extensions.frontier.inflight import InFlight, InFlightTable
+from extensions.frontier.inflight import InFlightTable
 from extensions.frontier.linkrecord import REDIRECT_STATUSES, LinkRecorder
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
@@ -71,7 +54,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CRAWL_WIDE_STATS", "DictStats", "Frontier", "InFlight"]
 
 class Frontier(BaseScheduler):
     """Scrapy scheduler composing URL-seen, prioritiser and a host dispatch."""
@@ -201,18 +183,14 @@ class Frontier(BaseScheduler):
         return self.dispatch.has_pending() or bool(self.revisits and self.revisits.pending(self.wall_clock()))
 
     def enqueue_request(self, request: Request) -> bool:
-        """URL-seen test, prioritiser, dispatch; never raises on a request
-        Scrapy accepts. ``dont_filter`` bypasses the URL-seen test (a retry,
-        a redirect, identical requests: each is fetched), except for a
-        start request's first copy in this run: an earlier run (or another
-        process) may have filed that seed already. A URL the frontier cannot
-        file (``data:``, ``file:``...) is passed through unfiled: handed out
-        first, without politeness, in memory."""
+        """URL-seen test, prioritiser, dispatch; never raises on a request Scrapy
+        accepts. ``dont_filter`` bypasses URL-seen, except for a start request's
+        first copy in this run. A URL with no host (``data:``) is handed out
+        unfiled, first, without politeness."""
         return self._file(request)
 
     def _file(self, request: Request, credit: tuple[float, float] | None = None) -> bool:
-        """:meth:`enqueue_request` for a request whose page just gave it
-        ``credit`` (AOPIC: its cash then, and the ledger's dividend then)."""
+        """:meth:`enqueue_request` with the AOPIC ``credit`` its page gave it (cash, dividend)."""
         try:
             fp, host = url_fingerprint(request.url, request.method, request.body)
         except ValueError:
@@ -280,8 +258,7 @@ class Frontier(BaseScheduler):
 
     # -- fetch end -------------------------------------------------------------
     def fetch_finished(self, request: Request, duration: float | None = None, ok: bool = True) -> None:
-        """A fetch of a request we handed out ended (also for direct drivers
-        such as tests and the benchmark)."""
+        """A fetch of a request we handed out ended (also for tests and benchmarks)."""
         record = self.inflight.get(request)
         if record is not None:
             record.ok = record.ok or ok
@@ -331,15 +308,11 @@ class Frontier(BaseScheduler):
 
     # -- the page's verdict (the last item pipeline) ---------------------------
     def page_done(self, page: PageVerdict) -> PageDone | Deferred[PageDone]:
-        """The one entry point for a judged page (the last item pipeline):
-        its outlinks are recorded (followed or not), AOPIC moves its cash to
-        its history and credits its outlinks (none if not followed; queued
-        ones whose level rises move up), its content-seen group goes into
-        the URL database, and the outlinks to follow are filed here, each
-        with its credit. Returns the page's history; on the shared frontier
-        with its worker thread, a Deferred that fires once the links are
-        filed (the pipeline holds the page's request until then, so its
-        end reaches the store after its links)."""
+        """The one entry point for a judged page (the last item pipeline): records
+        its outlinks, moves AOPIC cash and credits outlinks, stores its
+        content-seen group, and files the outlinks to follow. Returns the page's
+        history; a shared dispatch with a worker thread returns a Deferred that
+        fires once the links are filed."""
         fp, source = page_fingerprints(page)  # the requested and the final URL's, once
         if page.content_group is not None:
             self.store.groups.set_content_group(fp, page.content_group, page.duplicate)
@@ -357,10 +330,9 @@ class Frontier(BaseScheduler):
         return self._follow(page, done)
 
     def _follow(self, page: PageVerdict, done: PageDone) -> PageDone:
-        """File the page's outlinks to follow, as requests built the way
-        Scrapy's Depth and Referer middlewares would, each announced with
-        ``request_scheduled`` (and ``request_dropped`` if refused) as
-        ``engine.crawl`` does; links filed lately are skipped."""
+        """File the page's outlinks as Scrapy's Depth and Referer middlewares would
+        build them, announced with ``request_scheduled`` (``request_dropped`` if
+        refused); links filed lately are skipped."""
         links = done.links if done.links is not None else page.links  # a 304: the stored ones
         if not page.follow:
             self.stats.inc_value("links/not_followed_duplicate", len(links))
@@ -409,9 +381,8 @@ class Frontier(BaseScheduler):
         self.politeness.widen(self.hostkey.of_request(Request(origin + "/")), delay)
 
     def request_excluded(self, request: Request, reason: str) -> None:
-        """Signal handler: a request handed out must not be fetched
-        (robots.txt): record it excluded and free its host at once, without
-        a politeness gap, since nothing was fetched."""
+        """Signal handler: a handed-out request must not be fetched (robots.txt):
+        mark it excluded and free its host without a politeness gap."""
         record = self.inflight.get(request)
         self.admission.mark_excluded(request.url, handed_out=record is not None)
         if record is not None:
@@ -440,10 +411,8 @@ class Frontier(BaseScheduler):
         self.dispatch.origin_deferred(origin)
 
     def urls_refused(self, refusals: Sequence[tuple[str, str]], request: Request | None = None) -> None:
-        """Signal handler: each ``(url, reason)`` will not be crawled. An
-        unknown URL gets a row with status ``refused`` (the reason in its
-        ``extra``), so that the URL database says why it was never fetched;
-        ``request``, if one we handed out, ends ``refused`` instead of failed."""
+        """Signal handler: each ``(url, reason)`` will not be crawled: an unknown URL
+        gets a ``refused`` row; ``request``, if handed out, ends refused, not failed."""
         record = self.inflight.get(request)
         if record is not None:
             record.refused = refusals[0][1] if refusals else "refused"
@@ -466,8 +435,7 @@ class Frontier(BaseScheduler):
         self.dispatch.checkpoint()
 
     def _write_ahead(self) -> None:
-        """Commit what changed (pages done with their outlinks, AOPIC's cash with its Lambda, the
-        requests handed out as in flight) before they can be fetched: see :mod:`.writeahead`."""
+        """Commit what changed before it can be fetched (see :mod:`.writeahead`)."""
         try:
             self.store.commit(self.ledger.save if self.ledger is not None else None)
         except FrontierStoreError as err:

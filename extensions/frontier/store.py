@@ -1,46 +1,14 @@
 """The frontier's storage seams, split by concern as Frontera split them.
 
-The frontier (:mod:`extensions.frontier.scheduler`) keeps only fixed-size
-buffers in memory and talks to storage through narrow protocols:
-
-* :class:`RequestQueues` -- named FIFO queues of 64-bit fingerprints
-  (``front/0`` .. ``front/K-1``, ``back/0`` .. ``back/B-1``). They only give
-  order; what a fingerprint means lives in the URL table.
-* :class:`URLTable` -- every known URL, keyed by its fingerprint, holding all
-  that is needed to rebuild its request (see :class:`Entry`) and its status.
-  It is authoritative: the queues can always be rebuilt from its rows with
-  status ``queued``/``inflight``. Its key set is also the exact URL-seen set
-  (:meth:`URLTable.insert_new` is an add-if-new over a batch).
-* :class:`SeenSet` -- an add-if-new set of fingerprints used as a fast
-  pre-filter in front of the URL table (a Bloom filter in memory,
-  :class:`~extensions.frontier.urlseen.BloomSeen`), or instead of it: the
-  Redis store's shared Bloom filter in bitmaps
-  (:class:`~extensions.backends.redis.bloom.RedisBloom`), tested inside the
-  store's row inserts, after which finished rows are trimmed.
-* :class:`HostTable` -- per-host state that must survive a resume: the
-  robots.txt Crawl-delay and the count of distinct hosts.
-* :class:`CashTable` -- AOPIC's cash per URL; :class:`ContentGroups` -- the
-  content-seen verdict per URL.
-* :class:`LinkTable` -- the link graph as recorded: each fetched page's
-  accepted outlinks, by fingerprint (:mod:`extensions.frontier.linkrecord`).
-* :class:`RevisitTable` -- per-URL re-visit history (:class:`RevisitRecord`)
-  and the order in which fetched URLs fall due again (continuous crawling).
-* :class:`URLCensus` -- read-only summaries of the URL table for an
-  operator (``scrapy crawlstatus``): the busiest hosts, the last errors,
-  fetch times, origins held (:class:`Census`).
-
-A :class:`FrontierStore` hands out one object of each but the seen set
-(``store.urls``, ``store.cash`` ...) and keeps the lifecycle the frontier needs: open
-(raising :class:`FrontierStoreError` naming the file), checkpoint (make
-everything so far durable), close (clean or not) and a ``clean`` flag
-telling whether the previous run closed cleanly.
-
-Implementations: :mod:`extensions.backends.sqlite.store` (the default, one file in
-``JOBDIR``), :mod:`extensions.backends.memory.store` (tests) and
-:mod:`extensions.backends.redis.store`, which maps queues to lists (RPUSH/LPOP/LPUSH),
-the URL table to hashes, the seen set to those hashes or to bitmaps (a
-Bloom filter) and the host table to a hash; the host heap stays in the
-frontier's memory (or sorted sets when several processes share hosts).
+The frontier keeps only fixed-size buffers in memory and talks to storage
+through the narrow protocols below. The :class:`URLTable` is authoritative:
+its key set is the exact URL-seen set, and the :class:`RequestQueues` of
+fingerprints can always be rebuilt from its ``queued``/``inflight`` rows.
+A :class:`FrontierStore` hands out one table object per concern
+(``store.urls``, ``store.cash`` ...) and owns the lifecycle: open (raising
+:class:`FrontierStoreError` naming the file), checkpoint, close (clean or
+not), and ``clean``, whether the previous run closed cleanly.
+Implementations live in :mod:`extensions.backends`.
 """
 
 from __future__ import annotations
@@ -52,14 +20,12 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 
 class FrontierStoreError(RuntimeError):
-    """The frontier's store cannot be opened or written (corrupt file, full
-    disk, wrong schema). Raised at start so a crawl never silently starts
-    empty; the message names the file."""
+    """The store cannot be opened or written (corrupt file, full disk, wrong
+    schema); raised at start, the message names the file."""
 
 
 class Status(IntEnum):
-    """Status of a URL row. Stored as a small int; the SQLite store also
-    offers a view with the text (see :mod:`extensions.backends.sqlite.store`)."""
+    """Status of a URL row, stored as a small int."""
 
     QUEUED = 0
     INFLIGHT = 1
@@ -82,9 +48,8 @@ FLAG_REVISIT = 16  # queued again by the re-visit schedule (its request carries 
 
 
 class Entry(NamedTuple):
-    """One URL as the frontier stores it: compact fields for the common case
-    (a GET of ``url`` with the spider's default callback), ``blob`` for the
-    rest. ``level`` is the front queue the prioritiser chose."""
+    """One URL as the frontier stores it: compact fields for a GET with the
+    default callback, ``blob`` for the rest; ``level`` is its front queue."""
 
     fingerprint: int
     url: str
@@ -223,10 +188,8 @@ class CashTable(Protocol):
 
     def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
             dict[int, tuple[float, float, float, int]], dict[int, Entry] | None]:
-        """:meth:`get_cash` of the URLs (a fetched page's links) and, where
-        reading them together saves a round trip (a networked store),
-        :meth:`URLTable.get_many` of the same URLs; None where it would not
-        (an embedded store: the caller reads the few rows it needs)."""
+        """:meth:`get_cash` and, where reading both at once saves a round trip (a
+        networked store), :meth:`URLTable.get_many` of the same URLs; else None."""
 
 
 @runtime_checkable
@@ -243,10 +206,9 @@ class ContentGroups(Protocol):
 
 @runtime_checkable
 class LinkTable(Protocol):
-    """The link graph as the crawl recorded it: per fetched page (its URL
-    fingerprint), its accepted outlinks' fingerprints, in the order found,
-    each once. Written in the same transaction (SQLite) or pipeline (Redis)
-    as the page's other changes, so a page marked done has its list."""
+    """Per fetched page (its fingerprint), its accepted outlinks' fingerprints in
+    the order found, each once; written with the page's other changes, so a
+    page marked done has its list."""
 
     def record(self, source: int, targets: Sequence[int]) -> None:
         """``source``'s outlinks (duplicates dropped, first kept); replaces
@@ -264,9 +226,7 @@ class LinkTable(Protocol):
 
 
 class RevisitRecord(NamedTuple):
-    """A fetched URL's re-visit history and its next due time (see
-    :class:`RevisitTable`; the policy that fills it is
-    :mod:`extensions.revisit.policy`)."""
+    """A fetched URL's re-visit history and next due time (filled by :mod:`extensions.revisit.policy`)."""
 
     fingerprint: int  # the URL's (URL database key)
     due: float  # wall-clock time it is next due; math.inf: not scheduled (taken, or gone)
@@ -296,11 +256,9 @@ NOT_SCHEDULED = math.inf
 
 @runtime_checkable
 class RevisitTable(Protocol):
-    """Per-URL re-visit records and their due order, in the URL database
-    (``store.revisits``). Written in the same transaction (SQLite) or
-    pipeline (Redis) as the store's other changes. A record's ``due`` is
-    either a finite wall-clock time (it is in the due order) or
-    :data:`NOT_SCHEDULED` (``math.inf``: taken, or given up)."""
+    """Per-URL re-visit records and their due order (``store.revisits``), written
+    with the store's other changes. ``due`` is a finite wall-clock time or
+    :data:`NOT_SCHEDULED` (taken, or given up)."""
 
     def get(self, fingerprints: Sequence[int]) -> dict[int, RevisitRecord]:
         """The records of the known ``fingerprints``."""
@@ -310,11 +268,9 @@ class RevisitTable(Protocol):
         a finite ``due`` puts it in the due order, ``math.inf`` takes it out."""
 
     def take_due(self, now: float, limit: int) -> list[RevisitRecord]:
-        """Up to ``limit`` records with ``due <= now``, earliest due first,
-        each atomically set to not scheduled (two processes sharing a Redis
-        store never take the same record). The records are returned as they
-        were when taken (their ``due`` is when they fell due); the caller
-        re-queues the URLs and :meth:`put` s them again after the visit."""
+        """Up to ``limit`` records with ``due <= now``, earliest first, each
+        atomically set to not scheduled (no two processes take the same record);
+        returned as they were when taken. The caller :meth:`put` s them again."""
 
     def next_due(self) -> float | None:
         """The earliest finite due time, None if nothing is scheduled."""
@@ -369,8 +325,7 @@ class Census(NamedTuple):
 
 @runtime_checkable
 class URLCensus(Protocol):
-    """Read-only summaries of the URL table for an operator. It scans the
-    table (on Redis every row): call it from tools, not from a crawl."""
+    """Read-only summaries of the URL table for tools; it may scan every row."""
 
     def census(self, hosts: int, errors: int, since: float) -> Census:
         """Up to ``hosts`` busiest hosts, up to ``errors`` newest failed
@@ -380,9 +335,8 @@ class URLCensus(Protocol):
 
 @runtime_checkable
 class FrontierStore(Protocol):
-    """One table object per store concern plus the lifecycle the frontier
-    needs. Every store (memory, SQLite, Redis) implements all of it: callers
-    never probe for a method."""
+    """One table object per concern plus the lifecycle; every store implements
+    all of it (callers never probe for a method)."""
 
     queues: RequestQueues
     urls: URLTable
@@ -427,9 +381,9 @@ class FrontierStore(Protocol):
 @runtime_checkable
 class WriteAheadStore(Protocol):
     """A store cheap enough to commit on every scheduler call (SQLite: a WAL
-    append). With ``FRONTIER_WRITE_AHEAD`` the frontier commits it before it
-    hands out a request, so after a kill the URL table's in-flight rows are
-    exactly the requests that may have been fetched and not finished."""
+    append). With ``FRONTIER_WRITE_AHEAD`` the frontier commits before it
+    hands out a request, so after a kill the in-flight rows are exactly the
+    requests that may have been fetched and not finished."""
 
     def commit(self, before: Callable[[], None] | None = None) -> bool:
         """If anything changed since the last commit: run ``before`` (into the

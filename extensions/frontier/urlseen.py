@@ -1,21 +1,9 @@
-"""The URL-seen test: a cache of popular fingerprints, an optional Bloom
-filter, and the exact set on disk (the URL table's primary key).
-
-As in Mercator, most links point at a few popular pages, so most duplicate
-tests end in the cache:
-
-1. :class:`LRUCache` (``FRONTIER_SEEN_CACHE_SIZE`` fingerprints): a hit is a
-   duplicate (``frontier/seen_cache_hit``), no disk access.
-2. With ``FRONTIER_SEEN_BACKEND = "bloom"``, :class:`BloomSeen` (pybloom-live's
-   ScalableBloomFilter): "maybe seen" counts as a duplicate without a disk
-   read -- a false positive (rate ``FRONTIER_BLOOM_ERROR_RATE``) loses a new
-   URL. It is saved next to the
-   database at each checkpoint, tagged with the checkpoint number; a filter
-   that does not match the database's tag is rebuilt from the URL table.
-   On the Redis store "bloom" means the store's own filter, shared by every
-   process (:mod:`extensions.backends.redis.bloom`), and there is none here.
-3. The URL table's ``insert_new`` (an ``INSERT OR IGNORE`` on the primary
-   key) is the exact, final answer, and records the URL.
+"""The URL-seen test, as in Mercator: a cache of popular fingerprints
+(:class:`LRUCache`, a hit is a duplicate without a disk access), an optional
+Bloom pre-filter (:class:`BloomSeen`: "maybe seen" counts as a duplicate, so
+a false positive loses a new URL; saved at each checkpoint and rebuilt if
+its tag does not match the store), then the URL table's ``insert_new``, the
+exact answer.
 """
 
 from __future__ import annotations

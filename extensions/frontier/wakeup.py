@@ -1,11 +1,7 @@
 """The frontier's wake-up timer: one pending call at the earliest due time.
 
-Scrapy's engine asks the scheduler for a request only on events (a request
-enqueued, a download finished) and on a 5 s heartbeat. A frontier whose
-hosts are all waiting out their politeness gap would idle until then; this
-timer wakes the engine when the first host is due (the stdlib ``sched``
-pattern: an injected ``call_later`` and clock, so tests drive it with a
-fake clock).
+Scrapy's engine asks the scheduler only on events and a 5 s heartbeat;
+this wakes it when the first host is due (an injected ``call_later``).
 """
 
 from __future__ import annotations

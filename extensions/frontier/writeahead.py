@@ -1,22 +1,16 @@
 """The write-ahead commit (``FRONTIER_WRITE_AHEAD``): group commit per reactor turn.
 
-A request the frontier hands out must be in flight in the URL database's
-file before its fetch can reach the server, so that after ``kill -9`` only
-requests in flight are fetched again (:mod:`.resume`). No request is written
-to a socket before the reactor polls for I/O again, so one commit per
-reactor turn is as safe as one per request: :meth:`WriteAhead.request`
-schedules it with ``call_soon`` (asyncio's ``loop.call_soon``, Twisted's
-``callLater(0)``: both run before the next poll) and the turn's later
-requests join it. Without ``call_soon`` (no reactor: tests and tools) the
-commit runs at once.
+A handed-out request must be in flight in the URL database's file before
+its fetch can reach the server. No request is written to a socket before
+the reactor polls for I/O again, so one commit per turn, scheduled with
+``call_soon``, is as safe as one per request; without ``call_soon`` (tests,
+tools) the commit runs at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-
-__all__ = ["WriteAhead"]
 
 
 class WriteAhead:
@@ -28,8 +22,7 @@ class WriteAhead:
         self.due = False
 
     def request(self) -> None:
-        """A request is being handed out: its row (and what changed since the
-        last commit) must be in the file before the reactor polls again."""
+        """A request is being handed out: commit before the reactor polls again."""
         if self.call_soon is None:
             self.commit()
         elif not self.due:
