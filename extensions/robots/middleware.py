@@ -1,37 +1,16 @@
 """robots.txt exclusion as a downloader middleware, by RFC 9309.
 
-Replaces Scrapy's ``RobotsTxtMiddleware`` (the add-on disables it) and obeys
-the same switch, ``ROBOTSTXT_OBEY``. Differences that matter for a broad
-crawl:
-
-* status rules of RFC 9309 (:mod:`extensions.robots.rules`): a 5xx or a
-  network error disallows the origin for now, instead of Scrapy's "allow
-  everything": the middleware announces an ``origin_held`` signal (the
-  frontier parks that origin's URLs, never the host's other origins) and
-  retries with exponential back-off (``ROBOTSTXT_RETRY_DELAY``, doubling to
-  ``ROBOTSTXT_RETRY_MAX_DELAY``); after ``ROBOTSTXT_RETRY_TIMES`` retries
-  the origin is deferred for this run (``origin_deferred``), so a finite
-  crawl ends; after ``ROBOTSTXT_UNREACHABLE_PERIOD`` of unreachability (a
-  crawl that runs that long) the origin is treated as having no robots.txt;
-* a bounded LRU cache (``ROBOTSTXT_CACHE_SIZE`` origins) whose entries expire
-  (``ROBOTSTXT_CACHE_TTL``), where Scrapy keeps every parser forever;
-* politeness: the ``robots_rules_parsed`` signal carries the robots.txt
-  ``Crawl-delay`` (clamped by ``ROBOTSTXT_MAX_CRAWL_DELAY``) to the frontier,
-  which makes it the host's delay and answers with the seconds until the
-  host may be fetched again: the pages that waited for the robots.txt wait
-  them out (a host's first page keeps the usual gap after its robots.txt);
-* an excluded URL is announced with ``request_excluded``: the frontier marks
-  it so in its URL database and never charges its host a politeness gap
-  for a URL that was not fetched;
-* ``Sitemap:`` lines are recorded (stats, log) and, with
-  ``ROBOTSTXT_SITEMAP_SEEDS``, scheduled for the spider's ``parse_sitemap``.
-
-Requests waiting for one origin's robots.txt wait on one fetch (single
-flight) without blocking any other host. With a scheduler other than the
-frontier the middleware still decides, but nothing parks the URLs: a request
-for an unreachable origin is dropped and counted. Only network errors (the
-exceptions of Scrapy's ``RETRY_EXCEPTIONS``) make a robots.txt unreachable;
-any other exception is a bug and propagates as one.
+Replaces Scrapy's ``RobotsTxtMiddleware`` under the same ``ROBOTSTXT_OBEY``:
+a 5xx or network error (``RETRY_EXCEPTIONS``) holds the origin
+(``origin_held``) and retries with exponential back-off, deferring it for
+the run (``origin_deferred``) after ``ROBOTSTXT_RETRY_TIMES`` and treating
+it as having no robots.txt after ``ROBOTSTXT_UNREACHABLE_PERIOD``; parsed
+rules live in a bounded, expiring LRU; ``robots_rules_parsed`` carries the
+Crawl-delay to the frontier, which answers with the wait before the host's
+next fetch; an excluded URL is announced with ``request_excluded``;
+``Sitemap:`` lines are recorded and, with ``ROBOTSTXT_SITEMAP_SEEDS``,
+scheduled. One fetch per origin serves every waiting request. Without the
+frontier, a request for an unreachable origin is dropped and counted.
 """
 
 from __future__ import annotations
@@ -120,8 +99,7 @@ class RobotsMiddleware:
         self.max_crawl_delay = settings.getfloat("ROBOTSTXT_MAX_CRAWL_DELAY", defaults.ROBOTSTXT_MAX_CRAWL_DELAY)
         self.sitemap_seeds = settings.getbool("ROBOTSTXT_SITEMAP_SEEDS", defaults.ROBOTSTXT_SITEMAP_SEEDS)
         self._pending: dict[str, defer.Deferred[RobotsRules]] = {}
-        # origin -> when its host may be fetched after its robots.txt fetch
-        # (answered by the frontier through robots_rules_parsed)
+        # origin -> when its host may be fetched after its robots.txt (the frontier's answer)
         self._polite_until: dict[str, float] = {}
         self._logged: set[str] = set()
         self.sitemaps: set[str] = set()
@@ -161,9 +139,8 @@ class RobotsMiddleware:
         raise IgnoreRequest("Forbidden by robots.txt")
 
     def _hold(self, origin: str, rules: RobotsRules, request: Request) -> None:
-        """The origin's robots.txt is unreachable: the frontier parks its
-        URLs until the next try (or defers them after the last) and gets
-        this request back when it is refused here."""
+        """The robots.txt is unreachable: hold the origin (the frontier parks its
+        URLs and gets ``request`` back) or, after the last retry, defer it."""
         if rules.failures > self.retry_times:
             reason = f"robots.txt unreachable after {rules.failures} tries ({self.unreachable_reasons.get(origin, 'unknown')})"
             self.deferred[origin] = reason
@@ -183,8 +160,7 @@ class RobotsMiddleware:
         raise IgnoreRequest(f"robots.txt of {origin} unreachable")
 
     async def _polite_pause(self, origin: str) -> None:
-        """After a robots.txt fetch, the page waits the host's usual gap:
-        until the time the receivers of ``robots_rules_parsed`` answered."""
+        """After a robots.txt fetch, wait until the time the receivers of ``robots_rules_parsed`` answered."""
         wait = self._polite_until.get(origin, 0.0) - self.clock()
         if wait > 0:  # every page that waited on this robots.txt reads it before any wakes
             await maybe_deferred_to_future(task.deferLater(reactor, wait, lambda: None))

@@ -1,60 +1,24 @@
 """What one host's robots.txt says, by RFC 9309 (the Robots Exclusion Protocol).
 
-Pure functions and a small record, no I/O: the middleware
-(:mod:`extensions.robots.middleware`) fetches, this module decides. RFC 9309
-section 2.3.1 gives the status rules we follow:
-
-* 2xx: parse the body (after the redirects the downloader followed);
-* 4xx ("unavailable"): no restrictions;
-* 5xx or a network error ("unreachable"): everything disallowed for now,
-  retried later with back-off; after a long unreachability (30 days by
-  default) the crawler may treat it as unavailable, and we do;
-* more than five redirects: unavailable, so no restrictions.
-
-The body is cut at 500 KiB (section 2.5: crawlers MUST parse at least that
-much, we parse no more), a UTF-8 byte order mark (or the start of one, as
-Google skips it) is dropped, and a body that is not text (by its
-Content-Type, or NUL bytes when it has none) counts as an empty file.
+Pure, no I/O: the middleware fetches, this module decides. Status rules
+(2.3.1): 2xx parse the body; 4xx or more than five redirects: no
+restrictions; 5xx or a network error: everything disallowed for now. The
+body is cut at 500 KiB (2.5) at a line end, a UTF-8 BOM (or its start) is
+dropped, and a body that is not text counts as an empty file.
 
 Protego parses; :func:`prepare` first rewrites the text where Protego reads
-RFC 9309 differently, keeping only the groups that apply to our token (ours,
-or else ``*``) so the cached parser holds no other crawler's rules:
+RFC 9309 differently, keeping only the groups for our token (ours, else
+``*``): a ``user-agent`` line names the first word of its value, matched
+equal ignoring case (not as a prefix); only ``allow``/``disallow`` lines
+end a run of user-agent lines (2.2.4), other records met among them are
+moved after them; a Disallow with a query gets its :func:`slash_twins`.
 
-* a ``user-agent`` line names one product token (section 2.1:
-  ``product-token = identifier / "*"``), the first word of its value:
-  ``User-Agent: FOO BAR`` is the group of ``foo``, as Google reads it. A
-  group matches our token when the two are equal ignoring case (section
-  2.2.1: "case-insensitive matching to find the group that matches the
-  product token"), not when one starts the other (``foo`` is not
-  ``foobot``), as Protego's substring test allows;
-* only ``allow`` and ``disallow`` lines end a run of user-agent lines: a
-  ``Crawl-delay``, ``Sitemap`` or unknown line between two ``user-agent``
-  lines leaves them one group (section 2.2.4: "Parsing of other records MUST
-  NOT interfere with the parsing of explicitly defined records [...] a
-  "Sitemaps" record MUST NOT terminate a group"), as Google reads it too.
-  Such a line is moved after the group's user-agent lines, so a
-  ``Crawl-delay`` there applies to the whole group;
-* a Disallow with a query also in its other spellings of ``/``
-  (:func:`slash_twins`), which Protego keeps apart.
-
-Rules are matched against the URL the crawler requests (its canonical form,
-:mod:`extensions.urls.canonical`: the page's spelling, sendable), and a URL
-is fetched only if two readings of section 2.2.2 both allow it:
-
-* Protego's: non-ASCII octets percent-encoded and escapes of unreserved
-  characters decoded, on both sides (figure 4: ``/foo/bar/%62%61%7A`` is
-  ``/foo/bar/baz``);
-* the plain one of Google's reference parser (google/robotstxt), whose
-  test suite RFC 9309 grew from: a rule's non-ASCII octets percent-encoded,
-  then octets compared as written (``%62%61%7A`` matches only
-  ``%62%61%7A``), each line read up to :data:`GOOGLE_MAX_LINE` bytes.
-
-Where the two disagree, not fetching is the polite side: RFC 9309 asks a
-crawler never to fetch what the rules disallow and never asks it to fetch
-anything. The plain reading runs Protego too, on the rules and the URL with
-each ``%`` written ``%25`` (an escape Protego keeps as it is), so it needs
-a second parser only for a file with a rule that has a ``%`` or a character
-a URL cannot hold as it is, or a line longer than Google reads.
+A URL (as requested) is fetched only if two readings of 2.2.2 both allow
+it: Protego's (escapes of unreserved characters decoded on both sides), and
+the plain one of Google's reference parser (octets compared as written,
+lines cut at :data:`GOOGLE_MAX_LINE` bytes), run as Protego over rules and
+URL with each ``%`` written ``%25``. Where they disagree, not fetching is
+the polite side.
 """
 
 from __future__ import annotations
@@ -70,10 +34,8 @@ from protego import Protego
 MAX_BODY = 500 * 1024  # RFC 9309 section 2.5: parse at least 500 kibibytes
 BOM = b"\xef\xbb\xbf"
 AGENT, RULE, SITE, OTHER = "agent", "rule", "site", "other"
-#: Field names as Protego reads them (its spellings, misspellings included)
-#: and what they are to grouping. Only rules end a run of user-agent lines;
-#: site-wide records belong to no group; any other record (Crawl-delay,
-#: unknown) belongs to the group it is in.
+#: Field names as Protego reads them (misspellings included) and what they
+#: are to grouping; any other record belongs to the group it is in.
 KINDS = {
     **dict.fromkeys(("user-agent", "useragent", "user agent"), AGENT),
     **dict.fromkeys(("allow", "disallow", "dissallow", "dissalow", "disalow", "diasllow",
@@ -85,8 +47,7 @@ GOOGLE_MAX_LINE = 2083 * 8 - 1
 TEXT_TYPES = ("text/", "application/octet-stream")  # octet-stream: a bare server default
 _ESCAPE_HEX = re.compile(r"%[0-9a-fA-F]{2}")
 _SLASH = re.compile("%2[fF]")
-#: what a URL holds unescaped (RFC 3986 reserved and unreserved), with "%"
-#: and the rules' "*" and "$"
+#: what a URL holds unescaped (RFC 3986 reserved and unreserved), with "%", "*" and "$"
 _URL_CHARACTERS = "!#$&'()*+,/:;=?@[]~%-._"
 _SENDABLE = re.compile(r"[A-Za-z0-9!#$&'()*+,/:;=?@\[\]~%._-]*")
 
@@ -100,9 +61,8 @@ class Kind(enum.Enum):
 
 
 def product_token(robots_user_agent: str | None, user_agent: str | None) -> str:
-    """The token robots.txt groups are matched against: ``ROBOTSTXT_USER_AGENT``
-    if set, else the first product of ``USER_AGENT`` (``webcrawler/0.1 (+...)``
-    -> ``webcrawler``)."""
+    """The token robots.txt groups are matched against: ``ROBOTSTXT_USER_AGENT``,
+    else the first product of ``USER_AGENT``, lower-case."""
     for candidate in (robots_user_agent, user_agent):
         if candidate and candidate.strip():
             token = candidate.strip().split()[0].split("/", 1)[0]
@@ -113,10 +73,9 @@ def product_token(robots_user_agent: str | None, user_agent: str | None) -> str:
 
 @lru_cache(maxsize=1024)  # asked per decision with our token: a dict hit
 def agent_key(value: str) -> str:
-    """The product token a ``user-agent`` line (or our own token) names, as
-    groups are compared: ``*``, or the first word without its version,
-    lower-case (``FOO BAR`` -> ``foo``, ``Foo/1.0`` -> ``foo``); a ``*``
-    inside a name is dropped, as Protego does (``foo*bot`` -> ``foobot``)."""
+    """The product token a ``user-agent`` line names, as groups are compared:
+    ``*``, or the first word without its version, lower-case, a ``*`` inside
+    dropped as Protego does (``FOO BAR`` -> ``foo``, ``Foo/1.0`` -> ``foo``)."""
     value = value.strip()
     if value == "*" or (value.startswith("*") and value[1].isspace()):
         return "*"  # Google reads "* anything" as the global group too
@@ -125,9 +84,8 @@ def agent_key(value: str) -> str:
 
 
 def _record(line: str) -> tuple[str, str, str] | None:
-    """(kind, field, value) of a line as Protego reads it: kind ``agent``,
-    ``rule``, ``site`` (a site-wide record: Sitemap, Host) or ``other``;
-    None for a blank line."""
+    """(kind, field, value) of a line as Protego reads it (kind ``agent``,
+    ``rule``, ``site`` or ``other``); None for a blank line."""
     content = line.split("#", 1)[0].strip()
     if not content:
         return None
@@ -148,17 +106,12 @@ def _record(line: str) -> tuple[str, str, str] | None:
 
 def prepare(text: str, token: str) -> str:
     """``text`` rewritten so that Protego groups and matches as RFC 9309 says
-    (see the module docstring). Only the groups that apply to ``token`` are
-    kept (its own, or else the ``*`` ones), so the cached parser holds no
-    other crawler's rules; site-wide records are kept, other records met
-    between user-agent lines are moved after them; a Disallow with a query
-    gets its :func:`slash_twins`."""
+    (see the module docstring), with only the groups that apply to ``token``."""
     records = [(line, record) for line in text.splitlines()
                if (record := _record(line)) is not None]
     key = agent_key(token)
-    # RFC 9309 2.2.1: our groups if any names us, else the "*" groups. Only
-    # those are kept: Protego ranks groups by name length, so a one-letter
-    # token would tie with "*".
+    # RFC 9309 2.2.1: our groups if any names us, else "*"; only those are kept,
+    # since Protego ranks groups by name length (a one-letter token ties "*").
     if not any(kind == AGENT and agent_key(value) == key for _, (kind, _, value) in records):
         key = "*"
     out: list[str] = []
@@ -192,11 +145,8 @@ def prepare(text: str, token: str) -> str:
 
 
 def slash_twins(pattern: str) -> list[str]:
-    """A rule's other spellings of the ``/`` of its query (``/`` and
-    ``%2F``), which RFC 9309 compares percent-encoded (section 2.2.2,
-    figure 4: ``/foo/bar?baz=https://foo.bar`` is
-    ``/foo/bar?baz=https%3A%2F%2Ffoo.bar``) and Protego keeps apart, as it
-    must in a path."""
+    """A rule's other spellings of its query's ``/`` (``/`` and ``%2F``), equal
+    under RFC 9309 (2.2.2, figure 4) but kept apart by Protego."""
     path, question, query = pattern.partition("?")
     if not question or ("/" not in query and "%2" not in query):
         return []
@@ -205,10 +155,8 @@ def slash_twins(pattern: str) -> list[str]:
 
 
 def plain_escape(pattern: str) -> str:
-    """A rule's path as Google's parser compares it (its non-ASCII octets
-    percent-encoded, escapes in upper case; and, as in every URL a crawler
-    can send, the ASCII characters a URL may not hold), with every ``%``
-    written ``%25``: Protego then compares it octet for octet."""
+    """A rule's path as Google's parser compares it (non-ASCII and unsendable
+    octets percent-encoded, escapes upper case), each ``%`` written ``%25``."""
     escaped = _ESCAPE_HEX.sub(lambda match: match.group().upper(), pattern)
     if not _SENDABLE.fullmatch(escaped):
         escaped = quote(escaped, safe=_URL_CHARACTERS)
@@ -216,10 +164,9 @@ def plain_escape(pattern: str) -> str:
 
 
 def plain_rules(prepared: str) -> str | None:
-    """The text of the plain (Google) reading of ``prepared``: rule values
-    through :func:`plain_escape`, lines cut at :data:`GOOGLE_MAX_LINE`
-    bytes; None when it would compare as ``prepared`` does (every rule
-    already sendable without a ``%``, no line too long)."""
+    """The plain (Google) reading of ``prepared``: rule values through
+    :func:`plain_escape`, lines cut at :data:`GOOGLE_MAX_LINE` bytes; None
+    when it would compare as ``prepared`` does."""
     out, differs = [], False
     for line in prepared.splitlines():
         if len(line) > GOOGLE_MAX_LINE // 4 and len(encoded := line.encode("utf-8")) > GOOGLE_MAX_LINE:
@@ -234,9 +181,8 @@ def plain_rules(prepared: str) -> str | None:
 
 
 def _close_agents(out: list[str], agents: set[str], key: str, held: list[str]) -> bool:
-    """Write the group's user-agent lines that concern us and the records
-    held among them (only then: they would join the group before); whether
-    the group concerns us."""
+    """Write the group's user-agent line and its held records if the group
+    concerns us; whether it does."""
     mine = key in agents
     if mine:
         out.append(f"User-agent: {key}")
@@ -254,10 +200,8 @@ def is_text(content_type: str | None, body: bytes) -> bool:
 
 
 def decode_body(body: bytes, content_type: str | None = None, max_size: int = MAX_BODY) -> str:
-    """The text to parse: at most ``max_size`` bytes, BOM dropped, non-text empty.
-
-    A cut in the middle of a line drops that partial line, so a rule is never
-    read half-way (``Disallow: /p`` from ``Disallow: /private/``)."""
+    """The text to parse: at most ``max_size`` bytes cut at a line end (never a
+    rule half-read), BOM dropped, non-text empty."""
     if not is_text(content_type, body):
         return ""
     for size in (3, 2, 1):  # a BOM, or the start of one (Google skips those too)
@@ -282,12 +226,9 @@ def kind_of_status(status: int) -> Kind:
 
 @dataclass
 class RobotsRules:
-    """One origin's robots.txt verdicts and how long they hold.
-
-    ``expires`` is a clock time (the middleware's clock): the TTL for a
-    parsed or unavailable file, the next retry for an unreachable one.
-    ``unreachable_since`` survives retries, so the long-unreachability rule
-    can fire."""
+    """One origin's robots.txt verdicts and how long they hold: ``expires`` (the
+    middleware's clock) is the TTL, or for an unreachable file the next retry;
+    ``unreachable_since`` survives retries."""
 
     kind: Kind
     token: str
@@ -309,8 +250,7 @@ class RobotsRules:
                    status=status, sitemaps=list(parser.sitemaps))
 
     def allowed(self, url: str) -> bool:
-        """May ``url`` (as it will be requested) be fetched? Only if both
-        readings allow it (module docstring). robots.txt itself always may."""
+        """May ``url`` (as requested) be fetched? Only if both readings allow it."""
         if self.kind is Kind.UNREACHABLE:
             return False
         if self.kind is Kind.UNAVAILABLE or self.parser is None:
