@@ -8,6 +8,19 @@ alphabetical.
 
 from __future__ import annotations
 
+from typing import Any
+
+
+def with_defaults(settings: Any, prefix: str) -> Any:
+    """A copy of ``settings`` with this module's ``prefix*`` defaults filled
+    in where unset, so a component also works without the add-on."""
+    settings = settings.copy()
+    settings.frozen = False
+    for name, value in globals().items():
+        if name.startswith(prefix) and settings.get(name) is None:
+            settings.set(name, value, "default")
+    return settings
+
 # --- Scrapy settings we give a crawler's values -----------------------------
 # A broad crawl: polite per host, no cookies (session cookies breed traps),
 # every fetched document reaches the spider (one item per document, 4xx/5xx

@@ -37,17 +37,6 @@ if TYPE_CHECKING:
 BLOOM_NAME = "frontier.bloom"
 
 
-def _with_defaults(settings: Any) -> Any:
-    """The crawler's settings with our ``FRONTIER_*`` defaults filled in, so
-    the frontier also works with only ``SCHEDULER`` set (no add-on)."""
-    settings = settings.copy()
-    settings.frozen = False
-    for name in dir(defaults):
-        if name.startswith("FRONTIER_") and settings.get(name) is None:
-            settings.set(name, getattr(defaults, name), "default")
-    return settings
-
-
 def _positive_int(settings: Any, name: str, minimum: int = 1) -> int:
     value = settings.getint(name)
     if value < minimum:
@@ -123,7 +112,7 @@ def _revisit_schedule(settings: Any, store: Any, stats: Any) -> RevisitSchedule 
 
 def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
     """Every argument of ``Frontier.__init__`` from the crawler's settings."""
-    settings = _with_defaults(crawler.settings)
+    settings = defaults.with_defaults(crawler.settings, "FRONTIER_")
     front_queues = _positive_int(settings, "FRONTIER_FRONT_QUEUES")
     back_queues = settings.getint("FRONTIER_BACK_QUEUES") or 3 * _positive_int(
         settings, "CONCURRENT_REQUESTS"

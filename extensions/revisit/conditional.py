@@ -1,41 +1,15 @@
 """Conditional GET for re-visits (RFC 9110 sections 13.1.1, 13.1.3 and 15.4.5).
 
-A re-visit request carries the validators of the page's last 200 in its
-meta, ``revisit_validators = {"etag": str | None, "last_modified": str | None}``
-(put there by the frontier). :class:`ConditionalGetMiddleware`
-(downloader middleware, order 800: after every Scrapy middleware that sets
-headers, before ``DownloaderStats`` (850) counts the request's bytes and
-before ``HttpCacheMiddleware`` (900)) turns them into ``If-None-Match`` and
-``If-Modified-Since``, each exactly as the server sent it (the same bytes),
-unless the request already has that header. So that the server's answer is
-the spider's:
-
-* ``dont_cache`` is set on every request with ``revisit_validators`` (even
-  without a usable validator): Scrapy's HTTP cache would otherwise answer
-  the re-visit from its copy (``DummyPolicy``) or turn the 304 into the
-  cached 200 (``RFC2616Policy``), and the page would never be asked again;
-* 304 reaches the spider (when a validator was sent): with ``HTTPERROR_ALLOW_ALL`` (the add-on's
-  default) every status does already; otherwise 304 is added to the
-  request's ``handle_httpstatus_list`` (starting from the spider's
-  ``handle_httpstatus_list`` or ``HTTPERROR_ALLOWED_CODES``, so the statuses
-  allowed before still are).
-
-304 is not a redirect: ``RedirectMiddleware`` leaves it alone, and a redirect
-of a re-visit keeps the headers on the way to its target (Scrapy copies
-them), where the validators of the last 200 came from.
-
-The spider reads a 200's validators with :func:`response_validators`; both
-sides use the same test of a validator (:func:`clean_etag`,
-:func:`clean_last_modified`): text without control characters, at most
-:data:`MAX_VALIDATOR_LENGTH` characters, a ``Last-Modified`` that is an
-HTTP date. Anything else is ignored and counted, never sent.
-
-Stats: ``revisit/conditional_requests`` (requests this middleware made
-conditional; a retry's copy, which has the headers already, is not counted
-again), ``revisit/not_modified`` (304 answers to requests with validators),
-``revisit/validators_ignored/<etag|last_modified|not_a_mapping>`` (stored
-validators not sent), ``revisit/response_validators_ignored/<etag|last_modified>``
-(a response's malformed validators, not put on the item).
+A re-visit request carries its page's last validators in its meta,
+``revisit_validators = {"etag": str | None, "last_modified": str | None}``.
+:class:`ConditionalGetMiddleware` (order 800: after the header-setting
+middlewares, before ``DownloaderStats`` and ``HttpCacheMiddleware``) sends
+them as ``If-None-Match`` and ``If-Modified-Since``, the bytes the server
+sent, unless the request has that header already. It sets ``dont_cache`` on
+every re-visit (the HTTP cache would answer it or hide the 304) and lets a
+304 through ``HttpErrorMiddleware``. Both sides test a validator the same
+way (:func:`clean_etag`, :func:`clean_last_modified`); a malformed one is
+ignored and counted, never sent.
 """
 
 from __future__ import annotations
@@ -62,10 +36,8 @@ ETAG, LAST_MODIFIED = b"ETag", b"Last-Modified"
 
 
 def _header_text(value: Any) -> str | None:
-    """``value`` as one header line's text, None if it cannot be one:
-    not a string, empty, too long, or with ASCII control characters (CR and
-    LF would split the request) or characters outside Latin-1 (not bytes a
-    server sent; bytes 0x80-0xFF are RFC 9110's obs-text and kept)."""
+    """``value`` as one header line's text, None if it cannot be one (not a
+    string, empty, too long, control characters or beyond Latin-1)."""
     if not isinstance(value, str):
         return None
     value = value.strip(" \t")
@@ -77,22 +49,19 @@ def _header_text(value: Any) -> str | None:
 
 
 def clean_etag(value: Any) -> str | None:
-    """An entity tag fit to send back, or None. Unquoted tags (some servers
-    send them) are kept: a browser sends back what it got, and so do we."""
+    """An entity tag fit to send back, or None (unquoted tags are kept)."""
     return _header_text(value)
 
 
 def clean_last_modified(value: Any) -> str | None:
-    """A ``Last-Modified`` value fit to send back, or None; it must be an
-    HTTP date (a server ignores an ``If-Modified-Since`` that is not)."""
+    """A ``Last-Modified`` value fit to send back (an HTTP date), or None."""
     text = _header_text(value)
     return text if text is not None and parsedate_tz(text) is not None else None
 
 
 def response_validators(headers: Headers, stats: Any) -> tuple[str | None, str | None]:
-    """``(etag, last_modified)`` of a response's headers, None for one that
-    is absent; a malformed one (several different values, too long, control
-    characters, a date that is none) is None too, and counted."""
+    """``(etag, last_modified)`` of a response's headers, None where absent or
+    malformed (a malformed one is counted)."""
     found: list[str | None] = []
     for name, clean, key in ((ETAG, clean_etag, "etag"), (LAST_MODIFIED, clean_last_modified, "last_modified")):
         values = set(headers.getlist(name))

@@ -1,16 +1,5 @@
-"""``REVISIT_*`` settings to plain values for the re-visit components.
-
-Read where a component's ``from_crawler`` reads its settings; invalid
-values fail at start, naming the setting and its value. Settings (defaults
-in :mod:`extensions.defaults`, group ``# --- Re-visits``):
-``REVISIT_ENABLED`` (continuous mode; read by the frontier),
-``REVISIT_INITIAL_INTERVAL``, ``REVISIT_MIN_INTERVAL``,
-``REVISIT_MAX_INTERVAL`` (seconds), ``REVISIT_GONE_AFTER``,
-``REVISIT_SCHEDULE`` ("estimate" or "adaptive"),
-``REVISIT_ADAPTIVE_DECREASE``, ``REVISIT_ADAPTIVE_INCREASE`` (the
-"adaptive" schedule's factors), and ``REVISIT_MAX_SHARE`` (the share of
-fetches that may be re-visits while new URLs wait; 0: re-visits only when no
-new URL waits, 1: no cap).
+"""``REVISIT_*`` settings to plain values for the re-visit components; invalid
+values fail at start, naming the setting and its value.
 """
 
 from __future__ import annotations
@@ -20,17 +9,6 @@ from typing import Any
 
 from extensions import defaults
 from extensions.revisit.policy import SCHEDULES, RevisitPolicy
-
-
-def _with_defaults(settings: Any) -> Any:
-    """The settings with our ``REVISIT_*`` defaults filled in, so the policy
-    also works without the add-on."""
-    settings = settings.copy()
-    settings.frozen = False
-    for name in dir(defaults):
-        if name.startswith("REVISIT_") and settings.get(name) is None:
-            settings.set(name, getattr(defaults, name), "default")
-    return settings
 
 
 def _number(settings: Any, name: str) -> float:
@@ -90,7 +68,7 @@ def _adaptive_factors(settings: Any) -> tuple[float, float]:
 
 def policy_from_settings(settings: Any) -> RevisitPolicy:
     """The :class:`~.policy.RevisitPolicy` the ``REVISIT_*`` settings describe."""
-    settings = _with_defaults(settings)
+    settings = defaults.with_defaults(settings, "REVISIT_")
     initial, minimum, maximum = _intervals(settings)
     schedule = settings.get("REVISIT_SCHEDULE")
     if schedule not in SCHEDULES:
@@ -102,7 +80,7 @@ def policy_from_settings(settings: Any) -> RevisitPolicy:
 
 def max_share_from_settings(settings: Any) -> float:
     """``REVISIT_MAX_SHARE``, a share in [0, 1]."""
-    settings = _with_defaults(settings)
+    settings = defaults.with_defaults(settings, "REVISIT_")
     share = _number(settings, "REVISIT_MAX_SHARE")
     if not 0 <= share <= 1:
         raise ValueError(f"REVISIT_MAX_SHARE must be between 0 and 1, got {settings.get('REVISIT_MAX_SHARE')!r}")

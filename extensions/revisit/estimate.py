@@ -1,23 +1,13 @@
 """Change-rate arithmetic of Cho and Garcia-Molina (pure, no I/O).
 
-A page is modelled as changing by a Poisson process of rate ``lambda``.
-
-* **Estimator** ("Estimating frequency of change", 2003): X changes seen in
-  n visits at interval I give ``r = -log((n - X + 0.5) / (n + 0.5))`` and
-  ``lambda = r / I``. The +0.5 keeps it finite when every visit saw a
-  change. With irregular intervals (an adaptive crawl) I is the mean
-  interval, ``(last_visit - first_visit) / n``. With no change seen the
-  estimator says 0, which would push a page to the longest interval after one
-  quiet re-visit; half a change is assumed instead (``r = log(1 + 0.5/n)``),
-  so the interval grows with each quiet visit rather than jumping.
-* **Freshness-optimal interval** ("Effective page refresh policies", 2003):
-  a page re-visited every I seconds is up to date for the time-averaged
-  share ``(1 - exp(-x)) / x`` of the time, ``x = lambda * I``. Spreading a
-  fixed fetch budget to maximise the summed freshness gives every page the
-  same marginal gain ``mu`` (a Lagrange multiplier, seconds):
-  ``1 - (1 + x) exp(-x) = mu * lambda``. Pages with ``mu * lambda >= 1``
-  change too often for any affordable visit to keep them fresh, and are
-  best left alone (interval infinite; the policy clamps it).
+A page changes by a Poisson process of rate ``lambda``. Estimator (2003):
+X changes in n visits over mean interval I give
+``lambda = -log((n - X + 0.5) / (n + 0.5)) / I``; with no change seen,
+half a change is assumed (``r = log(1 + 0.5/n)``) so the interval grows
+with each quiet visit instead of jumping to the longest. Freshness-optimal
+interval (2003): every page gets the same marginal gain ``mu`` (seconds),
+``1 - (1 + x) exp(-x) = mu * lambda`` with ``x = lambda * I``; a page with
+``mu * lambda >= 1`` is best left alone (infinite interval).
 """
 
 from __future__ import annotations

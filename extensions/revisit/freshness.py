@@ -1,16 +1,10 @@
 """The crawl's freshness and age, estimated from its re-visit records.
 
-Cho and Garcia-Molina's definitions: a copy is *fresh* while the page has
-not changed since it was fetched, and its *age* is how long it has been out
-of date (0 while fresh); the crawl's freshness is the share of its copies
-that are fresh, its age the mean age of its copies. Neither is observable
-without fetching, so both are expected values under a Poisson change model
-with each URL's rate estimated from its history
-(:func:`~.estimate.change_rate`): a copy fetched ``t`` seconds ago is fresh
-with probability ``exp(-lambda t)`` and its expected age is
-``t - (1 - exp(-lambda t)) / lambda``. A URL visited only once takes the
-crawl-wide rate (every URL's visits and changes pooled). Gone URLs (and
-records never fetched) are not copies and are left out.
+Cho and Garcia-Molina's definitions, as expected values under a Poisson
+model with each URL's estimated rate: a copy fetched ``t`` seconds ago is
+fresh with probability ``exp(-lambda t)`` and its expected age is
+``t - (1 - exp(-lambda t)) / lambda``. A URL visited once takes the pooled
+crawl-wide rate; gone and never-fetched records are left out.
 """
 
 from __future__ import annotations

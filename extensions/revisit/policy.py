@@ -1,34 +1,19 @@
 """When a fetched URL is due again: :class:`RevisitPolicy`.
 
-Pure: no store, no clock, no Scrapy; the caller passes the time and the
-visit's outcome and stores the record it gets back. Two schedules:
+Pure: the caller passes the time and the visit's outcome and stores the
+record it gets back. Schedules: ``"estimate"`` (the default) estimates the
+page's change rate from its history and gives it the freshness-optimal
+interval, with ``mu`` set so the shortest interval is ``initial`` (until a
+second visit: ``initial``); ``"adaptive"`` (StormCrawler/Nutch) multiplies
+the interval by ``1 - decrease`` on a change, ``1 + increase`` otherwise.
+Intervals are clamped to ``[minimum, maximum]``.
 
-* ``"estimate"`` (the default): the page's change rate is estimated from
-  its visit history (Cho and Garcia-Molina's estimator,
-  :func:`~.estimate.change_rate`) and it gets the interval that maximises
-  the crawl's freshness for a fetch budget (:func:`~.estimate.optimal_interval`).
-  The budget's marginal gain ``mu`` is set so that the shortest interval
-  this schedule ever gives is ``initial``: pages changing about every
-  ``initial / 1.8`` get it; slower pages wait longer (roughly as the square
-  root of their change interval); pages changing much faster than
-  ``initial`` go to ``maximum``, since no affordable visit keeps them fresh.
-  Until a second visit a URL gets ``initial``.
-* ``"adaptive"``: the StormCrawler/Nutch adaptive schedule: a change
-  multiplies the interval by ``1 - decrease``, no change by
-  ``1 + increase``.
-
-Either way the interval is clamped to ``[minimum, maximum]``; with
-``minimum == maximum`` both give a fixed (uniform) interval.
-
-Outcomes: a 2xx is a fetch of the page (changed or not: see
-:meth:`RevisitPolicy.changed`); a 304 (or ``not_modified``) is a visit
-that found it unchanged; a 404/410 after a 200 is a confirmation that the
-page is gone (re-checked at ``min(interval, initial)``; after
-``gone_after`` in a row it is never due again: ``due = math.inf``), a
-404/410 of a URL never fetched with a 200 is gone at once (nothing to keep
-fresh); any 2xx or 304 revives a gone page (a 200 after gone counts as a
-change). Other statuses (redirects, 5xx, 403, 429) carry no evidence: the
-URL is due again after its current interval, its history untouched.
+Outcomes: a 2xx is a visit (changed or not, :meth:`RevisitPolicy.changed`);
+a 304 is an unchanged visit; a 404/410 after a 200 confirms the page gone
+(re-checked at ``min(interval, initial)``, never due again after
+``gone_after`` in a row), and before any 200 is gone at once; a 2xx or 304
+revives a gone page. Other statuses carry no evidence: due again after the
+current interval, history untouched.
 """
 
 from __future__ import annotations
@@ -93,11 +78,10 @@ class RevisitPolicy:
         etag: str | None = None,
         last_modified: str | None = None,
     ) -> RevisitRecord:
-        """The record after a fetch of its URL answered at ``now``.
-
-        ``changed``: the caller's verdict on a 2xx (None: decided here from
-        the content fingerprint and validators); ``not_modified``: the answer
-        was a 304; ``content``, ``etag``, ``last_modified``: of a 2xx."""
+        """The record after a fetch of its URL answered at ``now``. ``changed``: the
+        caller's verdict on a 2xx (None: decided from the content fingerprint and
+        validators); ``not_modified``: a 304; ``content``, ``etag``,
+        ``last_modified``: of a 2xx."""
         not_modified = not_modified or status == 304
         if (not_modified or 200 <= status < 300) and record.visits == 0:
             return record._replace(
@@ -123,10 +107,8 @@ class RevisitPolicy:
         etag: str | None,
         last_modified: str | None,
     ) -> bool:
-        """Whether a 200 found the page changed since the record's copy: the
-        caller's verdict if given, else the exact content fingerprints, else
-        the validators; with no evidence at all, changed (a page is never
-        left stale for want of a fingerprint)."""
+        """Whether a 200 found the page changed: the caller's verdict, else the
+        content fingerprints, else the validators; with no evidence, changed."""
         if changed is not None:
             return changed
         if content is not None and record.content is not None:
