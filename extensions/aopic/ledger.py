@@ -1,31 +1,19 @@
 """AOPIC's cash ledger (Abiteboul, Preda and Cobena, WWW 2003).
 
 Every seed starts with cash ``X``. Fetching page P moves P's cash to its
-history (the importance estimate), takes a tax (default 10%) to the virtual
-page Lambda and splits the rest equally among P's outlinks, known or new; a
-page without outlinks (or a duplicate, whose links are not followed) gives
-all of it to Lambda. A page may pay a higher tax of its own (a page of a
-low-yield host passes on less: :func:`tax_for_share`). When Lambda holds more cash than the page about to be
-fetched, Lambda is "crawled": its cash is spread equally over every known
-page.
+history (its importance), takes a tax to the virtual page Lambda and splits
+the rest equally among P's outlinks (none: all to Lambda); a page may pay a
+higher tax of its own (:func:`tax_for_share`). When Lambda holds more cash
+than the page about to be fetched, Lambda is spread over every known page,
+lazily: a global dividend ``D`` grows by ``lambda / N`` and each row keeps
+the ``mark`` of ``D`` it was paid up to (row cash = ``cash + D - mark``).
 
-Spreading over millions of rows at once would stall the crawl, so the spread
-is lazy: a global dividend per page ``D`` grows by ``lambda / N`` and each
-row keeps the ``mark`` (the value of ``D``) up to which it was paid; a row's
-cash is ``cash + (D - mark)``, settled whenever the row is touched. Rows are
-created with ``mark = D`` (a page joins after the dividends paid so far).
+Conservation (:meth:`AOPICLedger.totals`)::
 
-Conservation (checked by :meth:`AOPICLedger.totals`)::
+sum of cash over rows + unpaid dividends + Lambda == cash put in (seeds)
 
-    sum of cash over rows + unpaid dividends + Lambda == cash put in (seeds)
-
-History is the record of cash that flowed through each page; in OPIC it
-keeps growing (the importance of page i is ``history_i / sum of history``),
-so it is reported beside the conserved quantity, not inside it.
-
-The ledger keeps its scalars (Lambda, ``D``, cash put in, row count) in the
-store's meta table and its rows in the store's cash table, so it is resumed
-with the frontier and is as durable as the last checkpoint.
+The scalars live in the store's meta, the rows in its cash table, so the
+ledger resumes with the frontier.
 """
 
 from __future__ import annotations
@@ -124,15 +112,13 @@ class AOPICLedger:
         return self.credit_many([(fingerprint, self.initial_cash)])[0]
 
     def read_rows(self, fingerprints: list[int]) -> dict[int, tuple[float, float, float, int]]:
-        """The cash rows of URLs in one read, for :meth:`take` and
-        :meth:`credit_many` of one page (a round trip fewer on Redis)."""
+        """The cash rows of URLs in one read, for :meth:`take` and :meth:`credit_many`."""
         return self.store.cash.get_cash(list(dict.fromkeys(fingerprints)))
 
     def credit_many(self, amounts: list[tuple[int, float]],
                     rows: dict[int, tuple[float, float, float, int]] | None = None) -> list[tuple[float, float, bool]]:
-        """Add cash to URLs, creating rows for new ones; return each URL's
-        ``(cash before, cash after, had a row)`` (a URL credited twice: in
-        order). ``rows``: their current rows if already read (:meth:`read_rows`)."""
+        """Add cash to URLs, creating rows for new ones; return each one's ``(cash
+        before, cash after, had a row)``. ``rows``: already read (:meth:`read_rows`)."""
         if rows is None:
             rows = self.store.cash.get_cash(list({fp for fp, _ in amounts}))
         changed: dict[int, tuple[float, float, float, int]] = {}
@@ -160,9 +146,8 @@ class AOPICLedger:
 
     def take(self, fingerprint: int,
              rows: dict[int, tuple[float, float, float, int]] | None = None) -> tuple[float, float, int]:
-        """Page fetched: its cash moves to its history; return ``(cash,
-        history, visits)`` with this visit counted. ``rows``: rows already
-        read (:meth:`read_rows`), updated with this URL's new one."""
+        """Page fetched: its cash to its history; return ``(cash, history, visits)``.
+        ``rows``: already read, updated with this URL's new row."""
         if rows is None:
             rows = self.store.cash.get_cash([fingerprint])
         taken = self._take(fingerprint, rows)
@@ -183,12 +168,9 @@ class AOPICLedger:
 
     def distribute(self, fingerprint: int, links: list[int], entries_of: list[int] | None = None,
                    tax: float | None = None) -> tuple[Paid, dict[int, Entry] | None]:
-        """The page was fetched: its cash to its history, the tax (``tax``,
-        else the ledger's) to Lambda, the rest split over ``links`` (none:
-        all to Lambda). Also returns the URL rows of ``entries_of`` where
-        the store reads them with the cash rows in one round trip (else
-        None: not read)."""
-        # a networked store reads the cash and URL rows in one round trip
+        """The page was fetched: its cash to its history, the tax (``tax``, else the
+        ledger's) to Lambda, the rest split over ``links``; also the URL rows of
+        ``entries_of`` where the store reads them with the cash (else None)."""
         rows, entries = self.store.cash.get_cash_and_entries(list(dict.fromkeys([fingerprint, *links])))
         cash, history, visits = self._take(fingerprint, rows)
         share = self.split(cash, len(links), tax)
