@@ -1,36 +1,15 @@
 """The content-seen test as an item pipeline: exact duplicates and
 near-duplicates of documents already fetched under another URL.
 
-Runs before :class:`~extensions.pipelines.links.LinkScheduler`, which
-follows a page's links only when the verdict allows, on the data the spider
-put on the item (``content_features``: :mod:`extensions.contentseen.features`,
-removed here):
-
-* ``fingerprint`` (``CONTENTSEEN_MODE``; a page without visible text is
-  fingerprinted by its bytes: ``contentseen/empty_text``) and
-  ``duplicate_of``, the first URL with it (links not followed;
-  ``contentseen/duplicates``);
-* ``simhash`` and ``near_duplicate_of``, the closest earlier document within
-  ``CONTENTSEEN_NEAR_DISTANCE`` whose estimated resemblance reaches
-  ``CONTENTSEEN_NEAR_MIN_RESEMBLANCE`` (``contentseen/near_duplicates``;
-  candidates refused as ``contentseen/near/dissimilar``); a page with fewer
-  than ``CONTENTSEEN_NEAR_MIN_SHINGLES`` distinct shingles is not judged
-  (``contentseen/near_too_short``). ``CONTENTSEEN_FOLLOW_NEAR_DUPLICATES``
-  decides whether their links are followed;
-* ``content_group`` (internal, for the frontier's URL database): the page's
-  similar-content group (an exact copy joins its original's); None when the
-  page is not judged.
-
-Where the sets live is the backend's choice (``CONTENTSEEN_BACKEND``: an
-alias or a class path, ``"auto"`` for the frontier's backend,
-:mod:`extensions.backends`): the embedded backends keep them in
-``JOBDIR/contentseen.sqlite3`` and ``contentseen.near.sqlite3`` (a
-temporary directory without JOBDIR), flushed every
-``CONTENTSEEN_FLUSH_INTERVAL`` seconds and at close; the Redis backend
-shares them between the crawl's processes, and with
-``CONTENTSEEN_REDIS_IO_THREAD`` and a running reactor answers a page's
-verdict off the reactor thread (``process_item`` then returns a coroutine;
-the verdicts are the same).
+Runs before :class:`~extensions.pipelines.links.LinkScheduler`, on the
+item's ``content_features`` (removed here), and sets ``fingerprint`` and
+``duplicate_of`` (the first URL with it), ``simhash`` and
+``near_duplicate_of`` (the closest earlier document within
+``CONTENTSEEN_NEAR_DISTANCE`` reaching ``CONTENTSEEN_NEAR_MIN_RESEMBLANCE``;
+pages under ``CONTENTSEEN_NEAR_MIN_SHINGLES`` are not judged), and the
+internal ``content_group`` (None when not judged). The sets come from the
+backend (``CONTENTSEEN_BACKEND``); one that answers off the reactor thread
+makes ``process_item`` return a coroutine, with the same verdicts.
 """
 
 from __future__ import annotations
@@ -71,8 +50,7 @@ class ContentSeenPipeline:
         settings = crawler.settings
         if not settings.getbool("CONTENTSEEN_ENABLED", defaults.CONTENTSEEN_ENABLED):
             raise NotConfigured
-        # the spider's extractor uses the mode; checked here too, because the
-        # spider builds it at spider_opened, where an error is only logged
+        # the spider builds its extractor at spider_opened, where an error is only logged
         mode = settings.get("CONTENTSEEN_MODE", defaults.CONTENTSEEN_MODE)
         if mode not in MODES:
             raise ValueError(f"CONTENTSEEN_MODE must be one of {MODES}, not {mode!r}")
@@ -105,8 +83,7 @@ class ContentSeenPipeline:
         return cls(crawler)
 
     def open_spider(self, spider: Any = None) -> None:
-        """Open both sets (a corrupt file or an unreachable Redis stops the
-        crawl here, naming it)."""
+        """Open both sets (a corrupt file or an unreachable store stops the crawl here, naming it)."""
         assert self.sets is not None
         self.sets.open()
         self.exact, self.near, self.off_reactor = self.sets.exact, self.sets.near, self.sets.off_reactor
@@ -115,11 +92,8 @@ class ContentSeenPipeline:
             self._loop.start(self.flush_interval, now=False)
 
     def process_item(self, item: Any) -> Any:
-        """The verdicts on ``item`` from its ``content_features`` (removed):
-        ``fingerprint``, ``duplicate_of``, ``simhash``, ``near_duplicate_of``
-        and ``content_group`` (None when the page is not judged). The item,
-        or, with an off-reactor path, a coroutine that returns it once the
-        verdict is in."""
+        """The verdicts on ``item`` from its ``content_features``; the item, or a
+        coroutine that returns it once an off-reactor verdict is in."""
         features: ContentFeatures | None = item.pop("content_features", None)
         item["content_group"] = None
         if features is None or self.exact is None:
@@ -170,8 +144,7 @@ class ContentSeenPipeline:
         return near
 
     def _original_group(self, near: NearFeatures | None) -> int | None:
-        """An exact copy's group: its original's, found in the near index by
-        the same simhash and sketch (the copy itself is not stored)."""
+        """An exact copy's group: its original's, found in the near index by the same simhash and sketch."""
         if near is None:
             return None
         found = self.near.match(near.simhash, near.sketch)
@@ -187,8 +160,7 @@ class ContentSeenPipeline:
         self._publish()
 
     def _worker_failed(self, err: Exception) -> None:
-        """A round trip of the worker thread failed after its retries (its
-        pages fail with a ContentStoreError, as they would waiting for it)."""
+        """A worker round trip failed after its retries (its pages fail with a ContentStoreError)."""
         logger.error("The content-seen sets' Redis worker failed: %s", err)
         self.stats.inc_value("contentseen/redis/worker_errors")
 

@@ -1,27 +1,13 @@
 """Host yield as an item pipeline: a host's share of the crawl follows what it yields.
 
-Placed after the content-seen test (its verdicts are on the item) and before
-:class:`~extensions.pipelines.links.LinkScheduler`, it judges each page of a
-host (:mod:`extensions.frontier.hostyield`: new content, a duplicate or
-near-duplicate, an error page) and keeps the host's yield, the share of new
-content among its last ``HOST_YIELD_WINDOW`` pages. Then
-
-* the item's ``credit_share`` (internal) is that yield: the frontier's AOPIC
-  step passes on only this share of the page's cash to its outlinks, the
-  rest to Lambda, so a low-yield host's new URLs get lower priority;
-* once the yield falls below ``HOST_YIELD_THRESHOLD``, the host is stopped:
-  ``origin_deferred(origin, "low-yield")`` for the page's origin (and for
-  any other origin of the host whose page comes later), so the frontier
-  defers the origin's queued URLs for this run (a resumed crawl retries
-  them first) and the crawl of an endless URL space ends.
-
-Pages that say nothing about the host's content are not counted: a 304 to a
-re-visit, a 1xx/3xx item, a 2xx document the content-seen test did not judge.
-Counts: ``hostyield/new``, ``hostyield/old``, ``hostyield/errors`` (pages
-judged), ``hostyield/stopped_hosts``. State is per process, in memory (a resumed
-crawl starts every host afresh). A deferral holds for the run: in a
-continuous crawl (``REVISIT_ENABLED``) a stopped host's pages are not
-re-visited either.
+After the content-seen test and before the link scheduler, it judges each
+page (:mod:`extensions.frontier.hostyield`) and keeps its host's yield over
+the last ``HOST_YIELD_WINDOW`` pages. The item's internal ``credit_share``
+is that yield (AOPIC passes on only that share of the page's cash); once it
+falls below ``HOST_YIELD_THRESHOLD`` the host is stopped:
+``origin_deferred(origin, "low-yield")`` for each of its origins, for this
+run. Pages that say nothing about the host's content (a 304, a 1xx/3xx, an
+unjudged 2xx) are not counted. State is per process, in memory.
 """
 
 from __future__ import annotations
@@ -49,8 +35,7 @@ REASON = "low-yield"
 
 
 def page_kind(item: Mapping[str, Any]) -> PageKind | None:
-    """What the page brought, from its status and content-seen verdict
-    (None: it says nothing about its host's content)."""
+    """What the page brought (None: it says nothing about its host's content)."""
     if item.get("not_modified"):
         return None
     status = int(item.get("status") or 0)

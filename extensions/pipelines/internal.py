@@ -1,15 +1,9 @@
 """The last item pipeline: internal fields never reach a feed.
 
-An item field declared ``scrapy.Field(internal=True)`` (``links``,
-``content_features``, ``content_group`` of :class:`crawler.items.PageItem`)
-carries data from the spider to the pipelines and the frontier. The
-pipeline that consumes one removes it; this one, after every other
-(order 1000), removes whatever is left, so a feed holds only the exported
-fields whichever pipelines run.
-
-A field that names its ``consumer`` and is still on the item here was never
-consumed: the configuration is inconsistent (``links`` left: no pipeline
-scheduled them, so the crawl would silently follow no links). That is
+A field declared ``scrapy.Field(internal=True)`` carries data from the
+spider to the pipelines; this pipeline (order 1000) removes whatever is
+left of them. One that names its ``consumer`` and is still here was never
+consumed (a misconfiguration: ``links`` left means no links followed):
 logged once per field as an error naming the consumer, and counted
 (``items/unconsumed/<field>``).
 """

@@ -1,28 +1,15 @@
 """The last item pipeline: a page's outlinks are filed only after the
 verdicts on the page are in.
 
-In Scrapy, requests a callback yields reach the scheduler before the item
-reaches the pipelines, so a content-seen verdict ("this page duplicates
-another: do not follow its links", Mercator's rule) would come too late. The
-``web`` spider therefore yields no link requests: it puts the links that
-passed the URL filter into the item's ``links`` field, the pipelines before
-this one judge the page (content-seen marks ``duplicate_of`` and
-``content_group``, the trap filter drops trap links, host yield sets a
-low-yield host's ``credit_share``: :mod:`extensions.pipelines.hostyield`),
-and this one hands the judged page to the frontier's one entry point,
-:meth:`Frontier.page_done <extensions.frontier.scheduler.Frontier.page_done>`
-(a :class:`~extensions.frontier.page.PageVerdict`), which credits and files
-the links itself; the page's AOPIC history becomes the item's
-``importance``, and ``links`` and ``content_group`` leave the item (feeds
-hold only the count, ``outlinks``).
-
-When the frontier's answer comes through the shared frontier's worker thread
-(Redis), ``page_done`` returns a Deferred and this pipeline returns a
-coroutine that waits for it: the engine holds the page's request until its
-links are filed, so the page's end reaches Redis after them.
-
-Under another scheduler (Scrapy's own), the links to follow go through
-``engine.crawl`` as requests built by :func:`~extensions.frontier.page.link_request`.
+Requests a callback yields reach the scheduler before the item reaches the
+pipelines, too early for a content-seen verdict (Mercator: a duplicate's
+links are not followed). So the ``web`` spider puts its links in the item,
+the pipelines before this one judge the page, and this one hands it to
+:meth:`Frontier.page_done <extensions.frontier.scheduler.Frontier.page_done>`,
+which credits and files the links; the page's AOPIC history becomes the
+item's ``importance``, and ``links`` and ``content_group`` leave the item.
+A Deferred answer (a shared frontier's worker) makes this return a
+coroutine. Under another scheduler the links go through ``engine.crawl``.
 """
 
 from __future__ import annotations
@@ -80,16 +67,14 @@ class LinkScheduler:
         return cls(crawler)
 
     def process_item(self, item: Any) -> Any:
-        """The item, its links filed; or a coroutine that returns it once
-        the frontier has filed them (see the module docstring)."""
+        """The item, its links filed; or a coroutine that returns it once they are."""
         if "links" not in item.fields:
             return item
         links: list[str] = item.pop("links", None) or []
         group = item.pop("content_group", None) if "content_group" in item.fields else None
         follow = not (item.get("duplicate_of") or (item.get("near_duplicate_of") and not self.follow_near))
         frontier = self.crawler.engine.scheduler
-        # not isinstance: Scrapy's scheduler metaclass answers it by duck
-        # typing, so any scheduler "is" a Frontier (Scrapy's own has no page_done)
+        # not isinstance: Scrapy's scheduler metaclass makes any scheduler "a Frontier"
         if Frontier not in type(frontier).__mro__ or not item.get("url"):
             return self._crawl(item, links if follow else [])
         done = frontier.page_done(verdict(item, links, follow, group))
