@@ -1,26 +1,12 @@
 """The crawl report extension: ``REPORT_DIR/index.html`` with PNG plots.
 
-:class:`CrawlReport` samples the crawl every ``REPORT_INTERVAL`` seconds and
-once at ``spider_closed``, and after each sample rewrites the report (see
-:mod:`extensions.report.render`). What it counts itself, from signals:
-
-* pages and bytes per host (``response_downloaded``, robots.txt fetches of
-  the robots middleware left out, as in :mod:`extensions.progress`), in a
-  bounded tally (``REPORT_MAX_HOSTS``);
-* documents by MIME type and by depth, and novel / duplicate bytes
-  (``item_scraped``: a 2xx document without ``duplicate_of`` is novel; with
-  it, a duplicate; with ``near_duplicate_of``, a near-duplicate);
-
-everything else comes from ``crawler.stats`` (response codes, the frontier's
-counters, seeds). A snapshot of plain values is taken on the reactor thread;
-the plots and HTML are drawn in a worker thread, one refresh at a time (a
-tick that finds the previous refresh still drawing is skipped and counted in
-``report/skipped``), so the reactor is busy only for the snapshot. The last
-refresh (at ``spider_closed``) waits for a running one, and the crawl's close
-waits for it. Stats: ``report/refreshes``, ``report/render_seconds`` (the
-last), ``report/render_seconds_max``, ``report/render_seconds_total``,
-``report/snapshot_seconds_max`` (the part on the reactor thread),
-``report/skipped``, ``report/errors``.
+:class:`CrawlReport` samples the crawl every ``REPORT_INTERVAL`` seconds
+and at ``spider_closed``, counting from signals pages and bytes per host
+(robots.txt fetches left out; a bounded tally) and documents by MIME type,
+depth and novelty; the rest comes from ``crawler.stats``. A snapshot is
+taken on the reactor thread; the plots and HTML are drawn in a worker
+thread, one refresh at a time (a tick that finds one drawing is skipped,
+``report/skipped``); the crawl's close waits for the last refresh.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The report's files: ``index.html`` and PNG plots beside it.
 
-:func:`write_report` takes a :class:`Snapshot` (plain values, copied from the
-crawl on the reactor thread) and writes every file atomically (a temporary
-file in the same directory, then ``os.replace``): a browser reloading the
-page sees the old report or the new one, never half a file. The page is
-readable offline: CSS inline, no scripts, images by relative ``src``.
-
-Plots use matplotlib's object API on the Agg canvas (no pyplot, no global
-figure registry), so a render may run in a worker thread; one at a time.
-Every text put into the HTML is escaped (host names and MIME types come from
-the web).
+:func:`write_report` writes every file of a :class:`Snapshot` atomically
+(temporary file, then ``os.replace``). The page works offline (inline CSS,
+no scripts). Plots use matplotlib's object API on the Agg canvas, so a
+render may run in a worker thread. Every text in the HTML is escaped.
 """
 
 from __future__ import annotations
@@ -88,8 +82,7 @@ def write_atomically(path: Path, data: bytes) -> Path:
 # -- plots ---------------------------------------------------------------------
 
 def _figure(rows: int = 1, height: float = PLOT_SIZE[1]) -> tuple[Figure, Any]:
-    # imported on the first drawing, not with the extension: matplotlib costs
-    # a crawl ~0.27 s of CPU at start even when REPORT_DIR is unset
+    # imported on the first drawing: matplotlib is costly to import when REPORT_DIR is unset
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

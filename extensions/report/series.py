@@ -1,16 +1,10 @@
 """What the report plots: stats sampled over time, and bounded tallies.
 
-:class:`StatsSeries` keeps ``(elapsed seconds, values)`` samples of a fixed
-set of cumulative counters and gauges. It is bounded: once it holds more than
-``max_samples``, every other sample is dropped (the first and the newest are
-kept), so a crawl of days keeps an evenly thinned history of at most
-``max_samples`` points. Rates are computed between neighbouring samples, and
-since the counters are cumulative a thinned series still gives exact average
-rates over each (longer) gap.
-
-:class:`BoundedTally` counts keys (hosts, MIME types, depths) in at most
-``max_keys`` entries: when full, the smaller half is dropped and its total is
-kept under ``other``, so the busiest keys stay exact once they are busy.
+:class:`StatsSeries` keeps at most ``max_samples`` samples of cumulative
+counters and gauges; when full, every other sample is dropped (the first
+and newest kept), and rates between neighbours stay exact averages.
+:class:`BoundedTally` counts keys in at most ``max_keys`` entries; when
+full, the smaller half goes into ``other``.
 """
 
 from __future__ import annotations
@@ -92,8 +86,7 @@ class BoundedTally:
         self.other += sum(count for _, count in ranked[self.max_keys // 2:])
         self.counts = Counter(dict(keep))
 
-    def most_common(self, n: int | None = None) -> list[tuple[str, int]]:
-        return self.counts.most_common(n)
+        # keep the busier half: a key seen once must not push out a busy host
 
     def total(self) -> int:
         return sum(self.counts.values()) + self.other
