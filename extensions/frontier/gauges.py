@@ -26,7 +26,6 @@ CRAWL_WIDE_STATS = frozenset({"frontier/redis_memory_bytes", "frontier/redis_kno
 #: Counting URLs by status scans the URL table: redone only once this many
 #: times the last count's duration has passed (~1% of the time).
 STATUS_COUNT_SPACING = 100.0
-STATUS_COUNT_SPACING = 100.0
 
 
 class DictStats:

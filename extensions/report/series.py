@@ -79,14 +79,14 @@ class BoundedTally:
             self._prune()
 
     def _prune(self) -> None:
-        # keep the busier half: a key seen once among millions must not
-        # push out a host with thousands of pages
+        # keep the busier half: a key seen once must not push out a busy host
         ranked = self.counts.most_common()
         keep = ranked[: self.max_keys // 2]
         self.other += sum(count for _, count in ranked[self.max_keys // 2:])
         self.counts = Counter(dict(keep))
 
-        # keep the busier half: a key seen once must not push out a busy host
+    def most_common(self, n: int | None = None) -> list[tuple[str, int]]:
+        return self.counts.most_common(n)
 
     def total(self) -> int:
         return sum(self.counts.values()) + self.other
