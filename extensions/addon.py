@@ -1,17 +1,11 @@
 """One Scrapy add-on that switches on every webcrawler component.
 
-A project lists ``extensions.addon.WebcrawlerAddon`` in ``ADDONS`` and gets
-the Mercator frontier, our middlewares, pipelines and extensions with the
-defaults of :mod:`extensions.defaults`. The defaults are applied at Scrapy's
-``addon`` priority, so ``settings.py`` (``project``) and ``-s`` (``cmdline``)
-still win; components are added to Scrapy's component dictionaries only where
-the user has not placed them already, so a user can disable one by setting
-its order to ``None``.
-
-The spider hands a page's links to the pipelines (``LINKS_IN_ITEMS``, for
-:class:`~extensions.pipelines.links.LinkScheduler`) or follows them itself;
-the add-on checks at start that the setting and ``ITEM_PIPELINES`` agree
-(:func:`check_links_in_items`), so a crawl never silently follows no links.
+``extensions.addon.WebcrawlerAddon`` in ``ADDONS`` applies
+:mod:`extensions.defaults` at ``addon`` priority (``settings.py`` and ``-s``
+still win) and adds our components only where the project has not placed
+them itself (an order of ``None`` disables one). It checks at start that
+``LINKS_IN_ITEMS`` and ``ITEM_PIPELINES`` agree, so a crawl never silently
+follows no links.
 """
 
 from __future__ import annotations
@@ -31,18 +25,14 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # ours replaces Scrapy's robots.txt middleware, at its place (100)
         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
         "extensions.robots.middleware.RobotsMiddleware": 100,
-        # beside the downloader, after RetryMiddleware (550): it sees every
-        # attempt's connection failure first
+        # after RetryMiddleware (550): it sees every attempt's connection failure first
         "extensions.breaker.CircuitBreakerMiddleware": 560,
-        # before RetryMiddleware (550) in the response's path: a 429 or 503
-        # pauses the origin and goes back to the frontier, no retry spent
+        # before RetryMiddleware in the response's path: a 429 or 503 spends no retry
         "extensions.pushback.PushbackMiddleware": 555,
-        # Scrapy's meta-refresh redirects at its place (580), skipped for a
-        # response whose bytes cannot declare one (see REPLACEMENTS)
+        # Scrapy's meta-refresh redirects at its place (580), skipped where bytes cannot declare one
         "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
         "extensions.metarefresh.MetaRefreshMiddleware": 580,
-        # a re-visit's validators: after every Scrapy middleware that sets
-        # headers, before DownloaderStats (850) counts the request and
+        # after every header-setting middleware, before DownloaderStats (850) and
         # HttpCacheMiddleware (900), which must not answer or eat its 304
         "extensions.revisit.conditional.ConditionalGetMiddleware": 800,
     },
@@ -54,8 +44,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.pipelines.hostyield.HostYieldPipeline": 400,
         # trap signals on the links, before AOPIC credits them
         "extensions.urls.traps.TrapFilter": 800,
-        # a page's outlinks for the WARC metadata records (WARC_OUTLINKS), as
-        # LinkScheduler will get them
+        # a page's outlinks for the WARC metadata records (WARC_OUTLINKS)
         "extensions.output.outlinks.OutlinksAnnouncer": 850,
         "extensions.pipelines.links.LinkScheduler": 900,
         # after every other: internal item fields never reach a feed
@@ -79,9 +68,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
 }
 
 
-#: Ours -> the Scrapy component it takes the place of: a project that
-#: places Scrapy's itself (disabled with None, or at an order of its own)
-#: keeps its choice, and ours is not added.
+#: Ours -> the Scrapy component it replaces: a project that places Scrapy's
+#: itself keeps its choice, and ours is not added.
 REPLACEMENTS: dict[str, dict[str, str]] = {
     "DOWNLOADER_MIDDLEWARES": {
         "extensions.metarefresh.MetaRefreshMiddleware": "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware",

@@ -1,20 +1,13 @@
 """A per-origin circuit breaker, as a downloader middleware.
 
-A host whose port refuses connections, times out or whose name does not
-resolve would otherwise cost every one of its URLs ``RETRY_TIMES`` + 1
-failed attempts, and the crawl's time with them. After
-``CIRCUIT_BREAKER_FAILURES`` consecutive connection failures of one origin
-(``scheme://host:port``; a dead https port says nothing about http) the
-breaker opens: it announces ``origin_held`` and the frontier parks the
-origin's URLs for ``CIRCUIT_BREAKER_RETRY_DELAY`` seconds (doubling with
-each failed probe, at most ``CIRCUIT_BREAKER_RETRY_MAX_DELAY``). The first
-URL after the hold is the probe: a response of any status closes the
-breaker; a failure opens it again. After ``CIRCUIT_BREAKER_RETRY_TIMES``
-failed probes the origin is deferred for this run (``origin_deferred``).
-
-Only the exceptions of Scrapy's ``RETRY_EXCEPTIONS`` count (network errors,
-not HTTP statuses); robots.txt fetches are left to the robots.txt
-middleware, which holds and defers origins by the same signals.
+After ``CIRCUIT_BREAKER_FAILURES`` consecutive connection failures
+(``RETRY_EXCEPTIONS``) of one origin the breaker opens: ``origin_held``
+parks the origin's URLs for ``CIRCUIT_BREAKER_RETRY_DELAY`` seconds
+(doubling per failed probe, at most ``CIRCUIT_BREAKER_RETRY_MAX_DELAY``).
+The first URL after the hold is the probe: any response closes the
+breaker, a failure opens it again; after ``CIRCUIT_BREAKER_RETRY_TIMES``
+failed probes the origin is deferred for the run (``origin_deferred``).
+robots.txt fetches are left to the robots.txt middleware.
 """
 
 from __future__ import annotations

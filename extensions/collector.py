@@ -1,20 +1,10 @@
 """Python's cyclic garbage collector tuned for a long crawl.
 
-The objects alive at startup (Scrapy, Twisted, lxml, our modules) are
-never garbage, yet each full collection walks them again; most of a page's
-objects are freed by reference counting, the collector is needed only for
-cycles. :class:`CollectorTuning`, when the engine starts:
-
-* collects once, then moves every surviving object into the permanent
-  generation (:func:`gc.freeze`, ``GC_FREEZE``);
-* sets the collection thresholds to ``GC_THRESHOLD`` (young generation
-  size, then the two older generations' counts).
-
-Cyclic garbage is still collected, in larger batches. When the engine stops
-the thresholds are put back and the startup objects unfrozen (by the last
-crawl of the process to stop, when several run in one). Stats:
-``gc/collections/<generation>``, ``gc/collected`` (unreachable objects
-freed) and ``gc/frozen`` (objects frozen at start).
+Startup objects are never garbage, yet each full collection walks them.
+When the engine starts, :class:`CollectorTuning` collects once, freezes the
+survivors (:func:`gc.freeze`, ``GC_FREEZE``) and sets the thresholds to
+``GC_THRESHOLD``; when the last crawl of the process stops, both are put
+back. Stats: ``gc/collections/<generation>``, ``gc/collected``, ``gc/frozen``.
 """
 
 from __future__ import annotations

@@ -27,10 +27,7 @@ def with_defaults(settings: Any, prefix: str) -> Any:
 # included), and a depth limit so traps stay bounded even without AOPIC.
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 1
-# The web spider yields one item per response (links go through the
-# pipelines) and every pipeline is synchronous, so a second worker never has
-# anything to do: Scrapy starts one asyncio task per worker and response
-# (plus the one filling their queue), and each is a task created for nothing.
+# one item per response and synchronous pipelines: a second worker would be an idle task
 CONCURRENT_ITEMS = 1
 COOKIES_ENABLED = False
 DEPTH_LIMIT = 25
@@ -39,19 +36,14 @@ DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_WARNSIZE = 8 * 1024 * 1024
 HTTPERROR_ALLOW_ALL = True
-# Scrapy's RemoteControl runs Python code sent over HTTP inside the crawl
-# (token in a job file under the user's profile): off on a crawl machine, as
-# the telnet console is; the metrics, crawlstatus and report watch a crawl
+# Scrapy's RemoteControl runs Python code sent over HTTP: off on a crawl machine, as telnet is
 REMOTE_CONTROL_ENABLED = False
 ROBOTSTXT_OBEY = True
-# extensions.stats.DirectStatsCollector: Scrapy's MemoryStatsCollector
-# without the wrapper its __getattribute__ puts around every stats call
+# Scrapy's MemoryStatsCollector without the wrapper around every stats call
 STATS_CLASS = "extensions.stats.DirectStatsCollector"
 TELNETCONSOLE_ENABLED = False
 USER_AGENT = "webcrawler/0.1 (+https://github.com/webcrawler/webcrawler)"
-# Scrapy re-reads this setting for every response to warn about a callback
-# that is a generator returning a value; the web spider's callbacks are ours
-# and tested, so the per-response check is switched off.
+# a per-response check of the callbacks, which are ours and tested
 WARN_ON_GENERATOR_RETURN_VALUE = False
 
 
@@ -118,11 +110,9 @@ CONTENTSEEN_SQLITE_CACHE_KIB = 2048  # SQLite page cache of each of the two sets
 
 
 # --- Host yield (extensions.pipelines.hostyield) ----------------------------
-# Per host, the share of its last HOST_YIELD_WINDOW pages (2xx) that were
-# neither exact nor near duplicates: its pages pass on that share of their
-# AOPIC cash, and below HOST_YIELD_THRESHOLD the host's origins are deferred
-# (reason low-yield), so a crawl of an endless URL space ends. Chosen from
-# bench/host_yield.py on the real-web and real-application sites (README).
+# Per host, the share of its last HOST_YIELD_WINDOW pages that were neither
+# exact nor near duplicates: its pages pass on that share of their AOPIC
+# cash, and below HOST_YIELD_THRESHOLD its origins are deferred (low-yield).
 HOST_YIELD_ENABLED = True
 HOST_YIELD_MAX_HOSTS = 65536  # hosts whose window is kept (LRU)
 HOST_YIELD_THRESHOLD = 0.4  # stop a host whose yield falls below this share (0: never)
@@ -198,11 +188,9 @@ WARC_REVISITS = True  # revisit records for archived payloads and 304s (JOBDIR/w
 
 
 # --- Frontier ---------------------------------------------------------------
-# The Mercator frontier (extensions.frontier.scheduler.Frontier, set as
-# SCHEDULER by the add-on). It also reads CONCURRENT_REQUESTS(_PER_DOMAIN,
-# _PER_IP), DOWNLOAD_DELAY, DOWNLOAD_SLOTS and JOBDIR with Scrapy's meanings;
-# its delay runs from the END of a host's last fetch (the downloader's from
-# its start). See extensions/frontier/config.py for each setting.
+# The Mercator frontier (SCHEDULER, set by the add-on). It also reads
+# CONCURRENT_REQUESTS(_PER_DOMAIN, _PER_IP), DOWNLOAD_DELAY, DOWNLOAD_SLOTS
+# and JOBDIR with Scrapy's meanings; its delay runs from the END of a fetch.
 SCHEDULER = "extensions.frontier.scheduler.Frontier"
 FRONTIER_AOPIC = True  # AOPIC cash decides priority (extensions.aopic.ledger)
 FRONTIER_AOPIC_INITIAL_CASH = 1.0  # cash of each seed
@@ -215,9 +203,7 @@ FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000
 FRONTIER_CHECKPOINT_INTERVAL = 5.0  # seconds between checkpoints (commit, Bloom filter file, gauges)
 FRONTIER_DISTRIBUTED = True  # redis backend: processes on one REDIS_URL and prefix share the frontier
 FRONTIER_FRONT_QUEUES = 8
-# most URLs accepted per host, a backstop for what host yield cannot judge (a
-# host whose every page is new); 0: unlimited. ~100 x the largest real site of
-# the tests (README, "Traps and endless sites")
+# most URLs accepted per host, a backstop for what host yield cannot judge; 0: unlimited
 FRONTIER_HOST_BUDGET = 100_000
 FRONTIER_IDLE_CLOSE = 30.0  # seconds with nothing but held origins' URLs left: defer them, close
 FRONTIER_FRONT_QUEUE_WEIGHTS: list[int] = []  # empty: level i weighs i + 1
@@ -252,10 +238,8 @@ SCHEDULER_PERSIST = False  # keep the crawl's keys at close (to resume); off: de
 
 
 # --- Link graph (extensions.frontier.linkrecord) ------------------------------
-# Each fetched page's accepted outlinks (after canonicalisation, the URL and
-# trap filters, before the URL-seen test), by URL fingerprint, in the
-# frontier's store (store.links): JOBDIR/frontier.sqlite3 table links, or
-# P:{T}:links on Redis. A redirect records its Location as its one outlink.
+# Each fetched page's accepted outlinks by URL fingerprint, in the frontier's
+# store (store.links); a redirect records its Location as its one outlink.
 LINKGRAPH_RECORD = True
 
 

@@ -1,15 +1,9 @@
 """Scrapy's per-request debug records not built when no handler would emit them.
 
-Scrapy logs every response and item at ``DEBUG`` and leaves the ``scrapy``
-logger at ``NOTSET``, so with ``LOG_LEVEL = "INFO"`` each call still builds
-a ``LogRecord`` that every handler drops. :class:`LogLevelFloor` raises the ``scrapy`` logger's level to the lowest
-level of the handlers a record of it can reach (the logger's own and its
-ancestors', as ``Logger.callHandlers`` walks them) when the engine starts, and
-puts the old level back when it stops. A record below that floor was never
-emitted by any handler, so nothing a handler shows changes; a handler added
-later (after ``engine_started``) at a lower level is not seen. With no handler
-at all (``LOG_ENABLED = False`` and nothing installed) nothing changes, as
-Python's last-resort handler then decides.
+While the engine runs, :class:`LogLevelFloor` raises the ``scrapy``
+logger's level to the lowest level of the handlers its records can reach,
+so a record no handler would emit is never built; a handler added after
+``engine_started`` is not seen, and with no handler at all nothing changes.
 """
 
 from __future__ import annotations

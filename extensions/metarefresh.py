@@ -1,13 +1,10 @@
 """Scrapy's meta-refresh redirects, after a look at the undecoded bytes.
 
-w3lib only follows a ``<meta>`` tag whose attributes spell ``refresh`` (any
-case, no character references), so a document in an encoding that writes
-ASCII as its own bytes cannot declare one unless those seven letters are
-among its first bytes. :class:`MetaRefreshMiddleware` returns such a
-response as it is when its first :data:`SCAN_BYTES` bytes do not contain
-them (sparing Scrapy's decoding of every page), and hands every other
-response to Scrapy's middleware. Same settings (``METAREFRESH_*``), same
-redirects; it takes Scrapy's place (580).
+w3lib follows only a ``<meta>`` whose attributes spell ``refresh``, so a
+response whose first :data:`SCAN_BYTES` bytes lack those letters cannot
+declare one: :class:`MetaRefreshMiddleware` returns it as it is (sparing
+the decoding) and hands every other response to Scrapy's middleware, with
+the same settings and redirects, at its place (580).
 """
 
 from __future__ import annotations

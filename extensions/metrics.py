@@ -1,21 +1,11 @@
 """Live Prometheus metrics from inside the crawl (``METRICS_PORT``).
 
-:class:`MetricsExporter` serves ``http://METRICS_HOST:METRICS_PORT/metrics``
-(Prometheus text format) from prometheus-client's HTTP server, in a thread,
-on a registry of its own (:mod:`extensions.prometheus`, imported only when
-``METRICS_PORT`` is set). Nothing is counted twice: at each scrape,
-:class:`~extensions.prometheus.CrawlStatsCollector` reads a copy of the
-crawler's stats (what Scrapy, the frontier, robots.txt, DNS, content-seen,
-AOPIC and re-visits already count) and turns it into metric families named
-``webcrawler_*`` (:data:`~extensions.prometheus.SINGLE`,
-:data:`~extensions.prometheus.LABELLED`).
-
-Per-process figures (counters and this process's gauges) carry no label of
-their own; Prometheus tells processes apart by ``instance`` and sums them.
-Crawl-wide gauges (``CRAWL_WIDE_STATS`` of the frontier: URLs by status and
-known hosts in the store; on Redis, the same value in every process) carry
-``scope="crawl"`` and ``process``: a dashboard takes their ``max``, never
-their ``sum``. Rates (pages/s, bytes/s) are left to PromQL's ``rate()``.
+:class:`MetricsExporter` serves ``/metrics`` from prometheus-client's HTTP
+server on a registry of its own; at each scrape
+:class:`~extensions.prometheus.CrawlStatsCollector` turns a copy of the
+crawler's stats into ``webcrawler_*`` families. Per-process figures carry
+no label of their own; crawl-wide gauges (``CRAWL_WIDE_STATS``) carry
+``scope="crawl"`` and ``process``: take their ``max``, never their ``sum``.
 """
 
 from __future__ import annotations

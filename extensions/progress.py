@@ -1,33 +1,16 @@
 """Progress log and final report of a crawl (replaces Scrapy's LogStats).
 
-:class:`ProgressReporter` logs, every ``PROGRESS_INTERVAL`` seconds (0: never)::
+:class:`ProgressReporter` logs every ``PROGRESS_INTERVAL`` seconds::
 
-    Progress: 1234 pages (56.7 pages/s, 60.1 overall), queue 789, 42 hosts, 3 errors
+Progress: 1234 pages (56.7 pages/s, 60.1 overall), queue 789, 42 hosts, 3 errors
 
-and at ``spider_closed`` a summary line, plus, with ``PROGRESS_REPORT_FILE``,
-a JSON report written atomically (temporary file, then ``os.replace``).
-
-Definitions:
-
-* pages: responses downloaded (``response_downloaded``: every fetch, so a
-  redirect and each retried 5xx count, as the server saw them), except
-  the robots.txt fetches of Scrapy's robots middleware (a request to
-  ``/robots.txt`` with meta ``dont_obey_robotstxt``); a robots.txt a spider
-  asks for itself is a page.
-* hosts: distinct host names among those pages.
-* errors: fetches that failed (``downloader/exception_count``, less the
-  requests a middleware refused with ``IgnoreRequest``: robots.txt, holds,
-  the address policy) plus pages with status >= 500 (less the 5xx answers
-  obeyed as pushback, ``pushback/status/5xx``).
-* outcomes (the crawl's decisions, not errors; the report's ``outcomes``
-  and the summary line): URLs excluded by robots.txt (``frontier/excluded``),
-  refused by the URL filter, the trap filter, the host budget or the address
-  policy (``frontier/refused``), deferred (``frontier/deferred``), requests
-  refused before a fetch (``IgnoreRequest``: robots.txt, holds, deferrals)
-  and pushbacks obeyed (``pushback/responses``).
-* duplicates: ``dupefilter/filtered`` + ``frontier/duplicates`` +
-  ``contentseen/duplicates``, those present.
-* queue: ``len()`` of the engine's scheduler, or ``null`` if it has none.
+and a summary at ``spider_closed``, with ``PROGRESS_REPORT_FILE`` also a
+JSON report written atomically. Pages: responses downloaded (every fetch),
+except the robots middleware's robots.txt fetches; hosts: their distinct
+host names; errors: failed fetches less requests refused with
+``IgnoreRequest``, plus 5xx pages not obeyed as pushback; outcomes (the
+crawl's decisions, not errors): :data:`OUTCOMES`; duplicates: the sum of
+:data:`DUPLICATE_STATS`; queue: ``len()`` of the scheduler, or ``null``.
 """
 
 from __future__ import annotations

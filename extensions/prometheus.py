@@ -1,8 +1,5 @@
 """The Prometheus side of :mod:`extensions.metrics`: metric families from the
-crawler's stats and the HTTP server that serves them.
-
-Imported only when ``METRICS_PORT`` is set (``MetricsExporter.from_crawler``):
-prometheus-client's import is part of every crawl's start-up CPU otherwise.
+crawler's stats and their HTTP server; imported only when ``METRICS_PORT`` is set.
 """
 
 from __future__ import annotations

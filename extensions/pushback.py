@@ -1,40 +1,15 @@
 """Sites that push back are obeyed: 429 and 503 pause the origin, as a downloader middleware.
 
-A response whose status is in ``PUSHBACK_STATUSES`` (429 Too Many Requests,
-503 Service Unavailable) is the server asking the crawler to slow down. The
-middleware sits beside the downloader, before Scrapy's ``RetryMiddleware``
-(550) in the response's path, so the answer never spends one of the URL's
-retries (``RETRY_TIMES``). It:
-
-* pauses the whole origin (``scheme://host[:port]``), not only the URL: it
-  announces ``origin_held`` with the request, so the frontier parks the
-  origin's URLs for the pause and puts the request back in its queue (never
-  failed); on Redis the hold is shared by every process;
-* takes the pause from ``Retry-After`` (delta-seconds or an HTTP-date, RFC
-  9110 10.2.3), at most ``PUSHBACK_MAX_DELAY``; without a usable one, an
-  exponential back-off: ``PUSHBACK_BACKOFF_DELAY`` doubled with each
-  pushback of the origin since its last other answer, at most
-  ``PUSHBACK_MAX_DELAY``;
-* widens the host's politeness delay for the rest of the crawl once
-  ``PUSHBACK_WIDEN_AFTER`` of its URLs have pushed back (adaptive
-  politeness, as Nutch's exponential back-off per queue): to
-  ``PUSHBACK_HOST_DELAY``, times ``PUSHBACK_HOST_DELAY_FACTOR`` with each
-  further URL, at most ``PUSHBACK_HOST_MAX_DELAY``, announced with
-  ``politeness_widened``; one URL's repeats widen nothing;
-* hands a URL's answer on to the spider as it is after
-  ``PUSHBACK_MAX_PER_URL`` pushbacks of that URL in a row (no immediate
-  retries by ``RetryMiddleware`` after those patient ones: ``dont_retry``):
-  a page that always answers 503 is a broken page, not a busy host;
-* defers the origin for this run (``origin_deferred``) after
-  ``PUSHBACK_RETRY_TIMES`` pushbacks in a row, so a site that never stops
-  refusing cannot keep a crawl open.
-
-robots.txt fetches are left to the robots.txt middleware. Stats:
-``pushback/responses``, ``pushback/status/<code>``,
-``pushback/retry_after/<seconds|date|none|invalid>``,
-``pushback/pause_seconds`` (the pauses' sum), ``pushback/widened``,
-``pushback/hosts_slowed``, ``pushback/host_delay_max``,
-``pushback/handed_on``, ``pushback/deferred``.
+Before ``RetryMiddleware`` in the response path (a pushback spends no
+retry), a ``PUSHBACK_STATUSES`` answer holds its origin (``origin_held``
+with the request, which goes back to its queue) for the ``Retry-After``
+(RFC 9110 10.2.3) or an exponential back-off from
+``PUSHBACK_BACKOFF_DELAY``, at most ``PUSHBACK_MAX_DELAY``. Once
+``PUSHBACK_WIDEN_AFTER`` URLs of a host pushed back, its politeness delay
+widens for the crawl (``politeness_widened``). A URL's answer is handed on
+to the spider after ``PUSHBACK_MAX_PER_URL`` pushbacks in a row, and the
+origin is deferred for the run (``origin_deferred``) after
+``PUSHBACK_RETRY_TIMES``. robots.txt fetches are left to their middleware.
 """
 
 from __future__ import annotations
@@ -114,11 +89,7 @@ class Verdict:
 
 class PushbackPolicy:
     """The pushback arithmetic, per origin, URL and host: pure, times passed in.
-
-    A URL pushed back more than ``max_per_url`` times in a row is handed on
-    (a page that always answers 503 is a broken page, not a busy host); a
-    host's delay widens with the URLs it pushed back on, not with one URL's
-    repeats."""
+    A host's delay widens with the URLs that pushed back, not one URL's repeats."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -155,8 +126,7 @@ class PushbackPolicy:
         return min(limits.host_delay * limits.host_delay_factor ** steps, limits.host_max_delay)
 
     def answered(self, origin: str, url: str) -> None:
-        """``url`` of ``origin`` got another answer: the origin's back-off
-        starts again (its host's delay stays)."""
+        """``url`` of ``origin`` got another answer: the origin's back-off starts again."""
         self.in_a_row.pop(origin, None)
         self.by_url.pop(url, None)
 

@@ -1,23 +1,12 @@
 """Hosts-file overrides in front of Scrapy's DNS resolution (``DNS_HOSTS``).
 
-A crawl of a test web, a staging copy or a site behind a load balancer needs
-some names to resolve to addresses DNS does not give. ``DNS_HOSTS`` names a
-file in hosts(5) format; :class:`HostsFileResolver`, set as Scrapy's
-``TWISTED_DNS_RESOLVER``, answers those names from the file and hands every
-other name to an inner resolver (``DNS_HOSTS_FALLBACK_RESOLVER``, by default
-Scrapy's ``CachingThreadedResolver`` with its ``DNSCACHE_ENABLED``,
-``DNSCACHE_SIZE`` and ``DNS_TIMEOUT`` meanings).
-
-The add-on's ``TWISTED_DNS_RESOLVER``,
-:class:`extensions.dns.resolver.CachingResolver`, reads ``DNS_HOSTS`` itself
-through :class:`HostsTable`; this class puts the overrides in front of any
-other resolver (stock Scrapy runs use it).
-
-Scrapy's HTTP/1.1 handler connects with ``reactor.connectTCP(hostname, ...)``,
-which resolves through the installed ``IResolverSimple``; that path opens an
-IPv4 socket before resolving, so for a name with both kinds of entry the
-first IPv4 one is returned, and an IPv6-only entry is returned as is (it can
-only be used by clients that connect by address family, as stock Twisted).
+:class:`HostsFileResolver`, as ``TWISTED_DNS_RESOLVER``, answers the names
+of a hosts(5) file and hands every other name to an inner resolver
+(``DNS_HOSTS_FALLBACK_RESOLVER``, by default Scrapy's
+``CachingThreadedResolver``); the add-on's own resolver reads ``DNS_HOSTS``
+through :class:`HostsTable` itself. Scrapy's HTTP/1.1 handler opens an IPv4
+socket before resolving, so a name with both kinds of entry gets its first
+IPv4 one.
 """
 
 from __future__ import annotations
@@ -112,12 +101,8 @@ def load_hosts_file(path: str | Path) -> HostsTable:
 
 
 class StatsSink:
-    """Counts resolver events in the stats of the crawlers it serves.
-
-    Scrapy builds the reactor's resolver from the CrawlerProcess, not a
-    Crawler, before crawlers have stats; so the targets are found at count
-    time. DNS is process-wide: every running crawler sees every hit.
-    """
+    """Counts resolver events in the stats of the crawlers it serves, found at
+    count time (Scrapy builds the resolver before crawlers have stats)."""
 
     def __init__(self, owner: Any = None):
         self.owner = owner
@@ -141,12 +126,7 @@ class StatsSink:
 
 @implementer(IResolverSimple)
 class HostsFileResolver:
-    """``TWISTED_DNS_RESOLVER``: ``DNS_HOSTS`` entries first, then ``inner``.
-
-    Hosts entries are not cached by the inner resolver (a dict lookup is
-    cheaper than the cache); misses keep all of the inner resolver's caching
-    and timeout behaviour. Without ``DNS_HOSTS`` it is a pure pass-through.
-    """
+    """``TWISTED_DNS_RESOLVER``: ``DNS_HOSTS`` entries first (not cached), then ``inner``."""
 
     def __init__(self, reactor: Any, inner: SimpleResolver, table: HostsTable,
                  stats: StatsSink | None = None):

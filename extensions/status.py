@@ -1,31 +1,12 @@
 """The status of a running or finished crawl, read from its store: :class:`CrawlStatus`.
 
-:func:`collect` builds one snapshot from a store opened read-only
-(:func:`extensions.backends.read_only_store`), so a running crawl is
-not disturbed; ``scrapy crawlstatus`` (:mod:`crawler.commands.crawlstatus`)
-prints it as one screen (:func:`render`) or as JSON (:func:`as_json`).
-
-Where each part comes from:
-
-* URLs by status: ``store.urls.count_by_status()`` (every status, zeros too).
-* Rates: the URL rows' fetch times (``store.census``): overall is fetches
-  over the span from the first to the last, recent is fetches in the last
-  :data:`RECENT_SECONDS` before the snapshot. A row keeps only its latest
-  fetch (a re-visit overwrites it), so on a continuous crawl these count
-  URLs fetched, not fetches. With the crawl's ``PROGRESS_REPORT_FILE``
-  (written when it closes) its pages, time and rate are shown too.
-* Busiest hosts: queue length (queued URLs), in flight and done per host,
-  with the next due time where the store keeps it (the multi-process Redis
-  frontier's host leases); elsewhere politeness state lives in the crawl's
-  memory, and the host's Crawl-delay and last fetch are shown instead.
-* Held origins: kept in the store only by the multi-process Redis frontier
-  (``held`` is None elsewhere); deferred origins: ``store.hosts.deferrals()``.
-* Re-visit schedule: ``store.revisits.counts()`` and ``next_due()``.
-* Last errors: failed rows, newest first (a failed row keeps no reason: the
-  error kinds are in the crawl's stats).
-* Last refusals: refused rows (URL filter, trap filter, host budget, address
-  policy; each keeps its reason) and excluded rows (robots.txt), newest
-  first: the crawl's decisions, outcomes, not errors.
+:func:`collect` builds one snapshot from a store opened read-only, so a
+running crawl is not disturbed; ``scrapy crawlstatus`` prints it
+(:func:`render`) or dumps it (:func:`as_json`). Rates come from the URL
+rows' fetch times (a row keeps only its latest fetch, so a continuous
+crawl counts URLs fetched, not fetches) and the crawl's
+``PROGRESS_REPORT_FILE``; hosts, errors and refusals from ``store.census``;
+held origins only where the store keeps them (else ``held`` is None).
 """
 
 from __future__ import annotations
