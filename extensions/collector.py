@@ -17,8 +17,6 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.statscollectors import StatsCollector
 
-__all__ = ["CollectorTuning", "parse_threshold"]
-
 # Crawls of this process that hold the tuning; the thresholds before the
 # first, and whether it froze the startup objects.
 _ACTIVE: list[CollectorTuning] = []

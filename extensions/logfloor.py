@@ -14,8 +14,6 @@ from typing import Any
 from scrapy import signals
 from scrapy.crawler import Crawler
 
-__all__ = ["LogLevelFloor", "handler_floor"]
-
 LOGGER = "scrapy"
 
 

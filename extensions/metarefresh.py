@@ -16,8 +16,6 @@ from scrapy import Request
 from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware as ScrapyMetaRefreshMiddleware
 from scrapy.http import HtmlResponse, Response
 
-__all__ = ["MetaRefreshMiddleware", "may_declare_refresh", "SCAN_BYTES"]
-
 #: Bytes searched: 4096 characters of at most 4 bytes each (Scrapy reads 4096 characters).
 SCAN_BYTES = 4 * 4096
 # Bytes some encodings drop between characters (ESC ( B in ISO-2022-JP,

@@ -16,8 +16,6 @@ from typing import Any
 from scrapy.exceptions import ScrapyDeprecationWarning
 from scrapy.statscollectors import MemoryStatsCollector
 
-__all__ = ["DirectStatsCollector"]
-
 
 def _warn_spider_argument(method: str) -> None:
     warnings.warn(

@@ -9,7 +9,7 @@ outlinks. Without an engine, a request finishes when its fetch ends.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from scrapy import Request
@@ -46,9 +46,6 @@ class InFlightTable:
 
     def __contains__(self, request: object) -> bool:
         return request in self.records
-
-    def __iter__(self) -> Iterator[Request]:
-        return iter(self.records)
 
     def __getitem__(self, request: Request) -> InFlight:
         return self.records[request]

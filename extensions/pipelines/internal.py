@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["InternalFields", "internal_fields"]
-
 logger = logging.getLogger(__name__)
 
 
