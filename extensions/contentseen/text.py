@@ -22,13 +22,17 @@ def normalise_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
+def codec_name(encoding: str | None) -> str:
+    """A Python codec for ``encoding``; UTF-8 when unknown or not a codec."""
+    try:
+        return codecs.lookup(encoding or "utf-8").name
+    except LookupError:
+        return "utf-8"
+
+
 def decode_body(body: bytes, encoding: str | None = None) -> str:
     """``body`` as text in ``encoding`` (UTF-8 when unknown or not a codec)."""
-    try:
-        codec = codecs.lookup(encoding or "utf-8").name
-    except LookupError:
-        codec = "utf-8"
-    return body.decode(codec, "replace")
+    return body.decode(codec_name(encoding), "replace")
 
 
 def visible_text(body: bytes, encoding: str | None = None) -> str:
