@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from w3lib.url import canonicalize_url
 
-from extensions.urls.canonical import InvalidURL, canonicalize, host_of, resolve, url_key
+from extensions.urls.canonical import InvalidURL, canonicalize, resolve, url_key
+from extensions.urls.split import host_of
 from tests.conformance import vectors as load
 
 

@@ -1,14 +1,9 @@
 """Store backends, one package each, chosen by class path as Scrapy chooses
-its components (``SCHEDULER``, ``SCHEDULER_DISK_QUEUE``).
-
-``FRONTIER_BACKEND`` names the crawl's backend: a class path, or one of the
-aliases ``memory``, ``sqlite`` (the default) and ``redis``.
-``CONTENTSEEN_BACKEND`` names the content-seen sets' backend the same way;
-``auto`` (the default) is the frontier's. A backend class is built by
-``from_crawler`` for a crawl (one instance per crawler, shared by the
-frontier, the pipelines and the spider) and by ``for_reading(settings)``
-for the tools that read a kept crawl. This module is the only one outside
-the backend packages that names them.
+its components: ``FRONTIER_BACKEND`` (a class path or ``memory``, ``sqlite``,
+``redis``) and ``CONTENTSEEN_BACKEND`` (the same, or ``auto``: the
+frontier's). One instance per crawler (``from_crawler``), or
+``for_reading(settings)`` for tools. The only module outside the backend
+packages that names them.
 """
 
 from __future__ import annotations
@@ -39,8 +34,8 @@ ALIASES = {
 
 
 class Backend(Protocol):
-    """What a backend hands out. Each part is an object of its own with a
-    narrow interface declared by the algorithm that uses it."""
+    """What a backend hands out: separate parts, each with the narrow
+    interface the algorithm that uses it declares."""
 
     #: A running crawl may push seeds into the backend (no ``-a seeds`` needed).
     takes_pushed_seeds: bool
@@ -50,12 +45,10 @@ class Backend(Protocol):
         crawl's local files (None: none), and a directory to remove at close."""
 
     def url_filter(self) -> BloomSeen | None:
-        """An in-process URL-seen Bloom filter in front of the store, or
-        None (exact, or the store has a filter of its own)."""
+        """An in-process URL-seen Bloom filter in front of the store, or None."""
 
     def ledger(self, store: FrontierStore, initial_cash: float, tax: float) -> AOPICLedger:
-        """AOPIC's ledger over ``store`` (shared by the processes that share
-        the host dispatch)."""
+        """AOPIC's ledger over ``store``."""
 
     def host_dispatch(self, front_queues: int, back_queues: int) -> HostDispatch | None:
         """A host dispatch shared with other processes, or None: the
@@ -65,8 +58,7 @@ class Backend(Protocol):
         """The content-seen sets (not yet opened)."""
 
     def archive_index(self) -> ArchiveIndex:
-        """The WARC writer's index of archived payloads and captures, kept
-        with the crawl's state (so a later crawl of it writes revisits)."""
+        """The WARC writer's index of archived payloads and captures, kept with the crawl's state."""
 
     def read_only_store(self) -> FrontierStore:
         """The kept crawl's store, opened to read only (the crawl may be running)."""
@@ -113,8 +105,6 @@ def reading_backend(settings: Any) -> Backend:
 
 
 def read_only_store(settings: Any) -> FrontierStore:
-    """The store of the kept crawl ``settings`` name, opened to read only
-    (``scrapy crawlstatus``, ``scrapy linkgraph``; the crawl may be running).
-    ValueError if the settings name no kept store; FrontierStoreError if it
-    is not there."""
+    """The store of the kept crawl ``settings`` name, opened to read only;
+    ValueError if they name none, FrontierStoreError if it is not there."""
     return reading_backend(settings).read_only_store()

@@ -1,33 +1,16 @@
 """The exact content-seen test: every body fingerprint seen, with its first URL.
 
-:class:`ContentSeen` answers "was this content fetched before, and under
-which URL?" for 64-bit fingerprints (:mod:`extensions.contentseen.fingerprint`)
-in bounded memory. Everything is persisted in one SQLite file chosen by the
-caller (``JOBDIR/contentseen.sqlite3`` in a crawl), so a resumed crawl still
-knows every flushed fingerprint::
+One SQLite file chosen by the caller (it may be shared with
+:mod:`extensions.contentseen.nearindex`)::
 
     CREATE TABLE content_seen (
-      fingerprint INTEGER PRIMARY KEY,  -- signed 64-bit (SQLite's INTEGER):
-                                        -- the table's B-tree is keyed by it
+      fingerprint INTEGER PRIMARY KEY,  -- signed 64-bit
       url         TEXT NOT NULL);       -- the first URL with this content
-    CREATE TABLE content_seen_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
-                                        -- schema (version)
+    CREATE TABLE content_seen_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;  -- schema
 
-Memory: an LRU table of at most ``memory_entries`` fingerprints (duplicate
-content clusters in time) plus a write batch of at most ``batch_size`` new
-ones, committed in one transaction; SQLite's B-tree plays Mercator's sorted
-disk file. A miss is one B-tree look-up, skipped while a file that was empty
-at open has had no LRU eviction (memory then holds the whole file). No other
-writer of the file while it is open.
-
-Durability: WAL with ``synchronous=NORMAL``. :meth:`ContentSeen.flush`
-commits the batch; after a crash (``kill -9``) the file holds everything up
-to the last flush, so at most the unflushed batch is lost (an operating-system
-crash may also lose the last commits). Not thread-safe: one caller, e.g. an
-item pipeline on the reactor thread. Pure: no Scrapy.
-
-:func:`open_database` and :class:`ContentStoreError` are shared with
-:mod:`extensions.contentseen.nearindex`, which may use the same file.
+Memory: an LRU of ``memory_entries`` fingerprints plus a batch of at most
+``batch_size`` new ones. WAL, ``synchronous=NORMAL``: a crash loses at most
+the unflushed batch. One writer, not thread-safe.
 """
 
 from __future__ import annotations
@@ -54,10 +37,8 @@ class ContentStoreError(RuntimeError):
 def open_database(path: Path, cache_kib: int = 8192) -> sqlite3.Connection:
     """A connection to ``path`` in WAL mode, autocommit (callers use BEGIN/COMMIT).
 
-    ``cache_kib`` is SQLite's page cache (private memory, the bound on what
-    the file costs in RSS; pages beyond it come from the OS page cache).
-    Raises :class:`ContentStoreError` naming the file when it is not a usable
-    SQLite database.
+    ``cache_kib`` is SQLite's page cache. Raises :class:`ContentStoreError`
+    naming the file when it is not a usable SQLite database.
     """
     try:
         connection = sqlite3.connect(path, isolation_level=None)
@@ -108,11 +89,8 @@ def is_empty(connection: sqlite3.Connection, path: Path, table: str) -> bool:
 class ContentSeen:
     """The set of content fingerprints seen, each with the first URL it came from.
 
-    Promises: :meth:`add_or_get` returns the URL that first recorded a
-    fingerprint, in this run or (after :meth:`flush`) any earlier run on the
-    same file; memory holds at most ``memory_entries + batch_size``
-    fingerprints; :meth:`flush` makes every addition so far durable, and a
-    full batch flushes itself.
+    :meth:`add_or_get` sees every fingerprint added in this run or (after
+    :meth:`flush`) an earlier run on the same file; a full batch flushes itself.
     """
 
     def __init__(self, connection: sqlite3.Connection, path: Path,

@@ -1,23 +1,10 @@
 """What the content-seen test needs of one document, computed where the body is.
 
-The spider puts them on the item (``content_features``, never exported;
-:class:`extensions.processors.content_features.ContentFeatureExtractor`);
-:class:`~extensions.pipelines.contentseen.ContentSeenPipeline` judges from
-them alone:
-
-* ``fingerprint``: 64-bit; in ``normalised`` mode the visible text's
-  (:func:`~extensions.contentseen.fingerprint.text_fingerprint`), in ``raw``
-  mode, for a document that is not HTML or plain text, for a text document
-  without visible text (``empty_text``: a frameset, an image-only page) and
-  for one over ``max_text_bytes``, the body bytes';
-* ``near``: simhash, resemblance sketch and distinct shingle count of the
-  visible text (:func:`~extensions.contentseen.resemblance.near_features`);
-  None for a document that is not text, has no visible text, or when the
-  near-duplicate test is off.
-
-The text is taken from at most the first ``max_text_bytes`` of the body;
-what travels on the item is two integers and a sketch of at most 256 bytes.
-Pure: no Scrapy.
+``fingerprint``: the visible text's in ``normalised`` mode; the body bytes'
+in ``raw`` mode, for a non-text document, for one without visible text
+(``empty_text``) and for one over ``max_text_bytes``. ``near``: simhash,
+sketch and shingle count of the visible text, None when not text, empty or
+the near test is off. Only the first ``max_text_bytes`` of a body are parsed.
 """
 
 from __future__ import annotations
@@ -32,7 +19,7 @@ TEXT_TYPES: Final = ("text/html", "application/xhtml+xml", "text/plain")
 
 
 class ContentFeatures(NamedTuple):
-    """One document's content-seen data (module docstring)."""
+    """One document's content-seen data (module docstring); travels on the item."""
 
     fingerprint: int
     near: NearFeatures | None = None

@@ -1,18 +1,9 @@
-"""64-bit content fingerprints for the exact content-seen test.
+"""64-bit content fingerprints (MurmurHash3 x64, first half) for the exact test.
 
-Two modes, chosen by the caller (a ``CONTENT_SEEN_*`` setting):
-
-* ``raw``: MurmurHash3 (x64, 128-bit, first half) of the body bytes as
-  fetched; any byte of difference makes a different document.
-* ``normalised``: the same hash of the visible text with whitespace runs
-  collapsed (:func:`extensions.contentseen.text.visible_text`), as UTF-8:
-  pages that differ only in whitespace, markup, comments or scripts are one
-  document. A page without visible text falls back to its body bytes (all
-  such pages share the empty text and would otherwise be copies of the
-  first one).
-
-Fingerprints are unsigned 64-bit ``int``; :func:`to_signed64` and
-:func:`from_signed64` convert for SQLite's signed INTEGER. Pure: no Scrapy.
+``raw`` hashes the body bytes as fetched; ``normalised`` hashes the visible
+text (:func:`extensions.contentseen.text.visible_text`) as UTF-8, falling
+back to the body bytes for a page without visible text. Fingerprints are
+unsigned 64-bit; :func:`to_signed64` converts for SQLite's INTEGER.
 """
 
 from __future__ import annotations

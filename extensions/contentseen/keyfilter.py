@@ -1,23 +1,17 @@
-"""Which near-duplicate index keys may have rows on disk: a bitmap with no
-false negatives, so a look-up none of whose keys was ever stored needs no
-query (:class:`extensions.contentseen.nearindex.NearDuplicateIndex`).
-Pure: no Scrapy, no I/O."""
+"""A bitmap of the near-duplicate index keys that may have rows on disk (no
+false negatives), so a look-up none of whose keys was stored needs no query."""
 
 from __future__ import annotations
 
 from typing import Final
 
 FILTER_BITS: Final = 1 << 23  # 1 MiB
-# the key's table number (above bit 48, nearindex.TABLE_SHIFT) is mixed in to spread
-# the tables over the bitmap; any function of the key would be correct
+# the key's table number (above bit 48) is mixed in to spread the tables over the bitmap
 
 
 class KeyFilter:
-    """Keys that may have rows in the index's file: a bitmap with a bit set
-    for every key stored while it is in use, so a look-up whose keys are all
-    unset has no rows to find (no false negatives; a false positive only
-    costs the query). :attr:`full` once more than an eighth of the bits are
-    set: most look-ups would then run the query anyway."""
+    """Keys that may have rows in the index's file; a false positive only
+    costs the query. :attr:`full` once more than an eighth of the bits are set."""
 
     def __init__(self, bits: int = FILTER_BITS) -> None:
         if bits < 8 or bits & (bits - 1):

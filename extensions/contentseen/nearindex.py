@@ -1,14 +1,10 @@
 """Near-duplicate look-up: which stored simhash is within Hamming distance k?
 
-Manku, Jain and Das Sarma's permuted tables (WWW 2007, section 3): the 64
-bits are split into ``b`` blocks; two simhashes within distance ``k`` agree
-exactly on at least ``b - k`` blocks, so one table per choice of ``b - k``
-blocks, keyed by those blocks' bits, gives every candidate, each checked for
-the real distance. Exact: nothing within ``k`` is missed, nothing farther
-returned. Default ``b = 5``, ``k = 3``: ``C(5, 2) = 10`` tables keyed by 25
-or 26 bits.
-
-Storage, one SQLite file chosen by the caller (it may be the exact set's)::
+Manku, Jain and Das Sarma's permuted tables (WWW 2007): the 64 bits are split
+into ``b`` blocks; two simhashes within ``k`` agree on at least ``b - k``
+blocks, so one table per choice of ``b - k`` blocks gives every candidate,
+each checked for the real distance (exact). Storage, one SQLite file chosen
+by the caller (it may be the exact set's)::
 
     CREATE TABLE near_docs (
       id       INTEGER PRIMARY KEY,  -- document number, never reused
@@ -20,28 +16,16 @@ Storage, one SQLite file chosen by the caller (it may be the exact set's)::
       level INTEGER NOT NULL,        -- LSM level (see LeveledKeys)
       key   INTEGER NOT NULL,        -- table number << 48 | that table's block bits
       doc   INTEGER NOT NULL,        -- near_docs.id
-      PRIMARY KEY (level, key, doc)) WITHOUT ROWID;  -- one B-tree, all tables
+      PRIMARY KEY (level, key, doc)) WITHOUT ROWID;
     CREATE TABLE near_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
-      -- schema (2: sketches; a version 1 file is refused, naming it),
-      -- distance, blocks (a file is bound to its layout),
-      -- reserved_id (no id below it may be handed out again),
-      -- levels (JSON: rows and move cursor per level)
+      -- schema, distance, blocks (a file is bound to its layout),
+      -- reserved_id (no id below it is handed out again), levels (JSON)
 
-Writes are buffered (at most ``buffer_entries`` documents) and committed in
-one transaction when the buffer is full or on :meth:`flush` (WAL,
-``synchronous=NORMAL``: a crash loses at most the buffer). Group ids are
-never reused, even after a crash: the ids a run may hand out before its next
-flush are reserved on disk first. No other writer of the file while open
-(an index of a new file skips queries by its :class:`KeyFilter`).
-
-A document with a sketch (:mod:`extensions.contentseen.resemblance`)
-matches a stored one only if the estimated resemblance also reaches
-``min_resemblance`` (candidates that fail count as ``dissimilar``); without
-a sketch on either side the simhash alone decides. A new document joins the
-group of its closest match (ties: the earliest) and is stored, so groups
-grow by chains of small edits and are never merged; one identical to a
-stored document (distance 0, resembling) is not stored. Not thread-safe.
-Pure: no Scrapy.
+Writes are buffered (``buffer_entries`` documents) and committed in one
+transaction; a crash loses at most the buffer, and ids are reserved on disk
+before use. With sketches on both sides a match must also reach
+``min_resemblance``. A new document joins its closest match's group (ties:
+the earliest); an identical one (distance 0) is not stored. One writer.
 """
 
 from __future__ import annotations
@@ -110,9 +94,8 @@ def resembling(sketch: bytes | None, other: bytes | None, min_resemblance: float
 def near_verdict(index: Any, found: Match | None,
                  store: Callable[[int, int], None]) -> tuple[int, str | None]:
     """An index's verdict on a document whose closest match is ``found``:
-    (its group, the match's URL or None). An identical match is not stored;
-    otherwise the document gets the index's next id and ``store(doc_id,
-    group_id)`` records it. Counts in ``index.counters``."""
+    (its group, the match's URL or None); a non-identical document is
+    recorded by ``store(doc_id, group_id)``."""
     if found is not None:
         index.counters["near_duplicates"] += 1
         if found.distance == 0:
@@ -126,11 +109,8 @@ def near_verdict(index: Any, found: Match | None,
 
 
 class BlockLayout:
-    """Which bits key each permuted table (pure arithmetic, no storage).
-
-    ``blocks`` contiguous blocks of 64 bits (the first ``64 % blocks`` one
-    bit wider); one table per choice of ``blocks - distance`` blocks.
-    """
+    """Which bits key each permuted table: ``blocks`` contiguous blocks (the
+    first ``64 % blocks`` one bit wider), one table per ``blocks - distance`` of them."""
 
     def __init__(self, distance: int = DEFAULT_DISTANCE, blocks: int = DEFAULT_BLOCKS) -> None:
         if not 0 <= distance < blocks <= 64:
@@ -172,15 +152,11 @@ class BlockLayout:
 class LeveledKeys:
     """The key rows of all permuted tables on disk, as levels of one B-tree.
 
-    A small log-structured merge tree (O'Neil et al. 1996) inside SQLite,
-    so a flush's cost does not grow with the index: each flush goes into
-    level 0 (at most ``level0_rows`` rows); level ``L`` holds at most
-    ``level0_rows * LEVEL_RATIO**L`` rows, and at each flush an over-full
-    level moves as many rows as the flush added, the next slice in key
-    order (a cursor cycles through the key space), to level ``L + 1``. A
-    look-up seeks every level (``levels * tables`` seeks, one statement).
-    Sizes and cursors are in ``near_meta`` (``levels``), written in the
-    flush's transaction, so a crash leaves every row in exactly one level.
+    A small log-structured merge tree (O'Neil et al. 1996) inside SQLite:
+    flushes go into level 0; level ``L`` holds at most ``level0_rows *
+    LEVEL_RATIO**L`` rows, and an over-full level moves the next slice in key
+    order (a cursor cycles) to ``L + 1``. Sizes and cursors are saved in the
+    flush's transaction, so every row is in exactly one level.
     """
 
     def __init__(self, connection: sqlite3.Connection, level0_rows: int,
@@ -214,10 +190,8 @@ class LeveledKeys:
                 f"AND k.key IN ({', '.join('?' * tables)})")
 
     def insert(self, rows: list[tuple[int, int]]) -> None:
-        """Add ``(key, doc)`` rows to level 0, then move slices down over-full levels.
-
-        Call inside the caller's transaction.
-        """
+        """Add ``(key, doc)`` rows to level 0, then move slices down over-full
+        levels; call inside the caller's transaction."""
         self.sizes[0] += self.connection.executemany(
             "INSERT OR IGNORE INTO near_keys VALUES (0, ?, ?)", rows).rowcount
         level = 0
@@ -250,10 +224,8 @@ class LeveledKeys:
 class NearDuplicateIndex:
     """Stored simhashes with their first URL and group, searchable within distance k.
 
-    Promises: :meth:`add_or_match` sees every document added before it, in
-    this run or (after :meth:`flush`) an earlier run on the same file; memory
-    holds at most ``buffer_entries`` unflushed documents; a file keeps the
-    layout (``distance``, ``blocks``) it was created with.
+    :meth:`add_or_match` sees every document added in this run or (after
+    :meth:`flush`) an earlier run on the same file; a file keeps its layout.
     """
 
     def __init__(self, connection: sqlite3.Connection, path: Path, layout: BlockLayout,
@@ -283,10 +255,7 @@ class NearDuplicateIndex:
              buffer_entries: int = 4096, cache_kib: int = 16384,
              min_resemblance: float = DEFAULT_MIN_RESEMBLANCE) -> NearDuplicateIndex:
         """Open (or create) the index at ``path``; an existing file must have
-        the same schema version and layout.
-
-        ``cache_kib``: see :func:`~extensions.contentseen.exact.open_database`.
-        """
+        the same schema version and layout."""
         layout = BlockLayout(distance, blocks)
         connection = open_database(path, cache_kib)
         expected = {"schema": SCHEMA_VERSION, "distance": str(distance), "blocks": str(blocks)}
@@ -324,13 +293,8 @@ class NearDuplicateIndex:
         return sorted(matches, key=lambda found: (found.distance, found.doc_id))
 
     def add_or_match(self, simhash: int, url: str, sketch: bytes | None = None) -> tuple[int, str | None]:
-        """``(group_id, near_duplicate_of)`` for a new document, which is stored.
-
-        ``near_duplicate_of`` is the URL of the closest stored document within
-        the distance (and, with ``sketch``, resembling: see the module
-        docstring), whose group the document joins; None (and a new group,
-        numbered by the document's id) when there is none.
-        """
+        """``(group_id, near_duplicate_of)`` for a new document, which joins
+        the closest resembling match's group (None and a new group if none)."""
         keys = self.layout.keys(simhash)
         return near_verdict(self, self._match(simhash, keys, sketch),
                             lambda doc_id, group_id: self._store(doc_id, simhash, group_id, url, sketch, keys))

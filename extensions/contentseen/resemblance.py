@@ -1,21 +1,10 @@
-"""Resemblance of two pages from small bottom-k sketches (Broder 1997).
+"""Resemblance of two pages from bottom-k sketches (Broder 1997).
 
-The simhash index (:mod:`extensions.contentseen.nearindex`) finds
-candidates; short or templated pages land near each other by chance, so a
-candidate is a near-duplicate only when the pages' estimated resemblance
-(Jaccard similarity of their sets of distinct word 3-shingles,
-``|A & B| / |A | B|``) reaches a threshold.
-
-Sketch: the :data:`SKETCH_SIZE` smallest distinct values among the top 32
-bits of a page's shingle hashes (the hashes are uniform after MurmurHash's
-finaliser, so the smallest ones are a uniform sample of the set), packed as
-big-endian ``uint32``: 256 bytes. A page with fewer distinct shingles keeps
-them all, so for short pages, where the simhash is least reliable, the
-estimate is exact. Estimate (Broder's): the ``k`` smallest values of the
-union of the two sketches are the ``k`` smallest of the union of the sets,
-and the share of them found in both sketches estimates the resemblance,
-with standard deviation about ``sqrt(r (1 - r) / k)``. Pure: numpy only,
-no Scrapy.
+A simhash candidate is a near-duplicate only when the estimated Jaccard
+similarity of the pages' distinct word 3-shingle sets reaches a threshold.
+Sketch: the :data:`SKETCH_SIZE` smallest distinct top-32-bit shingle hash
+values, big-endian ``uint32`` (a page with fewer shingles keeps them all, so
+short pages get the exact value).
 """
 
 from __future__ import annotations
@@ -41,9 +30,7 @@ class NearFeatures(NamedTuple):
 
 def sketch_of(hashes: np.ndarray, size: int = SKETCH_SIZE) -> bytes:
     """The bottom-``size`` sketch of sorted distinct shingle hashes (``uint64``)."""
-    # several 64-bit hashes may share their top 32 bits: take a few more
-    # than needed, then keep the distinct ones (sorted: a repeat is next to
-    # its twin, and rarely there is one)
+    # several 64-bit hashes may share their top 32 bits: take a few more, keep the distinct
     top = (hashes[:2 * size] >> _SHIFT32).astype(_BIG_U32)
     if np.count_nonzero(top[1:] == top[:-1]):
         top = np.unique(top)
@@ -54,10 +41,8 @@ def near_features(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS,
                   candidate_fold_digits: bool = True) -> NearFeatures:
     """The simhash, sketch and distinct shingle count of ``text``.
 
-    The sketch and the count take numbers as tokens; with
-    ``candidate_fold_digits`` the simhash (which only finds candidates) is
-    taken with digits folded, so pages that differ in numbers stay within
-    the distance while the sketch still tells unrelated tables apart.
+    With ``candidate_fold_digits`` the simhash (candidates only) is taken
+    with digits folded; the sketch and count keep the numbers.
     """
     if candidate_fold_digits:  # one tokenisation for both sets
         hashes, candidate = shingle_sets(text, shingle_words)

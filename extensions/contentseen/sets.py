@@ -1,10 +1,6 @@
-"""The content-seen sets a backend hands the content-seen pipeline.
-
-:class:`ContentSets` holds the exact set (fingerprint -> first URL), the
-near-duplicate index (None when near-duplicates are off) and, where the
-sets are remote, an off-reactor path that answers a page's verdict as a
-Deferred (None: every call answers at once).
-"""
+"""The content-seen sets a backend hands the content-seen pipeline: the exact
+set, the near-duplicate index (None when off) and, for remote sets, an
+off-reactor path answering a page's verdict as a Deferred."""
 
 from __future__ import annotations
 

@@ -1,24 +1,12 @@
 """64-bit simhash (Charikar) over word shingles, vectorised with numpy.
 
-Features are the distinct overlapping ``shingle_words``-word shingles of
-the visible text (a set, as in Broder's resemblance: a phrase repeated in
-every row of a table counts once), each hashed to 64 bits; bit ``i`` of the
-simhash is 1 when more than half of the shingle hashes have bit ``i`` set.
-Manku, Jain and Das Sarma (WWW 2007) call two pages near-duplicates within
-Hamming distance 3.
-
-Tokens: the text is lower-cased; ASCII letters, digits and every non-ASCII
-character form words, everything else separates them. ``fold_digits``
-makes every ASCII digit count as ``0`` (a digit run keeps its length), so
-pages that differ in version numbers, dates and counters keep their simhash.
-
-A token's hash is a polynomial hash over its bytes from prefix sums
-(``sum(b[j] * P**j)`` mod 2**64, divided by ``P**start`` via the inverse of
-the odd ``P``), then MurmurHash3's 64-bit finaliser; a shingle's hash mixes
-its tokens' hashes with odd constants and finalises again. Long texts are
-processed in chunks of at most :data:`CHUNK_BYTES` cut at spaces; short
-texts are hashed in Python from a bounded word cache, to the same values.
-Pure: numpy only, no Scrapy.
+Features are the distinct overlapping ``shingle_words``-word shingles of the
+text, each hashed to 64 bits; bit ``i`` of the simhash is 1 when more than
+half of the hashes have it set. Tokens: lower-cased runs of ASCII letters,
+digits and non-ASCII characters; ``fold_digits`` makes every digit ``0``.
+A word's hash is a polynomial hash of its bytes plus MurmurHash3's
+finaliser; a shingle's hash mixes its words' hashes. Short texts are hashed
+in Python from a word cache, to the same values.
 """
 
 from __future__ import annotations
@@ -103,12 +91,15 @@ _BYTE_OFFSETS: Final = np.arange(8, dtype=np.intp) * 256
 
 
 def _fmix64(values: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 64-bit finaliser, element-wise (wraps mod 2**64)."""
-    values = values ^ (values >> _U64(33))
-    values *= _U64(0xFF51AFD7ED558CCD)
-    values ^= values >> _U64(33)
-    values *= _U64(0xC4CEB9FE1A85EC53)
-    values ^= values >> _U64(33)
+    """MurmurHash3's 64-bit finaliser, element-wise (wraps mod 2**64), in place; returns ``values``."""
+    shifted = values >> _SHIFT33
+    values ^= shifted
+    values *= _FMIX1
+    np.right_shift(values, _SHIFT33, out=shifted)
+    values ^= shifted
+    values *= _FMIX2
+    np.right_shift(values, _SHIFT33, out=shifted)
+    values ^= shifted
     return values
 
 
@@ -121,17 +112,6 @@ def normalised_bytes(text: str, fold_digits: bool = False) -> np.ndarray:
 def token_hashes(data: np.ndarray) -> np.ndarray:
     """One 64-bit hash per word of :func:`normalised_bytes` output, in order."""
     return _token_hashes(data, fold_too=False)[0]
-
-
-def token_hashes_folded(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`token_hashes` of ``data`` (:func:`normalised_bytes` without
-    folding) and of the same text with digits folded, from one tokenisation.
-
-    Folding maps ASCII digits to ``0`` and nothing else, so both have the
-    same words at the same places; only words with a digit are hashed again.
-    The second array is the first (the same object) when no word has one.
-    """
-    return _token_hashes(data, fold_too=True)
 
 
 def _token_hashes(data: np.ndarray, fold_too: bool) -> tuple[np.ndarray, np.ndarray | None]:
@@ -206,19 +186,14 @@ def shingle_set(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS,
 def shingle_sets(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> tuple[np.ndarray, np.ndarray]:
     """:func:`shingle_set` of ``text`` without and with ``fold_digits``,
     tokenised once; the second is the first (same object) when the text has
-    no digit.
-
-    A text of at most :data:`SHORT_TEXT_BYTES` has its words hashed in
-    Python from a cache of word hashes (fewer numpy calls); same hashes
-    either way.
-    """
+    no digit."""
     if not 1 <= shingle_words <= MAX_SHINGLE_WORDS:
         raise ValueError(f"shingle_words must be 1..{MAX_SHINGLE_WORDS}, not {shingle_words}")
     data = normalised_bytes(text)
     if len(data) <= SHORT_TEXT_BYTES:  # array arithmetic only: uint64 wraps without a warning
         return _short_shingle_sets(data.tobytes(), shingle_words)
     with np.errstate(over="ignore"):
-        plain, folded = token_hashes_folded(data)
+        plain, folded = _token_hashes(data, fold_too=True)
         hashes = np.unique(shingle_hashes(plain, shingle_words))
         if folded is plain:
             return hashes, hashes
@@ -227,13 +202,7 @@ def shingle_sets(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> tuple
 
 def _short_shingle_sets(data: bytes, shingle_words: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`shingle_sets` of :func:`normalised_bytes` output, words hashed
-    in Python; both sets' shingles in one two-row array.
-
-    A word's cached terms are its hash, then its digit-folded form's hash,
-    each times every shingle multiplier, as ``uint64`` bytes: one look-up
-    per word serves both rows, a shingle's mix is a sum of terms, and the
-    rows come from one ``frombuffer`` (no Python ``int`` is converted).
-    """
+    in Python from cached per-word terms; both sets' shingles in one two-row array."""
     words = data.split()  # the runs of non-spaces: every other ASCII byte is a space now
     if not words:
         empty = np.empty(0, dtype=_U64)
@@ -250,7 +219,7 @@ def _short_shingle_sets(data: bytes, shingle_words: int) -> tuple[np.ndarray, np
         np.add(terms[:count, :, 0].T, terms[1:count + 1, :, 1].T, out=mixed)
         for offset in range(2, width):
             mixed += terms[offset:offset + count, :, offset].T
-    _fmix64_in_place(mixed)
+    _fmix64(mixed)
     mixed.sort(axis=1)
     repeats = mixed[:, 1:] == mixed[:, :-1]
     if not np.count_nonzero(repeats):  # no shingle repeats (the common case): the rows are the sets
@@ -260,18 +229,6 @@ def _short_shingle_sets(data: bytes, shingle_words: int) -> tuple[np.ndarray, np
     np.logical_not(repeats, out=first[:, 1:])
     hashes = mixed[0][first[0]]
     return (hashes, hashes) if same else (hashes, mixed[1][first[1]])
-
-
-def _fmix64_in_place(values: np.ndarray) -> None:
-    """:func:`_fmix64` overwriting ``values`` (one temporary array)."""
-    shifted = values >> _SHIFT33
-    values ^= shifted
-    values *= _FMIX1
-    np.right_shift(values, _SHIFT33, out=shifted)
-    values ^= shifted
-    values *= _FMIX2
-    np.right_shift(values, _SHIFT33, out=shifted)
-    values ^= shifted
 
 
 def _word_hash(word: bytes) -> int:
@@ -290,11 +247,9 @@ def _word_hash(word: bytes) -> int:
 
 
 class _WordTermCache(dict):
-    """Word (normalised bytes) -> the terms of the word and of its
-    digit-folded form: each one's :func:`_word_hash` times each of the first
-    ``shingle_words`` shingle multipliers (mod 2**64), as native ``uint64``
-    bytes; bounded: cleared when it holds :data:`WORD_CACHE_SIZE` words, and
-    long words are not kept."""
+    """Word (normalised bytes) -> its and its digit-folded form's
+    :func:`_word_hash` times each shingle multiplier, as native ``uint64``
+    bytes; cleared at :data:`WORD_CACHE_SIZE` words, long words not kept."""
 
     def __init__(self, shingle_words: int) -> None:
         super().__init__()

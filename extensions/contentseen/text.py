@@ -1,17 +1,9 @@
 """The visible text of an HTML body, whitespace-normalised.
 
-What a reader sees is what near-duplicate detection compares: markup,
-attributes, comments, processing instructions and the content of
-``<script>``, ``<style>``, ``<noscript>`` and ``<template>`` are dropped; the
-``<title>`` is kept (it is shown, and it tells pages of one template apart).
-Every tag boundary counts as a space (one is put before each ``<`` of the
-decoded text), so words in adjacent blocks (``<li>a</li><li>b</li>``) never
-run together; a word split by an inline tag (``W<b>ord</b>``) becomes two,
-the same in every copy of a page, so harmless for fingerprints.
-
-The caller names the encoding (Scrapy's ``response.encoding``, which already
-weighed the HTTP header, a BOM and ``<meta charset>``); bytes that do not
-decode become U+FFFD rather than an error. Pure: lxml only, no Scrapy.
+Markup, comments, PIs and ``<script>``, ``<style>``, ``<noscript>``,
+``<template>`` content are dropped, ``<title>`` kept; every tag boundary
+counts as a space. Bytes that do not decode in the caller's encoding become
+U+FFFD.
 """
 
 from __future__ import annotations
@@ -30,13 +22,17 @@ def normalise_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
+def codec_name(encoding: str | None) -> str:
+    """A Python codec for ``encoding``; UTF-8 when unknown or not a codec."""
+    try:
+        return codecs.lookup(encoding or "utf-8").name
+    except LookupError:
+        return "utf-8"
+
+
 def decode_body(body: bytes, encoding: str | None = None) -> str:
     """``body`` as text in ``encoding`` (UTF-8 when unknown or not a codec)."""
-    try:
-        codec = codecs.lookup(encoding or "utf-8").name
-    except LookupError:
-        codec = "utf-8"
-    return body.decode(codec, "replace")
+    return body.decode(codec_name(encoding), "replace")
 
 
 def visible_text(body: bytes, encoding: str | None = None) -> str:
@@ -50,9 +46,7 @@ def visible_text(body: bytes, encoding: str | None = None) -> str:
 
 def text_tree(body: bytes, encoding: str | None = None) -> tuple[etree._Element | None, bool]:
     """The tree :func:`visible_text` reads, and whether libxml2 parsed the
-    whole document (False when it stopped at a resource limit). Its elements
-    are those of any libxml2 HTML parse of the same text, in order, until
-    :func:`text_of` strips it."""
+    whole document (False when it stopped at a resource limit)."""
     return _parse(decode_body(body, encoding).replace("<", " <"))
 
 
@@ -71,8 +65,7 @@ def _parse(text: str) -> tuple[etree._Element | None, bool]:
     try:
         return etree.fromstring(text, _PARSER), _complete(_PARSER)
     except ValueError:
-        # lxml refuses str input that declares its own encoding (<?xml
-        # encoding=...?>); the text is already decoded, so hand it over as UTF-8.
+        # lxml refuses str input that declares its own encoding: hand it over as UTF-8
         return _parse_utf8(text.encode("utf-8"))
     except etree.LxmlError:
         return None, False
@@ -88,9 +81,7 @@ def _parse_utf8(data: bytes) -> tuple[etree._Element | None, bool]:
 
 
 def _complete(parser: etree.HTMLParser) -> bool:
-    """False if the last parse stopped at one of libxml2's limits (without
-    ``huge_tree``: nesting depth, text node size), where a scan with
-    ``huge_tree`` reads on."""
+    """False if the last parse stopped at one of libxml2's limits (nesting depth, text size)."""
     return not any(error.type == _RESOURCE_LIMIT for error in parser.error_log)
 
 

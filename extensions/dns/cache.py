@@ -1,11 +1,4 @@
-"""The resolver's bounded memory: the answer cache and the lookup-time sample.
-
-:class:`DnsCache` keeps, per host name, the address DNS gave (a positive
-entry) or why it gave none (a negative entry: NXDOMAIN or no A record), each
-until its TTL runs out, and at most ``size`` names: the least recently used
-name goes first. Time is whatever the caller's clock says, so expiry is
-tested by moving an injected clock, not by waiting.
-"""
+"""The resolver's bounded memory: the answer cache and the lookup-time sample."""
 
 from __future__ import annotations
 
@@ -32,7 +25,8 @@ def clamp_ttl(ttl: float, minimum: float, maximum: float) -> float:
 
 
 class DnsCache:
-    """LRU of at most ``size`` names (0: caches nothing), entries expire by TTL."""
+    """LRU of at most ``size`` names (0: caches nothing), each an address or
+    a negative answer until its TTL runs out on the caller's clock."""
 
     def __init__(self, size: int):
         if size < 0:
@@ -66,11 +60,7 @@ class DnsCache:
 
 
 class LatencySample:
-    """Count and sum of every duration, and the latest ``size`` for percentiles.
-
-    Adding is O(1); :meth:`percentile` sorts the sample, so it is called when
-    stats are published, not per lookup.
-    """
+    """Count and sum of every duration, and the latest ``size`` for percentiles."""
 
     def __init__(self, size: int = 1024):
         self.size = size

@@ -1,27 +1,11 @@
 """The address policy before any fetch, and DNS prefetch.
 
-:class:`AddressPolicyMiddleware` (downloader middleware, order 50: before
-the robots.txt middlewares, so a refused URL never fetches robots.txt
-either) looks at each request's host before it is downloaded:
-
-* a literal IP is judged by the address policy directly (a connection to a
-  literal never asks the resolver);
-* a host name is resolved through the reactor's installed resolver (which
-  warms its cache for the connection that follows), and the answer judged.
-
-A refusal or a failed lookup is an ``IgnoreRequest`` whose message names the
-host and the reason. Redirects are new requests and pass here again, so a
-redirect from a public name to a private one is refused as well. The
-resolver (:class:`extensions.dns.resolver.CachingResolver`) applies the same
-policy at connection time, which covers an answer that changed in between.
-
-Prefetch: when the frontier gives a host a back queue (signal
-:data:`extensions.signals.host_assigned`), its name is looked up at once, so
-the lookup is usually done before the host's first request gets here.
-
-Stats: ``dns/refused_private`` (requests refused by the policy),
-``dns/prefetches``, ``dns/prefetch_failures``; the lookups themselves are
-counted by the resolver.
+:class:`AddressPolicyMiddleware` (downloader middleware, before robots.txt)
+resolves each request's host through the reactor's resolver (a literal IP
+is judged directly) and refuses a non-public address or a failed lookup with
+an ``IgnoreRequest`` naming host and reason. On the frontier's
+``host_assigned`` signal it starts the host's lookup. Stats:
+``dns/refused_private``, ``dns/prefetches``, ``dns/prefetch_failures``.
 """
 
 from __future__ import annotations
@@ -58,11 +42,8 @@ LOGGED_HOSTS_LIMIT = 10000  # refused hosts remembered for log-once
 
 
 def settled(lookup: Deferred[str]) -> tuple[bool, Any]:
-    """(True, address or exception) if ``lookup`` has fired, else (False, None).
-
-    A cache hit fires at once; judging it here saves the event-loop round
-    trip an ``await`` costs on every request.
-    """
+    """(True, address or exception) if ``lookup`` has fired (a cache hit: no
+    ``await`` needed), else (False, None)."""
     box: list[Any] = []
 
     def keep(result: Any) -> Any:
@@ -136,9 +117,7 @@ class AddressPolicyMiddleware:
 
     def refuse(self, request: Request, host: str, reason: str,
                cause: BaseException | None = None, category: str = "private") -> None:
-        """Count, log once per host, record it (the frontier's URL
-        database: status refused, ``address/<category>``), and raise the
-        IgnoreRequest."""
+        """Count, log once per host, announce ``urls_refused`` and raise the IgnoreRequest."""
         self.stats.inc_value(REFUSED_STAT)
         if self.send is not None:
             self.send(urls_refused, refusals=[(request.url, f"address/{category}")], request=request)

@@ -1,11 +1,6 @@
-"""Which addresses a crawl may connect to (``ALLOW_PRIVATE_ADDRESSES``).
-
-A broad crawler follows links written by strangers; a link (or a DNS answer,
-or a redirect) to ``127.0.0.1``, ``10.0.0.5`` or ``169.254.169.254`` would
-make it fetch from the crawling machine's own network. By default only
-global unicast addresses are allowed. :class:`AddressPolicy` is plain code
-with no I/O: the resolver applies it to every answer and the downloader
-middleware to literal-IP URLs.
+"""Which addresses a crawl may connect to: by default only global unicast
+ones, unless ``ALLOW_PRIVATE_ADDRESSES`` or ``ALLOWED_ADDRESS_NETWORKS``
+say otherwise. Plain code: the resolver and the middleware apply it.
 """
 
 from __future__ import annotations
@@ -22,9 +17,8 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 VERDICTS_KEPT = 65536
 
-#: (attribute of an ``ipaddress`` address, the word for it in messages),
-#: checked in this order: ``is_private`` also holds for loopback, link-local
-#: and reserved (240/4) addresses, so the more precise words come first.
+#: (``ipaddress`` attribute, word in messages); ``is_private`` also holds for
+#: the earlier ones, so the more precise words come first.
 CATEGORIES = (
     ("is_unspecified", "unspecified"),
     ("is_loopback", "loopback"),
@@ -48,11 +42,8 @@ def is_ip_literal(host: str) -> bool:
 
 
 def address_category(address: IPAddress) -> str | None:
-    """The non-public category of ``address`` ("loopback", ...), or None if global.
-
-    An IPv4-mapped IPv6 address (``::ffff:127.0.0.1``) is judged as the IPv4
-    address it carries, since that is where a socket would connect.
-    """
+    """The non-public category of ``address`` ("loopback", ...), or None if
+    global; an IPv4-mapped IPv6 address is judged as its IPv4 address."""
     mapped = getattr(address, "ipv4_mapped", None)
     if mapped is not None:
         address = mapped
@@ -64,12 +55,7 @@ def address_category(address: IPAddress) -> str | None:
 
 
 class AddressPolicy:
-    """Refuses non-public addresses unless allowed.
-
-    ``allow_private`` lifts the refusal altogether; ``allowed_networks`` lifts
-    it for addresses inside those networks only (a staging network, or a test
-    emulating a public host on loopback).
-    """
+    """Refuses non-public addresses, unless ``allow_private`` or inside ``allowed_networks``."""
 
     def __init__(self, allow_private: bool = False, allowed_networks: Iterable[IPNetwork] = ()):
         self.allow_private = allow_private
@@ -77,10 +63,7 @@ class AddressPolicy:
         self.verdicts: dict[str, str | None] = {}
 
     def refusal(self, address: str) -> str | None:
-        """Why ``address`` is refused ("loopback", "private", ...), or None if allowed.
-
-        Verdicts are remembered, up to VERDICTS_KEPT.
-        """
+        """Why ``address`` is refused ("loopback", "private", ...), or None if allowed."""
         if self.allow_private:
             return None
         try:
@@ -116,11 +99,8 @@ def parse_networks(value: Iterable[str], setting: str = "ALLOWED_ADDRESS_NETWORK
 
 
 def policy_from_settings(settings: Any) -> AddressPolicy:
-    """The policy ``ALLOW_PRIVATE_ADDRESSES`` and ``ALLOWED_ADDRESS_NETWORKS`` ask for.
-
-    Called from ``from_crawler`` of the resolver and the middleware; a
-    comma-separated string (``-s ALLOWED_ADDRESS_NETWORKS=a/8,b/16``) works too.
-    """
+    """The policy ``ALLOW_PRIVATE_ADDRESSES`` and ``ALLOWED_ADDRESS_NETWORKS``
+    (a list or a comma-separated string) ask for."""
     networks = [text for text in settings.getlist("ALLOWED_ADDRESS_NETWORKS") if text.strip()]
     return AddressPolicy(settings.getbool("ALLOW_PRIVATE_ADDRESSES", defaults.ALLOW_PRIVATE_ADDRESSES), parse_networks(networks))
 

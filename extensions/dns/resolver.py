@@ -1,27 +1,12 @@
 """A caching asynchronous resolver (``TWISTED_DNS_RESOLVER``).
 
-:class:`CachingResolver` sends DNS queries itself (``twisted.names``, UDP,
-a fresh source port per query) to ``DNS_NAMESERVERS``, and answers from a
-bounded LRU cache that honours the records' TTLs. In order, a lookup is
-answered by:
-
-1. the ``DNS_HOSTS`` file (and, when the system's nameservers are used, the
-   system's /etc/hosts, as the C library would);
-2. the cache: an address, or a cached NXDOMAIN / no-A-record answer;
-3. the query already in flight for the name, if any (single-flight: one
-   query per name however many callers wait);
-4. a new query.
-
-Every address returned passes the address policy (:mod:`extensions.dns.policy`)
-first, so a name that resolves to a private address never connects, whether
-it was reached by a link, a redirect, or a DNS answer that changed between
-the middleware's check and the connection (DNS rebinding).
-
-Failures are :class:`DnsLookupError` (a Twisted ``DNSLookupError``, which
-Scrapy treats as a download error) naming the host and the reason.
-
-Scrapy builds this resolver from the process's settings before add-ons run,
-so every setting's fallback here is the value of :mod:`extensions.defaults`.
+A lookup is answered by, in order: the ``DNS_HOSTS`` file (plus /etc/hosts
+with the system's nameservers), the TTL-honouring LRU cache (negative
+answers too), the query already in flight for the name, a new
+``twisted.names`` query to ``DNS_NAMESERVERS``. Every address passes the
+address policy first (also against DNS rebinding); failures are
+:class:`DnsLookupError` naming host and reason. Scrapy builds the resolver
+before add-ons run, so settings fall back to :mod:`extensions.defaults`.
 """
 
 from __future__ import annotations
@@ -78,11 +63,8 @@ REASONS = {
 
 
 class DnsLookupError(DNSLookupError):
-    """A failed lookup: ``host`` and ``reason`` (a key of :data:`REASONS`).
-
-    ``negative_ttl`` is how long the answer may be cached (NXDOMAIN and no A
-    record), None when it must not be (timeouts, server failures).
-    """
+    """A failed lookup: ``host``, ``reason`` (a key of :data:`REASONS`) and
+    ``negative_ttl`` (how long it may be cached; None: not at all)."""
 
     def __init__(self, host: str, reason: str, detail: str = "", negative_ttl: float | None = None):
         text = REASONS.get(reason, reason) + (f": {detail}" if detail else "")
@@ -153,13 +135,9 @@ def follow_chain(name: str, answers: Iterable[dns.RRHeader]) -> tuple[Answer | N
 
 
 class NameserverQuerier:
-    """Asks nameservers for a name's A record, with per-try timeouts and retries.
-
-    ``timeout`` (``DNS_TIMEOUT``) bounds the whole lookup: it is split into
-    ``retries + 1`` rounds, each of which tries every nameserver once.
-    ``on_query`` is called once per question sent (a retransmission after a
-    per-try timeout is the same question and is not counted again).
-    """
+    """Asks nameservers for a name's A record; ``timeout`` bounds the whole
+    lookup, split into ``retries + 1`` rounds over every nameserver.
+    ``on_query`` is called once per question (not per retransmission)."""
 
     def __init__(self, client_resolver: client.Resolver, timeout: float, retries: int,
                  on_query: Callable[[], None] = lambda: None):
@@ -213,11 +191,9 @@ class NameserverQuerier:
 class CachingResolver:
     """``TWISTED_DNS_RESOLVER``: hosts file, TTL cache, single-flight queries, address policy.
 
-    Stats (in every running crawler's collector): ``dns/lookups``,
-    ``dns/cache_hits``, ``dns/hosts_file/hit``, ``dns/queries``,
-    ``dns/failures`` and ``dns/failures/<reason>``, and the time of lookups
-    that had to wait for a nameserver, ``dns/lookup_time_mean_ms`` (all of
-    them) and ``dns/lookup_time_p99_ms`` (of the latest 1024).
+    Stats: ``dns/lookups``, ``dns/cache_hits``, ``dns/hosts_file/hit``,
+    ``dns/queries``, ``dns/failures[/<reason>]``, ``dns/lookup_time_mean_ms``
+    and ``dns/lookup_time_p99_ms`` (of lookups that waited for a nameserver).
     """
 
     def __init__(self, reactor: Any, querier: NameserverQuerier, cache: DnsCache,
@@ -234,8 +210,7 @@ class CachingResolver:
         self.clock = clock
         self.in_flight: dict[str, list[Deferred[str]]] = {}
         self.lookup_times = LatencySample()
-        # counted here (a stats increment costs more than a cache hit), added to
-        # the stats at each query's end, every FLUSH_EVERY lookups and at publish_stats()
+        # counted here (cheaper than a stats increment), flushed to the stats now and then
         self.counts: dict[str, int] = {}
 
     @classmethod
@@ -351,7 +326,7 @@ class CachingResolver:
             self.stats.inc(key, count)
 
     def publish_stats(self) -> None:
-        """Bring every stat up to date (the middleware calls it when the spider idles and closes)."""
+        """Bring every stat up to date."""
         self.flush_counts()
         self.publish_times()
         if self.hosts.malformed:

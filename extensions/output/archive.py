@@ -1,23 +1,11 @@
 """The archive's own index for revisit records: payload digest -> the first
 record holding that payload, and URI -> the URI's latest capture.
 
-:class:`ArchiveIndex` is the protocol the WARC writer needs; two
-implementations:
-
-* :class:`SqliteArchiveIndex` (this module), one process's: a SQLite file
-  ``JOBDIR/warc-archive.sqlite3``, so a resumed crawl, and a later crawl of
-  the same ``JOBDIR``, refer to the records written before; without
-  ``JOBDIR`` a file in a temporary directory (this crawl only). Tables
-  ``digests`` (digest -> uri, date, record id; the first writer stays) and
-  ``captures`` (uri -> digest, date, record id; the latest stays). Each
-  addition is committed (WAL, ``synchronous=NORMAL``: no fsync per commit)
-  after its record is on disk: a kill loses none, and none names a record
-  that is not in a file.
-* :class:`extensions.backends.redis.archive.RedisArchiveIndex`, shared by
-  every process of a crawl on one Redis prefix.
-
-The crawl's backend hands out the one that goes with its state
-(``Backend.archive_index``, :mod:`extensions.backends`).
+:class:`SqliteArchiveIndex`: ``JOBDIR/warc-archive.sqlite3`` (a temporary
+file without ``JOBDIR``), tables ``digests`` (digest -> uri, date, record
+id; the first stays) and ``captures`` (uri -> digest, date, record id; the
+latest stays), each addition committed after its record is on disk. The
+crawl's backend hands out the index that goes with its state.
 """
 
 from __future__ import annotations
@@ -34,6 +22,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 FILE_NAME = "warc-archive.sqlite3"
+
 
 class ArchiveIndexError(RuntimeError):
     """The archive index failed (its store is unreachable or broken)."""
@@ -61,7 +50,7 @@ def open_archive_index(crawler: Crawler) -> ArchiveIndex:
 
 
 class SqliteArchiveIndex:
-    """The archive index of one process, in a SQLite file (see the module)."""
+    """The archive index of one process, in a SQLite file."""
 
     def __init__(self, path: Path, temporary: Any = None) -> None:
         self.path = path

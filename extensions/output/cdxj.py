@@ -1,21 +1,10 @@
-"""CDXJ index lines for WARC records, as pywb reads them (and OutbackCDX
-ingests): ``SURT-key timestamp {json}``, one line per record a replay can
-serve, sorted, one ``.cdxj`` file next to each WARC file.
+"""CDXJ index lines for WARC records, as pywb reads them: ``SURT-key
+timestamp {json}``, sorted, one ``.cdxj`` file next to each WARC file.
 
-:func:`index_line` is the one place a record becomes a line, for records
-being written (:mod:`extensions.output.warcfiles`) and for records read
-back from a file (:func:`index_warc`, recovery and ``scrapy warcindex``).
-The fields and their order are those of pywb's indexer (``cdx-indexer
---cdxj``): ``url``, ``mime`` (``warc/revisit`` for a revisit), ``status``
-(responses only), ``digest`` (without ``sha1:``), ``length`` and ``offset``
-of the record's gzip member, ``filename``; the key is ``surt.surt`` of the
-URL, as pywb computes it for a look-up.
-
-Indexed: ``response`` and ``revisit`` records, except answers ``304``: a
-replay of a 304 is an empty page, so the stored version stays the one
-replayed (a ``server-not-modified`` revisit is in the WARC file, not in the
-index). Requests, metadata and warcinfo records are not indexed (pywb's
-default too).
+Fields in pywb's order (``cdx-indexer --cdxj``): ``url``, ``mime``,
+``status``, ``digest``, ``length``, ``offset``, ``filename``. Indexed:
+``response`` and ``revisit`` records, except 304 answers (a replay of a 304
+is an empty page).
 """
 
 from __future__ import annotations

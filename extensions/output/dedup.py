@@ -1,20 +1,9 @@
-"""Which record a download becomes: a full response, or a revisit.
+"""Which record a download becomes: a full response, or a revisit (pure).
 
-Pure (no I/O, no Scrapy): :func:`record_kind` decides from the response's
-status and payload size and what the archive already holds
-(:class:`Capture`: a record's target URI, date, id and payload digest),
-looked up by :mod:`extensions.output.archive`.
-
-* ``IDENTICAL``: the payload's digest was archived before (this crawl, or an
-  earlier one of the same ``JOBDIR`` or Redis prefix): a ``revisit`` record
-  with the ``identical-payload-digest`` profile referring to that record.
-  Only when it is smaller than the response would be: the payload must be
-  longer than the header fields the revisit adds (:func:`revisit_overhead`).
-* ``NOT_MODIFIED``: a ``304`` to a conditional GET of a URL whose earlier
-  capture the archive knows: a ``revisit`` record with the
-  ``server-not-modified`` profile referring to that capture.
-* ``RESPONSE``: anything else (a first payload, a 304 with nothing to refer
-  to, revisits switched off).
+* ``IDENTICAL``: the payload's digest was archived before, and the payload is
+  longer than the header fields the revisit adds (:func:`revisit_overhead`);
+* ``NOT_MODIFIED``: a 304 for a URL whose earlier capture the archive knows;
+* ``RESPONSE``: anything else.
 """
 
 from __future__ import annotations
@@ -29,9 +18,8 @@ PROFILE_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modif
 
 @dataclass(frozen=True, slots=True)
 class Capture:
-    """One archived record: what a revisit refers to. ``digest`` is the
-    payload digest as in ``WARC-Payload-Digest`` (``sha1:BASE32``);
-    ``record_id`` is None when unknown."""
+    """One archived record: what a revisit refers to (``digest`` as in
+    ``WARC-Payload-Digest``; ``record_id`` None when unknown)."""
 
     uri: str
     date: str
@@ -65,12 +53,8 @@ def revisit_overhead(kind: RecordKind, original: Capture) -> int:
 
 def record_kind(status: int, payload_length: int, same_payload: Capture | None,
                 same_uri: Capture | None) -> tuple[RecordKind, Capture | None]:
-    """The kind of record for a download, and the capture it refers to.
-
-    ``same_payload``: the archive's first record with this payload's digest;
-    ``same_uri``: the archive's latest capture of this URI (only looked at
-    for a 304).
-    """
+    """The kind of record for a download and the capture it refers to, given
+    the archive's first record with its digest and latest capture of its URI."""
     if status == NOT_MODIFIED_STATUS:
         if same_uri is not None:
             return RecordKind.NOT_MODIFIED, same_uri

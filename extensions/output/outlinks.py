@@ -1,11 +1,7 @@
 """An item pipeline that announces each page's outlinks (signal
-``page_outlinks``), for the WARC writer's ``metadata`` records.
-
-Placed after the trap filter (800) and before ``LinkScheduler`` (900), which
-consumes the item's ``links``: the links announced are those the frontier
-gets. Off (``NotConfigured``) unless ``WARC_DIR`` is set and
-``WARC_OUTLINKS`` is on; an item without ``links`` (a 304, an error page, or
-``LINKS_IN_ITEMS`` off) announces nothing.
+``page_outlinks``) for the WARC writer's ``metadata`` records; placed after
+the trap filter, so the links are those the frontier gets. Off unless
+``WARC_DIR`` and ``WARC_OUTLINKS``.
 """
 
 from __future__ import annotations

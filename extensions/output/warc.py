@@ -1,40 +1,21 @@
 """WARC output: every download as WARC 1.1 records, revisits for what the
 archive already holds, a CDXJ index next to the files.
 
-:class:`WarcWriter` listens to ``response_downloaded``, which Scrapy sends as
-soon as the download handler returns, before any downloader middleware has
-decompressed the body; so a record holds the bytes as served (gzip stays
-gzip, with its ``Content-Encoding``), and the record is on disk before the
-frontier hears of the fetch's end and marks the URL done. Responses that
-never reach the downloader (HTTP cache hits) are not archived again. The
-HTTP request is reconstructed from the Scrapy request as sent (after
-downloader middlewares added its headers), with the ``Host`` header the
-HTTP client adds.
-
-Per download a ``request`` record and its answer's, linked by
-``WARC-Concurrent-To``; the answer is (:mod:`extensions.output.dedup`, with
-``WARC_REVISITS``) a ``revisit`` when the archive index
-(:mod:`extensions.output.archive`) knows the payload's digest
-(``identical-payload-digest``) or, for a 304 to a re-visit, the URL's
-stored capture (``server-not-modified``), and a ``response`` otherwise.
-With ``WARC_OUTLINKS`` a ``metadata`` record per page lists its outlinks
-(signal ``page_outlinks``, sent by :mod:`extensions.output.outlinks`). Each
-file starts with a ``warcinfo`` record naming the software, the seeds and
-the settings that shape the archive.
-
-Files, rotation, locking and the CDXJ index (``WARC_CDXJ``):
-:mod:`extensions.output.warcfiles`. At start, files a killed crawl left
-``.open`` in ``WARC_DIR`` are cut back to their last whole record, indexed
-and closed. A failed write (disk full) is logged once, counted in
-``warc/errors`` and undone, and the crawl goes on; a failing archive index
-is logged once, counted in ``warc/archive_index_errors``, and the record is
-written in full.
+:class:`WarcWriter` listens to ``response_downloaded`` (before any middleware
+decompresses the body: records hold the bytes as served, and are on disk
+before the frontier marks the URL done). Per download a ``request`` record
+and its answer's: a ``revisit`` when the archive index knows the payload or,
+for a 304, the URL (``WARC_REVISITS``), a ``response`` otherwise; with
+``WARC_OUTLINKS`` a ``metadata`` record per page. At start, files a killed
+crawl left ``.open`` are recovered. A failed write is logged once, counted
+and undone; the crawl goes on.
 
 Stats: ``warc/files``, ``warc/records``, ``warc/bytes``,
 ``warc/revisit/identical``, ``warc/revisit/not_modified``,
 ``warc/revisit/payload_bytes_saved`` (payload bytes the revisits did not
 store, before compression), ``warc/metadata``, ``warc/cdxj_lines``,
-``warc/recovered_files``, ``warc/recovered_bytes_cut``, ``warc/errors``.
+``warc/recovered_files``, ``warc/recovered_bytes_cut``, ``warc/errors``,
+``warc/archive_index_errors``.
 """
 
 from __future__ import annotations
@@ -85,8 +66,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Response record ids kept per URL for the pages' metadata records (the
-#: item reaches the pipelines seconds after its download, at most).
+#: Response record ids kept per URL for the pages' metadata records.
 RECENT_RECORDS = 4096
 #: Settings named in each warcinfo record: they decide what the archive holds.
 ARCHIVE_SETTINGS = (
@@ -119,9 +99,7 @@ def settings_fields(settings: Any) -> list[tuple[str, str]]:
 
 
 def spider_fields(spider: Any) -> list[tuple[str, str]]:
-    """The warcinfo fields that come from the spider: its name, its ``seeds``
-    argument (a file name or URLs) and ``allowed_domains`` (Scrapy keeps
-    spider arguments as attributes; absent ones are left out)."""
+    """The warcinfo fields that come from the spider: name, ``seeds``, ``allowed_domains``."""
     seeds = getattr(spider, "seeds", None)
     domains = getattr(spider, "allowed_domains", None) or []
     return [("isPartOf", spider.name), ("seeds", str(seeds) if seeds else ""),

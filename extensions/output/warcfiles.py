@@ -1,24 +1,12 @@
 """A rotating series of WARC files in one directory, and the recovery of
-files a killed process left open. No Scrapy parts.
+files a killed process left open.
 
-Files are ``{prefix}-{YYYYmmddHHMMSS}-{serial:05d}-{pid}.warc.gz``, written
-with an ``.open`` suffix that is dropped when the file is closed. Each
-record is gzipped on its own (one gzip member a record), each file starts
-with a ``warcinfo`` record, and a new file is started once the current one
-exceeds ``max_size`` bytes (the records of one :meth:`WarcFiles.write`
-always share a file). Writes are unbuffered: a record is with the operating
-system when ``write`` returns, so a SIGKILL after that keeps it.
-
-The writing process holds an exclusive ``flock`` on its open file, so
-:func:`recover_open_files` (run by a starting crawl) closes only files no
-live process writes: each ``.open`` file nobody holds is cut back to its
-last complete gzip member (a record cut by the kill goes), indexed, and
-renamed without ``.open``; one holding no complete record is deleted.
-
-With an index (``cdxj``), every indexed record's CDXJ line
-(:func:`extensions.output.cdxj.index_line`) is kept for the open file and
-written, sorted, to ``name.cdxj`` when the file is closed, before the WARC
-file loses its ``.open`` suffix: a closed WARC file always has its index.
+Files are ``{prefix}-{YYYYmmddHHMMSS}-{serial:05d}-{pid}.warc.gz``, one gzip
+member a record, a ``warcinfo`` record first, ``.open`` while written
+(unbuffered, under an exclusive ``flock``); a file past ``max_size`` is
+closed after the write. Closing writes the sorted ``name.cdxj`` index first,
+so a closed WARC file always has its index. :func:`recover_open_files` cuts
+each ``.open`` file no live process holds back to its last whole record.
 """
 
 from __future__ import annotations
@@ -48,13 +36,8 @@ Build = Callable[[str], list[Any]]
 
 
 class WarcFiles:
-    """The rotating files (see the module docstring).
-
-    :meth:`write` appends records and returns the bytes written; a failed
-    write is undone (the file is truncated back) and re-raised, so every file
-    on disk stays a sequence of whole records. ``warcinfo(filename)`` builds
-    each file's first record.
-    """
+    """The rotating files; a failed :meth:`write` is undone and re-raised,
+    so every file stays a sequence of whole records."""
 
     def __init__(self, directory: Path, prefix: str, max_size: int, warcinfo: Build,
                  cdxj: bool = False, clock: Callable[[], float] = time.time) -> None:
@@ -139,9 +122,7 @@ class WarcFiles:
         return len(data)
 
     def _undo(self, start: int) -> None:
-        """Cut a partly written record off; if even that fails, leave the file
-        behind with its ``.open`` suffix (recovered at the next start) and
-        start a new one next time."""
+        """Cut a partly written record off; if that fails, leave the file to recovery."""
         assert self.current is not None
         try:
             self.current.truncate(start)
@@ -152,9 +133,8 @@ class WarcFiles:
 
 
 def _create_locked(path: Path) -> BinaryIO:
-    """A new file at ``path``, locked before it carries its name: it is
-    created under a temporary name, locked, then renamed, so recovery never
-    sees an ``.open`` file its writer has not locked yet."""
+    """A new file at ``path``, locked before it carries its name (recovery
+    never sees an unlocked ``.open`` file)."""
     partial = path.with_name(path.name + ".tmp")
     stream = open(partial, "xb", buffering=0)  # noqa: SIM115 - the caller closes it
     try:
@@ -203,7 +183,7 @@ class Recovered:
 
 def recover_open_files(directory: Path, prefix: str, cdxj: bool) -> list[Recovered]:
     """Close every ``prefix-*.warc.gz.open`` file of ``directory`` that no
-    live process holds (see the module docstring)."""
+    live process holds; one without a whole record is deleted."""
     recovered = []
     for path in sorted(directory.glob(f"{prefix}-*.warc.gz{OPEN_SUFFIX}")):
         try:

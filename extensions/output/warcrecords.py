@@ -1,18 +1,8 @@
-"""WARC 1.1 records of a fetch, built with warcio (no Scrapy state kept).
-
-* :func:`response_record`: the HTTP response as received, body as served
-  (gzip stays gzip), ``WARC-Payload-Digest`` computed once
-  (:func:`payload_digest`, the digest revisits are decided on);
-* :func:`revisit_record`: the HTTP response headers only, with
-  ``WARC-Profile``, ``WARC-Refers-To-Target-URI``, ``WARC-Refers-To-Date``,
-  ``WARC-Refers-To`` (when the original's record id is known) and the
-  original's payload digest;
-* :func:`request_record`: the HTTP request as sent, ``WARC-Concurrent-To``
-  the response or revisit record;
-* :func:`metadata_record`: ``application/warc-fields`` concurrent to a
-  response, as Heritrix writes a page's ``via``, ``hopsFromSeed`` and
-  ``outlink`` lines (:func:`outlink_fields`);
-* :func:`warcinfo_record`: what made the file.
+"""WARC 1.1 records of a fetch, built with warcio: ``response`` (body as
+served, payload digest computed once), ``revisit`` (headers only, referring
+to the original), ``request`` (as sent, concurrent to its answer),
+``metadata`` (Heritrix's ``via``/``hopsFromSeed``/``outlink`` fields) and
+``warcinfo``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The content-seen test's data, computed in the spider's processing stage.
 
-Not one of the ``PROCESSING_MODULES`` (their results are exported in
-``processed``, and a project may replace them): the ``web`` spider calls
-:meth:`ContentFeatureExtractor.extract` on every successful document and
-puts the result on the item's ``content_features`` field, which
-:class:`~extensions.pipelines.contentseen.ContentSeenPipeline` judges and
-removes. Switched off with the test (``CONTENTSEEN_ENABLED = False``); reads
-``CONTENTSEEN_MODE``, ``CONTENTSEEN_MAX_TEXT_BYTES`` and
-``CONTENTSEEN_NEAR_ENABLED`` (what each computes:
-:mod:`extensions.contentseen.features`). The visible text of an HTML page
-comes from the page's one parse
-(:func:`extensions.processors.parsedpage.parsed_page`), which the HTML
-processors then read their elements from.
+Not a ``PROCESSING_MODULES`` entry: the ``web`` spider puts
+:meth:`ContentFeatureExtractor.extract`'s result on the item's
+``content_features`` field, which the content-seen pipeline judges and
+removes. An HTML page's text comes from its one parse.
 """
 
 from __future__ import annotations

@@ -1,31 +1,14 @@
 """Link extraction for HTML: the processing module that feeds the frontier.
 
-Reads the page's link elements from its one parse
-(:func:`extensions.processors.parsedpage.parsed_page`), or scans a document
-too large for a tree with :func:`extensions.processors.htmlscan.scan_html`.
-Not Scrapy's ``LinkExtractor``: it cannot keep ``link`` elements by their
-``rel``, knows nothing of ``<meta name=robots>``, and canonicalises with its
-own rules, while the URL-seen test needs exactly
-:func:`extensions.urls.canonical.canonicalize`.
-
-Links come from ``a``/``area`` (``href``), ``link`` (``href``, only
-``rel`` next, prev or alternate: pagination and translations, not style
-sheets) and ``frame``/``iframe`` (``src``), resolved against the first
-``<base href>`` (or the response URL; wherever the ``<base>`` stands, as in a
-browser), canonicalised with the page's encoding (for non-ASCII query
-strings) and deduplicated in document order.
-
-``rel=nofollow`` links are skipped, and every link when the page says
-``<meta name=robots content=nofollow|none>``, unless
-``LINKS_IGNORE_NOFOLLOW`` is true. Stats: ``links/nofollow`` (links skipped
-for nofollow), ``links/invalid`` (unparseable or not http(s)).
-
-Bounds: only the first ``PROCESSING_MAX_PARSE_BYTES`` of a document are read
-(``processors/truncated/HtmlLinkExtractor`` counts the documents cut), and
-the scan stops once ``LINKS_MAX_PER_PAGE`` distinct links are found
-(``links/capped`` counts those pages). The cap is on distinct ``href``
-values without their fragment, before resolution and canonicalisation, so a
-page yields at most that many links.
+Links come from ``a``/``area``/``link`` (``href``; a ``link`` only with
+``rel`` next, prev or alternate) and ``frame``/``iframe`` (``src``), resolved
+against the first ``<base href>``, canonicalised with
+:func:`extensions.urls.canonical.canonicalize` and deduplicated in document
+order. ``rel=nofollow`` links, and all links of a page whose ``<meta
+name=robots>`` says nofollow, are skipped unless ``LINKS_IGNORE_NOFOLLOW``.
+At most ``PROCESSING_MAX_PARSE_BYTES`` are read and ``LINKS_MAX_PER_PAGE``
+distinct hrefs kept. Stats: ``links/nofollow``, ``links/invalid``,
+``links/capped``, ``processors/truncated/HtmlLinkExtractor``.
 """
 
 from __future__ import annotations
@@ -46,10 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["HtmlLinkExtractor", "LinkScan"]
 
-_IGNORE_NOFOLLOW: bool = defaults.LINKS_IGNORE_NOFOLLOW
-_MAX_LINKS: int = defaults.LINKS_MAX_PER_PAGE
-_MAX_PARSE_BYTES: int = defaults.PROCESSING_MAX_PARSE_BYTES
-
 #: Element -> attribute holding its link.
 LINK_ATTRIBUTES: dict[str, str] = {
     "a": "href", "area": "href", "link": "href", "frame": "src", "iframe": "src",
@@ -61,12 +40,9 @@ _NO_RELS: frozenset[str] = frozenset()
 
 
 class LinkScan:
-    """A scan target collecting what link extraction needs, in one pass.
-
-    ``hrefs`` maps each followable ``href`` (fragment cut) to the number of
-    elements carrying it, in order of first appearance; ``done`` is set once
-    it holds ``max_links`` of them. ``base`` is the first ``<base href>``.
-    """
+    """A scan target collecting, in one pass, the first ``<base href>`` and
+    each followable ``href`` (fragment cut) with the number of elements
+    carrying it; ``done`` once it holds ``max_links`` of them."""
 
     def __init__(self, max_links: int, ignore_nofollow: bool) -> None:
         self.max_links = max_links
@@ -113,7 +89,8 @@ class HtmlLinkExtractor:
     """Returns ``{"links": [canonical URLs], "nofollow": page-wide nofollow}``."""
 
     def __init__(self, ignore_nofollow: bool = False, stats: Any = None,
-                 max_links: int = _MAX_LINKS, max_parse_bytes: int = _MAX_PARSE_BYTES) -> None:
+                 max_links: int = defaults.LINKS_MAX_PER_PAGE,
+                 max_parse_bytes: int = defaults.PROCESSING_MAX_PARSE_BYTES) -> None:
         if max_links < 1:
             raise ValueError(f"LINKS_MAX_PER_PAGE must be >= 1, got {max_links!r}")
         if max_parse_bytes < 1:
@@ -171,8 +148,7 @@ class HtmlLinkExtractor:
 
 
 def meta_says_nofollow(attrib: Any) -> bool:
-    """True if these are the attributes of a ``<meta name=robots>`` saying
-    nofollow (or none)."""
+    """True for the attributes of a ``<meta name=robots>`` saying nofollow (or none)."""
     if (attrib.get("name") or "").strip().lower() != "robots":
         return False
     directives = {d.strip() for d in (attrib.get("content") or "").lower().split(",")}
@@ -180,8 +156,7 @@ def meta_says_nofollow(attrib: Any) -> bool:
 
 
 def base_url(href: str | None, url: str) -> str:
-    """``href`` (a ``<base href>``) resolved against ``url``; ``url`` if
-    absent or unusable."""
+    """``href`` (a ``<base href>``) resolved against ``url``; ``url`` if absent or unusable."""
     if href is None:
         return url
     try:

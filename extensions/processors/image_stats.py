@@ -1,11 +1,8 @@
 """Image statistics: format and dimensions read from the file header.
 
-A processing module for ``image/*`` in Mercator's sense: it records what an
-image is without decoding it. GIF, PNG and JPEG carry their dimensions near
-the start of the file, so a few bytes of parsing suffice and no imaging
-library is needed. Anything else, truncated or corrupt yields
-``{"format": None}`` and counts ``images/unparsed``; nothing here raises,
-whatever the server sent.
+A processing module for ``image/*``: GIF, PNG and JPEG dimensions from their
+headers, without decoding; anything else, truncated or corrupt yields
+``{"format": None}`` and counts ``images/unparsed``. Never raises.
 """
 
 from __future__ import annotations
@@ -61,13 +58,8 @@ def _png(body: bytes) -> tuple[str, int, int] | None:
 
 
 def _jpeg(body: bytes) -> tuple[str, int, int] | None:
-    """Walk the marker segments after SOI up to the first start-of-frame.
-
-    Each segment is 0xFF, a marker byte and (except standalone markers) a
-    big-endian length that counts itself. Any number of 0xFF fill bytes may
-    precede a marker. Reaching start-of-scan or end-of-image first means no
-    frame header: unparsable.
-    """
+    """Walk the marker segments (0xFF fill bytes, marker, big-endian length
+    counting itself) after SOI up to the first start-of-frame; None at SOS or EOI."""
     position, size = 2, len(body)
     while position < size:
         if body[position] != 0xFF:

@@ -1,20 +1,10 @@
 """One parse of an HTML page, shared by everything that reads it.
 
-Link extraction (the elements that carry links, ``<base>``, ``<meta
-name=robots>``), tag counting (every element) and the content-seen test (the
-visible text) read the same document. :func:`parsed_page` parses it once,
-with the tree :func:`extensions.contentseen.text.text_tree` builds, records
-the tag counts and the link elements, then (if asked) strips the tree to its
-text. Later readers of the same response get the same :class:`ParsedPage`
-(a one-page memo keyed weakly by the response object).
-
-Each reader sees exactly what its own scan
-(:func:`extensions.processors.htmlscan.scan_html`) would see. Where the two
-parses could differ the page says so (``exact`` False) and the processors
-scan: a body with NUL characters, a parse stopped at libxml2's nesting limit,
-a ``<`` inside a tag (the text parse puts a space before every ``<``).
-A tree is built only for documents of at most :data:`TREE_MAX_BYTES`;
-larger ones are streamed within ``PROCESSING_MAX_PARSE_BYTES``.
+Link extraction, tag counting and the content-seen test's visible text read
+the tree :func:`extensions.contentseen.text.text_tree` builds, once per
+response (a one-page memo keyed weakly by the response). Each reader sees
+what its own :func:`~extensions.processors.htmlscan.scan_html` would see;
+where the two could differ the page is not ``exact`` and the processors scan.
 """
 
 from __future__ import annotations
@@ -41,9 +31,7 @@ TREE_MAX_BYTES: int = defaults.CONTENTSEEN_MAX_TEXT_BYTES
 #: Elements a link extractor looks at, in document order.
 LINK_ELEMENTS = ("a", "area", "link", "frame", "iframe", "base", "meta")
 
-# A "<" inside a tag: the text parse puts a space before it, which cuts a
-# tag name or an unquoted value there and turns the rest into an attribute
-# name, and changes a link element's quoted value. The scan reads them whole.
+# a "<" inside a tag: the text parse puts a space before it, the scan reads it whole
 _TAG = attrgetter("tag")
 _LT_IN_NAME = etree.XPath("boolean(//@*[contains(name(), '<')])")
 
@@ -51,11 +39,8 @@ _LT_IN_NAME = etree.XPath("boolean(//@*[contains(name(), '<')])")
 class ParsedPage:
     """What the HTML processors and the content-seen test read of one page.
 
-    ``read_bytes``: how much of the body was parsed; ``truncated``: the body
-    is longer. ``exact``: ``tags`` and ``link_elements`` are what a
-    :func:`~extensions.processors.htmlscan.scan_html` of the same bytes
-    sees (when False they are empty and a processor scans itself).
-    ``text``: the visible text, None unless asked for.
+    ``exact``: ``tags`` and ``link_elements`` are what a scan of the same
+    bytes sees (when False they are empty); ``text`` is None unless asked for.
     """
 
     __slots__ = ("exact", "link_elements", "read_bytes", "tags", "text", "truncated", "__weakref__")
@@ -120,11 +105,8 @@ _LAST = _LastPage()
 
 
 def parsed_page(response: Response, max_bytes: int, text: bool = False) -> ParsedPage | None:
-    """The parse of ``response``'s first ``max_bytes``, made once per response.
-
-    None when no tree is built: a document over :data:`TREE_MAX_BYTES` read
-    without ``text`` (stream it). With ``text`` always a page.
-    """
+    """The parse of ``response``'s first ``max_bytes``, made once per response;
+    None (stream it) for a document over :data:`TREE_MAX_BYTES` read without ``text``."""
     body = response.body
     read_bytes = min(len(body), max_bytes)
     page = _LAST.get(response, read_bytes, text)

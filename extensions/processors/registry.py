@@ -1,16 +1,11 @@
 """Processing modules chosen by MIME type (Mercator's processing modules).
 
-``PROCESSING_MODULES`` maps a MIME pattern (exact, or
-fnmatch-style such as ``image/*`` and ``*/*``) to a list of class paths.
-Each class is built once per crawl with ``build_from_crawler``; a document's
-processors are the exact match's first, then every matching wildcard's, in
-setting order, without duplicates, and the list is cached per MIME type.
-
-A processor returns fields to merge into the item's ``processed`` dict; the
-``"links"`` key (canonical absolute URLs) is popped by the spider and
-followed. :meth:`ProcessorRegistry.run` isolates processors from each other:
-one raising is logged once per class and counted
-(``processors/errors/<ClassName>``), and the crawl goes on.
+``PROCESSING_MODULES`` maps a MIME pattern (exact or fnmatch-style) to class
+paths, each built once per crawl; a document's processors are the exact
+match's, then every matching wildcard's, in setting order, without
+duplicates. A processor returns fields for the item's ``processed`` dict
+(``"links"``: canonical URLs to follow); one that raises is logged once and
+counted (``processors/errors/<ClassName>``).
 """
 
 from __future__ import annotations
@@ -32,10 +27,6 @@ __all__ = ["LateStats", "Processor", "ProcessorRegistry"]
 
 logger = logging.getLogger(__name__)
 
-#: Used when neither the add-on nor the project sets ``PROCESSING_MODULES``.
-_MODULES: dict[str, list[str]] = defaults.PROCESSING_MODULES
-
-
 class Processor(Protocol):
     """A processing module: reads a response, returns fields (or None)."""
 
@@ -43,12 +34,8 @@ class Processor(Protocol):
 
 
 class LateStats:
-    """The crawler's stats collector, looked up at each use.
-
-    The spider builds its processors in its own ``from_crawler``, before
-    Scrapy 2.19 creates ``crawler.stats``; holding the crawler and reading
-    its stats when a counter moves works whenever the processor is built.
-    """
+    """The crawler's stats collector, looked up at each use (processors are
+    built before Scrapy creates ``crawler.stats``)."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -76,7 +63,7 @@ class ProcessorRegistry:
         settings = crawler.settings
         raw = settings.get("PROCESSING_MODULES")
         try:
-            modules = _MODULES if raw is None else settings.getdict("PROCESSING_MODULES")
+            modules = defaults.PROCESSING_MODULES if raw is None else settings.getdict("PROCESSING_MODULES")
         except (ValueError, TypeError) as err:  # JSONDecodeError is a ValueError
             raise ValueError(f"PROCESSING_MODULES must be a dict or JSON object, got {raw!r}") from err
         built: dict[Any, Processor | None] = {}  # one instance per class path
@@ -143,8 +130,7 @@ def _is_wildcard(pattern: str) -> bool:
 
 
 def _build(crawler: Crawler, path: Any, built: dict[Any, Processor | None]) -> Processor | None:
-    """The single instance of class ``path``; None if it raised NotConfigured.
-    A bad path fails at start."""
+    """The single instance of class ``path``; None if it raised NotConfigured."""
     if path in built:
         return built[path]
     try:

@@ -1,13 +1,8 @@
 """Tag counting: Mercator's example of a statistics-gathering processor.
 
-Counts the elements of an HTML document by tag name, from the page's one
-parse (:func:`extensions.processors.parsedpage.parsed_page`) or, for a
-document too large for a tree, in one streaming pass
-(:func:`extensions.processors.htmlscan.scan_html`); at most
-``PROCESSING_MAX_PARSE_BYTES`` of the document read, documents cut count
-``processors/truncated/TagCounter``. Only the ``TAG_COUNTER_MAX_TAGS`` most
-common tags are reported, so a page of invented tags (a trap, or a
-custom-element framework) cannot bloat every item.
+Counts the elements of the first ``PROCESSING_MAX_PARSE_BYTES`` of an HTML
+document by tag name (documents cut: ``processors/truncated/TagCounter``);
+only the ``TAG_COUNTER_MAX_TAGS`` most common tags are reported.
 """
 
 from __future__ import annotations
@@ -28,13 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TagCounter"]
 
-_MAX_TAGS: int = defaults.TAG_COUNTER_MAX_TAGS
-_MAX_PARSE_BYTES: int = defaults.PROCESSING_MAX_PARSE_BYTES
-
-
 class _TagScan:
-    """A scan target counting start tags (comments and processing
-    instructions are not elements and never reach it)."""
+    """A scan target counting start tags."""
 
     done = False
 
@@ -48,8 +38,8 @@ class _TagScan:
 class TagCounter:
     """Returns ``{"tags": {tag: count}}``, most common first, at most ``max_tags``."""
 
-    def __init__(self, max_tags: int = _MAX_TAGS, max_parse_bytes: int = _MAX_PARSE_BYTES,
-                 stats: Any = None) -> None:
+    def __init__(self, max_tags: int = defaults.TAG_COUNTER_MAX_TAGS,
+                 max_parse_bytes: int = defaults.PROCESSING_MAX_PARSE_BYTES, stats: Any = None) -> None:
         if max_tags < 1:
             raise ValueError(f"TAG_COUNTER_MAX_TAGS must be >= 1, got {max_tags!r}")
         if max_parse_bytes < 1:

@@ -1,9 +1,7 @@
 """Path-ascending crawling: from a fetched URL, also its ancestor directories.
 
 ``http://a.test/x/y/page.html`` -> ``http://a.test/x/y/``, ``http://a.test/x/``,
-``http://a.test/``. Finds pages nothing links to (directory listings, index
-pages of orphaned sections), as Cothey's path-ascending crawler did; off by
-default (``LINKS_PATH_ASCENDING``) because it also finds what sites hide.
+``http://a.test/`` (Cothey's path-ascending crawler; ``LINKS_PATH_ASCENDING``).
 """
 
 from __future__ import annotations

@@ -1,34 +1,17 @@
 """Canonical URLs and link resolution: one spelling per document.
 
-Two forms. The crawler requests a URL as the page (seed, sitemap, redirect)
-gave it, never one it made up; and Mercator's URL-seen test needs one key
-for the spellings of one document. :func:`canonicalize` is the URL as given, made
-sendable and normalised only where RFC 3986 (section 6.2.2) says two
-spellings are the same URI: w3lib's ``safe_url_string`` (non-ASCII
-percent-encoded, UTF-8 in the path and the page's encoding in the query;
-IDN host to punycode; lower-case host), then lower-case scheme, dot segments
-resolved, upper-case hex in percent-escapes, the default port removed
-(``:80`` for http, ``:443`` for https), an empty userinfo (``http://:@h/``)
-removed, the fragment dropped. The query is kept as written: arguments in
-their order, ``?a`` not made ``?a=``, reserved characters not escaped, and
-escapes of unreserved characters not decoded (``%62`` stays ``%62``),
-because a server may answer those spellings differently and robots.txt
-rules are matched against what is sent (RFC 9309 section 2.2.2). URLs no
-crawler can fetch (no scheme, no host, a bad port, a host that is not a host
-name) raise :class:`InvalidURL` instead of passing through.
+:func:`canonicalize`: the URL as given, made sendable (w3lib's
+``safe_url_string``) and normalised only where RFC 3986 section 6.2.2 says
+two spellings are one URI (case of scheme and host, dot segments, hex case
+of escapes, default port, empty userinfo, fragment dropped); the query is
+kept as written, since servers and robots.txt rules see it so. URLs no
+crawler can fetch raise :class:`InvalidURL`.
 
-:func:`url_key` is the identity of a canonical URL for the URL-seen test
-(fingerprints, :mod:`extensions.frontier.fingerprint`): w3lib's
-``canonicalize_url`` of it (query arguments sorted, ``?a`` as ``?a=``,
-escapes normalised: escaped unreserved characters decoded, reserved ones in
-the query escaped), so ``?b=2&a=1`` and ``?a=1&b=2`` are one URL, requested
-as first met.
+:func:`url_key`: the URL-seen identity of a canonical URL (w3lib's
+``canonicalize_url``: query sorted, escapes normalised).
 
-:func:`resolve` turns an ``href`` into an absolute URL: ``urljoin`` (RFC 3986
-section 5.2) after the whitespace clean-up browsers do. :class:`Resolver`
-does the same for the links of one page, splitting the page's base once.
-Results of both are cached (a site's navigation links repeat on every
-page). Pure: no Scrapy.
+:func:`resolve` and :class:`Resolver`: an ``href`` made absolute (``urljoin``
+after the browsers' whitespace clean-up), cached.
 """
 
 from __future__ import annotations
@@ -40,7 +23,7 @@ from urllib.parse import urljoin, urlparse, urlsplit, urlunparse, uses_netloc, u
 
 from w3lib.url import canonicalize_url, safe_url_string
 
-__all__ = ["InvalidURL", "Resolver", "canonicalize", "host_of", "resolve", "url_key"]
+__all__ = ["InvalidURL", "Resolver", "canonicalize", "resolve", "url_key"]
 
 #: Distinct URLs whose canonical form is kept (about 300 bytes each).
 CACHE_SIZE = 16384
@@ -48,12 +31,9 @@ CACHE_SIZE = 16384
 RESOLVE_CACHE_SIZE = 4096
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-# A registered name after w3lib (lower-case, punycode, percent-escaped):
-# RFC 3986 reg-name characters only. Anything else (a space, a non-ASCII
-# label IDNA refused, a stray bracket) cannot be looked up in the DNS.
+# RFC 3986 reg-name characters after w3lib; anything else cannot be looked up in the DNS
 _REG_NAME = re.compile(r"[a-z0-9._~!$&'()*+,;=%-]+")
-# Browsers strip C0 controls and space around an href and drop tab/CR/LF
-# anywhere in it (WHATWG URL parser, "basic URL parser" steps 1-3).
+# browsers strip C0 controls and space around an href and drop tab/CR/LF in it (WHATWG URL)
 _STRIP = "".join(map(chr, range(0x21)))
 _TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
 # For http(s), browsers read a backslash before the query as a slash.
@@ -72,9 +52,7 @@ def canonicalize(url: str, encoding: str | None = None) -> str:
     sends); the path is always UTF-8. Idempotent: a canonical URL is its own
     canonical form.
     """
-    # An ASCII URL encodes the same in every ASCII-compatible encoding: one
-    # cache entry for the link extractor's call (the page's encoding) and the
-    # frontier's (none) on the same URL, so the second is a cache hit.
+    # ASCII encodes alike in every ASCII-compatible encoding: one cache entry for both callers
     if encoding in _ASCII_COMPATIBLE and url.isascii():
         encoding = None
     return _canonicalize(url, encoding)
@@ -118,9 +96,7 @@ _ESCAPE = re.compile(r"%[0-9a-f][0-9a-fA-F]|%[0-9A-F][a-f]")
 
 
 def url_key(canonical: str) -> str:
-    """The URL-seen identity of a :func:`canonicalize` result (see the
-    module docstring); the URL itself when it has no query, escape or
-    parameter (then w3lib's form is the same string)."""
+    """The URL-seen identity of a :func:`canonicalize` result."""
     if "?" not in canonical and "%" not in canonical and ";" not in canonical:
         return canonical
     return _url_key(canonical)
@@ -129,9 +105,7 @@ def url_key(canonical: str) -> str:
 @lru_cache(maxsize=CACHE_SIZE)
 def _url_key(canonical: str) -> str:
     key = canonicalize_url(canonical)
-    # w3lib decodes "%41" to "A" but leaves a stray "%a" before it: "%a%41"
-    # -> "%aA", itself an escape that the next pass upper-cases. Repeat until
-    # stable (bounded: each pass only shortens escapes).
+    # "%a%41" -> "%aA", itself an escape the next pass changes: repeat until stable
     for _ in range(3):
         again = canonicalize_url(key)
         if again == key:
@@ -187,14 +161,10 @@ def _is_ipv6(host: str, netloc: str) -> bool:
 
 
 def resolve(base: str, href: str) -> str:
-    """``href`` made absolute against ``base`` (RFC 3986 section 5.2).
-
-    First, as browsers do (HTML attributes often carry them): surrounding
-    C0 controls and spaces are stripped, tabs/newlines inside removed, and
-    for http(s) backslashes before the query read as slashes. The result is
-    not canonical: pass it to :func:`canonicalize`. :class:`InvalidURL` if
-    the reference cannot be parsed (a broken IPv6 literal).
-    """
+    """``href`` made absolute against ``base`` (RFC 3986 section 5.2), after
+    the browsers' clean-up (C0 controls and spaces stripped, tabs/newlines
+    removed, http(s) backslashes before the query as slashes). Not canonical;
+    :class:`InvalidURL` if the reference cannot be parsed."""
     href = _clean_href(base, href)
     try:
         return urljoin(base, href)
@@ -203,12 +173,8 @@ def resolve(base: str, href: str) -> str:
 
 
 class Resolver:
-    """:func:`resolve` against one base, for the links of one page.
-
-    Parses the base once and runs the rest of ``urljoin``'s algorithm
-    (CPython's, step for step) per reference, so ``Resolver(base).resolve(href)
-    == resolve(base, href)`` for every ``href``, raising where it raises.
-    """
+    """:func:`resolve` against one base, parsed once: ``Resolver(base).resolve(href)
+    == resolve(base, href)`` for every ``href``, raising where it raises."""
 
     def __init__(self, base: str) -> None:
         self.base = base
@@ -246,9 +212,7 @@ class Resolver:
 def _join(bscheme: str, bnetloc: str, base_dir: str | None, url: str) -> str | None:
     """``urljoin(base, url)`` for a base with this scheme, netloc and
     directory (CPython 3.11's algorithm); None where the result would read the
-    rest of the base (its path, params or query: a reference with neither
-    path nor params), which :class:`Resolver` leaves to ``urljoin``.
-    ``base_dir`` None: ``url`` starts with "/", which never reads it."""
+    base's path, params or query (left to ``urljoin``)."""
     scheme, netloc, path, params, query, fragment = urlparse(url, bscheme)
     if scheme != bscheme or scheme not in uses_relative:
         return url
@@ -295,13 +259,7 @@ def _backslashes_to_slashes(base: str, href: str) -> str:
     return href[:end].replace("\\", "/") + href[end:]
 
 
-def host_of(url: str) -> str:
-    """The lower-case host of ``url`` without port or brackets ('' if none)."""
-    return urlsplit(url).hostname or ""
-
-
-#: Query arguments that only carry a session: stripping them keeps one URL
-#: per page instead of one per visit (the session-id crawler trap).
+#: Query arguments that only carry a session (the session-id crawler trap).
 SESSION_PARAMS = ("jsessionid", "phpsessid", "aspsessionid", "sessionid", "session_id", "sessid", "sid")
 
 

@@ -1,13 +1,7 @@
 """Mercator's URL filter: which discovered URLs may enter the frontier.
 
-:class:`UrlFilter` runs built-in tests (scheme, length, link depth, allowed
-domains, repeated path segments, query arguments, deny regexes) cheapest
-first, then an optional user class (``URL_FILTER_CLASS``) with
-``allows(url) -> bool``. Only refusals are counted
-(``urlfilter/filtered/<reason>``).
-
-Settings: the ``URL_FILTER_*`` group of :mod:`extensions.defaults`;
-``URL_FILTER_MAX_DEPTH`` 0 uses ``DEPTH_LIMIT`` (0 there too: unlimited).
+Built-in tests cheapest first, then an optional ``URL_FILTER_CLASS`` with
+``allows(url) -> bool``; refusals are counted as ``urlfilter/filtered/<reason>``.
 """
 
 from __future__ import annotations
@@ -25,14 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["UrlFilter", "UserUrlFilter"]
 
-# The constructor's defaults (extensions/defaults.py).
-_SCHEMES: list[str] = defaults.URL_FILTER_SCHEMES
-_MAX_LENGTH: int = defaults.URL_FILTER_MAX_LENGTH
-_MAX_DEPTH: int = defaults.URL_FILTER_MAX_DEPTH
-_MAX_REPEATS: int = defaults.URL_FILTER_MAX_SEGMENT_REPEATS
-_MAX_PARAMS: int = defaults.URL_FILTER_MAX_QUERY_PARAMS
-
-
 class UserUrlFilter(Protocol):
     """What ``URL_FILTER_CLASS`` must provide."""
 
@@ -40,11 +26,8 @@ class UserUrlFilter(Protocol):
 
 
 class UrlFilter:
-    """Decides whether a canonical URL at a given link depth may be crawled.
-
-    URLs are expected canonical (:func:`extensions.urls.canonical.canonicalize`):
-    lower-case scheme and host, no fragment, so string tests are exact.
-    """
+    """Decides whether a canonical URL (lower-case scheme and host, no
+    fragment) at a given link depth may be crawled."""
 
     def __init__(
         self,
@@ -80,14 +63,12 @@ class UrlFilter:
                 raise ValueError(
                     f"URL_FILTER_DENY: invalid regular expression {pattern!r}: {err}"
                 ) from err
-        max_length = _non_negative_int(settings, "URL_FILTER_MAX_LENGTH", _MAX_LENGTH)
-        max_depth = _non_negative_int(settings, "URL_FILTER_MAX_DEPTH", _MAX_DEPTH)
-        if not max_depth:
-            max_depth = _non_negative_int(settings, "DEPTH_LIMIT", 0)
+        max_length = non_negative_int(settings, "URL_FILTER_MAX_LENGTH")
+        max_depth = non_negative_int(settings, "URL_FILTER_MAX_DEPTH") or non_negative_int(settings, "DEPTH_LIMIT", 0)
         user_filter = _build_user_filter(crawler, settings.get("URL_FILTER_CLASS"))
         return cls(schemes, deny, max_length, max_depth, user_filter,
-                   _non_negative_int(settings, "URL_FILTER_MAX_SEGMENT_REPEATS", _MAX_REPEATS),
-                   _non_negative_int(settings, "URL_FILTER_MAX_QUERY_PARAMS", _MAX_PARAMS))
+                   non_negative_int(settings, "URL_FILTER_MAX_SEGMENT_REPEATS"),
+                   non_negative_int(settings, "URL_FILTER_MAX_QUERY_PARAMS"))
 
     def set_allowed_domains(self, domains: Iterable[str]) -> None:
         """Restrict to these domains and their subdomains; empty: unrestricted."""
@@ -146,9 +127,7 @@ class UrlFilter:
         return max(counts.values(), default=0)
 
     def _domain_allowed(self, after_scheme: str) -> bool:
-        # The host of a canonical URL: up to the path, after any userinfo,
-        # before any port. IPv6 literals keep their brackets and never match
-        # a domain name, which is right for a domain restriction.
+        # IPv6 literals keep their brackets and never match a domain name
         end = len(after_scheme)
         for stop in "/?#":
             index = after_scheme.find(stop, 0, end)
@@ -167,7 +146,9 @@ class UrlFilter:
             host = host[dot + 1:]
 
 
-def _non_negative_int(settings: Any, name: str, default: int) -> int:
+def non_negative_int(settings: Any, name: str, default: int | None = None) -> int:
+    """Setting ``name`` (default: :mod:`extensions.defaults`'); ValueError naming it if not an int >= 0."""
+    default = getattr(defaults, name) if default is None else default
     try:
         value = settings.getint(name, default)
     except (TypeError, ValueError) as err:

@@ -1,13 +1,6 @@
-"""Links the spider yielded recently: a cheap URL-seen test before Scrapy.
-
-A bounded LRU of the links this process already passed on, so that only
-new ones become requests. It is a cache, not the test: a link it has
-forgotten still goes to the frontier, which decides exactly.
-
-A link is only held back if it was passed on at the same or a smaller
-depth: one first seen too deep for ``DEPTH_LIMIT`` must pass when it turns
-up closer to the seeds. Pure: no Scrapy.
-"""
+"""Links the spider yielded recently: a cheap URL-seen cache before the
+frontier's exact test. A link is held back only if it was passed on at the
+same or a smaller depth."""
 
 from __future__ import annotations
 

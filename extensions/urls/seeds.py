@@ -11,33 +11,25 @@ class SeedsError(ValueError):
     """The seeds argument names nothing we can read."""
 
 
-# A scheme as RFC 3986 spells it, then ":" and something that is not a port
-# number: "mailto:x", "ftp://h/", "data:,x" keep their scheme; "h.test:8080"
-# is a host and port.
+# a scheme, then ":" and no port number: "mailto:x" has a scheme, "h.test:8080" is a host and port
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:(?!\d*(?:[/?#]|$))")
-# A comment starts at a "#" preceded by whitespace; "#x" glued to a URL is
-# its fragment (canonicalised away later).
+# a comment starts at a "#" after whitespace; "#x" glued to a URL is its fragment
 _COMMENT = re.compile(r"\s#.*")
-# Suffixes that make a bare argument a file name, not a domain, when no such
-# file exists ("seeds.txt" is a missing file, "example.com" a domain).
+# suffixes that make a bare argument a (missing) file name, not a domain
 _FILE_SUFFIXES = frozenset({"cfg", "conf", "csv", "gz", "json", "jsonl", "list", "lst",
                             "seeds", "text", "tsv", "txt", "urls"})
 
 
 def with_scheme(seed: str) -> str:
-    """``seed`` with ``http://`` added when it has no scheme, as browsers and
-    ``scrapy shell`` do: ``example.com/a`` -> ``http://example.com/a``,
-    ``//h/`` -> ``http://h/``, ``h.test:8080`` -> ``http://h.test:8080``.
-    A URL with a scheme is returned unchanged (validity is checked later)."""
+    """``seed`` with ``http://`` added when it has no scheme (``//h/`` ->
+    ``http://h/``), as browsers do; otherwise unchanged."""
     if "://" in seed or _SCHEME.match(seed):
         return seed
     return "http:" + seed if seed.startswith("//") else "http://" + seed
 
 
 def seed_of_line(line: str) -> str | None:
-    """The seed on one line of a seeds file, None for a blank or comment line.
-
-    A ``#`` at the start or after whitespace begins a comment."""
+    """The seed on one line of a seeds file, None for a blank or comment line."""
     line = _COMMENT.sub("", line).strip()
     if not line or line.startswith("#"):
         return None
@@ -54,16 +46,9 @@ def _looks_like_path(argument: str) -> bool:
 
 
 def iter_seed_lines(argument: str) -> Iterator[str]:
-    """Yield the seed URLs of a seeds file or a comma-separated list.
-
-    A file holds one URL per line; blank lines and ``#`` comments (whole
-    lines, or after whitespace at the end of a line) are skipped. A seed
-    without a scheme gets ``http://`` (``example.com`` is
-    ``http://example.com``). An argument that is not an existing file is a
-    comma-separated list of URLs or domains unless it looks like a file
-    name (a path, or a suffix such as ``.txt``): then it is a missing file,
-    an error rather than a silently empty crawl.
-    """
+    """Yield the seed URLs of a seeds file (one a line, ``#`` comments) or a
+    comma-separated list; :class:`SeedsError` for an argument that looks like
+    a file name but is no file."""
     argument = argument.strip()
     if not argument:
         raise SeedsError("seeds: empty argument; give a file or comma-separated URLs")

@@ -1,10 +1,6 @@
-"""The parts of an http(s) URL the per-link tests need, without ``urlsplit``.
-
-For the common case (an ``http://`` or ``https://`` URL without tabs,
-newlines or an IPv6 literal, with an ASCII authority) one regular expression
-gives the parts; anything else goes to ``urlsplit``, so the answers are
-always its answers. Pure: no Scrapy.
-"""
+"""The parts of an http(s) URL the per-link tests need: one regular
+expression for the common case, ``urlsplit`` (whose answers these always
+are) for anything else."""
 
 from __future__ import annotations
 
@@ -13,9 +9,7 @@ from urllib.parse import urlsplit
 
 __all__ = ["host_of", "netloc_path"]
 
-# scheme, netloc (up to the first "/", "?" or "#"), path (up to "?" or "#");
-# no tab/CR/LF anywhere (urlsplit deletes them) and no bracket in the netloc
-# (urlsplit validates an IPv6 literal)
+# no tab/CR/LF (urlsplit deletes them) and no bracket in the netloc (urlsplit validates IPv6)
 _HTTP = re.compile(r"https?://([^/?#\[\]\t\r\n]*)((?:/[^?#\t\r\n]*)?)(?:[?#][^\t\r\n]*)?")
 
 

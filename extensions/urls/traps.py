@@ -1,43 +1,21 @@
 """Trap signals read off a page's links: session ids, calendars, descents.
 
-AOPIC starves a trap only slowly: a calendar page passes its cash to the
-next month, so under a page budget a trap keeps buying fetches. These three
-tests cut the commonest traps where they start, per page, before AOPIC
-credits the links (:class:`TrapFilter` is an item pipeline just before
-:class:`extensions.pipelines.links.LinkScheduler`, which credits and
-schedules what is left in the item's ``links``):
+AOPIC starves a trap only slowly, so :class:`TrapFilter` (an item pipeline
+before the link scheduler) cuts the commonest ones per page:
 
-* **Session ids** (any parameter name): a token-shaped value (16+ letters
-  and digits, hex or random-looking) that one page puts, identically, in the
-  same place (a query argument, a ``;name=`` path parameter, or a path
-  segment after the same prefix) of most of its same-host links to at least
-  ``URL_FILTER_SESSION_MIN_LINKS`` different URLs is a *suspected* session id
-  (``urlfilter/session_suspected``). It is *proven* only when the server
-  changed the value: the page's own URL holds another value in that place
-  (the server answered a request under one session with links under a new
-  one), or a second fetch of the same URL put another value there. A proven
-  place is removed from the host's later links (query and path parameters)
-  or set to the first value seen (a path segment, which cannot be removed
-  without changing the page), so every session spells a page the same way
-  (``urlfilter/session_params`` proven, ``urlfilter/session_stripped``
-  rewrites). A suspicion is never a rewrite: a value that names content (a
-  commit id repeated in a commit page's links) is the same on every fetch.
-  Well-known session names (``jsessionid``, ``phpsessid``, ...) are stripped
-  earlier, by ``LINKS_STRIP_PARAMS``.
-* **Calendars**: a URL holding a date (``/2026/05/``, ``/2026-05-14``,
-  ``?year=2026&month=5``) is a value of its template (the URL with the date
-  taken out); each host and template gets at most ``URL_FILTER_MAX_DATES``
-  distinct dates (``urlfilter/filtered/calendar``). A blog post's URL holds
-  its slug as well, so every post is a template of its own and is not cut.
-* **Ever deeper paths** (soft 404s answering any path with a relative link):
-  a link that extends the path of the page it is on is one more step of a
-  descent; more than ``URL_FILTER_MAX_DESCENT`` steps in a row are refused
-  (``urlfilter/filtered/descent``). Unique segment names defeat
-  ``URL_FILTER_MAX_SEGMENT_REPEATS``; this does not.
+* **Session ids**: a token-shaped value that one page puts in the same place
+  (query argument, ``;name=`` parameter, path segment) of most of its
+  same-host links is *suspected* (``urlfilter/session_suspected``); it is
+  *proven* (``urlfilter/session_params``) only when the server changed the
+  value (the page's own URL or an earlier fetch had another), and then
+  removed from, or pinned in, the host's later links
+  (``urlfilter/session_stripped``).
+* **Calendars**: each host and URL template (the URL with its date taken
+  out) gets at most ``URL_FILTER_MAX_DATES`` dates (``urlfilter/filtered/calendar``).
+* **Descents**: more than ``URL_FILTER_MAX_DESCENT`` links in a row each
+  below its page's directory are refused (``urlfilter/filtered/descent``).
 
-Memory is bounded: learned sessions, date templates and descent steps live
-in LRU maps of ``URL_FILTER_TRAP_MEMORY`` entries each. State is per process
-(with several processes each learns a host's session id from its first page).
+State lives in LRU maps of ``URL_FILTER_TRAP_MEMORY`` entries, per process.
 """
 
 from __future__ import annotations
@@ -50,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
-from extensions.signals import urls_refused
-from extensions.urls.split import netloc_path
 from extensions import defaults
+from extensions.signals import urls_refused
+from extensions.urls.filters import non_negative_int
+from extensions.urls.split import netloc_path
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -66,8 +45,7 @@ _PATH_DATE = re.compile(
     r"(?<![0-9])(1[89]\d\d|2[01]\d\d)([/-])(0[1-9]|1[0-2])(?:\2(0[1-9]|[12]\d|3[01]))?(?![0-9])")
 _DATE_KEYS = ("year", "month", "day", "date", "yr", "mon", "week")
 _NUMERIC_DATE = re.compile(r"\d{1,4}(?:-\d{1,2}){0,2}")
-# found in every URL holding a date (a path date, or a digit after "="): most
-# links have neither, and one search rules both out
+# in every URL holding a date (a path date, or a digit after "="): one search rules most links out
 _DATE_HINT = re.compile(r"(?<![0-9])(?:1[89]\d\d|2[01]\d\d)[/-](?:0[1-9]|1[0-2])|=\d")
 
 
@@ -118,11 +96,8 @@ class _Lru(OrderedDict):  # type: ignore[type-arg]
 
 
 class TrapSignals:
-    """The three trap tests over one page's links; pure (no Scrapy).
-
-    :meth:`filter` returns the links to keep (session ids rewritten) and
-    counts what it did in :attr:`counts`.
-    """
+    """The three trap tests over one page's links; pure. :meth:`filter`
+    returns the links to keep and counts what it did in :attr:`counts`."""
 
     def __init__(self, max_dates: int = 12, max_descent: int = 8, session_min_links: int = 3,
                  memory: int = 65536) -> None:
@@ -197,10 +172,7 @@ class TrapSignals:
                 yield ("/", "/".join(segments[:index])), segment, rest + "?" + query
 
     def _learn_sessions(self, host: str, page_url: str, same_host: list[str]) -> None:
-        """A token in one place of most same-host links, to several URLs, is
-        a suspected session id of ``host``; proven (and from then on
-        rewritten) when the server changed the value: the page's own URL,
-        or an earlier fetch of it, had another value in that place."""
+        """Suspect or prove ``host``'s session-id places (module docstring)."""
         if len(same_host) < self.session_min_links:
             return
         rests: dict[tuple[tuple[str, str], str], set[str]] = {}
@@ -286,9 +258,7 @@ class TrapSignals:
 
 
 class TrapFilter:
-    """Item pipeline: apply :class:`TrapSignals` to the item's ``links``
-    (the links :class:`~extensions.pipelines.links.LinkScheduler` credits and
-    schedules next); counts as ``urlfilter/<what>`` stats."""
+    """Item pipeline: :class:`TrapSignals` on the item's ``links``; counts as ``urlfilter/<what>``."""
 
     def __init__(self, signals: TrapSignals, stats: Any, send: Callable[..., Any] | None = None) -> None:
         self.signals = signals
@@ -300,19 +270,10 @@ class TrapFilter:
         settings = crawler.settings
         if not settings.getbool("URL_FILTER_TRAPS_ENABLED", defaults.URL_FILTER_TRAPS_ENABLED):
             raise NotConfigured("URL_FILTER_TRAPS_ENABLED is off")
-        values = {}
-        for name in ("URL_FILTER_MAX_DATES", "URL_FILTER_MAX_DESCENT",
-                     "URL_FILTER_SESSION_MIN_LINKS", "URL_FILTER_TRAP_MEMORY"):
-            value = settings.get(name)
-            try:
-                values[name] = int(value)
-            except (TypeError, ValueError) as err:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}") from err
-            if values[name] < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-        signals = TrapSignals(values["URL_FILTER_MAX_DATES"], values["URL_FILTER_MAX_DESCENT"],
-                              values["URL_FILTER_SESSION_MIN_LINKS"],
-                              max(1, values["URL_FILTER_TRAP_MEMORY"]))
+        dates, descent, session_links, memory = (non_negative_int(settings, name) for name in (
+            "URL_FILTER_MAX_DATES", "URL_FILTER_MAX_DESCENT", "URL_FILTER_SESSION_MIN_LINKS",
+            "URL_FILTER_TRAP_MEMORY"))
+        signals = TrapSignals(dates, descent, session_links, max(1, memory))
         return cls(signals, crawler.stats, crawler.signals.send_catch_log)
 
     def process_item(self, item: Any) -> Any:

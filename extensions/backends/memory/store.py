@@ -1,9 +1,5 @@
-"""An in-memory frontier store with the same behaviour as the SQLite one.
-
-For tests and for runs that need no persistence. Nothing survives the
-process; :meth:`MemoryStore.checkpoint` only snapshots nothing. ``clean`` is
-always True (a new store has nothing to rebuild).
-"""
+"""An in-memory frontier store with the same behaviour as the SQLite one;
+nothing survives the process."""
 
 from __future__ import annotations
 

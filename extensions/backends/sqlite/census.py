@@ -11,8 +11,7 @@ from extensions.frontier.store import Census, HostLoad, Status, URLEvent
 
 
 class SQLiteCensus:
-    """The census on the SQLite store's connection (``connection`` returns
-    it, raising the store's error when the store is not open)."""
+    """The census on the SQLite store's connection."""
 
     def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
         self._connection = connection

@@ -4,8 +4,7 @@
       source  INTEGER PRIMARY KEY,  -- the page's URL fingerprint
       targets BLOB NOT NULL);       -- its outlinks (extensions.linkgraph.lists)
 
-on the store's connection, inside its open transaction: the write-ahead
-commit that makes a page ``done`` carries its list.
+written inside the store's transaction, with the page's ``done``.
 """
 
 from __future__ import annotations
@@ -17,8 +16,7 @@ from extensions.linkgraph.lists import pack_targets, unpack_targets
 
 
 class SQLiteLinkTable:
-    """The ``links`` table on the SQLite store's connection (``connection``
-    returns it, raising the store's error when the store is not open)."""
+    """The ``links`` table on the SQLite store's connection."""
 
     def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
         self._connection = connection

@@ -1,7 +1,5 @@
-"""Per-URL re-visit history in the embedded stores (the RevisitTable of
-:mod:`extensions.frontier.store`).
-
-The SQLite store keeps one row per fetched URL::
+"""Per-URL re-visit history in the SQLite store (the RevisitTable of
+:mod:`extensions.frontier.store`), one row per fetched URL::
 
     CREATE TABLE revisits (
       fingerprint   INTEGER PRIMARY KEY,  -- the URL's fingerprint (urls.fingerprint)
@@ -17,14 +15,9 @@ The SQLite store keeps one row per fetched URL::
       etag          TEXT,                 -- validators of the latest 200
       last_modified TEXT,
       gone          INTEGER NOT NULL);    -- consecutive 404/410 after a 200
-    CREATE INDEX revisits_due ON revisits (due) WHERE due IS NOT NULL;
-    CREATE INDEX revisits_gone ON revisits (fingerprint) WHERE gone > 0;
 
-on the store's connection, inside its open transaction: the write-ahead
-commit that makes a page ``done`` carries its record. The partial indexes
-hold only scheduled (and gone) rows, so the due order costs nothing for
-URLs that are not re-visited. ``urls_readable`` shows ``next_due`` (UTC),
-``revisit_visits``, ``changes`` and ``gone``. The Redis store: :mod:`extensions.backends.redis.revisits`.
+Partial indexes hold only scheduled (and gone) rows. Written inside the
+store's transaction: the commit that makes a page ``done`` carries its record.
 """
 
 from __future__ import annotations
@@ -33,6 +26,7 @@ import math
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
+from extensions.backends.sqlite.tables import rows_in
 from extensions.frontier.store import RevisitCounts, RevisitRecord
 
 #: The table and its indexes (run by the SQLite store's schema script).
@@ -48,7 +42,6 @@ CREATE INDEX IF NOT EXISTS revisits_gone ON revisits (fingerprint) WHERE gone > 
 
 _COLUMNS = ("fingerprint, due, interval, visits, changes, first_visit, last_visit, "
             "last_change, content, etag, last_modified, gone")
-_CHUNK = 500  # bound on SQL variables per statement
 
 
 def _row(record: RevisitRecord) -> tuple:
@@ -60,20 +53,14 @@ def _record(row: Sequence) -> RevisitRecord:
 
 
 class SQLiteRevisitTable:
-    """The ``revisits`` table on the SQLite store's connection (``connection``
-    returns it, raising the store's error when the store is not open)."""
+    """The ``revisits`` table on the SQLite store's connection."""
 
     def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
         self._connection = connection
 
     def get(self, fingerprints: Sequence[int]) -> dict[int, RevisitRecord]:
-        db, found = self._connection(), {}
-        for start in range(0, len(fingerprints), _CHUNK):
-            chunk = list(fingerprints[start:start + _CHUNK])
-            marks = ",".join("?" * len(chunk))
-            for row in db.execute(f"SELECT {_COLUMNS} FROM revisits WHERE fingerprint IN ({marks})", chunk):
-                found[row[0]] = _record(row)
-        return found
+        sql = f"SELECT {_COLUMNS} FROM revisits WHERE fingerprint IN ({{marks}})"
+        return {row[0]: _record(row) for row in rows_in(self._connection(), sql, fingerprints)}
 
     def put(self, records: Sequence[RevisitRecord]) -> None:
         self._connection().executemany(

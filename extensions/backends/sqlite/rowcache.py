@@ -1,22 +1,8 @@
-"""A bounded memory of the URL rows the SQLite store wrote or read lately.
-
-Within one page's life the frontier asks for the same few rows again and
-again, each a single-row query: the status of a URL it dequeues (a stale
-copy left by an AOPIC promotion?) or whose cash a credit just raised (still
-queued, so it may move up?), the cash of a URL it hands out (AOPIC's
-Lambda) and of a page's outlinks, credited a moment ago by earlier pages.
-:class:`RowCache` keeps the status and the cash row of the fingerprints the
-store touched lately, kept true by every write the store makes to those
-columns (write-through), so such a read is a dict look-up.
-
-It only ever holds what the store's open transaction holds: the tables
-consult it only inside the store's own transaction (:meth:`RowCache.within`:
-a statement that failed and rolled the transaction back ends it; a read-only
-reader never uses it, since another process writes the file), the store
-clears it when a commit fails, and the URL table clears the statuses after a
-bulk update it does not follow row by row. Bounded:
-a memory that reaches ``bound`` entries starts again empty (the rows are
-in the file; only the next look-ups cost a query).
+"""A bounded write-through memory of the URL statuses and cash rows the
+SQLite store touched lately, so the frontier's repeated single-row reads are
+dict look-ups. It holds only what the store's open transaction holds
+(:meth:`RowCache.within`; cleared on a failed commit or a bulk update) and
+starts again empty at ``bound`` entries.
 """
 
 from __future__ import annotations
@@ -66,8 +52,7 @@ class RowCache:
 
     def wrote_status(self, fingerprints: Iterable[int], status: int, only_from: int | None) -> None:
         """An UPDATE set ``status`` on these rows (those whose status was
-        ``only_from``, if given). Only remembered rows change: an UPDATE of a
-        row that does not exist writes nothing, so it must not be remembered."""
+        ``only_from``, if given); only remembered rows change."""
         statuses = self.statuses
         for fp in fingerprints:
             old = statuses.get(fp)

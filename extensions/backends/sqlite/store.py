@@ -1,74 +1,25 @@
 """The frontier's embedded store: one SQLite file (stdlib ``sqlite3``).
 
-The file is ``JOBDIR/frontier.sqlite3`` (without ``JOBDIR`` the frontier
-puts it in a temporary directory removed at close). It runs in WAL mode with
-``synchronous=NORMAL``: every change goes into one open transaction that is
-committed at each checkpoint and, with write-ahead (``FRONTIER_WRITE_AHEAD``,
-on by default), by :meth:`SQLiteStore.commit` before each request is handed
-out, so after ``kill -9`` the file holds exactly the state of the last commit
-(an operating-system crash may lose the last commits too: WAL frames are not
-fsync'd at commit). Inspect it with the ``sqlite3`` command while a crawl runs
-(WAL lets readers in)::
+``JOBDIR/frontier.sqlite3`` (without ``JOBDIR`` a temporary directory), WAL,
+``synchronous=NORMAL``, one open transaction committed at each checkpoint
+and, with ``FRONTIER_WRITE_AHEAD``, before each request is handed out: after
+``kill -9`` the file holds the last commit. Readable while a crawl runs
+(``SELECT status, COUNT(*) FROM urls_readable GROUP BY status``). The
+``urls`` row (authoritative: the queues are rebuilt from it after a crash)::
 
-    sqlite3 JOBDIR/frontier.sqlite3 \\
-      "SELECT status, COUNT(*) FROM urls_readable GROUP BY status"
+    fingerprint INTEGER PRIMARY KEY  -- signed 64-bit: high 24 bits the host's, low 40 the URL's
+    url, host   TEXT                 -- as requested; host lower case
+    status      INTEGER              -- see the statuses table
+    level, priority, depth, seq      -- front queue, request.priority, depth, discovery order
+    discovered, fetched REAL         -- unix times
+    referer     TEXT
+    flags       INTEGER              -- 1 dont_filter, 2 blob, 4 memory-only
+    extra       TEXT                 -- JSON: compact meta keys, callback names
+    blob        BLOB                 -- pickle of request.to_dict() when not compact
 
-Schema (version 1)::
-
-    -- Every known URL. Authoritative: a queued or in-flight row holds all
-    -- that is needed to rebuild its request, so the queues can be rebuilt
-    -- from it after a crash.
-    CREATE TABLE urls (
-      fingerprint INTEGER PRIMARY KEY,  -- signed 64-bit: high 24 bits hash the
-                                        -- host, low 40 the canonical URL, so
-                                        -- one host's rows cluster (Mercator)
-      url        TEXT    NOT NULL,      -- as requested (not canonicalised)
-      host       TEXT    NOT NULL,      -- host name, lower case
-      status     INTEGER NOT NULL,      -- 0 queued, 1 inflight, 2 done,
-                                        -- 3 failed, 4 excluded, 5 deferred,
-                                        -- 6 refused
-                                        -- (see statuses)
-      level      INTEGER NOT NULL,      -- front queue chosen by the prioritiser
-      priority   INTEGER NOT NULL,      -- Scrapy's request.priority
-      depth      INTEGER NOT NULL,      -- request.meta['depth']
-      seq        INTEGER NOT NULL,      -- discovery order (rebuild order)
-      discovered REAL    NOT NULL,      -- unix time first (re)queued
-      fetched    REAL,                  -- unix time the last fetch ended
-      referer    TEXT,                  -- the Referer header, if any
-      flags      INTEGER NOT NULL,      -- 1 dont_filter, 2 blob, 4 memory-only
-      extra      TEXT,                  -- JSON: compact meta keys, callback names
-      blob       BLOB                   -- pickle of request.to_dict() when the
-                                        -- request cannot be stored compactly
-    );
-    -- Order only: which fingerprints each front/back queue holds.
-    CREATE TABLE queue_items (
-      queue       TEXT    NOT NULL,     -- 'front/0'..'front/K-1', 'back/0'..
-      seq         INTEGER NOT NULL,     -- position (may be negative: push_front)
-      fingerprint INTEGER NOT NULL,
-      PRIMARY KEY (queue, seq)) WITHOUT ROWID;
-    CREATE TABLE hosts (host TEXT PRIMARY KEY, crawl_delay REAL,
-                        first_seen REAL NOT NULL) WITHOUT ROWID;
-    CREATE TABLE deferrals (origin TEXT PRIMARY KEY, reason TEXT NOT NULL,
-                            at REAL NOT NULL) WITHOUT ROWID;
-                                        -- why an origin's URLs were deferred
-                                        -- (robots.txt unreachable, circuit
-                                        -- breaker); a resume retries them
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
-                                        -- schema, clean ('1' after a clean
-                                        -- close), front_queues, back_queues
-    CREATE TABLE links (source INTEGER PRIMARY KEY, targets BLOB NOT NULL);
-                                        -- a fetched page's outlinks: packed
-                                        -- int64 fingerprints (linktable.py)
-    CREATE TABLE revisits (...);        -- a fetched URL's re-visit history and
-                                        -- next due time (revisittable.py)
-    CREATE TABLE statuses (status INTEGER PRIMARY KEY, name TEXT NOT NULL);
-    CREATE VIEW urls_readable AS        -- urls with text status and dates
-      SELECT u.fingerprint, u.url, u.host, s.name AS status, u.level,
-             u.priority, u.depth, datetime(u.discovered, 'unixepoch') AS
-             discovered, datetime(u.fetched, 'unixepoch') AS fetched,
-             u.referer, u.flags, u.extra, length(u.blob) AS blob_bytes,
-             ... cash, group, next_due, revisit_visits, changes, gone
-      FROM urls u JOIN statuses s USING (status) LEFT JOIN ...;
+``queue_items`` holds the order of each front/back queue; ``meta`` the
+schema version, ``clean`` and the queue counts; the other tables are their
+modules' (links, revisits, census) or :mod:`.tables`'.
 """
 
 from __future__ import annotations
@@ -91,9 +42,7 @@ from extensions.backends.sqlite.tables import (
 from extensions.frontier.store import FrontierStoreError
 
 SCHEMA_VERSION = "1"
-#: WAL pages written before SQLite copies them back into the database file
-#: (its default is 1000): a crawl commits every reactor turn, and fewer,
-#: larger checkpoints cost less per page; the WAL stays under ~32 MiB.
+#: WAL pages before SQLite checkpoints (default 1000): fewer, larger checkpoints cost less.
 WAL_CHECKPOINT_PAGES = 8000
 
 _SCHEMA = """
@@ -175,7 +124,7 @@ class SQLiteStore:
             self._db.execute("BEGIN")
             self._committed_changes = self._db.total_changes
         except (sqlite3.Error, OSError) as err:
-            self._abandon()
+            self.abandon()
             raise FrontierStoreError(
                 f"cannot open the frontier database {self.location}: {err} "
                 "(a corrupt file, a full disk or another program's file; move "
@@ -192,7 +141,7 @@ class SQLiteStore:
             self.get_meta("schema")
             self._load_counters()  # host_count and queue lengths, as a writer's open loads them
         except sqlite3.Error as err:
-            self._abandon()
+            self.abandon()
             raise FrontierStoreError(f"cannot read the frontier database {self.location}: {err}") from err
         self.read_only = True
 
@@ -245,7 +194,7 @@ class SQLiteStore:
 
     def close(self, clean: bool = True) -> None:
         if self._db is None or self.read_only:
-            return self._abandon()
+            return self.abandon()
         self.set_meta("clean", "1" if clean else "0")
         self.checkpoint()
         self._db.execute("COMMIT")
@@ -254,9 +203,6 @@ class SQLiteStore:
 
     def abandon(self) -> None:
         """Drop the connection without committing (a simulated crash)."""
-        self._abandon()
-
-    def _abandon(self) -> None:
         self._recent.clear()
         if self._db is not None:
             self._db.close()  # an open transaction is rolled back

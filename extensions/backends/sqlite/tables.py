@@ -1,11 +1,6 @@
-"""The SQLite store's tables (protocols of :mod:`extensions.frontier.store`).
-
-Each works on the store's one connection (``connection`` returns it,
-raising the store's error when the store is not open) and so inside its one
-open transaction: a page's status, cash, group and queue moves commit
-together. Statuses and cash rows touched lately are answered from the
-store's :class:`~extensions.backends.sqlite.rowcache.RowCache`. The schema
-is the store's (:mod:`extensions.backends.sqlite.store`).
+"""The SQLite store's tables (protocols of :mod:`extensions.frontier.store`),
+all on the store's one connection and open transaction, so a page's status,
+cash, group and queue moves commit together.
 """
 
 from __future__ import annotations
@@ -21,6 +16,13 @@ Connection = Callable[[], sqlite3.Connection]
 _ENTRY_COLUMNS = "fingerprint, url, host, level, priority, depth, referer, flags, extra, blob"
 _CHUNK = 500  # bound on SQL variables per statement
 _STATUSES = {int(status): status for status in Status}  # a dict look-up, not an enum call
+
+
+def rows_in(db: sqlite3.Connection, sql: str, fingerprints: Sequence[int]) -> Iterator[tuple]:
+    """The rows of ``sql`` (``... IN ({marks})``) for ``fingerprints``, in chunks."""
+    for start in range(0, len(fingerprints), _CHUNK):
+        chunk = fingerprints[start:start + _CHUNK]
+        yield from db.execute(sql.format(marks=",".join("?" * len(chunk))), chunk)
 
 
 class SQLiteQueues:
@@ -122,14 +124,8 @@ class SQLiteURLTable:
                 self._seq, now, e.referer, e.flags, e.extra, e.blob)
 
     def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
-        db = self._connection()
-        found: dict[int, Entry] = {}
-        for i in range(0, len(fingerprints), _CHUNK):
-            chunk = fingerprints[i : i + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for row in db.execute(f"SELECT {_ENTRY_COLUMNS} FROM urls WHERE fingerprint IN ({marks})", chunk):
-                found[row[0]] = Entry(*row)
-        return found
+        sql = f"SELECT {_ENTRY_COLUMNS} FROM urls WHERE fingerprint IN ({{marks}})"
+        return {row[0]: Entry(*row) for row in rows_in(self._connection(), sql, fingerprints)}
 
     def set_status(self, fingerprints: Iterable[int], status: Status, now: float | None = None,
                    only_from: Status | None = None) -> None:
@@ -243,14 +239,9 @@ class SQLiteCashTable:
         db = self._connection()
         memory = self._cache.within(db)
         found, missing = ({}, fingerprints) if memory is None else memory.cash_rows(fingerprints)
-        for start in range(0, len(missing), _CHUNK):
-            chunk = missing[start:start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for fp, cash, history, mark, visits in db.execute(
-                f"SELECT fingerprint, cash, history, mark, visits FROM cash WHERE fingerprint IN ({marks})",
-                chunk,
-            ):
-                found[fp] = (cash, history, mark, visits)
+        sql = "SELECT fingerprint, cash, history, mark, visits FROM cash WHERE fingerprint IN ({marks})"
+        for fp, cash, history, mark, visits in rows_in(db, sql, missing):
+            found[fp] = (cash, history, mark, visits)
         if memory is not None and missing:
             memory.read_cash(missing, found)
         return found
