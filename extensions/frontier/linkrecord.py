@@ -56,7 +56,7 @@ class LinkRecorder:
             return None
         fingerprints = [canonical_fingerprint(link) for link in page.links]
         if not page.not_modified:  # a 304 has no body: the list of its last 200 stands
-            self.record(source, fingerprints)
+            self.record(source, fingerprints, page.final_url or page.url)
         return fingerprints
 
     def redirected(self, url: str, status: int, location: bytes | None, base: str) -> None:
@@ -70,12 +70,13 @@ class LinkRecorder:
         except ValueError:
             self.stats.inc_value("linkgraph/bad_redirects")
             return
-        self.record(source, [target])
+        self.record(source, [target], url)
         self.stats.inc_value("linkgraph/redirects")
 
-    def record(self, source: int, targets: Sequence[int]) -> None:
-        """``source``'s outlinks, each once, replacing an earlier list."""
+    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
+        """``source``'s outlinks, each once, replacing an earlier list
+        (``url``: the source's, for stores that keep it)."""
         unique = list(dict.fromkeys(targets))
-        self.links.record(source, unique)
+        self.links.record(source, unique, url)
         self.stats.inc_value("linkgraph/pages")
         self.stats.inc_value("linkgraph/edges", len(unique))

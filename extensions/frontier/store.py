@@ -245,12 +245,15 @@ class ContentGroups(Protocol):
 class LinkTable(Protocol):
     """The link graph as the crawl recorded it: per fetched page (its URL
     fingerprint), its accepted outlinks' fingerprints, in the order found,
-    each once. Written in the same transaction (SQLite) or pipeline (Redis)
-    as the page's other changes, so a page marked done has its list."""
+    each once. SQLite writes it in the transaction of the page's other
+    changes, so a page marked done has its list; Redis keeps it in each
+    process's segment files (:mod:`extensions.linkgraph.segments`), flushed
+    at every checkpoint, so a kill loses the lists recorded since the last."""
 
-    def record(self, source: int, targets: Sequence[int]) -> None:
+    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
         """``source``'s outlinks (duplicates dropped, first kept); replaces
-        any earlier list of ``source`` (a re-fetch)."""
+        any earlier list of ``source`` (a re-fetch). ``url``: the source's
+        URL, kept by stores that resolve sources without a URL row."""
 
     def targets_of(self, source: int) -> list[int] | None:
         """``source``'s recorded outlinks, None if it has no list."""
