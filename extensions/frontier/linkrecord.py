@@ -18,9 +18,10 @@ A link's id is the fingerprint under which the frontier's admission files
 its URL (:func:`~extensions.frontier.fingerprint.canonical_fingerprint` of
 the canonical link, :func:`~extensions.frontier.fingerprint.url_fingerprint`
 of a page's or redirect's URL), the URL database's key, so the graph
-builder resolves ids to URLs through ``store.urls.get_many``. The records go
-into the store's open transaction (SQLite) or pipeline (Redis) with the
-page's other writes: the commit that makes a page done carries its list.
+builder resolves ids to URLs through ``store.urls.get_many``. On SQLite the
+records go into the store's open transaction with the page's other writes
+(the commit that makes a page done carries its list); on Redis into this
+process's link segments, flushed at each checkpoint.
 
 Stats: ``linkgraph/pages`` (lists recorded), ``linkgraph/edges`` (their
 links, each target once per page), ``linkgraph/redirects`` (of those lists,
