@@ -296,6 +296,24 @@ def test_on_redis_every_process_records_into_the_shared_store(tmp_path: Any, sta
     reports = [json.loads((tmp_path / f"crawl{i}" / "report.json").read_text()) for i in range(2)]
     recorded = [report["stats"].get("linkgraph/pages", 0) for report in reports]
     assert all(recorded) and sum(recorded) >= pages  # both processes recorded pages
+    # the lists are in each process's own segment files in the project's default place, not in Redis
+    from extensions.backends.redis.links import segments_directory  # noqa: PLC0415
+    from extensions.linkgraph.segments import segment_files  # noqa: PLC0415
+
+    writers = {path.name.rsplit("-", 1)[0] for path in segment_files(segments_directory(prefix))}
+    assert len(writers) == 2, writers
+    assert not redis_keys(redis_server.url, f"{prefix}:*links*")
+
+
+def redis_keys(url: str, pattern: str) -> list[bytes]:
+    """The keys of the Redis at ``url`` matching ``pattern``."""
+    import redis  # noqa: PLC0415
+
+    client = redis.Redis.from_url(url)
+    try:
+        return list(client.scan_iter(match=pattern, count=1000))
+    finally:
+        client.close()
 
 
 def test_a_304_keeps_the_list_of_the_last_200_and_a_304_location_is_no_redirect(store: Any) -> None:

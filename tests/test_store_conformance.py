@@ -44,6 +44,7 @@ from extensions.frontier.store import (
 from extensions.backends import backend_class
 from extensions.backends.memory.store import MemoryStore
 from extensions.backends.redis.store import RedisStore
+from extensions.linkgraph.segmentlinks import SegmentLinkTable
 from extensions.backends.redis.revisits import TAKE
 from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.sqlite.store import SQLiteStore
@@ -75,7 +76,8 @@ class Backend:
         if self.kind == "sqlite":
             return SQLiteStore(self.directory / "frontier.sqlite3")
         server = shared_cluster() if self.kind.startswith("redis-cluster") else shared_server()
-        return RedisStore(server.url, self.prefix, bloom=BLOOM if self.kind.endswith("-bloom") else None)
+        return RedisStore(server.url, self.prefix, bloom=BLOOM if self.kind.endswith("-bloom") else None,
+                          links=SegmentLinkTable(self.directory / "linksegments"))
 
     def finished(self, status: Status) -> Status | None:
         """What ``status_of`` says of a URL finished in ``status``: nothing

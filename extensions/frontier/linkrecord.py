@@ -1,11 +1,40 @@
 """Recording the link graph: every fetched page's outlinks, by URL fingerprint.
 
+<<<<<<< HEAD
 With ``LINKGRAPH_RECORD`` the frontier writes into ``store.links``: a
 judged page (its final URL) gets its accepted outlinks (after the URL and
 trap filters, before the URL-seen test, also for duplicates and with AOPIC
 off), and a redirect gets its ``Location`` as its one outlink. Ids are the
 URL database's keys (the fingerprints admission files URLs under), and the
 lists go into the store's open transaction with the page's other writes.
+=======
+The frontier composes one :class:`LinkRecorder` (``LINKGRAPH_RECORD``, on by
+default) and calls it at two points, writing into the store's
+:class:`~extensions.frontier.store.LinkTable` (``store.links``):
+
+* :meth:`LinkRecorder.page_done`, from ``Frontier.page_done``: the judged
+  page (the URL it was fetched from, after redirects) gets the list of its
+  accepted outlinks: after canonicalisation, the URL filter and the trap
+  filter, before the URL-seen test, so links to known URLs are kept; also
+  for a duplicate page and with AOPIC off (the graph is the web's, not the
+  crawl's). A page without links gets an empty list.
+* :meth:`LinkRecorder.redirected`, when a fetch answers a redirect: the
+  redirecting URL gets one outlink, its ``Location`` (as BUbiNG records a
+  redirect), so every URL of a redirect chain that is marked done has a list.
+
+A link's id is the fingerprint under which the frontier's admission files
+its URL (:func:`~extensions.frontier.fingerprint.canonical_fingerprint` of
+the canonical link, :func:`~extensions.frontier.fingerprint.url_fingerprint`
+of a page's or redirect's URL), the URL database's key, so the graph
+builder resolves ids to URLs through ``store.urls.get_many``. On SQLite the
+records go into the store's open transaction with the page's other writes
+(the commit that makes a page done carries its list); on Redis into this
+process's link segments, flushed at each checkpoint.
+
+Stats: ``linkgraph/pages`` (lists recorded), ``linkgraph/edges`` (their
+links, each target once per page), ``linkgraph/redirects`` (of those lists,
+redirects'), ``linkgraph/bad_redirects`` (a ``Location`` that is no URL).
+>>>>>>> segments
 """
 
 from __future__ import annotations
@@ -37,7 +66,7 @@ class LinkRecorder:
             return None
         fingerprints = [canonical_fingerprint(link) for link in page.links]
         if not page.not_modified:  # a 304 has no body: the list of its last 200 stands
-            self.record(source, fingerprints)
+            self.record(source, fingerprints, page.final_url or page.url)
         return fingerprints
 
     def redirected(self, url: str, status: int, location: bytes | None, base: str) -> None:
@@ -51,12 +80,13 @@ class LinkRecorder:
         except ValueError:
             self.stats.inc_value("linkgraph/bad_redirects")
             return
-        self.record(source, [target])
+        self.record(source, [target], url)
         self.stats.inc_value("linkgraph/redirects")
 
-    def record(self, source: int, targets: Sequence[int]) -> None:
-        """``source``'s outlinks, each once, replacing an earlier list."""
+    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
+        """``source``'s outlinks, each once, replacing an earlier list
+        (``url``: the source's, for stores that keep it)."""
         unique = list(dict.fromkeys(targets))
-        self.links.record(source, unique)
+        self.links.record(source, unique, url)
         self.stats.inc_value("linkgraph/pages")
         self.stats.inc_value("linkgraph/edges", len(unique))

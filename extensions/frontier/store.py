@@ -206,13 +206,15 @@ class ContentGroups(Protocol):
 
 @runtime_checkable
 class LinkTable(Protocol):
-    """Per fetched page (its fingerprint), its accepted outlinks' fingerprints in
-    the order found, each once; written with the page's other changes, so a
-    page marked done has its list."""
+    """Per fetched page (its fingerprint), its accepted outlinks' fingerprints
+    in the order found, each once. SQLite writes a list with the page's other
+    changes; Redis appends it to this process's segment files
+    (:mod:`extensions.linkgraph.segments`), flushed at every checkpoint."""
 
-    def record(self, source: int, targets: Sequence[int]) -> None:
+    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
         """``source``'s outlinks (duplicates dropped, first kept); replaces
-        any earlier list of ``source`` (a re-fetch)."""
+        any earlier list of ``source`` (a re-fetch). ``url``: the source's
+        URL, kept by stores that resolve sources without a URL row."""
 
     def targets_of(self, source: int) -> list[int] | None:
         """``source``'s recorded outlinks, None if it has no list."""

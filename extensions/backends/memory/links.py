@@ -11,7 +11,7 @@ class MemoryLinkTable:
     def __init__(self) -> None:
         self._lists: dict[int, list[int]] = {}
 
-    def record(self, source: int, targets: Sequence[int]) -> None:
+    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
         self._lists[source] = list(dict.fromkeys(targets))
 
     def targets_of(self, source: int) -> list[int] | None:

@@ -26,6 +26,7 @@ from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.contentseen import HEARTBEAT_TTL, RedisContentSeen, RedisContentStore
 from extensions.backends.redis.contentseen_worker import AsyncRedisContentSeen
 from extensions.backends.redis.keys import Keys
+from extensions.backends.redis.links import link_segments
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.worker import running_reactor, start_worker
 from extensions.contentseen.exact import ContentStoreError
@@ -100,13 +101,14 @@ def redis_store(crawler: Crawler) -> RedisStore:
     bloom = redis_bloom(crawler.settings) if seen_backend(crawler.settings) == "bloom" else None
     return RedisStore(config.url, config.prefix, persist=config.persist, flush_on_start=config.flush_on_start,
                       retries=config.retries, timeout=config.timeout, bloom=bloom,
-                      connection=redis_connection(crawler))
+                      connection=redis_connection(crawler), links=link_segments(crawler.settings, config.prefix))
 
 
 def read_only_redis_store(settings: Any) -> RedisStore:
     """The crawl's Redis store for reading (not yet opened), on a connection of its own."""
     config = redis_settings(settings)
-    return RedisStore(config.url, config.prefix, retries=config.retries, timeout=config.timeout)
+    return RedisStore(config.url, config.prefix, retries=config.retries, timeout=config.timeout,
+                      links=link_segments(settings, config.prefix))
 
 
 def redis_content_store(crawler: Crawler, flush_interval: float) -> RedisContentStore:

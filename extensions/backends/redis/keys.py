@@ -14,8 +14,6 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
                       see extensions/backends/redis/bloom.py)
     P:{T}:cash        hash  fingerprint -> AOPIC (cash, history, mark, visits)
     P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
-    P:{T}:links       hash  fingerprint of a fetched page -> its outlinks'
-                      fingerprints, packed int64 (extensions/backends/redis/links.py)
     P:{T}:revisit     hash  fingerprint of a fetched URL -> its re-visit record
                       (packed, without its due time; extensions/backends/redis/revisits.py)
     P:{revisit-N}:due zset  fingerprint -> due time (+inf: not scheduled), in shards
@@ -128,7 +126,6 @@ class Keys:
         self.bloom_pattern = f"{literal}:{{*}}:bloom"
         self.known = f"{prefix}:known"
         self.cash_pattern = f"{literal}:{{*}}:cash"
-        self.links_pattern = f"{literal}:{{*}}:links"
         self.revisit_pattern = f"{literal}:{{*}}:revisit"
         self.queue_pattern = f"{glob_escape(self.queue_prefix)}*"
         self.back_pattern = f"{literal}:{{*}}:back:*"
@@ -152,10 +149,6 @@ class Keys:
 
     def groups(self, tag: str) -> str:
         return f"{self.prefix}:{{{tag}}}:groups"
-
-    def links(self, tag: str) -> str:
-        """The recorded outlinks of the fetched pages of tag ``tag``."""
-        return f"{self.prefix}:{{{tag}}}:links"
 
     def revisit(self, tag: str) -> str:
         """The re-visit records of the fetched URLs of tag ``tag``."""

@@ -62,7 +62,7 @@ from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.census import RedisCensus
 from extensions.backends.redis.connection import RedisConnection, redact
 from extensions.backends.redis.keys import SCHEMA_VERSION, Keys
-from extensions.backends.redis.links import RedisLinkTable
+from extensions.backends.redis.links import segments_directory
 from extensions.backends.redis.registry import ProcessRegistry, registry_of
 from extensions.backends.redis.revisits import RedisRevisitTable
 from extensions.backends.redis.tables import (
@@ -75,6 +75,7 @@ from extensions.backends.redis.tables import (
     URLCounters,
 )
 from extensions.frontier.store import FrontierStoreError
+from extensions.linkgraph.segmentlinks import SegmentLinkTable
 
 
 class RedisStore:
@@ -87,7 +88,7 @@ class RedisStore:
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
                  flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,
                  batch: int = 1024, bloom: BloomLayout | None = None,
-                 connection: RedisConnection | None = None) -> None:
+                 connection: RedisConnection | None = None, links: SegmentLinkTable | None = None) -> None:
         self.url = url
         self.bloom = bloom
         self.keys = Keys(prefix)
@@ -105,7 +106,7 @@ class RedisStore:
         self.hosts = RedisHostTable(self.keys, self._require)
         self.cash = RedisCashTable(self.keys, self._require, hashes)
         self.groups = RedisContentGroups(self.keys, self._require)
-        self.links = RedisLinkTable(self.keys, self._require)
+        self.links = links or SegmentLinkTable(segments_directory(prefix))  # on disk, not in Redis
         self.revisits = RedisRevisitTable(self.keys, self._require, lambda: not self.read_only)
         self.census = RedisCensus(self.keys, self._require)  # reads only
 
@@ -154,6 +155,7 @@ class RedisStore:
         """Send every buffered write (durable on the server's terms: AOF)."""
         if self._attached:
             self.counters.add_known()
+            self.links.flush()
             self.connection.flush()
 
     def close(self, clean: bool = True) -> None:
@@ -164,11 +166,13 @@ class RedisStore:
             self.checkpoint()
         else:
             self.delete_crawl()
+        self.links.close()
         self._attached = False
         self.connection.detach()
 
     def abandon(self) -> None:
         """Drop the connection without sending buffered writes (a simulated crash)."""
+        self.links.abandon()
         if self._attached:
             self._attached = False
             self.connection.close()
@@ -180,6 +184,7 @@ class RedisStore:
         for key in [*keys, *self.keys.singles]:
             self._write("UNLINK", key)
         self._flush()
+        self.links.delete()
         self.queues.load()  # none left
         self.counters.reset()
         return len(keys)

@@ -21,7 +21,7 @@ class SQLiteLinkTable:
     def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
         self._connection = connection
 
-    def record(self, source: int, targets: Sequence[int]) -> None:
+    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
         self._connection().execute("INSERT OR REPLACE INTO links VALUES (?, ?)",
                                    (source, pack_targets(targets)))
 

@@ -1,0 +1,117 @@
+"""The link table over link segments: a store's ``links`` kept in files, not in its memory.
+
+:class:`SegmentLinkTable` answers the frontier's
+:class:`~extensions.frontier.store.LinkTable` protocol from a segments
+directory (:mod:`.segments`): :meth:`record` appends to this process's own
+files; the reads (:meth:`scan`, :meth:`sources`, :meth:`targets_of`) see
+every process's records in the directory, a source's latest record winning,
+and this process's pending ones (they are flushed first). The owner flushes
+at its checkpoints and closes it with the store.
+
+The reads go through the files: :meth:`scan` and :meth:`sources` read them
+all (a graph build does); :meth:`targets_of` (a re-visit's 304) reads the
+files newest first and stops at files last written before the best record
+found.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from extensions.linkgraph.segments import (
+    SegmentRecord,
+    SegmentScan,
+    SegmentWriter,
+    delete_segments,
+    latest_records,
+    read_segment,
+    segment_files,
+)
+
+
+#: seconds a file's mtime may trail the wall time of a record it holds (a coarse kernel clock)
+MTIME_SLACK = 1.0
+
+
+class SegmentLinkTable:
+    """A link table in ``directory``, written by a :class:`SegmentWriter`
+    (made at the first record, so a reader writes nothing)."""
+
+    def __init__(self, directory: Path, *, segment_bytes: int = 64 << 20, block_bytes: int = 256 << 10,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.directory = Path(directory)
+        self.segment_bytes, self.block_bytes, self.clock = segment_bytes, block_bytes, clock
+        self.writer: SegmentWriter | None = None
+        self.last_scan = SegmentScan()  # what the latest full read met
+
+    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
+        if self.writer is None:
+            self.writer = SegmentWriter(self.directory, segment_bytes=self.segment_bytes,
+                                        block_bytes=self.block_bytes)
+        self.writer.append(source, self.clock(), url, list(dict.fromkeys(targets)))
+
+    def targets_of(self, source: int) -> list[int] | None:
+        self.flush()
+        best = None
+        scan = SegmentScan()
+        for path in sorted(segment_files(self.directory), key=_mtime, reverse=True):
+            if best is not None and _mtime(path) + MTIME_SLACK < best.when:
+                break  # last written before the best record: holds none later
+            for record in _records_of(path, scan):
+                if record.source == source and (best is None or record.when >= best.when):
+                    best = record
+        return None if best is None else best.targets.tolist()
+
+    def sources(self) -> int:
+        return len(self._latest())
+
+    def scan(self, batch: int = 10_000) -> Iterator[list[tuple[int, list[int]]]]:
+        rows = [(source, record.targets.tolist()) for source, record in self._latest().items()]
+        for start in range(0, len(rows), max(1, batch)):
+            yield rows[start:start + batch]
+
+    def urls(self) -> dict[int, str]:
+        """The URL each recorded source was recorded with (those recorded with one)."""
+        return {source: record.url for source, record in self._latest().items() if record.url}
+
+    def flush(self) -> None:
+        """Write this process's pending records."""
+        if self.writer is not None:
+            self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    def abandon(self) -> None:
+        """Drop pending records and close (a simulated crash)."""
+        if self.writer is not None:
+            self.writer.abandon()
+            self.writer = None
+
+    def delete(self) -> int:
+        """Delete every process's segment files (the crawl's end without persistence)."""
+        self.abandon()
+        return delete_segments(self.directory)
+
+    def _latest(self) -> dict[int, SegmentRecord]:
+        self.flush()
+        self.last_scan = SegmentScan()
+        return latest_records(self.directory, self.last_scan)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return float("-inf")
+
+
+def _records_of(path: Path, scan: SegmentScan) -> Iterator[SegmentRecord]:
+    try:
+        yield from read_segment(path, scan)
+    except FileNotFoundError:
+        return
