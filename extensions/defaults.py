@@ -238,16 +238,9 @@ SCHEDULER_PERSIST = False  # keep the crawl's keys at close (to resume); off: de
 
 
 # --- Link graph (extensions.frontier.linkrecord) ------------------------------
-<<<<<<< HEAD
 # Each fetched page's accepted outlinks by URL fingerprint, in the frontier's
-# store (store.links); a redirect records its Location as its one outlink.
-=======
-# Each fetched page's accepted outlinks (after canonicalisation, the URL and
-# trap filters, before the URL-seen test), by URL fingerprint, in the
-# frontier's store (store.links): JOBDIR/frontier.sqlite3 table links, or
-# on Redis each process's compressed segment files (extensions.linkgraph.segments),
-# not Redis keys. A redirect records its Location as its one outlink.
->>>>>>> segments
+# store (store.links: SQLite's links table, or on Redis each process's
+# segment files); a redirect records its Location as its one outlink.
 LINKGRAPH_RECORD = True
 LINKGRAPH_SEGMENT_BLOCK_BYTES = 256 * 1024  # records buffered before a frame is written (also at each checkpoint)
 LINKGRAPH_SEGMENT_BYTES = 64 * 1024 * 1024  # a segment file this large is closed and a new one begun

@@ -1,40 +1,13 @@
 """Recording the link graph: every fetched page's outlinks, by URL fingerprint.
 
-<<<<<<< HEAD
 With ``LINKGRAPH_RECORD`` the frontier writes into ``store.links``: a
 judged page (its final URL) gets its accepted outlinks (after the URL and
 trap filters, before the URL-seen test, also for duplicates and with AOPIC
 off), and a redirect gets its ``Location`` as its one outlink. Ids are the
-URL database's keys (the fingerprints admission files URLs under), and the
-lists go into the store's open transaction with the page's other writes.
-=======
-The frontier composes one :class:`LinkRecorder` (``LINKGRAPH_RECORD``, on by
-default) and calls it at two points, writing into the store's
-:class:`~extensions.frontier.store.LinkTable` (``store.links``):
-
-* :meth:`LinkRecorder.page_done`, from ``Frontier.page_done``: the judged
-  page (the URL it was fetched from, after redirects) gets the list of its
-  accepted outlinks: after canonicalisation, the URL filter and the trap
-  filter, before the URL-seen test, so links to known URLs are kept; also
-  for a duplicate page and with AOPIC off (the graph is the web's, not the
-  crawl's). A page without links gets an empty list.
-* :meth:`LinkRecorder.redirected`, when a fetch answers a redirect: the
-  redirecting URL gets one outlink, its ``Location`` (as BUbiNG records a
-  redirect), so every URL of a redirect chain that is marked done has a list.
-
-A link's id is the fingerprint under which the frontier's admission files
-its URL (:func:`~extensions.frontier.fingerprint.canonical_fingerprint` of
-the canonical link, :func:`~extensions.frontier.fingerprint.url_fingerprint`
-of a page's or redirect's URL), the URL database's key, so the graph
-builder resolves ids to URLs through ``store.urls.get_many``. On SQLite the
-records go into the store's open transaction with the page's other writes
-(the commit that makes a page done carries its list); on Redis into this
-process's link segments, flushed at each checkpoint.
-
-Stats: ``linkgraph/pages`` (lists recorded), ``linkgraph/edges`` (their
-links, each target once per page), ``linkgraph/redirects`` (of those lists,
-redirects'), ``linkgraph/bad_redirects`` (a ``Location`` that is no URL).
->>>>>>> segments
+URL database's keys (the fingerprints admission files URLs under). On
+SQLite the lists go into the store's open transaction with the page's
+other writes; on Redis into this process's link segments, flushed at each
+checkpoint.
 """
 
 from __future__ import annotations
