@@ -273,7 +273,7 @@ class OffReactor:
     def take(self, host: str) -> None:
         """Send ``host``'s take; :meth:`hand_out` gives its request later."""
         self._send(host)
-        self.dispatch.leases.take_then(host, self.dispatch.held_origins(host),
+        self.dispatch.leases.take(host, self.dispatch.held_origins(host),
                                        lambda taken: self._take_answered(host, taken),
                                        lambda err: self._busy_failed(host))
 
@@ -316,7 +316,7 @@ class OffReactor:
                 dispatch.released(host, outcome)
                 dispatch.parts.wakeup.arm(dispatch.next_due(dispatch.parts.clock()), dispatch.parts.clock())
 
-        dispatch.leases.release_then(host, wait, True, held.heap_score, released,
+        dispatch.leases.release(host, wait, True, held.heap_score, released,
                                      lambda err: self._busy_failed(host))
 
     def poll(self, room: int) -> None:
@@ -328,13 +328,13 @@ class OffReactor:
 
         def polled(poll: Poll) -> None:
             try:
-                leases.acquire_then(self._candidates(poll, room),
+                leases.acquire(self._candidates(poll, room),
                                     lambda acquired: self._acquired(poll, acquired), self._poll_failed)
             except Exception:
                 self.polling = False  # or this process never polls again (it starves)
                 raise
 
-        leases.poll_then(room, polled, self._poll_failed)
+        leases.poll(room, polled, self._poll_failed)
 
     def _acquired(self, poll: Poll, acquired: list[Any]) -> None:
         self.polling = False
