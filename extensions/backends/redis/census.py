@@ -45,12 +45,9 @@ class RedisCensus:
     def _rows(self) -> Iterator[Row]:
         connection = self._connection()
         for key in list(connection.scan(self.keys.urls_pattern)):
-            seen: set[bytes] = set()  # HSCAN may repeat a field
             for field, row in connection.hscan(key, 10_000):
-                if field not in seen:
-                    seen.add(field)
-                    status, fetched, seq, _ = row_head(row)
-                    yield Row(unpack_entry(int(field), row), status, seq, fetched)
+                status, fetched, seq, _ = row_head(row)
+                yield Row(unpack_entry(int(field), row), status, seq, fetched)
 
     def _held(self) -> dict[str, tuple[str, float]]:
         """Origins held now: ``origin -> (reason, until)`` (an ended hold the

@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals, Paid
-from extensions.backends.redis.keys import tag_of
+from extensions.backends.redis.keys import positions_by
+from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.scripts import lua
 from extensions.frontier.store import Entry
 
@@ -109,7 +110,7 @@ class SharedLedger(AOPICLedger):
         reads, rows_of = self.store.urls.entry_reads(entries_of)
         writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
         first = [*writes, self._take_command(take, d, outlinks, tax), view, *reads]
-        by_tag = _positions_by_tag(credits)
+        by_tag = positions_by(credits, tag_of)
 
         def credit(answers: list[Any]) -> tuple[Any, ...]:  # on the worker thread: no state touched
             try:
@@ -201,7 +202,7 @@ class SharedLedger(AOPICLedger):
             taken, _, new, _ = _decode(answer)
             to_lambda = float(answer[4])
             amount = taken[3] if amount is None else amount
-        by_tag = _positions_by_tag(credits)
+        by_tag = positions_by(credits, tag_of)
         commands = self._credit_commands(by_tag, credits, d, outlinks, amount or 0.0, mode)
         changes: list[Change] = [(0.0, 0.0, False)] * len(credits)
         if commands or entries is None:
@@ -243,14 +244,6 @@ class SharedLedger(AOPICLedger):
         cash, history, marks = self.store.cash.cash_totals()
         count = self.store.cash.cash_count()
         return LedgerTotals(cash, count * self.dividend - marks, self.lambda_cash, self.put_in, history, count)
-
-
-def _positions_by_tag(credits: list[int]) -> dict[str, list[int]]:
-    """The positions in ``credits`` of each slot tag's URLs."""
-    by_tag: dict[str, list[int]] = {}
-    for position, fp in enumerate(credits):
-        by_tag.setdefault(tag_of(fp), []).append(position)
-    return by_tag
 
 
 def _merge_credits(by_tag: dict[str, list[int]], answers: list[Any], count: int) -> tuple[list[Change], int, float]:

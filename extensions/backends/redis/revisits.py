@@ -41,7 +41,8 @@ from email.utils import formatdate, parsedate
 from typing import Any
 
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.keys import Keys, group_by_tag, tag_of
+from extensions.backends.redis.keys import Keys, group_by_tag
+from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.scripts import lua
 from extensions.frontier.store import RevisitCounts, RevisitRecord
 
@@ -283,14 +284,11 @@ class RedisRevisitTable:
         connection, batch = self._connection(), max(1, batch)
         found: list[tuple[int, bytes]] = []
         for key in list(connection.scan(self.keys.revisit_pattern)):
-            seen: set[bytes] = set()  # HSCAN may repeat a field
             for field, value in connection.hscan(key, batch):
-                if field not in seen:
-                    seen.add(field)
-                    found.append((int(field), value))
-                    if len(found) >= batch:
-                        yield self._with_dues(found)
-                        found = []
+                found.append((int(field), value))
+                if len(found) >= batch:
+                    yield self._with_dues(found)
+                    found = []
         if found:
             yield self._with_dues(found)
 

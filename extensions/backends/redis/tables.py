@@ -20,7 +20,7 @@ import numpy as np
 
 from extensions.backends.redis.bloom import BloomLayout, bloom_hashes
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.keys import FINISHED_FIELD, Keys, group_by_tag, tag_of
+from extensions.backends.redis.keys import FINISHED_FIELD, Keys, group_by_tag, positions_by, scatter
 from extensions.backends.redis.rows import (
     STATUS_BYTE,
     fetched_bytes,
@@ -28,6 +28,7 @@ from extensions.backends.redis.rows import (
     pack_row,
     row_head,
     row_status,
+    tag_of,
     unpack_cash,
     unpack_entry,
 )
@@ -181,7 +182,7 @@ class RedisURLTable:
         if not entries:
             return []
         seqs = self.counters.sequence_numbers(len(entries))
-        by_tag = group_by_tag(range(len(entries)), lambda i: tag_of(entries[i].fingerprint))
+        by_tag = positions_by(entries, lambda entry: tag_of(entry.fingerprint))
         head = [] if self.bloom is None else self.bloom.args()
         commands = []
         for tag, indexes in by_tag.items():
@@ -192,10 +193,7 @@ class RedisURLTable:
                 if self.bloom is not None:
                     args += bloom_hashes(entry.fingerprint)
             commands.append(("EVAL", INSERT_NEW, 2 if self.bloom is None else 3, *args))
-        new = [False] * len(entries)
-        for indexes, added in zip(by_tag.values(), self._connection().call(*commands)):
-            for i, flag in zip(indexes, added):
-                new[i] = bool(flag)
+        new = scatter(by_tag, self._connection().call(*commands), len(entries))
         self.counters.count_known(sum(new))
         return new
 
@@ -255,10 +253,7 @@ class RedisURLTable:
                 seqs.append(seq)
                 fps.append(fp)
                 levels.append(level)
-        order = np.argsort(np.frombuffer(seqs, dtype=np.int64), kind="stable")
-        fp_array = np.frombuffer(fps, dtype=np.int64)[order]
-        _, first = np.unique(fp_array, return_index=True)  # HSCAN may repeat a field
-        for index in order[np.sort(first)]:
+        for index in np.argsort(np.frombuffer(seqs, dtype=np.int64), kind="stable"):
             yield fps[index], levels[index]
 
     def iter_all(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, int]]:
