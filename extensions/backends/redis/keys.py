@@ -101,6 +101,11 @@ def scatter(groups: dict[str, list[int]], answers: Iterable[Iterable[Any]], coun
     return flags
 
 
+def found_values(groups: Iterable[list[int]], answers: Iterable[list[Any]]) -> dict[int, Any]:
+    """``fingerprint -> value`` from per-group HMGET answers, missing ones left out."""
+    return {fp: value for fps, values in zip(groups, answers) for fp, value in zip(fps, values) if value is not None}
+
+
 def host_tag(host: str) -> str:
     """The tag of every fingerprint of ``host`` (and of its per-host keys)."""
     return f"{host_hash(host):06x}"
