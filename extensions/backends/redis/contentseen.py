@@ -69,12 +69,11 @@ class ContentKeys:
     """Every content-seen key name of one crawl (one prefix)."""
 
     def __init__(self, prefix: str) -> None:
-        Keys(prefix)  # the frontier's check: non-empty, no braces or spaces
         self.prefix = prefix
         self.base = f"{prefix}:contentseen"
         self.meta = f"{self.base}:meta"
         self.ids = f"{self.base}:near_ids"
-        self.processes = Keys(prefix).processes  # the crawl's process registry (shared)
+        self.processes = Keys(prefix).processes  # the crawl's process registry; checks the prefix
         literal = glob_escape(self.base)
         #: what deleting the content-seen sets removes
         self.patterns = tuple(f"{literal}:{{*}}:{kind}" for kind in ("exact", "near_docs", "near_table"))
@@ -114,11 +113,6 @@ class RedisContentStore:
     def registry(self) -> ProcessRegistry:
         """The crawl's process registry (shared with the frontier)."""
         return registry_of(self.connection, self.keys.processes)
-
-    @property
-    def owner(self) -> str:
-        """This process's id in the registry."""
-        return self.registry.owner
 
     # -- lifecycle ---------------------------------------------------------------
     def open(self) -> RedisContentStore:

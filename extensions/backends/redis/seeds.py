@@ -73,7 +73,6 @@ class RedisSeeds:
         self._loop: task.LoopingCall | None = None
         self._idle_since: float | None = None
         self._activity: tuple[int, ...] = ()
-        self._announced = False
         self.connection: Any = None  # the shared RedisConnection the client belongs to
 
     @classmethod
