@@ -30,7 +30,7 @@ from typing import Any
 
 import redis
 
-from extensions.backends.redis.keys import tag_of
+from extensions.backends.redis.rows import tag_of
 from extensions.linkgraph.lists import pack_targets
 from extensions.linkgraph.segments import SegmentScan, latest_records
 from testweb import WebConfig, start_testweb

@@ -318,7 +318,7 @@ def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool =
 def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
     """URLs queued or in flight that were fetched already (put back by a
     take-over): killing their fetcher now could fetch them a third time."""
-    from extensions.backends.redis.keys import tag_of, unpack_entry
+    from extensions.backends.redis.rows import tag_of, unpack_entry
     from testweb.model import canonical_url
 
     pending = 0
@@ -456,7 +456,7 @@ def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServe
     assert lost.state == "taken"
     frontier.dispatch.renew_leases()  # no failure seen: nothing to repair
     assert frontier.stats.get_value("frontier/inflight_repaired") is None
-    frontier.store._retry.failures += 1  # what LoggingRetry counts when a call is retried
+    frontier.store.connection.retry.failures += 1  # what LoggingRetry counts when a call is retried
     frontier.dispatch.renew_leases()
     assert frontier.stats.get_value("frontier/inflight_repaired") == 1
     inflight = frontier.dispatch.leases.inflight_of(["h1.test"])["h1.test"]

@@ -30,7 +30,8 @@ from extensions.frontier.scheduler import Frontier
 from extensions.frontier.store import Entry, FrontierStoreError, Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout, RedisBloom
-from extensions.backends.redis.keys import host_tag, tag_of
+from extensions.backends.redis.keys import host_tag
+from extensions.backends.redis.rows import tag_of
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
 from tests.test_frontier_support import drain, make_frontier
 

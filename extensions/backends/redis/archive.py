@@ -1,43 +1,24 @@
-"""The WARC archive index in Redis, shared by every process of a crawl.
-
-Implements :class:`extensions.output.archive.ArchiveIndex` for
-``FRONTIER_BACKEND = "redis"``: processes sharing a prefix write revisit
-records for payloads another process archived, and a later crawl of the same
-prefix refers to the records of the earlier one (while its keys are kept:
-``SCHEDULER_PERSIST``). Key layout (``P`` is ``FRONTIER_REDIS_PREFIX``)::
+"""The WARC archive index in Redis, shared by every process of a crawl
+(:class:`extensions.output.archive.ArchiveIndex`). Keys::
 
     P:{archive-DD}:digests  hash  payload digest ("sha1:BASE32") -> the first
                             record holding it: "date TAB record-id TAB uri"
     P:{T}:captures          hash  URI -> its latest capture:
                             "digest TAB date TAB record-id"
 
-``DD`` is the digest's first two base-32 characters (1,024 partitions; Redis
-Cluster hash tags, so a cluster spreads them over its masters), ``T`` the
-host tag of the URI's host (:func:`extensions.backends.redis.keys.host_tag`:
-the slot of the host's other rows). Both match the crawl's ``P:{*}:*``
-pattern, so they are kept and deleted with the frontier's keys
-(``SCHEDULER_PERSIST``, ``SCHEDULER_FLUSH_ON_START``).
-
-Round trips: a look-up is one pipeline on the crawler's one connection
-(:func:`extensions.backends.redis.factory.redis_connection`), on the reactor
-thread (the record is written in ``response_downloaded``, which cannot
-wait); the additions are buffered and ride on the next look-up. The first
-writer of a digest stays (``HSETNX``). Errors after the connection's
-retries raise :class:`~extensions.output.archive.ArchiveIndexError`.
+``DD`` is the digest's first two base-32 characters, ``T`` the host tag of
+the URI's host; both go with the frontier's keys (``P:{*}:*``). A look-up is
+one round trip; additions are buffered; the first writer of a digest stays.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from extensions.output.archive import ArchiveIndexError
 from extensions.output.dedup import Capture
 from extensions.backends.redis.connection import RedisConnection, RedisLayerError
 from extensions.backends.redis.keys import Keys, host_tag
-
-if TYPE_CHECKING:
-    pass
 
 _SEPARATOR = "\t"
 
@@ -65,7 +46,7 @@ def _text(value: bytes | str | None) -> str | None:
 
 
 class RedisArchiveIndex:
-    """The archive index on one Redis prefix (see the module docstring)."""
+    """The archive index on one Redis prefix."""
 
     def __init__(self, connection: RedisConnection, prefix: str) -> None:
         self.connection = connection

@@ -1,8 +1,6 @@
 """The Redis backend: the crawl's state in one Redis (or a Redis Cluster)
-shared by every crawler process of the crawl (``REDIS_URL``,
-``FRONTIER_REDIS_PREFIX``). With ``FRONTIER_DISTRIBUTED`` (the default) the
-frontier's host dispatch is shared too: hosts leased to one process at a
-time (:mod:`.distributed`)."""
+shared by every crawler process of the crawl; with ``FRONTIER_DISTRIBUTED``
+the host dispatch is shared too (:mod:`.distributed`)."""
 
 from __future__ import annotations
 
@@ -26,9 +24,7 @@ if TYPE_CHECKING:
     from extensions.contentseen.sets import ContentOptions, ContentSets
     from extensions.frontier.store import FrontierStore
 
-# The modules that import the redis package are imported in the methods:
-# an SQLite crawl that only loads this class (the add-on's Redis seeds
-# extension checks for it) does not pay for them.
+# modules that import redis are imported in the methods: loading this class costs an SQLite crawl nothing
 
 
 class RedisBackend:

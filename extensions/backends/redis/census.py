@@ -1,16 +1,7 @@
-"""The URL table summed up for an operator, on Redis: the URLCensus of
-:class:`~extensions.backends.redis.store.RedisStore`.
-
-One pass over every URL row (SCAN for the ``P:{T}:urls`` hashes, HSCAN in
-each, a field HSCAN repeats is counted once), then, for the busiest hosts
-only, their politeness state where the multi-process frontier keeps it
-(``next`` of ``P:{T}:lease:HOST``: the earliest start of the host's next
-fetch, server ms) and the origins held now (``P:{holds}:origins``, see
-:mod:`extensions.backends.redis.holds`). Reads only: no script runs (the
-holds script would drop ended holds), so a running crawl is not disturbed.
-Redis rows keep no discovery time: a refused URL never fetched has no time
-and sorts after the timed ones. A Bloom-mode store trims finished rows, so
-its hosts' ``done`` and its last errors count only rows still there.
+"""The URL table summed up for an operator, on Redis: one pass over every URL
+row, then the busiest hosts' next fetch time (``next`` of their lease) and
+the origins held now. Reads only, so a running crawl is not disturbed. A
+Bloom-mode store trims finished rows: only rows still there count.
 """
 
 from __future__ import annotations
@@ -26,8 +17,7 @@ from extensions.frontier.store import Census
 
 
 class RedisCensus:
-    """The census over the store's connection (``connection`` returns it,
-    raising the store's error when the store is not open)."""
+    """The census over the store's connection."""
 
     def __init__(self, keys: Keys, connection: Callable[[], RedisConnection],
                  clock: Callable[[], float] = time.time) -> None:
@@ -45,17 +35,12 @@ class RedisCensus:
     def _rows(self) -> Iterator[Row]:
         connection = self._connection()
         for key in list(connection.scan(self.keys.urls_pattern)):
-            seen: set[bytes] = set()  # HSCAN may repeat a field
             for field, row in connection.hscan(key, 10_000):
-                if field not in seen:
-                    seen.add(field)
-                    status, fetched, seq, _ = row_head(row)
-                    yield Row(unpack_entry(int(field), row), status, seq, fetched)
+                status, fetched, seq, _ = row_head(row)
+                yield Row(unpack_entry(int(field), row), status, seq, fetched)
 
     def _held(self) -> dict[str, tuple[str, float]]:
-        """Origins held now: ``origin -> (reason, until)`` (an ended hold the
-        crawl has not dropped yet is left out; the server's clock and this
-        one are taken to agree)."""
+        """Origins held now: ``origin -> (reason, until)``."""
         now, held = self.clock(), {}
         for origin, value in self._connection().call(("HGETALL", self.keys.held_origins))[0].items():
             until_ms, _, reason = value.decode().partition(" ")

@@ -1,10 +1,6 @@
-"""One connection to Redis for every component that keeps state there (the
-frontier's store, host leases, AOPIC ledger, content-seen sets): a single
-Redis or any node of a Redis Cluster behind one ``REDIS_URL``, one pipeline
-(:class:`RedisConnection`), scripts called by SHA, retries with back-off
-that are logged, passwords kept out of messages. A crawler gets its one
-connection from :func:`extensions.backends.redis.factory.redis_connection`.
-"""
+"""One connection to Redis (a single server or any node of a Redis Cluster)
+for every Redis component of a crawler: one pipeline, scripts called by
+SHA, logged retries with back-off, passwords kept out of messages."""
 
 from __future__ import annotations
 
@@ -40,15 +36,12 @@ def redact(url: str) -> str:
 
 
 class LoggingRetry(Retry):
-    """redis-py's retry with exponential back-off, logging every failure so
-    that an unreachable Redis mid-crawl is never a silent stall."""
+    """redis-py's retry with exponential back-off, logging every failure."""
 
     def __init__(self, location: str, retries: int) -> None:
         super().__init__(ExponentialBackoff(cap=2.0, base=0.1), retries)
         self.location = location
-        # failed attempts so far: a retried command may have run twice (a
-        # time-out after the server ran it), which callers may have to repair
-        self.failures = 0
+        self.failures = 0  # failed attempts: a retried command may have run twice
 
     def call_with_retry(self, do: Callable[[], T], fail: Callable[..., Any],
                         is_retryable: Callable[[Exception], bool] | None = None,
@@ -64,8 +57,7 @@ class LoggingRetry(Retry):
 
 
 def is_cluster(client: Any) -> bool:
-    """Whether ``client`` (from :func:`connect`) talks to a Redis Cluster,
-    where a command or script may only touch keys of one slot."""
+    """Whether ``client`` (from :func:`connect`) talks to a Redis Cluster."""
     return isinstance(client, RedisCluster)
 
 
@@ -94,9 +86,7 @@ def connect(url: str, timeout: float, retry: Retry) -> Any:
 
 class RedisLayerError(FrontierStoreError):
     """Redis failed (after the retries) or refused a command; the message
-    names the server (password hidden). A :class:`FrontierStoreError`, so the
-    frontier's error handling covers its store; the content-seen sets
-    re-raise it as their own ``ContentStoreError``."""
+    names the server (password hidden)."""
 
 
 #: every script's source -> its SHA1 (what EVALSHA names it by)
@@ -104,10 +94,8 @@ _SHAS: dict[str, str] = {}
 
 
 def script(source: str) -> str:
-    """Register a Lua script (called at import by the modules that define
-    scripts); returns ``source`` unchanged. Every open connection loads the
-    registered scripts once, and sends ``("EVAL", source, ...)`` commands as
-    EVALSHA: the script's text never travels per call."""
+    """Register a Lua script (every connection loads it once and sends
+    ``("EVAL", source, ...)`` as EVALSHA); returns ``source``."""
     sha_of(source)
     return source
 
@@ -121,30 +109,20 @@ def sha_of(source: str) -> str:
 
 
 class RedisConnection:
-    """One client and one non-transactional pipeline to one Redis (single or
-    Cluster), shared by every Redis component of a crawler (the URL store,
-    the host leases, the AOPIC ledger, the content-seen sets) so that a
-    process holds one connection pool and their commands keep one order.
-
-    Promises: :meth:`call` sends every buffered write before its own
-    commands, in order, so a read sees every earlier write of the process;
-    :meth:`write` buffers (sent with the next call, or when ``batch``
-    commands wait). Scripts go as EVALSHA; a server that lost its script
-    cache (restart, fail-over, ``SCRIPT FLUSH``) answers NOSCRIPT, and the
-    connection loads the scripts and sends the refused ones again (after
-    the rest of their pipeline: the one case where order bends; counted in
-    :attr:`script_reloads`). Errors: :class:`RedisLayerError` after the
-    retries of :class:`LoggingRetry`. Users :meth:`attach` and
-    :meth:`detach`; the last one out closes. Not thread-safe.
+    """One client and one non-transactional pipeline to one Redis, shared by
+    a crawler's Redis components. :meth:`call` sends every buffered write
+    before its own commands, in order; :meth:`write` buffers (sent with the
+    next call, or when ``batch`` commands wait). A server that lost its
+    scripts (NOSCRIPT) gets them again and the refused commands are resent
+    (after the rest of their pipeline). Errors: :class:`RedisLayerError`
+    after the retries. The last user to :meth:`detach` closes. Not thread-safe.
     """
 
     def __init__(self, url: str, *, retries: int = 6, timeout: float | None = 10.0, batch: int = 1024) -> None:
         self.url, self.location = url, redact(url)
         self.retries, self.timeout, self.batch = retries, timeout, batch
         self.round_trips = 0  # pipelines sent
-        # time spent waiting for Redis, in all and on the reactor thread (the
-        # reactor serves nothing else meanwhile): ``redis/*`` stats, bench.distributed
-        self.wait_seconds = 0.0
+        self.wait_seconds = 0.0  # waiting for Redis, in all and on the reactor thread
         self.reactor_seconds = 0.0
         self.reactor_round_trips = 0
         self.script_reloads = 0  # pipelines in which the server had lost the scripts
@@ -158,8 +136,7 @@ class RedisConnection:
 
     # -- lifecycle ---------------------------------------------------------------
     def attach(self, purpose: str, error: type[Exception] = FrontierStoreError) -> RedisConnection:
-        """One more user; the first connects and loads the scripts. A
-        failure raises ``error`` naming the URL and ``purpose``."""
+        """One more user; the first connects (a failure raises ``error`` naming ``purpose``)."""
         if self.client is None:
             self.open(purpose, error)
         self.users += 1
@@ -204,23 +181,19 @@ class RedisConnection:
 
     @property
     def cluster(self) -> bool:
-        """Whether the server is a Redis Cluster (after open)."""
         return is_cluster(self.client)
 
     @property
     def failures(self) -> int:
-        """Failed Redis calls so far (each retried): after one, a command may
-        have run twice (a time-out after the server ran it)."""
+        """Failed Redis calls so far (each retried: a command may have run twice)."""
         return self._retry.failures if self._retry is not None else 0
 
     @property
     def retry(self) -> LoggingRetry | None:
-        """The retry policy of the open connection (its failure count)."""
         return self._retry
 
     def registry(self, key: str, factory: Callable[[], T]) -> T:
-        """The one object of ``key`` on this connection (the process
-        registry of a crawl), made by ``factory`` on first use."""
+        """The one object of ``key`` on this connection, made by ``factory`` on first use."""
         if key not in self._registries:
             self._registries[key] = factory()
         return self._registries[key]
@@ -266,8 +239,7 @@ class RedisConnection:
         return len(self._commands)
 
     def take_buffered(self) -> list[tuple[Any, ...]]:
-        """Hand over the buffered writes, in order, for the caller to send
-        (through another connection, before anything that must follow them)."""
+        """Hand over the buffered writes, in order, for the caller to send."""
         commands, self._commands = self._commands, []
         if commands and self._pipe is not None:
             self._pipe.reset()
@@ -331,25 +303,29 @@ class RedisConnection:
             self.reactor_round_trips += round_trips
 
     def timing(self) -> dict[str, float]:
-        """Round trips and seconds waiting for Redis, in all and on the
-        reactor thread (stats ``redis/*``)."""
+        """Stats ``redis/*``: round trips and waits, in all and on the reactor thread."""
         return {"redis/round_trips": self.round_trips, "redis/wait_seconds": round(self.wait_seconds, 6),
                 "redis/reactor_round_trips": self.reactor_round_trips,
                 "redis/reactor_wait_seconds": round(self.reactor_seconds, 6)}
 
     # -- reads outside the pipeline --------------------------------------------------
     def scan(self, pattern: str) -> Iterator[bytes]:
-        """Every key matching ``pattern`` (a SCAN over every master), after
-        the buffered writes."""
+        """Every key matching ``pattern`` once (on every master), after the buffered writes."""
         self.flush()
-        try:
-            yield from self.client.scan_iter(match=pattern, count=1000)
-        except RedisError as err:
-            raise RedisLayerError(f"Redis at {self.location} failed: {err}") from err
+        return self._once(self.client.scan_iter(match=pattern, count=1000), lambda key: key)
 
     def hscan(self, key: bytes | str, batch: int) -> Iterator[tuple[bytes, bytes]]:
+        """Every field of hash ``key`` and its value, once."""
+        return self._once(self.client.hscan_iter(key, count=batch), lambda pair: pair[0])
+
+    def _once(self, found: Iterator[T], key: Callable[[T], bytes]) -> Iterator[T]:
+        """``found`` without repeats (SCAN and HSCAN may repeat an element)."""
+        seen: set[bytes] = set()
         try:
-            yield from self.client.hscan_iter(key, count=batch)
+            for item in found:
+                if key(item) not in seen:
+                    seen.add(key(item))
+                    yield item
         except RedisError as err:
             raise RedisLayerError(f"Redis at {self.location} failed: {err}") from err
 

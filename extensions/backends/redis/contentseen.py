@@ -1,13 +1,6 @@
 """The content-seen sets in Redis, shared by every crawler process of a crawl.
 
-With the embedded sets (:mod:`~extensions.contentseen.exact`,
-:mod:`~extensions.contentseen.nearindex`) each ``scrapy crawl`` process has
-files of its own, so a page fetched by one process and its mirror fetched
-by another are never compared. Here the exact set
-(:class:`RedisContentSeen`, this module) and the near-duplicate index
-(:class:`~extensions.backends.redis.nearindex.RedisNearDuplicateIndex`) live
-in one Redis, a single instance or a Redis Cluster, under the crawl's
-prefix ``P`` (``FRONTIER_REDIS_PREFIX``), next to the shared frontier::
+Keys (``P`` is ``FRONTIER_REDIS_PREFIX``)::
 
     P:contentseen:{X}:exact       hash  fingerprint (8 bytes, big-endian) -> first URL
     P:contentseen:{X}:near_docs   hash  simhash (8 bytes) -> records of the documents
@@ -19,57 +12,13 @@ prefix ``P`` (``FRONTIER_REDIS_PREFIX``), next to the shared frontier::
     P:contentseen:meta            hash  schema, distance, blocks (the index layout)
     P:contentseen:near_ids        int   document ids, reserved in blocks
 
-``X`` is the top 12 bits of the fingerprint or simhash (three hex digits)
-and ``Y`` the top 8 bits of the table's key: Redis Cluster hash tags, so a
-3-master cluster spreads 4,096 exact partitions, 4,096 document partitions
-and 10 x 256 table partitions over its shards; no key is hot (every page
-touches different ones) and none grows past 1/4,096 of the crawl. The keys
-are outside the frontier's ``P:{T}:*`` pattern, so each component deletes
-only its own.
-
-Round trips. A :class:`RedisContentStore` uses the crawler's one
-:class:`~extensions.backends.redis.connection.RedisConnection` (shared with the
-frontier), for the exact set and the index: writes
-whose answer nobody needs (storing a document in the index) wait and go
-with the next read, the next page's exact test. Per page (counted by
-``RedisContentStore.round_trips``, asserted in
-``tests/test_contentseen_redis.py``):
-
-=====================================  ==========================================
-exact duplicate, or no text            1 (``HSETNX`` + ``HGET``)
-new document                           1 (the index's candidates ride with the
-                                       exact test, :meth:`RedisContentStore.ride`;
-                                       storing it: 0)
-near-duplicate or identical simhash    2 (+ the matched documents' records)
-=====================================  ==========================================
-
-In a crawl (``CONTENTSEEN_REDIS_IO_THREAD``, on by default) the pipeline
-sends the same commands through a worker thread of its own instead
-(:mod:`extensions.backends.redis.contentseen_worker`): the same round trips per page,
-several pages' in one pipeline, none waited for on the reactor thread;
-the look-ups are written once, as steps (:data:`Steps`), for both ways.
-
-A block of 1,024 document ids rides with a look-up, and the buffered writes
-go with the next page or, at the latest, with the flush every
-``CONTENTSEEN_FLUSH_INTERVAL`` seconds (no round trip when a page carried
-them). First writer wins across processes: ``HSETNX`` keeps the first URL
-of a fingerprint and ``HGET`` in the same pipeline reads whatever was kept.
-Memory and time per page: ``python -m bench.contentseen_cost`` (figures in
-the README, not here).
-
-Lifetime (scrapy-redis conventions, as the frontier's Redis store):
-``persist=False`` (``SCHEDULER_PERSIST`` off) deletes every content-seen key
-of the crawl at a clean close, but only by the last process: the crawl's
-process registry (:mod:`extensions.backends.redis.registry`, ``P:processes``,
-shared with the frontier) holds each process with an expiry renewed every
-third of ``ttl`` (riding on a page's pipeline or the periodic flush), and a
-process that closes while another one is alive leaves the keys, as the
-shared frontier does with its own. ``flush_on_start`` (``SCHEDULER_FLUSH_ON_START``) deletes them at
-open. Failures: Redis unreachable at open raises
-:class:`~extensions.contentseen.exact.ContentStoreError` naming the URL
-(password hidden); mid-crawl, errors are retried with back-off and each
-retry logged (:class:`~extensions.backends.redis.connection.LoggingRetry`), then raise
-``ContentStoreError``. Not thread-safe. Pure: no Scrapy.
+``X`` is the top 12 bits of the fingerprint or simhash, ``Y`` the top 8 bits
+of the table's key: Redis Cluster hash tags. First writer wins across
+processes (``HSETNX``). A :class:`RedisContentStore` buffers writes on the
+crawler's shared connection; they go with the next read. With
+``persist=False`` the keys are deleted at close by the crawl's last process
+only (:mod:`extensions.backends.redis.registry`). Redis failures raise
+:class:`~extensions.contentseen.exact.ContentStoreError`.
 """
 
 from __future__ import annotations
@@ -120,12 +69,11 @@ class ContentKeys:
     """Every content-seen key name of one crawl (one prefix)."""
 
     def __init__(self, prefix: str) -> None:
-        Keys(prefix)  # the frontier's check: non-empty, no braces or spaces
         self.prefix = prefix
         self.base = f"{prefix}:contentseen"
         self.meta = f"{self.base}:meta"
         self.ids = f"{self.base}:near_ids"
-        self.processes = Keys(prefix).processes  # the crawl's process registry (shared)
+        self.processes = Keys(prefix).processes  # the crawl's process registry; checks the prefix
         literal = glob_escape(self.base)
         #: what deleting the content-seen sets removes
         self.patterns = tuple(f"{literal}:{{*}}:{kind}" for kind in ("exact", "near_docs", "near_table"))
@@ -142,14 +90,9 @@ class ContentKeys:
 
 
 class RedisContentStore:
-    """One connection and pipeline for the content-seen sets of one crawl.
-
-    Promises: :meth:`call` sends every buffered write before its own
-    commands, in order, so a read sees every earlier write of this process;
-    :meth:`close` deletes the crawl's content-seen keys only when ``persist``
-    is off and no other process is alive in ``clients``. Shared by the exact
-    set and the index: the first :meth:`attach` opens, the last :meth:`detach` closes.
-    """
+    """The content-seen sets' share of the connection: :meth:`call` sends the
+    buffered writes first; the first :meth:`attach` opens, the last
+    :meth:`detach` closes."""
 
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
                  flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,
@@ -171,15 +114,9 @@ class RedisContentStore:
         """The crawl's process registry (shared with the frontier)."""
         return registry_of(self.connection, self.keys.processes)
 
-    @property
-    def owner(self) -> str:
-        """This process's id in the registry."""
-        return self.registry.owner
-
     # -- lifecycle ---------------------------------------------------------------
     def open(self) -> RedisContentStore:
-        """Connect (a clear error naming the URL if Redis is not there), flush
-        on request, and join the crawl's processes."""
+        """Connect, flush on request, and join the crawl's processes."""
         self.connection.attach("the content-seen sets", ContentStoreError)
         self._open = True
         self.registry.join(self.ttl)
@@ -238,10 +175,7 @@ class RedisContentStore:
         return self.connection.pending() if self._open else 0
 
     def ride(self, commands: list[tuple[Any, ...]], deliver: Callable[[list[Any]], None]) -> None:
-        """Send ``commands`` with the next call and hand their answers to
-        ``deliver``: a read that will probably be needed (the index's
-        candidates) shares the round trip of the one made first (the
-        exact test)."""
+        """Send ``commands`` with the next call and hand their answers to ``deliver``."""
         self._riders.append((commands, deliver))
 
     def call(self, *commands: tuple[Any, ...]) -> list[Any]:
@@ -266,8 +200,7 @@ class RedisContentStore:
         return results[start:start + len(commands)]
 
     def due_commands(self) -> list[tuple[Any, ...]]:
-        """The heartbeat when it is due (then not again for a third of
-        ``ttl``), to ride on the next round trip, whichever channel sends it."""
+        """The heartbeat when due (every third of ``ttl``), to ride on the next round trip."""
         now = self.clock()
         if now < self._beat_due:
             return []
@@ -305,20 +238,14 @@ class RedisContentStore:
             raise ContentStoreError(f"the content-seen store {self.location} is not open")
 
 
-#: a look-up written once for both ways of waiting: a generator that yields
-#: the commands of each round trip, receives their answers, and returns the
-#: result (run at once by :meth:`RedisContentPart.run`, or answer by answer
-#: on the reactor thread by :mod:`extensions.backends.redis.contentseen_worker`)
+#: a look-up as a generator: yields each round trip's commands, receives their
+#: answers, returns the result (run at once, or through a worker)
 Steps = Generator[list[tuple[Any, ...]], list[Any], T]
 
 
 class RedisContentPart:
-    """What the exact set and the index share: a counted round trip on the
-    shared connection, flush, close and the context manager.
-
-    :attr:`write` buffers a command whose answer nobody needs: the store's
-    by default; a channel's (:mod:`extensions.backends.redis.contentseen_worker`) when
-    the reads go through that channel, so that they stay behind the writes."""
+    """What the exact set and the index share: counted round trips, flush,
+    close. :attr:`write` is the store's, or a worker's when reads go there."""
 
     def __init__(self, store: RedisContentStore, counters: tuple[str, ...]) -> None:
         self.store = store.attach()
@@ -331,8 +258,7 @@ class RedisContentPart:
             self.counters["flushes"] += 1
 
     def close(self) -> None:
-        """Let go of the connection (the last user flushes and closes it);
-        the object is unusable afterwards."""
+        """Let go of the connection (the last user flushes and closes it)."""
         self.store.detach()
 
     def __enter__(self) -> Any:
@@ -356,14 +282,8 @@ class RedisContentPart:
 
 
 class RedisContentSeen(RedisContentPart):
-    """The exact content-seen set in Redis, shared by every process of a crawl.
-
-    Promises (those of :class:`~extensions.contentseen.exact.ContentSeen`,
-    across processes): :meth:`add_or_get` returns the URL that first recorded
-    a fingerprint in any process of the crawl, atomically (one ``HSETNX``
-    wins); what the server acknowledged is durable on its terms (AOF), so
-    :meth:`flush` has nothing of its own to write. One round trip per call.
-    """
+    """The exact content-seen set, shared by every process of a crawl: the
+    promises of :class:`~extensions.contentseen.exact.ContentSeen`."""
 
     def __init__(self, store: RedisContentStore) -> None:
         super().__init__(store, ("lookups", "added", "duplicates"))
@@ -374,16 +294,12 @@ class RedisContentSeen(RedisContentPart):
         return cls(RedisContentStore(url, prefix, **options))
 
     def add_or_get(self, fingerprint: int, url: str) -> str:
-        """The first URL recorded for ``fingerprint``; records ``url`` if there is none.
-
-        The content is a duplicate when the result is not ``url`` itself.
-        """
+        """The first URL recorded for ``fingerprint``; records ``url`` if there is none."""
         self.counters["lookups"] += 1
         return self.first_url(self._call(*self.add_commands(fingerprint, url)), url)
 
     def add_commands(self, fingerprint: int, url: str) -> list[tuple[Any, ...]]:
-        """The one round trip of :meth:`add_or_get`: ``HSETNX`` (the first
-        writer wins, atomically) and ``HGET`` of whatever was kept."""
+        """The round trip of :meth:`add_or_get`: ``HSETNX`` and ``HGET``."""
         key, field = self.store.keys.exact(fingerprint), pack64(fingerprint)
         return [("HSETNX", key, field, encode_url(url)), ("HGET", key, field)]
 

@@ -1,39 +1,14 @@
 """The content-seen test in Redis without the reactor waiting for Redis.
 
+:class:`AsyncRedisContentSeen` sends the commands of
 :class:`~extensions.backends.redis.contentseen.RedisContentSeen` and
-:class:`~extensions.backends.redis.nearindex.RedisNearDuplicateIndex` wait for
-each round trip where they are called: on the reactor thread in a crawl,
-which serves nothing else meanwhile. :class:`AsyncRedisContentSeen` sends
-the same commands through a
-:class:`~extensions.backends.redis.worker.RedisWorker` of its own (a thread
-and a connection of its own, batching whatever is queued into one
-pipeline) and answers each page with a Deferred that fires, on the reactor
-thread, with the page's :class:`~extensions.contentseen.verdict.Verdict`.
-
-The verdicts are those of the synchronous sets, page by page:
-
-* the exact test is the same ``HSETNX`` + ``HGET`` (the first writer wins,
-  atomically, across processes and across the pages of this process that
-  wait at once); the index's candidate read rides with it, as
-  ``prefetch`` does;
-* the near-duplicate decisions (look-up, then store) are taken one page at
-  a time, in the order the pages were asked about, each one's writes queued
-  before the next one's reads (the worker keeps the order). A page's
-  candidates were read before the decisions of the pages asked just before
-  it were stored; the index adds those documents from memory (see
-  :class:`~extensions.backends.redis.nearindex.Prefetched`), so a page sees
-  every document this process stored before it, as when each page waited.
-  A decision that needs a second round trip (a candidate's records, a new
-  block of ids) holds the later decisions until its answer arrives.
-
-Round trips per page through the worker are the synchronous ones (see
-:mod:`extensions.backends.redis.contentseen`), several pages' in one pipeline; none
-on the reactor thread. The heartbeat of the process registry rides on a
-page's pipeline when due. A failed round trip (after the connection's
-retries) fails its page's Deferred with
-:class:`~extensions.contentseen.exact.ContentStoreError` and is reported to
-``on_error``; later pages go on. Not thread-safe: call it on the reactor
-thread.
+:class:`~extensions.backends.redis.nearindex.RedisNearDuplicateIndex`
+through a :class:`~extensions.backends.redis.worker.RedisWorker` of its own
+and answers each page with a Deferred of its
+:class:`~extensions.contentseen.verdict.Verdict`: the verdicts of the
+synchronous sets, the near-duplicate decisions taken one page at a time in
+the order asked. A failed round trip fails its page's Deferred with
+:class:`~extensions.contentseen.exact.ContentStoreError`; later pages go on.
 """
 
 from __future__ import annotations
@@ -62,10 +37,8 @@ class _Page:
 
 
 class AsyncRedisContentSeen:
-    """The exact set and the index (or None) answered through ``worker``
-    (see the module docstring). :meth:`close` sends what is queued and
-    stops the worker; the sets themselves stay open (their owner closes
-    them)."""
+    """The exact set and the index (or None) answered through ``worker``;
+    the sets stay open (their owner closes them)."""
 
     def __init__(self, exact: RedisContentSeen, near: RedisNearDuplicateIndex | None, worker: Any) -> None:
         self.exact, self.near, self.worker = exact, near, worker
@@ -76,8 +49,7 @@ class AsyncRedisContentSeen:
         self._reading: Counter[int] = Counter()  # ``since`` of the pages not decided yet
 
     def verdict(self, fingerprint: int, url: str, near: NearFeatures | None) -> Deferred[Verdict]:
-        """The page's verdict, later: its fingerprint's first URL, and with
-        ``near`` (its features, when judged) its group and near-duplicate."""
+        """The page's verdict, later (with ``near``: its group and near-duplicate)."""
         page = _Page(url, near if self.near is not None else None)
         commands = self.exact.store.due_commands()
         skip = len(commands)
@@ -134,8 +106,7 @@ class AsyncRedisContentSeen:
             self._decide(None)
 
     def _decide(self, answers: list[Any] | None) -> None:
-        """Run the waiting decisions in order until one needs a round trip
-        (``answers``: the first one's answers to its last round trip)."""
+        """Run the waiting decisions in order until one needs a round trip."""
         while self._deciding and not self._busy:
             page = self._deciding[0]
             try:
@@ -180,8 +151,7 @@ class AsyncRedisContentSeen:
         page.done.errback(err)
 
     def _read(self, page: _Page) -> None:
-        """The page's candidates are used: the index may forget the documents
-        every read still waiting for its decision can see."""
+        """The page's candidates are used: let the index forget what every waiting read sees."""
         if page.since < 0 or self.near is None:
             return
         self._reading[page.since] -= 1

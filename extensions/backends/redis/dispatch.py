@@ -1,16 +1,9 @@
 """Host dispatch shared by several crawler processes through Redis host leases.
 
-What one process does (the crawl-wide design is in :mod:`.distributed`):
-every host's queue lives in Redis (:mod:`.leases`); this process *holds* a
-few hosts under a lease, serves them with the usual politeness
-(:class:`~extensions.frontier.politeness.Politeness`, one fetch in flight
-per host, end-to-start gap) from a local host heap, and takes more from the
-shared host heap when none of its hosts may fetch now. Lease renewals,
-giving hosts away and sharing holds and stats run every third of the lease
-TTL (:mod:`.leaseupkeep`).
-
-In a crawl, the per-page Redis round trips run in a worker thread
-(:mod:`.sharedasync`).
+This process holds a few hosts under a lease (:mod:`.leases`), serves them
+with the usual politeness from a local host heap, and takes more from the
+shared host heap when none of its hosts may fetch now. Periodic upkeep:
+:mod:`.leaseupkeep`; round trips off the reactor: :mod:`.dispatch_worker`.
 """
 
 from __future__ import annotations
@@ -59,9 +52,7 @@ def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
 
 @dataclass(slots=True)
 class HeapPolls:
-    """What this process knows of the shared host heap and the crawl's
-    processes: read and written by the dispatch, its lease upkeep and its
-    worker thread's answers (on the reactor thread)."""
+    """What this process knows of the shared host heap and the crawl's processes."""
 
     alive: int = 1  # crawler processes alive at the last heartbeat
     hosts: int | None = None  # hosts on the shared heap at the last poll (None: poll again)
@@ -87,7 +78,6 @@ class SharedDispatch:
         self.levels, self.max_hosts = levels, max_hosts
         self.lease_ttl, self.poll_interval, self.max_lateness = lease_ttl, poll_interval, max_lateness
         self.lease_clock = lease_clock
-        # Redis round trips in a worker thread once the reactor runs (.sharedasync)
         self.io_thread = io_thread
         self.off_reactor = OffReactor(self)
         self.io = self.off_reactor  # the worker thread (StoreIO)
@@ -98,8 +88,7 @@ class SharedDispatch:
         self.held: dict[str, HeldHost] = {}
         self.upkeep = LeaseUpkeep(self)
         self._ready: list[tuple[float, bool, int, str]] = []
-        #: hosts this process gave back the URLs the run before deferred: first
-        #: among the ready hosts of their level while it holds them
+        #: hosts given back the URLs the run before deferred: first among their level
         self.retried: set[str] = set()
         self._ready_seq = 0
         self.polls = HeapPolls()
@@ -187,15 +176,13 @@ class SharedDispatch:
         or hosts on the shared heap (checked at most every poll interval)."""
         if self.held or self.parts.inflight or self.parts.unfiled:
             return True
-        # nothing here: wait for what is on the worker's way (an enqueue may
-        # list a host yet, a poll acquire one), not just answer True, or the
-        # poll each engine cycle sends keeps an idle process open for ever
+        # wait for what is on the worker's way (an enqueue may list a host, a
+        # poll acquire one): answering True would keep an idle process open
         was_idle = self.off_reactor.idle()
         if not self.off_reactor.settle() or self.held:
             return True
         now = self.parts.clock()
-        # a poll answered meanwhile may have run before the listings that
-        # followed the enqueues sent with it: look at the heap again
+        # a poll answered meanwhile may predate listings: look at the heap again
         if not was_idle or self.polls.hosts is None or now - self.polls.checked >= self.poll_interval:
             self.polls.hosts, self.polls.checked = self.leases.poll(0).hosts, now
         if self.polls.hosts == 0 and now - self._swept_at >= self.lease_ttl:
@@ -224,13 +211,12 @@ class SharedDispatch:
     # -- enqueue -----------------------------------------------------------------
     def enqueue(self, entry: Entry, bypass: bool) -> bool:
         """The URL-seen test and the host's shared back queue, in one script
-        (answered later through the worker thread: True until then)."""
+        (True until the worker thread answers)."""
         self.parts.seen.remember(entry.fingerprint)
         return self.off_reactor.enqueue(entry, bypass)
 
     def promote(self, entry: Entry, level: int) -> bool:
-        """Move a queued URL up its host's queue (no row rewrite: another
-        process may be taking it)."""
+        """Move a queued URL up its host's queue (its row stays as it is)."""
         if level <= entry.level:
             return False
         self.leases.requeue(entry.host, entry.fingerprint, level)
@@ -241,9 +227,8 @@ class SharedDispatch:
 
     # -- dispatch --------------------------------------------------------------
     def next_request(self, now: float) -> Request | None:
-        """The best URL among the held hosts that may be fetched now (the
-        lowest head score: highest level, then earliest discovered); if
-        there is none, take more hosts from the shared heap first."""
+        """The best URL among the held hosts that may be fetched now; if there
+        is none, take more hosts from the shared heap first."""
         if self.parts.holds.held:
             self.upkeep.end_holds(now)
         request = self.off_reactor.hand_out(now)
@@ -254,10 +239,8 @@ class SharedDispatch:
         return request
 
     def _dispatch_ready(self, now: float) -> Request | None:
-        """Move the due held hosts to the ready heap (hosts of one level in
-        the order they became ready, see :func:`ready_order`, those with the
-        URLs a resumed crawl retries first), then dispatch from the best one
-        that still may fetch."""
+        """Move the due held hosts to the ready heap (:func:`ready_order`,
+        retried hosts first), then dispatch from the best one that may fetch."""
         ready, politeness = self._ready, self.parts.politeness
         while (host := self.heap.pop_due(now)) is not None:
             if host in self.held:  # a host given away meanwhile is someone else's
@@ -279,14 +262,12 @@ class SharedDispatch:
         return None
 
     def share(self) -> int:
-        """This process's share of the hosts with work (hosts on the heap /
-        live processes, as last seen, rounded up)."""
+        """This process's share of the hosts with work (heap hosts / live processes, rounded up)."""
         return max(1, -(-(self.polls.hosts or 0) // self.polls.alive))
 
     def _dispatch(self, host: str, now: float) -> Request | None:
         """Take ``host``'s best URL: at once, or through the worker thread
-        (the host waits off the heap, counted in flight, until it answers;
-        :meth:`.OffReactor.hand_out` gives the engine its request)."""
+        (:meth:`.OffReactor.hand_out` gives the engine its request)."""
         if self.off_reactor.worker is None:
             return self.use_taken(host, self.leases.take(host, self.held_origins(host)), now)
         self.off_reactor.take(host)
@@ -403,8 +384,7 @@ class SharedDispatch:
         self.parts.stats.inc_value("frontier/leases_released")
 
     def wait(self, host: str) -> float:
-        """Seconds until ``host``'s next fetch, for the next owner; while a
-        fetch is in flight, as if it ended now."""
+        """Seconds until ``host``'s next fetch (a fetch in flight as if it ended now)."""
         politeness = self.parts.politeness
         wait = politeness.wait(host, self.parts.clock())
         held = self.held.get(host)
@@ -419,22 +399,20 @@ class SharedDispatch:
         self.heap.remove(host)
         self.parts.stats.set_value("frontier/back_queues", len(self.held))
 
-    # -- held and deferred origins, crawl-wide (see sharedholds.py) -------------
+    # -- held and deferred origins, crawl-wide (holds.py) -----------------------
     def origin_held(self, origin: str, delay: float, reason: str) -> None:
         """The hold is shared: every process keeps the origin's URLs back until it ends."""
         if self.shared_holds is not None:
             self.shared_holds.hold(origin, delay, reason)
 
     def origin_deferred(self, origin: str) -> None:
-        """A host parked for the origin is served again at once (its URLs
-        are finished as deferred as they are taken)."""
+        """A host parked for the origin is served again at once."""
         self.upkeep.serve_parked(self.parts.clock(), {host_of_origin(origin)})
 
     def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
-        """A held origin's URL goes back to its host's shared queue, parked
-        (behind every URL of the host's other origins, which keep their
-        turns); a deferred origin's URL is finished as deferred. ``refused``:
-        a hold refused it in flight; if the hold has ended, it just goes back."""
+        """Whether a hold keeps ``entry`` back: a held origin's URL goes back
+        to its queue parked, a deferred one's is finished as deferred.
+        ``refused``: a hold refused it in flight (ended: it just goes back)."""
         parts = self.parts
         state = parts.holds.state_of(entry.url)
         if state is None and refused:
@@ -451,8 +429,7 @@ class SharedDispatch:
             return True
         self.leases.put_back(entry.host, entry.fingerprint, entry.level, parked=True)
         if not inflight and entry.host in self.held:
-            # the take should have parked it (it knows the host's held
-            # origins): look again later, never at once, or it comes straight back
+            # look again later, never at once, or it comes straight back
             self.park(entry.host, parts.clock())
         parts.stats.inc_value("frontier/parked")
         return True
@@ -464,9 +441,8 @@ class SharedDispatch:
         return [origin for origin in self.parts.holds.held if host_of_origin(origin) == host]
 
     def park(self, host: str, now: float) -> None:
-        """Only held origins' URLs are queued for ``host``: look at it again
-        when the first of its holds ends, and at least once a lease TTL
-        (another process may queue URLs of another origin meanwhile)."""
+        """Only held origins' URLs are queued for ``host``: look again when the
+        first of its holds ends, and at least once a lease TTL."""
         ends = [self.parts.holds.held[origin].until for origin in self.held_origins(host)]
         until = min([*ends, now + self.lease_ttl])
         self.held[host].parked_until = max(until, now + self.poll_interval)

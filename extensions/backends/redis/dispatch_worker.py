@@ -1,49 +1,14 @@
 """The shared dispatch's Redis round trips off the reactor thread.
 
-In a crawl (a running reactor) the per-page lease commands of
-:class:`~extensions.backends.redis.dispatch.SharedDispatch` go through a
-worker thread with its own Redis connection
-(:mod:`extensions.backends.redis.worker`), in one FIFO, batched into one
-pipeline per round trip, while Scrapy's synchronous scheduler calls return
-at once:
-
-* ``enqueue`` hands the ENQUEUE script to the worker and returns True (the
-  URL-seen cache said new); Redis' answer comes back on the reactor thread
-  and, for a URL another process knew, moves the count from
-  ``frontier/enqueued`` to ``frontier/duplicates``;
-* ``next_request`` sends the take of each due held host (at most
-  :data:`TAKES_AHEAD` on their way) and hands out the answered ones
-  (:meth:`OffReactor.hand_out`); a host whose take or idle release is on
-  its way is off the heap and counted in flight, so politeness is
-  unchanged: one request per host in flight, and only under our lease;
-* finishes, requeues and put-backs are writes in the same FIFO, so a page's
-  FINISH reaches Redis after the ENQUEUEs of its links: a ``kill -9`` that
-  loses queued jobs loses links only with their page's "done" (the page,
-  in flight in Redis, is fetched again after its lease expires);
-* AOPIC's payment of a fetched page (the ledger's CASH script and its
-  links' rows, :meth:`~extensions.backends.redis.ledger.SharedLedger.distribute_then`)
-  goes the same way on a single Redis: the last item pipeline schedules the
-  links when the answer is in, while the engine still holds the page's
-  request, so their ENQUEUEs precede its FINISH here too;
-* polls of the shared heap and acquisitions go the same way; every answer
-  wakes the engine (the dispatch's ``next_due`` is now);
-* the end of the crawl: a process that holds nothing and fetches nothing
-  waits for what is on the worker's way before it answers whether work is
-  pending (:meth:`OffReactor.settle`): an enqueue may list a host yet, a
-  poll acquire one; merely answering "yes" while a poll was on its way kept
-  an idle process open for ever, since each engine cycle sends a poll just
-  before it asks.
-
-On a Redis Cluster too: each command's keys share one slot (a host's
-``{T}``, a heap shard's ``{heap-N}``), so the worker's pipelines may mix
-slots; only the order *between* masters within one round trip is not
-kept, and nothing relies on it (what follows from an answer goes in the
-next round trip). Lease renewals, hand-backs of late or excess hosts, holds and the
-end-of-crawl checks stay synchronous calls (per host or per third of the
-TTL, not per page), through the same FIFO. A take answered but not handed
-out at close goes back to its queue; so does one answered for a host lost
-meanwhile. Without a running reactor (tests, tools) every call is answered
-at once (:class:`~extensions.backends.redis.worker.DirectIO`), as before.
+In a crawl the per-page lease commands of
+:class:`~extensions.backends.redis.dispatch.SharedDispatch` (enqueues, takes,
+finishes, put-backs, polls, acquisitions, idle releases) go through one
+worker thread (:mod:`extensions.backends.redis.worker`), in one FIFO, so a
+page's FINISH reaches Redis after the ENQUEUEs of its links. A host whose
+take or release is on its way is off the heap and counted in flight, so
+politeness is unchanged. Renewals and hand-backs stay synchronous calls
+through the same FIFO. Without a running reactor every call is answered at
+once (:class:`~extensions.backends.redis.worker.DirectIO`).
 """
 
 from __future__ import annotations
@@ -84,18 +49,17 @@ class HeldHost:
     heap_score: float  # the lease expiry we last put on the heap (ms)
     since: float  # when we took it (local clock)
     inflight: int = 0  # requests of ours in flight, and a take waiting for its answer
-    taking: bool = False  # a take or release is on its way to Redis (off the heap until it answers)
-    # when to look at its queue again: it holds only held origins' URLs (0: not so)
+    taking: bool = False  # a take or release is on its way (off the heap until it answers)
     parked_until: float = 0.0
 
     @property
     def parked(self) -> bool:
-        """Its queue holds only URLs a hold keeps back (at our last look)."""
+        """Its queue holds only URLs a hold keeps back (look again at ``parked_until``)."""
         return self.parked_until > 0.0
 
 
 class OffReactor:
-    """The asynchronous side of one shared dispatch (see the module docstring)."""
+    """The asynchronous side of one shared dispatch."""
 
     def __init__(self, dispatch: SharedDispatch) -> None:
         self.dispatch = dispatch
@@ -121,15 +85,14 @@ class OffReactor:
         return left
 
     def stop(self) -> None:
-        """Send what the worker holds; lease commands go the store's way again."""
+        """Send what the worker holds; lease commands go through the store again."""
         if self.worker is not None:
             self.worker.stop()
             self.dispatch.leases.io = DirectIO(self.dispatch.store)
             self.worker = None
 
     def timing(self) -> dict[str, float]:
-        """Round trips and seconds waiting for Redis (``redis/*`` stats),
-        the store's connection and the worker's added."""
+        """``redis/*`` stats: the store's connection and the worker's, added."""
         timing = self.dispatch.store.connection.timing()
         if self.worker is not None:
             for name, value in self.worker.timing().items():
@@ -146,12 +109,8 @@ class OffReactor:
         return self.worker is None or self.worker.idle()
 
     def settle(self, rounds: int = SETTLE_ROUNDS) -> bool:
-        """Wait (the reactor too) for what the worker has on its way and
-        run its callbacks, which may send more (an acquisition after a
-        poll, a listing after an enqueue), up to ``rounds`` times; whether
-        nothing is left. For an idle process only: the engine asks
-        :meth:`SharedDispatch.has_pending` just after ``next_request``,
-        whose poll of the heap is then always on its way."""
+        """Wait (the reactor too) for the worker's answers and their callbacks,
+        which may send more, up to ``rounds`` times; whether nothing is left."""
         for _ in range(rounds):
             if self.idle():
                 return True
@@ -182,17 +141,17 @@ class OffReactor:
         return answered[0] if answered else True
 
     def _enqueued(self, entry: Any, bypass: bool, result: Any, late: bool = False) -> bool:
-        """Redis' answer to an enqueue; whether the URL was new. ``late``:
-        the enqueue was counted as new already, a duplicate is counted now."""
+        """Redis' answer to an enqueue; whether the URL was new. ``late``: it
+        was counted as new already, a duplicate is counted now."""
         dispatch = self.dispatch
         host, parts = entry.host, dispatch.parts
         if not result.new and not bypass:
-            if late:  # counted as enqueued when it was handed to the worker
+            if late:
                 parts.stats.inc_value("frontier/enqueued", -1)
                 parts.stats.inc_value("frontier/duplicates")
                 parts.memory_only.pop(entry.fingerprint, None)
             return False
-        if result.listed:  # the heap count seen last is stale (its LIST is sent before any later call)
+        if result.listed:  # the heap count seen last is stale
             dispatch.polls.checked = -INFINITY
             if dispatch.polls.alive == 1:
                 dispatch.polls.next_poll = 0.0  # a host is due on the heap and nobody else polls
@@ -208,10 +167,8 @@ class OffReactor:
 
     def poll_heap(self, now: float) -> bool:
         """Take due hosts from the shared heap if there is room; whether any
-        came (through the worker thread: never at once, the answer wakes the
-        engine). The more hosts a process holds, the less often it polls, and
-        at or above its share it takes one host per poll, so that idle
-        processes get the new hosts first."""
+        came (through the worker: never at once). At or above its share a
+        process takes one host per poll, so idle processes get new hosts first."""
         dispatch = self.dispatch
         held = dispatch.held
         room = min(dispatch.max_hosts - len(held), POLL_BATCH if len(held) < dispatch.share() else 1)
@@ -232,7 +189,7 @@ class OffReactor:
         parts = dispatch.parts
         stats = parts.stats
         dispatch.polls.hosts, dispatch.polls.checked = poll.hosts, now
-        if acquired:  # a host given away may have an origin held since our last renewal: know it before a take
+        if acquired:  # know holds made since our last renewal before a take
             dispatch.upkeep.adopt_holds()
         for got in acquired:
             dispatch.held[got.host] = HeldHost(got.queued, got.head, got.expires, now)
@@ -273,7 +230,7 @@ class OffReactor:
     def take(self, host: str) -> None:
         """Send ``host``'s take; :meth:`hand_out` gives its request later."""
         self._send(host)
-        self.dispatch.leases.take_then(host, self.dispatch.held_origins(host),
+        self.dispatch.leases.take(host, self.dispatch.held_origins(host),
                                        lambda taken: self._take_answered(host, taken),
                                        lambda err: self._busy_failed(host))
 
@@ -282,7 +239,7 @@ class OffReactor:
         if held is not None:
             held.inflight += 1  # until hand_out uses it
         self.arrived.append((host, taken))
-        self.dispatch.parts.wakeup.arm(self.dispatch.next_due(self.dispatch.parts.clock()), self.dispatch.parts.clock())  # next_due is now: the engine asks
+        self._wake()
 
     def _busy_failed(self, host: str) -> None:
         if self._answered(host) is not None:
@@ -314,13 +271,13 @@ class OffReactor:
         def released(outcome: tuple[int, int, float]) -> None:
             if self._answered(host) is not None:
                 dispatch.released(host, outcome)
-                dispatch.parts.wakeup.arm(dispatch.next_due(dispatch.parts.clock()), dispatch.parts.clock())
+                self._wake()
 
-        dispatch.leases.release_then(host, wait, True, held.heap_score, released,
+        dispatch.leases.release(host, wait, True, held.heap_score, released,
                                      lambda err: self._busy_failed(host))
 
     def poll(self, room: int) -> None:
-        """Poll the shared heap and acquire due hosts through the worker; the answer goes to :meth:`polled`."""
+        """Poll the shared heap and acquire due hosts through the worker (answer: :meth:`polled`)."""
         if self.polling:
             return
         self.polling = True
@@ -328,18 +285,22 @@ class OffReactor:
 
         def polled(poll: Poll) -> None:
             try:
-                leases.acquire_then(self._candidates(poll, room),
+                leases.acquire(self._candidates(poll, room),
                                     lambda acquired: self._acquired(poll, acquired), self._poll_failed)
             except Exception:
                 self.polling = False  # or this process never polls again (it starves)
                 raise
 
-        leases.poll_then(room, polled, self._poll_failed)
+        leases.poll(room, polled, self._poll_failed)
 
     def _acquired(self, poll: Poll, acquired: list[Any]) -> None:
         self.polling = False
+        self.polled(poll, acquired, self.dispatch.parts.clock())
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake the engine at the dispatch's next due time (now, after an answer)."""
         now = self.dispatch.parts.clock()
-        self.polled(poll, acquired, now)
         self.dispatch.parts.wakeup.arm(self.dispatch.next_due(now), now)
 
     def _poll_failed(self, err: Exception) -> None:

@@ -1,18 +1,7 @@
-"""Settings to the Redis stores: the Redis half of :mod:`extensions.backends.factory`.
-
-Imported only where a backend is ``"redis"`` (``FRONTIER_BACKEND``,
-``CONTENTSEEN_BACKEND``, Redis seeds): importing the ``redis`` package is
-part of a crawl's start-up CPU, which an SQLite crawl need not pay.
-
-Redis settings are read here only (:func:`redis_settings`): ``REDIS_URL``,
-``FRONTIER_REDIS_PREFIX``, ``FRONTIER_REDIS_RETRIES``, ``FRONTIER_REDIS_TIMEOUT``,
-``SCHEDULER_PERSIST``, ``SCHEDULER_FLUSH_ON_START``; with
-``FRONTIER_SEEN_BACKEND = "bloom"``, ``FRONTIER_REDIS_BLOOM_CAPACITY`` and
-``FRONTIER_REDIS_BLOOM_ERROR_RATE``. Every Redis component of a crawler
-(URL store, host leases, AOPIC ledger, content-seen sets, seeds) shares the
-crawler's one :class:`~extensions.backends.redis.connection.RedisConnection`
-(:func:`redis_connection`): one connection pool per crawler process.
-Invalid values raise ``ValueError`` naming the setting and its value.
+"""Settings to the Redis stores, imported only on the Redis path. The one
+reader of the Redis settings (:func:`redis_settings`); every Redis component
+of a crawler shares its one connection (:func:`redis_connection`). Invalid
+values raise ``ValueError`` naming the setting and its value.
 """
 
 from __future__ import annotations

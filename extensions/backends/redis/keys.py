@@ -1,8 +1,6 @@
-"""Key layout of the Redis store.
+"""Key layout of the Redis store (pure: no I/O).
 
-Pure: no I/O (the store that talks to Redis is :mod:`extensions.backends.redis.store`).
-
-Key layout (``P`` is ``FRONTIER_REDIS_PREFIX``, default ``web``; ``T`` is a
+ (``P`` is ``FRONTIER_REDIS_PREFIX``, default ``web``; ``T`` is a
 host tag, six hex digits: the top 24 bits of a fingerprint, which
 :mod:`extensions.frontier.fingerprint` makes a hash of the URL's host)::
 
@@ -44,36 +42,23 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:start_urls      list  seeds pushed to a running crawl (scrapy-redis'
                       convention; kept when the crawl's keys are deleted)
 
-Partitioning: ``{T}`` is a Redis Cluster hash tag, so every key of one tag
-lives in one slot, hence on one shard: a host's URL rows (its slice of the
-exact URL-seen set), its URL count, cash, groups and any per-host state sit
-together, and a 3-master cluster spreads hosts over the shards. The tag is
-the host's *hash*, not its name, because most lookups come with a
-fingerprint only (``get_many``, ``status_of``, ``set_status``): the
-fingerprint carries its host's hash, so each lookup goes to the right slot
-without a host-name index. Hosts whose 24-bit hashes collide share a tag
-(rows stay apart: they are keyed by the full fingerprint, and URL counts by
-host name). :func:`host_tag` gives the tag of a host name.
-
-The queues, the host set, the crawl delays and the meta hash are global
-keys, each in a slot of its own: the front and back queues are the frontier
-process's own order (the host -> back queue table lives in its memory), the
-rest is read in bulk at start or in gauges.
-
-The URL-row and cash-row formats are in :mod:`extensions.backends.redis.rows`,
-the scripts in ``lua/`` (:mod:`extensions.backends.redis.scripts`).
+``{T}`` is a Redis Cluster hash tag: every key of one host sits in one slot.
+It is the host's hash, not its name, because a fingerprint carries it, so a
+lookup by fingerprint finds its slot without a host-name index (hosts whose
+hashes collide share a tag; rows stay apart). The other keys are global,
+each in a slot of its own. Row formats: :mod:`extensions.backends.redis.rows`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from functools import cache
+from typing import Any, TypeVar
 
-from extensions.backends.redis.bloom import shard_tag
-from extensions.backends.redis.rows import tag_of, unpack_entry  # noqa: F401 - callers and tests import them here
 from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 SCHEMA_VERSION = "1"
 
@@ -99,9 +84,47 @@ def group_by_tag(items: Iterable[T], key: Callable[[T], str]) -> dict[str, list[
     return groups
 
 
+def positions_by(items: Sequence[T], key: Callable[[T], str]) -> dict[str, list[int]]:
+    """The positions of ``items`` grouped by ``key``, in first-seen order."""
+    return group_by_tag(range(len(items)), lambda i: key(items[i]))
+
+
+def scatter(groups: dict[str, list[int]], answers: Iterable[Iterable[Any]], count: int) -> list[bool]:
+    """Per-group answers (a flag per position of :func:`positions_by`) in item order."""
+    flags = [False] * count
+    for positions, answer in zip(groups.values(), answers):
+        for i, flag in zip(positions, answer):
+            flags[i] = bool(flag)
+    return flags
+
+
+def found_values(groups: Iterable[list[int]], answers: Iterable[list[Any]]) -> dict[int, Any]:
+    """``fingerprint -> value`` from per-group HMGET answers, missing ones left out."""
+    return {fp: value for fps, values in zip(groups, answers) for fp, value in zip(fps, values) if value is not None}
+
+
 def host_tag(host: str) -> str:
     """The tag of every fingerprint of ``host`` (and of its per-host keys)."""
     return f"{host_hash(host):06x}"
+
+
+@cache
+def _slot_tags() -> tuple[str, ...]:
+    """For every slot, the first ``bloom-N`` that hashes to it (once per process)."""
+    tags: list[str | None] = [None] * REDIS_CLUSTER_HASH_SLOTS
+    missing, number = REDIS_CLUSTER_HASH_SLOTS, 0
+    while missing:
+        slot = key_slot(b"bloom-%d" % number)
+        if tags[slot] is None:
+            tags[slot] = f"bloom-{number}"
+            missing -= 1
+        number += 1
+    return tuple(tags)  # type: ignore[arg-type]
+
+
+def shard_tag(host_tag: str) -> str:
+    """The hash tag of the Bloom shard in the slot of ``host_tag``."""
+    return _slot_tags()[key_slot(host_tag.encode())]
 
 
 class Keys:
@@ -151,36 +174,27 @@ class Keys:
         return f"{self.prefix}:{{{tag}}}:groups"
 
     def revisit(self, tag: str) -> str:
-        """The re-visit records of the fetched URLs of tag ``tag``."""
         return f"{self.prefix}:{{{tag}}}:revisit"
 
     def revisit_due(self, shard: int) -> str:
-        """One shard of the re-visit due order (its own tag: a cluster
-        spreads the shards over its masters)."""
         return f"{self.prefix}:{{revisit-{shard}}}:due"
 
     def revisit_gone(self, shard: int) -> str:
-        """The gone records of one due-order shard (in its slot)."""
         return f"{self.prefix}:{{revisit-{shard}}}:gone"
 
     def revisit_taken(self, shard: int) -> str:
-        """Each process's last take from one due-order shard (in its slot)."""
         return f"{self.prefix}:{{revisit-{shard}}}:taken"
 
     def bloom(self, tag: str) -> str:
-        """The Bloom filter's shard for the slot of ``tag``."""
         return f"{self.prefix}:{{{shard_tag(tag)}}}:bloom"
 
     def lease(self, host: str) -> str:
-        """A host's lease and politeness state (multi-process frontier)."""
         return f"{self.prefix}:{{{host_tag(host)}}}:lease:{host}"
 
     def back(self, host: str) -> str:
-        """A host's shared back queue (multi-process frontier)."""
         return f"{self.prefix}:{{{host_tag(host)}}}:back:{host}"
 
     def inflight(self, host: str) -> str:
-        """A host's URLs handed to a crawler process and not finished."""
         return f"{self.prefix}:{{{host_tag(host)}}}:inflight:{host}"
 
     def host_of_back(self, key: bytes | str) -> str:
@@ -189,16 +203,13 @@ class Keys:
         return key.split("}:back:", 1)[1]
 
     def host_heap(self, shard: int) -> str:
-        """One shard of the shared host heap; shards carry tags of their own
-        so that a Redis Cluster spreads them over its masters."""
         return f"{self.prefix}:{{heap-{shard}}}:heap"
 
     def queue(self, name: str) -> str:
         return self.queue_prefix + name
 
     def last_pop(self, name: str) -> str:
-        """The last batch popped from queue ``name`` (see ``lua/store_pop_once.lua``): tagged
-        with the queue key itself, so that both share a cluster slot."""
+        """The last batch popped from queue ``name``, in the queue's slot."""
         return f"{self.prefix}:{{{self.queue(name)}}}:last_pop"
 
     def queue_name(self, key: bytes | str) -> str:

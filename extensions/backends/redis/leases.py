@@ -1,58 +1,24 @@
 """Host leases in Redis: several crawler processes share one polite frontier.
 
-Each host has, under its Redis Cluster hash tag ``{T}`` (so every script
-below touches one slot; layout in :mod:`extensions.backends.redis.keys`):
+Per host, under its hash tag ``{T}`` (so every script touches one slot; keys
+in :mod:`extensions.backends.redis.keys`): its back queue ``P:{T}:back:HOST``
+scored by :func:`queue_score`, its in-flight set, and its lease hash (owner,
+expiry, ``next`` fetch time, ``listed``, ``ver``). :data:`ENQUEUE` adds a URL's
+row and queue entry in one script (a URL is never known without being
+queued); :data:`TAKE` moves the best URL of an origin not held to the
+in-flight set and parks held origins' URLs behind the others
+(:func:`parked_score`); :data:`FINISH` ends it.
 
-* ``P:{T}:back:HOST`` -- its shared back queue, a sorted set of fingerprints
-  scored by :func:`queue_score` (higher front-queue level first, then
-  discovery order). :data:`ENQUEUE` adds a URL's row (the exact URL-seen
-  test) and its back-queue entry in one script, so a URL is never known
-  without being queued; in Bloom mode it asks the filter's shard of the
-  same slot first (:mod:`extensions.backends.redis.bloom`)
-  and :data:`FINISH` deletes a finished URL's row.
-  A held origin's URLs are *parked* in the same queue, scored behind every
-  other URL (:func:`parked_score`): :data:`TAKE`, given the host's held
-  origins, parks those it meets, so the host's other origins keep their
-  turns; :data:`UNPARK` puts them back in place when the hold ends. Being
-  in the queue, a parked URL counts as the host's work everywhere (heap,
-  release, take-over) and is never lost.
-* ``P:{T}:inflight:HOST`` -- fingerprints handed to a crawler and not yet
-  finished. :data:`TAKE` moves the best URL of an origin not held there
-  (and the row to status in flight) atomically; :data:`FINISH` removes it.
-* ``P:{T}:lease:HOST`` -- a hash: ``owner`` (a process id) and ``expires``
-  (the lease), ``next`` (the earliest start of the host's next fetch, the
-  politeness state every owner inherits), ``listed`` (whether the host is on
-  the host heap) and ``ver`` (bumped at each change of owner).
+The host heap ``P:{heap-N}:heap`` holds every host with work, scored by when
+another process may look at it, so an empty heap means the crawl is over.
+A process :data:`ACQUIRE`\\ s due hosts, :data:`RENEW`\\ s its leases every
+third of the TTL and :data:`RELEASE`\\ s them; the politeness state
+(``next``) travels with the lease. A killed process's leases expire and the
+next acquirer puts its in-flight URLs back in the queue. Listing a host
+after an enqueue spans two slots: :data:`CONFIRM` marks it done, and
+:meth:`HostLeases.sweep_orphans` lists any host left off the heap.
 
-and the **host heap**: ``P:{heap-N}:heap`` sorted sets (shards, so that a
-cluster spreads them) of hosts scored by the time another process may next
-look at the host: its next fetch time while nobody owns it, its lease expiry
-while somebody does. Every host with queued or in-flight URLs is on the heap,
-so an empty heap means the crawl is over.
-
-Leases. A process takes a host from the heap with :data:`ACQUIRE` (only if
-nobody holds an unexpired lease), renews every held host's lease each third
-of the TTL (:data:`RENEW`, also moving the heap entry), dispatches only while
-its lease is valid (:data:`TAKE` checks owner and expiry), and gives the host
-back with :data:`RELEASE` when its back queue is empty, when the process is
-too busy to serve it on time, or at close. The politeness state travels with
-the lease: ``next`` is written at renewal and release and read at acquire,
-so a new owner waits the gap its predecessor's last fetch earned.
-
-Failure. If a process dies (SIGKILL), its leases expire after the TTL; its
-hosts are still on the heap (scored by that expiry), the first process to
-look afterwards acquires them and :data:`ACQUIRE` returns their in-flight
-URLs to the back queue (rows back to queued). A page fetched but not yet
-marked done is thus fetched at most once more. The only step that spans two
-slots is putting a host on the heap after :data:`ENQUEUE`; it is confirmed
-in ``{T}`` afterwards (:data:`CONFIRM`), so a crash in between leaves
-``listed`` unset and the next enqueue of that host lists it again, and
-:meth:`HostLeases.sweep_orphans` (run before a process concludes that the
-crawl is over) lists any host with work that is not on the heap.
-
-Time. Scripts read the Redis server's clock (``TIME``), so processes on
-different machines need no synchronised clocks (the shards of a cluster do,
-to within a small part of the TTL); tests inject a clock instead.
+Scripts read the server's clock (``TIME``); tests inject one.
 """
 
 from __future__ import annotations
@@ -164,12 +130,12 @@ class Poll:
 
 
 class HostLeases:
-    """The Redis side of the multi-process frontier (see the module doc).
-
-    ``store`` is an open :class:`~extensions.backends.redis.store.RedisStore`; its
-    pipeline carries these commands too, so they keep their order with the
-    store's own writes. ``clock`` (seconds) replaces the server's clock in
-    tests; ``None`` uses Redis' ``TIME``."""
+    """The Redis side of the multi-process frontier on an open
+    :class:`~extensions.backends.redis.store.RedisStore`. Every command goes
+    through :attr:`io`: the store's pipeline, or a worker thread's. Methods
+    that take ``then`` return nothing and hand their outcome to it later
+    (at once on a :class:`DirectIO` channel); ``clock`` (seconds) replaces
+    the server's in tests."""
 
     def __init__(self, store: Any, owner: str, ttl: float, shards: int,
                  clock: Callable[[], float] | None = None, rng: random.Random | None = None) -> None:
@@ -180,8 +146,6 @@ class HostLeases:
         self.store, self.keys = store, store.keys
         self.owner, self.ttl_ms, self.shards = owner, int(ttl * 1000), shards
         self.clock, self.rng = clock, rng or random.Random()
-        #: the channel every lease command goes through: the store's own
-        #: pipeline, or a worker thread's (:mod:`extensions.backends.redis.worker`)
         self.io: Any = DirectIO(store)
         self._joined: float | None = None  # the heartbeat TTL this frontier joined the registry with
 
@@ -190,6 +154,14 @@ class HostLeases:
 
     def heap(self, host: str) -> str:
         return self.keys.host_heap(host_hash(host) % self.shards)
+
+    def _ask(self, commands: list[tuple[Any, ...]], parse: Callable[[list[Any]], Any],
+             then: Callable[[Any], None] | None, failed: Callable[[Exception], None] | None) -> Any:
+        """``parse(answers)`` now, or handed to ``then`` when the answers come."""
+        if then is None:
+            return parse(self.io.call(*commands))
+        self.io.submit(commands, lambda answers: then(parse(answers)), failed)
+        return None
 
     def _host_keys(self, host: str) -> tuple[str, str, str, str]:
         keys, tag_urls = self.keys, self.keys.urls(host_tag(host))
@@ -205,8 +177,7 @@ class HostLeases:
 
     def enqueue_then(self, host: str, entries: Sequence[Entry], force: bool,
                      then: Callable[[list[Enqueued]], None]) -> None:
-        """:meth:`enqueue` without waiting: ``then`` gets the outcome (on the
-        reactor thread; at once on a :class:`DirectIO` channel)."""
+        """:meth:`enqueue` without waiting: ``then`` gets the outcome."""
         self.io.submit([self._enqueue_command(host, entries, force)],
                        lambda answers: then(self._enqueued(host, answers[0], listing=False)),
                        follow=lambda answers: self._listing(host, answers[0]))
@@ -242,9 +213,8 @@ class HostLeases:
         self.io.submit(commands, None, follow=confirm)
 
     def _listing(self, host: str, answer: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
-        """After an ENQUEUE's answer (on the worker thread): the host's
-        listing if it needs one, sent at once (while a host with work is off
-        the heap, a process that sees the heap empty ends)."""
+        """After an ENQUEUE's answer, on the worker thread: the host's listing
+        if it needs one (a process that sees the heap empty ends)."""
         needs, wait, ver = answer[1], answer[5], answer[6]
         return self._list_commands(host, wait / 1000.0, ver) if needs else None
 
@@ -261,17 +231,11 @@ class HostLeases:
         self.io.write("ZADD", self.keys.back(host), "XX", queue_score(level, seq), fingerprint)
 
     # -- the host heap -------------------------------------------------------
-    def poll(self, limit: int) -> Poll:
+    def poll(self, limit: int, then: Callable[[Poll], None] | None = None,
+             failed: Callable[[Exception], None] | None = None) -> Poll:
         """Hosts due on every heap shard (up to ``limit`` per shard)."""
-        return self._polled(self.io.call(*self._poll_commands(limit)))
-
-    def poll_then(self, limit: int, then: Callable[[Poll], None],
-                  failed: Callable[[Exception], None] | None = None) -> None:
-        """:meth:`poll` without waiting (``then`` gets the outcome)."""
-        self.io.submit(self._poll_commands(limit), lambda answers: then(self._polled(answers)), failed)
-
-    def _poll_commands(self, limit: int) -> list[tuple[Any, ...]]:
-        return [("EVAL", POLL, 1, self.keys.host_heap(shard), self._now(), limit) for shard in range(self.shards)]
+        commands = [("EVAL", POLL, 1, self.keys.host_heap(shard), self._now(), limit) for shard in range(self.shards)]
+        return self._ask(commands, self._polled, then, failed)
 
     def _polled(self, answers: list[Any]) -> Poll:
         total, due, wait = 0, [], None
@@ -284,24 +248,16 @@ class HostLeases:
         self.rng.shuffle(due)  # processes polling at once try different hosts first
         return Poll(total, due, wait)
 
-    def acquire(self, candidates: Sequence[tuple[str, bytes]]) -> list[Acquired]:
+    def acquire(self, candidates: Sequence[tuple[str, bytes]], then: Callable[[list[Acquired]], None] | None = None,
+                failed: Callable[[Exception], None] | None = None) -> list[Acquired]:
         """Try to take each ``(host, score)`` from the heap; the hosts taken."""
         if not candidates:
+            if then is not None:
+                then([])
             return []
-        return self._acquired(candidates, self.io.call(*self._acquire_commands(candidates)))
-
-    def acquire_then(self, candidates: Sequence[tuple[str, bytes]], then: Callable[[list[Acquired]], None],
-                     failed: Callable[[Exception], None] | None = None) -> None:
-        """:meth:`acquire` without waiting (``then`` gets the hosts taken)."""
-        if not candidates:
-            then([])
-            return
-        self.io.submit(self._acquire_commands(candidates),
-                       lambda answers: then(self._acquired(candidates, answers)), failed)
-
-    def _acquire_commands(self, candidates: Sequence[tuple[str, bytes]]) -> list[tuple[Any, ...]]:
-        return [("EVAL", ACQUIRE, 4, *self._host_keys(host), self._now(), self.owner, self.ttl_ms)
-                for host, _ in candidates]
+        commands = [("EVAL", ACQUIRE, 4, *self._host_keys(host), self._now(), self.owner, self.ttl_ms)
+                    for host, _ in candidates]
+        return self._ask(commands, lambda answers: self._acquired(candidates, answers), then, failed)
 
     def _acquired(self, candidates: Sequence[tuple[str, bytes]], answers: list[Any]) -> list[Acquired]:
         acquired = []
@@ -318,22 +274,13 @@ class HostLeases:
                 self.io.write("EVAL", DELIST_IF, 1, self.heap(host), host, score)
         return acquired
 
-    def take(self, host: str, held: Sequence[str] = (), max_skip: int = 64) -> Taken:
-        """The best queued URL of a held host whose origin is not in
-        ``held`` (the host's held origins), now in flight; the held
-        origins' URLs met on the way are parked."""
-        return self._taken(self.io.call(self._take_command(host, held, max_skip))[0])
-
-    def take_then(self, host: str, held: Sequence[str], then: Callable[[Taken], None],
-                  failed: Callable[[Exception], None] | None = None, max_skip: int = 64) -> None:
-        """:meth:`take` without waiting: ``then`` gets the outcome (on the
-        reactor thread; at once on a :class:`DirectIO` channel)."""
-        self.io.submit([self._take_command(host, held, max_skip)],
-                       lambda answers: then(self._taken(answers[0])), failed)
-
-    def _take_command(self, host: str, held: Sequence[str], max_skip: int) -> tuple[Any, ...]:
-        return ("EVAL", TAKE, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
-                self._now(), self.owner, max_skip, self.ttl_ms, *held)
+    def take(self, host: str, held: Sequence[str] = (), then: Callable[[Taken], None] | None = None,
+             failed: Callable[[Exception], None] | None = None, max_skip: int = 64) -> Taken:
+        """The best queued URL of a held host whose origin is not in ``held``
+        (its held origins, whose URLs met on the way are parked), now in flight."""
+        command = ("EVAL", TAKE, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
+                   self._now(), self.owner, max_skip, self.ttl_ms, *held)
+        return self._ask([command], lambda answers: self._taken(answers[0]), then, failed)
 
     @staticmethod
     def _taken(answer: list[Any]) -> Taken:
@@ -358,10 +305,8 @@ class HostLeases:
         return int(count), head_score(head)
 
     def finish(self, host: str, fingerprint: int, status: Status | None, fetched: float | None = None) -> None:
-        """A handed-out URL is finished (buffered): out of the in-flight
-        set; its row gets ``status`` if it is still in flight. After a
-        take-over (this process stalled past its lease) only a URL still
-        queued is finished: one the new owner took is left to it."""
+        """A handed-out URL is finished (buffered): out of the in-flight set,
+        its row to ``status``; after a take-over, only if it is still ours."""
         lease, back, inflight, urls = self._host_keys(host)
         if self.store.urls.trims and status is not Status.DEFERRED:  # a deferred row stays, for a resume
             self.io.write("EVAL", FINISH, 5, inflight, urls, lease, back, self.keys.host_urls(host_tag(host)),
@@ -389,23 +334,15 @@ class HostLeases:
         self.io.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, repr(score), self.owner)
         return score
 
-    def release(self, host: str, wait: float, idle_only: bool,
-                heap_score: float | None) -> tuple[int, int, float]:
+    def release(self, host: str, wait: float, idle_only: bool, heap_score: float | None,
+                then: Callable[[tuple[int, int, float]], None] | None = None,
+                failed: Callable[[Exception], None] | None = None) -> tuple[int, int, float]:
         """Give ``host`` back (``idle_only``: only if it has no work), its
         next fetch ``wait`` seconds from now. Returns ``(state, queued,
         head score)``: state 0 kept (it has work), 1 released, -1 not ours."""
-        return self._released(host, heap_score, self.io.call(self._release_command(host, wait, idle_only))[0])
-
-    def release_then(self, host: str, wait: float, idle_only: bool, heap_score: float | None,
-                     then: Callable[[tuple[int, int, float]], None],
-                     failed: Callable[[Exception], None] | None = None) -> None:
-        """:meth:`release` without waiting (``then`` gets the outcome)."""
-        self.io.submit([self._release_command(host, wait, idle_only)],
-                       lambda answers: then(self._released(host, heap_score, answers[0])), failed)
-
-    def _release_command(self, host: str, wait: float, idle_only: bool) -> tuple[Any, ...]:
-        return ("EVAL", RELEASE, 4, *self._host_keys(host), self._now(), self.owner,
-                int(wait * 1000), "1" if idle_only else "0")
+        command = ("EVAL", RELEASE, 4, *self._host_keys(host), self._now(), self.owner,
+                   int(wait * 1000), "1" if idle_only else "0")
+        return self._ask([command], lambda answers: self._released(host, heap_score, answers[0]), then, failed)
 
     def _released(self, host: str, heap_score: float | None, answer: list[Any]) -> tuple[int, int, float]:
         state = answer[0]
@@ -448,16 +385,14 @@ class HostLeases:
 
     # -- processes and stats -------------------------------------------------
     def heartbeat(self, ttl: float) -> int:
-        """This process is alive for ``ttl`` seconds (in the crawl's process
-        registry, shared with the content-seen sets); how many are alive."""
+        """This process is alive for ``ttl`` seconds; how many are alive."""
         if self._joined is None:
             self._joined = ttl
             self.store.registry.join(ttl)
         return self.store.registry.heartbeat(self._now())
 
     def leave(self) -> int:
-        """The frontier of this process is gone; how many other processes
-        are still alive (the last one out deletes the crawl's keys)."""
+        """The frontier of this process is gone; how many other processes are alive."""
         joined, self._joined = self._joined, None
         return self.store.registry.leave(joined if joined is not None else self.ttl_ms / 1000, self._now())
 

@@ -1,16 +1,6 @@
-"""The shared dispatch's periodic upkeep, every third of ``FRONTIER_LEASE_TTL``.
-
-* renew every held lease (with the host's politeness state), and drop the
-  hosts whose lease another process took over (this one stalled);
-* after a failed Redis call was retried, repair the in-flight sets;
-* give back hosts this process is too busy to serve on time
-  (``FRONTIER_LEASE_MAX_LATENESS``) and, with other processes alive, the
-  hosts held beyond its share, so idle processes take them;
-* share holds: mark the crawl active while busy, else defer every origin
-  held anywhere once no process has had other work for the idle bound;
-  adopt the crawl's holds and deferrals;
-* add this process's stat changes to the crawl's (at checkpoints and close).
-"""
+"""The shared dispatch's periodic upkeep, every third of ``FRONTIER_LEASE_TTL``:
+lease renewals, in-flight repairs, hand-backs of late and excess hosts,
+crawl-wide holds and the idle close, and sharing stats."""
 
 from __future__ import annotations
 
@@ -36,9 +26,7 @@ class LeaseUpkeep:
         self.dispatch = dispatch
         self._failures_seen = 0  # the store's failed calls at the last in-flight repair
         self._pushed: dict[str, float] = {}
-        #: round trips the reactor thread waited for in renewals (a cost per
-        #: FRONTIER_LEASE_TTL, not per page): stat ``redis/upkeep_reactor_round_trips``
-        self.reactor_round_trips = 0
+        self.reactor_round_trips = 0  # stat redis/upkeep_reactor_round_trips
 
     def renew(self) -> None:
         """Extend every held lease (with the host's politeness state), give
@@ -82,12 +70,9 @@ class LeaseUpkeep:
                                        "stalled longer than FRONTIER_LEASE_TTL)", host)
 
     def repair_inflight(self) -> None:
-        """After a failed Redis call was retried: put back every URL in a
-        held host's in-flight set that this process is not fetching. A take
-        whose answer was lost to a time-out, then retried, ran twice and
-        left the first URL in flight for nobody; the lease being ours and
-        renewed, nothing else would ever return it, and the crawl would
-        never end."""
+        """After a failed Redis call was retried (a take may have run twice):
+        put back every URL in a held host's in-flight set that this process
+        is not fetching."""
         dispatch = self.dispatch
         mine: dict[str, set[int]] = {}
         for record in dispatch.parts.inflight.values():
@@ -109,10 +94,8 @@ class LeaseUpkeep:
         logger.warning("%d URL(s) left in flight by a retried Redis call went back to their queues", len(lost))
 
     def fetching(self) -> set[str]:
-        """Hosts with a request of ours in flight, from the requests
-        themselves: a held host's count misses one taken under an earlier
-        lease on the host (lost, then taken again), and giving such a host
-        away would put a URL we are fetching back in its queue."""
+        """Hosts with a request of ours in flight (held counts miss one taken
+        under an earlier lease)."""
         return {record.host for record in self.dispatch.parts.inflight.values()}
 
     def give_away_late(self) -> None:
@@ -121,16 +104,12 @@ class LeaseUpkeep:
         fetching = self.fetching()
         for host, held in list(dispatch.held.items()):
             due = max(dispatch.parts.politeness.ready_at(host), held.since, held.parked_until)
-            if held.inflight or host in fetching or not held.queued or now - due <= dispatch.max_lateness:
-                continue
-            dispatch.leases.release(host, dispatch.wait(host), False, held.heap_score)
-            dispatch.drop(host)
-            dispatch.parts.stats.inc_value("frontier/leases_given_away")
+            if not (held.inflight or host in fetching or not held.queued or now - due <= dispatch.max_lateness):
+                self._give_back(host, "frontier/leases_given_away")
 
     def rebalance(self) -> None:
         """Holding more than one host above its share while other processes
-        run, give the excess back (those longest held, none with a fetch in
-        flight): an idle process takes them at its next poll."""
+        run, give the excess back (none with a fetch in flight)."""
         dispatch = self.dispatch
         excess = len(dispatch.held) - dispatch.share() - 1
         if dispatch.polls.alive < 2 or excess <= 0:
@@ -138,15 +117,19 @@ class LeaseUpkeep:
         fetching = self.fetching()
         idle = [host for host, held in dispatch.held.items() if not held.inflight and host not in fetching]
         for host in idle[:excess]:
-            dispatch.leases.release(host, dispatch.wait(host), False, dispatch.held[host].heap_score)
-            dispatch.drop(host)
-            dispatch.parts.stats.inc_value("frontier/leases_rebalanced")
+            self._give_back(host, "frontier/leases_rebalanced")
+
+    def _give_back(self, host: str, stat: str) -> None:
+        dispatch = self.dispatch
+        dispatch.leases.release(host, dispatch.wait(host), False, dispatch.held[host].heap_score)
+        dispatch.drop(host)
+        dispatch.parts.stats.inc_value(stat)
 
     # -- stats -------------------------------------------------------------------
     def share_stats(self) -> None:
         stats, leases = self.dispatch.parts.stats, self.dispatch.leases
         for name, value in self.dispatch.off_reactor.timing().items():
-            stats.set_value(name, value)  # the process's Redis waits (redis_connection)
+            stats.set_value(name, value)
         stats.set_value("redis/upkeep_reactor_round_trips", self.reactor_round_trips)
         values = getattr(stats, "get_stats", lambda: getattr(stats, "values", {}))()
         deltas = []
@@ -163,9 +146,8 @@ class LeaseUpkeep:
         leases.add_stats(deltas)
 
     def leave(self) -> None:
-        """This process's stats into the crawl's; leave the crawl; the
-        crawl's keys are deleted (``SCHEDULER_PERSIST`` off) only by the
-        last process."""
+        """This process's stats into the crawl's, then leave it; the keys stay
+        while other processes run."""
         dispatch = self.dispatch
         self.share_stats()
         totals = dispatch.leases.stats_totals()
@@ -180,23 +162,20 @@ class LeaseUpkeep:
 
     # -- holds and deferrals, crawl-wide -------------------------------------------
     def busy_here(self) -> bool:
-        """Work here that no hold keeps back: an unfiled request, a request
-        in flight for an origin not held, or a held host whose queue may
-        have such URLs (not parked: at our last look it had URLs of an
-        origin not held); or a pause this process waits out (a pushback's)."""
+        """Work here that no hold keeps back (unfiled, in flight, or queued for
+        a held host not parked), or a pushback's pause waited out."""
         dispatch = self.dispatch
         parts = dispatch.parts
-        if parts.unfiled or parts.holds.waiting_out() or any(  # a pushback's pause is waited out
+        if parts.unfiled or parts.holds.waiting_out() or any(
                 held.queued and not held.parked for held in dispatch.held.values()):
             return True
         return any(not record.held and parts.holds.state_of(record.entry.url) is None
                    for record in parts.inflight.values())
 
     def share_holds(self) -> None:
-        """At each lease renewal: mark the crawl active if this process is
-        busy; else, if no process has been for the idle bound, defer every
-        origin held anywhere (the idle close); then adopt the crawl's holds
-        and deferrals."""
+        """Mark the crawl active if this process is busy; else, once no process
+        was for the idle bound, defer every origin held anywhere (the idle
+        close); then adopt the crawl's holds and deferrals."""
         dispatch = self.dispatch
         parts = dispatch.parts
         found = {}
@@ -212,9 +191,8 @@ class LeaseUpkeep:
         self.adopt_holds(unpark=bool(found))
 
     def adopt_holds(self, unpark: bool = False) -> None:
-        """Hold and defer here what any process of the crawl held or deferred;
-        hosts parked by an origin deferred now are served again at once (their
-        URLs are finished as deferred as they are taken)."""
+        """Hold and defer here what any process held or deferred; hosts parked
+        by an origin deferred now are served again at once."""
         dispatch = self.dispatch
         parts = dispatch.parts
         now = parts.clock()
@@ -230,8 +208,8 @@ class LeaseUpkeep:
             self.serve_parked(now)
 
     def retry_deferred(self) -> None:
-        """The first process of a run retries the URLs the run before
-        deferred, first: back in their hosts' queues at the top level."""
+        """The first process of a run puts the URLs the run before deferred
+        back in their hosts' queues at the top level."""
         dispatch = self.dispatch
         if not dispatch.shared_holds.take_deferrals():
             return
@@ -247,8 +225,7 @@ class LeaseUpkeep:
         logger.info("Retrying %d URLs deferred by the previous run first", len(fingerprints))
 
     def end_holds(self, now: float) -> None:
-        """Holds whose time has come end (nothing is kept here: the parked
-        URLs are in Redis); the parked URLs of the hosts held here go back
+        """End the holds due; the parked URLs of the hosts held here go back
         to their places in the queues."""
         holds = self.dispatch.parts.holds
         due = holds.next_release()
@@ -272,8 +249,8 @@ class LeaseUpkeep:
         self.dispatch.parts.wakeup.arm(self.dispatch.next_due(now), now)
 
     def serve_parked(self, now: float, hosts: set[str] | None = None) -> None:
-        """Parked hosts (of ``hosts``, default all) are due again at their
-        politeness time: their held origins were deferred."""
+        """Parked hosts (of ``hosts``, default all) are due again: their held
+        origins were deferred."""
         parked = [host for host, held in self.dispatch.held.items()
                   if held.parked and (hosts is None or host in hosts)]
         for host in parked:

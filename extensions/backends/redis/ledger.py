@@ -1,52 +1,18 @@
 """AOPIC's ledger shared by the crawler processes of one Redis frontier.
 
-:class:`~extensions.aopic.ledger.AOPICLedger` keeps its scalars (Lambda,
-the dividend ``D``, the cash put in, the row count) in the process and
-saves them now and then: with several processes on one Redis each saved its
-own copy over the others', and each read-modify-wrote cash rows that others
-were crediting at the same time, so cash appeared and vanished.
-:class:`SharedLedger` keeps the scalars in one Redis hash (``P:{aopic}:ledger``,
-:meth:`~extensions.backends.redis.keys.Keys.ledger`) and changes them and the
-cash rows only inside server-side scripts, so every change is atomic and
-made exactly once:
-
-* :data:`CASH` -- a fetched page's whole AOPIC step (its cash to its
-  history, the tax to Lambda, the rest split over its outlinks; rows
-  created with ``mark = D`` and counted), or a seed's initial cash;
-* :data:`CRAWL_LAMBDA` -- Lambda is crawled if it holds at least the cash
-  of the page about to be fetched (a buffered write: no answer needed).
-
-On a single Redis :data:`CASH` takes the ledger hash and every cash hash it
-touches (one script, one round trip per page, as before). A Redis Cluster
-cannot run a script over keys of several slots, so there a page costs two
-round trips: :data:`CASH` on the page's tag (its take and split), then on
-each link's tag (credits), each with the dividend ``d`` the process last
-saw; then :data:`JOIN` (buffered) adds the tax to Lambda and counts the new
-rows in the ledger's slot. A row created with a stale ``d`` is owed the
-dividends since ``d``; :data:`JOIN` charges them to Lambda (``D - d`` per
-new row, whenever it runs), which keeps the total exact whatever order the
-scripts run in. On a cluster a process killed between these calls loses
-that page's cash; on a single Redis nothing.
-
-Conservation, as the base ledger defines it, summed over the rows in Redis::
+The scalars (Lambda, the dividend ``D``, cash put in, rows, Lambda's crawls)
+live in one hash, ``P:{aopic}:ledger``, and change with the cash rows only
+inside scripts, atomically and once: :data:`CASH` (a fetched page's take and
+split, or a seed's cash) and :data:`CRAWL_LAMBDA`. On a single Redis a page
+is one script; a Redis Cluster runs :data:`CASH` per slot, then :data:`JOIN`
+charges the tax and the dividends owed by rows created with a stale ``d``
+to Lambda, so the total stays exact in any order. Conservation, summed over
+the rows in Redis (:meth:`SharedLedger.totals`)::
 
     sum(cash + D - mark) + Lambda == put_in
 
-:meth:`SharedLedger.totals` reads it back (a scan: for tests and tools).
-The process keeps a copy of the scalars, refreshed by every script's
-answer, for what only orders URLs (a URL's cash, the mean cash).
-
-In a crawl, :meth:`SharedLedger.distribute_then` sends a page's
-:data:`CASH` (with its links' rows) through the shared frontier's worker
-channel (:mod:`extensions.backends.redis.worker`) instead of waiting for it on
-the reactor thread: the answer comes back to a callback. The store's
-buffered writes (the page's link records, its content-seen group) go first
-in the same job, so they still reach Redis before the page's ``FINISH``,
-which the same FIFO sends later. On a cluster the worker thread sends the
-credits itself as soon as the take is answered (a ``follow`` of the job),
-and the callback buffers the :data:`JOIN`: the reactor waits for neither
-round trip. A process killed then loses the cash of the pages whose
-payment was on its way (a few per process; on a single Redis none).
+:meth:`SharedLedger.distribute_then` sends a page's payment through the
+frontier's worker channel, after the store's buffered writes.
 """
 
 from __future__ import annotations
@@ -55,7 +21,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals, Paid
-from extensions.backends.redis.keys import tag_of
+from extensions.backends.redis.keys import positions_by
+from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.scripts import lua
 from extensions.frontier.store import Entry
 
@@ -71,10 +38,8 @@ CRAWL_LAMBDA, MIGRATE = lua("ledger_crawl_lambda"), lua("ledger_migrate")
 
 
 class SharedLedger(AOPICLedger):
-    """:class:`AOPICLedger` over a :class:`~extensions.backends.redis.store.RedisStore`
-    whose scalars live in Redis and change only in scripts (see the module
-    docstring); the attributes ``lambda_cash``, ``dividend``, ``put_in``,
-    ``rows`` and ``lambda_crawls`` are this process's latest view of them."""
+    """:class:`AOPICLedger` whose scalars live in Redis; its attributes are
+    this process's latest view of them."""
 
     shared: ClassVar[bool] = True
 
@@ -110,10 +75,8 @@ class SharedLedger(AOPICLedger):
 
     def distribute(self, fingerprint: int, links: list[int], entries_of: list[int] | None = None,
                    tax: float | None = None) -> tuple[Paid, dict[int, Entry]]:
-        """The page was fetched: its cash to its history, the tax (``tax``,
-        else the ledger's) to Lambda, the rest split over ``links`` (none:
-        all to Lambda), in one atomic script on a single Redis. Also returns
-        the URL rows of ``entries_of``, read in the same round trip."""
+        """The page's cash to its history, the tax to Lambda, the rest split
+        over ``links``; with the URL rows of ``entries_of``, in one round trip."""
         (cash, history, visits, _), changes, entries = self._run(fingerprint, links, len(links),
                                                                  entries_of=entries_of or [], tax=tax)
         return Paid(cash, history, visits, changes), entries
@@ -121,9 +84,8 @@ class SharedLedger(AOPICLedger):
     def distribute_then(self, io: Any, fingerprint: int, links: list[int], entries_of: list[int],
                         then: Callable[[Paid, dict[int, Entry]], None],
                         failed: Callable[[Exception], None], tax: float | None = None) -> None:
-        """:meth:`distribute` through ``io`` (a worker channel on this
-        single Redis, see the module docstring): ``then`` gets its result on
-        the reactor thread, ``failed`` a Redis failure."""
+        """:meth:`distribute` through ``io``: ``then`` gets its result on the
+        reactor thread, ``failed`` a Redis failure."""
         if self.store.cluster:
             self._distribute_per_tag_then(io, fingerprint, links, entries_of, then, failed, tax)
             return
@@ -141,16 +103,14 @@ class SharedLedger(AOPICLedger):
     def _distribute_per_tag_then(self, io: Any, take: int, credits: list[int], entries_of: list[int],
                                  then: Callable[[Paid, dict[int, Entry]], None],
                                  failed: Callable[[Exception], None], tax: float | None = None) -> None:
-        """:meth:`_run_per_tag` of a fetched page through ``io`` on a
-        cluster: the take (with the links' rows), then, sent by the worker
-        thread from its answer, the credits per tag; ``then`` gets both on
-        the reactor thread, which buffers the :data:`JOIN`."""
+        """On a cluster: the take, then the credits per tag (sent by the
+        worker thread from its answer); the reactor thread buffers the :data:`JOIN`."""
         d, outlinks = repr(self.dividend), len(credits)
         view = ("HMGET", self._key, *FIELDS)
         reads, rows_of = self.store.urls.entry_reads(entries_of)
         writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
         first = [*writes, self._take_command(take, d, outlinks, tax), view, *reads]
-        by_tag = _positions_by_tag(credits)
+        by_tag = positions_by(credits, tag_of)
 
         def credit(answers: list[Any]) -> tuple[Any, ...]:  # on the worker thread: no state touched
             try:
@@ -170,7 +130,6 @@ class SharedLedger(AOPICLedger):
             except Exception as err:  # noqa: BLE001 - the page's pipeline must end
                 failed(err)
                 return
-            # buffered, as on the synchronous path: the next store call or payment sends it
             self.store.write("EVAL", JOIN, 1, self._key, repr(float(answer[4])), new + tag_new, d, repr(put_in))
             then(Paid(taken[0], taken[1], taken[2], changes), entries)
         io.submit(first, None, failed, follow=credit)
@@ -200,9 +159,8 @@ class SharedLedger(AOPICLedger):
     def _run(self, take: int | None, credits: list[int], outlinks: int, amount: float | None = None,
              mode: str = "", entries_of: Sequence[int] = (),
              tax: float | None = None) -> tuple[Taken, list[Change], dict[int, Entry]]:
-        """:data:`CASH` on one Redis (one script) or a cluster (per tag,
-        then :data:`JOIN`). Returns the take ``(cash, history, visits,
-        share)``, the credits' changes and the URL rows of ``entries_of``."""
+        """:data:`CASH` (per tag and :data:`JOIN` on a cluster): the take,
+        the credits' changes and the URL rows of ``entries_of``."""
         if self.store.cluster:
             return self._run_per_tag(take, credits, outlinks, amount, mode, entries_of, tax)
         command = self._cash_command(take, credits, outlinks, amount, mode, tax)
@@ -244,7 +202,7 @@ class SharedLedger(AOPICLedger):
             taken, _, new, _ = _decode(answer)
             to_lambda = float(answer[4])
             amount = taken[3] if amount is None else amount
-        by_tag = _positions_by_tag(credits)
+        by_tag = positions_by(credits, tag_of)
         commands = self._credit_commands(by_tag, credits, d, outlinks, amount or 0.0, mode)
         changes: list[Change] = [(0.0, 0.0, False)] * len(credits)
         if commands or entries is None:
@@ -268,8 +226,7 @@ class SharedLedger(AOPICLedger):
 
     def _credit_commands(self, by_tag: dict[str, list[int]], credits: list[int], d: str, outlinks: int,
                          amount: float, mode: str) -> list[tuple[Any, ...]]:
-        """A cluster's :data:`CASH` crediting ``amount`` to ``credits``, one
-        per slot (``by_tag``: positions in ``credits``); none without cash."""
+        """A cluster's :data:`CASH` crediting ``amount`` to ``credits``, one per slot."""
         if amount <= 0:
             return []
         return [("EVAL", CASH, 1, self.store.keys.cash(tag), "0", d, repr(self.tax), outlinks, 0, 0,
@@ -289,17 +246,8 @@ class SharedLedger(AOPICLedger):
         return LedgerTotals(cash, count * self.dividend - marks, self.lambda_cash, self.put_in, history, count)
 
 
-def _positions_by_tag(credits: list[int]) -> dict[str, list[int]]:
-    """The positions in ``credits`` of each slot tag's URLs."""
-    by_tag: dict[str, list[int]] = {}
-    for position, fp in enumerate(credits):
-        by_tag.setdefault(tag_of(fp), []).append(position)
-    return by_tag
-
-
 def _merge_credits(by_tag: dict[str, list[int]], answers: list[Any], count: int) -> tuple[list[Change], int, float]:
-    """The per-slot credit answers as one change per credited URL (in
-    ``credits`` order), with the new rows and the cash put in, summed."""
+    """The per-slot credit answers as one change per credit, new rows and cash put in."""
     changes: list[Change] = [(0.0, 0.0, False)] * count
     new, put_in = 0, 0.0
     for positions, answer in zip(by_tag.values(), answers):

@@ -1,42 +1,16 @@
 """The near-duplicate index in Redis, shared by every crawler process of a crawl.
 
-The same look-up as :class:`~extensions.contentseen.nearindex.NearDuplicateIndex`
-(Manku et al.'s permuted tables, with its :class:`BlockLayout`: ``C(b, b -
-k)`` tables, each keyed by ``b - k`` blocks of the simhash), the same
-answers and the same groups, stored in Redis so that several processes
-see each other's documents (key layout and round trips:
-:mod:`extensions.backends.redis.contentseen`):
-
-* a table's key (25 or 26 bits by default) is split into its top 8 bits,
-  which choose the partition ``P:contentseen:{tN-Y}:near_table`` (a hash tag
-  of its own), and the rest, the hash field (3 bytes); the field's value is
-  the 8-byte simhashes stored under that key, appended by a script;
-* the documents stored under a simhash are ``P:contentseen:{X}:near_docs[simhash]``,
-  one record after the other (usually one): its id, its group id, the
-  lengths of its resemblance sketch and of its first URL, the sketch and
-  the URL (ids from ``P:contentseen:near_ids``, reserved 1,024 at a time per
-  process, so never reused, even after a crash). Several documents share a
-  simhash when they are alike for the simhash (digits folded) but not in
-  resemblance, such as one template's pages about different dates.
-
-A look-up reads the query's 10 table fields in one pipeline, computes the
-distances here, and reads the records of the candidates within the
-distance only when there are some (a second round trip); with a sketch, the
-closest one that resembles the query is the match (the embedded index's
-resemblance check). Storing a document waits in the
-shared connection's pipeline and goes with its next round trip (the next
-page's exact test, or the periodic flush), before that round trip's reads.
-
-Groups, as in the embedded index: a new document joins the group of its
-closest match (ties: the smallest id) and is stored; a document identical
-(distance 0, and resembling) to a stored one is not stored again. Across processes, ids are
-ordered within a process but not between processes (each reserves blocks),
-so "earliest" among equally close matches from different processes means
-"smallest id"; and two near-duplicates judged at the same moment by two
-processes (each before the other's store arrived) both start a group, where
-one process would have joined them. Exact copies never race: the exact set
-decides them atomically before the index is asked. Not thread-safe. Pure:
-no Scrapy.
+The look-up, answers and groups of
+:class:`~extensions.contentseen.nearindex.NearDuplicateIndex` (permuted
+tables of :class:`BlockLayout`), stored in Redis (keys:
+:mod:`extensions.backends.redis.contentseen`). A table's key splits into its
+top 8 bits (the partition ``{tN-Y}``) and the rest (the hash field, whose
+value is the simhashes appended under that key). A look-up reads the
+query's table fields in one round trip and the records of the candidates
+within the distance in a second one, only when there are some. Document ids
+are reserved in blocks per process: ties between equally close matches go
+to the smallest id, and two near-duplicates judged at once by two
+processes may both start a group.
 """
 
 from __future__ import annotations
@@ -80,10 +54,9 @@ APPEND_RECORD, APPEND = lua("near_append_record"), lua("near_append")
 
 @dataclass(frozen=True)
 class Prefetched:
-    """A simhash's candidates read ahead of its look-up: the table fields'
-    values, and :attr:`RedisNearDuplicateIndex.stored` when the read was
-    sent (the documents this process stored from that number on were not
-    in Redis for it: the look-up adds them from memory)."""
+    """A simhash's candidates read ahead: the table fields' values, and
+    :attr:`RedisNearDuplicateIndex.stored` when the read was sent (later
+    stores of this process are added from memory)."""
 
     values: list[Any]
     since: int
@@ -91,13 +64,8 @@ class Prefetched:
 
 class RedisNearDuplicateIndex(RedisContentPart):
     """Stored simhashes with their first URL and group, searchable within
-    distance k, shared by every process of a crawl.
-
-    Promises (those of :class:`~extensions.contentseen.nearindex.NearDuplicateIndex`):
-    :meth:`add_or_match` sees every document this process added before and
-    every document other processes' round trips have delivered; the crawl's
-    keys keep the layout (``distance``, ``blocks``) they were created with.
-    """
+    distance k: sees every document this process added before and every one
+    other processes delivered; the keys keep the layout they were created with."""
 
     def __init__(self, store: RedisContentStore, layout: BlockLayout, id_block: int = ID_BLOCK,
                  min_resemblance: float = DEFAULT_MIN_RESEMBLANCE) -> None:
@@ -147,8 +115,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
     def prefetch(self, simhash: int) -> None:
         """Read ``simhash``'s candidates (and a new block of ids, if needed)
         with the store's next round trip, for the :meth:`add_or_match` that
-        will probably follow: a new page then costs the exact test's round
-        trip only. Wasted (a few reads) when the page was an exact copy."""
+        will probably follow."""
         reads = self.candidate_reads(simhash)
         reserve = self.reserve_commands()
         since = self.stored
@@ -173,22 +140,16 @@ class RedisNearDuplicateIndex(RedisContentPart):
         self.next_id, self.id_end = end - self.id_block + 1, end + 1
 
     def add_or_match(self, simhash: int, url: str, sketch: bytes | None = None) -> tuple[int, str | None]:
-        """``(group_id, near_duplicate_of)`` for a new document, which is stored.
-
-        ``near_duplicate_of`` is the URL of the closest stored document within
-        the distance (and, with ``sketch``, resembling), whose group the
-        document joins; None (and a new group, numbered by the document's
-        id) when there is none.
-        """
+        """``(group_id, near_duplicate_of)`` for a new document, which is
+        stored: it joins the group of the closest resembling document within
+        the distance, else starts its own."""
         found = self.run(self.add_or_match_steps(simhash, url, sketch, self._take_prefetched(simhash)))
         self.forget_stored(self.stored)  # every later read sees the documents stored so far
         return found
 
     def add_or_match_steps(self, simhash: int, url: str, sketch: bytes | None,
                            prefetched: Prefetched | None = None) -> Steps[tuple[int, str | None]]:
-        """:meth:`add_or_match` as round trips (``prefetched``: the candidates
-        read earlier, see :class:`Prefetched`)."""
-        # a new block of ids, when needed, rides with the candidates' read
+        """:meth:`add_or_match` as round trips."""
         matches, reserved = yield from self._lookup(simhash, sketch, True, prefetched, self.reserve_commands())
         if reserved:
             self._reserved(reserved[0])
@@ -202,8 +163,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         return found[0] if found else None
 
     def forget_stored(self, before: int) -> None:
-        """Documents stored before number ``before`` (see :attr:`stored`)
-        are visible to every read still to be answered: no need to keep them."""
+        """Documents stored before number ``before`` are visible to every read still to be answered."""
         while self._recent and self._recent[0][0] < before:
             self._recent.popleft()
 
@@ -222,9 +182,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         return located
 
     def candidate_reads(self, simhash: int) -> list[tuple[Any, ...]]:
-        """The reads of ``simhash``'s table fields: one script call on a
-        single Redis (each client command costs the crawler more than the
-        server's work), one HGET per table on a cluster."""
+        """The reads of ``simhash``'s table fields (one script on a single Redis)."""
         fields = self._fields(simhash)
         if self.store.cluster:
             return [("HGET", key, field) for key, field in fields]
@@ -240,11 +198,9 @@ class RedisNearDuplicateIndex(RedisContentPart):
     def _lookup(self, simhash: int, sketch: bytes | None, closest: bool, prefetched: Prefetched | None,
                 extra: list[tuple[Any, ...]] | None = None) -> Steps[tuple[list[Match], list[Any]]]:
         """Stored documents within the distance and resembling, sorted (only
-        the closest ones if ``closest``), and the answers to ``extra``
-        commands sent with the read."""
+        the closest if ``closest``), and the answers to ``extra``."""
         self.counters["lookups"] += 1
         if prefetched is not None:
-            # read with the exact test; a block of ids came then if needed
             values, since = prefetched.values, prefetched.since
             extra_answers = (yield extra) if extra and self.next_id >= self.id_end else []
         else:
@@ -264,8 +220,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         within = {other: distance for other, distance in within.items() if distance <= self.layout.distance}
         if not within:
             return [], extra_answers
-        # every record within the distance: the closest may not resemble the query;
-        # read after every document this process stored so far
+        # every record within the distance: the closest may not resemble the query
         records = yield [("HGET", self.keys.near_doc(other), pack64(other)) for other in within]
         matches = []
         for (other, distance), record in zip(within.items(), records):
@@ -295,8 +250,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
 
     # -- storing -------------------------------------------------------------------
     def _store(self, simhash: int, doc_id: int, group_id: int, url: str, sketch: bytes | None) -> None:
-        """Buffer the record, then the table entries (a reader that finds an
-        entry without its record skips it)."""
+        """Buffer the record, then the table entries (a reader skips an entry without its record)."""
         self.counters["stored"] += 1
         packed = pack64(simhash)
         sketch = sketch or b""

@@ -1,14 +1,10 @@
 """The crawler processes of one crawl on Redis: who is alive, and who is last.
 
-One sorted set ``P:processes`` (``P``: ``FRONTIER_REDIS_PREFIX``) maps each
-process's id to its heartbeat's expiry (server time, ms). Every Redis
-component of a process (the shared frontier, the content-seen sets) uses
-the one :class:`ProcessRegistry` of its connection, so a process is one
-member whatever it runs, and the *last-one-out rule* is the same for all:
-a component that deletes the crawl's keys at close (``SCHEDULER_PERSIST``
-off) does so only when :meth:`ProcessRegistry.leave` says no other process
-is alive. A process killed without leaving stops renewing and counts as
-gone once its expiry passes.
+``P:processes`` maps each process's id to its heartbeat's expiry (server
+ms). Every Redis component of a process uses its connection's one
+:class:`ProcessRegistry`; a component that deletes the crawl's keys at
+close does so only when :meth:`ProcessRegistry.leave` says no other
+process is alive. A killed process counts as gone once its expiry passes.
 """
 
 from __future__ import annotations
@@ -31,14 +27,9 @@ def process_id() -> str:
 
 
 class ProcessRegistry:
-    """This process's membership in the crawl's ``P:processes``.
-
-    Components :meth:`join` with the heartbeat TTL they renew within and
-    :meth:`leave` at close; the process's entry goes when the last one
-    leaves. The entry's TTL is the shortest any member asked for (the
-    component renewing most often keeps it fresh). ``now`` arguments are
-    milliseconds as text, ``""`` for the server's clock (tests inject one).
-    """
+    """This process's membership in ``P:processes``: components :meth:`join`
+    with the heartbeat TTL they renew within (the shortest counts) and
+    :meth:`leave`. ``now``: milliseconds as text, ``""`` for the server's clock."""
 
     def __init__(self, connection: RedisConnection, key: str, owner: str | None = None) -> None:
         self.connection, self.key = connection, key
@@ -67,8 +58,8 @@ class ProcessRegistry:
         return int(self.connection.call(("EVAL", OTHERS, 1, self.key, now, self.owner, "0"))[0])
 
     def leave(self, ttl: float, now: str = "") -> int:
-        """A component joined with ``ttl`` is gone (the last one takes the
-        process's entry out); how many other processes are alive."""
+        """A component joined with ``ttl`` is gone (the last one takes the entry
+        out); how many other processes are alive."""
         if ttl in self._ttls:
             self._ttls.remove(ttl)
         last = "0" if self._ttls else "1"

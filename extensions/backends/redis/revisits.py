@@ -1,32 +1,13 @@
 """Per-URL re-visit history in Redis: the RevisitTable of
 :class:`~extensions.backends.redis.store.RedisStore`.
 
-Keys (:mod:`extensions.backends.redis.keys`)::
-
-    P:{T}:revisit         hash  fingerprint -> the record without its due time,
-                                packed (pack_record: usually under 64 bytes)
-    P:{revisit-N}:due     zset  fingerprint -> due time (+inf: not scheduled);
-                                every record is in its shard, so the zset is
-                                the authority for ``due`` and counts the records
-    P:{revisit-N}:gone    set   fingerprints of records with ``gone > 0``
-    P:{revisit-N}:taken   hash  process -> its last take (a retried take
-                                returns it instead of taking again)
-
-A record lives under its host tag ``{T}``, next to the URL's row; its due
-order lives in shard ``N = host hash % shards``: one shard on a single
-Redis, :data:`CLUSTER_SHARDS` on a cluster, so the masters share the work
-(the count is recorded as ``revisit_shards`` in ``P:meta`` and kept for
-the crawl's life). :data:`TAKE` pops the due entries of one shard
-atomically (it sets them to +inf inside the script), so two processes
-never take the same record; :meth:`RedisRevisitTable.take_due` first reads
-the head of every shard to take the earliest across shards. Every script
-touches keys of one slot (a shard's), as Redis Cluster requires.
-
-Writes are buffered on the crawler's one connection (``put`` costs no round
-trip): the record's HSET goes before its ZADD, so after a crash the store
-holds a record whose due entry may be missing (not scheduled), never the
-reverse. The keys go with the crawl's others (the ``P:{*}:*`` pattern of
-``delete_crawl``, ``SCHEDULER_PERSIST`` off, ``SCHEDULER_FLUSH_ON_START``).
+A record (without its due time, :func:`pack_record`) lives in
+``P:{T}:revisit`` next to the URL's row; its due time in the due-order shard
+``P:{revisit-N}:due`` (``N = host hash % shards``; :data:`CLUSTER_SHARDS` on a
+cluster, recorded in ``P:meta``), which is the authority for ``due``.
+:data:`TAKE` pops one shard's due entries atomically and retry-safely
+(``P:{revisit-N}:taken``). The record's HSET is buffered before its ZADD, so
+after a crash a record may lack its due entry, never the reverse.
 """
 
 from __future__ import annotations
@@ -41,7 +22,8 @@ from email.utils import formatdate, parsedate
 from typing import Any
 
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.keys import Keys, group_by_tag, tag_of
+from extensions.backends.redis.keys import Keys, found_values, group_by_tag
+from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.scripts import lua
 from extensions.frontier.store import RevisitCounts, RevisitRecord
 
@@ -81,14 +63,10 @@ def _exact_float32(value: float) -> bool:
 
 
 def pack_record(record: RevisitRecord) -> bytes:
-    """Every field but the fingerprint (the hash field) and ``due`` (the zset
-    score), in 25 bytes (flags, the three times) and: the interval (4 bytes
-    when a float32 holds it exactly, else 8), the counters (3 bytes when each
-    is under 256, else 10: ``visits`` and ``changes`` must fit 32 bits,
-    ``gone`` 16), the content fingerprint (8), Last-Modified as 4 bytes when
-    it is an exact HTTP date, the ETag, then a Last-Modified that is not.
-    A usual record takes under 64 bytes: Redis keeps a small host's hash
-    as a listpack (``hash-max-listpack-value``)."""
+    """Every field but the fingerprint and ``due``: flags and the three times,
+    the interval (float32 when exact), the counters (bytes when under 256;
+    else ``visits`` and ``changes`` in 32 bits, ``gone`` in 16), the content
+    fingerprint, Last-Modified (4 bytes when an exact HTTP date), the ETag."""
     flags, tail = 0, []
     if _exact_float32(record.interval):
         flags |= _FLOAT_INTERVAL
@@ -159,9 +137,8 @@ def _pairs(answer: list[Any]) -> list[tuple[int, float]]:
 
 
 class RedisRevisitTable:
-    """The re-visit table over the store's connection (``connection``
-    returns it, raising the store's error when the store is not open;
-    ``writable`` says whether the store may write: a read-only tool's does not)."""
+    """The re-visit table over the store's connection (``writable``: whether
+    the store may write)."""
 
     def __init__(self, keys: Keys, connection: Callable[[], RedisConnection],
                  writable: Callable[[], bool]) -> None:
@@ -198,8 +175,7 @@ class RedisRevisitTable:
         dues = {fp: _score(score) for fps, scores in zip(by_shard.values(), answers[len(by_tag):])
                 for fp, score in zip(fps, scores)}
         return {fp: unpack_record(fp, math.inf if dues[fp] is None else dues[fp], value)
-                for fps, values in zip(by_tag.values(), answers) for fp, value in zip(fps, values)
-                if value is not None}
+                for fp, value in found_values(by_tag.values(), answers).items()}
 
     def put(self, records: Sequence[RevisitRecord]) -> None:
         if not records:
@@ -237,9 +213,7 @@ class RedisRevisitTable:
         return [unpack_record(fp, due, found[fp]) for due, fp in taken if fp in found]
 
     def _plan(self, now: float, limit: int) -> dict[int, int]:
-        """How many to take from each shard: the ``limit`` earliest due
-        entries across shards as they stand (another process may take some
-        first; the take then gets the next due ones of that shard)."""
+        """How many to take from each shard: the ``limit`` earliest due entries across shards."""
         if self.shards == 1:
             return {0: limit}
         heads = self._connection().call(*[
@@ -258,8 +232,7 @@ class RedisRevisitTable:
             return {}
         by_tag = group_by_tag(fingerprints, tag_of)
         answers = self._connection().call(*[("HMGET", self.keys.revisit(tag), *fps) for tag, fps in by_tag.items()])
-        return {fp: value for fps, values in zip(by_tag.values(), answers)
-                for fp, value in zip(fps, values) if value is not None}
+        return found_values(by_tag.values(), answers)
 
     def next_due(self) -> float | None:
         heads = self._connection().call(*[("ZRANGE", self.keys.revisit_due(shard), 0, 0, "WITHSCORES")
@@ -283,14 +256,11 @@ class RedisRevisitTable:
         connection, batch = self._connection(), max(1, batch)
         found: list[tuple[int, bytes]] = []
         for key in list(connection.scan(self.keys.revisit_pattern)):
-            seen: set[bytes] = set()  # HSCAN may repeat a field
             for field, value in connection.hscan(key, batch):
-                if field not in seen:
-                    seen.add(field)
-                    found.append((int(field), value))
-                    if len(found) >= batch:
-                        yield self._with_dues(found)
-                        found = []
+                found.append((int(field), value))
+                if len(found) >= batch:
+                    yield self._with_dues(found)
+                    found = []
         if found:
             yield self._with_dues(found)
 

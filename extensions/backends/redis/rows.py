@@ -12,10 +12,9 @@ Pure: no I/O. A URL row (a field of ``P:{T}:urls``, bytes)::
 A cash row (a field of ``P:{T}:cash``): cash, history, mark (doubles) and
 visits (int64), big-endian.
 
-Server-side scripts read and change rows only through the accessors of
-``lua/include/rows.lua`` and ``cash.lua``, whose offsets and formats are
-:data:`LUA_PARAMETERS`, taken from the same structs as :func:`pack_row` and
-:func:`pack_cash`. The scripts change only a row's status and fetch time in place.
+Scripts read rows only through ``lua/include/rows.lua`` and ``cash.lua``,
+parameterised by :data:`LUA_PARAMETERS` (from the same structs); they change
+only a row's status and fetch time in place.
 """
 
 from __future__ import annotations
@@ -26,9 +25,7 @@ from extensions.frontier.store import Entry, Status
 
 
 def tag_of(fingerprint: int) -> str:
-    """The host tag of a fingerprint (its Redis Cluster hash tag): its top 24
-    bits as six hex digits (:mod:`extensions.frontier.fingerprint` makes them
-    a hash of the URL's host)."""
+    """The host tag of a fingerprint: its top 24 bits (its host's hash) as six hex digits."""
     return f"{(fingerprint >> 40) & 0xFFFFFF:06x}"
 
 
@@ -42,9 +39,7 @@ STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
 _STATUS_OF_BYTE = {byte[0]: status for status, byte in STATUS_BYTE.items()}
 _TEXT = ("utf-8", "surrogatepass")
 
-#: The ``$`` values of the scripts' row accessors (``lua/include/rows.lua``,
-#: ``cash.lua``; see :mod:`extensions.backends.redis.scripts`): status bytes,
-#: 1-based offsets (Lua's), the cash row's struct format.
+#: The ``$`` values of the scripts' row accessors: status bytes, 1-based offsets, the cash format.
 LUA_PARAMETERS = {
     **{f"S_{status.name}": STATUS_BYTE[status].decode() for status in Status},
     "STATUS_SIZE": _STATUS.size,

@@ -1,21 +1,10 @@
-"""Every Lua script of the Redis backend: the files in ``lua/``.
-
-``lua/NAME.lua`` is one script; its first comment says what it does, its
-KEYS, ARGV and answer. :func:`lua` reads one (at import of the module that
-calls it) and registers it with
-:func:`~extensions.backends.redis.connection.script`: a connection loads it
-once and calls it by SHA. Two rules compose a file's text:
-
-* a line ``--- @include "NAME"`` is replaced by ``lua/include/NAME.lua``
-  (composed by the same rules), the first time a script includes it; later
-  includes of it are dropped;
-* ``$NAME`` is replaced by the parameter ``NAME``: the URL and cash row
-  layout's (:data:`~extensions.backends.redis.rows.LUA_PARAMETERS`, so no
-  script spells an offset) and those the caller passes. A ``$NAME`` without
-  a value is an error at import.
-
-The files are package data (``setup.py``), read through
-:mod:`importlib.resources`, so they load from a zipped egg too.
+"""Every Lua script of the Redis backend: the files in ``lua/``, each saying
+its KEYS, ARGV and answer in its first comment. :func:`lua` reads one and
+registers it (a connection loads it once and calls it by SHA). A line
+``--- @include "NAME"`` is replaced by ``lua/include/NAME.lua`` (once per
+script); ``$NAME`` by the parameter ``NAME`` (the row layout's
+:data:`~extensions.backends.redis.rows.LUA_PARAMETERS` and the caller's; a
+missing one is an error at import). Read through :mod:`importlib.resources`.
 """
 
 from __future__ import annotations

@@ -1,32 +1,17 @@
 """Seeds pushed to a running crawl through Redis, as scrapy-redis does.
 
-With ``FRONTIER_BACKEND = "redis"`` every crawler process watches one Redis
-key (``REDIS_START_URLS_KEY``, default ``%(name)s:start_urls``, so
-``web:start_urls``)::
+Every crawler process watches ``REDIS_START_URLS_KEY`` (default
+``%(name)s:start_urls``; a set with ``REDIS_START_URLS_AS_SET``)::
 
     redis-cli -u redis://host:6379/0 lpush web:start_urls https://example.org/
 
-An entry is a URL, or a JSON object ``{"url": ..., "meta": {...}}`` (as
-scrapy-redis' ``RedisSpider`` reads them); ``REDIS_START_URLS_AS_SET`` reads
-a set (``SADD``) instead of a list. Entries are popped atomically (``LPOP``/
-``SPOP`` with a count of ``REDIS_START_URLS_BATCH_SIZE``), so each reaches
-exactly one process, which canonicalises it, passes it through the spider's
-URL filter like any seed and schedules it; the shared frontier then shares
-its host with every process. Invalid entries are logged and counted
-(``seeds/redis_invalid``), never fatal.
-
-When. Every ``REDIS_START_URLS_POLL_INTERVAL`` seconds while the crawl runs
-(a busy crawl never goes idle, so scrapy-redis' pop-when-idle alone would
-leave pushed seeds waiting until the whole crawl ends), and at once when the
-spider is idle.
-
-The end (scrapy-redis' ``MAX_IDLE_TIME_BEFORE_CLOSE``). A process started
-without ``-a seeds`` waits for pushed seeds: it closes after that many
-seconds with nothing to do, never when it is 0 (scrapy-redis' default). A
-process started with ``-a seeds`` ends when the crawl is done, as without
-Redis, unless the setting is above 0 (then it waits that long for more).
-Idle time is measured between Scrapy's idle signals (every 5 s at most), so
-it is precise to about 5 s.
+An entry is a URL or a JSON object ``{"url": ..., "meta": {...}}``, popped
+atomically (each reaches one process) every ``REDIS_START_URLS_POLL_INTERVAL``
+seconds and when the spider is idle; invalid entries are counted
+(``seeds/redis_invalid``). A process started without ``-a seeds`` closes
+after ``MAX_IDLE_TIME_BEFORE_CLOSE`` seconds with nothing to do (never when
+0); one started with seeds ends when the crawl is done, unless that setting
+is above 0.
 """
 
 from __future__ import annotations
@@ -88,7 +73,6 @@ class RedisSeeds:
         self._loop: task.LoopingCall | None = None
         self._idle_since: float | None = None
         self._activity: tuple[int, ...] = ()
-        self._announced = False
         self.connection: Any = None  # the shared RedisConnection the client belongs to
 
     @classmethod
@@ -108,7 +92,7 @@ class RedisSeeds:
             if not ok:
                 raise ValueError(f"{setting} must be {'>= 0' if setting.startswith('MAX') else '> 0'}, "
                                  f"not {value!r}")
-        # redis is imported only here, on the Redis crawl's path (start-up CPU of every crawl)
+        # imported here: an SQLite crawl does not import redis
         from extensions.backends.redis.factory import redis_connection  # noqa: PLC0415
         from redis.exceptions import RedisError  # noqa: PLC0415
 
@@ -145,7 +129,6 @@ class RedisSeeds:
             else:
                 entries = self.client.lpop(self.key, self.batch_size) or []
         except self.client_error as err:
-            # the client already retried with back-off and logged each try
             logger.error("Cannot read seeds from Redis key %s: %s", self.key, err)
             self.crawler.stats.inc_value("seeds/redis_errors")
             return 0

@@ -1,56 +1,16 @@
-"""The frontier's distributed store: Redis, single instance or Redis Cluster.
+"""The frontier's store in Redis, a single instance or a Redis Cluster.
 
-``-s FRONTIER_BACKEND=redis -s REDIS_URL=redis://host:port/db`` selects it
-(:mod:`extensions.backends.factory`); the embedded SQLite store stays the
-default. The URL may name a single Redis or any node of a Redis Cluster
-(database 0). The store and its tables (:mod:`extensions.backends.redis.tables`)
-talk through the crawler's one
-:class:`~extensions.backends.redis.connection.RedisConnection`. Keys:
-:mod:`extensions.backends.redis.keys`; rows: :mod:`extensions.backends.redis.rows`;
-scripts: ``lua/`` (:mod:`extensions.backends.redis.scripts`). Every per-URL and per-host
-key carries the hash tag ``{T}`` of the host's 24-bit hash, so a host's URL
-rows, its slice of the URL-seen set and its state live on one shard.
-
-Round trips. Writes whose answer nobody needs (queue pushes, status
-changes, requeues, cash, groups, crawl delays, meta) wait in the
-connection's pipeline; the next read sends them with its own commands (so
-reads still see every earlier write), and so do :meth:`RedisStore.checkpoint`
-and a full pipeline. Per frontier operation (``RedisStore.round_trips``,
-asserted in ``tests/test_redis_store.py``): enqueue 1 (``insert_new``);
-queue refill 2 per buffer (``pop`` + ``get_many``); status changes 0
-(buffered); checkpoint at most 1; with AOPIC +1 per enqueue, +2 per
-dispatch, 2 per fetched page.
-
-URL-seen: exact (the default), the URL rows are the seen set; or Bloom
-(``FRONTIER_SEEN_BACKEND = "bloom"``, ``bloom=`` here), the shared filter of
-:mod:`extensions.backends.redis.bloom`, tested inside the script that inserts
-the row, and a row lives only while its URL is queued or in flight (done,
-failed, excluded and refused rows are deleted and counted by status:
-``status_of`` and ``get_many`` answer None for a finished URL,
-``count_by_status`` adds the counts, ``iter_all`` yields pending rows only).
-Cash rows, content groups and per-host URL counts stay. A crawl keeps the
-URL-seen backend and Bloom layout it began with (``seen`` in ``P:meta``).
-Memory per URL: ``frontier/redis_bytes_per_url`` (:meth:`RedisStore.memory_usage`),
-measured in ``bench/results/redis_memory.txt`` (``python -m bench.redis_memory``).
-
-Durability. What the server acknowledged survives the client (with AOF, a
-Redis restart loses at most the last second). A crash of the crawler loses
-the writes still buffered; there is no multi-key transaction, so after a
-crash the store holds a prefix of the command stream, which the frontier's
-rebuild handles because the URL rows stay authoritative (``clean`` in
-``P:meta`` is ``0`` while a crawl runs, ``1`` after a clean close).
-
-Failures. Redis unreachable at :meth:`RedisStore.open` raises
-:class:`FrontierStoreError` naming the URL (password hidden); mid-crawl,
-errors are retried with logged back-off (blocking the caller), then raise
-:class:`~extensions.backends.redis.connection.RedisLayerError`.
-
-Lifetime (scrapy-redis conventions): ``persist=False`` (``SCHEDULER_PERSIST`` off) deletes every
-key of the crawl at a clean close; ``flush_on_start`` (``SCHEDULER_FLUSH_ON_START``) deletes them
-at open. Queue lengths are kept in the client (a queue has one writer). Operations that scan every
-tag (``iter_pending``, ``iter_all``, ``requeue_inflight``, ``count_by_status``, ``cash_count``,
-``cash_totals``, the link and re-visit tables' scans, the census) run only at a rebuild, at start or in tests.
-Re-visit records: :mod:`extensions.backends.redis.revisits`. Inspect: ``HGETALL web:meta``.
+Keys: :mod:`extensions.backends.redis.keys`; rows:
+:mod:`extensions.backends.redis.rows`; tables:
+:mod:`extensions.backends.redis.tables`. Writes whose answer nobody needs
+wait in the crawler's one connection's pipeline; the next read sends them
+first, so reads see every earlier write. With Bloom URL-seen
+(``FRONTIER_SEEN_BACKEND = "bloom"``) a row lives only while its URL is
+queued or in flight; finished rows are counted by status. A crawl keeps the
+URL-seen backend it began with (``seen`` in ``P:meta``). After a crash the
+store holds a prefix of the command stream (``clean`` in ``P:meta`` is
+``0`` while a crawl runs). ``persist=False`` (``SCHEDULER_PERSIST`` off)
+deletes the crawl's keys at a clean close, ``flush_on_start`` at open.
 """
 
 from __future__ import annotations
@@ -79,11 +39,9 @@ from extensions.linkgraph.segmentlinks import SegmentLinkTable
 
 
 class RedisStore:
-    """The frontier store in Redis (see the module docstring): the tables of
-    :mod:`.tables` (and links, re-visits, census) over one connection, and
-    its lifecycle. With ``bloom``, the URL-seen set is that Bloom filter and
-    finished rows are trimmed. ``connection`` is the crawler's shared one;
-    without it the store opens a connection of its own to ``url`` (tests, tools)."""
+    """The store's tables over one connection, and its lifecycle. With
+    ``bloom`` the URL-seen set is that filter and finished rows are trimmed;
+    without ``connection`` the store opens one of its own to ``url``."""
 
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
                  flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,
@@ -99,7 +57,6 @@ class RedisStore:
         self.clean = True
         self._attached = self.read_only = False
         hashes = Hashes(self._require)
-        #: discovery order and URL count, shared with the host leases
         self.counters = URLCounters(self.keys, self._require)
         self.queues = RedisQueues(self.keys, self._require)
         self.urls = RedisURLTable(self.keys, self._require, hashes, self.counters, bloom)
@@ -124,15 +81,14 @@ class RedisStore:
                 f"{SCHEMA_VERSION}: choose another FRONTIER_REDIS_PREFIX or delete them")
         self._check_seen_backend()
         self.clean = clean != b"0" or not self._has_rows()
-        self._write("HSET", self.keys.meta, "schema", SCHEMA_VERSION, "clean", "0")
+        self.write("HSET", self.keys.meta, "schema", SCHEMA_VERSION, "clean", "0")
         if schema is None:  # a new crawl: the baseline of its memory use
-            self._write("HSETNX", self.keys.meta, "memory_base", self.connection.used_memory()[0])
+            self.write("HSETNX", self.keys.meta, "memory_base", self.connection.used_memory()[0])
         self._flush()
         self.queues.load()
 
     def open_read_only(self) -> None:
-        """Attach to an existing crawl's keys to read them, a running crawl's
-        too: nothing is written, :meth:`close` only disconnects."""
+        """Attach to an existing (maybe running) crawl's keys to read them only."""
         self.connection.attach("the frontier (read only)")
         self._attached = self.read_only = True
         if self.get_meta("schema") is None:
@@ -140,8 +96,7 @@ class RedisStore:
             raise FrontierStoreError(f"no crawl at {self.location} (check REDIS_URL and FRONTIER_REDIS_PREFIX)")
 
     def _check_seen_backend(self) -> None:
-        """A crawl keeps the URL-seen backend (and Bloom layout) it began with:
-        exact rows cannot stand in for trimmed ones, nor shards change size."""
+        """A crawl keeps the URL-seen backend (and Bloom layout) it began with."""
         wanted = "exact" if self.bloom is None else self.bloom.describe()
         recorded = self._call(("HSETNX", self.keys.meta, "seen", wanted), ("HGET", self.keys.meta, "seen"))[1]
         if recorded.decode() != wanted:
@@ -180,9 +135,9 @@ class RedisStore:
     def delete_crawl(self) -> int:
         """Delete every key of this prefix; return how many."""
         self._flush()
-        keys = [key for pattern in self.keys.all_patterns for key in self._scan(pattern)]
+        keys = [key for pattern in self.keys.all_patterns for key in self.scan(pattern)]
         for key in [*keys, *self.keys.singles]:
-            self._write("UNLINK", key)
+            self.write("UNLINK", key)
         self._flush()
         self.links.delete()
         self.queues.load()  # none left
@@ -194,14 +149,13 @@ class RedisStore:
         return None if value is None else value.decode()
 
     def set_meta(self, key: str, value: str) -> None:
-        self._write("HSET", self.keys.meta, key, value)
+        self.write("HSET", self.keys.meta, key, value)
 
     # -- memory (for stats) --------------------------------------------------------
     def memory_usage(self) -> tuple[int, int] | None:
         """``(bytes, URLs)``, crawl-wide: ``used_memory_dataset`` over every
-        master less its value when the crawl's keys were created (whatever
-        else the server stored counts too), and the URLs known; None if the
-        crawl predates that baseline. For checkpoints, not per page."""
+        master less its value when the crawl began, and the URLs known; None
+        without that baseline."""
         self.counters.add_known()
         commands: list[tuple[Any, ...]] = [("GET", self.keys.known), ("HGET", self.keys.meta, "memory_base")]
         if not self.cluster:
@@ -220,7 +174,6 @@ class RedisStore:
 
     @property
     def round_trips(self) -> int:
-        """Pipelines the connection sent (see the module docstring)."""
         return self.connection.round_trips
 
     def call(self, *commands: tuple[Any, ...]) -> list[Any]:
@@ -229,36 +182,25 @@ class RedisStore:
 
     def write(self, *command: Any) -> None:
         """Buffer a command whose answer nobody needs (sent with the next call)."""
-        self._write(*command)
+        self._require().write(*command)
 
     def scan(self, pattern: str) -> Iterator[bytes]:
         """Every key matching ``pattern`` (a SCAN over every master)."""
-        return self._scan(pattern)
+        return self._require().scan(pattern)
 
     @property
     def failures(self) -> int:
-        """Failed Redis calls so far (each retried): after one, a command
-        may have run twice, e.g. a URL taken from a back queue whose answer
-        was lost (see the shared frontier's in-flight repair)."""
+        """Failed Redis calls so far (each retried: a command may have run twice)."""
         return self.connection.failures
 
     @property
     def cluster(self) -> bool:
-        """Whether the store talks to a Redis Cluster (after open)."""
         return self.connection.cluster
-
-    @property
-    def _retry(self) -> Any:
-        """The connection's retry policy (tests/test_distributed.py counts a failure on it)."""
-        return self.connection.retry
 
     def _require(self) -> RedisConnection:
         if not self._attached:
             raise FrontierStoreError(f"the frontier store {self.location} is not open")
         return self.connection
-
-    def _write(self, *command: Any) -> None:
-        self._require().write(*command)
 
     def _call(self, *commands: tuple[Any, ...]) -> list[Any]:
         return self._require().call(*commands)
@@ -267,8 +209,5 @@ class RedisStore:
         if self._attached:
             self.connection.flush()
 
-    def _scan(self, pattern: str) -> Iterator[bytes]:
-        return self._require().scan(pattern)
-
     def _has_rows(self) -> bool:
-        return next(self._scan(self.keys.urls_pattern), None) is not None
+        return next(self.scan(self.keys.urls_pattern), None) is not None

@@ -1,12 +1,6 @@
-"""The Redis store's tables (protocols of :mod:`extensions.frontier.store`).
-
-Each talks through the crawler's one connection (``connection`` returns
-it, raising the store's error when the store is not open): a write whose
-answer nobody needs waits in its pipeline, a read sends the waiting writes
-first, so every table's commands keep one order (round trips and trimming:
-:mod:`extensions.backends.redis.store`). Keys: :mod:`.keys`; rows:
-:mod:`.rows`; scripts: ``lua/store_*.lua``.
-"""
+"""The Redis store's tables (protocols of :mod:`extensions.frontier.store`),
+over the crawler's one connection (``connection`` returns it, raising the
+store's error when the store is not open). Scripts: ``lua/store_*.lua``."""
 
 from __future__ import annotations
 
@@ -20,7 +14,7 @@ import numpy as np
 
 from extensions.backends.redis.bloom import BloomLayout, bloom_hashes
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.keys import FINISHED_FIELD, Keys, group_by_tag, tag_of
+from extensions.backends.redis.keys import FINISHED_FIELD, Keys, found_values, group_by_tag, positions_by, scatter
 from extensions.backends.redis.rows import (
     STATUS_BYTE,
     fetched_bytes,
@@ -28,6 +22,7 @@ from extensions.backends.redis.rows import (
     pack_row,
     row_head,
     row_status,
+    tag_of,
     unpack_cash,
     unpack_entry,
 )
@@ -47,9 +42,8 @@ _PENDING = (Status.QUEUED, Status.INFLIGHT)
 
 
 class Hashes:
-    """HMGET and HSET over several hashes (a page's links span several host
-    tags): one ``multi_*`` script call on a single Redis, one command per
-    key on a cluster (its keys sit in several slots)."""
+    """HMGET and HSET over several hashes: one ``multi_*`` script on a single
+    Redis, one command per key on a cluster."""
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
@@ -83,8 +77,7 @@ class Hashes:
 
 class URLCounters:
     """Discovery-order numbers (``P:seq``, reserved in blocks) and the count
-    of URLs known (``P:known``, added at checkpoints): shared by the URL
-    table and the host leases, which both insert URL rows."""
+    of URLs known (``P:known``): shared by the URL table and the host leases."""
 
     def __init__(self, keys: Keys, connection: Connection) -> None:
         self.keys, self._connection = keys, connection
@@ -116,8 +109,7 @@ class URLCounters:
 
 
 class RedisQueues:
-    """Lists ``P:queue:NAME``; their lengths kept here (a queue has one
-    writer), read at open (:meth:`load`)."""
+    """Lists ``P:queue:NAME``; their lengths kept here (a queue has one writer)."""
 
     def __init__(self, keys: Keys, connection: Connection) -> None:
         self.keys, self._connection = keys, connection
@@ -164,8 +156,7 @@ class RedisQueues:
 
 class RedisURLTable:
     """URL rows in ``P:{T}:urls``, per-host counts in ``P:{T}:host_urls``.
-    With ``bloom``, the URL-seen set is that filter (tested inside the insert
-    scripts) and a row goes when its URL is finished (:attr:`trims`)."""
+    With ``bloom`` a row goes when its URL is finished (:attr:`trims`)."""
 
     def __init__(self, keys: Keys, connection: Connection, hashes: Hashes, counters: URLCounters,
                  bloom: BloomLayout | None) -> None:
@@ -181,7 +172,7 @@ class RedisURLTable:
         if not entries:
             return []
         seqs = self.counters.sequence_numbers(len(entries))
-        by_tag = group_by_tag(range(len(entries)), lambda i: tag_of(entries[i].fingerprint))
+        by_tag = positions_by(entries, lambda entry: tag_of(entry.fingerprint))
         head = [] if self.bloom is None else self.bloom.args()
         commands = []
         for tag, indexes in by_tag.items():
@@ -192,10 +183,7 @@ class RedisURLTable:
                 if self.bloom is not None:
                     args += bloom_hashes(entry.fingerprint)
             commands.append(("EVAL", INSERT_NEW, 2 if self.bloom is None else 3, *args))
-        new = [False] * len(entries)
-        for indexes, added in zip(by_tag.values(), self._connection().call(*commands)):
-            for i, flag in zip(indexes, added):
-                new[i] = bool(flag)
+        new = scatter(by_tag, self._connection().call(*commands), len(entries))
         self.counters.count_known(sum(new))
         return new
 
@@ -208,8 +196,7 @@ class RedisURLTable:
         self._connection().write("EVAL", REQUEUE, len(keys), *keys, *args)
 
     def _keys(self, tag: str) -> list[str]:
-        """The keys of a row script on ``tag``: rows, host counts and, in
-        Bloom mode, the Bloom shard."""
+        """The keys of a row script on ``tag`` (with the Bloom shard in Bloom mode)."""
         keys = [self.keys.urls(tag), self.keys.host_urls(tag)]
         return keys if self.bloom is None else [*keys, self.keys.bloom(tag)]
 
@@ -218,12 +205,7 @@ class RedisURLTable:
             return {}
         by_tag = group_by_tag(fingerprints, tag_of)
         answers = self._hashes.read([(self.keys.urls(tag), fps) for tag, fps in by_tag.items()])
-        found: dict[int, Entry] = {}
-        for fps, rows in zip(by_tag.values(), answers):
-            for fp, row in zip(fps, rows):
-                if row is not None:
-                    found[fp] = unpack_entry(fp, row)
-        return found
+        return {fp: unpack_entry(fp, row) for fp, row in found_values(by_tag.values(), answers).items()}
 
     def set_status(self, fingerprints: Iterable[int], status: Status,
                    now: float | None = None, only_from: Status | None = None) -> None:
@@ -255,10 +237,7 @@ class RedisURLTable:
                 seqs.append(seq)
                 fps.append(fp)
                 levels.append(level)
-        order = np.argsort(np.frombuffer(seqs, dtype=np.int64), kind="stable")
-        fp_array = np.frombuffer(fps, dtype=np.int64)[order]
-        _, first = np.unique(fp_array, return_index=True)  # HSCAN may repeat a field
-        for index in order[np.sort(first)]:
+        for index in np.argsort(np.frombuffer(seqs, dtype=np.int64), kind="stable"):
             yield fps[index], levels[index]
 
     def iter_all(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, int]]:
@@ -301,23 +280,19 @@ class RedisURLTable:
     def entry_reads(self, fingerprints: Sequence[int]) -> tuple[
             list[tuple[Any, ...]], Callable[[list[Any]], dict[int, Entry]]]:
         """The commands reading the rows of ``fingerprints``, and how to turn
-        their answers into entries (for a caller that sends them itself,
-        such as the frontier's worker thread)."""
+        their answers into entries."""
         by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
         reads = [(self.keys.urls(tag), fps) for tag, fps in by_tag.items()]
         multi = self._hashes.multi(MULTI_HMGET, reads) if reads else None
 
         def rows_of(answers: list[Any]) -> dict[int, Entry]:
-            found = answers[0] if multi is not None else answers
-            return {fp: unpack_entry(fp, row) for fps, rows in zip(by_tag.values(), found)
-                    for fp, row in zip(fps, rows) if row is not None}
+            found = found_values(by_tag.values(), answers[0] if multi is not None else answers)
+            return {fp: unpack_entry(fp, row) for fp, row in found.items()}
         return ([multi] if multi is not None else [("HMGET", key, *fps) for key, fps in reads]), rows_of
 
     def call_with_entries(self, commands: Sequence[tuple[Any, ...]],
                           fingerprints: Sequence[int]) -> tuple[list[Any], dict[int, Entry]]:
-        """``commands``' answers and the rows of ``fingerprints``, in one
-        round trip (the ledger's script and a page's links' rows, which a
-        promotion rewrites)."""
+        """``commands``' answers and the rows of ``fingerprints``, in one round trip."""
         read_commands, rows_of = self.entry_reads(fingerprints)
         if not commands and not read_commands:
             return [], {}
@@ -373,23 +348,19 @@ class RedisCashTable:
             return {}
         by_tag = group_by_tag(fingerprints, tag_of)
         answers = self._hashes.read([(self.keys.cash(tag), fps) for tag, fps in by_tag.items()])
-        return {fp: unpack_cash(value) for fps, values in zip(by_tag.values(), answers)
-                for fp, value in zip(fps, values) if value is not None}
+        return {fp: unpack_cash(value) for fp, value in found_values(by_tag.values(), answers).items()}
 
     def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[dict[int, CashRow], dict[int, Entry]]:
-        """The cash rows and the URL rows of the same URLs in one round trip:
-        a fetched page's links, whose cash AOPIC credits and whose rows a
-        promotion rewrites."""
+        """The cash rows and the URL rows of the same URLs in one round trip."""
         if not fingerprints:
             return {}, {}
-        groups = list(group_by_tag(list(dict.fromkeys(fingerprints)), tag_of).items())
-        answers = self._hashes.read([(self.keys.cash(tag), fps) for tag, fps in groups]
-                                    + [(self.keys.urls(tag), fps) for tag, fps in groups])
-        cash = {fp: unpack_cash(value) for (_, fps), values in zip(groups, answers)
-                for fp, value in zip(fps, values) if value is not None}
-        entries = {fp: unpack_entry(fp, row) for (_, fps), rows in zip(groups, answers[len(groups):])
-                   for fp, row in zip(fps, rows) if row is not None}
-        return cash, entries
+        by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
+        answers = self._hashes.read([(self.keys.cash(tag), fps) for tag, fps in by_tag.items()]
+                                    + [(self.keys.urls(tag), fps) for tag, fps in by_tag.items()])
+        cash = found_values(by_tag.values(), answers)
+        rows = found_values(by_tag.values(), answers[len(by_tag):])
+        return ({fp: unpack_cash(value) for fp, value in cash.items()},
+                {fp: unpack_entry(fp, row) for fp, row in rows.items()})
 
     def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
         writes = []

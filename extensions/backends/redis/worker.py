@@ -1,38 +1,16 @@
 """Redis round trips off the reactor thread: one worker thread, its own
 connection, commands in FIFO order, answers back on the reactor thread.
 
-Scrapy's scheduler API is synchronous (``next_request``,
-``enqueue_request``), so the shared frontier cannot simply ``await`` Redis.
-It talks to Redis through a *channel* with three calls:
-
-* :meth:`RedisWorker.write` -- a command whose answer nobody needs (a URL
-  finished, a requeue): queued, returns at once;
-* :meth:`RedisWorker.submit` -- commands whose answers a callback wants (a
-  URL's enqueue, a host's next URL): queued, returns at once; the callback
-  runs later *on the reactor thread* with the answers;
-* :meth:`RedisWorker.call` -- commands whose answers are needed now (lease
-  acquisition, renewal, release: per host, not per page): the reactor
-  waits for them, as it did for every call before.
-
-The worker thread takes every job queued since its last round trip and
-sends them in one pipeline (so a busy reactor's writes, enqueues and takes
-batch themselves), then hands the answers back in one
-``reactor.callFromThread``. One thread and one queue keep the order of
-every command sent through the channel, which is what the frontier's
-guarantees rest on: a page's ``FINISH`` reaches Redis after the enqueues of
-the links found on it, so a ``kill -9`` that loses queued jobs loses a page's
-links only together with its "done" (the page stays in flight and is fetched
-again when its lease expires). A :meth:`call` runs the callbacks of the jobs
-queued before it before it returns, so the caller sees their effects.
-
-:class:`DirectIO` is the same channel without a thread (callbacks run at
-once): tests that drive a frontier step by step, tools, and a frontier
-opened without a running reactor.
-
-Failures: the worker's connection retries with back-off (in the worker
-thread: the reactor keeps running); a job that still fails raises in
-:meth:`call`, or is reported to ``on_error`` on the reactor thread (the
-frontier pauses the crawl) and to the job's ``failed`` callback.
+A channel has three calls: :meth:`RedisWorker.write` (no answer needed),
+:meth:`RedisWorker.submit` (a callback gets the answers later, on the
+reactor thread) and :meth:`RedisWorker.call` (the caller waits; the
+callbacks of earlier jobs run first). The thread sends every job queued
+since its last round trip in one pipeline; one thread and one queue keep
+the order of every command, so a page's ``FINISH`` reaches Redis after the
+enqueues of its links. :class:`DirectIO` is the same channel without a
+thread (tools, tests, no running reactor). A job that fails after the
+connection's retries raises in :meth:`call`, or goes to ``on_error`` and its
+``failed`` callback on the reactor thread.
 """
 
 from __future__ import annotations
@@ -51,10 +29,8 @@ from extensions.frontier.store import FrontierStoreError
 logger = logging.getLogger(__name__)
 
 Command = tuple[Any, ...]
-#: what follows from a job's answers, sent by the worker thread itself in its
-#: next round trip (before anything queued since): commands and what follows
-#: from theirs, optionally with the callbacks of that job (``then`` on the
-#: reactor thread with its answers, ``failed`` on a failure), or None
+#: what follows from a job's answers, sent first in the worker's next round trip:
+#: ``(commands, follow, then?, failed?)`` or None
 Follow = Callable[[list[Any]], "tuple[Any, ...] | None"]
 MAX_JOBS = 512  # jobs per pipeline at most
 
@@ -104,10 +80,8 @@ class _Job:
 
 
 class RedisWorker:
-    """The channel through a worker thread (see the module docstring).
-    ``deliver`` runs a function on the reactor thread
-    (``reactor.callFromThread``); ``on_error`` hears failures of jobs
-    nobody waits for. Call :meth:`start` once, :meth:`stop` at close."""
+    """The channel through a worker thread. ``deliver`` runs a function on
+    the reactor thread; ``on_error`` hears failures of jobs nobody waits for."""
 
     def __init__(self, connection: RedisConnection, deliver: Callable[[Callable[[], None]], Any],
                  on_error: Callable[[Exception], None]) -> None:
@@ -129,11 +103,8 @@ class RedisWorker:
 
     def submit(self, commands: Sequence[Command], then: Callable[[list[Any]], None] | None,
                failed: Callable[[Exception], None] | None = None, follow: Follow | None = None) -> None:
-        """``then`` (if any) gets the answers on the reactor thread; ``follow``
-        (if any) runs on the worker thread and what it returns is sent in the
-        next round trip, without a turn of the reactor in between (a host's
-        listing after its enqueue: while it waits, other processes may see an
-        empty heap and end)."""
+        """``then`` gets the answers on the reactor thread; ``follow`` runs on
+        the worker thread and what it returns is sent in the next round trip."""
         self._queue(_Job(commands, then, failed, follow=follow))
 
     def call(self, *commands: Command) -> list[Any]:
@@ -159,8 +130,7 @@ class RedisWorker:
         return len(self._jobs)
 
     def idle(self) -> bool:
-        """Whether every job sent is finished (its callback run, and so any
-        job the callback sent): nothing of ours is on its way to Redis."""
+        """Whether every job sent is finished, its callback run."""
         return self._outstanding == 0
 
     # -- lifecycle ---------------------------------------------------------------
@@ -182,8 +152,8 @@ class RedisWorker:
         self.connection.detach()
 
     def timing(self) -> dict[str, float]:
-        """The worker connection's round trips and waits; the reactor's waits
-        in :meth:`call`; the jobs the worker carried (``redis/worker_jobs``)."""
+        """``redis/*`` stats: the worker connection's, the reactor's waits in
+        :meth:`call`, the jobs carried."""
         timing = self.connection.timing()
         timing["redis/reactor_round_trips"] = self.reactor_calls
         timing["redis/reactor_wait_seconds"] = round(self.reactor_seconds, 6)
@@ -234,7 +204,7 @@ class RedisWorker:
         self._finish(batch, error)
 
     def _chain(self, batch: list[_Job]) -> None:
-        """Queue, first, what follows from the answers (see :meth:`submit`)."""
+        """Queue, first, what follows from the answers."""
         chained = []
         for job in batch:
             try:
@@ -296,10 +266,8 @@ def start_worker(store: Any, deliver: Callable[[Callable[[], None]], Any], on_er
                  purpose: str = "the shared frontier's worker thread",
                  error: type[Exception] = FrontierStoreError) -> RedisWorker:
     """A running worker with a connection of its own to ``store``'s Redis
-    (anything with ``url``, ``retries`` and ``timeout``: the frontier's
-    :class:`~extensions.backends.redis.store.RedisStore`, the content-seen store);
-    ``deliver`` runs a function on the reactor thread (``reactor.callFromThread``).
-    Raises ``error`` naming the URL and ``purpose`` if Redis is not there."""
+    (``url``, ``retries``, ``timeout``); raises ``error`` naming ``purpose``
+    if Redis is not there."""
     connection = RedisConnection(store.url, retries=store.retries, timeout=store.timeout)
     connection.attach(purpose, error)
     worker = RedisWorker(connection, deliver, on_error)
