@@ -42,7 +42,7 @@ from testweb.redisserver import RedisServer
 
 def crawl(url: str, prefix: str, bloom: BloomLayout | None, aopic: bool, urls: int, hosts: int) -> dict[str, Any]:
     """Enqueue and fetch ``urls`` URLs with one frontier; its stats and rates."""
-    store = RedisStore(url, prefix, bloom=bloom)
+    store = RedisStore(url, prefix, seen=bloom)
     clock = [0.0]
     frontier = Frontier(store, **frontier_arguments(
         dispatch=LocalDispatch(8, 64, queue_buffer=256), politeness=Politeness(),

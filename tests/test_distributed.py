@@ -107,7 +107,7 @@ def assert_polite(entries: list[Any], crawl_delays: dict[str, float]) -> int:
 def assert_nothing_left(url: str, prefix: str, truth_size: int, bloom: BloomLayout | None = None) -> None:
     """No URL queued or in flight; at least the truth finished (in Bloom
     mode counted from the trimmed rows, none of which is left)."""
-    store = RedisStore(url, prefix, bloom=bloom)
+    store = RedisStore(url, prefix, seen=bloom)
     store.open()
     counts = store.urls.count_by_status()
     assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0, counts
@@ -138,7 +138,7 @@ def assert_cash_conserved(url: str, prefix: str, bloom: BloomLayout | None = Non
     in, within 1e-9 relative, however the processes interleaved or died."""
     from extensions.backends.redis.ledger import SharedLedger
 
-    store = RedisStore(url, prefix, bloom=bloom)
+    store = RedisStore(url, prefix, seen=bloom)
     store.open()
     try:
         totals = SharedLedger(store).totals()

@@ -43,7 +43,7 @@ def real(url: str) -> Entry:
 
 
 def opened(url: str, prefix: str | None = None, bloom: BloomLayout | None = SMALL, **kwargs: Any) -> RedisStore:
-    store = RedisStore(url, prefix or unique_prefix(), bloom=bloom, **kwargs)
+    store = RedisStore(url, prefix or unique_prefix(), seen=bloom, **kwargs)
     store.open()
     return store
 
@@ -203,7 +203,7 @@ def test_invalid_bloom_settings_fail_at_start_naming_the_setting(settings: dict[
 def _crawl(url: str, prefix: str, bloom: BloomLayout | None, urls: int) -> dict[str, Any]:
     """``urls`` URLs of 100 hosts enqueued and fetched by one frontier; its stats."""
     clock = Clock()
-    frontier = make_frontier(RedisStore(url, prefix, bloom=bloom), clock, back_queues=16)
+    frontier = make_frontier(RedisStore(url, prefix, seen=bloom), clock, back_queues=16)
     for i in range(urls):
         frontier.enqueue_request(Request(f"http://h{i % 100}.test/section/page-{i}.html"))
     assert len(drain(frontier, clock)) == urls

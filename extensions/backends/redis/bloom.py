@@ -71,6 +71,7 @@ class BloomLayout:
 
     capacity: int
     error_rate: float
+    kind = "bloom"
 
     def __post_init__(self) -> None:
         if isinstance(self.capacity, bool) or not isinstance(self.capacity, int) or self.capacity < 1:
@@ -92,9 +93,16 @@ class BloomLayout:
         above the formula, and the rest is margin."""
         return self.error_rate * 0.4
 
-    def args(self) -> tuple[str, str]:
-        """The ARGV that ``bloom_add`` takes for this layout."""
-        return str(self.first_capacity), repr(self.first_error)
+    def args(self) -> tuple[str, str, str]:
+        """The ARGV head the row scripts take for this filter (``lua/include/seen.lua``)."""
+        return self.kind, str(self.first_capacity), repr(self.first_error)
+
+    def member_args(self, fingerprint: int) -> tuple[int, int, int]:
+        """A URL's own ARGV in the row scripts: its probes' hashes."""
+        return bloom_hashes(fingerprint)
+
+    def key(self, keys: Any, tag: str) -> str:
+        return keys.bloom(tag)
 
     def layer(self, j: int) -> tuple[int, int, int]:
         """``(capacity, bits, probes)`` of a shard's layer ``j``."""
@@ -165,7 +173,7 @@ class RedisBloom:
         commands = []
         for key, indexes in groups.items():
             args = [value for i in indexes for value in bloom_hashes(fingerprints[i])]
-            commands.append(("EVAL", BLOOM_ADD, 1, key, *self.layout.args(), *args))
+            commands.append(("EVAL", BLOOM_ADD, 1, key, *self.layout.args()[1:], *args))
         new = [False] * len(fingerprints)
         for indexes, answer in zip(groups.values(), self.store.call(*commands)):
             for i, flag in zip(indexes, answer):

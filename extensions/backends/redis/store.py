@@ -21,13 +21,15 @@ queue refill 2 per buffer (``pop`` + ``get_many``); status changes 0
 (buffered); checkpoint at most 1; with AOPIC +1 per enqueue, +2 per
 dispatch, 2 per fetched page.
 
-URL-seen: exact (the default), the URL rows are the seen set; or Bloom
-(``FRONTIER_SEEN_BACKEND = "bloom"``, ``bloom=`` here), the shared filter of
-:mod:`extensions.backends.redis.bloom`, tested inside the script that inserts
-the row, and a row lives only while its URL is queued or in flight (done,
+URL-seen (``seen=`` here): the exact fingerprint set of
+:mod:`extensions.backends.redis.fpset` (``FRONTIER_SEEN_BACKEND = "exact"``,
+a crawl's default) or the Bloom filter of :mod:`extensions.backends.redis.bloom`
+(``"bloom"``), tested inside the script that inserts the row; a row then
+lives only while its URL is queued or in flight, unless ``keep_rows`` (done,
 failed, excluded and refused rows are deleted and counted by status:
 ``status_of`` and ``get_many`` answer None for a finished URL,
 ``count_by_status`` adds the counts, ``iter_all`` yields pending rows only).
+Without ``seen`` (tools and tests) the URL rows are the seen set.
 Cash rows, content groups and per-host URL counts stay. A crawl keeps the
 URL-seen backend and Bloom layout it began with (``seen`` in ``P:meta``).
 Memory per URL: ``frontier/redis_bytes_per_url`` (:meth:`RedisStore.memory_usage`),
@@ -58,13 +60,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.census import RedisCensus
 from extensions.backends.redis.connection import RedisConnection, redact
 from extensions.backends.redis.keys import SCHEMA_VERSION, Keys
 from extensions.backends.redis.links import RedisLinkTable
 from extensions.backends.redis.registry import ProcessRegistry, registry_of
 from extensions.backends.redis.revisits import RedisRevisitTable
+from extensions.backends.redis.seen import SeenLayout
 from extensions.backends.redis.tables import (
     Hashes,
     RedisCashTable,
@@ -80,16 +82,17 @@ from extensions.frontier.store import FrontierStoreError
 class RedisStore:
     """The frontier store in Redis (see the module docstring): the tables of
     :mod:`.tables` (and links, re-visits, census) over one connection, and
-    its lifecycle. With ``bloom``, the URL-seen set is that Bloom filter and
-    finished rows are trimmed. ``connection`` is the crawler's shared one;
+    its lifecycle. With ``seen``, the URL-seen set is that set (Bloom filter or
+    exact fingerprint set) and finished rows are trimmed unless ``keep_rows``
+    (re-visits need them); without, the rows are the set. ``connection`` is the crawler's shared one;
     without it the store opens a connection of its own to ``url`` (tests, tools)."""
 
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
                  flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,
-                 batch: int = 1024, bloom: BloomLayout | None = None,
+                 batch: int = 1024, seen: SeenLayout | None = None, keep_rows: bool = False,
                  connection: RedisConnection | None = None) -> None:
         self.url = url
-        self.bloom = bloom
+        self.seen, self.keep_rows = seen, keep_rows
         self.keys = Keys(prefix)
         self.location = f"{redact(url)} (keys {prefix}:*)"
         self.persist, self.flush_on_start = persist, flush_on_start
@@ -101,7 +104,7 @@ class RedisStore:
         #: discovery order and URL count, shared with the host leases
         self.counters = URLCounters(self.keys, self._require)
         self.queues = RedisQueues(self.keys, self._require)
-        self.urls = RedisURLTable(self.keys, self._require, hashes, self.counters, bloom)
+        self.urls = RedisURLTable(self.keys, self._require, hashes, self.counters, seen, keep_rows)
         self.hosts = RedisHostTable(self.keys, self._require)
         self.cash = RedisCashTable(self.keys, self._require, hashes)
         self.groups = RedisContentGroups(self.keys, self._require)
@@ -119,8 +122,10 @@ class RedisStore:
         if schema is not None and schema.decode() != SCHEMA_VERSION:
             self.abandon()
             raise FrontierStoreError(
-                f"the frontier keys at {self.location} have schema {schema.decode()}, expected "
-                f"{SCHEMA_VERSION}: choose another FRONTIER_REDIS_PREFIX or delete them")
+                f"the frontier keys at {self.location} were written in layout {schema.decode()}, this "
+                f"release reads layout {SCHEMA_VERSION} only: finish that crawl with the release that "
+                "began it, or start it over (SCHEDULER_FLUSH_ON_START=True deletes its keys) or under "
+                "another FRONTIER_REDIS_PREFIX")
         self._check_seen_backend()
         self.clean = clean != b"0" or not self._has_rows()
         self._write("HSET", self.keys.meta, "schema", SCHEMA_VERSION, "clean", "0")
@@ -141,7 +146,7 @@ class RedisStore:
     def _check_seen_backend(self) -> None:
         """A crawl keeps the URL-seen backend (and Bloom layout) it began with:
         exact rows cannot stand in for trimmed ones, nor shards change size."""
-        wanted = "exact" if self.bloom is None else self.bloom.describe()
+        wanted = "rows" if self.seen is None else self.seen.describe()
         recorded = self._call(("HSETNX", self.keys.meta, "seen", wanted), ("HGET", self.keys.meta, "seen"))[1]
         if recorded.decode() != wanted:
             self.abandon()
