@@ -30,6 +30,7 @@ from extensions.frontier.scheduler import Frontier
 from extensions.frontier.store import Entry, FrontierStoreError, Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout, RedisBloom
+from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.keys import host_tag, tag_of
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
 from tests.test_frontier_support import drain, make_frontier
@@ -180,9 +181,9 @@ def _bloom_frontier(settings: dict[str, Any]) -> Frontier:
 def test_bloom_on_redis_is_the_shared_filter_not_the_in_process_one(redis_server: RedisServer) -> None:
     frontier = _frontier(redis_server.url, FRONTIER_SEEN_BACKEND="bloom", FRONTIER_REDIS_BLOOM_CAPACITY=5000,
                          FRONTIER_REDIS_BLOOM_ERROR_RATE=0.0001)
-    assert frontier.store.bloom == BloomLayout(5000, 0.0001)
+    assert frontier.store.seen == BloomLayout(5000, 0.0001)
     assert frontier.bloom is None
-    assert _frontier(redis_server.url).store.bloom is None
+    assert _frontier(redis_server.url).store.seen == FingerprintSetLayout()  # exact: the fingerprint set
 
 
 @pytest.mark.parametrize(("settings", "named"), [
