@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.keys import Keys
 
 
@@ -21,3 +23,19 @@ class SeenLayout(Protocol):
 
     def describe(self) -> str:
         """How the crawl's meta hash records the layout (a crawl keeps it)."""
+
+
+def recorded_layout(description: str) -> SeenLayout | None:
+    """The layout a crawl's meta hash records (:meth:`SeenLayout.describe`);
+    None for ``rows``. ValueError for anything else."""
+    kind, *values = description.split()
+    try:
+        if kind == "fpset" and len(values) == 1:
+            return FingerprintSetLayout(int(values[0]))
+        if kind == "bloom" and len(values) == 2:
+            return BloomLayout(int(values[0]), float(values[1]))
+    except ValueError as err:
+        raise ValueError(f"unreadable URL-seen layout {description!r}: {err}") from err
+    if kind == "rows" and not values:
+        return None
+    raise ValueError(f"unknown URL-seen layout {description!r}")

@@ -66,7 +66,7 @@ from extensions.backends.redis.keys import SCHEMA_VERSION, Keys
 from extensions.backends.redis.links import RedisLinkTable
 from extensions.backends.redis.registry import ProcessRegistry, registry_of
 from extensions.backends.redis.revisits import RedisRevisitTable
-from extensions.backends.redis.seen import SeenLayout
+from extensions.backends.redis.seen import SeenLayout, recorded_layout
 from extensions.backends.redis.tables import (
     Hashes,
     RedisCashTable,
@@ -84,15 +84,18 @@ class RedisStore:
     :mod:`.tables` (and links, re-visits, census) over one connection, and
     its lifecycle. With ``seen``, the URL-seen set is that set (Bloom filter or
     exact fingerprint set) and finished rows are trimmed unless ``keep_rows``
-    (re-visits need them); without, the rows are the set. ``connection`` is the crawler's shared one;
+    (re-visits need them); without (None), the rows are the set; by default
+    the layout the crawl recorded, else none. ``connection`` is the crawler's shared one;
     without it the store opens a connection of its own to ``url`` (tests, tools)."""
 
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
                  flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,
-                 batch: int = 1024, seen: SeenLayout | None = None, keep_rows: bool = False,
+                 batch: int = 1024, seen: SeenLayout | None | str = "recorded", keep_rows: bool = False,
                  connection: RedisConnection | None = None) -> None:
         self.url = url
-        self.seen, self.keep_rows = seen, keep_rows
+        self._asked: SeenLayout | None | str = seen
+        self.seen: SeenLayout | None = None if seen == "recorded" else seen  # type: ignore[assignment]
+        self.keep_rows = keep_rows
         self.keys = Keys(prefix)
         self.location = f"{redact(url)} (keys {prefix}:*)"
         self.persist, self.flush_on_start = persist, flush_on_start
@@ -104,7 +107,7 @@ class RedisStore:
         #: discovery order and URL count, shared with the host leases
         self.counters = URLCounters(self.keys, self._require)
         self.queues = RedisQueues(self.keys, self._require)
-        self.urls = RedisURLTable(self.keys, self._require, hashes, self.counters, seen, keep_rows)
+        self.urls = RedisURLTable(self.keys, self._require, hashes, self.counters, self.seen, keep_rows)
         self.hosts = RedisHostTable(self.keys, self._require)
         self.cash = RedisCashTable(self.keys, self._require, hashes)
         self.groups = RedisContentGroups(self.keys, self._require)
@@ -144,10 +147,15 @@ class RedisStore:
             raise FrontierStoreError(f"no crawl at {self.location} (check REDIS_URL and FRONTIER_REDIS_PREFIX)")
 
     def _check_seen_backend(self) -> None:
-        """A crawl keeps the URL-seen backend (and Bloom layout) it began with:
-        exact rows cannot stand in for trimmed ones, nor shards change size."""
+        """A crawl keeps the URL-seen layout it began with: exact rows cannot
+        stand in for trimmed ones, nor sets change shape. A store made
+        without one (``seen="recorded"``: tools, tests) takes the crawl's."""
         wanted = "rows" if self.seen is None else self.seen.describe()
         recorded = self._call(("HSETNX", self.keys.meta, "seen", wanted), ("HGET", self.keys.meta, "seen"))[1]
+        if self._asked == "recorded" and recorded.decode() != wanted:
+            self.seen = recorded_layout(recorded.decode())
+            self.urls.use(self.seen, self.keep_rows)
+            return
         if recorded.decode() != wanted:
             self.abandon()
             raise FrontierStoreError(

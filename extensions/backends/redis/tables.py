@@ -171,8 +171,12 @@ class RedisURLTable:
     def __init__(self, keys: Keys, connection: Connection, hashes: Hashes, counters: URLCounters,
                  seen: SeenLayout | None, keep_rows: bool = False) -> None:
         self.keys, self._connection, self._hashes = keys, connection, hashes
-        self.counters, self.seen = counters, seen
-        self.trims = seen is not None and not keep_rows
+        self.counters = counters
+        self.use(seen, keep_rows)
+
+    def use(self, seen: SeenLayout | None, keep_rows: bool) -> None:
+        """Test URLs against ``seen`` from now on (the store adopts its crawl's layout at open)."""
+        self.seen, self.trims = seen, seen is not None and not keep_rows
 
     def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
         if not entries:
