@@ -1,4 +1,4 @@
-"""Redis memory per URL of the frontier: exact URL rows against the Bloom filter.
+"""Redis memory per URL of the frontier: the URL-seen layouts side by side.
 
 One frontier (no Scrapy engine, a fake clock, no politeness waits) enqueues
 N URLs of ``--hosts`` hosts and fetches them all, on a ``redis-server`` of its
@@ -6,8 +6,11 @@ own, started for the run (nothing else in its memory; a small crawl under
 another prefix first, so that Redis' per-command latency statistics, made at
 each command's first use, are not counted). Each fetched page credits three
 of the URLs as its outlinks when AOPIC is on, so every URL gets its cash row,
-as in a crawl. Variants: URL-seen exact (rows kept) or Bloom
-(``FRONTIER_REDIS_BLOOM_*``; finished rows trimmed), AOPIC on or off.
+as in a crawl. Variants: URL-seen ``exact`` (a crawl's default: the exact
+fingerprint set of :mod:`extensions.backends.redis.fpset`, finished rows
+trimmed), ``bloom`` (``FRONTIER_REDIS_BLOOM_*``; finished rows trimmed) and
+``rows`` (the layout before the fingerprint set: the URL rows are the seen
+set, finished ones kept), AOPIC on or off.
 
 Columns: the frontier's own stat ``frontier/redis_bytes_per_url`` (Redis
 ``used_memory_dataset`` added since the crawl began, over the URLs known) at
@@ -37,12 +40,14 @@ from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.redis.fpset import FingerprintSetLayout
+from extensions.backends.redis.seen import SeenLayout
 from testweb.redisserver import RedisServer
 
 
-def crawl(url: str, prefix: str, bloom: BloomLayout | None, aopic: bool, urls: int, hosts: int) -> dict[str, Any]:
+def crawl(url: str, prefix: str, bloom: SeenLayout | None, aopic: bool, urls: int, hosts: int) -> dict[str, Any]:
     """Enqueue and fetch ``urls`` URLs with one frontier; its stats and rates."""
-    store = RedisStore(url, prefix, bloom=bloom)
+    store = RedisStore(url, prefix, seen=bloom)
     clock = [0.0]
     frontier = Frontier(store, **frontier_arguments(
         dispatch=LocalDispatch(8, 64, queue_buffer=256), politeness=Politeness(),
@@ -81,7 +86,7 @@ def keys_bytes(server: RedisServer, prefix: str) -> int:
 
 
 def run(seen: str, aopic: bool, urls: int, hosts: int, bloom: BloomLayout) -> dict[str, Any]:
-    layout = bloom if seen == "bloom" else None
+    layout = {"bloom": bloom, "exact": FingerprintSetLayout(), "rows": None}[seen]
     with tempfile.TemporaryDirectory(prefix="redis-memory-") as directory:
         with RedisServer(Path(directory)) as server:
             crawl(server.url, "warm-up", layout, aopic, 200, 10)
@@ -102,7 +107,7 @@ def main() -> None:
           f"error rate {args.error_rate}\n")
     print("| URL-seen | AOPIC | bytes/URL (stat) | bytes/URL (MEMORY USAGE) | URLs known | enqueue/s | fetch/s |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for seen in ("exact", "bloom"):
+    for seen in ("exact", "bloom", "rows"):
         for aopic in (False, True):
             result = run(seen, aopic, args.urls, args.hosts, bloom)
             stats, known = result["stats"], result["stats"]["frontier/redis_known_urls"]

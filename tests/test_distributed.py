@@ -29,6 +29,7 @@ from extensions.frontier.store import Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.connection import connect
 from extensions.backends.redis.bloom import BloomLayout, RedisBloom
+from extensions.backends.redis.fpset import RedisFingerprintSet
 from extensions.backends.redis.keys import Keys
 from tests.conftest import fetched_urls
 from testweb.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
@@ -105,17 +106,17 @@ def assert_polite(entries: list[Any], crawl_delays: dict[str, float]) -> int:
 
 
 def assert_nothing_left(url: str, prefix: str, truth_size: int, bloom: BloomLayout | None = None) -> None:
-    """No URL queued or in flight; at least the truth finished (in Bloom
-    mode counted from the trimmed rows, none of which is left)."""
-    store = RedisStore(url, prefix, bloom=bloom)
+    """No URL queued or in flight; at least the truth finished (counted
+    from the trimmed rows, none of which is left)."""
+    store = RedisStore(url, prefix)  # the crawl's recorded URL-seen layout
     store.open()
     counts = store.urls.count_by_status()
     assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0, counts
     assert counts.get(Status.DONE, 0) + counts.get(Status.FAILED, 0) >= truth_size
     assert not list(store.scan(store.keys.back_pattern))
-    if bloom is not None:
-        assert not list(store.scan(store.keys.urls_pattern))
-        assert RedisBloom(store, bloom).count() >= truth_size
+    assert not list(store.scan(store.keys.urls_pattern))
+    seen_set = RedisFingerprintSet(store, store.seen) if bloom is None else RedisBloom(store, bloom)
+    assert seen_set.count() >= truth_size
     store.close()
 
 
@@ -138,7 +139,7 @@ def assert_cash_conserved(url: str, prefix: str, bloom: BloomLayout | None = Non
     in, within 1e-9 relative, however the processes interleaved or died."""
     from extensions.backends.redis.ledger import SharedLedger
 
-    store = RedisStore(url, prefix, bloom=bloom)
+    store = RedisStore(url, prefix)
     store.open()
     try:
         totals = SharedLedger(store).totals()

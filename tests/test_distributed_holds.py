@@ -38,7 +38,7 @@ def process(prefix: str, clock: Clock, bloom: BloomLayout | None = None, **kwarg
         return loop
 
     options = {"lease_ttl": TTL, "poll_interval": 0.1, "idle_close": IDLE, **kwargs}
-    frontier = DistributedFrontier(RedisStore(shared_server().url, prefix, bloom=bloom), clock=clock.seconds,
+    frontier = DistributedFrontier(RedisStore(shared_server().url, prefix, seen=bloom), clock=clock.seconds,
                                    lease_clock=clock.seconds, looping_call=looping_call, **options)
     frontier.open(None)
     return frontier

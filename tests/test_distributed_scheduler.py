@@ -24,6 +24,7 @@ from extensions.frontier.politeness import Politeness
 from extensions.frontier.store import Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.redis.fpset import FingerprintSetLayout
 from testweb.redisserver import shared_server, unique_prefix
 
 SEED = {"is_start_request": True}
@@ -32,8 +33,8 @@ SEED = {"is_start_request": True}
 @pytest.fixture(params=["exact", "bloom"])
 def store_args(request: pytest.FixtureRequest) -> dict[str, Any]:
     """Arguments of a fresh crawl's RedisStore (a new prefix per test)."""
-    bloom = BloomLayout(1_000_000, 1e-6) if request.param == "bloom" else None
-    return {"url": shared_server().url, "prefix": unique_prefix(), "bloom": bloom}
+    seen = BloomLayout(1_000_000, 1e-6) if request.param == "bloom" else FingerprintSetLayout()
+    return {"url": shared_server().url, "prefix": unique_prefix(), "seen": seen}
 
 
 def shared_frontier(store_args: dict[str, Any], clock: Clock) -> DistributedFrontier:

@@ -51,7 +51,7 @@ def make_store(kind: str, directory: Path) -> Any:
         store = backend_class(settings).for_reading(settings).frontier_store()[0]
     elif kind.startswith(("redis", "shared")):
         bloom = BloomLayout(1_000_000, 1e-6) if kind.endswith("-bloom") else None
-        store = RedisStore(shared_server().url, unique_prefix(), bloom=bloom)
+        store = RedisStore(shared_server().url, unique_prefix(), seen=bloom)
     else:
         store = SQLiteStore(directory / "frontier.sqlite3")
     _KINDS[store] = kind
@@ -67,7 +67,7 @@ def reopen_store(store: Any) -> Any:
     if isinstance(store, SQLiteStore):
         fresh: Any = type(store)(store.path)
     else:
-        fresh = type(store)(store.url, store.keys.prefix, bloom=store.bloom)
+        fresh = type(store)(store.url, store.keys.prefix, seen=store.seen, keep_rows=store.keep_rows)
     _KINDS[fresh] = kind
     return fresh
 

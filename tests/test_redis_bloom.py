@@ -30,6 +30,7 @@ from extensions.frontier.scheduler import Frontier
 from extensions.frontier.store import Entry, FrontierStoreError, Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout, RedisBloom
+from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.keys import host_tag
 from extensions.backends.redis.rows import tag_of
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
@@ -44,7 +45,7 @@ def real(url: str) -> Entry:
 
 
 def opened(url: str, prefix: str | None = None, bloom: BloomLayout | None = SMALL, **kwargs: Any) -> RedisStore:
-    store = RedisStore(url, prefix or unique_prefix(), bloom=bloom, **kwargs)
+    store = RedisStore(url, prefix or unique_prefix(), seen=bloom, **kwargs)
     store.open()
     return store
 
@@ -181,9 +182,9 @@ def _bloom_frontier(settings: dict[str, Any]) -> Frontier:
 def test_bloom_on_redis_is_the_shared_filter_not_the_in_process_one(redis_server: RedisServer) -> None:
     frontier = _frontier(redis_server.url, FRONTIER_SEEN_BACKEND="bloom", FRONTIER_REDIS_BLOOM_CAPACITY=5000,
                          FRONTIER_REDIS_BLOOM_ERROR_RATE=0.0001)
-    assert frontier.store.bloom == BloomLayout(5000, 0.0001)
+    assert frontier.store.seen == BloomLayout(5000, 0.0001)
     assert frontier.bloom is None
-    assert _frontier(redis_server.url).store.bloom is None
+    assert _frontier(redis_server.url).store.seen == FingerprintSetLayout()  # exact: the fingerprint set
 
 
 @pytest.mark.parametrize(("settings", "named"), [
@@ -204,7 +205,7 @@ def test_invalid_bloom_settings_fail_at_start_naming_the_setting(settings: dict[
 def _crawl(url: str, prefix: str, bloom: BloomLayout | None, urls: int) -> dict[str, Any]:
     """``urls`` URLs of 100 hosts enqueued and fetched by one frontier; its stats."""
     clock = Clock()
-    frontier = make_frontier(RedisStore(url, prefix, bloom=bloom), clock, back_queues=16)
+    frontier = make_frontier(RedisStore(url, prefix, seen=bloom), clock, back_queues=16)
     for i in range(urls):
         frontier.enqueue_request(Request(f"http://h{i % 100}.test/section/page-{i}.html"))
     assert len(drain(frontier, clock)) == urls

@@ -26,6 +26,7 @@ from extensions.frontier.store import Entry, FrontierStoreError, Status
 from extensions.backends.memory.store import MemoryStore
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout, RedisBloom
+from extensions.backends.redis.fpset import FingerprintSetLayout, RedisFingerprintSet
 from extensions.backends.redis.keys import host_tag
 from extensions.backends.sqlite.store import SQLiteStore
 from tests.conftest import fetched_urls
@@ -86,7 +87,7 @@ def test_round_trips_per_frontier_operation(redis_server: RedisServer, seen: str
     """The table in extensions/backends/redis/store.py's docstring, for either URL-seen
     backend: the Bloom filter is tested and set in the row's own script."""
     bloom = BloomLayout(1_000_000, 0.001) if seen == "bloom" else None
-    store = RedisStore(redis_server.url, unique_prefix(), bloom=bloom)
+    store = RedisStore(redis_server.url, unique_prefix(), seen=bloom)
     clock = Clock()
     frontier = make_frontier(store, clock, queue_buffer=8, back_queues=4)
 
@@ -181,8 +182,30 @@ def test_another_schema_under_the_prefix_is_a_clear_error(redis_server: RedisSer
     client = redis.Redis.from_url(redis_server.url)
     client.hset(f"{prefix}:meta", "schema", "99")
     client.close()
-    with pytest.raises(FrontierStoreError, match="schema 99.*FRONTIER_REDIS_PREFIX"):
+    with pytest.raises(FrontierStoreError, match="layout 99.*FRONTIER_REDIS_PREFIX"):
         opened(redis_server.url, prefix)
+
+
+def test_a_crawl_written_by_the_previous_layout_is_refused_naming_how_to_start_over(
+    start_web: Any, tmp_path: Path, redis_server: RedisServer,
+) -> None:
+    """Keys of the layout before the exact fingerprint set (schema 1: the
+    URL rows were the seen set, finished ones kept) are never misread: the
+    crawl stops at start, says how to go on, and leaves them as they were."""
+    prefix = unique_prefix()
+    client = redis.Redis.from_url(redis_server.url)
+    client.hset(f"{prefix}:meta", mapping={"schema": "1", "seen": "exact", "clean": "1"})
+    before = client.hgetall(f"{prefix}:meta")
+    web = start_web(hosts=2, pages=2, links=1)
+    result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file), settings={
+        "DNS_HOSTS": web.hosts_file, "FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url,
+        "FRONTIER_REDIS_PREFIX": prefix, "SCHEDULER_PERSIST": True}, timeout=120)
+    assert result.returncode != 0
+    assert "written in layout 1, this release reads layout 2" in result.log, result.log[-3000:]
+    assert "SCHEDULER_FLUSH_ON_START=True" in result.log
+    assert not [e for e in web.entries() if e.path != "/robots.txt"]
+    assert client.hgetall(f"{prefix}:meta") == before
+    client.close()
 
 
 def test_a_cluster_url_with_another_database_is_a_clear_error(redis_cluster: RedisClusterServers) -> None:
@@ -301,12 +324,13 @@ def test_crawl_on_redis_fetches_exactly_the_ground_truth(
     topology: str, seen: str, distributed: bool, start_web: Any, tmp_path: Path,
     redis_server: RedisServer, redis_cluster: RedisClusterServers,
 ) -> None:
-    """With FRONTIER_SEEN_BACKEND=bloom the shared filter is the URL-seen
-    test, for the shared frontier and the single-process one, and every
-    finished row is gone at the end."""
+    """The exact fingerprint set (the default) or, with
+    FRONTIER_SEEN_BACKEND=bloom, the shared filter is the URL-seen test, for
+    the shared frontier and the single-process one, and every finished row
+    is gone at the end."""
     url = redis_cluster.url if topology == "cluster" else redis_server.url
     prefix = unique_prefix()
-    bloom = CRAWL_BLOOM if seen == "bloom" else None
+    layout = CRAWL_BLOOM if seen == "bloom" else FingerprintSetLayout()
     web = start_web(hosts=8, pages=8, links=4, seed=11)
     result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file), settings={
         "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 6, "CONCURRENT_REQUESTS": 16,
@@ -329,14 +353,14 @@ def test_crawl_on_redis_fetches_exactly_the_ground_truth(
     assert result.stats["frontier/redis_bytes_per_url"] >= 0
     pages = result.stats["response_received_count"]
     assert 0 < result.stats["frontier/store_round_trips"] < 10 * pages  # a few per page, not per link
-    store = opened(url, prefix, bloom=bloom)
+    store = opened(url, prefix, seen=layout)
     assert store.clean
     counts = store.urls.count_by_status()
     assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0
     assert counts.get(Status.DONE, 0) + counts.get(Status.FAILED, 0) >= len(truth.regular)
-    if bloom is not None:
-        assert not list(store.scan(store.keys.urls_pattern))  # every row trimmed
-        assert RedisBloom(store, bloom).count() == result.stats["frontier/redis_known_urls"]
+    assert not list(store.scan(store.keys.urls_pattern))  # every row trimmed
+    seen_set = RedisBloom(store, layout) if seen == "bloom" else RedisFingerprintSet(store, layout)
+    assert seen_set.count() == result.stats["frontier/redis_known_urls"]
     store.close()
 
 

@@ -2,9 +2,10 @@
 
 Backends: memory, a third-party one plugged in by class path (it wraps the
 memory one: :mod:`tests.thirdparty_backend`), SQLite, Redis (a real single ``redis-server``) and Redis
-Cluster (three real ``redis-server`` processes as a 3-master cluster), the
-two Redis ones also with the URL-seen Bloom filter (``-bloom``), whose
-store trims finished rows: there a finished URL stays seen but its status
+Cluster (three real ``redis-server`` processes as a 3-master cluster), both
+in a crawl's layout (the exact fingerprint set, with buckets of four so that
+they split all the time) and with the URL-seen Bloom filter (``-bloom``);
+both trim finished rows: there a finished URL stays seen but its status
 is gone (:meth:`Backend.finished`). Each persistent backend also runs a
 ``-reopen`` variant: ``cycle()`` closes the store and opens a new one on the
 same file or server and prefix, so every assertion after it proves
@@ -47,6 +48,7 @@ from extensions.backends.redis.store import RedisStore
 from extensions.linkgraph.segmentlinks import SegmentLinkTable
 from extensions.backends.redis.revisits import TAKE
 from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.sqlite.store import SQLiteStore
 from testweb.redisserver import free_port, shared_cluster, shared_server, unique_prefix
 
@@ -76,12 +78,14 @@ class Backend:
         if self.kind == "sqlite":
             return SQLiteStore(self.directory / "frontier.sqlite3")
         server = shared_cluster() if self.kind.startswith("redis-cluster") else shared_server()
-        return RedisStore(server.url, self.prefix, bloom=BLOOM if self.kind.endswith("-bloom") else None,
+        # a crawl's default layout: the exact fingerprint set, finished rows trimmed
+        return RedisStore(server.url, self.prefix,
+                          seen=BLOOM if self.kind.endswith("-bloom") else FingerprintSetLayout(bucket=4),
                           links=SegmentLinkTable(self.directory / "linksegments"))
 
     def finished(self, status: Status) -> Status | None:
         """What ``status_of`` says of a URL finished in ``status``: nothing
-        where finished rows are trimmed (the Bloom filter keeps it seen)."""
+        where finished rows are trimmed (the URL-seen set keeps it seen)."""
         return None if getattr(self.store.urls, "trims", False) else status
 
     def open(self) -> Any:

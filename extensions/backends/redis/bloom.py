@@ -45,6 +45,7 @@ class BloomLayout:
 
     capacity: int
     error_rate: float
+    kind = "bloom"
 
     def __post_init__(self) -> None:
         if isinstance(self.capacity, bool) or not isinstance(self.capacity, int) or self.capacity < 1:
@@ -64,9 +65,16 @@ class BloomLayout:
         """Layer ``j`` gets ``first_error / 2^j``: the errors add up to less than 0.8 of the rate."""
         return self.error_rate * 0.4
 
-    def args(self) -> tuple[str, str]:
-        """The ARGV that ``bloom_add`` takes for this layout."""
-        return str(self.first_capacity), repr(self.first_error)
+    def args(self) -> tuple[str, str, str]:
+        """The ARGV head the row scripts take for this filter (``lua/include/seen.lua``)."""
+        return self.kind, str(self.first_capacity), repr(self.first_error)
+
+    def member_args(self, fingerprint: int) -> tuple[int, int, int]:
+        """A URL's own ARGV in the row scripts: its probes' hashes."""
+        return bloom_hashes(fingerprint)
+
+    def key(self, keys: Any, tag: str) -> str:
+        return keys.bloom(tag)
 
     def layer(self, j: int) -> tuple[int, int, int]:
         """``(capacity, bits, probes)`` of a shard's layer ``j``."""
@@ -107,7 +115,7 @@ class RedisBloom:
 
     def add_if_new(self, fingerprints: Sequence[int]) -> list[bool]:
         groups = positions_by(fingerprints, lambda fp: self.store.keys.bloom(tag_of(fp)))
-        commands = [("EVAL", BLOOM_ADD, 1, key, *self.layout.args(),
+        commands = [("EVAL", BLOOM_ADD, 1, key, *self.layout.args()[1:],
                      *[value for i in indexes for value in bloom_hashes(fingerprints[i])])
                     for key, indexes in groups.items()]
         return scatter(groups, self.store.call(*commands), len(fingerprints))

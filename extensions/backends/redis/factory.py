@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.contentseen import HEARTBEAT_TTL, RedisContentSeen, RedisContentStore
 from extensions.backends.redis.contentseen_worker import AsyncRedisContentSeen
@@ -87,10 +88,11 @@ def redis_bloom(settings: Any) -> BloomLayout:
 def redis_store(crawler: Crawler) -> RedisStore:
     """The frontier's Redis store on the crawler's connection."""
     config = redis_settings(crawler.settings)
-    bloom = redis_bloom(crawler.settings) if seen_backend(crawler.settings) == "bloom" else None
+    seen = redis_bloom(crawler.settings) if seen_backend(crawler.settings) == "bloom" else FingerprintSetLayout()
     return RedisStore(config.url, config.prefix, persist=config.persist, flush_on_start=config.flush_on_start,
-                      retries=config.retries, timeout=config.timeout, bloom=bloom,
-                      connection=redis_connection(crawler), links=link_segments(crawler.settings, config.prefix))
+                      retries=config.retries, timeout=config.timeout, seen=seen,
+                      keep_rows=crawler.settings.getbool("REVISIT_ENABLED"), connection=redis_connection(crawler),
+                      links=link_segments(crawler.settings, config.prefix))
 
 
 def read_only_redis_store(settings: Any) -> RedisStore:

@@ -5,6 +5,9 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
 :mod:`extensions.frontier.fingerprint` makes a hash of the URL's host)::
 
     P:{T}:urls        hash  fingerprint -> URL row (status, fetched, seq, entry)
+    P:{T}:seen        hash  the tag's exact URL-seen set: its fingerprints' low 40
+                      bits, packed in buckets (FRONTIER_SEEN_BACKEND "exact",
+                      see extensions/backends/redis/fpset.py)
     P:{T}:host_urls   hash  host -> how many URLs of that host are known; and
                       #done, #failed, #excluded, #refused: rows trimmed in that status
     P:{bloom-N}:bloom string the URL-seen Bloom filter's shard for the slot of
@@ -60,7 +63,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the exact URL-seen set of fpset.py beside trimmed rows
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",
@@ -147,6 +150,7 @@ class Keys:
         self.urls_pattern = f"{literal}:{{*}}:urls"
         self.host_urls_pattern = f"{literal}:{{*}}:host_urls"
         self.bloom_pattern = f"{literal}:{{*}}:bloom"
+        self.seen_pattern = f"{literal}:{{*}}:seen"
         self.known = f"{prefix}:known"
         self.cash_pattern = f"{literal}:{{*}}:cash"
         self.revisit_pattern = f"{literal}:{{*}}:revisit"
@@ -166,6 +170,10 @@ class Keys:
 
     def host_urls(self, tag: str) -> str:
         return f"{self.prefix}:{{{tag}}}:host_urls"
+
+    def seen(self, tag: str) -> str:
+        """The tag's exact URL-seen set."""
+        return f"{self.prefix}:{{{tag}}}:seen"
 
     def cash(self, tag: str) -> str:
         return f"{self.prefix}:{{{tag}}}:cash"

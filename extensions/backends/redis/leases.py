@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from extensions.backends.redis.bloom import bloom_hashes
 from extensions.backends.redis.keys import FINISHED_FIELD, host_tag
 from extensions.backends.redis.registry import process_id
 from extensions.backends.redis.rows import (
@@ -184,19 +183,19 @@ class HostLeases:
 
     def _enqueue_command(self, host: str, entries: Sequence[Entry], force: bool) -> tuple[Any, ...]:
         seqs = self.store.counters.sequence_numbers(len(entries))
-        bloom = self.store.bloom
+        seen = self.store.seen
         args: list[Any] = []
         for entry, seq in zip(entries, seqs):
             args += [entry.fingerprint, pack_row(entry, Status.QUEUED, seq), queue_score(entry.level, seq)]
-            if bloom is not None:
-                args += bloom_hashes(entry.fingerprint)
+            if seen is not None:
+                args += seen.member_args(entry.fingerprint)
         keys, tag = self.keys, host_tag(host)
         lease, back, inflight, urls = self._host_keys(host)
         script_keys = [urls, keys.host_urls(tag), back, inflight, lease]
         head_args = [self._now(), self.owner, "1" if force else "0", host]
-        if bloom is None:
+        if seen is None:
             return ("EVAL", ENQUEUE, 5, *script_keys, *head_args, *args)
-        return ("EVAL", ENQUEUE, 6, *script_keys, keys.bloom(tag), *head_args, *bloom.args(), *args)
+        return ("EVAL", ENQUEUE, 6, *script_keys, seen.key(keys, tag), *head_args, *seen.args(), *args)
 
     def _enqueued(self, host: str, answer: list[Any], listing: bool = True) -> list[Enqueued]:
         """``listing``: list the host if it needs it (else the enqueue's ``follow`` did)."""

@@ -4,13 +4,16 @@ Keys: :mod:`extensions.backends.redis.keys`; rows:
 :mod:`extensions.backends.redis.rows`; tables:
 :mod:`extensions.backends.redis.tables`. Writes whose answer nobody needs
 wait in the crawler's one connection's pipeline; the next read sends them
-first, so reads see every earlier write. With Bloom URL-seen
-(``FRONTIER_SEEN_BACKEND = "bloom"``) a row lives only while its URL is
-queued or in flight; finished rows are counted by status. A crawl keeps the
-URL-seen backend it began with (``seen`` in ``P:meta``). After a crash the
-store holds a prefix of the command stream (``clean`` in ``P:meta`` is
-``0`` while a crawl runs). ``persist=False`` (``SCHEDULER_PERSIST`` off)
-deletes the crawl's keys at a clean close, ``flush_on_start`` at open.
+first, so reads see every earlier write. The URL-seen set
+(:mod:`extensions.backends.redis.fpset`, exact, a crawl's default, or
+:mod:`extensions.backends.redis.bloom`) is tested inside the script that
+inserts a URL's row; a row then lives only while its URL is queued or in
+flight (unless ``keep_rows``: re-visits need them); finished rows are
+counted by status. A crawl keeps the URL-seen layout it began with (``seen``
+in ``P:meta``). After a crash the store holds a prefix of the command stream
+(``clean`` in ``P:meta`` is ``0`` while a crawl runs). ``persist=False``
+(``SCHEDULER_PERSIST`` off) deletes the crawl's keys at a clean close,
+``flush_on_start`` at open.
 """
 
 from __future__ import annotations
@@ -18,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.census import RedisCensus
 from extensions.backends.redis.connection import RedisConnection, redact
 from extensions.backends.redis.keys import SCHEMA_VERSION, Keys
 from extensions.backends.redis.links import segments_directory
 from extensions.backends.redis.registry import ProcessRegistry, registry_of
 from extensions.backends.redis.revisits import RedisRevisitTable
+from extensions.backends.redis.seen import SeenLayout, recorded_layout
 from extensions.backends.redis.tables import (
     Hashes,
     RedisCashTable,
@@ -40,15 +43,19 @@ from extensions.linkgraph.segmentlinks import SegmentLinkTable
 
 class RedisStore:
     """The store's tables over one connection, and its lifecycle. With
-    ``bloom`` the URL-seen set is that filter and finished rows are trimmed;
-    without ``connection`` the store opens one of its own to ``url``."""
+    ``seen`` the URL-seen set is that set and finished rows are trimmed
+    unless ``keep_rows``; with None the rows are the set; by default the
+    layout the crawl recorded, else None. Without ``connection`` the store
+    opens one of its own to ``url``."""
 
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
                  flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,
-                 batch: int = 1024, bloom: BloomLayout | None = None,
+                 batch: int = 1024, seen: SeenLayout | None | str = "recorded", keep_rows: bool = False,
                  connection: RedisConnection | None = None, links: SegmentLinkTable | None = None) -> None:
         self.url = url
-        self.bloom = bloom
+        self._asked: SeenLayout | None | str = seen
+        self.seen: SeenLayout | None = None if seen == "recorded" else seen  # type: ignore[assignment]
+        self.keep_rows = keep_rows
         self.keys = Keys(prefix)
         self.location = f"{redact(url)} (keys {prefix}:*)"
         self.persist, self.flush_on_start = persist, flush_on_start
@@ -59,7 +66,7 @@ class RedisStore:
         hashes = Hashes(self._require)
         self.counters = URLCounters(self.keys, self._require)
         self.queues = RedisQueues(self.keys, self._require)
-        self.urls = RedisURLTable(self.keys, self._require, hashes, self.counters, bloom)
+        self.urls = RedisURLTable(self.keys, self._require, hashes, self.counters, self.seen, keep_rows)
         self.hosts = RedisHostTable(self.keys, self._require)
         self.cash = RedisCashTable(self.keys, self._require, hashes)
         self.groups = RedisContentGroups(self.keys, self._require)
@@ -77,8 +84,10 @@ class RedisStore:
         if schema is not None and schema.decode() != SCHEMA_VERSION:
             self.abandon()
             raise FrontierStoreError(
-                f"the frontier keys at {self.location} have schema {schema.decode()}, expected "
-                f"{SCHEMA_VERSION}: choose another FRONTIER_REDIS_PREFIX or delete them")
+                f"the frontier keys at {self.location} were written in layout {schema.decode()}, this "
+                f"release reads layout {SCHEMA_VERSION} only: finish that crawl with the release that "
+                "began it, or start it over (SCHEDULER_FLUSH_ON_START=True deletes its keys) or under "
+                "another FRONTIER_REDIS_PREFIX")
         self._check_seen_backend()
         self.clean = clean != b"0" or not self._has_rows()
         self.write("HSET", self.keys.meta, "schema", SCHEMA_VERSION, "clean", "0")
@@ -94,11 +103,20 @@ class RedisStore:
         if self.get_meta("schema") is None:
             self.abandon()
             raise FrontierStoreError(f"no crawl at {self.location} (check REDIS_URL and FRONTIER_REDIS_PREFIX)")
+        recorded = self.get_meta("seen")
+        if self._asked == "recorded" and recorded is not None:
+            self.seen = recorded_layout(recorded)
+            self.urls.use(self.seen, self.keep_rows)
 
     def _check_seen_backend(self) -> None:
-        """A crawl keeps the URL-seen backend (and Bloom layout) it began with."""
-        wanted = "exact" if self.bloom is None else self.bloom.describe()
+        """A crawl keeps the URL-seen layout it began with; a store made
+        without one (``seen="recorded"``: tools, tests) takes the crawl's."""
+        wanted = "rows" if self.seen is None else self.seen.describe()
         recorded = self._call(("HSETNX", self.keys.meta, "seen", wanted), ("HGET", self.keys.meta, "seen"))[1]
+        if self._asked == "recorded" and recorded.decode() != wanted:
+            self.seen = recorded_layout(recorded.decode())
+            self.urls.use(self.seen, self.keep_rows)
+            return
         if recorded.decode() != wanted:
             self.abandon()
             raise FrontierStoreError(

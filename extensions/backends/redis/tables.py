@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from extensions.backends.redis.bloom import BloomLayout, bloom_hashes
 from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.keys import FINISHED_FIELD, Keys, found_values, group_by_tag, positions_by, scatter
 from extensions.backends.redis.rows import (
@@ -27,6 +26,7 @@ from extensions.backends.redis.rows import (
     unpack_entry,
 )
 from extensions.backends.redis.scripts import lua
+from extensions.backends.redis.seen import SeenLayout
 from extensions.frontier.store import Entry, Status
 
 Connection = Callable[[], RedisConnection]
@@ -156,33 +156,36 @@ class RedisQueues:
 
 class RedisURLTable:
     """URL rows in ``P:{T}:urls``, per-host counts in ``P:{T}:host_urls``.
-    With ``bloom`` a row goes when its URL is finished (:attr:`trims`)."""
+    With ``seen`` (a URL-seen set tested inside the insert scripts) a row
+    goes when its URL is finished unless ``keep_rows`` (:attr:`trims`);
+    without, the rows are the set."""
 
     def __init__(self, keys: Keys, connection: Connection, hashes: Hashes, counters: URLCounters,
-                 bloom: BloomLayout | None) -> None:
+                 seen: SeenLayout | None, keep_rows: bool = False) -> None:
         self.keys, self._connection, self._hashes = keys, connection, hashes
-        self.counters, self.bloom = counters, bloom
+        self.counters = counters
+        self.use(seen, keep_rows)
 
-    @property
-    def trims(self) -> bool:
-        """Whether rows go when their URL is finished (Bloom mode)."""
-        return self.bloom is not None
+    def use(self, seen: SeenLayout | None, keep_rows: bool) -> None:
+        """Test URLs against ``seen`` from now on (the store adopts its crawl's layout at open)."""
+        self.seen, self.trims = seen, seen is not None and not keep_rows
 
     def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
         if not entries:
             return []
         seqs = self.counters.sequence_numbers(len(entries))
         by_tag = positions_by(entries, lambda entry: tag_of(entry.fingerprint))
-        head = [] if self.bloom is None else self.bloom.args()
+        seen = self.seen
+        head = [] if seen is None else seen.args()
         commands = []
         for tag, indexes in by_tag.items():
             args: list[Any] = [*self._keys(tag), *head]
             for i in indexes:
                 entry = entries[i]
                 args += [entry.fingerprint, pack_row(entry, Status.QUEUED, seqs[i]), entry.host]
-                if self.bloom is not None:
-                    args += bloom_hashes(entry.fingerprint)
-            commands.append(("EVAL", INSERT_NEW, 2 if self.bloom is None else 3, *args))
+                if seen is not None:
+                    args += seen.member_args(entry.fingerprint)
+            commands.append(("EVAL", INSERT_NEW, 2 if seen is None else 3, *args))
         new = scatter(by_tag, self._connection().call(*commands), len(entries))
         self.counters.count_known(sum(new))
         return new
@@ -191,14 +194,14 @@ class RedisURLTable:
         seq = self.counters.sequence_numbers(1)[0]
         keys = self._keys(tag_of(entry.fingerprint))
         args = [entry.fingerprint, pack_row(entry, Status.QUEUED, seq), entry.host]
-        if self.bloom is not None:  # a later enqueue of the URL must find it seen, as the exact set would
-            args += [*self.bloom.args(), *bloom_hashes(entry.fingerprint)]
+        if self.seen is not None:  # a later enqueue of the URL must find it seen
+            args += [*self.seen.args(), *self.seen.member_args(entry.fingerprint)]
         self._connection().write("EVAL", REQUEUE, len(keys), *keys, *args)
 
     def _keys(self, tag: str) -> list[str]:
-        """The keys of a row script on ``tag`` (with the Bloom shard in Bloom mode)."""
+        """The keys of a row script on ``tag``: rows, host counts and the URL-seen set, if any."""
         keys = [self.keys.urls(tag), self.keys.host_urls(tag)]
-        return keys if self.bloom is None else [*keys, self.keys.bloom(tag)]
+        return keys if self.seen is None else [*keys, self.seen.key(self.keys, tag)]
 
     def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
         if not fingerprints:

@@ -1,19 +1,19 @@
 -- New URLs of one host: row (add-if-new) and back-queue entry together;
 -- force ('1') requeues known ones (dont_filter), keeping their fetch time.
 -- KEYS: urls, host_urls, back, inflight, lease. ARGV: now, me, force, host,
--- then fingerprint, row, score per URL. With the Bloom filter (the URL is
--- new if the filter says so; a forced one is added to it too): KEYS: then
--- the Bloom shard; ARGV: now, me, force, host, first capacity, first error,
--- then fingerprint, row, score, h1, h2, h3 per URL. Returns {added per URL,
+-- then fingerprint, row, score per URL. With a URL-seen set (the URL is
+-- new if the set says so; a forced one is added to it too): KEYS: then
+-- the set; ARGV: now, me, force, host, the set's kind and two parameters,
+-- then fingerprint, row, score and the set's own per URL (include/seen.lua). Returns {added per URL,
 -- needs listing, held by me, back-queue length, head score, ms to next fetch, ver}.
 --- @include "rows"
 --- @include "now"
---- @include "bloom"
+--- @include "seen"
 local first, stride = rows_from(6, 5)
 local added = {}
 for i = first, #ARGV, stride do
   local new = 0
-  if new_to_bloom(6, 5, i) or ARGV[3] == '1' then new = redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
+  if new_to_seen(6, 5, i) or ARGV[3] == '1' then new = redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
   if new == 1 then
     redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
     redis.call('ZADD', KEYS[3], ARGV[i + 2], ARGV[i])

@@ -1,11 +1,11 @@
 -- Insert or overwrite one row as queued, keeping its last fetch time.
--- KEYS: urls, host_urls; ARGV: fingerprint, row, host. With the Bloom
--- filter, the URL goes into it too (a later enqueue must find it seen):
--- KEYS: urls, host_urls, Bloom shard; ARGV: then first capacity, first
--- error, h1, h2, h3.
+-- KEYS: urls, host_urls; ARGV: fingerprint, row, host. With a URL-seen
+-- set, the URL goes into it too (a later enqueue must find it seen):
+-- KEYS: urls, host_urls, the set; ARGV: then the set's kind and two
+-- parameters and its own (include/seen.lua).
 --- @include "rows"
---- @include "bloom"
-if #KEYS == 3 then bloom_add(KEYS[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]) end
+--- @include "seen"
+if #KEYS == 3 then seen_add(3, 4, 7) end
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 local row = ARGV[2]
 if old then

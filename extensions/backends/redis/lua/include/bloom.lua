@@ -44,15 +44,3 @@ local function bloom_add(key, first_capacity, first_error, hash1, hash2, hash3)
   end
   return 0
 end
--- A row script's rows: from ARGV[at] on, 3 arguments apiece (fingerprint,
--- row, one more); with the Bloom shard KEYS[shard], its first capacity and
--- error at ARGV[at] and ARGV[at + 1], then 6 apiece (the 3 and h1, h2, h3).
-local function rows_from(shard, at)
-  if #KEYS >= shard then return at + 2, 6 end
-  return at, 3
-end
--- Whether the row at ARGV[i] is new to that shard (added now); true without one.
-local function new_to_bloom(shard, at, i)
-  if #KEYS < shard then return true end
-  return bloom_add(KEYS[shard], ARGV[at], ARGV[at + 1], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]) == 1
-end

@@ -1,0 +1,103 @@
+"""The exact URL-seen set of the Redis store: fingerprints packed five bytes apiece.
+
+``FRONTIER_SEEN_BACKEND = "exact"`` on Redis. One hash per host tag,
+``P:{T}:seen``, in the slot of the tag's URL rows, so the test-and-set runs
+inside the script that inserts a URL's row (``fpset_add`` of
+``lua/include/fpset.lua``): one round trip, atomic with the insert, on a
+single Redis as on a cluster. The tag is the fingerprint's top 24 bits; a
+member is its other 40 bits, big-endian, so the set is exact: two URLs are
+one member only if their 64-bit fingerprints are equal.
+
+The hash is an extendible hash table (Fagin et al. 1979): field ``d:p``
+holds, as one string of sorted members, the members whose top ``d`` bits
+are ``p``; field ``D`` is the deepest ``d``. A bucket past
+:attr:`FingerprintSetLayout.bucket` members splits in two on its next bit,
+so a host of any size costs five bytes a URL and a bucket's overhead
+(tens of bytes) per ``bucket / 2`` to ``bucket`` URLs, and no insert
+rewrites more than one bucket. URL rows then hold only URLs not yet
+finished (:class:`~extensions.backends.redis.tables.RedisURLTable` trims).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from extensions.backends.redis.keys import Keys, group_by_tag
+from extensions.backends.redis.rows import tag_of
+from extensions.backends.redis.scripts import lua
+
+MEMBER_BITS = 40
+_MEMBER_MASK = (1 << MEMBER_BITS) - 1
+FPSET_ADD = lua("fpset_add")
+
+
+@dataclass(frozen=True)
+class FingerprintSetLayout:
+    """How many members a bucket holds before it splits."""
+
+    bucket: int = 512
+    kind = "fpset"
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.bucket <= 100_000:
+            raise ValueError(f"an fpset bucket holds 2 to 100,000 members, got {self.bucket!r}")
+
+    def args(self) -> tuple[str, str, str]:
+        """The ARGV head the row scripts take for this set (``lua/include/seen.lua``)."""
+        return self.kind, str(self.bucket), ""
+
+    def member_args(self, fingerprint: int) -> tuple[bytes]:
+        """A URL's own ARGV in the row scripts: its member."""
+        return (member(fingerprint),)
+
+    def key(self, keys: Keys, tag: str) -> str:
+        return keys.seen(tag)
+
+    def describe(self) -> str:
+        """How the crawl's meta hash records the layout."""
+        return f"{self.kind} {self.bucket}"
+
+
+def member(fingerprint: int) -> bytes:
+    """A fingerprint's member in its tag's set: the 40 bits below the tag."""
+    return (fingerprint & _MEMBER_MASK).to_bytes(5, "big")
+
+
+class RedisFingerprintSet:
+    """The exact set as a :class:`~extensions.frontier.store.SeenSet` on an
+    open :class:`~extensions.backends.redis.store.RedisStore`: for inspection,
+    tests and callers that have only fingerprints (the store's own scripts
+    test and set URLs together with their rows)."""
+
+    def __init__(self, store: Any, layout: FingerprintSetLayout) -> None:
+        self.store, self.layout = store, layout
+
+    def add_if_new(self, fingerprints: Sequence[int]) -> list[bool]:
+        by_tag = group_by_tag(range(len(fingerprints)), lambda i: tag_of(fingerprints[i]))
+        answers = self.store.call(*[
+            ("EVAL", FPSET_ADD, 1, self.store.keys.seen(tag), *self.layout.args(),
+             *(member(fingerprints[i]) for i in indexes))
+            for tag, indexes in by_tag.items()])
+        new = [False] * len(fingerprints)
+        for indexes, answer in zip(by_tag.values(), answers):
+            for i, flag in zip(indexes, answer):
+                new[i] = bool(flag)
+        return new
+
+    def keys(self) -> list[bytes]:
+        """Every tag's set (a SCAN)."""
+        return list(self.store.scan(self.store.keys.seen_pattern))
+
+    def size_bytes(self) -> int:
+        """Redis' own ``MEMORY USAGE`` of every tag's set (a SCAN: for reports, not per page)."""
+        return sum(int(size or 0) for size in self.store.call(*[("MEMORY", "USAGE", key, "SAMPLES", "0")
+                                                                  for key in self.keys()]))
+
+    def count(self) -> int:
+        """Members over every tag's set."""
+        total = 0
+        for fields in self.store.call(*[("HGETALL", key) for key in self.keys()]):
+            total += sum(len(value) // 5 for field, value in fields.items() if field != b"D")
+        return total
