@@ -179,13 +179,20 @@ def test_a_missing_jobdir_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def redis_counts(url: str, prefix: str) -> dict[str, int]:
-    """URLs by status from the Redis rows, read with redis-py directly (a
-    row's first byte is its status digit, see redis_rows.py)."""
+    """URLs by status, read with redis-py directly: the rows of URLs not
+    finished (a row's first byte is its status digit, see rows.py) and the
+    counts of finished ones, whose rows went (``#done``... in ``host_urls``)."""
     import redis  # noqa: PLC0415
     client = redis.Redis.from_url(url)
     counts: Counter[int] = Counter()
     for key in client.scan_iter(match=f"{prefix}:{{*}}:urls", count=1000):
         counts.update(int(chr(row[0])) for row in client.hvals(key))
+    finished = {"#done": Status.DONE, "#failed": Status.FAILED, "#excluded": Status.EXCLUDED,
+                "#refused": Status.REFUSED}
+    for key in client.scan_iter(match=f"{prefix}:{{*}}:host_urls", count=1000):
+        for field, value in client.hgetall(key).items():
+            if field.decode() in finished:
+                counts[int(finished[field.decode()])] += int(value)
     return {name: counts.get(int(status), 0) for name, status in zip(NAMES, Status)}
 
 
