@@ -47,6 +47,15 @@ class Row(NamedTuple):
     discovered: float | None = None  # not kept by the memory and Redis stores
 
 
+class Finished(NamedTuple):
+    """What a store that deletes finished rows keeps of them, in counts."""
+
+    done: dict[str, tuple[int, float | None]]  # host -> (done, last fetch)
+    fetched: int
+    first: float | None
+    last: float | None
+
+
 class _HostSum:
     __slots__ = ("queued", "inflight", "done", "last_fetch")
 
@@ -62,11 +71,20 @@ class RowCensus:
     def __init__(self, rows: Callable[[], Iterable[Row]]) -> None:
         self._rows = rows
 
-    def census(self, hosts: int, errors: int, since: float) -> Census:
+    def census(self, hosts: int, errors: int, since: float, finished: Finished | None = None) -> Census:
+        """``finished``: the counts of rows no longer in the stream (added;
+        their fetches are not in ``fetched_since``, nor their errors listed)."""
         sums: dict[str, _HostSum] = {}
         failed: list[tuple[tuple[float, int], URLEvent]] = []
         refused: list[tuple[tuple[float, int], URLEvent]] = []
         fetched, first, last, recent = 0, math.inf, -math.inf, 0
+        if finished is not None:
+            for name, (done, last_fetch) in finished.done.items():
+                host = sums[name] = _HostSum()
+                host.done, host.last_fetch = done, last_fetch
+            fetched = finished.fetched
+            first = math.inf if finished.first is None else finished.first
+            last = -math.inf if finished.last is None else finished.last
         for row in self._rows():
             host = sums.get(row.entry.host) or sums.setdefault(row.entry.host, _HostSum())
             self._count(host, row)

@@ -9,7 +9,10 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
                       bits, packed in buckets (FRONTIER_SEEN_BACKEND "exact",
                       see extensions/backends/redis/fpset.py)
     P:{T}:host_urls   hash  host -> how many URLs of that host are known; and
-                      #done, #failed, #excluded, #refused: rows trimmed in that status
+                      #done, #failed, #excluded, #refused: rows trimmed in that
+                      status; #fetched, #first, #last: how many trimmed rows were
+                      fetched, when first and last; HOST#done, HOST#last: a host's
+                      trimmed done rows and its last fetch (for the census)
     P:{bloom-N}:bloom string the URL-seen Bloom filter's shard for the slot of
                       the tags {T} it serves (FRONTIER_SEEN_BACKEND "bloom",
                       see extensions/backends/redis/bloom.py)

@@ -309,7 +309,8 @@ class HostLeases:
         lease, back, inflight, urls = self._host_keys(host)
         if self.store.urls.trims and status is not Status.DEFERRED:  # a deferred row stays, for a resume
             self.io.write("EVAL", FINISH, 5, inflight, urls, lease, back, self.keys.host_urls(host_tag(host)),
-                          FINISHED_FIELD.get(status, ""), b"", fingerprint, self.owner)  # type: ignore[arg-type]
+                          FINISHED_FIELD.get(status, ""), b"" if fetched is None else fetched_bytes(fetched),
+                          fingerprint, self.owner)  # type: ignore[arg-type]
             return
         self.io.write("EVAL", FINISH, 4, inflight, urls, lease, back,
                       b"" if status is None else STATUS_BYTE[status],

@@ -218,7 +218,7 @@ class RedisURLTable:
         for tag, fps in group_by_tag(fingerprints, tag_of).items():
             if self.trims and status in FINISHED_FIELD:
                 connection.write("EVAL", TRIM, 2, self.keys.urls(tag), self.keys.host_urls(tag),
-                                 FINISHED_FIELD[status], guard, *fps)
+                                 FINISHED_FIELD[status], guard, fetched, *fps)
             else:
                 connection.write("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[status], guard, fetched, *fps)
 

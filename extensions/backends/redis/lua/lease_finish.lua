@@ -2,11 +2,11 @@
 -- URL went back to its queue: taken out again and finished if it is still
 -- there (no second fetch), left alone if the new owner has it in flight.
 -- KEYS: inflight, urls, lease, back. ARGV: status byte ('' keeps it),
--- fetch time (8 bytes or ''), fingerprint, me. In Bloom mode a finished
--- row goes, counted under its status in host_urls (see keys.py): KEYS: then
--- host_urls; ARGV: the count's field (#done ...; '' keeps the row), '',
--- fingerprint, me.
---- @include "rows"
+-- fetch time (8 bytes or ''), fingerprint, me. Where finished rows are
+-- trimmed a finished row goes, counted in host_urls (include/finished.lua):
+-- KEYS: then host_urls; ARGV: the count's field (#done ...; '' keeps the
+-- row), fetch time, fingerprint, me.
+--- @include "finished"
 --- @include "taken_over"
 local guard = S_INFLIGHT
 if taken_over(KEYS[3], ARGV[4]) then
@@ -20,7 +20,7 @@ if ARGV[1] ~= '' then
   if row and row_status(row) == guard then
     if #KEYS == 5 then
       redis.call('HDEL', KEYS[2], ARGV[3])
-      redis.call('HINCRBY', KEYS[5], ARGV[1], 1)
+      count_finished(KEYS[5], ARGV[1], row, ARGV[2])
     else
       local fetched = ARGV[2]
       if fetched == '' then fetched = row_fetched(row) end

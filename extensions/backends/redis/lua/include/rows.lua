@@ -12,3 +12,10 @@ local function row_url(row)
   if length < 0 then return nil end
   return string.sub(row, $URL_AT + 5, $URL_AT + 4 + length)
 end
+local function row_host(row)
+  local url_length = struct.unpack('>i4', row, $URL_AT + 1)
+  local at = $URL_AT + 5 + math.max(0, url_length)
+  local length = struct.unpack('>i4', row, at)
+  if length < 0 then return nil end
+  return string.sub(row, at + 4, at + 3 + length)
+end
