@@ -15,16 +15,20 @@ import json
 import signal
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from extensions.linkgraph.segmentlinks import SegmentLinkTable
 from extensions.linkgraph.segments import (
     FRAME,
     FRAME_MAGIC,
     MAGIC,
+    MAGIC_V1,
+    RECORD_V1,
     SegmentScan,
     SegmentWriter,
     latest_records,
@@ -53,6 +57,44 @@ def test_records_come_back_as_written_in_order(tmp_path: Path) -> None:
                                  (-7, 2.5, "http://b.test/é", []), (9, 3.5, "", [1])]
     assert [path.name for path in segment_files(tmp_path)] == ["links-p1-000001.seg"]
     assert (writer.files, writer.frames, writer.records) == (1, 1, 3)
+
+
+def test_target_urls_come_back_with_their_targets_and_name_every_node(tmp_path: Path) -> None:
+    times = iter([1.0, 2.0, 3.0])
+    table = SegmentLinkTable(tmp_path, clock=lambda: next(times))
+    table.record(1, [5, 6, 5], "http://a.test/index.html#top", ["http://b.test/5", "http://b.test/6", "http://x/"])
+    table.record(6, [1, 7], "http://b.test/6", ["http://a.test/", "http://c.test/line\nbreak"])
+    table.record(8, [], "HTTP://D.test:80/")  # a source no record links to: its own URL, canonical
+    table.close()
+    records = list(read_segments(tmp_path))
+    assert [record.target_urls for record in records] == [
+        ("http://b.test/5", "http://b.test/6"), ("http://a.test/", "http://c.test/line%0Abreak"), ()]
+    assert SegmentLinkTable(tmp_path).node_urls() == {
+        1: "http://a.test/", 5: "http://b.test/5", 6: "http://b.test/6", 7: "http://c.test/line%0Abreak",
+        8: "http://d.test/"}  # a source linked to is named by the link's canonical URL
+
+
+def test_target_urls_must_be_one_per_target(tmp_path: Path) -> None:
+    writer = SegmentWriter(tmp_path, identity="p1")
+    with pytest.raises(ValueError, match="2 targets but 1 target URLs"):
+        writer.append(1, 1.0, "http://a.test/", [2, 3], ["http://a.test/2"])
+
+
+def test_a_file_of_format_1_is_read_with_its_targets_unnamed(tmp_path: Path) -> None:
+    """Files written before the records named their targets: read, their
+    sources named, their targets left to other records (or unresolved)."""
+    records = [(1, 1.0, "http://a.test/", [2, 3]), (2, 2.0, "http://a.test/2", [1])]
+    stream = zlib.compressobj()
+    payload = b"".join(RECORD_V1.pack(source, when, len(url), len(targets)) + url.encode()
+                       + np.asarray(targets, dtype="<i8").tobytes() for source, when, url, targets in records)
+    payload = stream.compress(payload) + stream.flush(zlib.Z_SYNC_FLUSH)
+    frame = FRAME.pack(FRAME_MAGIC, len(payload), zlib.crc32(payload), len(records)) + payload
+    (tmp_path / "links-old-000001.seg").write_bytes(MAGIC_V1 + frame)
+    scan = SegmentScan()
+    assert [(r.source, r.url, r.targets.tolist(), r.target_urls) for r in read_segments(tmp_path, scan)] == [
+        (1, "http://a.test/", [2, 3], ()), (2, "http://a.test/2", [1], ())]
+    assert (scan.records, scan.unnamed_files, scan.foreign_files) == (2, 1, [])
+    assert SegmentLinkTable(tmp_path).node_urls() == {1: "http://a.test/", 2: "http://a.test/2"}
 
 
 def test_a_frame_is_written_once_a_block_is_pending_and_files_rotate_at_their_size(tmp_path: Path) -> None:
@@ -144,7 +186,7 @@ def test_the_table_reads_its_own_pending_records_and_a_refetch_replaces_a_list(t
     table.close()
     reopened = SegmentLinkTable(tmp_path)
     assert reopened.targets_of(1) == [7] and reopened.sources() == 2
-    assert reopened.urls() == {1: "http://a.test/", 2: "http://b.test/"}
+    assert reopened.node_urls() == {1: "http://a.test/", 2: "http://b.test/"}  # recorded without target URLs
     assert reopened.delete() == 1 and reopened.sources() == 0
 
 
