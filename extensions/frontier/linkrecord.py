@@ -23,7 +23,6 @@ from extensions.frontier.page import PageVerdict
 from extensions.frontier.store import LinkTable
 from extensions.urls.canonical import canonicalize
 
-
 #: the answers whose Location is the page's one outlink (a 304 may carry one too: not a redirect)
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 

@@ -34,7 +34,6 @@ from extensions.linkgraph.segments import (
 )
 from extensions.urls.canonical import canonicalize
 
-
 #: seconds a file's mtime may trail the wall time of a record it holds (a coarse kernel clock)
 MTIME_SLACK = 1.0
 

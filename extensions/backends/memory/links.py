@@ -28,4 +28,3 @@ class MemoryLinkTable:
 
     def node_urls(self) -> None:
         """None: the graph's nodes are named through the store's URL rows."""
-        return None

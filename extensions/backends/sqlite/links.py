@@ -40,4 +40,3 @@ class SQLiteLinkTable:
 
     def node_urls(self) -> None:
         """None: the graph's nodes are named through the store's URL rows."""
-        return None
