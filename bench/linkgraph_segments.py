@@ -4,7 +4,8 @@ One ``scrapy crawl web`` on Redis (a ``redis-server`` of its own) of the
 synthetic web, stopped after ``--pages`` pages, ``SCHEDULER_PERSIST`` on.
 After it:
 
-* **after** (this layout): the crawl's link records are in its segment files
+* **after** (this layout): the crawl's link records (each with its
+  source's and its targets' URLs) are in its segment files
   (``LINKGRAPH_SEGMENTS_DIR``); the table counts the Redis keys holding
   links (none) and the segments' bytes on disk per recorded page and per link;
 * **before** (the Redis link table this replaced: per host tag ``{T}`` a hash
@@ -13,7 +14,8 @@ After it:
   of the same server, and Redis ``used_memory`` growth measured over them
   (``INFO memory``, not a formula).
 
-Per known URL: those bytes over the URLs the crawl knows (its URL rows), as
+Per known URL: those bytes over the URLs the crawl knows (its URL rows and
+the finished URLs' trimmed ones, counted by status), as
 ``frontier/redis_bytes_per_url`` divides. Also the segments' bytes against
 the same lists uncompressed (8 bytes a link), and the crawl's Redis
 ``used_memory`` growth per known URL for scale.
@@ -31,8 +33,15 @@ from typing import Any
 import redis
 
 from extensions.backends.redis.rows import tag_of
+from extensions.backends.redis.store import RedisStore
 from extensions.linkgraph.lists import pack_targets
-from extensions.linkgraph.segments import SegmentScan, latest_records
+from extensions.linkgraph.segmentlinks import SegmentLinkTable
+from extensions.linkgraph.segments import (
+    RECORD,
+    SegmentScan,
+    SegmentWriter,
+    latest_records,
+)
 from testweb import WebConfig, start_testweb
 from testweb.crawlrun import run_web_crawl
 from testweb.redisserver import RedisServer
@@ -46,9 +55,14 @@ def link_keys(client: redis.Redis, prefix: str) -> int:
     return sum(1 for _ in client.scan_iter(match=f"{prefix}:*links*", count=1000))
 
 
-def known_urls(client: redis.Redis, prefix: str) -> int:
-    """URL rows of the crawl (the URL-seen set in the exact layout)."""
-    return sum(client.hlen(key) for key in client.scan_iter(match=f"{prefix}:{{*}}:urls", count=1000))
+def known_urls(url: str, prefix: str, segments: Path) -> int:
+    """URLs the crawl knows: its URL rows and the finished ones' trimmed rows, by status."""
+    store = RedisStore(url, prefix, links=SegmentLinkTable(segments))
+    store.open_read_only()
+    try:
+        return sum(store.urls.count_by_status().values())
+    finally:
+        store.close()
 
 
 def replay_old_layout(client: redis.Redis, prefix: str, records: dict[int, Any]) -> int:
@@ -61,6 +75,16 @@ def replay_old_layout(client: redis.Redis, prefix: str, records: dict[int, Any])
             pipe.execute()
     pipe.execute()
     return used_memory(client) - before
+
+
+def rewrite_unnamed(records: dict[int, Any], directory: Path) -> int:
+    """Bytes of the same records written without their targets' URLs (the
+    content of format 1, which the graph could not name targets from)."""
+    writer = SegmentWriter(directory, identity="unnamed")
+    for source, record in records.items():
+        writer.append(source, record.when, record.url, record.targets.tolist())
+    writer.close()
+    return writer.bytes_written
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -85,15 +109,17 @@ def main(argv: list[str] | None = None) -> None:
             if result.returncode != 0:
                 raise SystemExit(f"the crawl failed:\n{result.log[-3000:]}")
             crawl_bytes = used_memory(client) - base
-            known, keys_after = known_urls(client, "web"), link_keys(client, "web")
+            known, keys_after = known_urls(server.url, "web", segments), link_keys(client, "web")
             scan = SegmentScan()
             records = latest_records(segments, scan)
             before = replay_old_layout(client, "before", records)
+            unnamed = rewrite_unnamed(records, workdir / "unnamed")
             keys_before = link_keys(client, "before")
             client.close()
     pages, links = len(records), sum(len(record.targets) for record in records.values())
     on_disk = scan.bytes
-    raw = sum(24 + len(record.url.encode()) + 8 * len(record.targets) for record in records.values())
+    raw = sum(RECORD.size + len(record.url.encode()) + 8 * len(record.targets)
+              + len("\n".join(record.target_urls).encode()) for record in records.values())
     print(f"Link graph of one Redis crawl: {args.hosts} hosts x {args.pages} pages, {args.links} links a page; "
           f"{result.stats.get('response_received_count', 0):,} pages fetched, {pages:,} lists recorded "
           f"({links:,} links), {known:,} URLs known, {scan.files} segment file(s)\n")
@@ -102,8 +128,10 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---:|---:|---:|---:|---:|---:|")
     print(f"| before: P:{{T}}:links hashes | {keys_before:,} | {before:,} | {before / known:.1f} | "
           f"{before / pages:.1f} | - | - |")
-    print(f"| after: link segments | {keys_after:,} | 0 | 0.0 | 0.0 | {on_disk / pages:.1f} | "
-          f"{on_disk / max(links, 1):.2f} |")
+    print(f"| after: link segments, targets unnamed (format 1's content, rewritten) | 0 | 0 | 0.0 | 0.0 | "
+          f"{unnamed / pages:.1f} | {unnamed / max(links, 1):.2f} |")
+    print(f"| after: link segments, targets named (format 2, as the crawl wrote them) | {keys_after:,} | 0 | 0.0 | "
+          f"0.0 | {on_disk / pages:.1f} | {on_disk / max(links, 1):.2f} |")
     print(f"\nsegments: {on_disk:,} bytes on disk for {raw:,} bytes of records uncompressed "
           f"({on_disk / raw:.2f}); {links * 8 / pages:.1f} bytes a page as packed targets alone; "
           f"torn files {scan.torn_files}")

@@ -194,15 +194,25 @@ def test_a_running_crawl_can_be_queried(tmp_path: Path, start_web: Any) -> None:
     assert 0 < json.loads(early.stdout)["pages"] < late["pages"] == len(sqlite_graph(job)[1])
 
 
-def test_on_redis_the_command_reads_the_shared_store(tmp_path: Path, start_web: Any, redis_server: Any) -> None:
+@pytest.fixture(scope="module")
+def redis_crawl(tmp_path_factory: pytest.TempPathFactory, redis_server: Any) -> Iterator[tuple[Any, ...]]:
+    """(web, settings, result, the Redis settings) of one finished crawl on
+    Redis, its keys kept (the default URL-seen set: finished URLs have no row)."""
     from testweb.redisserver import unique_prefix  # noqa: PLC0415
 
-    web = start_web(**WEB)
-    prefix = unique_prefix()
-    redis = {"FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url, "FRONTIER_REDIS_PREFIX": prefix}
-    result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file),
-                           crawl_settings(web, SCHEDULER_PERSIST=True, **redis))
-    assert result.returncode == 0, result.log[-3000:]
+    tmp = tmp_path_factory.mktemp("linkgraph-redis")
+    redis = {"FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url, "FRONTIER_REDIS_PREFIX": unique_prefix()}
+    with start_testweb(WebConfig(**WEB), tmp / "web") as web:
+        settings = crawl_settings(web, SCHEDULER_PERSIST=True, **redis)
+        result = run_web_crawl(tmp / "crawl", str(web.seeds_file), settings)
+        assert result.returncode == 0, result.log[-3000:]
+        yield web, settings, result, redis
+
+
+def test_on_redis_the_command_reads_the_shared_store(tmp_path: Path, redis_crawl: Any) -> None:
+    from testweb.redisserver import unique_prefix  # noqa: PLC0415
+
+    _, _, result, redis = redis_crawl
     run = linkgraph("stats", LINKGRAPH_DIR=tmp_path / "graph", **redis)
     assert run.returncode == 0, run.stderr
     stats = json.loads(run.stdout)
@@ -210,3 +220,38 @@ def test_on_redis_the_command_reads_the_shared_store(tmp_path: Path, start_web: 
     assert (tmp_path / "graph" / "graph.graph").is_file()
     gone = linkgraph("stats", LINKGRAPH_DIR=tmp_path / "other", **{**redis, "FRONTIER_REDIS_PREFIX": unique_prefix()})
     assert gone.returncode != 0 and "no crawl at" in gone.stderr
+
+
+def test_on_redis_the_graph_has_every_ground_truth_edge_between_fetched_pages_by_url(
+        tmp_path: Path, redis_crawl: Any) -> None:
+    """The segments name every node (fetched pages and finished targets have
+    no URL row on Redis): each fetched page's out-links in the exported graph
+    are its ground-truth links, all named, and every truth edge between two
+    fetched pages is there, its ends named by canonical URLs of those pages
+    (a page spelt several ways, as ``?b=2&a=1`` and ``?a=1&b=2``, by one)."""
+    from extensions.urls.canonical import canonicalize  # noqa: PLC0415
+
+    web, settings, result, redis = redis_crawl
+    out = tmp_path / "edges.txt"
+    run = linkgraph("export", str(out), LINKGRAPH_DIR=tmp_path / "graph", **redis)
+    assert run.returncode == 0, run.stderr
+    exported = [tuple(line.split(" ")) for line in out.read_text().splitlines()]
+    assert read_report(tmp_path / "graph").unresolved_targets == 0
+    names = {url for edge in exported for url in edge}
+    assert all(canonicalize(url) == url for url in names)
+    by_fp = {url_fingerprint(url)[0]: url for url in names}
+    assert len(by_fp) == len(names)  # one name a node
+    edges = {(url_fingerprint(source)[0], url_fingerprint(target)[0]) for source, target in exported}
+    fetched = {}  # fingerprint -> (URL, depth) of every page that yielded an item
+    for item in result.items:
+        url = item.get("final_url") or item["url"]
+        fetched[url_fingerprint(url)[0]] = (url, int(item.get("depth") or 0))
+    assert len(fetched) > 50
+    truth = TruthLinks(web, settings)
+    between = set()
+    for fp, (url, depth) in fetched.items():
+        expected = set(truth.of(url, depth))
+        assert {target for source, target in edges if source == fp} == expected, url
+        between |= {(by_fp[fp], by_fp[target]) for target in expected if target in fetched}
+    assert len(between) > 2 * len(fetched)
+    assert between <= set(exported)

@@ -261,7 +261,6 @@ def test_sigkill_keeps_the_list_of_every_page_marked_done_and_resume_completes_t
 
 def test_on_redis_every_process_records_into_the_shared_store(tmp_path: Any, start_web: Any,
                                                               redis_server: Any) -> None:
-    from extensions.frontier.store import Status  # noqa: PLC0415
     from extensions.backends.redis.store import RedisStore  # noqa: PLC0415
     from testweb.crawlrun import kill_crawl, start_web_crawl  # noqa: PLC0415
     from testweb.redisserver import unique_prefix  # noqa: PLC0415
@@ -283,16 +282,17 @@ def test_on_redis_every_process_records_into_the_shared_store(tmp_path: Any, sta
     store = RedisStore(redis_server.url, prefix)
     store.open()
     try:
-        fps = [fp for fp, _ in store.urls.iter_all()]
-        entries = store.urls.get_many(fps)
-        rows = {entry.url: (int(store.urls.status_of(fp) or Status.QUEUED), entry.depth)
-                for fp, entry in entries.items()}
         links = {source: targets for batch in store.links.scan(batch=16) for source, targets in batch}
         assert store.links.sources() == len(links)
+        names = store.links.node_urls()  # finished URLs have no row on Redis: the segments name them
     finally:
         store.close()
+    items = [item for i in range(2) for item in read_items(tmp_path / f"crawl{i}")]
+    rows = segment_rows(links, names, items)
     pages = check_against_truth(TruthLinks(web, settings), rows, links)
     assert pages > 50
+    assert all(fp_of(url) == fp for fp, url in names.items())  # each node named by its own URL
+    assert {target for targets in links.values() for target in targets} <= set(names)
     reports = [json.loads((tmp_path / f"crawl{i}" / "report.json").read_text()) for i in range(2)]
     recorded = [report["stats"].get("linkgraph/pages", 0) for report in reports]
     assert all(recorded) and sum(recorded) >= pages  # both processes recorded pages
@@ -303,6 +303,28 @@ def test_on_redis_every_process_records_into_the_shared_store(tmp_path: Any, sta
     writers = {path.name.rsplit("-", 1)[0] for path in segment_files(segments_directory(prefix))}
     assert len(writers) == 2, writers
     assert not redis_keys(redis_server.url, f"{prefix}:*links*")
+
+
+def read_items(workdir: Any) -> list[dict[str, Any]]:
+    """The items a ``scrapy crawl web`` run wrote (``items.jsonl``)."""
+    lines = (workdir / "items.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def segment_rows(links: dict[int, list[int]], names: dict[int, str],
+                 items: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """URL -> (status, depth) of every recorded source, for
+    :func:`check_against_truth` on a store without the rows of finished URLs:
+    named from the segments, done and at its item's depth when it yielded an
+    item (a fetched page), else at the depth limit (whose truth is no links:
+    only a redirect, whose truth is its Location, may then have a list)."""
+    from extensions.frontier.store import Status  # noqa: PLC0415
+
+    depths = {fp_of(item.get("final_url") or item["url"]): int(item.get("depth") or 0) for item in items}
+    rows = {names[source]: (Status.DONE if source in depths else Status.QUEUED, depths.get(source, DEPTH))
+            for source in links}
+    assert set(depths) <= set(links), "fetched pages without a list"
+    return rows
 
 
 def redis_keys(url: str, pattern: str) -> list[bytes]:

@@ -15,16 +15,20 @@ import json
 import signal
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from extensions.linkgraph.segmentlinks import SegmentLinkTable
 from extensions.linkgraph.segments import (
     FRAME,
     FRAME_MAGIC,
     MAGIC,
+    MAGIC_V1,
+    RECORD_V1,
     SegmentScan,
     SegmentWriter,
     latest_records,
@@ -53,6 +57,44 @@ def test_records_come_back_as_written_in_order(tmp_path: Path) -> None:
                                  (-7, 2.5, "http://b.test/é", []), (9, 3.5, "", [1])]
     assert [path.name for path in segment_files(tmp_path)] == ["links-p1-000001.seg"]
     assert (writer.files, writer.frames, writer.records) == (1, 1, 3)
+
+
+def test_target_urls_come_back_with_their_targets_and_name_every_node(tmp_path: Path) -> None:
+    times = iter([1.0, 2.0, 3.0])
+    table = SegmentLinkTable(tmp_path, clock=lambda: next(times))
+    table.record(1, [5, 6, 5], "http://a.test/index.html#top", ["http://b.test/5", "http://b.test/6", "http://x/"])
+    table.record(6, [1, 7], "http://b.test/6", ["http://a.test/", "http://c.test/line\nbreak"])
+    table.record(8, [], "HTTP://D.test:80/")  # a source no record links to: its own URL, canonical
+    table.close()
+    records = list(read_segments(tmp_path))
+    assert [record.target_urls for record in records] == [
+        ("http://b.test/5", "http://b.test/6"), ("http://a.test/", "http://c.test/line%0Abreak"), ()]
+    assert SegmentLinkTable(tmp_path).node_urls() == {
+        1: "http://a.test/", 5: "http://b.test/5", 6: "http://b.test/6", 7: "http://c.test/line%0Abreak",
+        8: "http://d.test/"}  # a source linked to is named by the link's canonical URL
+
+
+def test_target_urls_must_be_one_per_target(tmp_path: Path) -> None:
+    writer = SegmentWriter(tmp_path, identity="p1")
+    with pytest.raises(ValueError, match="2 targets but 1 target URLs"):
+        writer.append(1, 1.0, "http://a.test/", [2, 3], ["http://a.test/2"])
+
+
+def test_a_file_of_format_1_is_read_with_its_targets_unnamed(tmp_path: Path) -> None:
+    """Files written before the records named their targets: read, their
+    sources named, their targets left to other records (or unresolved)."""
+    records = [(1, 1.0, "http://a.test/", [2, 3]), (2, 2.0, "http://a.test/2", [1])]
+    stream = zlib.compressobj()
+    payload = b"".join(RECORD_V1.pack(source, when, len(url), len(targets)) + url.encode()
+                       + np.asarray(targets, dtype="<i8").tobytes() for source, when, url, targets in records)
+    payload = stream.compress(payload) + stream.flush(zlib.Z_SYNC_FLUSH)
+    frame = FRAME.pack(FRAME_MAGIC, len(payload), zlib.crc32(payload), len(records)) + payload
+    (tmp_path / "links-old-000001.seg").write_bytes(MAGIC_V1 + frame)
+    scan = SegmentScan()
+    assert [(r.source, r.url, r.targets.tolist(), r.target_urls) for r in read_segments(tmp_path, scan)] == [
+        (1, "http://a.test/", [2, 3], ()), (2, "http://a.test/2", [1], ())]
+    assert (scan.records, scan.unnamed_files, scan.foreign_files) == (2, 1, [])
+    assert SegmentLinkTable(tmp_path).node_urls() == {1: "http://a.test/", 2: "http://a.test/2"}
 
 
 def test_a_frame_is_written_once_a_block_is_pending_and_files_rotate_at_their_size(tmp_path: Path) -> None:
@@ -144,21 +186,22 @@ def test_the_table_reads_its_own_pending_records_and_a_refetch_replaces_a_list(t
     table.close()
     reopened = SegmentLinkTable(tmp_path)
     assert reopened.targets_of(1) == [7] and reopened.sources() == 2
-    assert reopened.urls() == {1: "http://a.test/", 2: "http://b.test/"}
+    assert reopened.node_urls() == {1: "http://a.test/", 2: "http://b.test/"}  # recorded without target URLs
     assert reopened.delete() == 1 and reopened.sources() == 0
 
 
 def test_a_redis_crawl_killed_with_sigkill_leaves_segments_the_graph_is_built_from(
         tmp_path: Path, start_web: Any, redis_server: Any) -> None:
-    from extensions.backends.redis.store import RedisStore  # noqa: PLC0415
     from testweb.redisserver import unique_prefix  # noqa: PLC0415
 
     web = start_web(**WEB)
     prefix, segments = unique_prefix(), tmp_path / "segments"
     redis = {"FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url, "FRONTIER_REDIS_PREFIX": prefix,
              "LINKGRAPH_SEGMENTS_DIR": segments}
-    settings = crawl_settings(web, SCHEDULER_PERSIST=True, DOWNLOAD_DELAY=0.02,
+    settings = crawl_settings(web, SCHEDULER_PERSIST=True, DOWNLOAD_DELAY=0.02, DEPTH_LIMIT=0,
                               LINKGRAPH_SEGMENT_BLOCK_BYTES=600, **redis)  # a frame every few pages
+    # no depth limit (the crawl is killed anyway): a page's truth does not hang on the depth it was
+    # found at, which a finished URL's row (deleted on Redis) no longer tells
     proc = start_web_crawl(tmp_path / "run", str(web.seeds_file), settings)
     wait_until(lambda: len(latest_records(segments)) >= 20 or ended([proc]), "link records before the kill",
                CrawlActivity([tmp_path / "run"], also=lambda: len(web.entries())))
@@ -168,18 +211,12 @@ def test_a_redis_crawl_killed_with_sigkill_leaves_segments_the_graph_is_built_fr
     latest = latest_records(segments, scan)
     assert len(latest) >= 20 and scan.records >= len(latest)
     assert not redis_keys(redis_server.url, f"{prefix}:*links*")  # the lists never went to Redis
-    store = RedisStore(redis_server.url, prefix, links=SegmentLinkTable(segments))
-    store.open_read_only()
-    try:
-        entries = store.urls.get_many([fp for fp, _ in store.urls.iter_all()])
-    finally:
-        store.close()
     truth = TruthLinks(web, settings)
-    for source, record in latest.items():  # every record written is its page's links
+    for source, record in latest.items():  # every record written is its page's links, named
         assert fp_of(record.url) == source
-        assert sorted(record.targets.tolist()) == sorted(truth.of(record.url, entries[source].depth)), record.url
-    edges = {(source, int(target)) for source, record in latest.items() for target in record.targets
-             if int(target) in entries}
+        assert sorted(record.targets.tolist()) == sorted(truth.of(record.url, 0)), record.url
+        assert [fp_of(url) for url in record.target_urls] == record.targets.tolist(), record.url
+    edges = {(source, int(target)) for source, record in latest.items() for target in record.targets}
     # a frame torn as a power loss would tear it (a SIGKILL does not): cut short after the last whole one
     path = max(segment_files(segments), key=lambda path: path.stat().st_size)
     with open(path, "ab") as file:
@@ -188,5 +225,5 @@ def test_a_redis_crawl_killed_with_sigkill_leaves_segments_the_graph_is_built_fr
     assert run.returncode == 0, run.stderr
     assert "torn or corrupt, skipped" in run.stderr
     stats = json.loads(run.stdout)
-    assert (stats["pages"], stats["arcs"]) == (len(latest), len(edges)), stats
+    assert (stats["pages"], stats["arcs"], stats["unresolved_targets"]) == (len(latest), len(edges), 0), stats
     assert MAGIC == path.read_bytes()[:len(MAGIC)]

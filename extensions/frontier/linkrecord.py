@@ -4,7 +4,9 @@ With ``LINKGRAPH_RECORD`` the frontier writes into ``store.links``: a
 judged page (its final URL) gets its accepted outlinks (after the URL and
 trap filters, before the URL-seen test, also for duplicates and with AOPIC
 off), and a redirect gets its ``Location`` as its one outlink. Ids are the
-URL database's keys (the fingerprints admission files URLs under). On
+URL database's keys (the fingerprints admission files URLs under); each
+list goes with the page's URL and its targets' canonical URLs (the ones
+fingerprinted), for stores that name the graph without URL rows. On
 SQLite the lists go into the store's open transaction with the page's
 other writes; on Redis into this process's link segments, flushed at each
 checkpoint.
@@ -19,7 +21,7 @@ from urllib.parse import urljoin
 from extensions.frontier.fingerprint import canonical_fingerprint, url_fingerprint
 from extensions.frontier.page import PageVerdict
 from extensions.frontier.store import LinkTable
-
+from extensions.urls.canonical import canonicalize
 
 #: the answers whose Location is the page's one outlink (a 304 may carry one too: not a redirect)
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -39,7 +41,7 @@ class LinkRecorder:
             return None
         fingerprints = [canonical_fingerprint(link) for link in page.links]
         if not page.not_modified:  # a 304 has no body: the list of its last 200 stands
-            self.record(source, fingerprints, page.final_url or page.url)
+            self.record(source, fingerprints, page.final_url or page.url, page.links)
         return fingerprints
 
     def redirected(self, url: str, status: int, location: bytes | None, base: str) -> None:
@@ -48,18 +50,19 @@ class LinkRecorder:
         if not self.enabled or status not in REDIRECT_STATUSES or not location:
             return
         try:
-            target, _ = url_fingerprint(urljoin(base, location.decode("latin-1").strip()))
+            target_url = canonicalize(urljoin(base, location.decode("latin-1").strip()))
+            target = canonical_fingerprint(target_url)  # url_fingerprint's, the canonical URL kept
             source, _ = url_fingerprint(url)
         except ValueError:
             self.stats.inc_value("linkgraph/bad_redirects")
             return
-        self.record(source, [target], url)
+        self.record(source, [target], url, [target_url])
         self.stats.inc_value("linkgraph/redirects")
 
-    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
+    def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
         """``source``'s outlinks, each once, replacing an earlier list
-        (``url``: the source's, for stores that keep it)."""
-        unique = list(dict.fromkeys(targets))
-        self.links.record(source, unique, url)
+        (``url``, ``target_urls``: the source's and one per target, for
+        stores that keep them)."""
+        self.links.record(source, targets, url, target_urls)  # the table drops repeats
         self.stats.inc_value("linkgraph/pages")
-        self.stats.inc_value("linkgraph/edges", len(unique))
+        self.stats.inc_value("linkgraph/edges", len(set(targets)))

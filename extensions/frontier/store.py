@@ -211,10 +211,11 @@ class LinkTable(Protocol):
     changes; Redis appends it to this process's segment files
     (:mod:`extensions.linkgraph.segments`), flushed at every checkpoint."""
 
-    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
+    def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
         """``source``'s outlinks (duplicates dropped, first kept); replaces
-        any earlier list of ``source`` (a re-fetch). ``url``: the source's
-        URL, kept by stores that resolve sources without a URL row."""
+        any earlier list of ``source`` (a re-fetch). ``url`` and
+        ``target_urls`` (one per target): the URLs, kept by stores that name
+        the graph's nodes without URL rows."""
 
     def targets_of(self, source: int) -> list[int] | None:
         """``source``'s recorded outlinks, None if it has no list."""
@@ -225,6 +226,10 @@ class LinkTable(Protocol):
     def scan(self, batch: int = 10_000) -> Iterator[list[tuple[int, list[int]]]]:
         """Every recorded ``(source, targets)``, in lists of up to ``batch``,
         each source once (for the graph builder; no order promised)."""
+
+    def node_urls(self) -> dict[int, str] | None:
+        """The URL of every source and target of the recorded lists, by
+        fingerprint; None when the store names them through its URL table."""
 
 
 class RevisitRecord(NamedTuple):

@@ -1,8 +1,9 @@
 """Build the compressed link graph from the recorded edges of a crawl.
 
 The frontier records each fetched page's outlinks by URL fingerprint in its
-store (``store.links``). A build reads every recorded list, resolves the
-fingerprints to URLs through the URL database, numbers the URLs so that
+store (``store.links``). A build reads every recorded list, names the
+fingerprints by URL (the link table's own names where it keeps them, as
+link segments do; otherwise the URL database's rows), numbers the URLs so that
 close URLs get close ids (:mod:`.ordering`), and writes, into one
 directory (``JOBDIR/linkgraph`` for a crawl with a job directory):
 
@@ -14,9 +15,10 @@ directory (``JOBDIR/linkgraph`` for a crawl with a job directory):
 * ``build.json``: sizes, bits per link, build time, and what it was built
   from (the number of recorded pages, so a query can tell a stale build).
 
-A target without a URL row (a link the URL-seen test's Bloom filter took
-for known, or one refused before it got a row) cannot be named, so its
-edges are left out and counted (``unresolved_targets``).
+A target without a name (named by rows: a link the URL-seen test's Bloom
+filter took for known, or one refused before it got a row; named by the
+table: one recorded without its URL) is left out with its edges, counted
+(``unresolved_targets``).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class BuildReport:
     uncompressed_bytes: int  # the same lists as 32-bit integers, both graphs
     build_seconds: float
     pages: int  # recorded pages the build read (a later build with more is newer)
-    unresolved_targets: int  # edges left out: their target has no URL row
+    unresolved_targets: int  # edges left out: their target has no URL
     source: str  # the store it was built from
     pagerank_iterations: int
     aopic_spearman: float | None  # rank correlation of AOPIC history and PageRank
@@ -76,6 +78,13 @@ def read_lists(store: Any, batch: int = 10_000) -> tuple[np.ndarray, np.ndarray,
     return np.array(pages, dtype=np.int64), np.array(counts, dtype=np.int64), flat
 
 
+def node_urls(store: Any, fingerprints: Sequence[int]) -> dict[int, str]:
+    """The URL of the nodes ``fingerprints``: the link table's names if it
+    keeps them, otherwise :func:`resolve_urls` (those without are left out)."""
+    named = store.links.node_urls()
+    return named if named is not None else resolve_urls(store, fingerprints)
+
+
 def resolve_urls(store: Any, fingerprints: Sequence[int]) -> dict[int, str]:
     """The URL of each fingerprint with a row in the URL database."""
     found: dict[int, str] = {}
@@ -92,7 +101,7 @@ def build_link_graph(store: Any, directory: Path, *, batch: int = 10_000,
     started = clock()
     pages, counts, flat = read_lists(store, batch)
     known = np.unique(np.concatenate([pages, flat]))
-    urls = resolve_urls(store, known)
+    urls = node_urls(store, known)
     named = np.array([fp for fp in known.tolist() if fp in urls], dtype=np.int64)  # sorted, as known is
     order = node_order([urls[fp] for fp in named.tolist()])
     node_of_named = np.empty(len(named), dtype=np.int64)

@@ -8,10 +8,12 @@ every process's records in the directory, a source's latest record winning,
 and this process's pending ones (they are flushed first). The owner flushes
 at its checkpoints and closes it with the store.
 
-The reads go through the files: :meth:`scan` and :meth:`sources` read them
-all (a graph build does); :meth:`targets_of` (a re-visit's 304) reads the
-files newest first and stops at files last written before the best record
-found.
+The reads go through the files: :meth:`scan`, :meth:`sources` and
+:meth:`node_urls` read them all (a graph build does; a read is reused while
+no file has changed); :meth:`targets_of` (a re-visit's 304) reads the files
+newest first and stops at files last written before the best record found.
+Records carry their source's and their targets' URLs, so :meth:`node_urls`
+names every node of the graph without the URL database.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from extensions.linkgraph.segments import (
     latest_records,
     read_segment,
     segment_files,
+    unique_targets,
 )
-
+from extensions.urls.canonical import canonicalize
 
 #: seconds a file's mtime may trail the wall time of a record it holds (a coarse kernel clock)
 MTIME_SLACK = 1.0
@@ -45,12 +48,13 @@ class SegmentLinkTable:
         self.segment_bytes, self.block_bytes, self.clock = segment_bytes, block_bytes, clock
         self.writer: SegmentWriter | None = None
         self.last_scan = SegmentScan()  # what the latest full read met
+        self._read: tuple[tuple[tuple[str, int, int], ...], dict[int, SegmentRecord]] | None = None
 
-    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
+    def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
         if self.writer is None:
             self.writer = SegmentWriter(self.directory, segment_bytes=self.segment_bytes,
                                         block_bytes=self.block_bytes)
-        self.writer.append(source, self.clock(), url, list(dict.fromkeys(targets)))
+        self.writer.append(source, self.clock(), url, *unique_targets(targets, target_urls))
 
     def targets_of(self, source: int) -> list[int] | None:
         self.flush()
@@ -72,9 +76,18 @@ class SegmentLinkTable:
         for start in range(0, len(rows), max(1, batch)):
             yield rows[start:start + batch]
 
-    def urls(self) -> dict[int, str]:
-        """The URL each recorded source was recorded with (those recorded with one)."""
-        return {source: record.url for source, record in self._latest().items() if record.url}
+    def node_urls(self) -> dict[int, str]:
+        """The URL of every node of the recorded graph: each target by the
+        canonical URL it was recorded with, a source not named so by its own
+        (canonicalised); nodes recorded without a URL are left out."""
+        latest = self._latest()
+        names: dict[int, str] = {}
+        for record in latest.values():
+            names.update(zip(record.targets.tolist(), record.target_urls))
+        for source, record in latest.items():
+            if source not in names and record.url:
+                names[source] = _canonical(record.url)
+        return names
 
     def flush(self) -> None:
         """Write this process's pending records."""
@@ -98,9 +111,32 @@ class SegmentLinkTable:
         return delete_segments(self.directory)
 
     def _latest(self) -> dict[int, SegmentRecord]:
+        """Every source's latest record; the previous read's while no file changed."""
         self.flush()
-        self.last_scan = SegmentScan()
-        return latest_records(self.directory, self.last_scan)
+        state = _directory_state(self.directory)
+        if self._read is None or self._read[0] != state:
+            self.last_scan = SegmentScan()
+            self._read = state, latest_records(self.directory, self.last_scan)
+        return self._read[1]
+
+
+def _directory_state(directory: Path) -> tuple[tuple[str, int, int], ...]:
+    """Name, size and modification time of every segment file."""
+    state = []
+    for path in segment_files(directory):
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        state.append((path.name, stat.st_size, stat.st_mtime_ns))
+    return tuple(state)
+
+
+def _canonical(url: str) -> str:
+    try:
+        return canonicalize(url)
+    except ValueError:
+        return url
 
 
 def _mtime(path: Path) -> float:

@@ -3,15 +3,20 @@
 A segment file is ``links-<host>-<pid>-<start>-<sequence>.seg`` in the
 segments directory (local, or shared by every process of a crawl): the name
 carries the writing process's identity, so two processes never write one
-file. A file is the magic :data:`MAGIC`, then frames::
+file. A file is the magic :data:`MAGIC` (format 2), then frames::
 
     b"LGF1"  <u32 payload bytes> <u32 CRC-32 of the payload> <u32 records>
     payload: the next piece of the file's one zlib stream, ended by a sync flush
 
 so a frame decodes after the file's earlier frames and shares their 32 KiB
 of history (a host's repeated links compress across frames). A record, in
-the stream: ``<q source fingerprint> <d wall time> <I URL bytes> <I targets>``,
-the source URL (UTF-8), then the targets' fingerprints as little-endian int64.
+the stream: ``<q source fingerprint> <d wall time> <I URL bytes> <I targets>
+<I target URL bytes>``, the source URL (UTF-8), the targets' fingerprints as
+little-endian int64, then the targets' URLs (UTF-8, one per target, joined
+by newlines; none recorded: zero bytes). The records name every node of the
+graph, so a build needs no URL database. A file of format 1
+(:data:`MAGIC_V1`: records without the target URL bytes and URLs) is read
+with its targets unnamed.
 
 Durability: :meth:`SegmentWriter.flush` hands a whole frame to the kernel
 with one ``write`` (no fsync), so a SIGKILL loses only records not yet
@@ -38,10 +43,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-MAGIC = b"LGSEG1\n\0"
+MAGIC = b"LGSEG2\n\0"
+MAGIC_V1 = b"LGSEG1\n\0"  # records without their targets' URLs
 FRAME = struct.Struct("<4sIII")
 FRAME_MAGIC = b"LGF1"
-RECORD = struct.Struct("<qdII")
+RECORD = struct.Struct("<qdIII")
+RECORD_V1 = struct.Struct("<qdII")
 SUFFIX = ".seg"
 _TARGETS = np.dtype("<i8")
 
@@ -55,6 +62,7 @@ class SegmentRecord(NamedTuple):
     when: float  # wall time of the record
     url: str  # the page's URL ("" when the recorder had none)
     targets: np.ndarray  # outlink fingerprints, int64, in the order found
+    target_urls: tuple[str, ...]  # their URLs, one per target (empty when not recorded)
 
 
 def process_identity() -> str:
@@ -63,11 +71,30 @@ def process_identity() -> str:
     return f"{host}-{os.getpid()}-{time.time_ns():x}"
 
 
-def encode_record(source: int, when: float, url: str, targets: Sequence[int]) -> bytes:
-    """One record as it goes into the stream."""
+def unique_targets(targets: Sequence[int], urls: Sequence[str] = ()) -> tuple[list[int], list[str]]:
+    """``targets`` each once (the first kept) and, if given, their ``urls`` alike."""
+    if not urls:
+        return list(dict.fromkeys(targets)), []
+    if len(urls) != len(targets):
+        raise ValueError(f"{len(targets)} targets but {len(urls)} target URLs")
+    first: dict[int, str] = {}
+    for target, url in zip(targets, urls):
+        first.setdefault(target, url)
+    return list(first), list(first.values())
+
+
+def encode_record(source: int, when: float, url: str, targets: Sequence[int],
+                  target_urls: Sequence[str] = ()) -> bytes:
+    """One record as it goes into the stream (``target_urls``: one per target, or none)."""
+    if target_urls and len(target_urls) != len(targets):
+        raise ValueError(f"{len(targets)} targets but {len(target_urls)} target URLs")
     raw_url = url.encode("utf-8")
     packed = np.asarray(targets, dtype=_TARGETS).tobytes()
-    return RECORD.pack(source, when, len(raw_url), len(targets)) + raw_url + packed
+    names = "\n".join(target_urls)
+    if names.count("\n") != max(len(target_urls) - 1, 0):  # a URL with a raw newline: escape it
+        names = "\n".join(name.replace("\n", "%0A") for name in target_urls)
+    raw_names = names.encode("utf-8")
+    return RECORD.pack(source, when, len(raw_url), len(targets), len(raw_names)) + raw_url + packed + raw_names
 
 
 class SegmentWriter:
@@ -90,9 +117,10 @@ class SegmentWriter:
         self._compressor: zlib._Compress | None = None
         self._lock = threading.Lock()
 
-    def append(self, source: int, when: float, url: str, targets: Sequence[int]) -> None:
+    def append(self, source: int, when: float, url: str, targets: Sequence[int],
+               target_urls: Sequence[str] = ()) -> None:
         """Add a record; written out once a block's worth is pending."""
-        record = encode_record(source, when, url, targets)
+        record = encode_record(source, when, url, targets, target_urls)
         with self._lock:
             self._pending.append(record)
             self._pending_bytes += len(record)
@@ -171,6 +199,7 @@ class SegmentScan:
     bytes: int = 0  # size of the files read
     torn_files: int = 0  # files whose tail was cut or corrupt (skipped from there)
     torn_bytes: int = 0  # bytes skipped in them
+    unnamed_files: int = 0  # files of format 1 (their targets have no URLs)
     foreign_files: list[str] = field(default_factory=list)  # ``*.seg`` files without the magic
 
 
@@ -187,7 +216,12 @@ def read_segment(path: Path, scan: SegmentScan) -> Iterator[SegmentRecord]:
     data = path.read_bytes()
     scan.files += 1
     scan.bytes += len(data)
-    if not data.startswith(MAGIC):
+    if data.startswith(MAGIC):
+        named = True
+    elif data.startswith(MAGIC_V1):
+        named = False
+        scan.unnamed_files += 1
+    else:
         scan.foreign_files.append(path.name)
         return
     position, stream = len(MAGIC), zlib.decompressobj()
@@ -203,7 +237,7 @@ def read_segment(path: Path, scan: SegmentScan) -> Iterator[SegmentRecord]:
         position += FRAME.size + payload_bytes
         scan.frames += 1
         scan.records += count
-        yield from _records(raw, count)
+        yield from _records(raw, count) if named else _records_v1(raw, count)
 
 
 def _frame(data: bytes, position: int, stream: zlib._Decompress) -> tuple[int, int, bytes] | None:
@@ -223,13 +257,27 @@ def _frame(data: bytes, position: int, stream: zlib._Decompress) -> tuple[int, i
 def _records(raw: bytes, count: int) -> Iterator[SegmentRecord]:
     position = 0
     for _ in range(count):
-        source, when, url_bytes, targets = RECORD.unpack_from(raw, position)
+        source, when, url_bytes, targets, names_bytes = RECORD.unpack_from(raw, position)
         position += RECORD.size
         url = raw[position:position + url_bytes].decode("utf-8", "replace")
         position += url_bytes
         packed = np.frombuffer(raw, dtype=_TARGETS, count=targets, offset=position)
         position += 8 * targets
-        yield SegmentRecord(source, when, url, packed.astype(np.int64))
+        names = raw[position:position + names_bytes].decode("utf-8", "replace").split("\n") if names_bytes else ()
+        position += names_bytes
+        yield SegmentRecord(source, when, url, packed.astype(np.int64), tuple(names))
+
+
+def _records_v1(raw: bytes, count: int) -> Iterator[SegmentRecord]:
+    position = 0
+    for _ in range(count):
+        source, when, url_bytes, targets = RECORD_V1.unpack_from(raw, position)
+        position += RECORD_V1.size
+        url = raw[position:position + url_bytes].decode("utf-8", "replace")
+        position += url_bytes
+        packed = np.frombuffer(raw, dtype=_TARGETS, count=targets, offset=position)
+        position += 8 * targets
+        yield SegmentRecord(source, when, url, packed.astype(np.int64), ())
 
 
 def read_segments(directory: Path, scan: SegmentScan | None = None) -> Iterator[SegmentRecord]:

@@ -11,7 +11,7 @@ class MemoryLinkTable:
     def __init__(self) -> None:
         self._lists: dict[int, list[int]] = {}
 
-    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
+    def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
         self._lists[source] = list(dict.fromkeys(targets))
 
     def targets_of(self, source: int) -> list[int] | None:
@@ -25,3 +25,6 @@ class MemoryLinkTable:
         items = [(source, list(targets)) for source, targets in self._lists.items()]
         for start in range(0, len(items), max(1, batch)):
             yield items[start:start + batch]
+
+    def node_urls(self) -> None:
+        """None: the graph's nodes are named through the store's URL rows."""

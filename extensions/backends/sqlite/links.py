@@ -21,7 +21,7 @@ class SQLiteLinkTable:
     def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
         self._connection = connection
 
-    def record(self, source: int, targets: Sequence[int], url: str = "") -> None:
+    def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
         self._connection().execute("INSERT OR REPLACE INTO links VALUES (?, ?)",
                                    (source, pack_targets(targets)))
 
@@ -37,3 +37,6 @@ class SQLiteLinkTable:
         cursor.execute("SELECT source, targets FROM links ORDER BY source")
         while rows := cursor.fetchmany(max(1, batch)):
             yield [(source, unpack_targets(blob)) for source, blob in rows]
+
+    def node_urls(self) -> None:
+        """None: the graph's nodes are named through the store's URL rows."""
