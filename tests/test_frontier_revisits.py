@@ -30,7 +30,7 @@ def store(request: Any, tmp_path: Any) -> Any:
     if request.param.endswith("-bloom"):
         pytest.skip("a Redis Bloom-mode store drops finished URL rows: no continuous crawl on it "
                     "(refused at start, test_continuous_crawl_refuses_a_store_that_drops_rows)")
-    return make_store(request.param, tmp_path)
+    return make_store(request.param, tmp_path, keep_rows=True)  # a continuous crawl keeps finished rows
 
 
 def continuous(store: Any, clock: Clock, max_share: float = 1.0, **kwargs: Any) -> Frontier:

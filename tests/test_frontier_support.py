@@ -27,6 +27,7 @@ from extensions.backends.redis.dispatch import SharedDispatch, shared_ledger
 from extensions.backends.memory.store import MemoryStore
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.sqlite.store import SQLiteStore
 from testweb.redisserver import shared_server, unique_prefix
 
@@ -43,15 +44,17 @@ STORES = ["memory", "third-party", "sqlite", "redis", "redis-bloom", "shared", "
 _KINDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
-def make_store(kind: str, directory: Path) -> Any:
+def make_store(kind: str, directory: Path, keep_rows: bool = False) -> Any:
+    """A store of ``kind``; ``keep_rows``: a Redis store keeps finished rows (as with REVISIT_ENABLED)."""
     if kind == "memory":
         store: Any = MemoryStore()
     elif kind == "third-party":  # plugged in by class path (tests/thirdparty_backend.py)
         settings = Settings({"FRONTIER_BACKEND": "tests.thirdparty_backend.ThirdPartyBackend"})
         store = backend_class(settings).for_reading(settings).frontier_store()[0]
     elif kind.startswith(("redis", "shared")):
-        bloom = BloomLayout(1_000_000, 1e-6) if kind.endswith("-bloom") else None
-        store = RedisStore(shared_server().url, unique_prefix(), seen=bloom)
+        # a crawl's layouts: the exact fingerprint set (default) or the Bloom filter
+        seen = BloomLayout(1_000_000, 1e-6) if kind.endswith("-bloom") else FingerprintSetLayout()
+        store = RedisStore(shared_server().url, unique_prefix(), seen=seen, keep_rows=keep_rows)
     else:
         store = SQLiteStore(directory / "frontier.sqlite3")
     _KINDS[store] = kind
