@@ -31,6 +31,7 @@ since the process started) in bytes.
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import json
 import os
@@ -172,7 +173,8 @@ def census(crawler: Any) -> dict[str, int]:
         return total
 
     def split(obj: Any, path: str, depth: int) -> None:
-        attributes = getattr(obj, "__dict__", None) if not isinstance(obj, (dict, *_OPAQUE)) else None
+        splittable = not isinstance(obj, (dict, functools._lru_cache_wrapper, *_OPAQUE))
+        attributes = getattr(obj, "__dict__", None) if splittable else None
         if isinstance(obj, dict) and path.startswith("module/"):
             attributes = obj
         if depth >= CENSUS_DEPTH or not isinstance(attributes, dict):
