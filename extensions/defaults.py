@@ -171,6 +171,7 @@ GC_THRESHOLD = [10000, 10, 10]  # gc.set_threshold() for the crawl (Python's def
 
 # --- Progress report (extensions.progress) ----------------------------------
 LOGSTATS_INTERVAL = 0  # ProgressReporter replaces Scrapy's LogStats
+PROGRESS_HOSTS_EXACT = 10_000  # hosts counted exactly up to this many, estimated beyond (~1 %; bounded memory)
 PROGRESS_INTERVAL = 30.0  # seconds between progress lines; 0: summary only
 PROGRESS_REPORT_FILE = ""  # JSON report written at spider_closed; empty: none
 

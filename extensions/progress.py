@@ -14,7 +14,10 @@ Definitions:
   the robots.txt fetches of Scrapy's robots middleware (a request to
   ``/robots.txt`` with meta ``dont_obey_robotstxt``); a robots.txt a spider
   asks for itself is a page.
-* hosts: distinct host names among those pages.
+* hosts: distinct host names among those pages, exact up to
+  ``PROGRESS_HOSTS_EXACT`` of them, estimated beyond (a HyperLogLog sketch,
+  about 1 % off; :mod:`extensions.distinct`), so memory does not grow with
+  the hosts.
 * errors: fetches that failed (``downloader/exception_count``, less the
   requests a middleware refused with ``IgnoreRequest``: robots.txt, holds,
   the address policy) plus pages with status >= 500 (less the 5xx answers
@@ -45,6 +48,7 @@ from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.httpobj import urlparse_cached
 
 from extensions import defaults
+from extensions.distinct import DistinctCounter
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -109,7 +113,8 @@ class ProgressReporter:
 
     def __init__(self, stats: StatsCollector, interval: float, report_file: Path | None,
                  queue_size: Callable[[], int | None] = lambda: None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 hosts_exact: int = defaults.PROGRESS_HOSTS_EXACT):
         self.stats = stats
         self.interval = interval
         self.report_file = report_file
@@ -117,7 +122,7 @@ class ProgressReporter:
         self.clock = clock
         self.pages = 0
         self.server_errors = 0
-        self.hosts: set[str] = set()
+        self.hosts = DistinctCounter(hosts_exact)
         self.started = clock()
         self.last_tick, self.last_pages = self.started, 0
         self.task: Any = None
@@ -128,8 +133,11 @@ class ProgressReporter:
         if interval < 0:
             raise ValueError(f"PROGRESS_INTERVAL={interval!r}: must be >= 0 (0 disables)")
         path = crawler.settings.get("PROGRESS_REPORT_FILE")
+        hosts_exact = crawler.settings.getint("PROGRESS_HOSTS_EXACT", defaults.PROGRESS_HOSTS_EXACT)
+        if hosts_exact < 0:
+            raise ValueError(f"PROGRESS_HOSTS_EXACT={hosts_exact!r}: must be >= 0")
         reporter = cls(crawler.stats, interval, Path(path) if path else None,
-                       queue_size=lambda: scheduler_length(crawler))
+                       queue_size=lambda: scheduler_length(crawler), hosts_exact=hosts_exact)
         crawler.signals.connect(reporter.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(reporter.response_received, signal=signals.response_downloaded)
         crawler.signals.connect(reporter.spider_closed, signal=signals.spider_closed)
