@@ -17,7 +17,7 @@ lines to ``MEMPROBE_FILE``:
   0; each allocation is charged to the innermost frame of our own code, or
   else to the innermost frame's package); ``sqlite`` is SQLite's own heap
   (``sqlite3_memory_used`` and its high-water mark), which tracemalloc
-  cannot see; ``sites`` the same bytes by allocation site (``file:line``),
+  cannot see; ``malloc``: glibc's bytes in use and free (:func:`malloc_heap`); ``sites`` the same bytes by allocation site (``file:line``),
   the 40 largest; with ``MEMPROBE_CENSUS`` a forked copy of the process
   then writes ``{"event": "census", "pages", "census"}`` to
   ``MEMPROBE_FILE.census<pages>``: the bytes each
@@ -193,6 +193,24 @@ def census(crawler: Any) -> dict[str, int]:
     return {path: size for path, size in sizes.most_common() if size >= 1024}
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+        "keepcost")]
+
+
+def malloc_heap() -> dict[str, int]:
+    """glibc's allocator (``mallinfo2``): bytes in use and free in its heaps
+    (free: fragmentation and memory not given back), or {} elsewhere."""
+    try:
+        info = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return {}
+    info.restype = _MallInfo2
+    result = info()
+    return {"in_use": result.uordblks + result.hblkhd, "free": result.fordblks}
+
+
 class MemoryProbe:
     """Records memory at the moments a benchmark asks for (see module doc)."""
 
@@ -247,7 +265,7 @@ class MemoryProbe:
 
     def mark(self) -> None:
         record: dict[str, Any] = {"event": "mark", "pages": self.items, **proc_status(),
-                                  "sqlite": sqlite_heap()}
+                                  "sqlite": sqlite_heap(), "malloc": malloc_heap()}
         if self.frames > 0:
             record["tracemalloc"] = tracemalloc.get_traced_memory()[0]
             snapshot = tracemalloc.take_snapshot()

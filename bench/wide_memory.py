@@ -106,9 +106,12 @@ def rss_row(name: str, marks: list[dict]) -> str:
 
 
 def mb_table(title: str, key: str, marks: list[dict], top: int) -> list[str]:
-    """Live MB per ``key`` entry (component or site) at each mark, largest first."""
+    """Live MB per ``key`` entry (component or site) at each mark, largest
+    first ("memory": in its own order)."""
     tables = [mark[key] for mark in marks]
-    names = sorted(set().union(*tables), key=lambda c: -max(t.get(c, 0) for t in tables))
+    names = list(dict.fromkeys(name for table in tables for name in table))
+    if key != "memory":
+        names.sort(key=lambda c: -max(t.get(c, 0) for t in tables))
     head = " ".join(f"{mark['pages']:>8}" for mark in marks)
     label = {"components": "component", "sites": "site", "roots": "component", "census": "attribute"}.get(key, "")
     lines = [title, f"{label:56} {head} {'growth':>8}"]
@@ -135,8 +138,11 @@ def census_tables(name: str, marks: list[dict], top: int) -> list[str]:
                           "Python objects (census)": sum(mark["census"].values())}
         mark["memory"]["rest: interpreter, C libraries, free lists"] = (
             mark["rss"] - sum(list(mark["memory"].values())[1:]))
+        if mark.get("malloc"):
+            mark["memory"]["  of all: malloc, in use"] = mark["malloc"]["in_use"]
+            mark["memory"]["  of all: malloc, free (not given back)"] = mark["malloc"]["free"]
     lines = [""] + mb_table(f"where the memory is ({name}, untraced crawl, MB at each mark)", "memory",
-                            marks, 4)
+                            marks, 6)
     lines += [""] + mb_table(f"Python objects by component ({name}, census: bytes its objects reach, "
                              "MB at each mark)", "roots", marks, TOP_COMPONENTS)
     lines += [""] + mb_table(f"largest attributes ({name}, census, MB at each mark)", "census", marks, top)
