@@ -63,3 +63,36 @@ def test_exact_content_seen_memory_stays_at_a_few_megabytes(tmp_path: Path) -> N
             tracemalloc.stop()
         assert len(seen.memory) + len(seen.pending) <= defaults.CONTENTSEEN_MEMORY_ENTRIES + seen.batch_size
     assert held < 5 * MB, f"{held / MB:.1f} MB"
+
+
+def test_robots_middleware_forgets_origins_once_they_answer(tmp_path: Path) -> None:
+    """20,000 origins whose robots.txt failed once, then answered with a
+    sitemap each: no failure reason is kept, and the announced sitemaps and
+    log-once origins stay at their bound."""
+    import asyncio  # noqa: PLC0415
+
+    from scrapy import Spider  # noqa: PLC0415
+    from scrapy.utils.test import get_crawler  # noqa: PLC0415
+
+    from extensions.robots import middleware  # noqa: PLC0415
+    from extensions.robots.rules import RobotsRules  # noqa: PLC0415
+
+    crawler = get_crawler(settings_dict={"ROBOTSTXT_OBEY": True, "ROBOTSTXT_SITEMAP_SEEDS": False})
+    crawler.spider = Spider("bounds")
+    robots = middleware.RobotsMiddleware(crawler)
+    count = 2 * middleware.REMEMBERED_LIMIT
+
+    async def every_origin() -> None:
+        for n in range(count):
+            origin = f"http://h{n}.example"
+            robots._unreachable(origin, None, "connection refused")
+            robots._log_once(origin, "test %s", origin)
+            rules = RobotsRules.parse(f"User-agent: *\nDisallow: /x\nSitemap: {origin}/s.xml\n",
+                                      robots.token, 1e12)
+            await robots._apply(origin, rules)
+
+    asyncio.run(every_origin())
+    assert robots.unreachable_reasons == {}
+    assert len(robots.sitemaps) <= middleware.REMEMBERED_LIMIT
+    assert len(robots._logged) <= middleware.REMEMBERED_LIMIT
+    assert crawler.stats.get_value("robotstxt/sitemaps") == count
