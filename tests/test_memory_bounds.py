@@ -96,3 +96,17 @@ def test_robots_middleware_forgets_origins_once_they_answer(tmp_path: Path) -> N
     assert len(robots.sitemaps) <= middleware.REMEMBERED_LIMIT
     assert len(robots._logged) <= middleware.REMEMBERED_LIMIT
     assert crawler.stats.get_value("robotstxt/sitemaps") == count
+
+
+def test_circuit_breaker_keeps_only_failing_origins_up_to_its_bound() -> None:
+    """50,000 origins failing once (their breakers never open) keep at most
+    ORIGINS_KEPT states; a deferred origin's state is dropped."""
+    from extensions.breaker import ORIGINS_KEPT, CircuitBreaker  # noqa: PLC0415
+
+    breaker = CircuitBreaker(failures=3, retry_delay=10.0, max_delay=60.0, retry_times=1)
+    for n in range(50_000):
+        assert breaker.failed(f"http://h{n}.example", float(n)) == ("counted", 0.0)
+    assert len(breaker.origins) <= ORIGINS_KEPT
+    verdicts = [breaker.failed("http://dead.example", 1e6 + 100.0 * n)[0] for n in range(5)]
+    assert verdicts == ["counted", "counted", "open", "open", "deferred"]
+    assert "http://dead.example" not in breaker.origins
