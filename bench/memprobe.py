@@ -193,6 +193,26 @@ def census(crawler: Any) -> dict[str, int]:
     return {path: size for path, size in sizes.most_common() if size >= 1024}
 
 
+def garbage_bytes() -> int:
+    """Bytes of the unreachable objects (cycles) the collector would free
+    now, with the strings and bytes they refer to (an upper bound: some may
+    be shared with live objects): kept by a full collection with
+    ``DEBUG_SAVEALL``, then measured.
+    For a forked copy only: it changes the collector's state."""
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    gc.collect()
+    counted: set[int] = set()
+    total = 0
+    for item in gc.garbage:  # and the untracked objects (bytes, str) only they may hold
+        for part in (item, *(ref for ref in gc.get_referents(item) if not gc.is_tracked(ref))):
+            if id(part) not in counted:
+                counted.add(id(part))
+                total += sys.getsizeof(part, 0)
+    gc.garbage.clear()
+    gc.set_debug(0)
+    return total
+
+
 class _MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in (
         "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
@@ -288,7 +308,9 @@ class MemoryProbe:
             return
         try:
             gc.disable()
-            result = json.dumps({"event": "census", "pages": pages, "census": census(self.crawler)})
+            found = census(self.crawler)
+            found["(cyclic garbage not collected yet)"] = garbage_bytes()
+            result = json.dumps({"event": "census", "pages": pages, "census": found})
             self.path.with_name(f"{self.path.name}.census{pages}").write_text(result + "\n")
         finally:
             os._exit(0)

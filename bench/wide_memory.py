@@ -132,17 +132,19 @@ def census_tables(name: str, marks: list[dict], top: int) -> list[str]:
     the census per component (and its largest attributes), the rest."""
     for mark in marks:
         mark["roots"] = Counter()
+        garbage = mark["census"].pop("(cyclic garbage not collected yet)", 0)
         for path, size in mark["census"].items():
             mark["roots"][path.split(".")[0]] += size
         mark["memory"] = {"VmRSS": mark["rss"], "SQLite heap": mark.get("sqlite", {}).get("used", 0),
                           "Python objects (census)": sum(mark["census"].values())}
+        mark["memory"]["Python cyclic garbage, not collected yet"] = garbage
         mark["memory"]["rest: interpreter, C libraries, free lists"] = (
             mark["rss"] - sum(list(mark["memory"].values())[1:]))
         if mark.get("malloc"):
             mark["memory"]["  of all: malloc, in use"] = mark["malloc"]["in_use"]
             mark["memory"]["  of all: malloc, free (not given back)"] = mark["malloc"]["free"]
     lines = [""] + mb_table(f"where the memory is ({name}, untraced crawl, MB at each mark)", "memory",
-                            marks, 6)
+                            marks, 7)
     lines += [""] + mb_table(f"Python objects by component ({name}, census: bytes its objects reach, "
                              "MB at each mark)", "roots", marks, TOP_COMPONENTS)
     lines += [""] + mb_table(f"largest attributes ({name}, census, MB at each mark)", "census", marks, top)
