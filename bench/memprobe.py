@@ -193,7 +193,7 @@ def census(crawler: Any) -> dict[str, int]:
     return {path: size for path, size in sizes.most_common() if size >= 1024}
 
 
-def garbage_bytes() -> int:
+def garbage_bytes(types_out: dict[str, int] | None = None) -> int:
     """Bytes of the unreachable objects (cycles) the collector would free
     now, with the strings and bytes they refer to (an upper bound: some may
     be shared with live objects): kept by a full collection with
@@ -207,7 +207,15 @@ def garbage_bytes() -> int:
         for part in (item, *(ref for ref in gc.get_referents(item) if not gc.is_tracked(ref))):
             if id(part) not in counted:
                 counted.add(id(part))
-                total += sys.getsizeof(part, 0)
+                size = sys.getsizeof(part, 0)
+                total += size
+                if types_out is not None:
+                    name = type(part).__qualname__
+                    types_out[name] = types_out.get(name, 0) + size
+        if types_out is not None and isinstance(item, types.FrameType):
+            code = item.f_code
+            name = f"frame {Path(code.co_filename).name}:{code.co_name}"
+            types_out[name] = types_out.get(name, 0) + 1
     gc.garbage.clear()
     gc.set_debug(0)
     return total
@@ -308,9 +316,12 @@ class MemoryProbe:
             return
         try:
             gc.disable()
+            kinds: dict[str, int] = {}
+            garbage = garbage_bytes(kinds)  # first: the census leaves garbage of its own
             found = census(self.crawler)
-            found["(cyclic garbage not collected yet)"] = garbage_bytes()
-            result = json.dumps({"event": "census", "pages": pages, "census": found})
+            found["(cyclic garbage not collected yet)"] = garbage
+            kinds = dict(sorted(kinds.items(), key=lambda item: -item[1])[:15])
+            result = json.dumps({"event": "census", "pages": pages, "census": found, "garbage": kinds})
             self.path.with_name(f"{self.path.name}.census{pages}").write_text(result + "\n")
         finally:
             os._exit(0)
