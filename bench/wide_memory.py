@@ -1,63 +1,77 @@
-"""Memory of a wide crawl: peak RSS after 3,000 and 20,000 pages, and where it goes.
+"""Memory of a wide crawl: peak RSS at 3,000, 20,000 and 100,000 pages, and where it goes.
 
 The synthetic web (:mod:`testweb`) with ``--hosts`` 2,000 hosts of
-``--pages`` pages and ``--links`` 40 links a page is crawled by ``scrapy
-crawl web`` with default settings except ``CONCURRENT_REQUESTS=64``,
+``--pages`` 1,000 pages and ``--links`` 40 links a page (a URL space far
+larger than the crawl, so known URLs and hosts keep growing) is crawled by
+``scrapy crawl web`` with default settings except ``CONCURRENT_REQUESTS=64``,
 ``JOBDIR`` and what the loopback test web needs (``DNS_HOSTS``,
-``ALLOW_PRIVATE_ADDRESSES``). The probe extension (:mod:`bench.memprobe`)
-records, when the crawl has scraped 3,000 and then 20,000 items (one item
-per fetched document), the kernel's peak resident set so far (VmHWM) and
-SQLite's own heap (``sqlite3_memory_used``: tracemalloc cannot see C
-allocations), and closes the spider at the last mark.
+``ALLOW_PRIVATE_ADDRESSES``). ``--backend redis`` crawls with one process on
+the Redis store instead (``FRONTIER_BACKEND=redis`` on a ``redis-server``
+this script starts on loopback; content-seen follows the frontier's backend).
+The probe extension (:mod:`bench.memprobe`) records, when the crawl has
+scraped each of ``--marks`` items (one item per fetched document), the
+kernel's peak resident set so far (VmHWM) and SQLite's own heap
+(``sqlite3_memory_used``: tracemalloc cannot see C allocations), and closes
+the spider at the last mark.
 
-Two crawls per checkout:
+Per checkout:
 
-* ``rss``: no tracing; the peak RSS figures come from this one;
-* ``components`` (``--components``): the same crawl under tracemalloc
-  (``--frames`` frames a trace), whose snapshots at both marks are grouped
+* the ``rss`` crawl, untraced: the peak RSS figures come from it, and at
+  each mark a forked copy of the process takes a census of the Python
+  objects each component reaches (:func:`bench.memprobe.census`, split by
+  attribute, ``--sites`` largest shown), beside SQLite's heap and the rest
+  of the resident set; the copy's walk does not touch the crawl's memory;
+* optionally (``--components NAME``) the same crawl under tracemalloc
+  (``--frames`` frames a trace), whose snapshots at each mark are grouped
   by component (the innermost frame in ``extensions/`` or ``crawler/``,
-  else the innermost frame's package). Tracing slows the crawl and adds
-  its own memory, so its RSS is not reported.
+  else the innermost frame's package) and by allocation site. Tracing slows
+  the crawl about fivefold and adds its own memory, so its RSS is not
+  reported.
 
 Each ``--checkout NAME=PATH`` (default: this one only; name another
 checkout, for example a clone at an older commit, to compare) runs the
-``rss`` crawl; ``--components`` names the checkouts that also run the traced
-one (default: this one).
+``rss`` crawl.
 
     python -m bench.wide_memory --out bench/results/wide_memory.txt
+    python -m bench.wide_memory --backend redis
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench.page_memory import probe_path
 from testweb import WebConfig, start_testweb
+from testweb.redisserver import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
 MB = 1024 * 1024
-MARKS = (3000, 20000)
+MARKS = (3000, 20000, 100000)
 TOP_COMPONENTS = 14
 
 
-def crawl(checkout: Path, web, probe_dir: Path, workdir: Path, concurrency: int, frames: int,
-          timeout: float, extra: list[str]) -> list[dict]:
-    """One crawl to the last mark; the probe's mark records."""
+def crawl(checkout: Path, web, probe_dir: Path, workdir: Path, marks: tuple[int, ...], concurrency: int,
+          frames: int, census: bool, timeout: float, extra: list[str]) -> list[dict]:
+    """One crawl to the last mark; the probe's mark records (with the
+    census of each mark under ``census`` when asked for)."""
     workdir.mkdir(parents=True)
     probe_file = workdir / "probe.jsonl"
     command = [
         SCRAPY, "crawl", "web", "-a", f"seeds={web.seeds_file}", "-O", str(workdir / "items.jsonl"),
         "-s", 'EXTENSIONS={"memprobe.MemoryProbe": 0}', "-s", f"MEMPROBE_FILE={probe_file}",
-        "-s", f"MEMPROBE_MARKS={','.join(map(str, MARKS))}", "-s", "MEMPROBE_CLOSE_AT_LAST_MARK=True",
-        "-s", f"MEMPROBE_TRACEMALLOC_FRAMES={frames}",
+        "-s", f"MEMPROBE_MARKS={','.join(map(str, marks))}", "-s", "MEMPROBE_CLOSE_AT_LAST_MARK=True",
+        "-s", f"MEMPROBE_TRACEMALLOC_FRAMES={frames}", "-s", f"MEMPROBE_CENSUS={census}",
         "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", f"DNS_HOSTS={web.hosts_file}",
         "-s", "ALLOW_PRIVATE_ADDRESSES=True", "-s", f"JOBDIR={workdir / 'job'}",
         "-s", f"PROGRESS_REPORT_FILE={workdir / 'report.json'}",
@@ -66,78 +80,127 @@ def crawl(checkout: Path, web, probe_dir: Path, workdir: Path, concurrency: int,
     env = {**os.environ, "PYTHONPATH": str(probe_dir)}
     subprocess.run(command, cwd=checkout, env=env, timeout=timeout, check=False,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    marks = [json.loads(line) for line in probe_file.read_text().splitlines()] if probe_file.exists() else []
-    if [mark["pages"] for mark in marks] != list(MARKS):
-        raise RuntimeError(f"crawl in {workdir} did not reach {MARKS} pages")
-    return marks
+    records = [json.loads(line) for line in probe_file.read_text().splitlines()] if probe_file.exists() else []
+    if [record["pages"] for record in records] != list(marks):
+        raise RuntimeError(f"crawl in {workdir} did not reach {marks} pages")
+    for record in records if census else ():
+        path = probe_file.with_name(f"{probe_file.name}.census{record['pages']}")
+        record["census"] = json.loads(path.read_text())["census"] if path.exists() else {}
+    return records
 
 
-def rss_rows(name: str, marks: list[dict]) -> list[str]:
-    first, last = marks
-    sqlite = [mark.get("sqlite", {}) for mark in marks]
-    return [
-        f"{name:10} {first['peak'] / MB:>10.0f} {last['peak'] / MB:>10.0f} "
-        f"{last['peak'] / first['peak']:>7.2f} "
-        f"{sqlite[0].get('used', 0) / MB:>10.1f} {sqlite[1].get('used', 0) / MB:>10.1f} "
-        f"{sqlite[1].get('highwater', 0) / MB:>9.1f}",
-    ]
+@contextlib.contextmanager
+def backend_settings(backend: str, directory: Path) -> Iterator[list[str]]:
+    """The ``-s`` arguments of the store under test (a fresh ``redis-server`` for redis)."""
+    if backend == "sqlite":
+        yield []
+        return
+    with RedisServer(directory) as server:
+        yield ["-s", "FRONTIER_BACKEND=redis", "-s", f"REDIS_URL={server.url}"]
 
 
-def component_rows(name: str, marks: list[dict]) -> list[str]:
-    first, last = (mark["components"] for mark in marks)
-    names = sorted(set(first) | set(last), key=lambda c: -max(first.get(c, 0), last.get(c, 0)))
-    lines = [f"where Python's memory goes ({name}, tracemalloc, live MB at each mark)",
-             f"{'component':32} {'3000':>8} {'20000':>8} {'growth':>8}"]
-    for component in names[:TOP_COMPONENTS]:
-        a, b = first.get(component, 0) / MB, last.get(component, 0) / MB
-        lines.append(f"{component:32} {a:>8.1f} {b:>8.1f} {b - a:>+8.1f}")
-    rest = names[TOP_COMPONENTS:]
-    a = sum(first.get(c, 0) for c in rest) / MB
-    b = sum(last.get(c, 0) for c in rest) / MB
-    lines.append(f"{'(the rest)':32} {a:>8.1f} {b:>8.1f} {b - a:>+8.1f}")
-    a, b = (mark["tracemalloc"] / MB for mark in marks)
-    lines.append(f"{'total traced':32} {a:>8.1f} {b:>8.1f} {b - a:>+8.1f}")
+def rss_row(name: str, marks: list[dict]) -> str:
+    peaks = " ".join(f"{mark['peak'] / MB:>9.0f}" for mark in marks)
+    sqlite = " ".join(f"{mark.get('sqlite', {}).get('used', 0) / MB:>9.1f}" for mark in marks)
+    return f"{name:10} {peaks} {marks[-1]['peak'] / marks[0]['peak']:>7.2f}   {sqlite}"
+
+
+def mb_table(title: str, key: str, marks: list[dict], top: int) -> list[str]:
+    """Live MB per ``key`` entry (component or site) at each mark, largest
+    first ("memory": in its own order)."""
+    tables = [mark[key] for mark in marks]
+    names = list(dict.fromkeys(name for table in tables for name in table))
+    if key != "memory":
+        names.sort(key=lambda c: -max(t.get(c, 0) for t in tables))
+    head = " ".join(f"{mark['pages']:>8}" for mark in marks)
+    label = {"components": "component", "sites": "site", "roots": "component", "census": "attribute"}.get(key, "")
+    lines = [title, f"{label:56} {head} {'growth':>8}"]
+    for name in names[:top]:
+        values = [t.get(name, 0) / MB for t in tables]
+        cells = " ".join(f"{v:>8.1f}" for v in values)
+        lines.append(f"{name[-56:]:56} {cells} {values[-1] - values[0]:>+8.1f}")
+    if key == "components":
+        rest = [sum(t.get(c, 0) for c in names[top:]) / MB for t in tables]
+        lines.append(f"{'(the rest)':56} {' '.join(f'{v:>8.1f}' for v in rest)} {rest[-1] - rest[0]:>+8.1f}")
+        total = [mark["tracemalloc"] / MB for mark in marks]
+        lines.append(f"{'total traced':56} {' '.join(f'{v:>8.1f}' for v in total)} {total[-1] - total[0]:>+8.1f}")
+    return lines
+
+
+def census_tables(name: str, marks: list[dict], top: int) -> list[str]:
+    """Where the untraced crawl's memory is at each mark: RSS, SQLite's heap,
+    the census per component (and its largest attributes), the rest."""
+    for mark in marks:
+        mark["roots"] = Counter()
+        garbage = mark["census"].pop("(cyclic garbage not collected yet)", 0)
+        for path, size in mark["census"].items():
+            mark["roots"][path.split(".")[0]] += size
+        mark["memory"] = {"VmRSS": mark["rss"], "SQLite heap": mark.get("sqlite", {}).get("used", 0),
+                          "Python objects (census)": sum(mark["census"].values())}
+        mark["memory"]["Python cyclic garbage, not collected yet"] = garbage
+        mark["memory"]["rest: interpreter, C libraries, free lists"] = (
+            mark["rss"] - sum(list(mark["memory"].values())[1:]))
+        if mark.get("malloc"):
+            mark["memory"]["  of all: malloc, in use"] = mark["malloc"]["in_use"]
+            mark["memory"]["  of all: malloc, free (not given back)"] = mark["malloc"]["free"]
+    lines = [""] + mb_table(f"where the memory is ({name}, untraced crawl, MB at each mark)", "memory",
+                            marks, 7)
+    lines += [""] + mb_table(f"Python objects by component ({name}, census: bytes its objects reach, "
+                             "MB at each mark)", "roots", marks, TOP_COMPONENTS)
+    lines += [""] + mb_table(f"largest attributes ({name}, census, MB at each mark)", "census", marks, top)
     return lines
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hosts", type=int, default=2000)
-    parser.add_argument("--pages", type=int, default=30)
+    parser.add_argument("--pages", type=int, default=1000)
     parser.add_argument("--links", type=int, default=40)
+    parser.add_argument("--marks", default=",".join(map(str, MARKS)), help="item counts, comma-separated")
+    parser.add_argument("--backend", choices=("sqlite", "redis"), default="sqlite")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--checkout", action="append", default=[], help="NAME=PATH (repeatable)")
     parser.add_argument("--components", action="append", default=None,
-                        help="checkout NAME that also runs the traced crawl (repeatable; 'none': none)")
+                        help="checkout NAME that also runs the traced crawl (repeatable; default: none)")
     parser.add_argument("--frames", type=int, default=6)
+    parser.add_argument("--sites", type=int, default=20,
+                        help="allocation sites (traced) and attributes (census) shown per crawl")
     parser.add_argument("--no-rss", action="store_true", help="only the traced crawls")
-    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--timeout", type=float, default=3600.0)
     parser.add_argument("-s", dest="settings", action="append", default=[], help="NAME=VALUE for every crawl")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    marks = tuple(int(mark) for mark in args.marks.split(","))
     checkouts = dict(item.split("=", 1) for item in args.checkout) or {"this": str(ROOT)}
-    traced = [name for name in (args.components or ["this"]) if name in checkouts]
+    traced = [name for name in (args.components or []) if name in checkouts]
     extra = [part for item in args.settings for part in ("-s", item)]
     scratch = Path(tempfile.mkdtemp(prefix="wide-memory-"))
     probe_dir = probe_path()
     config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links)
     lines = [f"Wide crawl: {args.hosts} hosts x {args.pages} pages, {args.links} links a page, "
-             f"CONCURRENT_REQUESTS={args.concurrency}, otherwise defaults"
+             f"{args.backend} store, CONCURRENT_REQUESTS={args.concurrency}, otherwise defaults"
              + (f" + {' '.join(args.settings)}" if args.settings else ""),
-             f"{'checkout':10} {'peak@3000':>10} {'peak@20000':>10} {'ratio':>7} "
-             f"{'sqlite@3k':>10} {'sqlite@20k':>10} {'sqlite hw':>9}"]
-    component_lines: list[str] = []
+             f"{'checkout':10} " + " ".join(f"{'peak@' + str(m):>9}" for m in marks) + f" {'ratio':>7}   "
+             + " ".join(f"{'sqlite@' + str(m):>9}" for m in marks)]
+    detail: list[str] = []
     try:
         with start_testweb(config, scratch / "web") as web:
-            for name, path in ({} if args.no_rss else checkouts).items():
-                marks = crawl(Path(path), web, probe_dir, scratch / f"{name}-rss", args.concurrency, 0,
-                              args.timeout, extra)
-                lines += rss_rows(name, marks)
-                print(lines[-1], file=sys.stderr)
-            for name in traced:
-                marks = crawl(Path(checkouts[name]), web, probe_dir, scratch / f"{name}-traced",
-                              args.concurrency, args.frames, args.timeout, extra)
-                component_lines += [""] + component_rows(name, marks)
+            runs = [(name, 0) for name in ({} if args.no_rss else checkouts)]
+            runs += [(name, args.frames) for name in traced]
+            for name, frames in runs:
+                workdir = scratch / f"{name}-{'traced' if frames else 'rss'}"
+                with backend_settings(args.backend, scratch / f"{workdir.name}-redis") as store:
+                    records = crawl(Path(checkouts[name]), web, probe_dir, workdir, marks,
+                                    args.concurrency, frames, not frames, args.timeout, extra + store)
+                if frames:
+                    detail += [""] + mb_table(f"where Python's memory goes ({name}, tracemalloc, live MB "
+                                              "at each mark)", "components", records, TOP_COMPONENTS)
+                    detail += [""] + mb_table(f"largest allocation sites ({name}, live MB at each mark)",
+                                              "sites", records, args.sites)
+                else:
+                    lines.append(rss_row(name, records))
+                    print(lines[-1], file=sys.stderr)
+                    detail += census_tables(name, records, args.sites)
     except Exception:
         print(f"crawl failed; its files are in {scratch}", file=sys.stderr)
         raise
@@ -145,9 +208,12 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
     finally:
         shutil.rmtree(probe_dir, ignore_errors=True)
-    lines.append("peak: VmHWM (MB) when the crawl had scraped that many items; sqlite: SQLite's heap "
-                 "(sqlite3_memory_used, MB), hw: its high-water mark")
-    text = "\n".join(lines + component_lines)
+    lines.append("peak: VmHWM (MB) when the crawl had scraped that many items; ratio: last mark's over "
+                 "the first's; sqlite: SQLite's heap (sqlite3_memory_used, MB)")
+    if traced:
+        detail.append(f"(traced crawl: tracemalloc with {args.frames} frames; its own RSS is inflated by "
+                      "tracing and not reported)")
+    text = "\n".join(lines + detail)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")

@@ -42,8 +42,17 @@ class OriginState:
     open_until: float = 0.0
 
 
+#: origins whose failures are counted; past it, those whose breaker never opened are forgotten
+ORIGINS_KEPT = 10_000
+
+
 class CircuitBreaker:
-    """The breaker's arithmetic, per origin: pure, times passed in."""
+    """The breaker's arithmetic, per origin: pure, times passed in.
+
+    Memory holds only origins that failed since their last success and are
+    not deferred yet, at most :data:`ORIGINS_KEPT` of them plus those whose
+    breaker has opened (a forgotten origin counts its failures afresh).
+    """
 
     def __init__(self, failures: int, retry_delay: float, max_delay: float, retry_times: int) -> None:
         if failures < 1 or retry_delay < 0 or max_delay < 0 or retry_times < 0:
@@ -63,18 +72,28 @@ class CircuitBreaker:
         """A connection failure: ``("counted", 0)``, ``("open", delay)``
         when the breaker opens for ``delay`` seconds, or ``("deferred", 0)``
         after too many failed probes."""
-        state = self.origins.setdefault(origin, OriginState())
+        state = self.origins.get(origin)
+        if state is None:
+            if len(self.origins) >= ORIGINS_KEPT:
+                self._forget_closed(now)
+            state = self.origins[origin] = OriginState()
         state.failures += 1
         if state.failures < self.failures and not state.trips:
             return "counted", 0.0
         if state.open_until > now:  # a failure of a request sent before it opened
             return "counted", 0.0
         if state.trips > self.retry_times:
+            del self.origins[origin]  # the frontier remembers the deferral
             return "deferred", 0.0
         delay = min(self.retry_delay * 2 ** state.trips, self.max_delay)
         state.trips += 1
         state.open_until = now + delay
         return "open", delay
+
+    def _forget_closed(self, now: float) -> None:
+        for origin in [origin for origin, state in self.origins.items()
+                       if not state.trips and state.open_until <= now]:
+            del self.origins[origin]
 
     def is_open(self, origin: str, now: float) -> bool:
         state = self.origins.get(origin)

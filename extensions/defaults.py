@@ -99,7 +99,7 @@ CONTENTSEEN_BACKEND = "auto"  # a backend alias ("sqlite", "redis") or class pat
 CONTENTSEEN_FLUSH_INTERVAL = 5.0  # seconds between commits of the fingerprint sets
 CONTENTSEEN_FOLLOW_NEAR_DUPLICATES = True  # follow the links of near-duplicates
 CONTENTSEEN_MAX_TEXT_BYTES = 1024 * 1024  # text (simhash, normalised fingerprint) from at most this
-CONTENTSEEN_MEMORY_ENTRIES = 65536  # fingerprints cached in memory (LRU)
+CONTENTSEEN_MEMORY_ENTRIES = 16384  # fingerprints cached in memory (LRU, with their first URLs)
 CONTENTSEEN_MODE = "normalised"  # or "raw": fingerprint of the body bytes
 CONTENTSEEN_NEAR_DISTANCE = 3  # Hamming distance of near-duplicate simhashes
 CONTENTSEEN_NEAR_ENABLED = True
@@ -174,6 +174,7 @@ GC_THRESHOLD = [10000, 10, 10]  # gc.set_threshold() for the crawl (Python's def
 
 # --- Progress report (extensions.progress) ----------------------------------
 LOGSTATS_INTERVAL = 0  # ProgressReporter replaces Scrapy's LogStats
+PROGRESS_HOSTS_EXACT = 10_000  # hosts counted exactly up to this many, estimated beyond (~1 %; bounded memory)
 PROGRESS_INTERVAL = 30.0  # seconds between progress lines; 0: summary only
 PROGRESS_REPORT_FILE = ""  # JSON report written at spider_closed; empty: none
 
@@ -224,7 +225,7 @@ FRONTIER_REDIS_TIMEOUT = 10.0  # seconds to connect and per command
 FRONTIER_REFILL_BUDGET = 1024  # front-to-back moves per scheduler call
 FRONTIER_SEEN_BACKEND = "exact"  # or "bloom": in memory (FRONTIER_BLOOM_*), or on Redis (FRONTIER_REDIS_BLOOM_*)
 FRONTIER_SEEN_CACHE_SIZE = 65536  # popular fingerprints kept in memory
-FRONTIER_SQLITE_CACHE_MB = 64
+FRONTIER_SQLITE_CACHE_MB = 8  # SQLite page cache of the URL database (private memory; the OS caches the rest of the file)
 FRONTIER_WRITE_AHEAD = True  # commit the URL database before a handed-out request can reach the network (once per reactor turn): a kill refetches only requests in flight
 # scrapy-redis' names, same meanings, for FRONTIER_BACKEND = "redis":
 MAX_IDLE_TIME_BEFORE_CLOSE = 0  # seconds a process waits for pushed seeds (see extensions/backends/redis/seeds.py)

@@ -7,10 +7,12 @@ Progress: 1234 pages (56.7 pages/s, 60.1 overall), queue 789, 42 hosts, 3 errors
 and a summary at ``spider_closed``, with ``PROGRESS_REPORT_FILE`` also a
 JSON report written atomically. Pages: responses downloaded (every fetch),
 except the robots middleware's robots.txt fetches; hosts: their distinct
-host names; errors: failed fetches less requests refused with
-``IgnoreRequest``, plus 5xx pages not obeyed as pushback; outcomes (the
-crawl's decisions, not errors): :data:`OUTCOMES`; duplicates: the sum of
-:data:`DUPLICATE_STATS`; queue: ``len()`` of the scheduler, or ``null``.
+host names, exact up to ``PROGRESS_HOSTS_EXACT``, estimated beyond (a
+HyperLogLog sketch, about 1 % off: :mod:`extensions.distinct`); errors:
+failed fetches less requests refused with ``IgnoreRequest``, plus 5xx pages
+not obeyed as pushback; outcomes (the crawl's decisions, not errors):
+:data:`OUTCOMES`; duplicates: the sum of :data:`DUPLICATE_STATS`; queue:
+``len()`` of the scheduler, or ``null``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.httpobj import urlparse_cached
 
 from extensions import defaults
+from extensions.distinct import DistinctCounter
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -92,7 +95,8 @@ class ProgressReporter:
 
     def __init__(self, stats: StatsCollector, interval: float, report_file: Path | None,
                  queue_size: Callable[[], int | None] = lambda: None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 hosts_exact: int = defaults.PROGRESS_HOSTS_EXACT):
         self.stats = stats
         self.interval = interval
         self.report_file = report_file
@@ -100,7 +104,7 @@ class ProgressReporter:
         self.clock = clock
         self.pages = 0
         self.server_errors = 0
-        self.hosts: set[str] = set()
+        self.hosts = DistinctCounter(hosts_exact)
         self.started = clock()
         self.last_tick, self.last_pages = self.started, 0
         self.task: Any = None
@@ -111,8 +115,11 @@ class ProgressReporter:
         if interval < 0:
             raise ValueError(f"PROGRESS_INTERVAL={interval!r}: must be >= 0 (0 disables)")
         path = crawler.settings.get("PROGRESS_REPORT_FILE")
+        hosts_exact = crawler.settings.getint("PROGRESS_HOSTS_EXACT", defaults.PROGRESS_HOSTS_EXACT)
+        if hosts_exact < 0:
+            raise ValueError(f"PROGRESS_HOSTS_EXACT={hosts_exact!r}: must be >= 0")
         reporter = cls(crawler.stats, interval, Path(path) if path else None,
-                       queue_size=lambda: scheduler_length(crawler))
+                       queue_size=lambda: scheduler_length(crawler), hosts_exact=hosts_exact)
         crawler.signals.connect(reporter.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(reporter.response_received, signal=signals.response_downloaded)
         crawler.signals.connect(reporter.spider_closed, signal=signals.spider_closed)

@@ -113,3 +113,39 @@ def test_report_file_is_replaced_whole(tmp_path: Path) -> None:
 def test_negative_interval_is_rejected_naming_the_setting() -> None:
     with pytest.raises(ValueError, match="PROGRESS_INTERVAL"):
         ProgressReporter.from_crawler(get_crawler(settings_dict={"PROGRESS_INTERVAL": -1}))
+
+
+def test_host_count_keeps_bounded_memory_past_its_exact_limit() -> None:
+    """200,000 distinct hosts: the reporter holds at most PROGRESS_HOSTS_EXACT
+    names and counts the rest within 3 %; below the limit it is exact."""
+    from scrapy import Request  # noqa: PLC0415
+    from scrapy.http import HtmlResponse  # noqa: PLC0415
+
+    reporter = ProgressReporter(get_crawler().stats, 0, None, hosts_exact=1000)
+    for index in range(200_000):
+        url = f"http://h{index}.example/"
+        reporter.response_received(HtmlResponse(url, body=b""), Request(url))
+        if index == 999:
+            assert reporter.report("test")["hosts"] == 1000
+    assert reporter.hosts.memory_entries() == 0
+    assert reporter.report("test")["hosts"] == pytest.approx(200_000, rel=0.03)
+
+
+def test_distinct_counter_is_exact_to_its_limit_then_estimates() -> None:
+    from extensions.distinct import DistinctCounter  # noqa: PLC0415
+
+    counter = DistinctCounter(exact_limit=100)
+    for repeat in range(3):
+        for index in range(100):
+            counter.add(f"host{index}")
+    assert len(counter) == 100 and counter.memory_entries() == 100
+    for count in (1_000, 30_000, 300_000):
+        for index in range(count):
+            counter.add(f"host{index}")
+        assert len(counter) == pytest.approx(count, rel=0.03)
+        assert counter.memory_entries() == 0
+
+
+def test_negative_host_count_limit_is_rejected_naming_the_setting() -> None:
+    with pytest.raises(ValueError, match="PROGRESS_HOSTS_EXACT"):
+        ProgressReporter.from_crawler(get_crawler(settings_dict={"PROGRESS_HOSTS_EXACT": -1}))

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DAY = 86400.0
+#: origins remembered for log-once, and sitemap URLs already announced; each set
+#: starts again empty at this size (memory does not grow with the hosts)
+REMEMBERED_LIMIT = 10_000
 ROBOTS_FETCH = "robotstxt_fetch"  # meta key: this request fetches a robots.txt
 
 
@@ -95,7 +98,7 @@ class RobotsMiddleware:
         self.network_errors = tuple(load_object(path) if isinstance(path, str) else path
                                     for path in settings.getlist("RETRY_EXCEPTIONS"))
         self.deferred: dict[str, str] = {}  # origin -> reason, for this run
-        self.unreachable_reasons: dict[str, str] = {}  # origin -> the last failure
+        self.unreachable_reasons: dict[str, str] = {}  # origin -> the last failure, while unreachable
         self.max_crawl_delay = settings.getfloat("ROBOTSTXT_MAX_CRAWL_DELAY", defaults.ROBOTSTXT_MAX_CRAWL_DELAY)
         self.sitemap_seeds = settings.getbool("ROBOTSTXT_SITEMAP_SEEDS", defaults.ROBOTSTXT_SITEMAP_SEEDS)
         self._pending: dict[str, defer.Deferred[RobotsRules]] = {}
@@ -142,7 +145,7 @@ class RobotsMiddleware:
         """The robots.txt is unreachable: hold the origin (the frontier parks its
         URLs and gets ``request`` back) or, after the last retry, defer it."""
         if rules.failures > self.retry_times:
-            reason = f"robots.txt unreachable after {rules.failures} tries ({self.unreachable_reasons.get(origin, 'unknown')})"
+            reason = f"robots.txt unreachable after {rules.failures} tries ({self.unreachable_reasons.pop(origin, 'unknown')})"
             self.deferred[origin] = reason
             self.stats.inc_value("robotstxt/deferred_origins")
             self.crawler.signals.send_catch_log(origin_deferred, origin=origin, reason=reason)
@@ -260,6 +263,7 @@ class RobotsMiddleware:
     # -- what a fetched robots.txt gives the rest of the crawler -------------
     async def _apply(self, origin: str, rules: RobotsRules) -> None:
         if rules.kind is not Kind.UNREACHABLE:
+            self.unreachable_reasons.pop(origin, None)
             delay = rules.crawl_delay()
             if delay is not None:
                 self.stats.inc_value("robotstxt/crawl_delays")
@@ -271,8 +275,10 @@ class RobotsMiddleware:
         new = [url for url in rules.sitemaps if url not in self.sitemaps]
         if not new:
             return
+        if len(self.sitemaps) + len(new) > REMEMBERED_LIMIT:
+            self.sitemaps.clear()  # one more announcement costs the frontier a duplicate, no more
         self.sitemaps.update(new)
-        self.stats.set_value("robotstxt/sitemaps", len(self.sitemaps))
+        self.stats.inc_value("robotstxt/sitemaps", len(new))
         logger.info("robots.txt of %s lists sitemaps: %s", origin, ", ".join(new))
         spider = self.crawler.spider
         if self.sitemap_seeds and hasattr(spider, "sitemap_requests"):
@@ -281,5 +287,7 @@ class RobotsMiddleware:
 
     def _log_once(self, origin: str, message: str, *args: Any) -> None:
         if origin not in self._logged:
+            if len(self._logged) >= REMEMBERED_LIMIT:
+                self._logged.clear()
             self._logged.add(origin)
             logger.warning(message, *args)

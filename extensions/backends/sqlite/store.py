@@ -91,7 +91,7 @@ class SQLiteStore:
     connection and one open transaction, which this object opens, commits
     and closes; the tables share its row cache."""
 
-    def __init__(self, path: str | Path, cache_mb: int = 64, max_mb: float | None = None) -> None:
+    def __init__(self, path: str | Path, cache_mb: int = 8, max_mb: float | None = None) -> None:
         self.path = Path(path)
         self.location = str(self.path)
         self.round_trips = 0  # an embedded store sends no requests
