@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from extensions.backends.redis.keys import Keys, group_by_tag
+from extensions.backends.redis.keys import Keys, positions_by, scatter
 from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.scripts import lua
 
@@ -75,16 +75,12 @@ class RedisFingerprintSet:
         self.store, self.layout = store, layout
 
     def add_if_new(self, fingerprints: Sequence[int]) -> list[bool]:
-        by_tag = group_by_tag(range(len(fingerprints)), lambda i: tag_of(fingerprints[i]))
+        by_tag = positions_by(fingerprints, tag_of)
         answers = self.store.call(*[
             ("EVAL", FPSET_ADD, 1, self.store.keys.seen(tag), *self.layout.args(),
              *(member(fingerprints[i]) for i in indexes))
             for tag, indexes in by_tag.items()])
-        new = [False] * len(fingerprints)
-        for indexes, answer in zip(by_tag.values(), answers):
-            for i, flag in zip(indexes, answer):
-                new[i] = bool(flag)
-        return new
+        return scatter(by_tag, answers, len(fingerprints))
 
     def keys(self) -> list[bytes]:
         """Every tag's set (a SCAN)."""

@@ -105,8 +105,7 @@ class RedisStore:
             raise FrontierStoreError(f"no crawl at {self.location} (check REDIS_URL and FRONTIER_REDIS_PREFIX)")
         recorded = self.get_meta("seen")
         if self._asked == "recorded" and recorded is not None:
-            self.seen = recorded_layout(recorded)
-            self.urls.use(self.seen, self.keep_rows)
+            self._adopt(recorded)
 
     def _check_seen_backend(self) -> None:
         """A crawl keeps the URL-seen layout it began with; a store made
@@ -114,8 +113,7 @@ class RedisStore:
         wanted = "rows" if self.seen is None else self.seen.describe()
         recorded = self._call(("HSETNX", self.keys.meta, "seen", wanted), ("HGET", self.keys.meta, "seen"))[1]
         if self._asked == "recorded" and recorded.decode() != wanted:
-            self.seen = recorded_layout(recorded.decode())
-            self.urls.use(self.seen, self.keep_rows)
+            self._adopt(recorded.decode())
             return
         if recorded.decode() != wanted:
             self.abandon()
@@ -123,6 +121,11 @@ class RedisStore:
                 f"the crawl at {self.location} began with URL-seen {recorded.decode()!r}, not {wanted!r}: "
                 "keep its FRONTIER_SEEN_BACKEND, FRONTIER_REDIS_BLOOM_CAPACITY and "
                 "FRONTIER_REDIS_BLOOM_ERROR_RATE, or choose another FRONTIER_REDIS_PREFIX")
+
+    def _adopt(self, recorded: str) -> None:
+        """Test URLs against the layout the crawl recorded."""
+        self.seen = recorded_layout(recorded)
+        self.urls.use(self.seen, self.keep_rows)
 
     def checkpoint(self) -> None:
         """Send every buffered write (durable on the server's terms: AOF)."""
