@@ -17,7 +17,9 @@ lines to ``MEMPROBE_FILE``:
   0; each allocation is charged to the innermost frame of our own code, or
   else to the innermost frame's package); ``sqlite`` is SQLite's own heap
   (``sqlite3_memory_used`` and its high-water mark), which tracemalloc
-  cannot see; ``malloc``: glibc's bytes in use and free (:func:`malloc_heap`); ``sites`` the same bytes by allocation site (``file:line``),
+  cannot see; ``malloc``: glibc's bytes in use and free (:func:`malloc_heap`); ``store``: ``[bytes, known URLs]`` of a store that reports its memory
+(Redis: its memory growth since the crawl began); with ``MEMPROBE_REDIS_KEYS``,
+``redis_keys``: ``{key family: [keys, bytes]}`` (:func:`redis_key_families`); ``sites`` the same bytes by allocation site (``file:line``),
   the 40 largest; with ``MEMPROBE_CENSUS`` a forked copy of the process
   then writes ``{"event": "census", "pages", "census"}`` to
   ``MEMPROBE_FILE.census<pages>``: the bytes each
@@ -239,6 +241,38 @@ def malloc_heap() -> dict[str, int]:
     return {"in_use": result.uordblks + result.hblkhd, "free": result.fordblks}
 
 
+def store_memory(crawler: Any) -> list[int] | None:
+    """``[bytes, known URLs]`` of a frontier store that reports its memory
+    (Redis: ``used_memory_dataset`` growth since the crawl began), else None."""
+    store = getattr(getattr(crawler.engine, "scheduler", None), "store", None)
+    report = store.memory_usage() if store is not None and hasattr(store, "memory_usage") else None
+    return None if report is None else list(report)
+
+
+def key_family(key: str) -> str:
+    """A Redis key's family: hash tags and host or number parts replaced by
+    ``*`` (``web:{3f}:urls`` -> ``web:{*}:urls``)."""
+    return ":".join("{*}" if part.startswith("{") else "*" if "." in part or part.isdigit() else part
+                    for part in key.split(":"))
+
+
+def redis_key_families(url: str) -> dict[str, list[int]]:
+    """``{family: [keys, bytes]}`` over every key of the Redis at ``url``
+    (``MEMORY USAGE``, exact)."""
+    import redis  # noqa: PLC0415
+
+    client = redis.Redis.from_url(url)
+    families: dict[str, list[int]] = {}
+    try:
+        for key in client.scan_iter(count=1000):
+            entry = families.setdefault(key_family(key.decode()), [0, 0])
+            entry[0] += 1
+            entry[1] += client.memory_usage(key, samples=0) or 0
+    finally:
+        client.close()
+    return families
+
+
 class MemoryProbe:
     """Records memory at the moments a benchmark asks for (see module doc)."""
 
@@ -299,6 +333,9 @@ class MemoryProbe:
             snapshot = tracemalloc.take_snapshot()
             record["components"] = components(snapshot)
             record["sites"] = sites(snapshot, 40)
+        record["store"] = store_memory(self.crawler)
+        if self.crawler.settings.getbool("MEMPROBE_REDIS_KEYS"):
+            record["redis_keys"] = redis_key_families(self.crawler.settings["REDIS_URL"])
         self.write(record)
         if self.census:
             self.fork_census()

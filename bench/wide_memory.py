@@ -90,13 +90,36 @@ def crawl(checkout: Path, web, probe_dir: Path, workdir: Path, marks: tuple[int,
 
 
 @contextlib.contextmanager
-def backend_settings(backend: str, directory: Path) -> Iterator[list[str]]:
-    """The ``-s`` arguments of the store under test (a fresh ``redis-server`` for redis)."""
+def backend_settings(backend: str, directory: Path) -> Iterator[tuple[list[str], RedisServer | None]]:
+    """The ``-s`` arguments of the store under test and its ``redis-server``
+    (a fresh one for redis, None for sqlite)."""
     if backend == "sqlite":
-        yield []
+        yield [], None
         return
     with RedisServer(directory) as server:
-        yield ["-s", "FRONTIER_BACKEND=redis", "-s", f"REDIS_URL={server.url}"]
+        yield ["-s", "FRONTIER_BACKEND=redis", "-s", f"REDIS_URL={server.url}", "-s", "MEMPROBE_REDIS_KEYS=True"], server
+
+
+def redis_tables(records: list[dict]) -> list[str]:
+    """Redis memory per known URL at each mark (``used_memory_dataset``
+    growth since the crawl began, from the crawl's own store), and at the end
+    ``MEMORY USAGE`` summed by key family."""
+    lines = ["", "Redis memory (used_memory_dataset growth since the crawl began, over the URLs known)",
+             f"{'pages':>8} {'MB':>8} {'known URLs':>11} {'bytes/URL':>10}"]
+    for record in records:
+        used, known = record.get("store") or (0, 0)
+        lines.append(f"{record['pages']:>8} {used / MB:>8.1f} {known:>11,} {used / max(known, 1):>10.1f}")
+    last = records[-1]
+    families = last.get("redis_keys", {})
+    known = (last.get("store") or (0, 1))[1] or 1
+    lines += ["", f"Redis keys at {last['pages']:,} pages, by family (MEMORY USAGE; bytes per URL over "
+              f"{known:,} known URLs)", f"{'family':40} {'keys':>8} {'MB':>8} {'bytes/URL':>10}"]
+    for family, (count, size) in sorted(families.items(), key=lambda item: -item[1][1])[:20]:
+        lines.append(f"{family[-40:]:40} {count:>8,} {size / MB:>8.1f} {size / known:>10.1f}")
+    total = sum(size for _, size in families.values())
+    lines.append(f"{'(all keys)':40} {sum(c for c, _ in families.values()):>8,} {total / MB:>8.1f} "
+                 f"{total / known:>10.1f}")
+    return lines
 
 
 def rss_row(name: str, marks: list[dict]) -> str:
@@ -189,9 +212,11 @@ def main(argv: list[str] | None = None) -> None:
             runs += [(name, args.frames) for name in traced]
             for name, frames in runs:
                 workdir = scratch / f"{name}-{'traced' if frames else 'rss'}"
-                with backend_settings(args.backend, scratch / f"{workdir.name}-redis") as store:
+                with backend_settings(args.backend, scratch / f"{workdir.name}-redis") as (store, server):
                     records = crawl(Path(checkouts[name]), web, probe_dir, workdir, marks,
                                     args.concurrency, frames, not frames, args.timeout, extra + store)
+                    if server is not None and not frames:
+                        detail += ["", f"({name})"] + redis_tables(records)
                 if frames:
                     detail += [""] + mb_table(f"where Python's memory goes ({name}, tracemalloc, live MB "
                                               "at each mark)", "components", records, TOP_COMPONENTS)
