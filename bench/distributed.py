@@ -53,6 +53,7 @@ import redis
 
 from bench.crawl_vs_scrapy import ROOT, SCRAPY, compile_bytecode, pages_and_seconds
 from testweb import WebConfig, start_testweb
+from testweb.delayproxy import DelayProxy, round_trip
 from testweb.redisserver import RedisServer
 
 
@@ -130,13 +131,15 @@ def run_processes(commands: list[tuple[list[str], Path]], env: dict[str, str], t
 
 
 def known_urls(client: redis.Redis, ours: bool) -> int:
-    if ours:
-        return sum(client.hlen(key) for key in client.scan_iter(match="*:urls", count=1000))
+    if ours:  # URLs the crawl inserted as new (finished rows are trimmed from P:{T}:urls)
+        return sum(int(client.get(key) or 0) for key in client.scan_iter(match="*:known", count=1000))
     return sum(client.scard(key) for key in client.scan_iter(match="*:dupefilter", count=1000))
 
 
 def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServer,
-                args: argparse.Namespace) -> Run:
+                args: argparse.Namespace, remote_url: str | None = None) -> Run:
+    """One crawl of the variant; ``remote_url``: Redis behind the delaying
+    proxy, for ``redis-remote``."""
     client = redis.Redis.from_url(server.url)
     client.flushall()
     memory_before = client.info("memory")["used_memory"]
@@ -155,19 +158,21 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
         elif name == "embedded":
             commands.append((ours_command(web, cwd, args, {"JOBDIR": cwd / "job"}), cwd))
         else:
+            url = remote_url if name == "redis-remote" else server.url
             commands.append((ours_command(web, cwd, args, {
-                "FRONTIER_BACKEND": "redis", "REDIS_URL": server.url, "SCHEDULER_PERSIST": True}), cwd))
+                "FRONTIER_BACKEND": "redis", "REDIS_URL": url, "SCHEDULER_PERSIST": True}), cwd))
     since = time.time()
     env = dict(os.environ, PYTHONPATH=str(ROOT)) if name == "scrapy-redis" else dict(os.environ)
     run_processes(commands, env, args.timeout)
     pages, seconds = pages_and_seconds(web.access_log, since)
     commands_used = client.info("stats")["total_commands_processed"] - commands_before - 2  # our 2 INFOs
-    urls = known_urls(client, name == "redis")
+    ours = name.startswith("redis")
+    urls = known_urls(client, ours)
     memory = client.info("memory")["used_memory"] - memory_before
     client.close()
     per_page = (lambda value: value / pages if pages else float("nan"))
     run = Run(name, processes, pages, seconds, memory / urls if urls else float("nan"), per_page(commands_used))
-    if name == "redis":
+    if ours:
         waits = [redis_waits(cwd) for _, cwd in commands]
         run.round_trips_per_page = per_page(sum(w[0] for w in waits))
         run.reactor_ms_per_page = per_page(1000 * sum(w[1] for w in waits))
@@ -185,8 +190,8 @@ def redis_waits(workdir: Path) -> tuple[int, float, float, int]:
             float(stats.get("redis/wait_seconds", 0.0)), int(stats.get("redis/reactor_round_trips", 0)))
 
 
-VARIANTS = (("embedded", 1), ("redis", 1), ("redis", 2), ("redis", 3), ("scrapy-redis", 1), ("scrapy-redis", 3),
-            ("spider+scrapy-redis", 1), ("spider+scrapy-redis", 3))
+VARIANTS = (("embedded", 1), ("redis", 1), ("redis", 2), ("redis", 3), ("redis-remote", 1), ("redis-remote", 3),
+            ("scrapy-redis", 1), ("scrapy-redis", 3), ("spider+scrapy-redis", 1), ("spider+scrapy-redis", 3))
 
 
 def median(runs: list[Run]) -> Run:
@@ -203,14 +208,15 @@ def median(runs: list[Run]) -> Run:
 def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -> None:
     print(f"distributed crawl: {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
           f"CONCURRENT_REQUESTS={args.concurrency} per process, medians of {args.runs} runs, "
-          f"{os.cpu_count()} CPUs" + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
+          f"{os.cpu_count()} CPUs; redis-remote: Redis behind a delaying proxy, "
+          f"{args.measured_rtt * 1000:.2f} ms round trip" + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
     print(f"{'variant':<20}{'procs':>6}{'pages':>7}{'seconds':>9}{'pages/s':>9}{'per proc':>9}"
           f"{'B/URL':>8}{'cmds/page':>10}{'RTs/page':>9}{'reactor RTs/page':>17}{'reactor ms/page':>16}"
           f"{'wait ms/page':>13}")
     for (name, count), r in results.items():
         bytes_per_url = "-" if name == "embedded" else f"{r.bytes_per_url:.0f}"
         commands = "-" if name == "embedded" else f"{r.commands_per_page:.1f}"
-        ours = name == "redis"
+        ours = name.startswith("redis")
         trips = f"{r.round_trips_per_page:.1f}" if ours else "-"
         reactor = f"{r.reactor_ms_per_page:.3f}" if ours else "-"
         reactor_trips = f"{r.reactor_trips_per_page:.2f}" if ours else "-"
@@ -224,6 +230,12 @@ def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -
             if ours and theirs and theirs.pages_per_second:
                 print(f"redis/{other}, {count} process(es): "
                       f"{ours.pages_per_second / theirs.pages_per_second:.2f} (pages/s per process)")
+    for count in (1, 2, 3):
+        near, far = results.get(("redis", count)), results.get(("redis-remote", count))
+        if near and far and near.pages_per_second:
+            print(f"redis-remote/redis, {count} process(es): "
+                  f"{far.pages_per_second / near.pages_per_second:.2f} (pages/s per process, Redis "
+                  f"{args.measured_rtt * 1000:.2f} ms away vs loopback)")
     embedded, one = results.get(("embedded", 1)), results.get(("redis", 1))
     if embedded and one and embedded.pages_per_second:
         print(f"redis/embedded, 1 process: {one.pages_per_second / embedded.pages_per_second:.2f}")
@@ -242,7 +254,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="comma-separated name:processes (default: all), e.g. redis:1,scrapy-redis:1")
     parser.add_argument("-s", dest="settings", action="append", default=[],
                         help="NAME=VALUE for our crawls, e.g. CONTENTSEEN_ENABLED=False")
+    parser.add_argument("--remote-rtt-ms", type=float, default=2.0,
+                        help="round trip to Redis of the redis-remote variants (a delaying proxy)")
     args = parser.parse_args(argv)
+    args.measured_rtt = 0.0
     variants = VARIANTS if not args.variants else tuple(
         (part.split(":")[0], int(part.split(":")[1])) for part in args.variants.split(","))
     runs: dict[tuple[str, int], list[Run]] = {variant: [] for variant in variants}
@@ -250,10 +265,17 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-distributed-") as tmp:
         workdir = Path(tmp)
         config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links)
-        with start_testweb(config, workdir / "web") as web, RedisServer(workdir / "redis") as server:
+        with start_testweb(config, workdir / "web") as web, RedisServer(workdir / "redis") as server, \
+                DelayProxy("127.0.0.1", int(server.url.rsplit(":", 1)[1].split("/")[0]),
+                           args.remote_rtt_ms / 2000) as proxy:
+            remote_url = f"redis://127.0.0.1:{proxy.port}/0"
+            args.measured_rtt = round_trip(remote_url)
+            print(f"Redis round trip: loopback {round_trip(server.url) * 1000:.3f} ms, redis-remote "
+                  f"{args.measured_rtt * 1000:.3f} ms (median PING)", file=sys.stderr)
             for run in range(args.runs):
                 for name, count in variants:
-                    result = run_variant(name, count, web, workdir / f"{name}-{count}-{run}", server, args)
+                    result = run_variant(name, count, web, workdir / f"{name}-{count}-{run}", server, args,
+                                         remote_url)
                     print(f"  run {run + 1}: {name} x{count}: {result.pages} pages, "
                           f"{result.pages_per_second:.1f} pages/s", file=sys.stderr)
                     runs[(name, count)].append(result)
