@@ -179,7 +179,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=200)
     parser.add_argument("--pages", type=int, default=20)
-    parser.add_argument("--links", type=int, default=8)
+    parser.add_argument("--links", type=int, default=8, help="links a page (tiny pages)")
+    parser.add_argument("--weight", choices=("tiny", "real"), default="tiny",
+                        help="page weight of the test web: tiny (40-90 words) or real (testweb.heavy: sizes and "
+                             "structure of real documentation pages, 20-100 links)")
     parser.add_argument("--depth", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
@@ -200,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     for root in (ROOT, *(path for _, path in checkouts)):
         compile_bytecode(root)
 
-    config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links)
+    config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links, weight=args.weight)
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
         workdir = Path(tmp)
         with start_testweb(config, workdir / "web") as web:
@@ -228,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     a, b, c = median_run(ours), median_run(stock), median_run(stock_scheduler)
     f = median_run(floor)
     other_medians = [median_run(runs) for runs in others.values()]
-    print(f"whole crawl: {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
+    print(f"whole crawl: {args.hosts} hosts x {args.pages} pages ({args.weight} pages), depth {args.depth}, "
           f"CONCURRENT_REQUESTS={args.concurrency}, medians of {args.runs} runs"
           + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
     print(f"{'crawler':<16}{'pages':>8}{'seconds':>10}{'pages/s':>10}{'CPU s':>8}{'pages/CPU-s':>13}"

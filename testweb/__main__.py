@@ -28,13 +28,16 @@ def config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--powerlaw-pages", type=int, default=defaults.powerlaw_pages)
     parser.add_argument("--nav-sections", type=int, default=defaults.nav_sections,
                         help="section pages in each regular host's menu (0: no menu)")
+    parser.add_argument("--weight", choices=("tiny", "real"), default=defaults.weight,
+                        help="page weight: tiny (40-90 words) or real (sizes of real documentation pages)")
 
 
 def config_from(args: argparse.Namespace) -> WebConfig:
     return WebConfig(hosts=args.hosts, pages=args.pages, links=args.links, seed=args.seed,
                      slow_delay=args.slow_delay, crawl_delay=args.crawl_delay,
                      big_page_mb=args.big_page_mb, robots_flaky_failures=args.robots_flaky_failures,
-                     powerlaw_pages=args.powerlaw_pages, nav_sections=args.nav_sections)
+                     powerlaw_pages=args.powerlaw_pages, nav_sections=args.nav_sections,
+                     weight=args.weight)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -106,6 +106,7 @@ class WebConfig:
     robots_flaky_failures: int = 2  # 503s robots-flaky.test answers before its robots.txt
     powerlaw_pages: int = 0  # pages of the power-law hosts pl0000.test...; 0: none
     nav_sections: int = 8  # section pages in each regular host's menu; 0: no menu
+    weight: str = "tiny"  # "tiny": 40-90 words a page; "real": sizes and structure of real pages (testweb.heavy)
 
     def cli_args(self) -> list[str]:
         """The ``serve``/``truth`` command-line flags for this config."""
@@ -116,7 +117,7 @@ class WebConfig:
             "--big-page-mb", str(self.big_page_mb),
             "--robots-flaky-failures", str(self.robots_flaky_failures),
             "--powerlaw-pages", str(self.powerlaw_pages),
-            "--nav-sections", str(self.nav_sections),
+            "--nav-sections", str(self.nav_sections), "--weight", self.weight,
         ]
 
 
@@ -281,7 +282,8 @@ class SiteModel:
         self._robots_known = frozenset(self.robots_hosts)
         self._powerlaw_known = frozenset(self.powerlaw_hosts)
         self.mirrored_host = host_name(1 if self.config.hosts > 1 else 0)
-        self.page = lru_cache(maxsize=8192)(self._page)  # type: ignore[method-assign]
+        cached = 8192 if self.config.weight == "tiny" else 1024  # real pages weigh ~55 KB on average
+        self.page = lru_cache(maxsize=cached)(self._page)  # type: ignore[method-assign]
 
     def origin(self, host: str) -> str:
         return f"http://{host}" if self.port == 80 else f"http://{host}:{self.port}"
@@ -383,7 +385,14 @@ class SiteModel:
         first = TREE_FANOUT * (number + 1)
         children = [n for n in range(first, first + TREE_FANOUT) if n < config.pages]
         links = [Link(rng.choice((f"{n}.html", f"/p/{n}.html", f"./{n}.html"))) for n in children]
-        links += self.random_links(rng, index, "/p/", max(config.links - len(children), 1), near=number)
+        from testweb.heavy import heavy_page, link_count  # builds on this module
+
+        wanted = link_count(rng) if config.weight == "real" else config.links
+        links += self.random_links(rng, index, "/p/", max(wanted - len(children), 1), near=number)
+        if config.weight == "real":
+            nav = self.navigation(index)
+            body = heavy_page(rng, f"{host} page {number}", links, nav)
+            return Page(200, body=body, links=tuple(Link(item.href) for item in nav) + tuple(links))
         return html_response(f"{host} page {number}", words(rng, rng.randint(40, 90)), links,
                              nav=self.navigation(index))
 
