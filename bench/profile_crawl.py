@@ -7,6 +7,7 @@ ROBOTSTXT_UNREACHABLE_PERIOD=0, every component on, WARC off) but as
 functions by tottime and by cumtime and the total own time by package.
 
     python -m bench.profile_crawl --hosts 200 --pages 20
+    python -m bench.profile_crawl --hosts 100 --pages 25 --weight real --out bench/results/profile_crawl_real.txt
 
 The table also goes to ``bench/results/profile_crawl.txt`` (``--out``).
 cProfile slows the crawl (every Python call is traced), so its pages/s is
@@ -37,6 +38,45 @@ PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("lxml/parsel/w3lib", ("/lxml/", "/parsel/", "/w3lib/", "/cssselect/")),
     ("sqlite3", ("/sqlite3/", "sqlite3.Connection", "sqlite3.Cursor")),
 )
+
+
+#: A page's work by component: (label, file path suffix, function); the
+#: function's cumulative time (its callees included) per page. Indented
+#: labels are inside the entry above them.
+COMPONENTS: tuple[tuple[str, str, str], ...] = (
+    ("spider: a page's processing (parse)", "crawler/spiders/web.py", "parse"),
+    ("  HTML parsed once (tags, text, links)", "extensions/processors/parsedpage.py", "parse_page"),
+    ("  processors (links, tags, images)", "extensions/processors/registry.py", "run"),
+    ("  content features (text, shingles, simhash)", "extensions/processors/content_features.py", "extract"),
+    ("pipeline: content-seen test", "extensions/pipelines/contentseen.py", "process_item"),
+    ("pipeline: host yield", "extensions/pipelines/hostyield.py", "process_item"),
+    ("pipeline: links to the frontier", "extensions/pipelines/links.py", "process_item"),
+    ("  frontier: a page's links filed (page_done)", "extensions/frontier/scheduler.py", "page_done"),
+    ("frontier: enqueue_request", "extensions/frontier/scheduler.py", "enqueue_request"),
+    ("frontier: next_request", "extensions/frontier/scheduler.py", "next_request"),
+    ("robots.txt middleware (requests)", "extensions/robots/middleware.py", "process_request"),
+)
+
+
+def components(stats: pstats.Stats, pages: int) -> list[tuple[str, float | None]]:
+    """(label, microseconds per page or None when the function is not in the profile)."""
+    found: list[tuple[str, float | None]] = []
+    for label, suffix, function in COMPONENTS:
+        total = [ct for (filename, _line, name), (_cc, _nc, _tt, ct, _callers) in stats.stats.items()  # type: ignore[attr-defined]
+                 if name == function and filename.endswith(suffix)]
+        found.append((label, 1e6 * sum(total) / pages if total and pages else None))
+    return found
+
+
+def by_module(stats: pstats.Stats) -> list[tuple[str, float]]:
+    """(our module, own seconds), largest first."""
+    totals: dict[str, float] = {}
+    for (filename, _line, _name), (_cc, _nc, tt, _ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        for root in (f"{ROOT}/extensions/", f"{ROOT}/crawler/"):
+            if filename.startswith(root):
+                module = filename[len(str(ROOT)) + 1:]
+                totals[module] = totals.get(module, 0.0) + tt
+    return sorted(totals.items(), key=lambda item: -item[1])
 
 
 def bucket(filename: str, funcname: str) -> str:
@@ -81,6 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hosts", type=int, default=200)
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--links", type=int, default=8)
+    parser.add_argument("--weight", choices=("tiny", "real"), default="tiny", help="page weight of the test web")
     parser.add_argument("--depth", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--top", type=int, default=30)
@@ -91,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     extra = [part for item in args.settings for part in ("-s", item)]
 
-    config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links)
+    config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links, weight=args.weight)
     with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp:
         workdir = Path(tmp)
         prof = workdir / "crawl.prof"
@@ -116,7 +157,8 @@ def main(argv: list[str] | None = None) -> None:
         packages = by_package(stats)
         report = io.StringIO()
         w = report.write
-        w(f"profiled whole crawl (cProfile): {args.hosts} hosts x {args.pages} pages, depth {args.depth}, "
+        w(f"profiled whole crawl (cProfile): {args.hosts} hosts x {args.pages} pages ({args.weight}), "
+          f"depth {args.depth}, "
           f"CONCURRENT_REQUESTS={args.concurrency}, every component on, WARC off"
           + (f"; {' '.join(args.settings)}" if args.settings else "") + "\n")
         w(f"pages {pages}, crawl seconds {seconds:.2f}, pages/s {pages / seconds if seconds else 0:.1f} "
@@ -126,6 +168,13 @@ def main(argv: list[str] | None = None) -> None:
         w(f"{'package':<32}{'seconds':>10}{'share':>8}{'calls':>12}\n")
         for name, seconds_, calls in packages:
             w(f"{name:<32}{seconds_:>10.2f}{seconds_ / total:>8.1%}{calls:>12}\n")
+        w(f"\na page's work by component (cumulative time, callees included; UNDER cProfile), "
+          f"microseconds per page\n")
+        for label, micros in components(stats, pages):
+            w(f"{label:<50}{'-' if micros is None else f'{micros:.0f}':>10}\n")
+        w("\nown time (tottime) of our modules, microseconds per page (the C code they call is not in it)\n")
+        for module, seconds_ in by_module(stats)[:args.top]:
+            w(f"{module:<50}{1e6 * seconds_ / max(pages, 1):>10.0f}\n")
         w(f"\ntop {args.top} by tottime\n{top(stats, 'tottime', args.top)}\n")
         w(f"\ntop {args.top} by cumtime\n{top(stats, 'cumulative', args.top)}\n")
     text = report.getvalue()
