@@ -16,7 +16,7 @@ from extensions.frontier.holds import OriginHolds, origin_of
 from extensions.frontier.store import Entry, Status
 from twisted.internet.task import Clock
 
-from tests.test_frontier_support import STORES, local_only, make_frontier, make_store, reopen_store, shared
+from tests.test_frontier_support import _KINDS, STORES, local_only, make_frontier, make_store, reopen_store, shared
 
 
 @pytest.fixture(params=STORES)
@@ -363,3 +363,28 @@ def test_a_handed_out_request_refused_for_good_ends_refused_not_failed(store: An
 def request_fp(request: Request) -> int:
     from extensions.frontier.fingerprint import url_fingerprint  # noqa: PLC0415
     return url_fingerprint(request.url)[0]
+
+
+def test_a_widened_delay_outlives_the_process_and_reaches_the_others(store: Any) -> None:
+    """A host's delay widened after pushback is kept by the store: a resumed
+    crawl starts with it, and on Redis a frontier sharing the store learns it
+    at its next checkpoint (an embedded store has one process)."""
+    clock = Clock()
+    fresh = reopen_store(store)
+    first = make_frontier(store, clock)
+    first.politeness_widened("http://a.test", 8.0)
+    first.politeness_widened("http://a.test", 2.0)  # narrower: the wider one stays
+    assert first.politeness.widened == {"a.test": 8.0}
+    first.checkpoint()  # what it wrote is committed
+    if _KINDS.get(store, "").startswith(("redis", "shared")):
+        other = make_frontier(reopen_store(store), clock)
+        assert other.politeness.widened.get("a.test") == 8.0  # at open
+        first.politeness_widened("http://b.test", 3.0)
+        first.checkpoint()
+        other.checkpoint()
+        assert other.politeness.widened.get("b.test") == 3.0  # while both run
+        other.close("shutdown")
+    first.close("shutdown")
+    resumed = make_frontier(fresh, clock)
+    assert resumed.politeness.widened.get("a.test") == 8.0
+    resumed.close("shutdown")

@@ -253,3 +253,28 @@ def test_revisits_queued_by_an_earlier_run_do_not_hold_back_the_next_ones(store:
         fetched = [fetch(again, clock, {"content": 1}) for _ in pages]
         assert {request.url for request in fetched if request is not None} == pages
     again.close("shutdown")
+
+
+def test_a_host_stopped_for_low_yield_is_still_revisited_but_not_explored(store: Any) -> None:
+    """Host yield stops a host's exploration: its new URLs are deferred, its
+    fetched pages still come back when due; another deferral stops both."""
+    clock = Clock()
+    frontier = continuous(store, clock)
+    for host in ("a", "b"):
+        frontier.enqueue_request(Request(f"http://{host}.test/", meta={"is_start_request": True}))
+    assert {fetch(frontier, clock).url, fetch(frontier, clock).url} == {"http://a.test/", "http://b.test/"}
+    frontier.origin_deferred("http://a.test", "low-yield")
+    frontier.origin_deferred("http://b.test", "unreachable")
+    for host in ("a", "b"):
+        frontier.enqueue_request(Request(f"http://{host}.test/new"))
+    fetched = []
+    for _ in range(4):
+        request = fetch(frontier, clock)
+        if request is None:
+            break
+        fetched.append(request.url)
+        clock.advance(INITIAL)
+    assert "http://a.test/" in fetched  # re-visited after the stop
+    assert "http://a.test/new" not in fetched and "http://b.test/new" not in fetched
+    assert "http://b.test/" not in fetched  # a deferral for another reason defers its re-visits too
+    frontier.close("finished")

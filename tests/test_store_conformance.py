@@ -384,6 +384,15 @@ def test_host_table_counts_hosts_and_keeps_crawl_delays(backend: Backend) -> Non
     assert hosts.add_hosts(["c.test", "e.test"]) == 1
 
 
+def test_host_table_keeps_widened_delays(backend: Backend) -> None:
+    hosts = backend.store.hosts
+    assert hosts.widened() == {}
+    hosts.set_widened("a.test", 2.0)
+    hosts.set_widened("b.test", 1.5)
+    hosts.set_widened("a.test", 8.0)
+    assert backend.cycle().hosts.widened() == {"a.test": 8.0, "b.test": 1.5}
+
+
 # -- cash table (AOPIC) ----------------------------------------------------------------
 def test_cash_rows_round_trip_and_add_up(backend: Backend) -> None:
     cash = backend.store.cash

@@ -40,6 +40,12 @@ class Hold:
     wait_out: bool = False  # it ends by itself (a pushback): the idle close waits for it
 
 
+#: The deferral of a host that yields too little new content (host yield):
+#: it stops the host's exploration, not the re-visits of its fetched pages.
+LOW_YIELD = "low-yield"
+EXPLORATION_ONLY = frozenset({LOW_YIELD})
+
+
 class OriginHolds:
     """Held origins with their parked URLs, and deferred origins."""
 
@@ -65,10 +71,12 @@ class OriginHolds:
         """Whether a timed hold that the crawl waits out is pending."""
         return any(hold.wait_out and hold.until < INFINITY for hold in self.held.values())
 
-    def state_of(self, url: str) -> str | None:
-        """``"held"``, ``"deferred"`` or None for the origin of ``url``."""
+    def state_of(self, url: str, revisit: bool = False) -> str | None:
+        """``"held"``, ``"deferred"`` or None for the origin of ``url``; a
+        ``revisit`` passes a deferral that stops exploration only."""
         origin = origin_of(url)
-        if origin in self.deferred:
+        reason = self.deferred.get(origin)
+        if reason is not None and not (revisit and reason in EXPLORATION_ONLY):
             return "deferred"
         return "held" if origin in self.held else None
 

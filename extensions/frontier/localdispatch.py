@@ -326,7 +326,7 @@ class LocalDispatch:
         through); whether it was kept back. ``refused``: a hold refused it in
         flight; if that hold has ended, it goes back to the front queues."""
         parts = self.parts
-        state = parts.holds.state_of(entry.url)
+        state = parts.holds.state_of(entry.url, bool(entry.flags & FLAG_REVISIT))
         if state is None and refused:
             self._probes.discard(entry.fingerprint)
             self.store.urls.set_status([entry.fingerprint], Status.QUEUED, only_from=Status.INFLIGHT)

@@ -145,6 +145,7 @@ class Frontier(BaseScheduler):
         self.store.open()
         self.dispatch.open()
         self.politeness.crawl_delays.update(self.store.hosts.crawl_delays())
+        self._learn_widened()
         if self.ledger is not None:
             self.ledger.load()
         self.dispatch.resume()
@@ -377,8 +378,17 @@ class Frontier(BaseScheduler):
             self.dispatch.reschedule(host)
 
     def politeness_widened(self, origin: str, delay: float) -> None:
-        """Signal handler: ``origin``'s host waits at least ``delay`` seconds between fetches from now on."""
-        self.politeness.widen(self.hostkey.of_request(Request(origin + "/")), delay)
+        """Signal handler: ``origin``'s host waits at least ``delay`` seconds
+        between fetches from now on, in this crawl (the store keeps it: a
+        resume and every process sharing the store learn it)."""
+        host = self.hostkey.of_request(Request(origin + "/"))
+        self.politeness.widen(host, delay)
+        self.store.hosts.set_widened(host, self.politeness.widened[host])
+
+    def _learn_widened(self) -> None:
+        """Widened delays the store knows (a previous run's, other processes')."""
+        for host, delay in self.store.hosts.widened().items():
+            self.politeness.widen(host, delay)
 
     def request_excluded(self, request: Request, reason: str) -> None:
         """Signal handler: a handed-out request must not be fetched (robots.txt):
@@ -426,6 +436,7 @@ class Frontier(BaseScheduler):
             if self.ledger is not None:
                 self.ledger.save()
             self._sweep()
+            self._learn_widened()
             self.politeness.prune(self.clock(), keep=self.dispatch.hosts_in_use())
             self._update_gauges()
             self._save_bloom()

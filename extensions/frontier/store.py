@@ -159,6 +159,12 @@ class HostTable(Protocol):
     def crawl_delays(self) -> dict[str, float]:
         """Every host with a known Crawl-delay."""
 
+    def set_widened(self, host: str, seconds: float) -> None:
+        """Remember a host's delay widened after it pushed back (429, 503)."""
+
+    def widened(self) -> dict[str, float]:
+        """Every host whose delay was widened, with that delay."""
+
     def defer_origin(self, origin: str, reason: str, now: float) -> None:
         """Record why ``origin``'s URLs were deferred."""
 

@@ -6,7 +6,7 @@ the last ``HOST_YIELD_WINDOW`` pages. The item's internal ``credit_share``
 is that yield (AOPIC passes on only that share of the page's cash); once it
 falls below ``HOST_YIELD_THRESHOLD`` the host is stopped:
 ``origin_deferred(origin, "low-yield")`` for each of its origins, for this
-run. Pages that say nothing about the host's content (a 304, a 1xx/3xx, an
+run (its exploration: a continuous crawl still re-visits its fetched pages). Pages that say nothing about the host's content (a 304, a 1xx/3xx, an
 unjudged 2xx) are not counted. State is per process, in memory.
 """
 
@@ -20,7 +20,7 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
 from extensions import defaults
-from extensions.frontier.holds import origin_of
+from extensions.frontier.holds import LOW_YIELD, origin_of
 from extensions.frontier.hostyield import HostYield, PageKind
 from extensions.signals import origin_deferred
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-REASON = "low-yield"
+REASON = LOW_YIELD
 
 
 def page_kind(item: Mapping[str, Any]) -> PageKind | None:

@@ -117,6 +117,7 @@ class MemoryHostTable:
     def __init__(self) -> None:
         self._hosts: dict[str, float | None] = {}
         self._deferrals: dict[str, tuple[str, float]] = {}
+        self._widened: dict[str, float] = {}
 
     def add_hosts(self, hosts: Iterable[str], now: float = 0.0) -> int:
         new = 0
@@ -134,6 +135,12 @@ class MemoryHostTable:
 
     def crawl_delays(self) -> dict[str, float]:
         return {host: delay for host, delay in self._hosts.items() if delay is not None}
+
+    def set_widened(self, host: str, seconds: float) -> None:
+        self._widened[host] = seconds
+
+    def widened(self) -> dict[str, float]:
+        return dict(self._widened)
 
     def defer_origin(self, origin: str, reason: str, now: float) -> None:
         self._deferrals[origin] = (reason, now)

@@ -36,7 +36,7 @@ from extensions.frontier.holds import host_of_origin, origin_of
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.inflight import InFlight
 from extensions.frontier.politeness import INFINITY
-from extensions.frontier.store import Entry, FrontierStoreError, Status
+from extensions.frontier.store import FLAG_REVISIT, Entry, FrontierStoreError, Status
 
 logger = logging.getLogger(__name__)
 
@@ -414,7 +414,7 @@ class SharedDispatch:
         to its queue parked, a deferred one's is finished as deferred.
         ``refused``: a hold refused it in flight (ended: it just goes back)."""
         parts = self.parts
-        state = parts.holds.state_of(entry.url)
+        state = parts.holds.state_of(entry.url, bool(entry.flags & FLAG_REVISIT))
         if state is None and refused:
             self.leases.put_back(entry.host, entry.fingerprint, entry.level)
             parts.stats.inc_value("frontier/requeued_after_hold")

@@ -36,6 +36,7 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:hosts           set   every host seen (host_count)
     P:crawl_delays    hash  host -> robots.txt Crawl-delay (seconds)
     P:deferrals       hash  origin -> "when reason" of a deferred origin
+    P:widened         hash  host -> its delay widened after pushback (seconds)
     P:{holds}:origins hash  origin -> "until reason" of an origin held now, and
     P:{holds}:active  str   the last time some process had work no hold keeps
                       back (both ms; the multi-process frontier's idle close,
@@ -146,6 +147,7 @@ class Keys:
         self.hosts = f"{prefix}:hosts"
         self.crawl_delays = f"{prefix}:crawl_delays"
         self.deferrals = f"{prefix}:deferrals"
+        self.widened = f"{prefix}:widened"
         self.held_origins = f"{prefix}:{{holds}}:origins"
         self.active = f"{prefix}:{{holds}}:active"
         self.queue_prefix = f"{prefix}:queue:"
@@ -166,7 +168,7 @@ class Keys:
         #: what deleting the crawl removes (SCHEDULER_PERSIST off, a flush)
         self.all_patterns = (f"{literal}:{{*}}:*", self.queue_pattern)
         self.singles = (self.meta, self.seq, self.hosts, self.crawl_delays, self.processes, self.stats,
-                        self.known, self.deferrals)
+                        self.known, self.deferrals, self.widened)
 
     def urls(self, tag: str) -> str:
         return f"{self.prefix}:{{{tag}}}:urls"

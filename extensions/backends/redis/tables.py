@@ -304,7 +304,7 @@ class RedisURLTable:
 
 
 class RedisHostTable:
-    """``P:hosts`` (a set), ``P:crawl_delays`` and ``P:deferrals`` (hashes)."""
+    """``P:hosts`` (a set), ``P:crawl_delays``, ``P:widened`` and ``P:deferrals`` (hashes)."""
 
     def __init__(self, keys: Keys, connection: Connection) -> None:
         self.keys, self._connection = keys, connection
@@ -326,6 +326,13 @@ class RedisHostTable:
 
     def crawl_delays(self) -> dict[str, float]:
         found = self._connection().call(("HGETALL", self.keys.crawl_delays))[0]
+        return {host.decode(): float(delay) for host, delay in found.items()}
+
+    def set_widened(self, host: str, seconds: float) -> None:
+        self._connection().write("HSET", self.keys.widened, host, repr(float(seconds)))
+
+    def widened(self) -> dict[str, float]:
+        found = self._connection().call(("HGETALL", self.keys.widened))[0]
         return {host.decode(): float(delay) for host, delay in found.items()}
 
     def defer_origin(self, origin: str, reason: str, now: float) -> None:

@@ -218,6 +218,12 @@ class SQLiteHostTable:
         return dict(self._connection().execute(
             "SELECT host, crawl_delay FROM hosts WHERE crawl_delay IS NOT NULL"))
 
+    def set_widened(self, host: str, seconds: float) -> None:
+        self._connection().execute("INSERT OR REPLACE INTO widened VALUES (?, ?)", (host, seconds))
+
+    def widened(self) -> dict[str, float]:
+        return dict(self._connection().execute("SELECT host, seconds FROM widened"))
+
     def defer_origin(self, origin: str, reason: str, now: float) -> None:
         self._connection().execute("INSERT OR REPLACE INTO deferrals VALUES (?, ?, ?)", (origin, reason, now))
 
