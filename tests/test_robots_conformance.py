@@ -66,7 +66,12 @@ class Deviation:
 DEVIATIONS = {
     "ID_Encoding#3": Deviation(True, "the URL's raw 'ツ' cannot be sent: it is requested as "
                                      "/foo/bar/%E3%83%84, which 'Allow: /foo/bar/ツ' allows (Google's own "
-                                     "ID_Encoding#2 allows that request). " + RFC_2_2_2_ENCODING),
+                                     "ID_Encoding#2 allows that request). Google's case calls its library "
+                                     "with an unencoded URL, which the library's contract leaves to the "
+                                     "caller to encode and then compares octet by octet; a crawler must "
+                                     "encode it to send it, and RFC 9309 encodes both sides before "
+                                     "comparing, so refusing here would refuse a page the rule allows. "
+                                     + RFC_2_2_2_ENCODING),
     "ID_Encoding#5": Deviation(True, "as ID_Encoding#3, the rule written 'Allow: /foo/bar/%E3%83%84' "
                                      "(Google's ID_Encoding#4 allows the request). " + RFC_2_2_2_ENCODING),
     "GoogleOnly_AcceptUserAgentUpToFirstSpace#2": Deviation(
