@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean redis-server realweb-packages scrapy-tests pywb
+.PHONY: setup demo test docs bench clean redis-server realweb-packages scrapy-tests pywb
 
 setup: $(STAMP) redis-server realweb-packages
 
@@ -44,6 +44,11 @@ $(STAMP): requirements.txt setup.py
 
 demo: setup
 	$(PY) -m bench.demo
+
+# The documentation site (docs/, Sphinx with MyST), warnings as errors; no network.
+docs: setup
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs/_build/html/index.html"
 
 test: setup scrapy-tests pywb
 	$(PY) -m pytest -q -p no:cacheprovider tests

@@ -57,10 +57,10 @@ URL_FILTER_DENY: list[str] = []  # regexes searched in the canonical URL
 URL_FILTER_MAX_DATES = 12  # distinct dates per host and URL template (calendars; 0: no limit)
 URL_FILTER_MAX_DEPTH = 0  # 0: use DEPTH_LIMIT (0 there too: unlimited)
 URL_FILTER_MAX_DESCENT = 8  # links in a row each deeper below its page's directory (0: no limit)
-URL_FILTER_MAX_LENGTH = 2083
+URL_FILTER_MAX_LENGTH = 2083  # longest URL followed, in characters (longer: refused, counted as length)
 URL_FILTER_MAX_QUERY_PARAMS = 12  # more query arguments: refused (0: no limit)
 URL_FILTER_MAX_SEGMENT_REPEATS = 3  # a path segment seen more often: refused (0: no limit)
-URL_FILTER_SCHEMES = ["http", "https"]
+URL_FILTER_SCHEMES = ["http", "https"]  # schemes of the links followed
 URL_FILTER_SESSION_MIN_LINKS = 3  # a token on a page's links to this many URLs: a suspected session id (0: off)
 URL_FILTER_TRAPS_ENABLED = True  # extensions.urls.traps.TrapFilter: sessions, calendars, descents
 URL_FILTER_TRAP_MEMORY = 65536  # entries of each of the trap filter's LRU maps
@@ -69,7 +69,7 @@ URL_FILTER_TRAP_MEMORY = 65536  # entries of each of the trap filter's LRU maps
 # --- Processing modules -----------------------------------------------------
 # extensions.processors.registry.ProcessorRegistry: MIME pattern (exact or
 # fnmatch wildcard) -> processor classes, each built once per crawl.
-LINKS_IGNORE_NOFOLLOW = False
+LINKS_IGNORE_NOFOLLOW = False  # True: follow rel="nofollow" links and pages with a nofollow robots meta tag too
 # the web spider puts a page's accepted links on its item, for the LinkScheduler
 # pipeline (which the add-on enables); False: the spider yields them as requests
 LINKS_IN_ITEMS = True
@@ -79,6 +79,7 @@ LINKS_STRIP_PARAMS = [  # query arguments removed from links (sessions: a crawle
     "jsessionid", "phpsessid", "aspsessionid", "sessionid", "session_id", "sessid", "sid"]
 LINKS_RECENT_CACHE_SIZE = 65536  # links the spider yielded lately; 0: off
 PROCESSING_MAX_PARSE_BYTES = 8 * 1024 * 1024  # HTML processors read at most this much of a document
+# the processors run on each fetched document: MIME type (or pattern) -> processor classes
 PROCESSING_MODULES = {
     "text/html": [
         "extensions.processors.html_links.HtmlLinkExtractor",
@@ -90,7 +91,7 @@ PROCESSING_MODULES = {
     ],
     "image/*": ["extensions.processors.image_stats.ImageStats"],
 }
-TAG_COUNTER_MAX_TAGS = 50
+TAG_COUNTER_MAX_TAGS = 50  # the most common tags reported per page by the tag counter
 
 
 # --- Content-seen (extensions.pipelines.contentseen) ------------------------
@@ -125,7 +126,7 @@ HOST_YIELD_WINDOW = 100  # pages (errors left out; this many errors in a row: no
 CIRCUIT_BREAKER_ENABLED = True
 CIRCUIT_BREAKER_FAILURES = 5  # consecutive connection failures (each attempt counts) that open it
 CIRCUIT_BREAKER_RETRY_DELAY = 10.0  # seconds the first time; doubles with each failed probe
-CIRCUIT_BREAKER_RETRY_MAX_DELAY = 300.0
+CIRCUIT_BREAKER_RETRY_MAX_DELAY = 300.0  # seconds: the cap of that doubling wait
 CIRCUIT_BREAKER_RETRY_TIMES = 5  # failed probes before the origin's URLs are deferred for the run
 
 
@@ -141,7 +142,7 @@ PUSHBACK_HOST_MAX_DELAY = 60.0  # cap of the widened delay (as ROBOTSTXT_MAX_CRA
 PUSHBACK_MAX_DELAY = 600.0  # cap of one pause (a longer Retry-After is cut to this)
 PUSHBACK_MAX_PER_URL = 3  # pushbacks of one URL in a row obeyed; the next answer goes to the spider, not retried
 PUSHBACK_RETRY_TIMES = 8  # pushbacks in a row (no other answer between) before the origin is deferred
-PUSHBACK_STATUSES = [429, 503]
+PUSHBACK_STATUSES = [429, 503]  # answers that pause their origin
 PUSHBACK_WIDEN_AFTER = 2  # URLs of a host that pushed back before its politeness delay widens
 
 
@@ -158,7 +159,7 @@ DNS_CACHE_SIZE = 10000  # names (LRU); answers and NXDOMAINs
 DNS_HOSTS = ""  # hosts(5) file whose entries override DNS; empty: none
 DNS_HOSTS_FALLBACK_RESOLVER = "scrapy.resolver.CachingThreadedResolver"  # HostsFileResolver only
 DNS_MAX_TTL = 86400  # seconds; record TTLs are clamped to [DNS_MIN_TTL, DNS_MAX_TTL]
-DNS_MIN_TTL = 60
+DNS_MIN_TTL = 60  # seconds an answer is cached at least, whatever its TTL
 DNS_NAMESERVERS: list[str] = []  # "ip[:port]" (or one comma-separated string); empty: /etc/resolv.conf
 DNS_NEGATIVE_TTL = 300  # seconds an NXDOMAIN is cached when the answer has no SOA
 DNS_RETRIES = 2  # extra rounds over the nameservers after a per-try timeout
@@ -184,7 +185,7 @@ WARC_DIR = ""  # empty: WARC output off
 WARC_CDXJ = True  # a sorted CDXJ index (pywb, OutbackCDX) next to each WARC file, written as it is closed
 WARC_MAX_SIZE = 1024**3  # bytes; start a new file once exceeded
 WARC_OUTLINKS = False  # a metadata record per page with its outlinks (Heritrix's "outlink:" lines)
-WARC_PREFIX = "webcrawler"
+WARC_PREFIX = "webcrawler"  # first part of each WARC file's name
 WARC_REVISITS = True  # revisit records for archived payloads and 304s (JOBDIR/warc-archive.sqlite3, or Redis)
 
 
@@ -192,18 +193,18 @@ WARC_REVISITS = True  # revisit records for archived payloads and 304s (JOBDIR/w
 # The Mercator frontier (SCHEDULER, set by the add-on). It also reads
 # CONCURRENT_REQUESTS(_PER_DOMAIN, _PER_IP), DOWNLOAD_DELAY, DOWNLOAD_SLOTS
 # and JOBDIR with Scrapy's meanings; its delay runs from the END of a fetch.
-SCHEDULER = "extensions.frontier.scheduler.Frontier"
+SCHEDULER = "extensions.frontier.scheduler.Frontier"  # the Mercator frontier as Scrapy's scheduler
 FRONTIER_AOPIC = True  # AOPIC cash decides priority (extensions.aopic.ledger)
 FRONTIER_AOPIC_INITIAL_CASH = 1.0  # cash of each seed
 FRONTIER_AOPIC_REVISITS = 0  # OPIC passes: fetch each page up to 1 + this many times
 FRONTIER_AOPIC_TAX = 0.1  # share of a fetched page's cash that goes to Lambda
 FRONTIER_BACKEND = "sqlite"  # "redis" (REDIS_URL), "memory", or a backend class path (extensions.backends)
 FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's advice)
-FRONTIER_BLOOM_ERROR_RATE = 0.001
-FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000
+FRONTIER_BLOOM_ERROR_RATE = 0.001  # false-positive rate of the in-memory URL-seen Bloom filter (FRONTIER_SEEN_BACKEND="bloom")
+FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000  # URLs its first slice holds (it grows by slices)
 FRONTIER_CHECKPOINT_INTERVAL = 5.0  # seconds between checkpoints (commit, Bloom filter file, gauges)
 FRONTIER_DISTRIBUTED = True  # redis backend: processes on one REDIS_URL and prefix share the frontier
-FRONTIER_FRONT_QUEUES = 8
+FRONTIER_FRONT_QUEUES = 8  # Mercator's front queues: priority levels
 # most URLs accepted per host, a backstop for what host yield cannot judge; 0: unlimited
 FRONTIER_HOST_BUDGET = 100_000
 FRONTIER_IDLE_CLOSE = 30.0  # seconds with nothing but held origins' URLs left: defer them, close
@@ -242,7 +243,7 @@ SCHEDULER_PERSIST = False  # keep the crawl's keys at close (to resume); off: de
 # Each fetched page's accepted outlinks by URL fingerprint, in the frontier's
 # store (store.links: SQLite's links table, or on Redis each process's
 # segment files); a redirect records its Location as its one outlink.
-LINKGRAPH_RECORD = True
+LINKGRAPH_RECORD = True  # record each fetched page's outlinks for `scrapy linkgraph`
 LINKGRAPH_SEGMENT_BLOCK_BYTES = 256 * 1024  # records buffered before a frame is written (also at each checkpoint)
 LINKGRAPH_SEGMENT_BYTES = 64 * 1024 * 1024  # a segment file this large is closed and a new one begun
 LINKGRAPH_SEGMENTS_DIR = None  # Redis: where segments go (None: .scrapy/linksegments/<prefix>); share it across machines
