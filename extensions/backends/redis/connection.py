@@ -93,15 +93,9 @@ class RedisLayerError(FrontierStoreError):
 _SHAS: dict[str, str] = {}
 
 
-def script(source: str) -> str:
-    """Register a Lua script (every connection loads it once and sends
-    ``("EVAL", source, ...)`` as EVALSHA); returns ``source``."""
-    sha_of(source)
-    return source
-
-
 def sha_of(source: str) -> str:
-    """The SHA1 Redis gives ``source`` (registered on first use)."""
+    """The SHA1 Redis gives ``source``, registered on first use (every
+    connection loads it once and sends ``("EVAL", source, ...)`` as EVALSHA)."""
     sha = _SHAS.get(source)
     if sha is None:
         sha = _SHAS[source] = hashlib.sha1(source.encode()).hexdigest()  # noqa: S324 - Redis' own name

@@ -72,9 +72,9 @@ class SharedDispatch:
         if levels > MAX_LEVELS:
             raise ValueError(f"FRONTIER_FRONT_QUEUES must be <= {MAX_LEVELS} with FRONTIER_BACKEND=redis, "
                              f"got {levels}")
-        if lease_ttl <= 0 or poll_interval <= 0 or max_lateness <= 0:
-            raise ValueError(f"lease TTL, poll interval and lateness must be > 0; got {lease_ttl!r}, "
-                             f"{poll_interval!r}, {max_lateness!r}")
+        for name, value in (("TTL", lease_ttl), ("POLL_INTERVAL", poll_interval), ("MAX_LATENESS", max_lateness)):
+            if value <= 0:
+                raise ValueError(f"FRONTIER_LEASE_{name} must be > 0, got {value!r}")
         self.levels, self.max_hosts = levels, max_hosts
         self.lease_ttl, self.poll_interval, self.max_lateness = lease_ttl, poll_interval, max_lateness
         self.lease_clock = lease_clock
@@ -266,12 +266,10 @@ class SharedDispatch:
         return max(1, -(-(self.polls.hosts or 0) // self.polls.alive))
 
     def _dispatch(self, host: str, now: float) -> Request | None:
-        """Take ``host``'s best URL: at once, or through the worker thread
-        (:meth:`.OffReactor.hand_out` gives the engine its request)."""
-        if self.off_reactor.worker is None:
-            return self.use_taken(host, self.leases.take(host, self.held_origins(host)), now)
+        """Take ``host``'s best URL: answered at once without a worker thread,
+        else later (:meth:`.OffReactor.hand_out` gives the engine its request)."""
         self.off_reactor.take(host)
-        return None
+        return self.off_reactor.hand_out(now)
 
     def use_taken(self, host: str, taken: Taken, now: float) -> Request | None:
         """What a take of ``host`` found: the request to fetch, or None."""
@@ -290,7 +288,7 @@ class SharedDispatch:
             elif taken.state == "held":  # only held origins' URLs are left
                 self.park(host, now)
             elif not held.inflight:
-                self.release_idle(host)
+                self.off_reactor.release_idle(host)
             return None
         entry: Entry = taken.entry  # type: ignore[assignment]
         held.queued, held.head = taken.queued, taken.head
@@ -364,14 +362,7 @@ class SharedDispatch:
             score = queue_score(record.entry.level, 0)
             held.head = min(held.head, parked_score(score) if state == "held" else score)
         if not held.inflight and not held.queued:
-            self.release_idle(host)
-
-    def release_idle(self, host: str) -> None:
-        """Give back a host whose queue looks empty, unless work came meanwhile."""
-        if self.off_reactor.worker is not None:
             self.off_reactor.release_idle(host)
-            return
-        self.released(host, self.leases.release(host, self.wait(host), True, self.held[host].heap_score))
 
     def released(self, host: str, outcome: tuple[int, int, float]) -> None:
         state, queued, head = outcome

@@ -135,8 +135,8 @@ class OffReactor:
         """File ``entry``; whether it was new (True while Redis has not answered)."""
         answered: list[bool] = []
         late = False
-        self.dispatch.leases.enqueue_then(entry.host, [entry], bypass,
-                                 lambda results: answered.append(self._enqueued(entry, bypass, results[0], late)))
+        self.dispatch.leases.enqueue(entry.host, [entry], bypass,
+                                     lambda results: answered.append(self._enqueued(entry, bypass, results[0], late)))
         late = True  # not answered at once: the worker thread answers later
         return answered[0] if answered else True
 
@@ -167,21 +167,16 @@ class OffReactor:
 
     def poll_heap(self, now: float) -> bool:
         """Take due hosts from the shared heap if there is room; whether any
-        came (through the worker: never at once). At or above its share a
+        came at once (never through the worker). At or above its share a
         process takes one host per poll, so idle processes get new hosts first."""
         dispatch = self.dispatch
         held = dispatch.held
         room = min(dispatch.max_hosts - len(held), POLL_BATCH if len(held) < dispatch.share() else 1)
-        if room <= 0 or now < dispatch.polls.next_poll:
+        if room <= 0 or now < dispatch.polls.next_poll or self.polling:
             return False
-        if self.worker is not None:
-            self.poll(room)
-            return False
-        poll = dispatch.leases.poll(room)
-        return self.polled(poll, dispatch.leases.acquire(self._candidates(poll, room)), now)
-
-    def _candidates(self, poll: Poll, room: int) -> list[tuple[str, bytes]]:
-        return [(host, score) for host, score in poll.due if host not in self.dispatch.held][:room]
+        before = len(held)
+        self.poll(room, now)
+        return len(held) > before
 
     def polled(self, poll: Poll, acquired: list[Acquired], now: float) -> bool:
         """The hosts a poll acquired are held here; whether any came."""
@@ -276,30 +271,32 @@ class OffReactor:
         dispatch.leases.release(host, wait, True, held.heap_score, released,
                                      lambda err: self._busy_failed(host))
 
-    def poll(self, room: int) -> None:
-        """Poll the shared heap and acquire due hosts through the worker (answer: :meth:`polled`)."""
-        if self.polling:
-            return
+    def poll(self, room: int, now: float) -> None:
+        """Poll the shared heap and acquire due hosts (answer: :meth:`polled`,
+        at ``now`` if answered at once)."""
         self.polling = True
         leases = self.dispatch.leases
 
         def polled(poll: Poll) -> None:
+            candidates = [(host, score) for host, score in poll.due if host not in self.dispatch.held][:room]
             try:
-                leases.acquire(self._candidates(poll, room),
-                                    lambda acquired: self._acquired(poll, acquired), self._poll_failed)
+                leases.acquire(candidates, lambda acquired: self._acquired(poll, acquired, now),
+                               self._poll_failed)
             except Exception:
                 self.polling = False  # or this process never polls again (it starves)
                 raise
 
         leases.poll(room, polled, self._poll_failed)
 
-    def _acquired(self, poll: Poll, acquired: list[Any]) -> None:
+    def _acquired(self, poll: Poll, acquired: list[Any], now: float) -> None:
         self.polling = False
-        self.polled(poll, acquired, self.dispatch.parts.clock())
+        self.polled(poll, acquired, now if self.worker is None else self.dispatch.parts.clock())
         self._wake()
 
     def _wake(self) -> None:
-        """Wake the engine at the dispatch's next due time (now, after an answer)."""
+        """Wake the engine at the dispatch's next due time (now, after the worker's answer)."""
+        if self.worker is None:  # answered at once, inside the engine's own call
+            return
         now = self.dispatch.parts.clock()
         self.dispatch.parts.wakeup.arm(self.dispatch.next_due(now), now)
 
