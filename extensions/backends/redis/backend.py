@@ -79,8 +79,9 @@ class RedisBackend:
 
         lease = {name: settings.getfloat(name, getattr(defaults, name))
                  for name in ("FRONTIER_LEASE_MAX_LATENESS", "FRONTIER_LEASE_POLL_INTERVAL", "FRONTIER_LEASE_TTL")}
-        return SharedDispatch(front_queues, back_queues, max_lateness=lease["FRONTIER_LEASE_MAX_LATENESS"],
-                              poll_interval=lease["FRONTIER_LEASE_POLL_INTERVAL"], lease_ttl=lease["FRONTIER_LEASE_TTL"],
+        return SharedDispatch(front_queues, back_queues, lease_ttl=lease["FRONTIER_LEASE_TTL"],
+                              max_lateness=lease["FRONTIER_LEASE_MAX_LATENESS"],
+                              poll_interval=lease["FRONTIER_LEASE_POLL_INTERVAL"],
                               io_thread=settings.getbool("FRONTIER_REDIS_IO_THREAD", defaults.FRONTIER_REDIS_IO_THREAD))
 
     def content_sets(self, options: ContentOptions) -> ContentSets:

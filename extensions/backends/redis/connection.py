@@ -56,11 +56,6 @@ class LoggingRetry(Retry):
         return super().call_with_retry(do, logged, is_retryable, with_failure_count=True)
 
 
-def is_cluster(client: Any) -> bool:
-    """Whether ``client`` (from :func:`connect`) talks to a Redis Cluster."""
-    return isinstance(client, RedisCluster)
-
-
 def connect(url: str, timeout: float, retry: Retry) -> Any:
     """A client for ``url``: a cluster client if the server is a cluster node.
     Raises redis' errors (or ValueError) when it cannot connect."""
@@ -175,7 +170,7 @@ class RedisConnection:
 
     @property
     def cluster(self) -> bool:
-        return is_cluster(self.client)
+        return isinstance(self.client, RedisCluster)
 
     @property
     def failures(self) -> int:

@@ -53,7 +53,7 @@ class SharedLedger(AOPICLedger):
             lam, dividend, put_in, rows, crawls = old.split(",")
             self.store.call(("EVAL", MIGRATE, 1, self._key, lam, dividend, put_in,
                              str(int(float(rows))), str(int(float(crawls)))))
-        self._update(self.store.call(("HMGET", self._key, *FIELDS))[0])
+        self.refresh()
 
     def save(self) -> None:
         """Nothing: every change was made in Redis already."""
