@@ -144,7 +144,7 @@ class SharedLedger(AOPICLedger):
                       answered, failed)
             return
         d, view = repr(self.dividend), ("HMGET", self._key, *FIELDS)  # the dividend for the next page
-        first = [] if take is None else [self._take_command(take, d, outlinks, tax), view]
+        first = [] if take is None else [self._cash_command(take, [], outlinks, None, "", tax, d), view]
         by_tag = positions_by(credits, tag_of)
 
         def credit(answers: list[Any]) -> tuple[Any, ...]:  # on the worker thread: no state touched
@@ -175,9 +175,10 @@ class SharedLedger(AOPICLedger):
         io.submit([*writes, *first, *reads], None, failed, follow=credit)
 
     def _cash_command(self, take: int | None, credits: list[int], outlinks: int, amount: float | None,
-                      mode: str, tax: float | None = None) -> tuple[Any, ...]:
-        """:data:`CASH` over the ledger and every cash hash it touches (a single Redis)."""
-        keys: list[str] = [self._key]
+                      mode: str, tax: float | None = None, d: str | None = None) -> tuple[Any, ...]:
+        """:data:`CASH` over every cash hash it touches and, on a single Redis
+        (``d`` None), the ledger; on a cluster in one slot, with the dividend ``d``."""
+        keys: list[str] = [self._key] if d is None else []
         index: dict[str, int] = {}
 
         def key_of(fp: int) -> int:
@@ -189,14 +190,9 @@ class SharedLedger(AOPICLedger):
 
         take_index = 0 if take is None else key_of(take)
         pairs = [item for fp in credits for item in (key_of(fp), fp)]
-        args = ["1", "0", self._tax(tax), outlinks, take_index, take or 0,
+        args = ["1" if d is None else "0", d or "0", self._tax(tax), outlinks, take_index, take or 0,
                 "" if amount is None else repr(float(amount)), mode, *pairs]
         return ("EVAL", CASH, len(keys), *keys, *args)
-
-    def _take_command(self, take: int, d: str, outlinks: int, tax: float | None = None) -> tuple[Any, ...]:
-        """A cluster's :data:`CASH` taking a fetched page's cash, in its slot."""
-        return ("EVAL", CASH, 1, self.store.keys.cash(tag_of(take)), "0", d, self._tax(tax), outlinks,
-                1, take, "", "")
 
     def _tax(self, tax: float | None) -> str:
         """The tax argument of :data:`CASH`: a page's own, else the ledger's."""
@@ -207,9 +203,8 @@ class SharedLedger(AOPICLedger):
         """A cluster's :data:`CASH` crediting ``amount`` to ``credits``, one per slot."""
         if amount <= 0:
             return []
-        return [("EVAL", CASH, 1, self.store.keys.cash(tag), "0", d, repr(self.tax), outlinks, 0, 0,
-                 repr(float(amount)), mode, *[item for p in positions for item in (1, credits[p])])
-                for tag, positions in by_tag.items()]
+        return [self._cash_command(None, [credits[p] for p in positions], outlinks, amount, mode, d=d)
+                for positions in by_tag.values()]
 
     # -- reads ------------------------------------------------------------------------
     def refresh(self) -> None:
