@@ -108,7 +108,7 @@ class SharedDispatch:
         self.lease_ttl, self.poll_interval, self.max_lateness = lease_ttl, poll_interval, max_lateness
         self.lease_clock = lease_clock
         self.io_thread = io_thread
-        self.io = self  # the worker thread (StoreIO)
+        self.io = self  # the StoreIO of the frontier: worker and settle()
         self.worker: RedisWorker | None = None
         #: answered takes, waiting for next_request: (host, what the take found)
         self.arrived: deque[tuple[str, Taken]] = deque()
