@@ -104,7 +104,7 @@ class Probe:
     def begin(self) -> None:
         try:
             self.frontier.open(None)
-            self.result["worker"] = self.frontier.dispatch.off_reactor.worker is not None
+            self.result["worker"] = self.frontier.dispatch.worker is not None
             self.loop.start(TICK)
             getattr(self, self.command)()
         except Exception as err:  # noqa: BLE001 - reported in the JSON
@@ -120,7 +120,7 @@ class Probe:
         return found.addCallback(lambda pairs: [value for _, value in pairs])
 
     def reactor_round_trips(self) -> int:
-        return int(self.frontier.dispatch.off_reactor.timing()["redis/reactor_round_trips"])
+        return int(self.frontier.dispatch.timing()["redis/reactor_round_trips"])
 
     # -- the commands -----------------------------------------------------------------
     def seed(self, urls: list[str]) -> None:

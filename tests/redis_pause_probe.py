@@ -83,8 +83,8 @@ def main(url: str, prefix: str, mode: str, pause_ms: int) -> None:
             dispatch = frontier.dispatch
             result["error"] = (f"gave up after {MAX_TICKS} ticks in phase {phase}: held "
                                f"{ {host: (held.queued, held.inflight, held.taking) for host, held in dispatch.held.items()} }, "
-                               f"{len(dispatch.off_reactor.arrived)} answered takes, "
-                               f"polling {dispatch.off_reactor.polling}")
+                               f"{len(dispatch.arrived)} answered takes, "
+                               f"polling {dispatch.polling}")
             finish()
 
     def finish() -> None:
@@ -95,7 +95,7 @@ def main(url: str, prefix: str, mode: str, pause_ms: int) -> None:
     def begin() -> None:
         try:
             frontier.open(None)
-            result["worker"] = frontier.dispatch.off_reactor.worker is not None
+            result["worker"] = frontier.dispatch.worker is not None
             for n in range(3):
                 enqueue(n)
         except Exception as err:  # noqa: BLE001 - reported in the JSON

@@ -73,7 +73,7 @@ def test_a_new_hosts_listing_follows_its_enqueue_without_waiting_for_the_reactor
     leases, worker, reactor = worker_leases
     new = entry("http://listing.test/a")
     answers: list[Any] = []
-    leases.enqueue_then(new.host, [new], False, answers.append)
+    leases.enqueue(new.host, [new], False, answers.append)
     # the reactor never turns: the worker lists the host on its own
     wait_until(lambda: on_heap(leases, new.host), "the host on the heap", patience=200, interval=0.01)
     wait_until(lambda: leases.store.call(("HGET", leases.keys.lease(new.host), "listed"))[0] == b"1",

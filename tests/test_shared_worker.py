@@ -43,7 +43,7 @@ def with_worker(frontier: DistributedFrontier, reactor: Reactor) -> RedisWorker:
     worker = RedisWorker(connection, reactor.deliver, reactor.errors.append)
     worker.start()
     dispatch: Any = frontier.dispatch
-    dispatch.off_reactor.worker = worker
+    dispatch.worker = worker
     dispatch.leases.io = worker
     return worker
 
@@ -77,7 +77,7 @@ def test_an_idle_process_with_the_worker_ends_although_each_engine_cycle_polls_t
     closed the spider (a survivor of test_distributed's random-SIGKILL test
     ran on, idle, about one run in five)."""
     frontier, reactor = idle_frontier
-    worker: Any = frontier.dispatch.off_reactor.worker
+    worker: Any = frontier.dispatch.worker
     answers = []
     for _ in range(5):  # engine cycles, a heartbeat apart
         assert frontier.next_request() is None
@@ -119,7 +119,7 @@ def test_two_processes_with_the_worker_hand_out_every_url_once(kind: str, clock:
                 if request is not None:
                     fetched.append(request.url)
                     frontier.fetch_finished(request, duration=0.0, ok=True)
-            workers = [frontier.dispatch.off_reactor.worker for frontier in frontiers]  # type: ignore[attr-defined]
+            workers = [frontier.dispatch.worker for frontier in frontiers]  # type: ignore[attr-defined]
             wait_until(lambda: reactor.calls or all(w.idle() for w in workers),  # noqa: B023 - called at once
                        "the answers", patience=200, interval=0.01)
             reactor.turn()
@@ -161,7 +161,7 @@ def test_a_url_robots_txt_excluded_in_flight_is_never_left_in_flight_by_a_kill(
         request = frontier.next_request()
         if request is not None:
             break
-        worker: Any = frontier.dispatch.off_reactor.worker  # type: ignore[attr-defined]
+        worker: Any = frontier.dispatch.worker  # type: ignore[attr-defined]
         wait_until(lambda: reactor.calls or worker.idle(), "the answers", patience=200, interval=0.01)
         reactor.turn()
         clock.advance(1.0)
@@ -196,7 +196,7 @@ def test_a_url_excluded_while_queued_is_never_left_in_flight_by_a_kill(
     frontier, reactor = idle_frontier
     url = "http://excluded.test/queued"
     assert frontier.enqueue_request(Request(url))
-    worker: Any = frontier.dispatch.off_reactor.worker  # type: ignore[attr-defined]
+    worker: Any = frontier.dispatch.worker  # type: ignore[attr-defined]
     worker.drain()
     reactor.turn()
     frontier.mark_excluded(url)

@@ -75,17 +75,13 @@ class RedisBackend:
         if settings.getint("CONCURRENT_REQUESTS_PER_IP"):
             raise ValueError("CONCURRENT_REQUESTS_PER_IP is not supported with FRONTIER_DISTRIBUTED "
                              f"(politeness is per host name), got {settings.get('CONCURRENT_REQUESTS_PER_IP')!r}")
-        values = {}
-        for name in ("FRONTIER_LEASE_MAX_LATENESS", "FRONTIER_LEASE_POLL_INTERVAL", "FRONTIER_LEASE_TTL"):
-            raw = settings.get(name, getattr(defaults, name))
-            values[name] = float(raw)
-            if values[name] <= 0:
-                raise ValueError(f"{name} must be > 0, got {raw!r}")
         from extensions.backends.redis.dispatch import SharedDispatch  # noqa: PLC0415
 
-        return SharedDispatch(front_queues, back_queues, max_lateness=values["FRONTIER_LEASE_MAX_LATENESS"],
-                              poll_interval=values["FRONTIER_LEASE_POLL_INTERVAL"],
-                              lease_ttl=values["FRONTIER_LEASE_TTL"],
+        lease = {name: settings.getfloat(name, getattr(defaults, name))
+                 for name in ("FRONTIER_LEASE_MAX_LATENESS", "FRONTIER_LEASE_POLL_INTERVAL", "FRONTIER_LEASE_TTL")}
+        return SharedDispatch(front_queues, back_queues, lease_ttl=lease["FRONTIER_LEASE_TTL"],
+                              max_lateness=lease["FRONTIER_LEASE_MAX_LATENESS"],
+                              poll_interval=lease["FRONTIER_LEASE_POLL_INTERVAL"],
                               io_thread=settings.getbool("FRONTIER_REDIS_IO_THREAD", defaults.FRONTIER_REDIS_IO_THREAD))
 
     def content_sets(self, options: ContentOptions) -> ContentSets:

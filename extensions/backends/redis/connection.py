@@ -56,11 +56,6 @@ class LoggingRetry(Retry):
         return super().call_with_retry(do, logged, is_retryable, with_failure_count=True)
 
 
-def is_cluster(client: Any) -> bool:
-    """Whether ``client`` (from :func:`connect`) talks to a Redis Cluster."""
-    return isinstance(client, RedisCluster)
-
-
 def connect(url: str, timeout: float, retry: Retry) -> Any:
     """A client for ``url``: a cluster client if the server is a cluster node.
     Raises redis' errors (or ValueError) when it cannot connect."""
@@ -93,15 +88,9 @@ class RedisLayerError(FrontierStoreError):
 _SHAS: dict[str, str] = {}
 
 
-def script(source: str) -> str:
-    """Register a Lua script (every connection loads it once and sends
-    ``("EVAL", source, ...)`` as EVALSHA); returns ``source``."""
-    sha_of(source)
-    return source
-
-
 def sha_of(source: str) -> str:
-    """The SHA1 Redis gives ``source`` (registered on first use)."""
+    """The SHA1 Redis gives ``source``, registered on first use (every
+    connection loads it once and sends ``("EVAL", source, ...)`` as EVALSHA)."""
     sha = _SHAS.get(source)
     if sha is None:
         sha = _SHAS[source] = hashlib.sha1(source.encode()).hexdigest()  # noqa: S324 - Redis' own name
@@ -181,7 +170,7 @@ class RedisConnection:
 
     @property
     def cluster(self) -> bool:
-        return is_cluster(self.client)
+        return isinstance(self.client, RedisCluster)
 
     @property
     def failures(self) -> int:

@@ -321,13 +321,10 @@ class RedisContentSeen(RedisContentPart):
 
     def get(self, fingerprint: int) -> str | None:
         """The first URL recorded for ``fingerprint``, without recording anything."""
-        found = self._lookup(("HGET", self.store.keys.exact(fingerprint), pack64(fingerprint)))[0]
+        self.counters["lookups"] += 1
+        found = self._call(("HGET", self.store.keys.exact(fingerprint), pack64(fingerprint)))[0]
         return None if found is None else decode_url(found)
 
     def stats(self) -> dict[str, int]:
         """Counters since open."""
         return dict(self.counters)
-
-    def _lookup(self, *commands: tuple[Any, ...]) -> list[Any]:
-        self.counters["lookups"] += 1
-        return self._call(*commands)

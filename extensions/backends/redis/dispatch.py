@@ -3,12 +3,22 @@
 This process holds a few hosts under a lease (:mod:`.leases`), serves them
 with the usual politeness from a local host heap, and takes more from the
 shared host heap when none of its hosts may fetch now. Periodic upkeep:
-:mod:`.leaseupkeep`; round trips off the reactor: :mod:`.dispatch_worker`.
+:mod:`.leaseupkeep`.
+
+In a crawl the per-page lease commands (enqueues, takes, finishes,
+put-backs, polls, acquisitions, idle releases) go through one worker thread
+(:mod:`.worker`), in one FIFO, so a page's FINISH reaches Redis after the
+ENQUEUEs of its links. A host whose take or release is on its way is off the
+heap and counted in flight, so politeness is unchanged. Renewals and
+hand-backs stay synchronous calls through the same FIFO. Without the worker
+every command is answered at once (:class:`~.worker.DirectIO`) through the
+same code.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from heapq import heappop as heapq_pop
@@ -18,12 +28,14 @@ from typing import Any
 from scrapy import Request
 
 from extensions.aopic.ledger import AOPICLedger
-from extensions.backends.redis.dispatch_worker import TAKES_AHEAD, HeldHost, OffReactor
 from extensions.backends.redis.holds import SharedHolds
 from extensions.backends.redis.leases import (
     MAX_LEVELS,
+    Acquired,
     HostLeases,
+    Poll,
     Taken,
+    is_parked,
     level_of_score,
     parked_score,
     process_id,
@@ -31,6 +43,12 @@ from extensions.backends.redis.leases import (
 )
 from extensions.backends.redis.leaseupkeep import LeaseUpkeep
 from extensions.backends.redis.ledger import SharedLedger
+from extensions.backends.redis.worker import (
+    DirectIO,
+    RedisWorker,
+    running_reactor,
+    start_worker,
+)
 from extensions.frontier.dispatch import FrontierParts, ready_order
 from extensions.frontier.holds import host_of_origin, origin_of
 from extensions.frontier.hostheap import HostHeap
@@ -41,6 +59,27 @@ from extensions.frontier.store import FLAG_REVISIT, Entry, FrontierStoreError, S
 logger = logging.getLogger(__name__)
 
 CLUSTER_HEAP_SHARDS = 16  # host heap shards in a Redis Cluster (one on a single Redis)
+POLL_BATCH = 16  # hosts taken per poll at most
+TAKES_AHEAD = 16  # takes (and idle releases) on their way to Redis at most
+SETTLE_ROUNDS = 4  # waits for the worker's answers (and what they send) in has_pending
+
+
+@dataclass(slots=True)
+class HeldHost:
+    """A host this process holds a lease on."""
+
+    queued: int  # its back-queue length at our last look
+    head: float  # back-queue score of its best queued URL (inf: none)
+    heap_score: float  # the lease expiry we last put on the heap (ms)
+    since: float  # when we took it (local clock)
+    inflight: int = 0  # requests of ours in flight, and a take waiting for its answer
+    taking: bool = False  # a take or release is on its way (off the heap until it answers)
+    parked_until: float = 0.0
+
+    @property
+    def parked(self) -> bool:
+        """Its queue holds only URLs a hold keeps back (look again at ``parked_until``)."""
+        return self.parked_until > 0.0
 
 
 def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
@@ -48,16 +87,6 @@ def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
     if ledger is None or isinstance(ledger, SharedLedger):
         return ledger
     return SharedLedger(store, ledger.initial_cash, ledger.tax)
-
-
-@dataclass(slots=True)
-class HeapPolls:
-    """What this process knows of the shared host heap and the crawl's processes."""
-
-    alive: int = 1  # crawler processes alive at the last heartbeat
-    hosts: int | None = None  # hosts on the shared heap at the last poll (None: poll again)
-    checked: float = -INFINITY  # when the heap was last polled
-    next_poll: float = 0.0  # when this process may poll again
 
 
 class SharedDispatch:
@@ -72,15 +101,19 @@ class SharedDispatch:
         if levels > MAX_LEVELS:
             raise ValueError(f"FRONTIER_FRONT_QUEUES must be <= {MAX_LEVELS} with FRONTIER_BACKEND=redis, "
                              f"got {levels}")
-        if lease_ttl <= 0 or poll_interval <= 0 or max_lateness <= 0:
-            raise ValueError(f"lease TTL, poll interval and lateness must be > 0; got {lease_ttl!r}, "
-                             f"{poll_interval!r}, {max_lateness!r}")
+        for name, value in (("TTL", lease_ttl), ("POLL_INTERVAL", poll_interval), ("MAX_LATENESS", max_lateness)):
+            if value <= 0:
+                raise ValueError(f"FRONTIER_LEASE_{name} must be > 0, got {value!r}")
         self.levels, self.max_hosts = levels, max_hosts
         self.lease_ttl, self.poll_interval, self.max_lateness = lease_ttl, poll_interval, max_lateness
         self.lease_clock = lease_clock
         self.io_thread = io_thread
-        self.off_reactor = OffReactor(self)
-        self.io = self.off_reactor  # the worker thread (StoreIO)
+        self.io = self  # the StoreIO of the frontier: worker and settle()
+        self.worker: RedisWorker | None = None
+        #: answered takes, waiting for next_request: (host, what the take found)
+        self.arrived: deque[tuple[str, Taken]] = deque()
+        self.busy = 0  # takes and releases on their way
+        self.polling = False  # a poll of the shared heap is on its way
         self.owner = owner or process_id()
         self.heap = HostHeap()
         self.leases: HostLeases | None = None
@@ -91,7 +124,10 @@ class SharedDispatch:
         #: hosts given back the URLs the run before deferred: first among their level
         self.retried: set[str] = set()
         self._ready_seq = 0
-        self.polls = HeapPolls()
+        self.alive = 1  # crawler processes alive at the last heartbeat
+        self.heap_hosts: int | None = None  # hosts on the shared heap at the last poll (None: poll again)
+        self.heap_checked = -INFINITY  # when the heap was last polled
+        self.next_poll = 0.0  # when this process may poll again
         self._swept_at = -INFINITY
         self._lease_loop: Any = None
 
@@ -116,16 +152,18 @@ class SharedDispatch:
         if not self.shared_holds.others_alive():
             self.upkeep.retry_deferred()
         self.shared_holds.mark_active()  # a process joining starts a new idle period
-        self.polls.alive = self.leases.heartbeat(self.lease_ttl)
+        self.alive = self.leases.heartbeat(self.lease_ttl)
         self.upkeep.adopt_holds()
         logger.info("Frontier %s shared with %d other crawler process(es) (%s)",
-                    self.owner, self.polls.alive - 1, self.store.location)
+                    self.owner, self.alive - 1, self.store.location)
 
     def start(self, looping_call: Callable[[Callable[[], None]], Any] | None) -> None:
-        if self.io_thread and looping_call is not None:
-            self.off_reactor.start()
+        reactor = running_reactor()
+        if self.io_thread and looping_call is not None and reactor is not None:  # a crawl
+            self.worker = start_worker(self.store, reactor.callFromThread, self._failed)
+            self.leases.io = self.worker
         if looping_call is not None:
-            self._lease_loop = looping_call(self.renew_leases)
+            self._lease_loop = looping_call(self.upkeep.renew)  # leases, hand-backs, holds
             self._lease_loop.start(self.lease_ttl / 3, now=False)
 
     def _heap_shards(self) -> int:
@@ -138,9 +176,12 @@ class SharedDispatch:
         """Give every held host back (in-flight URLs to their queues)."""
         if self._lease_loop is not None and self._lease_loop.running:
             self._lease_loop.stop()
-        for host, taken in self.off_reactor.drain():  # taken, not handed out: back
+        if self.worker is not None:
+            self.worker.drain()
+        for host, taken in self.arrived:  # taken, not handed out: back
             if taken.entry is not None:
                 self.leases.put_back(host, taken.entry.fingerprint, taken.entry.level)
+        self.arrived.clear()
         for record in records:
             self.leases.put_back(record.host, record.entry.fingerprint, record.entry.level)
         now = self.parts.clock()
@@ -153,7 +194,10 @@ class SharedDispatch:
         """Add this process's stats to the crawl's, leave; the crawl's keys
         are deleted (``SCHEDULER_PERSIST`` off) only by the last process."""
         self.upkeep.leave()
-        self.off_reactor.stop()
+        if self.worker is not None:  # what it holds is sent; lease commands go through the store again
+            self.worker.stop()
+            self.leases.io = DirectIO(self.store)
+            self.worker = None
         logger.info("Frontier %s closed (%s)", self.owner, reason)
 
     def checkpoint(self) -> None:
@@ -162,10 +206,6 @@ class SharedDispatch:
             self.store.checkpoint()
         except FrontierStoreError as err:
             logger.error("Sharing the crawl's stats failed: %s", err)
-
-    def renew_leases(self) -> None:
-        """Extend held leases, give hosts away, share holds (:mod:`.leaseupkeep`)."""
-        self.upkeep.renew()
 
     # -- queue state -----------------------------------------------------------
     def __len__(self) -> int:
@@ -178,20 +218,20 @@ class SharedDispatch:
             return True
         # wait for what is on the worker's way (an enqueue may list a host, a
         # poll acquire one): answering True would keep an idle process open
-        was_idle = self.off_reactor.idle()
-        if not self.off_reactor.settle() or self.held:
+        was_idle = self.idle()
+        if not self.settle() or self.held:
             return True
         now = self.parts.clock()
         # a poll answered meanwhile may predate listings: look at the heap again
-        if not was_idle or self.polls.hosts is None or now - self.polls.checked >= self.poll_interval:
-            self.polls.hosts, self.polls.checked = self.leases.poll(0).hosts, now
-        if self.polls.hosts == 0 and now - self._swept_at >= self.lease_ttl:
+        if not was_idle or self.heap_hosts is None or now - self.heap_checked >= self.poll_interval:
+            self.heap_hosts, self.heap_checked = self.leases.poll(0).hosts, now
+        if self.heap_hosts == 0 and now - self._swept_at >= self.lease_ttl:
             self._swept_at = now
             if self.leases.sweep_orphans():
                 self.parts.stats.inc_value("frontier/orphans_listed")
-                self.polls.hosts = None
+                self.heap_hosts = None
                 return True
-        return bool(self.polls.hosts)
+        return bool(self.heap_hosts)
 
     def hosts_in_use(self) -> set[str]:
         return set(self.held)
@@ -213,7 +253,12 @@ class SharedDispatch:
         """The URL-seen test and the host's shared back queue, in one script
         (True until the worker thread answers)."""
         self.parts.seen.remember(entry.fingerprint)
-        return self.off_reactor.enqueue(entry, bypass)
+        answered: list[bool] = []
+        late = False
+        self.leases.enqueue(entry.host, [entry], bypass,
+                            lambda results: answered.append(self._enqueued(entry, bypass, results[0], late)))
+        late = True  # not answered at once: the worker thread answers later
+        return answered[0] if answered else True
 
     def promote(self, entry: Entry, level: int) -> bool:
         """Move a queued URL up its host's queue (its row stays as it is)."""
@@ -231,10 +276,10 @@ class SharedDispatch:
         is none, take more hosts from the shared heap first."""
         if self.parts.holds.held:
             self.upkeep.end_holds(now)
-        request = self.off_reactor.hand_out(now)
+        request = self.hand_out(now)
         if request is None:
             request = self._dispatch_ready(now)
-        if request is None and not self.off_reactor.pending() and self.off_reactor.poll_heap(now):
+        if request is None and not self.pending() and self.poll_heap(now):
             request = self._dispatch_ready(now)
         return request
 
@@ -249,7 +294,7 @@ class SharedDispatch:
                 level = -1 if head == INFINITY else level_of_score(head)
                 order = ready_order(level, politeness.rate_limited(host))
                 heapq_push(ready, (order, host not in self.retried, self._ready_seq, host))
-        while ready and self.off_reactor.busy < TAKES_AHEAD:
+        while ready and self.busy < TAKES_AHEAD:
             host = heapq_pop(ready)[3]
             if host in self.heap or host not in self.held or self.held[host].taking:
                 continue
@@ -263,15 +308,15 @@ class SharedDispatch:
 
     def share(self) -> int:
         """This process's share of the hosts with work (heap hosts / live processes, rounded up)."""
-        return max(1, -(-(self.polls.hosts or 0) // self.polls.alive))
+        return max(1, -(-(self.heap_hosts or 0) // self.alive))
 
     def _dispatch(self, host: str, now: float) -> Request | None:
-        """Take ``host``'s best URL: at once, or through the worker thread
-        (:meth:`.OffReactor.hand_out` gives the engine its request)."""
-        if self.off_reactor.worker is None:
-            return self.use_taken(host, self.leases.take(host, self.held_origins(host)), now)
-        self.off_reactor.take(host)
-        return None
+        """Take ``host``'s best URL: answered at once without a worker thread,
+        else later (:meth:`hand_out` gives the engine its request)."""
+        self._send(host)
+        self.leases.take(host, self.held_origins(host), lambda taken: self._take_answered(host, taken),
+                         lambda err: self._busy_failed(host))
+        return self.hand_out(now)
 
     def use_taken(self, host: str, taken: Taken, now: float) -> Request | None:
         """What a take of ``host`` found: the request to fetch, or None."""
@@ -305,7 +350,7 @@ class SharedDispatch:
             return None
         request = parts.handout.request_of(entry, cash)
         if request is None:
-            if self.off_reactor.worker is not None:  # its status (excluded, failed) first: the store buffers it
+            if self.worker is not None:  # its status (excluded, failed) first: the store buffers it
                 self.store.connection.flush()
             self.leases.finish(host, entry.fingerprint, None)
             self.reschedule(host)
@@ -327,11 +372,11 @@ class SharedDispatch:
 
     def next_due(self, now: float) -> float | None:
         """The first held host's due time, or the next poll while there is room."""
-        if self.off_reactor.arrived:
+        if self.arrived:
             return now
         due = self.heap.next_time()
-        if len(self.held) < self.max_hosts and self.polls.hosts != 0:
-            due = self.polls.next_poll if due is None else min(due, self.polls.next_poll)
+        if len(self.held) < self.max_hosts and self.heap_hosts != 0:
+            due = self.next_poll if due is None else min(due, self.next_poll)
         return due
 
     # -- fetch end -------------------------------------------------------------
@@ -365,13 +410,6 @@ class SharedDispatch:
             held.head = min(held.head, parked_score(score) if state == "held" else score)
         if not held.inflight and not held.queued:
             self.release_idle(host)
-
-    def release_idle(self, host: str) -> None:
-        """Give back a host whose queue looks empty, unless work came meanwhile."""
-        if self.off_reactor.worker is not None:
-            self.off_reactor.release_idle(host)
-            return
-        self.released(host, self.leases.release(host, self.wait(host), True, self.held[host].heap_score))
 
     def released(self, host: str, outcome: tuple[int, int, float]) -> None:
         state, queued, head = outcome
@@ -447,3 +485,187 @@ class SharedDispatch:
         until = min([*ends, now + self.lease_ttl])
         self.held[host].parked_until = max(until, now + self.poll_interval)
         self.reschedule(host)
+
+    # -- the worker thread ---------------------------------------------------------
+    def timing(self) -> dict[str, float]:
+        """``redis/*`` stats: the store's connection and the worker's, added."""
+        timing = self.store.connection.timing()
+        if self.worker is not None:
+            for name, value in self.worker.timing().items():
+                timing[name] = round(timing.get(name, 0) + value, 6)
+        return timing
+
+    def failures(self) -> int:
+        """Failed Redis calls so far (retried), the worker's included."""
+        worker = 0 if self.worker is None else self.worker.connection.failures
+        return self.store.failures + worker
+
+    def idle(self) -> bool:
+        """Whether nothing sent through the worker is still on its way."""
+        return self.worker is None or self.worker.idle()
+
+    def settle(self, rounds: int = SETTLE_ROUNDS) -> bool:
+        """Wait (the reactor too) for the worker's answers and their callbacks,
+        which may send more, up to ``rounds`` times; whether nothing is left."""
+        for _ in range(rounds):
+            if self.idle():
+                return True
+            try:
+                self.worker.drain()  # type: ignore[union-attr]
+            except FrontierStoreError:
+                return False  # reported to on_error by the worker
+        return self.idle()
+
+    def pending(self) -> bool:
+        """Whether a take or release is on its way, or a take answered and not handed out."""
+        return bool(self.arrived or self.busy)
+
+    def _failed(self, err: Exception) -> None:
+        """A Redis command sent by the worker failed after its retries."""
+        logger.error("The shared frontier's Redis commands failed: %s", err)
+        if self.parts.on_store_error is not None:
+            self.parts.on_store_error(err)
+
+    def _enqueued(self, entry: Any, bypass: bool, result: Any, late: bool = False) -> bool:
+        """Redis' answer to an enqueue; whether the URL was new. ``late``: it
+        was counted as new already, a duplicate is counted now."""
+        host, parts = entry.host, self.parts
+        if not result.new and not bypass:
+            if late:
+                parts.stats.inc_value("frontier/enqueued", -1)
+                parts.stats.inc_value("frontier/duplicates")
+                parts.memory_only.pop(entry.fingerprint, None)
+            return False
+        if result.listed:  # the heap count seen last is stale
+            self.heap_checked = -INFINITY
+            if self.alive == 1:
+                self.next_poll = 0.0  # a host is due on the heap and nobody else polls
+        if result.mine and host in self.held:
+            held = self.held[host]
+            held.queued, held.head = result.queued, result.head
+            if not is_parked(result.head):
+                held.parked_until = 0.0  # work again (a held origin's URL is parked at its take)
+            self.reschedule(host)
+        if late:  # the engine may have been told there was nothing to do
+            parts.wakeup.arm(self.next_due(parts.clock()), parts.clock())
+        return True
+
+    def poll_heap(self, now: float) -> bool:
+        """Take due hosts from the shared heap if there is room; whether any
+        came at once (never through the worker). At or above its share a
+        process takes one host per poll, so idle processes get new hosts first."""
+        held = self.held
+        room = min(self.max_hosts - len(held), POLL_BATCH if len(held) < self.share() else 1)
+        if room <= 0 or now < self.next_poll or self.polling:
+            return False
+        before = len(held)
+        self.polling = True
+
+        def polled(poll: Poll) -> None:
+            candidates = [(host, score) for host, score in poll.due if host not in held][:room]
+            try:
+                self.leases.acquire(candidates, lambda acquired: self._acquired(poll, acquired, now),
+                                    self._poll_failed)
+            except Exception:
+                self.polling = False  # or this process never polls again (it starves)
+                raise
+
+        self.leases.poll(room, polled, self._poll_failed)
+        return len(held) > before
+
+    def polled(self, poll: Poll, acquired: list[Acquired], now: float) -> None:
+        """The hosts a poll acquired are held here."""
+        parts = self.parts
+        stats = parts.stats
+        self.heap_hosts, self.heap_checked = poll.hosts, now
+        if acquired:  # know holds made since our last renewal before a take
+            self.upkeep.adopt_holds()
+        for got in acquired:
+            self.held[got.host] = HeldHost(got.queued, got.head, got.expires, now)
+            parts.politeness.hold(got.host, now + got.wait)
+            self.reschedule(got.host)
+            if got.taken_over:
+                stats.inc_value("frontier/leases_taken_over")
+                stats.inc_value("frontier/recovered", got.recovered)
+                logger.info("Took over %s from an expired lease: %d in-flight URL(s) back in its queue",
+                            got.host, got.recovered)
+            parts.signals.host_assigned(got.host)
+        stats.inc_value("frontier/heap_polls")
+        stats.inc_value("frontier/leases_acquired", len(acquired))
+        stats.set_value("frontier/back_queues", len(self.held))
+        interval = self.poll_interval
+        wait = interval if poll.wait is None else min(interval, max(poll.wait, 0.005))
+        load = len(self.held) / self.share()
+        self.next_poll = now if acquired and load < 1 else now + wait * (1 + load)
+
+    # -- takes -------------------------------------------------------------------
+    def _send(self, host: str) -> Any:
+        """Mark ``host`` busy (off the heap, one more in flight)."""
+        held = self.held[host]
+        held.taking, held.inflight = True, held.inflight + 1
+        self.busy += 1
+        self.heap.remove(host)
+        return held
+
+    def _answered(self, host: str) -> Any:
+        """``host``'s take or release is answered: not busy any more; its HeldHost, if still held."""
+        self.busy -= 1
+        held = self.held.get(host)
+        if held is not None:
+            held.taking, held.inflight = False, max(0, held.inflight - 1)
+        return held
+
+    def _take_answered(self, host: str, taken: Taken) -> None:
+        held = self._answered(host)
+        if held is not None:
+            held.inflight += 1  # until hand_out uses it
+        self.arrived.append((host, taken))
+        self._wake()
+
+    def _busy_failed(self, host: str) -> None:
+        if self._answered(host) is not None:
+            self.reschedule(host)
+
+    def hand_out(self, now: float) -> Request | None:
+        """A request from the answered takes, in the order they were sent."""
+        while self.arrived:
+            host, taken = self.arrived.popleft()
+            held = self.held.get(host)
+            if held is None:  # given away meanwhile (lease lost): its URL goes back
+                if taken.entry is not None:
+                    self.leases.put_back(host, taken.entry.fingerprint, taken.entry.level)
+                continue
+            held.inflight = max(0, held.inflight - 1)
+            request = self.use_taken(host, taken, now)
+            if request is not None:
+                return request
+        return None
+
+    # -- idle releases and polls ---------------------------------------------------
+    def release_idle(self, host: str) -> None:
+        """Give back a host whose queue looked empty, unless work came meanwhile."""
+        wait = self.wait(host)
+        held = self._send(host)
+
+        def released(outcome: tuple[int, int, float]) -> None:
+            if self._answered(host) is not None:
+                self.released(host, outcome)
+                self._wake()
+
+        self.leases.release(host, wait, True, held.heap_score, released,
+                                     lambda err: self._busy_failed(host))
+
+    def _acquired(self, poll: Poll, acquired: list[Any], now: float) -> None:
+        self.polling = False
+        self.polled(poll, acquired, now if self.worker is None else self.parts.clock())
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake the engine at the dispatch's next due time (now, after the worker's answer)."""
+        if self.worker is None:  # answered at once, inside the engine's own call
+            return
+        now = self.parts.clock()
+        self.parts.wakeup.arm(self.next_due(now), now)
+
+    def _poll_failed(self, err: Exception) -> None:
+        self.polling = False

@@ -73,22 +73,13 @@ def redis_connection(crawler: Crawler) -> RedisConnection:
     return connection
 
 
-def redis_bloom(settings: Any) -> BloomLayout:
-    """The shared filter's layout; BloomLayout names a setting out of range."""
-    values = []
-    for name, kind in (("FRONTIER_REDIS_BLOOM_CAPACITY", int), ("FRONTIER_REDIS_BLOOM_ERROR_RATE", float)):
-        raw = setting(settings, name)
-        try:
-            values.append(kind(raw))
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} must be a number, got {raw!r}") from err
-    return BloomLayout(*values)
-
-
 def redis_store(crawler: Crawler) -> RedisStore:
     """The frontier's Redis store on the crawler's connection."""
     config = redis_settings(crawler.settings)
-    seen = redis_bloom(crawler.settings) if seen_backend(crawler.settings) == "bloom" else FingerprintSetLayout()
+    seen: BloomLayout | FingerprintSetLayout = FingerprintSetLayout()
+    if seen_backend(crawler.settings) == "bloom":  # BloomLayout names a setting out of range
+        seen = BloomLayout(number_setting(crawler.settings, "FRONTIER_REDIS_BLOOM_CAPACITY", 1, int),
+                           number_setting(crawler.settings, "FRONTIER_REDIS_BLOOM_ERROR_RATE", 0.0))
     return RedisStore(config.url, config.prefix, persist=config.persist, flush_on_start=config.flush_on_start,
                       retries=config.retries, timeout=config.timeout, seen=seen,
                       keep_rows=crawler.settings.getbool("REVISIT_ENABLED"), connection=redis_connection(crawler),
@@ -102,21 +93,16 @@ def read_only_redis_store(settings: Any) -> RedisStore:
                       links=link_segments(settings, config.prefix))
 
 
-def redis_content_store(crawler: Crawler, flush_interval: float) -> RedisContentStore:
-    """The content-seen sets' store on the crawler's connection."""
-    config = redis_settings(crawler.settings)
-    return RedisContentStore(
-        config.url, config.prefix, persist=config.persist, flush_on_start=config.flush_on_start,
-        retries=config.retries, timeout=config.timeout,
-        ttl=max(HEARTBEAT_TTL, 3 * flush_interval),  # the periodic flush renews this process's heartbeat
-        connection=redis_connection(crawler))
-
-
 def redis_content_sets(crawler: Crawler, options: ContentOptions) -> ContentSets:
     """The content-seen sets in the crawl's Redis, shared by its processes;
     with ``options.io_thread`` and a running reactor their round trips go
     through a worker thread of their own."""
-    store = redis_content_store(crawler, options.flush_interval)
+    config = redis_settings(crawler.settings)
+    store = RedisContentStore(
+        config.url, config.prefix, persist=config.persist, flush_on_start=config.flush_on_start,
+        retries=config.retries, timeout=config.timeout,
+        ttl=max(HEARTBEAT_TTL, 3 * options.flush_interval),  # the periodic flush renews this process's heartbeat
+        connection=redis_connection(crawler))
 
     def opener(sets: ContentSets) -> None:
         sets.exact = RedisContentSeen(store)

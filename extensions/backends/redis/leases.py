@@ -138,8 +138,6 @@ class HostLeases:
 
     def __init__(self, store: Any, owner: str, ttl: float, shards: int,
                  clock: Callable[[], float] | None = None, rng: random.Random | None = None) -> None:
-        if ttl <= 0:
-            raise ValueError(f"FRONTIER_LEASE_TTL must be > 0, got {ttl!r}")
         if shards < 1:
             raise ValueError(f"the host heap needs >= 1 shard, got {shards!r}")
         self.store, self.keys = store, store.keys
@@ -167,19 +165,22 @@ class HostLeases:
         return keys.lease(host), keys.back(host), keys.inflight(host), tag_urls
 
     # -- enqueue -------------------------------------------------------------
-    def enqueue(self, host: str, entries: Sequence[Entry], force: bool = False) -> list[Enqueued]:
+    def enqueue(self, host: str, entries: Sequence[Entry], force: bool = False,
+                then: Callable[[list[Enqueued]], None] | None = None) -> list[Enqueued] | None:
         """File URLs of one host (add-if-new, or requeue with ``force``) and
-        put the host on the heap if it is not there; per entry, whether it was new."""
+        put the host on the heap if it is not there; per entry, whether it was
+        new, to ``then`` and returned if answered at once (else None)."""
         if not entries:
             return []
-        return self._enqueued(host, self.io.call(self._enqueue_command(host, entries, force))[0])
+        found: list[list[Enqueued]] = []
 
-    def enqueue_then(self, host: str, entries: Sequence[Entry], force: bool,
-                     then: Callable[[list[Enqueued]], None]) -> None:
-        """:meth:`enqueue` without waiting: ``then`` gets the outcome."""
-        self.io.submit([self._enqueue_command(host, entries, force)],
-                       lambda answers: then(self._enqueued(host, answers[0], listing=False)),
+        def answered(answers: list[Any]) -> None:
+            found.append(self._enqueued(answers[0]))
+            if then is not None:
+                then(found[0])
+        self.io.submit([self._enqueue_command(host, entries, force)], answered,
                        follow=lambda answers: self._listing(host, answers[0]))
+        return found[0] if found else None
 
     def _enqueue_command(self, host: str, entries: Sequence[Entry], force: bool) -> tuple[Any, ...]:
         seqs = self.store.counters.sequence_numbers(len(entries))
@@ -197,12 +198,9 @@ class HostLeases:
             return ("EVAL", ENQUEUE, 5, *script_keys, *head_args, *args)
         return ("EVAL", ENQUEUE, 6, *script_keys, seen.key(keys, tag), *head_args, *seen.args(), *args)
 
-    def _enqueued(self, host: str, answer: list[Any], listing: bool = True) -> list[Enqueued]:
-        """``listing``: list the host if it needs it (else the enqueue's ``follow`` did)."""
-        added, needs, mine, queued, head, wait, ver = answer
+    def _enqueued(self, answer: list[Any]) -> list[Enqueued]:
+        added, needs, mine, queued, head, _, _ = answer
         self.store.counters.count_known(sum(added))
-        if needs and listing:
-            self.list_host(host, wait / 1000.0, ver)
         return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
 
     def list_host(self, host: str, wait: float, ver: bytes | str) -> None:

@@ -38,7 +38,7 @@ class LeaseUpkeep:
             self.reactor_round_trips += self._reactor_trips() - trips
 
     def _reactor_trips(self) -> int:
-        return int(self.dispatch.off_reactor.timing()["redis/reactor_round_trips"])
+        return int(self.dispatch.timing()["redis/reactor_round_trips"])
 
     def _renew(self) -> None:
         dispatch = self.dispatch
@@ -50,13 +50,13 @@ class LeaseUpkeep:
                     self.lost(host)
                 elif host in dispatch.held:
                     dispatch.held[host].heap_score = expires
-            dispatch.polls.alive = max(1, dispatch.leases.heartbeat(dispatch.lease_ttl))
+            dispatch.alive = max(1, dispatch.leases.heartbeat(dispatch.lease_ttl))
             self.share_holds()
             # not while a take is on its way: its URL is in flight in Redis, not yet here
-            if dispatch.off_reactor.failures() != self._failures_seen and not dispatch.off_reactor.pending():
-                self._failures_seen = dispatch.off_reactor.failures()
+            if dispatch.failures() != self._failures_seen and not dispatch.pending():
+                self._failures_seen = dispatch.failures()
                 self.repair_inflight()
-            dispatch.polls.hosts, dispatch.polls.checked = dispatch.leases.poll(0).hosts, parts.clock()
+            dispatch.heap_hosts, dispatch.heap_checked = dispatch.leases.poll(0).hosts, parts.clock()
             self.give_away_late()
             self.rebalance()
         except FrontierStoreError as err:
@@ -112,7 +112,7 @@ class LeaseUpkeep:
         run, give the excess back (none with a fetch in flight)."""
         dispatch = self.dispatch
         excess = len(dispatch.held) - dispatch.share() - 1
-        if dispatch.polls.alive < 2 or excess <= 0:
+        if dispatch.alive < 2 or excess <= 0:
             return
         fetching = self.fetching()
         idle = [host for host, held in dispatch.held.items() if not held.inflight and host not in fetching]
@@ -128,7 +128,7 @@ class LeaseUpkeep:
     # -- stats -------------------------------------------------------------------
     def share_stats(self) -> None:
         stats, leases = self.dispatch.parts.stats, self.dispatch.leases
-        for name, value in self.dispatch.off_reactor.timing().items():
+        for name, value in self.dispatch.timing().items():
             stats.set_value(name, value)
         stats.set_value("redis/upkeep_reactor_round_trips", self.reactor_round_trips)
         values = getattr(stats, "get_stats", lambda: getattr(stats, "values", {}))()

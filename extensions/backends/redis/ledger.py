@@ -12,7 +12,8 @@ the rows in Redis (:meth:`SharedLedger.totals`)::
     sum(cash + D - mark) + Lambda == put_in
 
 :meth:`SharedLedger.distribute_then` sends a page's payment through the
-frontier's worker channel, after the store's buffered writes.
+frontier's worker channel, after the store's buffered writes; the other
+writes go through the same code answered at once on the store.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals, Paid
 from extensions.backends.redis.keys import positions_by
 from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.scripts import lua
+from extensions.backends.redis.worker import DirectIO
 from extensions.frontier.store import Entry
 
 Taken = tuple[float, float, int, float]  # cash taken, history, visits, each outlink's share
@@ -51,7 +53,7 @@ class SharedLedger(AOPICLedger):
             lam, dividend, put_in, rows, crawls = old.split(",")
             self.store.call(("EVAL", MIGRATE, 1, self._key, lam, dividend, put_in,
                              str(int(float(rows))), str(int(float(crawls)))))
-        self._update(self.store.call(("HMGET", self._key, *FIELDS))[0])
+        self.refresh()
 
     def save(self) -> None:
         """Nothing: every change was made in Redis already."""
@@ -86,53 +88,9 @@ class SharedLedger(AOPICLedger):
                         failed: Callable[[Exception], None], tax: float | None = None) -> None:
         """:meth:`distribute` through ``io``: ``then`` gets its result on the
         reactor thread, ``failed`` a Redis failure."""
-        if self.store.cluster:
-            self._distribute_per_tag_then(io, fingerprint, links, entries_of, then, failed, tax)
-            return
-        command = self._cash_command(fingerprint, links, len(links), None, "", tax)
-        reads, rows_of = self.store.urls.entry_reads(entries_of)
-        writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
-
-        def answered(answers: list[Any]) -> None:
-            answer = answers[len(writes)]
-            taken, changes, _, _ = _decode(answer)
-            self._update(answer[8])
-            then(Paid(taken[0], taken[1], taken[2], changes), rows_of(answers[len(writes) + 1:]))
-        io.submit([*writes, command, *reads], answered, failed)
-
-    def _distribute_per_tag_then(self, io: Any, take: int, credits: list[int], entries_of: list[int],
-                                 then: Callable[[Paid, dict[int, Entry]], None],
-                                 failed: Callable[[Exception], None], tax: float | None = None) -> None:
-        """On a cluster: the take, then the credits per tag (sent by the
-        worker thread from its answer); the reactor thread buffers the :data:`JOIN`."""
-        d, outlinks = repr(self.dividend), len(credits)
-        view = ("HMGET", self._key, *FIELDS)
-        reads, rows_of = self.store.urls.entry_reads(entries_of)
-        writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
-        first = [*writes, self._take_command(take, d, outlinks, tax), view, *reads]
-        by_tag = positions_by(credits, tag_of)
-
-        def credit(answers: list[Any]) -> tuple[Any, ...]:  # on the worker thread: no state touched
-            try:
-                commands = self._credit_commands(by_tag, credits, d, outlinks, float(answers[len(writes)][3]), "")
-            except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
-                return [], None, lambda _, error=err: failed(error)
-            return [*commands, view], None, lambda found: paid(answers, found), failed
-
-        def paid(answers: list[Any], found: list[Any]) -> None:  # on the reactor thread
-            try:
-                answer, state = answers[len(writes)], answers[len(writes) + 1]
-                self._update(state)
-                self._update(found[-1])
-                taken, _, new, _ = _decode(answer)
-                changes, tag_new, put_in = _merge_credits(by_tag, found[:-1], len(credits))
-                entries = rows_of(answers[len(writes) + 2:])
-            except Exception as err:  # noqa: BLE001 - the page's pipeline must end
-                failed(err)
-                return
-            self.store.write("EVAL", JOIN, 1, self._key, repr(float(answer[4])), new + tag_new, d, repr(put_in))
-            then(Paid(taken[0], taken[1], taken[2], changes), entries)
-        io.submit(first, None, failed, follow=credit)
+        self._pay(io, fingerprint, links, len(links), None, "", entries_of, tax,
+                  lambda taken, changes, entries: then(Paid(taken[0], taken[1], taken[2], changes), entries),
+                  failed)
 
     def take(self, fingerprint: int, rows: Any = None) -> tuple[float, float, int]:
         """The page was fetched and pays no outlinks: its cash all to Lambda."""
@@ -159,20 +117,68 @@ class SharedLedger(AOPICLedger):
     def _run(self, take: int | None, credits: list[int], outlinks: int, amount: float | None = None,
              mode: str = "", entries_of: Sequence[int] = (),
              tax: float | None = None) -> tuple[Taken, list[Change], dict[int, Entry]]:
-        """:data:`CASH` (per tag and :data:`JOIN` on a cluster): the take,
-        the credits' changes and the URL rows of ``entries_of``."""
-        if self.store.cluster:
-            return self._run_per_tag(take, credits, outlinks, amount, mode, entries_of, tax)
-        command = self._cash_command(take, credits, outlinks, amount, mode, tax)
-        (answer,), entries = self.store.urls.call_with_entries([command], entries_of)
-        taken, changes, _, _ = _decode(answer)
-        self._update(answer[8])
-        return taken, changes, entries
+        """:meth:`_pay` at once on the store."""
+        result: list[tuple[Taken, list[Change], dict[int, Entry]]] = []
+        self._pay(DirectIO(self.store), take, credits, outlinks, amount, mode, entries_of, tax,
+                  lambda *found: result.append(found), _raise)
+        return result[0]
+
+    def _pay(self, io: Any, take: int | None, credits: list[int], outlinks: int, amount: float | None,
+             mode: str, entries_of: Sequence[int], tax: float | None,
+             then: Callable[[Taken, list[Change], dict[int, Entry]], None],
+             failed: Callable[[Exception], None]) -> None:
+        """:data:`CASH` through ``io`` after the store's buffered writes: the
+        take, the credits' changes and the URL rows of ``entries_of`` to
+        ``then``. On a cluster :data:`CASH` runs per slot (the credits sent by
+        the worker thread from the take's answer); the reactor thread buffers
+        the :data:`JOIN`."""
+        reads, rows_of = self.store.urls.entry_reads(entries_of)
+        writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
+        at = len(writes)
+        if not self.store.cluster:
+            def answered(answers: list[Any]) -> None:
+                taken, changes, _, _ = _decode(answers[at])
+                self._update(answers[at][8])
+                then(taken, changes, rows_of(answers[at + 1:]))
+            io.submit([*writes, self._cash_command(take, credits, outlinks, amount, mode, tax), *reads],
+                      answered, failed)
+            return
+        d, view = repr(self.dividend), ("HMGET", self._key, *FIELDS)  # the dividend for the next page
+        first = [] if take is None else [self._cash_command(take, [], outlinks, None, "", tax, d), view]
+        by_tag = positions_by(credits, tag_of)
+
+        def credit(answers: list[Any]) -> tuple[Any, ...]:  # on the worker thread: no state touched
+            try:
+                share = amount if take is None else float(answers[at][3])
+                commands = self._credit_commands(by_tag, credits, d, outlinks, share or 0.0, mode)
+            except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
+                return [], None, lambda _, error=err: failed(error)
+            if not commands and take is not None:  # the view came with the take
+                return [], None, lambda _: paid(answers, [answers[at + 1]]), failed
+            return [*commands, view], None, lambda found: paid(answers, found), failed
+
+        def paid(answers: list[Any], found: list[Any]) -> None:  # on the reactor thread
+            try:
+                taken, to_lambda, new = (0.0, 0.0, 0, 0.0), 0.0, 0
+                if take is not None:
+                    self._update(answers[at + 1])
+                    taken, _, new, _ = _decode(answers[at])
+                    to_lambda = float(answers[at][4])
+                self._update(found[-1])
+                changes, tag_new, put_in = _merge_credits(by_tag, found[:-1], len(credits))
+                entries = rows_of(answers[at + len(first):])
+            except Exception as err:  # noqa: BLE001 - the page's pipeline must end
+                failed(err)
+                return
+            self.store.write("EVAL", JOIN, 1, self._key, repr(to_lambda), new + tag_new, d, repr(put_in))
+            then(taken, changes, entries)
+        io.submit([*writes, *first, *reads], None, failed, follow=credit)
 
     def _cash_command(self, take: int | None, credits: list[int], outlinks: int, amount: float | None,
-                      mode: str, tax: float | None = None) -> tuple[Any, ...]:
-        """:data:`CASH` over the ledger and every cash hash it touches (a single Redis)."""
-        keys: list[str] = [self._key]
+                      mode: str, tax: float | None = None, d: str | None = None) -> tuple[Any, ...]:
+        """:data:`CASH` over every cash hash it touches and, on a single Redis
+        (``d`` None), the ledger; on a cluster in one slot, with the dividend ``d``."""
+        keys: list[str] = [self._key] if d is None else []
         index: dict[str, int] = {}
 
         def key_of(fp: int) -> int:
@@ -184,41 +190,9 @@ class SharedLedger(AOPICLedger):
 
         take_index = 0 if take is None else key_of(take)
         pairs = [item for fp in credits for item in (key_of(fp), fp)]
-        args = ["1", "0", self._tax(tax), outlinks, take_index, take or 0,
+        args = ["1" if d is None else "0", d or "0", self._tax(tax), outlinks, take_index, take or 0,
                 "" if amount is None else repr(float(amount)), mode, *pairs]
         return ("EVAL", CASH, len(keys), *keys, *args)
-
-    def _run_per_tag(self, take: int | None, credits: list[int], outlinks: int, amount: float | None,
-                     mode: str, entries_of: Sequence[int],
-                     tax: float | None = None) -> tuple[Taken, list[Change], dict[int, Entry]]:
-        d = repr(self.dividend)
-        taken: Taken = (0.0, 0.0, 0, 0.0)
-        to_lambda, new, put_in, entries = 0.0, 0, 0.0, None
-        view = ("HMGET", self._key, *FIELDS)  # the dividend for the next page (one slot per command)
-        if take is not None:
-            (answer, state), entries = self.store.urls.call_with_entries(
-                [self._take_command(take, d, outlinks, tax), view], entries_of)
-            self._update(state)
-            taken, _, new, _ = _decode(answer)
-            to_lambda = float(answer[4])
-            amount = taken[3] if amount is None else amount
-        by_tag = positions_by(credits, tag_of)
-        commands = self._credit_commands(by_tag, credits, d, outlinks, amount or 0.0, mode)
-        changes: list[Change] = [(0.0, 0.0, False)] * len(credits)
-        if commands or entries is None:
-            found, read = self.store.urls.call_with_entries([*commands, view],
-                                                            [] if entries is not None else entries_of)
-            self._update(found.pop())
-            entries = read if entries is None else entries
-            changes, tag_new, put_in = _merge_credits(by_tag, found, len(credits))
-            new += tag_new
-        self.store.write("EVAL", JOIN, 1, self._key, repr(to_lambda), new, d, repr(put_in))
-        return taken, changes, entries
-
-    def _take_command(self, take: int, d: str, outlinks: int, tax: float | None = None) -> tuple[Any, ...]:
-        """A cluster's :data:`CASH` taking a fetched page's cash, in its slot."""
-        return ("EVAL", CASH, 1, self.store.keys.cash(tag_of(take)), "0", d, self._tax(tax), outlinks,
-                1, take, "", "")
 
     def _tax(self, tax: float | None) -> str:
         """The tax argument of :data:`CASH`: a page's own, else the ledger's."""
@@ -229,9 +203,8 @@ class SharedLedger(AOPICLedger):
         """A cluster's :data:`CASH` crediting ``amount`` to ``credits``, one per slot."""
         if amount <= 0:
             return []
-        return [("EVAL", CASH, 1, self.store.keys.cash(tag), "0", d, repr(self.tax), outlinks, 0, 0,
-                 repr(float(amount)), mode, *[item for p in positions for item in (1, credits[p])])
-                for tag, positions in by_tag.items()]
+        return [self._cash_command(None, [credits[p] for p in positions], outlinks, amount, mode, d=d)
+                for positions in by_tag.values()]
 
     # -- reads ------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -244,6 +217,10 @@ class SharedLedger(AOPICLedger):
         cash, history, marks = self.store.cash.cash_totals()
         count = self.store.cash.cash_count()
         return LedgerTotals(cash, count * self.dividend - marks, self.lambda_cash, self.put_in, history, count)
+
+
+def _raise(err: Exception) -> None:
+    raise err
 
 
 def _merge_credits(by_tag: dict[str, list[int]], answers: list[Any], count: int) -> tuple[list[Change], int, float]:

@@ -27,6 +27,7 @@ from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.scripts import lua
 from extensions.frontier.store import RevisitCounts, RevisitRecord
 
+Command = tuple[Any, ...]
 CLUSTER_SHARDS = 16  # due-order shards on a Redis Cluster (one on a single Redis)
 
 _TIMES = struct.Struct("<Bddd")  # flags, first visit, last visit, last change
@@ -124,11 +125,6 @@ def unpack_record(fingerprint: int, due: float, value: bytes) -> RevisitRecord:
                          content, etag, modified, gone)
 
 
-def _score(value: Any) -> float | None:
-    """A ZMSCORE / WITHSCORES answer as a float (redis-py may have parsed it)."""
-    return None if value is None else float(value)
-
-
 def _pairs(answer: list[Any]) -> list[tuple[int, float]]:
     """A flat ``member, score, ...`` answer (or redis-py's pairs) as (fingerprint, score)."""
     if answer and isinstance(answer[0], (list, tuple)):
@@ -168,14 +164,11 @@ class RedisRevisitTable:
             return {}
         fingerprints = list(dict.fromkeys(fingerprints))
         by_tag = group_by_tag(fingerprints, tag_of)
-        by_shard = group_by_tag(fingerprints, lambda fp: str(self._shard(fp)))
+        reads, dues_of = self._due_reads(fingerprints)
         answers = self._connection().call(
-            *[("HMGET", self.keys.revisit(tag), *fps) for tag, fps in by_tag.items()],
-            *[("ZMSCORE", self.keys.revisit_due(int(shard)), *fps) for shard, fps in by_shard.items()])
-        dues = {fp: _score(score) for fps, scores in zip(by_shard.values(), answers[len(by_tag):])
-                for fp, score in zip(fps, scores)}
-        return {fp: unpack_record(fp, math.inf if dues[fp] is None else dues[fp], value)
-                for fp, value in found_values(by_tag.values(), answers).items()}
+            *[("HMGET", self.keys.revisit(tag), *fps) for tag, fps in by_tag.items()], *reads)
+        dues = dues_of(answers[len(by_tag):])
+        return {fp: unpack_record(fp, dues[fp], value) for fp, value in found_values(by_tag.values(), answers).items()}
 
     def put(self, records: Sequence[RevisitRecord]) -> None:
         if not records:
@@ -265,8 +258,16 @@ class RedisRevisitTable:
             yield self._with_dues(found)
 
     def _with_dues(self, packed: list[tuple[int, bytes]]) -> list[RevisitRecord]:
-        by_shard = group_by_tag([fp for fp, _ in packed], lambda fp: str(self._shard(fp)))
-        answers = self._connection().call(*[("ZMSCORE", self.keys.revisit_due(int(shard)), *fps)
-                                            for shard, fps in by_shard.items()])
-        dues = {fp: _score(score) for fps, scores in zip(by_shard.values(), answers) for fp, score in zip(fps, scores)}
-        return [unpack_record(fp, math.inf if dues[fp] is None else dues[fp], value) for fp, value in packed]
+        reads, dues_of = self._due_reads([fp for fp, _ in packed])
+        dues = dues_of(self._connection().call(*reads))
+        return [unpack_record(fp, dues[fp], value) for fp, value in packed]
+
+    def _due_reads(self, fingerprints: list[int]) -> tuple[list[Command], Callable[[list[Any]], dict[int, float]]]:
+        """The ZMSCORE reads of the due times of ``fingerprints``, and their
+        answers as ``fingerprint -> due`` (inf: none)."""
+        by_shard = group_by_tag(fingerprints, lambda fp: str(self._shard(fp)))
+
+        def dues(answers: list[Any]) -> dict[int, float]:
+            return {fp: math.inf if score is None else float(score)
+                    for fps, scores in zip(by_shard.values(), answers) for fp, score in zip(fps, scores)}
+        return [("ZMSCORE", self.keys.revisit_due(int(shard)), *fps) for shard, fps in by_shard.items()], dues

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from extensions.backends.redis.connection import script
+from extensions.backends.redis.connection import sha_of
 from extensions.backends.redis.rows import LUA_PARAMETERS
 
 _INCLUDE = re.compile(r'^--- @include "([\w-]+)"$', re.MULTILINE)
@@ -41,4 +41,6 @@ def source(name: str, **parameters: object) -> str:
 
 def lua(name: str, **parameters: object) -> str:
     """:func:`source`, registered (send it as ``("EVAL", it, ...)``)."""
-    return script(source(name, **parameters))
+    text = source(name, **parameters)
+    sha_of(text)
+    return text

@@ -64,6 +64,13 @@ class Hashes:
         else:
             connection.write(*multi)
 
+    def values(self, fingerprints: Sequence[int], *key_of: Callable[[str], str]) -> list[dict[int, Any]]:
+        """Per ``key_of`` (host tag -> hash key), the values of ``fingerprints``
+        in one round trip, missing ones left out."""
+        by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
+        answers = self.read([(key(tag), fps) for key in key_of for tag, fps in by_tag.items()])
+        return [found_values(by_tag.values(), answers[i * len(by_tag):]) for i in range(len(key_of))]
+
     def multi(self, script: str, items: list[tuple[str, list[Any]]]) -> tuple[Any, ...] | None:
         """``script`` over every ``(key, arguments)`` as one EVAL, or None
         where it cannot or need not be one (a cluster, one key, too many arguments)."""
@@ -206,9 +213,7 @@ class RedisURLTable:
     def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
         if not fingerprints:
             return {}
-        by_tag = group_by_tag(fingerprints, tag_of)
-        answers = self._hashes.read([(self.keys.urls(tag), fps) for tag, fps in by_tag.items()])
-        return {fp: unpack_entry(fp, row) for fp, row in found_values(by_tag.values(), answers).items()}
+        return {fp: unpack_entry(fp, row) for fp, row in self._hashes.values(fingerprints, self.keys.urls)[0].items()}
 
     def set_status(self, fingerprints: Iterable[int], status: Status,
                    now: float | None = None, only_from: Status | None = None) -> None:
@@ -293,15 +298,6 @@ class RedisURLTable:
             return {fp: unpack_entry(fp, row) for fp, row in found.items()}
         return ([multi] if multi is not None else [("HMGET", key, *fps) for key, fps in reads]), rows_of
 
-    def call_with_entries(self, commands: Sequence[tuple[Any, ...]],
-                          fingerprints: Sequence[int]) -> tuple[list[Any], dict[int, Entry]]:
-        """``commands``' answers and the rows of ``fingerprints``, in one round trip."""
-        read_commands, rows_of = self.entry_reads(fingerprints)
-        if not commands and not read_commands:
-            return [], {}
-        answers = self._connection().call(*commands, *read_commands)
-        return answers[:len(commands)], rows_of(answers[len(commands):])
-
 
 class RedisHostTable:
     """``P:hosts`` (a set), ``P:crawl_delays``, ``P:widened`` and ``P:deferrals`` (hashes)."""
@@ -356,19 +352,13 @@ class RedisCashTable:
     def get_cash(self, fingerprints: Sequence[int]) -> dict[int, CashRow]:
         if not fingerprints:
             return {}
-        by_tag = group_by_tag(fingerprints, tag_of)
-        answers = self._hashes.read([(self.keys.cash(tag), fps) for tag, fps in by_tag.items()])
-        return {fp: unpack_cash(value) for fp, value in found_values(by_tag.values(), answers).items()}
+        return {fp: unpack_cash(value) for fp, value in self._hashes.values(fingerprints, self.keys.cash)[0].items()}
 
     def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[dict[int, CashRow], dict[int, Entry]]:
         """The cash rows and the URL rows of the same URLs in one round trip."""
         if not fingerprints:
             return {}, {}
-        by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
-        answers = self._hashes.read([(self.keys.cash(tag), fps) for tag, fps in by_tag.items()]
-                                    + [(self.keys.urls(tag), fps) for tag, fps in by_tag.items()])
-        cash = found_values(by_tag.values(), answers)
-        rows = found_values(by_tag.values(), answers[len(by_tag):])
+        cash, rows = self._hashes.values(fingerprints, self.keys.cash, self.keys.urls)
         return ({fp: unpack_cash(value) for fp, value in cash.items()},
                 {fp: unpack_entry(fp, row) for fp, row in rows.items()})
 

@@ -49,7 +49,13 @@ class DirectIO:
 
     def submit(self, commands: Sequence[Command], then: Callable[[list[Any]], None] | None,
                failed: Callable[[Exception], None] | None = None, follow: Follow | None = None) -> None:
-        answers = self.store.call(*commands)
+        """``then`` gets the answers at once; a failure goes to ``failed``, then raises."""
+        try:
+            answers = self.store.call(*commands)
+        except Exception as err:
+            if failed is not None:
+                failed(err)
+            raise
         step, found, later = follow, answers, []
         while step is not None and (chained := step(found)) is not None:
             found, step = self.store.call(*chained[0]), chained[1]
@@ -59,9 +65,6 @@ class DirectIO:
             then(answers)
         for chained_then, chained_answers in later:  # in the order the worker would deliver them
             chained_then(chained_answers)
-
-    def pending(self) -> int:
-        return 0
 
     def idle(self) -> bool:
         return True
@@ -94,7 +97,7 @@ class RedisWorker:
         self._thread: threading.Thread | None = None
         self.reactor_seconds = 0.0  # the reactor thread waiting in call()
         self.reactor_calls = 0
-        self.jobs = self.pipelines = 0
+        self.jobs = 0
         self._outstanding = 0  # jobs queued and not finished (answered, their callback run)
 
     # -- the channel -----------------------------------------------------------
@@ -125,9 +128,6 @@ class RedisWorker:
         """Wait until every queued job is answered and its callback has run."""
         if self._running:
             self.call()
-
-    def pending(self) -> int:
-        return len(self._jobs)
 
     def idle(self) -> bool:
         """Whether every job sent is finished, its callback run."""
@@ -194,7 +194,6 @@ class RedisWorker:
         except Exception as err:  # noqa: BLE001 - reported on the reactor thread
             error = err if isinstance(err, RedisLayerError) else RedisLayerError(str(err))
         self.jobs += len(batch)
-        self.pipelines += 1
         at = 0
         for job in batch:
             job.answers, job.error = answers[at:at + len(job.commands)], error
