@@ -13,15 +13,10 @@ from extensions.linkgraph.bvgraph import Adjacency, BVGraph, transpose, write_bv
 from extensions.linkgraph.codes import (
     BitPacker,
     BitReader,
-    delta,
-    gamma,
     gamma_array,
-    int2nat,
+    int2nat_array,
     nat2int,
-    pack_codes,
     read_gamma_stream,
-    unary,
-    zeta,
     zeta_array,
 )
 
@@ -30,17 +25,44 @@ FAST = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+# the codes as their definitions state them, one value at a time: the oracle of the vectorised ones
+
+
+def unary(x: int) -> tuple[int, int]:
+    return 1, x + 1
+
+
+def gamma(x: int) -> tuple[int, int]:
+    v = x + 1
+    return v, 2 * v.bit_length() - 1
+
+
+def zeta(x: int, k: int) -> tuple[int, int]:
+    v = x + 1
+    h = (v.bit_length() - 1) // k
+    left = 1 << (h * k)
+    y = v - left
+    payload, plen = (y, h * k + k - 1) if y < left else (y + left, h * k + k)
+    return (1 << plen) | payload, h + 1 + plen
+
+
+def pack_codes(codes) -> tuple[bytes, int]:
+    acc = nbits = 0
+    for value, length in codes:
+        acc = (acc << length) | value
+        nbits += length
+    pad = -nbits % 8
+    return (acc << pad).to_bytes((nbits + pad) // 8, "big"), nbits
+
+
 def _decode(name, reader, k):
-    if name == "zeta":
-        return reader.read_zeta(k)
-    return {"unary": reader.read_unary, "gamma": reader.read_gamma,
-            "delta": reader.read_delta}[name]()
+    return reader.read_zeta(k) if name == "zeta" else reader.read_gamma()
 
 
 @FAST
 @given(st.lists(naturals, min_size=1, max_size=30), st.integers(1, 7))
 def test_codes_round_trip(values, k):
-    for name, code in (("gamma", gamma), ("delta", delta), ("zeta", lambda x: zeta(x, k))):
+    for name, code in (("gamma", gamma), ("zeta", lambda x: zeta(x, k))):
         data, nbits = pack_codes(code(v) for v in values)
         reader = BitReader.from_bytes(data, 0, nbits)
         assert [_decode(name, reader, k) for _ in values] == values
@@ -68,7 +90,8 @@ def test_vectorised_codes_and_packing_equal_scalar(values, k):
 
 @given(st.integers(-2**40, 2**40))
 def test_sign_folding_round_trips(x):
-    assert int2nat(x) >= 0 and nat2int(int2nat(x)) == x
+    folded = int(int2nat_array(np.array([x]))[0])
+    assert folded >= 0 and nat2int(folded) == x
 
 
 @st.composite
@@ -103,7 +126,6 @@ def test_graph_round_trips_and_random_access_equals_full_decode(tmp_path, graph,
     assert full.targets.tolist() == graph.targets.tolist()
     for node in range(graph.num_nodes):
         assert loaded.successors(node).tolist() == graph.successors(node).tolist()
-        assert loaded.outdegree(node) == len(graph.successors(node))
 
 
 def test_reference_chains_are_bounded(tmp_path):

@@ -319,7 +319,7 @@ def write_bvgraph(basename: Path, graph: Adjacency, *, window: int = 7, max_ref_
     (see :mod:`.webgraph_ef`). ``min_interval`` 0 disables intervals,
     ``window`` 0 disables references.
     """
-    from .webgraph_ef import write_ef  # a sibling module, imported late to keep this one readable
+    from .webgraph_ef import ef_bytes  # a sibling module, imported late to keep this one readable
 
     if min_interval and min_interval < 2:
         raise ValueError(f"min_interval must be 0 or >= 2, got {min_interval}")
@@ -347,7 +347,7 @@ def write_bvgraph(basename: Path, graph: Adjacency, *, window: int = 7, max_ref_
     basename.with_suffix(".offsets").write_bytes(offsets_bytes)
     _write_properties(basename, n, graph.num_arcs, packer.bits, window, max_ref_count,
                       min_interval, zeta_k)
-    write_ef(basename.with_suffix(".ef"), np.cumsum(gaps), len(graph_bytes) * 8)
+    basename.with_suffix(".ef").write_bytes(ef_bytes(np.cumsum(gaps), len(graph_bytes) * 8))
     return GraphSize(packer.bits, len(offsets_bytes), graph.num_arcs, n)
 
 
@@ -414,11 +414,6 @@ class BVGraph:
 
     def _reader(self, node: int) -> BitReader:
         return BitReader.from_bytes(self.data, int(self.offsets[node]), int(self.offsets[node + 1]))
-
-    def outdegree(self, node: int) -> int:
-        if not 0 <= node < self.num_nodes:
-            raise IndexError(f"node {node} out of range")
-        return self._reader(node).read_gamma()
 
     def successors(self, node: int) -> np.ndarray:
         """The sorted successors of ``node``, following at most the reference chain."""

@@ -1,7 +1,7 @@
 """Instantaneous codes and bit streams, as WebGraph writes them.
 
 Bits are written MSB-first (big-endian, WebGraph's ``OutputBitStream``).
-Unary ``x`` is ``x`` zeros and a one; gamma, delta and zeta_k are the codes
+Unary ``x`` is ``x`` zeros and a one; gamma and zeta_k are the codes
 of Boldi and Vigna ("The WebGraph Framework II: Codes for the World-Wide
 Web", and ``dsi-bitstream``), all for naturals (``x >= 0``).
 
@@ -15,52 +15,13 @@ needs.
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import numpy as np
 
 _U64 = np.uint64
 
 
-def unary(x: int) -> tuple[int, int]:
-    """``x`` zeros then a one."""
-    return 1, x + 1
-
-
-def gamma(x: int) -> tuple[int, int]:
-    """Elias gamma of ``x >= 0``: ``x + 1`` in ``2 * floor(log2(x + 1)) + 1`` bits."""
-    v = x + 1
-    return v, 2 * v.bit_length() - 1
-
-
-def delta(x: int) -> tuple[int, int]:
-    """Elias delta of ``x >= 0``: gamma of the bit length, then the low bits."""
-    v = x + 1
-    nb = v.bit_length() - 1
-    gv, gl = gamma(nb)
-    return (gv << nb) | (v - (1 << nb)), gl + nb
-
-
-def zeta(x: int, k: int) -> tuple[int, int]:
-    """Zeta_k of ``x >= 0``: unary ``h``, then minimal binary in [0, 2^hk (2^k - 1))."""
-    v = x + 1
-    h = (v.bit_length() - 1) // k
-    left = 1 << (h * k)
-    y = v - left
-    if y < left:
-        payload, plen = y, h * k + k - 1
-    else:
-        payload, plen = y + left, h * k + k
-    return (1 << plen) | payload, h + 1 + plen
-
-
-def int2nat(x: int) -> int:
-    """Fold a signed integer into a natural (0, -1, 1, -2 ... -> 0, 1, 2, 3 ...)."""
-    return 2 * x if x >= 0 else -2 * x - 1
-
-
 def nat2int(x: int) -> int:
-    """Inverse of :func:`int2nat`."""
+    """A natural unfolded into a signed integer (0, 1, 2, 3 ... -> 0, -1, 1, -2 ...)."""
     return x >> 1 if x & 1 == 0 else -((x + 1) >> 1)
 
 
@@ -98,7 +59,7 @@ def zeta_array(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def int2nat_array(x: np.ndarray) -> np.ndarray:
-    """Vectorised :func:`int2nat`."""
+    """Signed integers folded into naturals (:func:`nat2int`'s inverse)."""
     x = np.asarray(x, dtype=np.int64)
     return np.where(x >= 0, 2 * x, -2 * x - 1)
 
@@ -147,17 +108,6 @@ class BitPacker:
         return b"".join(self.chunks) + tail
 
 
-def pack_codes(codes: Iterable[tuple[int, int]]) -> tuple[bytes, int]:
-    """Pack scalar ``(value, length)`` codes; returns (bytes, bit count)."""
-    acc = 0
-    nbits = 0
-    for value, length in codes:
-        acc = (acc << length) | value
-        nbits += length
-    pad = -nbits % 8
-    return (acc << pad).to_bytes((nbits + pad) // 8, "big"), nbits
-
-
 # -- reading -----------------------------------------------------------------
 
 
@@ -198,10 +148,6 @@ class BitReader:
         if 2 * zeros >= self.nbits:
             raise EOFError("gamma code runs past the end of the stream")
         return self.read_bits(2 * zeros + 1) - 1
-
-    def read_delta(self) -> int:
-        nb = self.read_gamma()
-        return ((1 << nb) | self.read_bits(nb)) - 1
 
     def read_zeta(self, k: int) -> int:
         h = self.read_unary()

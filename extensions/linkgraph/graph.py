@@ -77,11 +77,11 @@ class LinkGraph:
 
     def out_links(self, url: str) -> list[str]:
         """The URLs ``url`` links to, in node order."""
-        return [self.url_of(int(node)) for node in self.graph.successors(self.node_of(url))]
+        return list(map(self.url_of, self.graph.successors(self.node_of(url)).tolist()))
 
     def in_links(self, url: str) -> list[str]:
         """The URLs that link to ``url``, in node order."""
-        return [self.url_of(int(node)) for node in self.transposed.successors(self.node_of(url))]
+        return list(map(self.url_of, self.transposed.successors(self.node_of(url)).tolist()))
 
     def pagerank(self) -> np.ndarray:
         """PageRank by node id (damping 0.85), computed at build time."""

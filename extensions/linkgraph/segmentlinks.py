@@ -63,7 +63,7 @@ class SegmentLinkTable:
         for path in sorted(segment_files(self.directory), key=_mtime, reverse=True):
             if best is not None and _mtime(path) + MTIME_SLACK < best.when:
                 break  # last written before the best record: holds none later
-            for record in _records_of(path, scan):
+            for record in read_segment(path, scan):
                 if record.source == source and (best is None or record.when >= best.when):
                     best = record
         return None if best is None else best.targets.tolist()
@@ -144,10 +144,3 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except FileNotFoundError:
         return float("-inf")
-
-
-def _records_of(path: Path, scan: SegmentScan) -> Iterator[SegmentRecord]:
-    try:
-        yield from read_segment(path, scan)
-    except FileNotFoundError:
-        return

@@ -17,7 +17,6 @@ our reader uses ``.offsets``. The tests load every graph they write with it.
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import numpy as np
 
@@ -146,8 +145,3 @@ def ef_bytes(offsets: np.ndarray, upper_bound: int) -> bytes:
     out.words(inventory)
     out.words(spill)
     return b"".join(out.parts)
-
-
-def write_ef(path: Path, offsets: np.ndarray, upper_bound: int) -> None:
-    """Write the ``.ef`` file webgraph-rs maps for random access."""
-    Path(path).write_bytes(ef_bytes(offsets, upper_bound))
