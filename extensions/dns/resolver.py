@@ -26,7 +26,8 @@ from twisted.names import error as dns_errors
 from zope.interface import implementer
 
 from extensions import defaults
-from extensions.dns.cache import CacheEntry, DnsCache, LatencySample, clamp_ttl
+from extensions.backends.settings import number_setting
+from extensions.dns.cache import CacheEntry, DnsCache, LatencySample
 from extensions.dns.policy import AddressPolicy, describe_refusal, parse_address, policy_from_settings
 from extensions.resolver import HostsTable, StatsSink, load_hosts_file, normalise_name
 
@@ -92,6 +93,10 @@ class TtlBounds(NamedTuple):
     minimum: float = defaults.DNS_MIN_TTL
     maximum: float = defaults.DNS_MAX_TTL
     negative: float = defaults.DNS_NEGATIVE_TTL
+
+    def clamp(self, ttl: float) -> float:
+        """``ttl`` kept inside [minimum, maximum]."""
+        return min(max(ttl, self.minimum), self.maximum)
 
 
 def parse_nameserver(text: str) -> tuple[str, int]:
@@ -221,11 +226,9 @@ class CachingResolver:
             "DNS_NAMESERVERS", defaults.DNS_NAMESERVERS) if text.strip()]
         querier = NameserverQuerier(
             build_client(reactor, nameservers), positive(settings, "DNS_TIMEOUT", 60.0),
-            int(non_negative(settings, "DNS_RETRIES", defaults.DNS_RETRIES)))
-        size = int(non_negative(settings, "DNS_CACHE_SIZE", defaults.DNS_CACHE_SIZE))
-        ttl = TtlBounds(non_negative(settings, "DNS_MIN_TTL", defaults.DNS_MIN_TTL),
-                        non_negative(settings, "DNS_MAX_TTL", defaults.DNS_MAX_TTL),
-                        non_negative(settings, "DNS_NEGATIVE_TTL", defaults.DNS_NEGATIVE_TTL))
+            number_setting(settings, "DNS_RETRIES", 0, int))
+        size = number_setting(settings, "DNS_CACHE_SIZE", 0, int)
+        ttl = TtlBounds(*(number_setting(settings, name, 0) for name in ("DNS_MIN_TTL", "DNS_MAX_TTL", "DNS_NEGATIVE_TTL")))
         if ttl.minimum > ttl.maximum:
             raise ValueError(f"DNS_MIN_TTL={ttl.minimum!r} exceeds DNS_MAX_TTL={ttl.maximum!r}")
         cache = DnsCache(size if settings.getbool("DNSCACHE_ENABLED", True) else 0)
@@ -251,10 +254,10 @@ class CachingResolver:
         if address is not None:
             self.count(HOSTS_FILE_HITS)
             return self.checked(key, address)
-        entry = self.cache.get(key, self.clock())
+        entry = self.cache.live(key, self.clock())
         if entry is not None:
             self.count(CACHE_HITS)
-            if entry.negative:
+            if entry.address is None:
                 return self.failure(DnsLookupError(key, entry.reason or "error"))
             return self.checked(key, entry.address or "")
         if parse_address(key) is not None:  # a literal address (a seed such as http://10.0.0.7/)
@@ -292,8 +295,7 @@ class CachingResolver:
     def resolved(self, answer: Answer, name: str, started: float) -> None:
         now = self.clock()
         self.record_time(now - started)
-        ttl = clamp_ttl(answer.ttl, self.ttl.minimum, self.ttl.maximum)
-        self.cache.put(name, CacheEntry(now + ttl, address=answer.address))
+        self.cache.put(name, CacheEntry(now + self.ttl.clamp(answer.ttl), address=answer.address))
         scrapy_dnscache[name] = answer.address  # Scrapy's per-IP download slots read it
         for waiter in self.in_flight.pop(name, ()):
             if not waiter.called:  # a caller may have cancelled its wait
@@ -308,8 +310,7 @@ class CachingResolver:
             error = DnsLookupError(name, "error", f"{type(error).__name__}: {error}")
         if error.negative_ttl is not None or error.reason in ("nxdomain", "no_address"):
             ttl = self.ttl.negative if error.negative_ttl is None else error.negative_ttl
-            ttl = clamp_ttl(ttl, self.ttl.minimum, self.ttl.maximum)
-            self.cache.put(name, CacheEntry(now + ttl, reason=error.reason))
+            self.cache.put(name, CacheEntry(now + self.ttl.clamp(ttl), reason=error.reason))
         for waiter in self.in_flight.pop(name, ()):
             if not waiter.called:
                 self.failure(error).chainDeferred(waiter)
@@ -364,11 +365,4 @@ def positive(settings: Any, name: str, default: float) -> float:
     value = settings.getfloat(name, default)
     if value <= 0:
         raise ValueError(f"{name}={value!r}: must be > 0")
-    return value
-
-
-def non_negative(settings: Any, name: str, default: float) -> float:
-    value = settings.getfloat(name, default)
-    if value < 0:
-        raise ValueError(f"{name}={value!r}: must be >= 0")
     return value

@@ -20,7 +20,6 @@ from scrapy.http import TextResponse
 from extensions import defaults
 from extensions.processors.htmlscan import scan_html
 from extensions.processors.parsedpage import parsed_page
-from extensions.processors.registry import LateStats
 from extensions.urls.canonical import InvalidURL, Resolver, canonicalize, resolve
 
 if TYPE_CHECKING:
@@ -105,7 +104,7 @@ class HtmlLinkExtractor:
         settings = crawler.settings
         return cls(
             ignore_nofollow=settings.getbool("LINKS_IGNORE_NOFOLLOW", defaults.LINKS_IGNORE_NOFOLLOW),
-            stats=LateStats(crawler),
+            stats=crawler.stats,
             max_links=settings.getint("LINKS_MAX_PER_PAGE", defaults.LINKS_MAX_PER_PAGE),
             max_parse_bytes=settings.getint("PROCESSING_MAX_PARSE_BYTES", defaults.PROCESSING_MAX_PARSE_BYTES),
         )

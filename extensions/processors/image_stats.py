@@ -10,7 +10,6 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
-from extensions.processors.registry import LateStats
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -93,7 +92,7 @@ class ImageStats:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ImageStats:
-        return cls(stats=LateStats(crawler))
+        return cls(stats=crawler.stats)
 
     def process(self, response: Response) -> dict[str, Any]:
         body = response.body

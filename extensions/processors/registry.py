@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["LateStats", "Processor", "ProcessorRegistry"]
+__all__ = ["Processor", "ProcessorRegistry"]
 
 logger = logging.getLogger(__name__)
 
@@ -31,20 +31,6 @@ class Processor(Protocol):
     """A processing module: reads a response, returns fields (or None)."""
 
     def process(self, response: Response) -> dict[str, Any] | None: ...
-
-
-class LateStats:
-    """The crawler's stats collector, looked up at each use (processors are
-    built before Scrapy creates ``crawler.stats``)."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self.crawler.stats.inc_value(key, count, start)
-
-    def get_value(self, key: str, default: Any = None) -> Any:
-        return self.crawler.stats.get_value(key, default)
 
 
 class ProcessorRegistry:
@@ -73,7 +59,7 @@ class ProcessorRegistry:
                 paths = [paths]
             processors = (_build(crawler, path, built) for path in paths or ())
             instances[pattern] = [p for p in processors if p is not None]
-        return cls(instances, LateStats(crawler))
+        return cls(instances, crawler.stats)
 
     def for_type(self, mime: str) -> list[Processor]:
         """The processors of ``mime`` (lower-case, no parameters), cached."""

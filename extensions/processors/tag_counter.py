@@ -15,7 +15,6 @@ from scrapy.http import TextResponse
 from extensions import defaults
 from extensions.processors.htmlscan import scan_html
 from extensions.processors.parsedpage import parsed_page
-from extensions.processors.registry import LateStats
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -53,7 +52,7 @@ class TagCounter:
         settings = crawler.settings
         return cls(settings.getint("TAG_COUNTER_MAX_TAGS", defaults.TAG_COUNTER_MAX_TAGS),
                    settings.getint("PROCESSING_MAX_PARSE_BYTES", defaults.PROCESSING_MAX_PARSE_BYTES),
-                   LateStats(crawler))
+                   crawler.stats)
 
     def process(self, response: Response) -> dict[str, Any]:
         if not isinstance(response, TextResponse) or not response.body:
