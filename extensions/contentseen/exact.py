@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 from extensions.contentseen.fingerprint import to_signed64
@@ -76,6 +77,18 @@ def check_schema(connection: sqlite3.Connection, path: Path, table: str, script:
                 f"content-seen store {path} has {key}={meta.get(key)!r}, expected {value!r} "
                 "(written by another version or with other settings: delete it or use another JOBDIR)")
     return meta
+
+
+def write(connection: sqlite3.Connection, path: Path, work: Callable[[], object]) -> None:
+    """Run ``work`` in one transaction (rolled back if it fails: :class:`ContentStoreError`)."""
+    try:
+        connection.execute("BEGIN")
+        work()
+        connection.execute("COMMIT")
+    except sqlite3.Error as err:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise ContentStoreError(f"cannot write content-seen store {path}: {err}") from err
 
 
 def is_empty(connection: sqlite3.Connection, path: Path, table: str) -> bool:
@@ -145,15 +158,8 @@ class ContentSeen:
         """Commit the pending batch in one transaction."""
         if not self.pending:
             return
-        try:
-            self.connection.execute("BEGIN")
-            self.connection.executemany(
-                "INSERT OR IGNORE INTO content_seen VALUES (?, ?)", self.pending.items())
-            self.connection.execute("COMMIT")
-        except sqlite3.Error as err:
-            if self.connection.in_transaction:
-                self.connection.execute("ROLLBACK")
-            raise ContentStoreError(f"cannot write content-seen store {self.path}: {err}") from err
+        write(self.connection, self.path, lambda: self.connection.executemany(
+            "INSERT OR IGNORE INTO content_seen VALUES (?, ?)", self.pending.items()))
         self.pending.clear()
         self.counters["flushes"] += 1
 

@@ -39,12 +39,7 @@ from math import comb
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from extensions.contentseen.exact import (
-    ContentStoreError,
-    check_schema,
-    is_empty,
-    open_database,
-)
+from extensions.contentseen.exact import ContentStoreError, check_schema, is_empty, open_database, write
 from extensions.contentseen.fingerprint import from_signed64, to_signed64
 from extensions.contentseen.keyfilter import KeyFilter
 from extensions.contentseen.resemblance import resemblance
@@ -400,19 +395,18 @@ class NearDuplicateIndex:
         started = time.perf_counter()
         reserved = str(self.next_id + self.buffer_entries)
         levels_before = self.levels.meta()
-        try:
-            self.connection.execute("BEGIN")
+
+        def work() -> None:
             self.connection.executemany("INSERT INTO near_docs VALUES (?, ?, ?, ?, ?)", docs)
             if rows:
                 self.levels.insert(rows)
             self.connection.executemany("INSERT OR REPLACE INTO near_meta VALUES (?, ?)",
                                         [("reserved_id", reserved), ("levels", self.levels.meta())])
-            self.connection.execute("COMMIT")
-        except sqlite3.Error as err:
-            if self.connection.in_transaction:
-                self.connection.execute("ROLLBACK")
+        try:
+            write(self.connection, self.path, work)
+        except ContentStoreError:
             self.levels.restore(levels_before)
-            raise ContentStoreError(f"cannot write content-seen store {self.path}: {err}") from err
+            raise
         self._query = self.levels.query(len(self.layout.tables))
         elapsed_ms = round((time.perf_counter() - started) * 1000)
         self.counters["max_flush_ms"] = max(self.counters["max_flush_ms"], elapsed_ms)
