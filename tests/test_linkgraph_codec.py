@@ -25,6 +25,12 @@ FAST = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+def from_lists(lists: list[list[int]]) -> Adjacency:
+    """A graph from one list of successors per node (any order, duplicates allowed)."""
+    sources = np.repeat(np.arange(len(lists)), [len(s) for s in lists])
+    return Adjacency.from_arcs(len(lists), sources, np.array([t for s in lists for t in s], dtype=np.int64))
+
+
 # the codes as their definitions state them, one value at a time: the oracle of the vectorised ones
 
 
@@ -108,7 +114,7 @@ def graphs(draw):
         lists[node] = sorted(set(source) ^ edit)
     if draw(st.booleans()):
         lists[0] = sorted(set(lists[0]) | {0, n - 1})  # self loop, last node
-    return Adjacency.from_lists(lists)
+    return from_lists(lists)
 
 
 PARAMS = st.sampled_from([{}, {"window": 0}, {"min_interval": 0}, {"max_ref_count": 1},
@@ -131,7 +137,7 @@ def test_graph_round_trips_and_random_access_equals_full_decode(tmp_path, graph,
 def test_reference_chains_are_bounded(tmp_path):
     """Identical lists: every one would reference the previous, but chains stop at max_ref_count."""
     lists = [list(range(3, 48, 3))] * 50
-    graph = Adjacency.from_lists(lists)
+    graph = from_lists(lists)
     write_bvgraph(tmp_path / "g", graph, max_ref_count=2)
     loaded = BVGraph.open(tmp_path / "g")
     depth = []
@@ -151,7 +157,7 @@ def test_reference_chains_are_bounded(tmp_path):
 
 @pytest.mark.parametrize("num_nodes", [1, 2, 7])
 def test_graphs_without_arcs(tmp_path, num_nodes):
-    graph = Adjacency.from_lists([[] for _ in range(num_nodes)])
+    graph = from_lists([[] for _ in range(num_nodes)])
     assert write_bvgraph(tmp_path / "g", graph).arcs == 0
     loaded = BVGraph.open(tmp_path / "g")
     assert [loaded.successors(i).tolist() for i in range(num_nodes)] == [[]] * num_nodes
@@ -211,7 +217,7 @@ def _host_local_graph(hosts=200, pages=50, seed=3):
             own = [base + (page + j) % pages for j in range(1, 6)]
             cross = rng.integers(0, hosts * pages, 1).tolist()
             lists.append(nav + own + (cross if page % 5 == 0 else []))
-    return Adjacency.from_lists(lists)
+    return from_lists(lists)
 
 
 def test_host_locality_compresses_below_bound(tmp_path):

@@ -79,10 +79,8 @@ class AddressPolicy:
         parsed = parse_address(address)
         if parsed is None:
             return "unparsable"
-        if any(parsed in network for network in self.allowed_networks):
-            return None
         mapped = getattr(parsed, "ipv4_mapped", None)
-        if mapped is not None and any(mapped in network for network in self.allowed_networks):
+        if any(address in network for address in (parsed, mapped) if address is not None for network in self.allowed_networks):
             return None
         return address_category(parsed)
 

@@ -80,13 +80,6 @@ class Adjacency(NamedTuple):
         np.cumsum(np.bincount(src, minlength=num_nodes), out=offsets[1:])
         return cls(offsets, dst.astype(np.int64))
 
-    @classmethod
-    def from_lists(cls, lists: list[list[int]]) -> Adjacency:
-        """Build from one list of successors per node (any order, duplicates allowed)."""
-        sources = np.repeat(np.arange(len(lists)), [len(s) for s in lists])
-        targets = np.array([t for s in lists for t in s], dtype=np.int64)
-        return cls.from_arcs(len(lists), sources, targets)
-
 
 class GraphSize(NamedTuple):
     """What :func:`write_bvgraph` wrote."""

@@ -70,16 +70,9 @@ class ProcessorRegistry:
 
     def _match(self, mime: str) -> list[Processor]:
         exact = [p for pattern, ps in self.patterns if pattern == mime for p in ps]
-        wild = [
-            p for pattern, ps in self.patterns
-            if pattern != mime and _is_wildcard(pattern) and fnmatchcase(mime, pattern)
-            for p in ps
-        ]
-        result: list[Processor] = []
-        for processor in exact + wild:
-            if not any(processor is seen for seen in result):
-                result.append(processor)
-        return result
+        wild = [p for pattern, ps in self.patterns
+                if pattern != mime and _is_wildcard(pattern) and fnmatchcase(mime, pattern) for p in ps]
+        return list({id(processor): processor for processor in exact + wild}.values())  # each once
 
     def run(self, response: Response, mime: str) -> dict[str, Any]:
         """Merged results of ``mime``'s processors; a failing one is skipped."""

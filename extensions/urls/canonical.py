@@ -165,16 +165,11 @@ def resolve(base: str, href: str) -> str:
     the browsers' clean-up (C0 controls and spaces stripped, tabs/newlines
     removed, http(s) backslashes before the query as slashes). Not canonical;
     :class:`InvalidURL` if the reference cannot be parsed."""
-    href = _clean_href(base, href)
-    try:
-        return urljoin(base, href)
-    except ValueError as err:
-        raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {err}") from err
+    return Resolver(base).resolve(href)
 
 
 class Resolver:
-    """:func:`resolve` against one base, parsed once: ``Resolver(base).resolve(href)
-    == resolve(base, href)`` for every ``href``, raising where it raises."""
+    """:func:`resolve` against one base, parsed once."""
 
     def __init__(self, base: str) -> None:
         self.base = base
