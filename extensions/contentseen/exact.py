@@ -1,13 +1,7 @@
 """The exact content-seen test: every body fingerprint seen, with its first URL.
 
 One SQLite file chosen by the caller (it may be shared with
-:mod:`extensions.contentseen.nearindex`)::
-
-    CREATE TABLE content_seen (
-      fingerprint INTEGER PRIMARY KEY,  -- signed 64-bit
-      url         TEXT NOT NULL);       -- the first URL with this content
-    CREATE TABLE content_seen_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;  -- schema
-
+:mod:`extensions.contentseen.nearindex`), tables as in :data:`_SCHEMA`.
 Memory: an LRU of ``memory_entries`` fingerprints plus a batch of at most
 ``batch_size`` new ones. WAL, ``synchronous=NORMAL``: a crash loses at most
 the unflushed batch. One writer, not thread-safe.
@@ -26,7 +20,8 @@ SCHEMA_VERSION = "1"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS content_seen (
-  fingerprint INTEGER PRIMARY KEY, url TEXT NOT NULL);
+  fingerprint INTEGER PRIMARY KEY,  -- signed 64-bit
+  url         TEXT NOT NULL);       -- the first URL with this content
 CREATE TABLE IF NOT EXISTS content_seen_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 """
 
