@@ -159,12 +159,12 @@ def test_a_graph_is_rebuilt_when_the_crawl_recorded_more_pages(tmp_path: Path) -
         store.checkpoint()
         settings = {"JOBDIR": str(tmp_path / "job")}
         first = up_to_date_graph(settings)
-        assert (first.num_nodes, first.num_arcs) == (2, 1)
+        assert (first.graph.num_nodes, first.graph.num_arcs) == (2, 1)
         first.close()
         store.links.record(b, [c, a])
         store.checkpoint()
         second = up_to_date_graph(settings)
-        assert (second.num_nodes, second.num_arcs) == (3, 3)
+        assert (second.graph.num_nodes, second.graph.num_arcs) == (3, 3)
         assert second.in_links("http://a.test/a") == ["http://a.test/b"]
         second.close()
     finally:

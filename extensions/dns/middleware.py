@@ -41,23 +41,6 @@ PREFETCH_STAT, PREFETCH_FAILED_STAT = "dns/prefetches", "dns/prefetch_failures"
 LOGGED_HOSTS_LIMIT = 10000  # refused hosts remembered for log-once
 
 
-def settled(lookup: Deferred[str]) -> tuple[bool, Any]:
-    """(True, address or exception) if ``lookup`` has fired (a cache hit: no
-    ``await`` needed), else (False, None)."""
-    box: list[Any] = []
-
-    def keep(result: Any) -> Any:
-        box.append(result)
-        return result
-
-    lookup.addBoth(keep)
-    if not box:
-        return False, None
-    lookup.addErrback(lambda _: None)  # the caller handles it
-    result = box[0]
-    return True, result.value if isinstance(result, Failure) else result
-
-
 class AddressPolicyMiddleware:
     """Refuses requests to non-public addresses and to names that do not resolve."""
 
@@ -90,11 +73,12 @@ class AddressPolicyMiddleware:
             self.judge(host, request, host)
             return None
         lookup = self.resolver.getHostByName(host)
-        done, outcome = settled(lookup)
-        if done:
-            self.judge(outcome, request, host)
-            return None
-        return self.wait_and_judge(lookup, request, host)
+        if not lookup.called:
+            return self.wait_and_judge(lookup, request, host)
+        outcome = lookup.result  # a cache hit: judged now, no await
+        lookup.addErrback(lambda _: None)  # handled here
+        self.judge(outcome.value if isinstance(outcome, Failure) else outcome, request, host)
+        return None
 
     async def wait_and_judge(self, lookup: Deferred[str], request: Request, host: str) -> None:
         try:

@@ -50,15 +50,7 @@ class LinkGraph:
         self.fingerprint_ids = np.load(directory / FINGERPRINT_IDS)
         self.url_starts = np.load(directory / URL_OFFSETS)
         with open(directory / URLS, "rb") as file:
-            self._urls = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if self.num_nodes else b""
-
-    @property
-    def num_nodes(self) -> int:
-        return self.graph.num_nodes
-
-    @property
-    def num_arcs(self) -> int:
-        return self.graph.num_arcs
+            self._urls = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if self.graph.num_nodes else b""
 
     def node_of(self, url: str) -> int:
         """The node id of ``url``; :class:`UnknownURL` if it is not in the graph."""
@@ -90,7 +82,7 @@ class LinkGraph:
     def edges(self) -> Iterator[tuple[str, str]]:
         """Every ``(source URL, target URL)``, in node order (one sequential decode)."""
         adjacency = self.graph.to_adjacency()
-        for node in range(self.num_nodes):
+        for node in range(self.graph.num_nodes):
             successors = adjacency.successors(node)
             if len(successors):
                 source = self.url_of(node)
