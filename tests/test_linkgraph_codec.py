@@ -9,18 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extensions.linkgraph import webgraph_ef
-from extensions.linkgraph.bvgraph import Adjacency, BVGraph, transpose, write_bvgraph
-from extensions.linkgraph.codes import (
-    BitPacker,
-    BitReader,
-    gamma_array,
-    int2nat_array,
-    nat2int,
-    read_gamma_stream,
-    zeta_array,
-)
+from extensions.linkgraph.bvgraph import Adjacency, _Batch, _choose_references, transpose, write_bvgraph
+from extensions.linkgraph.codes import BitPacker, gamma_array, int2nat_array, zeta_array
 
-naturals = st.one_of(st.integers(0, 64), st.integers(0, 2**20), st.integers(0, 2**61))
 FAST = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -32,10 +23,6 @@ def from_lists(lists: list[list[int]]) -> Adjacency:
 
 
 # the codes as their definitions state them, one value at a time: the oracle of the vectorised ones
-
-
-def unary(x: int) -> tuple[int, int]:
-    return 1, x + 1
 
 
 def gamma(x: int) -> tuple[int, int]:
@@ -61,24 +48,6 @@ def pack_codes(codes) -> tuple[bytes, int]:
     return (acc << pad).to_bytes((nbits + pad) // 8, "big"), nbits
 
 
-def _decode(name, reader, k):
-    return reader.read_zeta(k) if name == "zeta" else reader.read_gamma()
-
-
-@FAST
-@given(st.lists(naturals, min_size=1, max_size=30), st.integers(1, 7))
-def test_codes_round_trip(values, k):
-    for name, code in (("gamma", gamma), ("zeta", lambda x: zeta(x, k))):
-        data, nbits = pack_codes(code(v) for v in values)
-        reader = BitReader.from_bytes(data, 0, nbits)
-        assert [_decode(name, reader, k) for _ in values] == values
-        assert reader.nbits == 0
-    small = [v % 70 for v in values]
-    data, nbits = pack_codes(unary(v) for v in small)
-    reader = BitReader.from_bytes(data, 0, nbits)
-    assert [reader.read_unary() for _ in small] == small
-
-
 @FAST
 @given(st.lists(st.integers(0, 2**50), min_size=1, max_size=200), st.integers(1, 7))
 def test_vectorised_codes_and_packing_equal_scalar(values, k):
@@ -89,15 +58,11 @@ def test_vectorised_codes_and_packing_equal_scalar(values, k):
         packer = BitPacker()
         packer.write(*vector, batch=7)
         assert (packer.getvalue(), packer.bits) == pack_codes(scalar(v) for v in values)
-    packer = BitPacker()
-    packer.write(*gamma_array(array))
-    assert read_gamma_stream(packer.getvalue(), len(values)).tolist() == values
 
 
 @given(st.integers(-2**40, 2**40))
-def test_sign_folding_round_trips(x):
-    folded = int(int2nat_array(np.array([x]))[0])
-    assert folded >= 0 and nat2int(folded) == x
+def test_sign_folding_maps_integers_to_naturals_in_order_of_magnitude(x):
+    assert int(int2nat_array(np.array([x]))[0]) == (2 * x if x >= 0 else -2 * x - 1)
 
 
 @st.composite
@@ -123,45 +88,33 @@ PARAMS = st.sampled_from([{}, {"window": 0}, {"min_interval": 0}, {"max_ref_coun
 
 @FAST
 @given(graphs(), PARAMS)
-def test_graph_round_trips_and_random_access_equals_full_decode(tmp_path, graph, params):
+def test_graph_round_trips_through_webgraph_rs(tmp_path, graph, params):
     size = write_bvgraph(tmp_path / "g", graph, **params)
-    loaded = BVGraph.open(tmp_path / "g")
-    assert (loaded.num_nodes, loaded.num_arcs, loaded.bits) == (graph.num_nodes, graph.num_arcs, size.graph_bits)
-    full = loaded.to_adjacency()
-    assert full.offsets.tolist() == graph.offsets.tolist()
-    assert full.targets.tolist() == graph.targets.tolist()
-    for node in range(graph.num_nodes):
-        assert loaded.successors(node).tolist() == graph.successors(node).tolist()
+    assert size.offsets[-1] == size.graph_bits and len(size.offsets) == graph.num_nodes + 1
+    _cross_check(tmp_path / "g", graph)
 
 
 def test_reference_chains_are_bounded(tmp_path):
     """Identical lists: every one would reference the previous, but chains stop at max_ref_count."""
     lists = [list(range(3, 48, 3))] * 50
     graph = from_lists(lists)
-    write_bvgraph(tmp_path / "g", graph, max_ref_count=2)
-    loaded = BVGraph.open(tmp_path / "g")
+    chosen = _choose_references(_Batch(graph, 0, 50, 7), 7, 2, 4, 3, np.zeros(50, dtype=np.int64)).tolist()
     depth = []
     for node in range(50):
         chain, x = 0, node
-        while True:
-            reader = loaded._reader(x)
-            reader.read_gamma()
-            dist = reader.read_unary()
-            if not dist:
-                break
-            chain, x = chain + 1, x - dist
+        while chosen[x]:
+            chain, x = chain + 1, x - chosen[x]
         depth.append(chain)
     assert max(depth) == 2 and depth.count(0) < 25
-    assert all(loaded.successors(i).tolist() == lists[i] for i in range(50))
+    write_bvgraph(tmp_path / "g", graph, max_ref_count=2)
+    _cross_check(tmp_path / "g", graph)
 
 
 @pytest.mark.parametrize("num_nodes", [1, 2, 7])
 def test_graphs_without_arcs(tmp_path, num_nodes):
     graph = from_lists([[] for _ in range(num_nodes)])
     assert write_bvgraph(tmp_path / "g", graph).arcs == 0
-    loaded = BVGraph.open(tmp_path / "g")
-    assert [loaded.successors(i).tolist() for i in range(num_nodes)] == [[]] * num_nodes
-    assert webgraph.BvGraph(str(tmp_path / "g")).num_arcs() == 0
+    _cross_check(tmp_path / "g", graph)
 
 
 @FAST
@@ -181,21 +134,13 @@ def _cross_check(basename, graph):
         assert list(theirs.successors(node)) == graph.successors(node).tolist(), node
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(graphs(), PARAMS)
-def test_webgraph_rs_reads_our_files(tmp_path, graph, params):
-    write_bvgraph(tmp_path / "g", graph, **params)
-    _cross_check(tmp_path / "g", graph)
-
-
 def test_webgraph_rs_reads_a_large_skewed_graph(tmp_path):
     """Many select-index blocks, one of them with a 32-bit span (a hub among empty lists)."""
     rng = np.random.default_rng(14)
     n = 2048 * 40
     sources = np.concatenate([np.full(60_000, 4000), rng.integers(0, n, 2_000)])
     graph = Adjacency.from_arcs(n, sources, rng.integers(0, n, len(sources)))
-    write_bvgraph(tmp_path / "g", graph)
-    offsets = BVGraph.open(tmp_path / "g").offsets
+    offsets = write_bvgraph(tmp_path / "g", graph).offsets
     upper = (tmp_path / "g.graph").stat().st_size * 8
     low = (upper // len(offsets)).bit_length() - 1
     inventory, _ = webgraph_ef._select_inventory((offsets >> low) + np.arange(len(offsets)),

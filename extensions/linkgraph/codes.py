@@ -8,9 +8,7 @@ Web", and ``dsi-bitstream``), all for naturals (``x >= 0``).
 Every code here starts with zeros and a one, so one code is one
 ``(value, length)`` pair: ``length`` bits holding ``value`` with its leading
 zeros. Writers build arrays of such pairs (numpy, vectorised) and
-:class:`BitPacker` packs them; :class:`BitReader` decodes one short stretch
-(a successor list) with Python integers, which is what a random-access query
-needs.
+:class:`BitPacker` packs them.
 """
 
 from __future__ import annotations
@@ -18,11 +16,6 @@ from __future__ import annotations
 import numpy as np
 
 _U64 = np.uint64
-
-
-def nat2int(x: int) -> int:
-    """A natural unfolded into a signed integer (0, 1, 2, 3 ... -> 0, -1, 1, -2 ...)."""
-    return x >> 1 if x & 1 == 0 else -((x + 1) >> 1)
 
 
 # -- vectorised: arrays of naturals to arrays of (value, length) -------------
@@ -59,7 +52,7 @@ def zeta_array(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def int2nat_array(x: np.ndarray) -> np.ndarray:
-    """Signed integers folded into naturals (:func:`nat2int`'s inverse)."""
+    """Signed integers folded into naturals (0, -1, 1, -2 ... -> 0, 1, 2, 3 ...)."""
     x = np.asarray(x, dtype=np.int64)
     return np.where(x >= 0, 2 * x, -2 * x - 1)
 
@@ -106,79 +99,3 @@ class BitPacker:
         """All bytes so far, the last one padded with zeros."""
         tail = np.packbits(self.carry).tobytes() if len(self.carry) else b""
         return b"".join(self.chunks) + tail
-
-
-# -- reading -----------------------------------------------------------------
-
-
-class BitReader:
-    """Reads codes from ``nbits`` bits held in a Python integer (MSB first)."""
-
-    __slots__ = ("value", "nbits")
-
-    def __init__(self, value: int, nbits: int) -> None:
-        self.value = value
-        self.nbits = nbits
-
-    @classmethod
-    def from_bytes(cls, data: bytes, start: int, end: int) -> BitReader:
-        """The bits ``[start, end)`` of ``data``."""
-        first, last = start >> 3, (end + 7) >> 3
-        word = int.from_bytes(data[first:last], "big")
-        word >>= (last << 3) - end
-        nbits = end - start
-        return cls(word & ((1 << nbits) - 1), nbits)
-
-    def read_bits(self, count: int) -> int:
-        self.nbits -= count
-        out = self.value >> self.nbits
-        self.value &= (1 << self.nbits) - 1
-        return out
-
-    def read_unary(self) -> int:
-        zeros = self.nbits - self.value.bit_length()
-        if zeros >= self.nbits:
-            raise EOFError("unary code runs past the end of the stream")
-        self.nbits -= zeros + 1
-        self.value &= (1 << self.nbits) - 1
-        return zeros
-
-    def read_gamma(self) -> int:
-        zeros = self.nbits - self.value.bit_length()
-        if 2 * zeros >= self.nbits:
-            raise EOFError("gamma code runs past the end of the stream")
-        return self.read_bits(2 * zeros + 1) - 1
-
-    def read_zeta(self, k: int) -> int:
-        h = self.read_unary()
-        left = 1 << (h * k)
-        y = self.read_bits(h * k + k - 1)
-        if y >= left:
-            y = ((y << 1) | self.read_bits(1)) - left
-        return left + y - 1
-
-
-def read_gamma_stream(data: bytes, count: int) -> np.ndarray:
-    """Decode ``count`` consecutive gamma codes from the start of ``data``."""
-    out = np.empty(count, dtype=np.int64)
-    total = len(data) * 8
-    window_bits = 4096
-    pos = 0
-    i = 0
-    while i < count:
-        end = min(total, pos + window_bits)
-        window = BitReader.from_bytes(data, pos, end)
-        nbits = window.nbits
-        while i < count:
-            zeros = window.nbits - window.value.bit_length()
-            if 2 * zeros + 1 > window.nbits:
-                break
-            out[i] = window.read_bits(2 * zeros + 1) - 1
-            i += 1
-        consumed = nbits - window.nbits
-        if consumed == 0:
-            if end == total:
-                raise EOFError("gamma stream ended early")
-            window_bits *= 2  # a code longer than the window
-        pos += consumed
-    return out

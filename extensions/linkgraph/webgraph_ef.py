@@ -10,8 +10,8 @@ The layout is ``sux`` 0.15's ``EliasFano<u64, SelectAdaptConst<BitVec<Box<
 [usize]>>, Box<[usize]>, 11, 3>, BitFieldVecU<Box<[u64]>>>`` under an
 ``epserde`` 0.13 header (format version 2.0). The two header hashes are
 constants of that Rust type; they were read from the loader's own mismatch
-message (PyPI ``webgraph`` 0.2.0). Only PyPI ``webgraph`` reads this file;
-our reader uses ``.offsets``. The tests load every graph they write with it.
+message (PyPI ``webgraph`` 0.2.0), which loads every graph the link graph's
+queries read (:mod:`.graph`).
 """
 
 from __future__ import annotations
