@@ -300,8 +300,3 @@ def simhash_of(hashes: np.ndarray) -> int:
 def simhash(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS, fold_digits: bool = False) -> int:
     """The unsigned 64-bit simhash of ``text``'s distinct shingles (0 for text without words)."""
     return simhash_of(shingle_set(text, shingle_words, fold_digits))
-
-
-def hamming(first: int, second: int) -> int:
-    """The number of bits in which two 64-bit values differ."""
-    return (first ^ second).bit_count()
