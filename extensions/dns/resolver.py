@@ -225,7 +225,10 @@ class CachingResolver:
         nameservers = [parse_nameserver(text) for text in settings.getlist(
             "DNS_NAMESERVERS", defaults.DNS_NAMESERVERS) if text.strip()]
         querier = NameserverQuerier(
-            build_client(reactor, nameservers), positive(settings, "DNS_TIMEOUT", 60.0),
+            # DNS_NAMESERVERS, or those of /etc/resolv.conf if none
+            client.Resolver(resolv=None if nameservers else SYSTEM_RESOLV_CONF, servers=nameservers or None,
+                            reactor=reactor),
+            positive(settings, "DNS_TIMEOUT", 60.0),
             number_setting(settings, "DNS_RETRIES", 0, int))
         size = number_setting(settings, "DNS_CACHE_SIZE", 0, int)
         ttl = TtlBounds(*(number_setting(settings, name, 0) for name in ("DNS_MIN_TTL", "DNS_MAX_TTL", "DNS_NEGATIVE_TTL")))
@@ -338,13 +341,6 @@ class CachingResolver:
         if self.lookup_times.count:
             self.stats.set(TIME_MEAN, round(self.lookup_times.mean, 3))
             self.stats.set(TIME_P99, round(self.lookup_times.percentile(0.99), 3))
-
-
-def build_client(reactor: Any, nameservers: list[tuple[str, int]]) -> client.Resolver:
-    """A twisted.names client for ``nameservers``, or for /etc/resolv.conf if none."""
-    if nameservers:
-        return client.Resolver(servers=nameservers, reactor=reactor)
-    return client.Resolver(resolv=SYSTEM_RESOLV_CONF, reactor=reactor)
 
 
 def hosts_table(path: str | None, system: bool) -> HostsTable:
