@@ -56,10 +56,6 @@ class LatencySample:
         self.total += value
         self.values.append(value)
 
-    @property
-    def mean(self) -> float:
-        return self.total / self.count if self.count else 0.0
-
     def percentile(self, fraction: float) -> float:
         """Nearest-rank percentile of the sample (``fraction`` in (0, 1])."""
         if not self.values:

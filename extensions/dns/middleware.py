@@ -19,7 +19,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 
-from extensions.dns.policy import AddressPolicy, describe_refusal, is_ip_literal, policy_from_settings
+from extensions.dns.policy import AddressPolicy, describe_refusal, parse_address, policy_from_settings
 from extensions.dns.resolver import AddressRefusedError
 from extensions.signals import host_assigned, urls_refused
 
@@ -69,7 +69,7 @@ class AddressPolicyMiddleware:
         host = urlparse_cached(request).hostname
         if not host:
             return None
-        if is_ip_literal(host):
+        if parse_address(host) is not None:  # a literal IP: judged as it is
             self.judge(host, request, host)
             return None
         lookup = self.resolver.getHostByName(host)
@@ -115,13 +115,10 @@ class AddressPolicyMiddleware:
 
     def prefetch(self, host: str) -> None:
         """Start resolving a host the frontier will fetch soon (literal IPs need none)."""
-        if not host or is_ip_literal(host):
+        if not host or parse_address(host) is not None:
             return
         self.stats.inc_value(PREFETCH_STAT)
-        self.resolver.getHostByName(host).addErrback(self.prefetch_failed)
-
-    def prefetch_failed(self, failure: Failure) -> None:
-        self.stats.inc_value(PREFETCH_FAILED_STAT)
+        self.resolver.getHostByName(host).addErrback(lambda _: self.stats.inc_value(PREFETCH_FAILED_STAT))
 
     def publish_stats(self) -> None:
         """Have the resolver bring its stats up to date (CachingResolver counts locally)."""

@@ -37,10 +37,6 @@ def parse_address(text: str) -> IPAddress | None:
         return None
 
 
-def is_ip_literal(host: str) -> bool:
-    return parse_address(host) is not None
-
-
 def address_category(address: IPAddress) -> str | None:
     """The non-public category of ``address`` ("loopback", ...), or None if
     global; an IPv4-mapped IPv6 address is judged as its IPv4 address."""

@@ -151,14 +151,12 @@ class NameserverQuerier:
         self.retries = retries
         self.on_query = on_query
 
-    def per_try_timeouts(self) -> tuple[float, ...]:
-        servers = max(1, len(self.client.servers) + len(self.client.dynServers))
-        return (self.timeout / ((self.retries + 1) * servers),) * (self.retries + 1)
-
     def resolve(self, name: str, hops: int = 0) -> Deferred[Answer]:
         """The first A record of ``name`` (CNAMEs followed), or a DnsLookupError."""
         self.on_query()
-        d = self.client.queryUDP([dns.Query(name, dns.A, dns.IN)], self.per_try_timeouts())
+        servers = max(1, len(self.client.servers) + len(self.client.dynServers))
+        per_try = (self.timeout / ((self.retries + 1) * servers),) * (self.retries + 1)
+        d = self.client.queryUDP([dns.Query(name, dns.A, dns.IN)], per_try)
         d.addCallback(self.client.filterAnswers)  # rcode -> error; truncated -> TCP
         d.addCallbacks(self.answered, self.failed, callbackArgs=(name, hops), errbackArgs=(name,))
         return d
@@ -339,7 +337,7 @@ class CachingResolver:
     def publish_times(self) -> None:
         """Set the lookup-time stats from the sample."""
         if self.lookup_times.count:
-            self.stats.set(TIME_MEAN, round(self.lookup_times.mean, 3))
+            self.stats.set(TIME_MEAN, round(self.lookup_times.total / self.lookup_times.count, 3))
             self.stats.set(TIME_P99, round(self.lookup_times.percentile(0.99), 3))
 
 

@@ -8,10 +8,8 @@ without a Rust toolchain, this module writes the same bytes.
 
 The layout is ``sux`` 0.15's ``EliasFano<u64, SelectAdaptConst<BitVec<Box<
 [usize]>>, Box<[usize]>, 11, 3>, BitFieldVecU<Box<[u64]>>>`` under an
-``epserde`` 0.13 header (format version 2.0). The two header hashes are
-constants of that Rust type; they were read from the loader's own mismatch
-message (PyPI ``webgraph`` 0.2.0), which loads every graph the link graph's
-queries read (:mod:`.graph`).
+``epserde`` 0.13 header (format version 2.0); the two header hashes are
+constants of that Rust type, as PyPI ``webgraph`` 0.2.0 (:mod:`.graph`'s reader) expects them.
 """
 
 from __future__ import annotations

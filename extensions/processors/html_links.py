@@ -126,12 +126,11 @@ class HtmlLinkExtractor:
             try:
                 url = canonicalize(resolver.resolve(value), encoding=encoding)
             except InvalidURL:
+                url = ""
+            if url.startswith(_SCHEMES):
+                links[url] = None
+            else:
                 invalid += elements
-                continue
-            if not url.startswith(_SCHEMES):
-                invalid += elements
-                continue
-            links[url] = None
         self._count("links/invalid", invalid)
         return {"links": list(links), "nofollow": scan.page_nofollow}
 

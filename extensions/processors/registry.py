@@ -71,7 +71,7 @@ class ProcessorRegistry:
     def _match(self, mime: str) -> list[Processor]:
         exact = [p for pattern, ps in self.patterns if pattern == mime for p in ps]
         wild = [p for pattern, ps in self.patterns
-                if pattern != mime and _is_wildcard(pattern) and fnmatchcase(mime, pattern) for p in ps]
+                if pattern != mime and any(c in pattern for c in "*?[") and fnmatchcase(mime, pattern) for p in ps]
         return list({id(processor): processor for processor in exact + wild}.values())  # each once
 
     def run(self, response: Response, mime: str) -> dict[str, Any]:
@@ -102,10 +102,6 @@ class ProcessorRegistry:
                 "processors/errors/%s): %r", kind.__name__, response.url, kind.__name__, err,
                 exc_info=err,
             )
-
-
-def _is_wildcard(pattern: str) -> bool:
-    return any(char in pattern for char in "*?[")
 
 
 def _build(crawler: Crawler, path: Any, built: dict[Any, Processor | None]) -> Processor | None:
