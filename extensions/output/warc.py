@@ -52,7 +52,7 @@ from extensions.output.warcrecords import (
     warcinfo_record,
 )
 from extensions.signals import page_outlinks
-from extensions.backends.settings import flag_setting, setting
+from extensions.backends.settings import flag_setting, number_setting, setting
 
 if TYPE_CHECKING:
     from typing import Self
@@ -124,9 +124,7 @@ class WarcWriter:
         directory = settings.get("WARC_DIR")
         if not directory:
             raise NotConfigured
-        max_size = settings.getint("WARC_MAX_SIZE", defaults.WARC_MAX_SIZE)
-        if max_size <= 0:
-            raise ValueError(f"WARC_MAX_SIZE={max_size!r}: must be a positive number of bytes")
+        max_size = number_setting(settings, "WARC_MAX_SIZE", 1, int)
         try:
             Path(directory).mkdir(parents=True, exist_ok=True)
         except OSError as err:
