@@ -45,7 +45,9 @@ from pathlib import Path
 import numpy as np
 
 from testweb.model import SiteModel, WebConfig, host_name
-from extensions.contentseen import ContentSeen, NearDuplicateIndex, visible_text
+from extensions.contentseen.exact import ContentSeen
+from extensions.contentseen.nearindex import NearDuplicateIndex
+from extensions.contentseen.text import visible_text
 from extensions.contentseen.fingerprint import bytes_fingerprint, text_fingerprint, to_signed64
 from extensions.contentseen.nearindex import MIN_KEY, TABLE_SHIFT, BlockLayout
 from extensions.contentseen.resemblance import SKETCH_SIZE, near_features

@@ -49,10 +49,25 @@ import numpy as np
 from testweb.model import SiteModel, WebConfig
 from testweb.neardup_truth import near_duplicate_truth
 from extensions import defaults
-from extensions.contentseen import ContentSeen, NearDuplicateIndex, visible_text
+from extensions.contentseen.exact import ContentSeen
+from extensions.contentseen.nearindex import NearDuplicateIndex
+from extensions.contentseen.text import visible_text
 from extensions.contentseen.fingerprint import bytes_fingerprint, text_fingerprint
 from extensions.contentseen.resemblance import exact_resemblance, near_features
-from extensions.contentseen.simhash import _fmix64, shingle_set, simhash
+from extensions.contentseen.simhash import (
+    _fmix64,
+    normalised_bytes,
+    shingle_hashes,
+    shingle_set,
+    simhash_of,
+    token_hashes,
+)
+
+
+def multiset_simhash(text: str) -> int:
+    """The earlier feature: digits folded, every shingle counted with its multiplicity."""
+    with np.errstate(over="ignore"):
+        return simhash_of(shingle_hashes(token_hashes(normalised_bytes(text, fold_digits=True))))
 
 DOC_DIRS = (
     "/usr/share/doc/sphinx-doc/html",
@@ -108,7 +123,7 @@ def judge(pages: list[tuple[str, bytes]], features: str, directory: Path) -> Ver
         if not text:
             continue
         if features == "old":
-            group, near_of = near.add_or_match(simhash(text, fold_digits=True, distinct=False), url)
+            group, near_of = near.add_or_match(multiset_simhash(text), url)
         else:
             found = near_features(text)
             if found.shingles < min_shingles:

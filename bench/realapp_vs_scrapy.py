@@ -45,7 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from extensions import defaults
-from extensions.contentseen import ContentSeen, NearDuplicateIndex
+from extensions.contentseen.exact import ContentSeen
+from extensions.contentseen.nearindex import NearDuplicateIndex
 from extensions.contentseen.features import content_features
 from testweb.realapp import APP_HOST, RealApp, start_realapp
 from testweb.realweb import LogEntry

@@ -11,7 +11,6 @@ import pytest
 
 from extensions.contentseen.simhash import (
     bit_votes,
-    hamming,
     normalised_bytes,
     shingle_hashes,
     simhash,
@@ -19,6 +18,10 @@ from extensions.contentseen.simhash import (
 )
 
 VOCABULARY_SIZE = 5000
+
+
+def hamming(first: int, second: int) -> int:
+    return (first ^ second).bit_count()
 
 
 def vocabulary(rng: random.Random) -> list[str]:
@@ -56,7 +59,6 @@ def test_repeated_shingles_count_once():
     # a phrase repeated in every row of a table must not outvote the rest of the page
     text = "alpha beta gamma delta epsilon zeta eta theta iota kappa"
     assert simhash(text + " 0 0 0" * 50) == simhash(text + " 0 0 0")
-    assert simhash(text + " 0 0 0" * 50, distinct=False) != simhash(text + " 0 0 0", distinct=False)
 
 
 def test_token_hashes_depend_on_the_word_only():
@@ -145,9 +147,3 @@ def test_unrelated_texts_are_far_apart():
     distances = [hamming(a, b) for i, a in enumerate(hashes) for b in hashes[i + 1:]]
     assert min(distances) > 3
     assert 28 <= statistics.mean(distances) <= 36  # about half the bits
-
-
-def test_hamming_counts_differing_bits():
-    assert hamming(0, 0) == 0
-    assert hamming(0b1011, 0b0001) == 2
-    assert hamming(0, (1 << 64) - 1) == 64

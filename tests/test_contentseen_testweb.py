@@ -8,9 +8,11 @@ import pytest
 
 from testweb.model import SiteModel, WebConfig
 from testweb.neardup_truth import NearDuplicateTruth, family, near_duplicate_truth
-from extensions.contentseen import ContentSeen, NearDuplicateIndex, text_fingerprint, visible_text
+from extensions.contentseen.exact import ContentSeen
+from extensions.contentseen.nearindex import NearDuplicateIndex
+from extensions.contentseen.text import visible_text
 from extensions import defaults
-from extensions.contentseen.fingerprint import bytes_fingerprint
+from extensions.contentseen.fingerprint import bytes_fingerprint, text_fingerprint
 from extensions.contentseen.resemblance import exact_resemblance, near_features
 from extensions.contentseen.simhash import shingle_set
 

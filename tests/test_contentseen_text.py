@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from extensions.contentseen.fingerprint import (
-    NORMALISED,
-    RAW,
-    body_fingerprint,
-    from_signed64,
-    text_fingerprint,
-    to_signed64,
-)
+from extensions.contentseen.features import content_features
+from extensions.contentseen.fingerprint import NORMALISED, RAW, from_signed64, text_fingerprint, to_signed64
 from extensions.contentseen.text import visible_text
+
+
+def body_fingerprint(body: bytes, mode: str = RAW, encoding: str | None = None) -> int:
+    """The exact test's fingerprint of an HTML page."""
+    return content_features(body, encoding, "text/html", mode=mode, near=False).fingerprint
 
 PAGE = b"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Lantern festival</title>

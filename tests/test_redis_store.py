@@ -294,14 +294,8 @@ def test_frontier_backend_chooses_the_store(redis_server: RedisServer) -> None:
     assert not _store_of({"FRONTIER_BACKEND": "redis"}).persist  # scrapy-redis' default
 
 
-def test_the_removed_frontier_store_setting_fails_naming_frontier_backend() -> None:
-    with pytest.raises(ValueError, match="FRONTIER_STORE.*FRONTIER_BACKEND"):
-        _store_of({"FRONTIER_STORE": "extensions.backends.memory.store.MemoryStore"})
-
-
 @pytest.mark.parametrize(("settings", "named"), [
     ({"FRONTIER_BACKEND": "postgres"}, "FRONTIER_BACKEND"),
-    ({"FRONTIER_BACKEND": "redis", "FRONTIER_STORE": "extensions.backends.memory.store.MemoryStore"}, "FRONTIER_BACKEND"),
     ({"FRONTIER_BACKEND": "redis", "REDIS_URL": "127.0.0.1:6379"}, "REDIS_URL"),
     ({"FRONTIER_BACKEND": "redis", "FRONTIER_REDIS_PREFIX": "a{b}"}, "FRONTIER_REDIS_PREFIX"),
     ({"FRONTIER_BACKEND": "redis", "FRONTIER_REDIS_RETRIES": -1}, "FRONTIER_REDIS_RETRIES"),

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from extensions.output.archive import SqliteArchiveIndex, open_archive_index
+from extensions.backends import crawl_backend
+from extensions.output.archive import SqliteArchiveIndex
 from extensions.output.dedup import (
     PROFILE_IDENTICAL,
     Capture,
@@ -146,9 +147,9 @@ def test_sqlite_additions_are_committed_at_once_a_kill_loses_none(tmp_path: Path
 def test_the_backend_follows_frontier_backend(tmp_path: Path, redis_server: Any) -> None:
     from scrapy.utils.test import get_crawler  # noqa: PLC0415
 
-    local = open_archive_index(get_crawler(settings_dict={"JOBDIR": str(tmp_path)}))
-    shared = open_archive_index(get_crawler(settings_dict={
-        "FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url, "FRONTIER_REDIS_PREFIX": unique_prefix()}))
+    local = crawl_backend(get_crawler(settings_dict={"JOBDIR": str(tmp_path)})).archive_index()
+    shared = crawl_backend(get_crawler(settings_dict={
+        "FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url, "FRONTIER_REDIS_PREFIX": unique_prefix()})).archive_index()
     try:
         assert isinstance(local, SqliteArchiveIndex) and (tmp_path / "warc-archive.sqlite3").exists()
         assert isinstance(shared, RedisArchiveIndex)

@@ -71,9 +71,6 @@ class Backend(Protocol):
 def backend_class(settings: Any, name: str = "FRONTIER_BACKEND") -> type:
     """The class a backend setting names (an alias or a class path);
     ValueError naming the setting if it names none."""
-    if name == "FRONTIER_BACKEND" and settings.get("FRONTIER_STORE"):
-        raise ValueError(f"FRONTIER_STORE ({settings.get('FRONTIER_STORE')!r}) is no longer supported: "
-                         'set FRONTIER_BACKEND to "sqlite", "redis", "memory" or a class path')
     value = settings.get(name) or getattr(defaults, name)
     if name == "CONTENTSEEN_BACKEND" and value == "auto":
         return backend_class(settings)

@@ -1,13 +1,7 @@
 """The exact content-seen test: every body fingerprint seen, with its first URL.
 
 One SQLite file chosen by the caller (it may be shared with
-:mod:`extensions.contentseen.nearindex`)::
-
-    CREATE TABLE content_seen (
-      fingerprint INTEGER PRIMARY KEY,  -- signed 64-bit
-      url         TEXT NOT NULL);       -- the first URL with this content
-    CREATE TABLE content_seen_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;  -- schema
-
+:mod:`extensions.contentseen.nearindex`), tables as in :data:`_SCHEMA`.
 Memory: an LRU of ``memory_entries`` fingerprints plus a batch of at most
 ``batch_size`` new ones. WAL, ``synchronous=NORMAL``: a crash loses at most
 the unflushed batch. One writer, not thread-safe.
@@ -17,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 from extensions.contentseen.fingerprint import to_signed64
@@ -25,7 +20,8 @@ SCHEMA_VERSION = "1"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS content_seen (
-  fingerprint INTEGER PRIMARY KEY, url TEXT NOT NULL);
+  fingerprint INTEGER PRIMARY KEY,  -- signed 64-bit
+  url         TEXT NOT NULL);       -- the first URL with this content
 CREATE TABLE IF NOT EXISTS content_seen_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 """
 
@@ -76,6 +72,18 @@ def check_schema(connection: sqlite3.Connection, path: Path, table: str, script:
                 f"content-seen store {path} has {key}={meta.get(key)!r}, expected {value!r} "
                 "(written by another version or with other settings: delete it or use another JOBDIR)")
     return meta
+
+
+def write(connection: sqlite3.Connection, path: Path, work: Callable[[], object]) -> None:
+    """Run ``work`` in one transaction (rolled back if it fails: :class:`ContentStoreError`)."""
+    try:
+        connection.execute("BEGIN")
+        work()
+        connection.execute("COMMIT")
+    except sqlite3.Error as err:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise ContentStoreError(f"cannot write content-seen store {path}: {err}") from err
 
 
 def is_empty(connection: sqlite3.Connection, path: Path, table: str) -> bool:
@@ -145,15 +153,8 @@ class ContentSeen:
         """Commit the pending batch in one transaction."""
         if not self.pending:
             return
-        try:
-            self.connection.execute("BEGIN")
-            self.connection.executemany(
-                "INSERT OR IGNORE INTO content_seen VALUES (?, ?)", self.pending.items())
-            self.connection.execute("COMMIT")
-        except sqlite3.Error as err:
-            if self.connection.in_transaction:
-                self.connection.execute("ROLLBACK")
-            raise ContentStoreError(f"cannot write content-seen store {self.path}: {err}") from err
+        write(self.connection, self.path, lambda: self.connection.executemany(
+            "INSERT OR IGNORE INTO content_seen VALUES (?, ?)", self.pending.items()))
         self.pending.clear()
         self.counters["flushes"] += 1
 

@@ -3,24 +3,8 @@
 Manku, Jain and Das Sarma's permuted tables (WWW 2007): the 64 bits are split
 into ``b`` blocks; two simhashes within ``k`` agree on at least ``b - k``
 blocks, so one table per choice of ``b - k`` blocks gives every candidate,
-each checked for the real distance (exact). Storage, one SQLite file chosen
-by the caller (it may be the exact set's)::
-
-    CREATE TABLE near_docs (
-      id       INTEGER PRIMARY KEY,  -- document number, never reused
-      simhash  INTEGER NOT NULL,     -- signed 64-bit
-      group_id INTEGER NOT NULL,     -- id of the group's first document
-      url      TEXT NOT NULL,        -- the first URL with this simhash
-      sketch   BLOB);                -- resemblance sketch (NULL: none given)
-    CREATE TABLE near_keys (
-      level INTEGER NOT NULL,        -- LSM level (see LeveledKeys)
-      key   INTEGER NOT NULL,        -- table number << 48 | that table's block bits
-      doc   INTEGER NOT NULL,        -- near_docs.id
-      PRIMARY KEY (level, key, doc)) WITHOUT ROWID;
-    CREATE TABLE near_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
-      -- schema, distance, blocks (a file is bound to its layout),
-      -- reserved_id (no id below it is handed out again), levels (JSON)
-
+each checked for the real distance (exact). Storage: one SQLite file chosen
+by the caller (it may be the exact set's), tables as in :data:`_SCHEMA`.
 Writes are buffered (``buffer_entries`` documents) and committed in one
 transaction; a crash loses at most the buffer, and ids are reserved on disk
 before use. With sketches on both sides a match must also reach
@@ -39,12 +23,7 @@ from math import comb
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from extensions.contentseen.exact import (
-    ContentStoreError,
-    check_schema,
-    is_empty,
-    open_database,
-)
+from extensions.contentseen.exact import ContentStoreError, check_schema, is_empty, open_database, write
 from extensions.contentseen.fingerprint import from_signed64, to_signed64
 from extensions.contentseen.keyfilter import KeyFilter
 from extensions.contentseen.resemblance import resemblance
@@ -60,11 +39,18 @@ MIN_KEY = -(1 << 63)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS near_docs (
-  id INTEGER PRIMARY KEY, simhash INTEGER NOT NULL, group_id INTEGER NOT NULL, url TEXT NOT NULL,
-  sketch BLOB);
+  id       INTEGER PRIMARY KEY,  -- document number, never reused
+  simhash  INTEGER NOT NULL,     -- signed 64-bit
+  group_id INTEGER NOT NULL,     -- id of the group's first document
+  url      TEXT NOT NULL,        -- the first URL with this simhash
+  sketch   BLOB);                -- resemblance sketch (NULL: none given)
 CREATE TABLE IF NOT EXISTS near_keys (
-  level INTEGER NOT NULL, key INTEGER NOT NULL, doc INTEGER NOT NULL,
+  level INTEGER NOT NULL,        -- LSM level (see LeveledKeys)
+  key   INTEGER NOT NULL,        -- table number << 48 | that table's block bits
+  doc   INTEGER NOT NULL,        -- near_docs.id
   PRIMARY KEY (level, key, doc)) WITHOUT ROWID;
+-- schema, distance, blocks (a file is bound to its layout),
+-- reserved_id (no id below it is handed out again), levels (JSON)
 CREATE TABLE IF NOT EXISTS near_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 """
 
@@ -400,19 +386,18 @@ class NearDuplicateIndex:
         started = time.perf_counter()
         reserved = str(self.next_id + self.buffer_entries)
         levels_before = self.levels.meta()
-        try:
-            self.connection.execute("BEGIN")
+
+        def work() -> None:
             self.connection.executemany("INSERT INTO near_docs VALUES (?, ?, ?, ?, ?)", docs)
             if rows:
                 self.levels.insert(rows)
             self.connection.executemany("INSERT OR REPLACE INTO near_meta VALUES (?, ?)",
                                         [("reserved_id", reserved), ("levels", self.levels.meta())])
-            self.connection.execute("COMMIT")
-        except sqlite3.Error as err:
-            if self.connection.in_transaction:
-                self.connection.execute("ROLLBACK")
+        try:
+            write(self.connection, self.path, work)
+        except ContentStoreError:
             self.levels.restore(levels_before)
-            raise ContentStoreError(f"cannot write content-seen store {self.path}: {err}") from err
+            raise
         self._query = self.levels.query(len(self.layout.tables))
         elapsed_ms = round((time.perf_counter() - started) * 1000)
         self.counters["max_flush_ms"] = max(self.counters["max_flush_ms"], elapsed_ms)

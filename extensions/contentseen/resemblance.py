@@ -13,7 +13,7 @@ from typing import Final, NamedTuple
 
 import numpy as np
 
-from extensions.contentseen.simhash import DEFAULT_SHINGLE_WORDS, shingle_set, shingle_sets, simhash_of
+from extensions.contentseen.simhash import DEFAULT_SHINGLE_WORDS, shingle_sets, simhash_of
 
 SKETCH_SIZE: Final = 64
 _BIG_U32 = np.dtype(">u4")
@@ -37,17 +37,11 @@ def sketch_of(hashes: np.ndarray, size: int = SKETCH_SIZE) -> bytes:
     return top[:size].tobytes()
 
 
-def near_features(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS,
-                  candidate_fold_digits: bool = True) -> NearFeatures:
-    """The simhash, sketch and distinct shingle count of ``text``.
-
-    With ``candidate_fold_digits`` the simhash (candidates only) is taken
-    with digits folded; the sketch and count keep the numbers.
-    """
-    if candidate_fold_digits:  # one tokenisation for both sets
-        hashes, candidate = shingle_sets(text, shingle_words)
-    else:
-        candidate = hashes = shingle_set(text, shingle_words)
+def near_features(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> NearFeatures:
+    """The simhash, sketch and distinct shingle count of ``text``: the
+    simhash (candidates only) is taken with digits folded; the sketch and
+    count keep the numbers."""
+    hashes, candidate = shingle_sets(text, shingle_words)
     return NearFeatures(simhash_of(candidate), sketch_of(hashes), len(hashes))
 
 

@@ -291,31 +291,12 @@ def bit_votes(hashes: np.ndarray) -> np.ndarray:
 
 def simhash_of(hashes: np.ndarray) -> int:
     """The simhash of feature hashes (``uint64``, little-endian host assumed)."""
-    count = len(hashes)
-    if count == 0:
+    if not len(hashes):
         return 0
-    if count < 1024:  # bit_votes' unpacking, with fewer calls
-        bits = np.unpackbits(hashes.view(np.uint8), bitorder="little").reshape(-1, 64)
-        votes = np.add.reduce(bits, axis=0, dtype=np.uint32)
-    else:
-        votes = bit_votes(hashes)
-    majority = votes > count >> 1  # votes * 2 > count, in integers
+    majority = bit_votes(hashes) > len(hashes) >> 1  # votes * 2 > count, in integers
     return int.from_bytes(np.packbits(majority, bitorder="little").tobytes(), "little")
 
 
-def simhash(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS, fold_digits: bool = False,
-            distinct: bool = True) -> int:
-    """The unsigned 64-bit simhash of ``text`` (0 for text without words).
-
-    ``distinct=False`` counts shingles with multiplicity.
-    """
-    if distinct:
-        return simhash_of(shingle_set(text, shingle_words, fold_digits))
-    with np.errstate(over="ignore"):
-        tokens = token_hashes(normalised_bytes(text, fold_digits))
-        return simhash_of(shingle_hashes(tokens, shingle_words))
-
-
-def hamming(first: int, second: int) -> int:
-    """The number of bits in which two 64-bit values differ."""
-    return (first ^ second).bit_count()
+def simhash(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS, fold_digits: bool = False) -> int:
+    """The unsigned 64-bit simhash of ``text``'s distinct shingles (0 for text without words)."""
+    return simhash_of(shingle_set(text, shingle_words, fold_digits))

@@ -15,11 +15,7 @@ from lxml import etree
 DROPPED_ELEMENTS = ("script", "style", "noscript", "template")
 
 _PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
-
-
-def normalise_whitespace(text: str) -> str:
-    """Runs of any Unicode whitespace (``\\xa0`` too) as one space, ends stripped."""
-    return " ".join(text.split())
+_UTF8_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True, encoding="utf-8")
 
 
 def codec_name(encoding: str | None) -> str:
@@ -56,26 +52,21 @@ def text_of(root: etree._Element | None) -> str:
     if root is None:
         return ""
     etree.strip_elements(root, *DROPPED_ELEMENTS, with_tail=False)
-    return normalise_whitespace(etree.tostring(root, method="text", encoding="unicode"))
+    # runs of any Unicode whitespace (\xa0 too) as one space, ends stripped
+    return " ".join(etree.tostring(root, method="text", encoding="unicode").split())
 
 
 def _parse(text: str) -> tuple[etree._Element | None, bool]:
     if not text.strip():
         return None, True
+    data, parser = text, _PARSER
     try:
-        return etree.fromstring(text, _PARSER), _complete(_PARSER)
-    except ValueError:
-        # lxml refuses str input that declares its own encoding: hand it over as UTF-8
-        return _parse_utf8(text.encode("utf-8"))
-    except etree.LxmlError:
-        return None, False
-
-
-def _parse_utf8(data: bytes) -> tuple[etree._Element | None, bool]:
-    parser = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True,
-                              encoding="utf-8")
-    try:
-        return etree.fromstring(data, parser), _complete(parser)
+        try:
+            return etree.fromstring(data, parser), _complete(parser)
+        except ValueError:
+            # lxml refuses str input that declares its own encoding: hand it over as UTF-8
+            data, parser = text.encode("utf-8"), _UTF8_PARSER
+            return etree.fromstring(data, parser), _complete(parser)
     except (ValueError, etree.LxmlError):
         return None, False
 

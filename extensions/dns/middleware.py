@@ -19,7 +19,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 
-from extensions.dns.policy import AddressPolicy, describe_refusal, is_ip_literal, policy_from_settings
+from extensions.dns.policy import AddressPolicy, describe_refusal, parse_address, policy_from_settings
 from extensions.dns.resolver import AddressRefusedError
 from extensions.signals import host_assigned, urls_refused
 
@@ -39,23 +39,6 @@ logger = logging.getLogger(__name__)
 REFUSED_STAT = "dns/refused_private"
 PREFETCH_STAT, PREFETCH_FAILED_STAT = "dns/prefetches", "dns/prefetch_failures"
 LOGGED_HOSTS_LIMIT = 10000  # refused hosts remembered for log-once
-
-
-def settled(lookup: Deferred[str]) -> tuple[bool, Any]:
-    """(True, address or exception) if ``lookup`` has fired (a cache hit: no
-    ``await`` needed), else (False, None)."""
-    box: list[Any] = []
-
-    def keep(result: Any) -> Any:
-        box.append(result)
-        return result
-
-    lookup.addBoth(keep)
-    if not box:
-        return False, None
-    lookup.addErrback(lambda _: None)  # the caller handles it
-    result = box[0]
-    return True, result.value if isinstance(result, Failure) else result
 
 
 class AddressPolicyMiddleware:
@@ -86,15 +69,16 @@ class AddressPolicyMiddleware:
         host = urlparse_cached(request).hostname
         if not host:
             return None
-        if is_ip_literal(host):
+        if parse_address(host) is not None:  # a literal IP: judged as it is
             self.judge(host, request, host)
             return None
         lookup = self.resolver.getHostByName(host)
-        done, outcome = settled(lookup)
-        if done:
-            self.judge(outcome, request, host)
-            return None
-        return self.wait_and_judge(lookup, request, host)
+        if not lookup.called:
+            return self.wait_and_judge(lookup, request, host)
+        outcome = lookup.result  # a cache hit: judged now, no await
+        lookup.addErrback(lambda _: None)  # handled here
+        self.judge(outcome.value if isinstance(outcome, Failure) else outcome, request, host)
+        return None
 
     async def wait_and_judge(self, lookup: Deferred[str], request: Request, host: str) -> None:
         try:
@@ -131,13 +115,10 @@ class AddressPolicyMiddleware:
 
     def prefetch(self, host: str) -> None:
         """Start resolving a host the frontier will fetch soon (literal IPs need none)."""
-        if not host or is_ip_literal(host):
+        if not host or parse_address(host) is not None:
             return
         self.stats.inc_value(PREFETCH_STAT)
-        self.resolver.getHostByName(host).addErrback(self.prefetch_failed)
-
-    def prefetch_failed(self, failure: Failure) -> None:
-        self.stats.inc_value(PREFETCH_FAILED_STAT)
+        self.resolver.getHostByName(host).addErrback(lambda _: self.stats.inc_value(PREFETCH_FAILED_STAT))
 
     def publish_stats(self) -> None:
         """Have the resolver bring its stats up to date (CachingResolver counts locally)."""

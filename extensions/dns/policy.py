@@ -37,10 +37,6 @@ def parse_address(text: str) -> IPAddress | None:
         return None
 
 
-def is_ip_literal(host: str) -> bool:
-    return parse_address(host) is not None
-
-
 def address_category(address: IPAddress) -> str | None:
     """The non-public category of ``address`` ("loopback", ...), or None if
     global; an IPv4-mapped IPv6 address is judged as its IPv4 address."""
@@ -79,10 +75,8 @@ class AddressPolicy:
         parsed = parse_address(address)
         if parsed is None:
             return "unparsable"
-        if any(parsed in network for network in self.allowed_networks):
-            return None
         mapped = getattr(parsed, "ipv4_mapped", None)
-        if mapped is not None and any(mapped in network for network in self.allowed_networks):
+        if any(address in network for address in (parsed, mapped) if address is not None for network in self.allowed_networks):
             return None
         return address_category(parsed)
 

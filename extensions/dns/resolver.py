@@ -26,7 +26,8 @@ from twisted.names import error as dns_errors
 from zope.interface import implementer
 
 from extensions import defaults
-from extensions.dns.cache import CacheEntry, DnsCache, LatencySample, clamp_ttl
+from extensions.backends.settings import number_setting
+from extensions.dns.cache import CacheEntry, DnsCache, LatencySample
 from extensions.dns.policy import AddressPolicy, describe_refusal, parse_address, policy_from_settings
 from extensions.resolver import HostsTable, StatsSink, load_hosts_file, normalise_name
 
@@ -93,6 +94,10 @@ class TtlBounds(NamedTuple):
     maximum: float = defaults.DNS_MAX_TTL
     negative: float = defaults.DNS_NEGATIVE_TTL
 
+    def clamp(self, ttl: float) -> float:
+        """``ttl`` kept inside [minimum, maximum]."""
+        return min(max(ttl, self.minimum), self.maximum)
+
 
 def parse_nameserver(text: str) -> tuple[str, int]:
     """``"ip"``, ``"ip:port"``, ``"[ipv6]:port"`` or ``"ipv6"`` as (ip, port)."""
@@ -146,14 +151,12 @@ class NameserverQuerier:
         self.retries = retries
         self.on_query = on_query
 
-    def per_try_timeouts(self) -> tuple[float, ...]:
-        servers = max(1, len(self.client.servers) + len(self.client.dynServers))
-        return (self.timeout / ((self.retries + 1) * servers),) * (self.retries + 1)
-
     def resolve(self, name: str, hops: int = 0) -> Deferred[Answer]:
         """The first A record of ``name`` (CNAMEs followed), or a DnsLookupError."""
         self.on_query()
-        d = self.client.queryUDP([dns.Query(name, dns.A, dns.IN)], self.per_try_timeouts())
+        servers = max(1, len(self.client.servers) + len(self.client.dynServers))
+        per_try = (self.timeout / ((self.retries + 1) * servers),) * (self.retries + 1)
+        d = self.client.queryUDP([dns.Query(name, dns.A, dns.IN)], per_try)
         d.addCallback(self.client.filterAnswers)  # rcode -> error; truncated -> TCP
         d.addCallbacks(self.answered, self.failed, callbackArgs=(name, hops), errbackArgs=(name,))
         return d
@@ -220,12 +223,13 @@ class CachingResolver:
         nameservers = [parse_nameserver(text) for text in settings.getlist(
             "DNS_NAMESERVERS", defaults.DNS_NAMESERVERS) if text.strip()]
         querier = NameserverQuerier(
-            build_client(reactor, nameservers), positive(settings, "DNS_TIMEOUT", 60.0),
-            int(non_negative(settings, "DNS_RETRIES", defaults.DNS_RETRIES)))
-        size = int(non_negative(settings, "DNS_CACHE_SIZE", defaults.DNS_CACHE_SIZE))
-        ttl = TtlBounds(non_negative(settings, "DNS_MIN_TTL", defaults.DNS_MIN_TTL),
-                        non_negative(settings, "DNS_MAX_TTL", defaults.DNS_MAX_TTL),
-                        non_negative(settings, "DNS_NEGATIVE_TTL", defaults.DNS_NEGATIVE_TTL))
+            # DNS_NAMESERVERS, or those of /etc/resolv.conf if none
+            client.Resolver(resolv=None if nameservers else SYSTEM_RESOLV_CONF, servers=nameservers or None,
+                            reactor=reactor),
+            positive(settings, "DNS_TIMEOUT", 60.0),
+            number_setting(settings, "DNS_RETRIES", 0, int))
+        size = number_setting(settings, "DNS_CACHE_SIZE", 0, int)
+        ttl = TtlBounds(*(number_setting(settings, name, 0) for name in ("DNS_MIN_TTL", "DNS_MAX_TTL", "DNS_NEGATIVE_TTL")))
         if ttl.minimum > ttl.maximum:
             raise ValueError(f"DNS_MIN_TTL={ttl.minimum!r} exceeds DNS_MAX_TTL={ttl.maximum!r}")
         cache = DnsCache(size if settings.getbool("DNSCACHE_ENABLED", True) else 0)
@@ -251,10 +255,10 @@ class CachingResolver:
         if address is not None:
             self.count(HOSTS_FILE_HITS)
             return self.checked(key, address)
-        entry = self.cache.get(key, self.clock())
+        entry = self.cache.live(key, self.clock())
         if entry is not None:
             self.count(CACHE_HITS)
-            if entry.negative:
+            if entry.address is None:
                 return self.failure(DnsLookupError(key, entry.reason or "error"))
             return self.checked(key, entry.address or "")
         if parse_address(key) is not None:  # a literal address (a seed such as http://10.0.0.7/)
@@ -292,8 +296,7 @@ class CachingResolver:
     def resolved(self, answer: Answer, name: str, started: float) -> None:
         now = self.clock()
         self.record_time(now - started)
-        ttl = clamp_ttl(answer.ttl, self.ttl.minimum, self.ttl.maximum)
-        self.cache.put(name, CacheEntry(now + ttl, address=answer.address))
+        self.cache.put(name, CacheEntry(now + self.ttl.clamp(answer.ttl), address=answer.address))
         scrapy_dnscache[name] = answer.address  # Scrapy's per-IP download slots read it
         for waiter in self.in_flight.pop(name, ()):
             if not waiter.called:  # a caller may have cancelled its wait
@@ -308,8 +311,7 @@ class CachingResolver:
             error = DnsLookupError(name, "error", f"{type(error).__name__}: {error}")
         if error.negative_ttl is not None or error.reason in ("nxdomain", "no_address"):
             ttl = self.ttl.negative if error.negative_ttl is None else error.negative_ttl
-            ttl = clamp_ttl(ttl, self.ttl.minimum, self.ttl.maximum)
-            self.cache.put(name, CacheEntry(now + ttl, reason=error.reason))
+            self.cache.put(name, CacheEntry(now + self.ttl.clamp(ttl), reason=error.reason))
         for waiter in self.in_flight.pop(name, ()):
             if not waiter.called:
                 self.failure(error).chainDeferred(waiter)
@@ -335,15 +337,8 @@ class CachingResolver:
     def publish_times(self) -> None:
         """Set the lookup-time stats from the sample."""
         if self.lookup_times.count:
-            self.stats.set(TIME_MEAN, round(self.lookup_times.mean, 3))
+            self.stats.set(TIME_MEAN, round(self.lookup_times.total / self.lookup_times.count, 3))
             self.stats.set(TIME_P99, round(self.lookup_times.percentile(0.99), 3))
-
-
-def build_client(reactor: Any, nameservers: list[tuple[str, int]]) -> client.Resolver:
-    """A twisted.names client for ``nameservers``, or for /etc/resolv.conf if none."""
-    if nameservers:
-        return client.Resolver(servers=nameservers, reactor=reactor)
-    return client.Resolver(resolv=SYSTEM_RESOLV_CONF, reactor=reactor)
 
 
 def hosts_table(path: str | None, system: bool) -> HostsTable:
@@ -364,11 +359,4 @@ def positive(settings: Any, name: str, default: float) -> float:
     value = settings.getfloat(name, default)
     if value <= 0:
         raise ValueError(f"{name}={value!r}: must be > 0")
-    return value
-
-
-def non_negative(settings: Any, name: str, default: float) -> float:
-    value = settings.getfloat(name, default)
-    if value < 0:
-        raise ValueError(f"{name}={value!r}: must be >= 0")
     return value

@@ -78,19 +78,17 @@ def read_lists(store: Any, batch: int = 10_000) -> tuple[np.ndarray, np.ndarray,
     return np.array(pages, dtype=np.int64), np.array(counts, dtype=np.int64), flat
 
 
-def node_urls(store: Any, fingerprints: Sequence[int]) -> dict[int, str]:
-    """The URL of the nodes ``fingerprints``: the link table's names if it
-    keeps them, otherwise :func:`resolve_urls` (those without are left out)."""
-    named = store.links.node_urls()
-    return named if named is not None else resolve_urls(store, fingerprints)
-
-
 def resolve_urls(store: Any, fingerprints: Sequence[int]) -> dict[int, str]:
     """The URL of each fingerprint with a row in the URL database."""
-    found: dict[int, str] = {}
-    for start in range(0, len(fingerprints), LOOKUP_BATCH):
-        rows = store.urls.get_many([int(fp) for fp in fingerprints[start:start + LOOKUP_BATCH]])
-        found.update((fp, entry.url) for fp, entry in rows.items())
+    rows = _batched(store.urls.get_many, [int(fp) for fp in fingerprints])
+    return {fp: entry.url for fp, entry in rows.items()}
+
+
+def _batched(read: Callable[[list[int]], dict[int, Any]], keys: list[int]) -> dict[int, Any]:
+    """``read``'s answers for ``keys``, asked :data:`LOOKUP_BATCH` keys at a time."""
+    found: dict[int, Any] = {}
+    for start in range(0, len(keys), LOOKUP_BATCH):
+        found.update(read(keys[start:start + LOOKUP_BATCH]))
     return found
 
 
@@ -101,7 +99,9 @@ def build_link_graph(store: Any, directory: Path, *, batch: int = 10_000,
     started = clock()
     pages, counts, flat = read_lists(store, batch)
     known = np.unique(np.concatenate([pages, flat]))
-    urls = node_urls(store, known)
+    urls = store.links.node_urls()  # the link table's names if it keeps them
+    if urls is None:
+        urls = resolve_urls(store, known)
     named = np.array([fp for fp in known.tolist() if fp in urls], dtype=np.int64)  # sorted, as known is
     order = node_order([urls[fp] for fp in named.tolist()])
     node_of_named = np.empty(len(named), dtype=np.int64)
@@ -152,11 +152,8 @@ def _aopic_spearman(store: Any, pages: np.ndarray, nodes: np.ndarray, resolved: 
     """Spearman's rho between the fetched pages' AOPIC history (the cash
     they were credited, Abiteboul et al.'s importance estimate) and their
     PageRank; None without AOPIC rows."""
-    history: dict[int, float] = {}
     fingerprints = pages.tolist()
-    for start in range(0, len(fingerprints), LOOKUP_BATCH):
-        rows = store.cash.get_cash(fingerprints[start:start + LOOKUP_BATCH])
-        history.update((fp, row[1]) for fp, row in rows.items())
+    history = {fp: row[1] for fp, row in _batched(store.cash.get_cash, fingerprints).items()}
     keep = [i for i, fp in enumerate(fingerprints) if resolved[i] and fp in history]
     if len(keep) < 2:
         return None, len(keep)

@@ -1,6 +1,7 @@
-"""BVGraph: Boldi and Vigna's compressed adjacency lists, in WebGraph's format.
+"""BVGraph: Boldi and Vigna's compressed adjacency lists, in WebGraph's format
+(written here; read with webgraph-rs, PyPI ``webgraph``).
 
-A graph ``B`` is three files, as the Java WebGraph and webgraph-rs write them:
+A graph ``B`` is four files, as the Java WebGraph and webgraph-rs write them:
 
 - ``B.graph``: one bit stream, node after node. Node ``x`` is: its outdegree
   (gamma); if it is not zero, a reference ``r`` (unary; ``0`` = none) to one
@@ -10,19 +11,18 @@ A graph ``B`` is three files, as the Java WebGraph and webgraph-rs write them:
   copied ("extra" arcs), the runs of at least ``min_interval`` consecutive
   ids as intervals (count, then left ends as gaps and lengths, gamma), and
   the remaining residuals as gaps (zeta_k), the first one relative to ``x``
-  with its sign folded (:func:`~.codes.int2nat`).
+  with its sign folded (:func:`~.codes.int2nat_array`).
 - ``B.offsets``: ``nodes + 1`` gamma-coded gaps between the bit positions at
   which the lists start.
 - ``B.properties``: a Java properties file (``graphclass``, ``nodes``,
   ``arcs``, the compression parameters).
+- ``B.ef``: the offsets as webgraph-rs maps them (:mod:`.webgraph_ef`).
 
 References are chosen greedily per node, as WebGraph does: the candidate
 among the previous ``window`` non-empty lists whose encoding takes the fewest
 bits, skipping those already at the end of a chain of ``max_ref_count``
 references, so decoding a list never follows more than ``max_ref_count``
-references. The writer computes every candidate's cost for a batch of nodes
-at once with numpy; only the choice itself (it depends on the chain lengths
-of earlier choices) is a loop.
+references.
 """
 
 from __future__ import annotations
@@ -32,15 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .codes import (
-    BitPacker,
-    BitReader,
-    gamma_array,
-    int2nat_array,
-    nat2int,
-    read_gamma_stream,
-    zeta_array,
-)
+from .codes import BitPacker, gamma_array, int2nat_array, zeta_array
 
 GRAPH_CLASS = "it.unimi.dsi.webgraph.BVGraph"
 _BATCH_NODES = 1 << 17
@@ -80,13 +72,6 @@ class Adjacency(NamedTuple):
         np.cumsum(np.bincount(src, minlength=num_nodes), out=offsets[1:])
         return cls(offsets, dst.astype(np.int64))
 
-    @classmethod
-    def from_lists(cls, lists: list[list[int]]) -> Adjacency:
-        """Build from one list of successors per node (any order, duplicates allowed)."""
-        sources = np.repeat(np.arange(len(lists)), [len(s) for s in lists])
-        targets = np.array([t for s in lists for t in s], dtype=np.int64)
-        return cls.from_arcs(len(lists), sources, targets)
-
 
 class GraphSize(NamedTuple):
     """What :func:`write_bvgraph` wrote."""
@@ -95,7 +80,7 @@ class GraphSize(NamedTuple):
     offsets_bytes: int
     arcs: int
     nodes: int
-
+    offsets: np.ndarray  # the bit position at which each list starts, and the end
 
 def transpose(graph: Adjacency) -> Adjacency:
     """The transposed graph (predecessor lists), sorted."""
@@ -319,7 +304,7 @@ def write_bvgraph(basename: Path, graph: Adjacency, *, window: int = 7, max_ref_
     (see :mod:`.webgraph_ef`). ``min_interval`` 0 disables intervals,
     ``window`` 0 disables references.
     """
-    from .webgraph_ef import write_ef  # a sibling module, imported late to keep this one readable
+    from .webgraph_ef import ef_bytes  # a sibling module, imported late to keep this one readable
 
     if min_interval and min_interval < 2:
         raise ValueError(f"min_interval must be 0 or >= 2, got {min_interval}")
@@ -347,8 +332,8 @@ def write_bvgraph(basename: Path, graph: Adjacency, *, window: int = 7, max_ref_
     basename.with_suffix(".offsets").write_bytes(offsets_bytes)
     _write_properties(basename, n, graph.num_arcs, packer.bits, window, max_ref_count,
                       min_interval, zeta_k)
-    write_ef(basename.with_suffix(".ef"), np.cumsum(gaps), len(graph_bytes) * 8)
-    return GraphSize(packer.bits, len(offsets_bytes), graph.num_arcs, n)
+    basename.with_suffix(".ef").write_bytes(ef_bytes(np.cumsum(gaps), len(graph_bytes) * 8))
+    return GraphSize(packer.bits, len(offsets_bytes), graph.num_arcs, n, np.cumsum(gaps))
 
 
 def _write_properties(basename: Path, nodes: int, arcs: int, bits: int, window: int,
@@ -369,120 +354,3 @@ def _write_properties(basename: Path, nodes: int, arcs: int, bits: int, window: 
         f"length={bits}",
     ]
     basename.with_suffix(".properties").write_text("\n".join(lines) + "\n")
-
-
-def _read_properties(path: Path) -> dict[str, str]:
-    props = {}
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line and line[0] not in "#!" and "=" in line:
-            key, _, value = line.partition("=")
-            props[key.strip()] = value.strip()
-    return props
-
-
-# -- reading -----------------------------------------------------------------
-
-
-class BVGraph:
-    """A BVGraph in memory: the bit stream and its offsets, random access by node."""
-
-    def __init__(self, data: bytes, offsets: np.ndarray, num_arcs: int, *, window: int,
-                 min_interval: int, zeta_k: int) -> None:
-        self.data = data
-        self.offsets = offsets
-        self.num_nodes = len(offsets) - 1
-        self.num_arcs = num_arcs
-        self.window = window
-        self.min_interval = min_interval
-        self.zeta_k = zeta_k
-        self.bits = int(offsets[-1])
-
-    @classmethod
-    def open(cls, basename: Path | str) -> BVGraph:
-        """Load ``basename.graph``, ``.offsets`` and ``.properties``."""
-        basename = Path(basename)
-        props = _read_properties(basename.with_suffix(".properties"))
-        if props.get("compressionflags", "") not in ("", "RESIDUALS_ZETA"):
-            raise ValueError(f"unsupported compressionflags {props['compressionflags']!r}")
-        nodes = int(props["nodes"])
-        gaps = read_gamma_stream(basename.with_suffix(".offsets").read_bytes(), nodes + 1)
-        return cls(basename.with_suffix(".graph").read_bytes(), np.cumsum(gaps),
-                   int(props["arcs"]), window=int(props.get("windowsize", 7)),
-                   min_interval=int(props.get("minintervallength", 4)),
-                   zeta_k=int(props.get("zetak", 3)))
-
-    def _reader(self, node: int) -> BitReader:
-        return BitReader.from_bytes(self.data, int(self.offsets[node]), int(self.offsets[node + 1]))
-
-    def outdegree(self, node: int) -> int:
-        if not 0 <= node < self.num_nodes:
-            raise IndexError(f"node {node} out of range")
-        return self._reader(node).read_gamma()
-
-    def successors(self, node: int) -> np.ndarray:
-        """The sorted successors of ``node``, following at most the reference chain."""
-        if not 0 <= node < self.num_nodes:
-            raise IndexError(f"node {node} out of range")
-        return np.array(self._decode(node, self._successor_list), dtype=np.int64)
-
-    def _successor_list(self, node: int) -> list[int]:
-        return self._decode(node, self._successor_list)
-
-    def _decode(self, x: int, reference) -> list[int]:
-        """Decode the list of ``x``; ``reference(y)`` gives the list of an earlier node."""
-        r = self._reader(x)
-        degree = r.read_gamma()
-        if degree == 0:
-            return []
-        dist = r.read_unary() if self.window else 0
-        copied: list[int] = []
-        if dist:
-            ref = reference(x - dist)
-            count = r.read_gamma()
-            pos, copying = 0, True
-            for i in range(count):
-                block = r.read_gamma() + (i > 0)
-                if copying:
-                    copied.extend(ref[pos:pos + block])
-                pos += block
-                copying = not copying
-            if copying:
-                copied.extend(ref[pos:])
-        left = degree - len(copied)
-        intervals: list[int] = []
-        if left and self.min_interval:
-            count = r.read_gamma()
-            start = x
-            for i in range(count):
-                start += nat2int(r.read_gamma()) if i == 0 else r.read_gamma() + 1
-                length = r.read_gamma() + self.min_interval
-                intervals.extend(range(start, start + length))
-                start += length
-            left -= len(intervals)
-        residuals: list[int] = []
-        if left:
-            k = self.zeta_k
-            prev = x + nat2int(r.read_zeta(k))
-            residuals.append(prev)
-            for _ in range(left - 1):
-                prev += r.read_zeta(k) + 1
-                residuals.append(prev)
-        parts = [p for p in (copied, intervals, residuals) if p]
-        return parts[0] if len(parts) == 1 else sorted(copied + intervals + residuals)
-
-    def to_adjacency(self) -> Adjacency:
-        """Decode every list in order (each reference is a recent list: kept, not re-decoded)."""
-        recent: dict[int, list[int]] = {}
-        targets: list[list[int]] = []
-        degrees = np.zeros(self.num_nodes, dtype=np.int64)
-        for x in range(self.num_nodes):
-            succ = self._decode(x, recent.__getitem__)
-            recent[x] = succ
-            recent.pop(x - self.window - 1, None)
-            targets.append(succ)
-            degrees[x] = len(succ)
-        offsets = np.zeros(self.num_nodes + 1, dtype=np.int64)
-        np.cumsum(degrees, out=offsets[1:])
-        flat = np.fromiter((t for s in targets for t in s), dtype=np.int64, count=int(offsets[-1]))
-        return Adjacency(offsets, flat)

@@ -1,67 +1,21 @@
 """Instantaneous codes and bit streams, as WebGraph writes them.
 
 Bits are written MSB-first (big-endian, WebGraph's ``OutputBitStream``).
-Unary ``x`` is ``x`` zeros and a one; gamma, delta and zeta_k are the codes
+Unary ``x`` is ``x`` zeros and a one; gamma and zeta_k are the codes
 of Boldi and Vigna ("The WebGraph Framework II: Codes for the World-Wide
 Web", and ``dsi-bitstream``), all for naturals (``x >= 0``).
 
 Every code here starts with zeros and a one, so one code is one
 ``(value, length)`` pair: ``length`` bits holding ``value`` with its leading
 zeros. Writers build arrays of such pairs (numpy, vectorised) and
-:class:`BitPacker` packs them; :class:`BitReader` decodes one short stretch
-(a successor list) with Python integers, which is what a random-access query
-needs.
+:class:`BitPacker` packs them.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import numpy as np
 
 _U64 = np.uint64
-
-
-def unary(x: int) -> tuple[int, int]:
-    """``x`` zeros then a one."""
-    return 1, x + 1
-
-
-def gamma(x: int) -> tuple[int, int]:
-    """Elias gamma of ``x >= 0``: ``x + 1`` in ``2 * floor(log2(x + 1)) + 1`` bits."""
-    v = x + 1
-    return v, 2 * v.bit_length() - 1
-
-
-def delta(x: int) -> tuple[int, int]:
-    """Elias delta of ``x >= 0``: gamma of the bit length, then the low bits."""
-    v = x + 1
-    nb = v.bit_length() - 1
-    gv, gl = gamma(nb)
-    return (gv << nb) | (v - (1 << nb)), gl + nb
-
-
-def zeta(x: int, k: int) -> tuple[int, int]:
-    """Zeta_k of ``x >= 0``: unary ``h``, then minimal binary in [0, 2^hk (2^k - 1))."""
-    v = x + 1
-    h = (v.bit_length() - 1) // k
-    left = 1 << (h * k)
-    y = v - left
-    if y < left:
-        payload, plen = y, h * k + k - 1
-    else:
-        payload, plen = y + left, h * k + k
-    return (1 << plen) | payload, h + 1 + plen
-
-
-def int2nat(x: int) -> int:
-    """Fold a signed integer into a natural (0, -1, 1, -2 ... -> 0, 1, 2, 3 ...)."""
-    return 2 * x if x >= 0 else -2 * x - 1
-
-
-def nat2int(x: int) -> int:
-    """Inverse of :func:`int2nat`."""
-    return x >> 1 if x & 1 == 0 else -((x + 1) >> 1)
 
 
 # -- vectorised: arrays of naturals to arrays of (value, length) -------------
@@ -98,7 +52,7 @@ def zeta_array(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def int2nat_array(x: np.ndarray) -> np.ndarray:
-    """Vectorised :func:`int2nat`."""
+    """Signed integers folded into naturals (0, -1, 1, -2 ... -> 0, 1, 2, 3 ...)."""
     x = np.asarray(x, dtype=np.int64)
     return np.where(x >= 0, 2 * x, -2 * x - 1)
 
@@ -145,94 +99,3 @@ class BitPacker:
         """All bytes so far, the last one padded with zeros."""
         tail = np.packbits(self.carry).tobytes() if len(self.carry) else b""
         return b"".join(self.chunks) + tail
-
-
-def pack_codes(codes: Iterable[tuple[int, int]]) -> tuple[bytes, int]:
-    """Pack scalar ``(value, length)`` codes; returns (bytes, bit count)."""
-    acc = 0
-    nbits = 0
-    for value, length in codes:
-        acc = (acc << length) | value
-        nbits += length
-    pad = -nbits % 8
-    return (acc << pad).to_bytes((nbits + pad) // 8, "big"), nbits
-
-
-# -- reading -----------------------------------------------------------------
-
-
-class BitReader:
-    """Reads codes from ``nbits`` bits held in a Python integer (MSB first)."""
-
-    __slots__ = ("value", "nbits")
-
-    def __init__(self, value: int, nbits: int) -> None:
-        self.value = value
-        self.nbits = nbits
-
-    @classmethod
-    def from_bytes(cls, data: bytes, start: int, end: int) -> BitReader:
-        """The bits ``[start, end)`` of ``data``."""
-        first, last = start >> 3, (end + 7) >> 3
-        word = int.from_bytes(data[first:last], "big")
-        word >>= (last << 3) - end
-        nbits = end - start
-        return cls(word & ((1 << nbits) - 1), nbits)
-
-    def read_bits(self, count: int) -> int:
-        self.nbits -= count
-        out = self.value >> self.nbits
-        self.value &= (1 << self.nbits) - 1
-        return out
-
-    def read_unary(self) -> int:
-        zeros = self.nbits - self.value.bit_length()
-        if zeros >= self.nbits:
-            raise EOFError("unary code runs past the end of the stream")
-        self.nbits -= zeros + 1
-        self.value &= (1 << self.nbits) - 1
-        return zeros
-
-    def read_gamma(self) -> int:
-        zeros = self.nbits - self.value.bit_length()
-        if 2 * zeros >= self.nbits:
-            raise EOFError("gamma code runs past the end of the stream")
-        return self.read_bits(2 * zeros + 1) - 1
-
-    def read_delta(self) -> int:
-        nb = self.read_gamma()
-        return ((1 << nb) | self.read_bits(nb)) - 1
-
-    def read_zeta(self, k: int) -> int:
-        h = self.read_unary()
-        left = 1 << (h * k)
-        y = self.read_bits(h * k + k - 1)
-        if y >= left:
-            y = ((y << 1) | self.read_bits(1)) - left
-        return left + y - 1
-
-
-def read_gamma_stream(data: bytes, count: int) -> np.ndarray:
-    """Decode ``count`` consecutive gamma codes from the start of ``data``."""
-    out = np.empty(count, dtype=np.int64)
-    total = len(data) * 8
-    window_bits = 4096
-    pos = 0
-    i = 0
-    while i < count:
-        end = min(total, pos + window_bits)
-        window = BitReader.from_bytes(data, pos, end)
-        nbits = window.nbits
-        while i < count:
-            zeros = window.nbits - window.value.bit_length()
-            if 2 * zeros + 1 > window.nbits:
-                break
-            out[i] = window.read_bits(2 * zeros + 1) - 1
-            i += 1
-        consumed = nbits - window.nbits
-        if consumed == 0:
-            if end == total:
-                raise EOFError("gamma stream ended early")
-            window_bits *= 2  # a code longer than the window
-        pos += consumed
-    return out

@@ -2,7 +2,7 @@
 
 :class:`LinkGraph` opens what :mod:`.build` wrote and answers "which URLs
 does this URL point to" (the graph) and "which URLs point to it" (the
-transposed graph), each by decoding one compressed list. A URL is found
+transposed graph), each by decoding one compressed list with webgraph-rs. A URL is found
 by its fingerprint, computed as the frontier does (canonicalised first),
 so any spelling of a URL the crawl met finds its node.
 """
@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import webgraph
 
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.linkgraph.build import (
@@ -26,7 +27,6 @@ from extensions.linkgraph.build import (
     URLS,
     read_report,
 )
-from extensions.linkgraph.bvgraph import BVGraph
 
 
 class UnknownURL(KeyError):
@@ -44,21 +44,13 @@ class LinkGraph:
         if report is None:
             raise FileNotFoundError(f"no link graph built in {directory}")
         self.directory, self.report = directory, report
-        self.graph = BVGraph.open(directory / GRAPH)
-        self.transposed = BVGraph.open(directory / TRANSPOSED)
+        self.graph = webgraph.BvGraph(str(directory / GRAPH))
+        self.transposed = webgraph.BvGraph(str(directory / TRANSPOSED))
         self.fingerprints = np.load(directory / FINGERPRINTS)
         self.fingerprint_ids = np.load(directory / FINGERPRINT_IDS)
         self.url_starts = np.load(directory / URL_OFFSETS)
         with open(directory / URLS, "rb") as file:
-            self._urls = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if self.num_nodes else b""
-
-    @property
-    def num_nodes(self) -> int:
-        return self.graph.num_nodes
-
-    @property
-    def num_arcs(self) -> int:
-        return self.graph.num_arcs
+            self._urls = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if self.graph.num_nodes() else b""
 
     def node_of(self, url: str) -> int:
         """The node id of ``url``; :class:`UnknownURL` if it is not in the graph."""
@@ -77,25 +69,21 @@ class LinkGraph:
 
     def out_links(self, url: str) -> list[str]:
         """The URLs ``url`` links to, in node order."""
-        return [self.url_of(int(node)) for node in self.graph.successors(self.node_of(url))]
+        return list(map(self.url_of, self.graph.successors(self.node_of(url))))
 
     def in_links(self, url: str) -> list[str]:
         """The URLs that link to ``url``, in node order."""
-        return [self.url_of(int(node)) for node in self.transposed.successors(self.node_of(url))]
+        return list(map(self.url_of, self.transposed.successors(self.node_of(url))))
 
     def pagerank(self) -> np.ndarray:
         """PageRank by node id (damping 0.85), computed at build time."""
         return np.load(self.directory / PAGERANK)
 
     def edges(self) -> Iterator[tuple[str, str]]:
-        """Every ``(source URL, target URL)``, in node order (one sequential decode)."""
-        adjacency = self.graph.to_adjacency()
-        for node in range(self.num_nodes):
-            successors = adjacency.successors(node)
-            if len(successors):
-                source = self.url_of(node)
-                for target in successors.tolist():
-                    yield source, self.url_of(target)
+        """Every ``(source URL, target URL)``, in node order."""
+        for node in range(self.graph.num_nodes()):
+            for target in self.graph.successors(node):
+                yield self.url_of(node), self.url_of(target)
 
     def close(self) -> None:
         if isinstance(self._urls, mmap.mmap):

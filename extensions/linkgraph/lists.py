@@ -4,25 +4,18 @@ bytes a link). Every store keeps a page's list in this format."""
 
 from __future__ import annotations
 
-import sys
-from array import array
 from collections.abc import Sequence
 
-_LITTLE = sys.byteorder == "little"
+import numpy as np
+
+_PACKED = np.dtype("<i8")
 
 
 def pack_targets(targets: Sequence[int]) -> bytes:
     """``targets`` without repeats (first kept), as little-endian int64."""
-    packed = array("q", dict.fromkeys(targets))
-    if not _LITTLE:
-        packed.byteswap()
-    return packed.tobytes()
+    return np.array(list(dict.fromkeys(targets)), dtype=_PACKED).tobytes()
 
 
 def unpack_targets(blob: bytes) -> list[int]:
     """The fingerprints :func:`pack_targets` packed."""
-    values = array("q")
-    values.frombytes(blob)
-    if not _LITTLE:
-        values.byteswap()
-    return values.tolist()
+    return np.frombuffer(blob, dtype=_PACKED).tolist()

@@ -6,14 +6,9 @@ directory (:mod:`.segments`): :meth:`record` appends to this process's own
 files; the reads (:meth:`scan`, :meth:`sources`, :meth:`targets_of`) see
 every process's records in the directory, a source's latest record winning,
 and this process's pending ones (they are flushed first). The owner flushes
-at its checkpoints and closes it with the store.
-
-The reads go through the files: :meth:`scan`, :meth:`sources` and
-:meth:`node_urls` read them all (a graph build does; a read is reused while
-no file has changed); :meth:`targets_of` (a re-visit's 304) reads the files
-newest first and stops at files last written before the best record found.
-Records carry their source's and their targets' URLs, so :meth:`node_urls`
-names every node of the graph without the URL database.
+at its checkpoints and closes it with the store. Records carry their
+source's and their targets' URLs, so :meth:`node_urls` names every node of
+the graph without the URL database.
 """
 
 from __future__ import annotations
@@ -63,7 +58,7 @@ class SegmentLinkTable:
         for path in sorted(segment_files(self.directory), key=_mtime, reverse=True):
             if best is not None and _mtime(path) + MTIME_SLACK < best.when:
                 break  # last written before the best record: holds none later
-            for record in _records_of(path, scan):
+            for record in read_segment(path, scan):
                 if record.source == source and (best is None or record.when >= best.when):
                     best = record
         return None if best is None else best.targets.tolist()
@@ -144,10 +139,3 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except FileNotFoundError:
         return float("-inf")
-
-
-def _records_of(path: Path, scan: SegmentScan) -> Iterator[SegmentRecord]:
-    try:
-        yield from read_segment(path, scan)
-    except FileNotFoundError:
-        return

@@ -14,9 +14,7 @@ the stream: ``<q source fingerprint> <d wall time> <I URL bytes> <I targets>
 <I target URL bytes>``, the source URL (UTF-8), the targets' fingerprints as
 little-endian int64, then the targets' URLs (UTF-8, one per target, joined
 by newlines; none recorded: zero bytes). The records name every node of the
-graph, so a build needs no URL database. A file of format 1
-(:data:`MAGIC_V1`: records without the target URL bytes and URLs) is read
-with its targets unnamed.
+graph, so a build needs no URL database.
 
 Durability: :meth:`SegmentWriter.flush` hands a whole frame to the kernel
 with one ``write`` (no fsync), so a SIGKILL loses only records not yet
@@ -36,7 +34,7 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -44,11 +42,9 @@ from typing import NamedTuple
 import numpy as np
 
 MAGIC = b"LGSEG2\n\0"
-MAGIC_V1 = b"LGSEG1\n\0"  # records without their targets' URLs
 FRAME = struct.Struct("<4sIII")
 FRAME_MAGIC = b"LGF1"
 RECORD = struct.Struct("<qdIII")
-RECORD_V1 = struct.Struct("<qdII")
 SUFFIX = ".seg"
 _TARGETS = np.dtype("<i8")
 
@@ -145,11 +141,6 @@ class SegmentWriter:
             self._pending, self._pending_bytes, self._pending_records = [], 0, 0
             self._close_file()
 
-    @property
-    def pending(self) -> int:
-        """Records not yet written."""
-        return self._pending_records
-
     def _write_frame(self) -> None:
         if not self._pending:
             return
@@ -199,7 +190,6 @@ class SegmentScan:
     bytes: int = 0  # size of the files read
     torn_files: int = 0  # files whose tail was cut or corrupt (skipped from there)
     torn_bytes: int = 0  # bytes skipped in them
-    unnamed_files: int = 0  # files of format 1 (their targets have no URLs)
     foreign_files: list[str] = field(default_factory=list)  # ``*.seg`` files without the magic
 
 
@@ -212,16 +202,15 @@ def segment_files(directory: Path) -> list[Path]:
 
 
 def read_segment(path: Path, scan: SegmentScan) -> Iterator[SegmentRecord]:
-    """The records of one file, up to a torn tail (counted in ``scan``)."""
-    data = path.read_bytes()
+    """The records of one file, up to a torn tail (counted in ``scan``); none
+    if it is gone (a crawl's keys deleted meanwhile)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
     scan.files += 1
     scan.bytes += len(data)
-    if data.startswith(MAGIC):
-        named = True
-    elif data.startswith(MAGIC_V1):
-        named = False
-        scan.unnamed_files += 1
-    else:
+    if not data.startswith(MAGIC):
         scan.foreign_files.append(path.name)
         return
     position, stream = len(MAGIC), zlib.decompressobj()
@@ -237,7 +226,7 @@ def read_segment(path: Path, scan: SegmentScan) -> Iterator[SegmentRecord]:
         position += FRAME.size + payload_bytes
         scan.frames += 1
         scan.records += count
-        yield from _records(raw, count) if named else _records_v1(raw, count)
+        yield from _records(raw, count)
 
 
 def _frame(data: bytes, position: int, stream: zlib._Decompress) -> tuple[int, int, bytes] | None:
@@ -268,36 +257,17 @@ def _records(raw: bytes, count: int) -> Iterator[SegmentRecord]:
         yield SegmentRecord(source, when, url, packed.astype(np.int64), tuple(names))
 
 
-def _records_v1(raw: bytes, count: int) -> Iterator[SegmentRecord]:
-    position = 0
-    for _ in range(count):
-        source, when, url_bytes, targets = RECORD_V1.unpack_from(raw, position)
-        position += RECORD_V1.size
-        url = raw[position:position + url_bytes].decode("utf-8", "replace")
-        position += url_bytes
-        packed = np.frombuffer(raw, dtype=_TARGETS, count=targets, offset=position)
-        position += 8 * targets
-        yield SegmentRecord(source, when, url, packed.astype(np.int64), ())
-
-
 def read_segments(directory: Path, scan: SegmentScan | None = None) -> Iterator[SegmentRecord]:
     """Every record of every file in ``directory``, file after file."""
     scan = scan if scan is not None else SegmentScan()
     for path in segment_files(directory):
-        try:
-            yield from read_segment(path, scan)
-        except FileNotFoundError:  # deleted while read (a crawl's keys deleted)
-            continue
+        yield from read_segment(path, scan)
 
 
-def latest_records(directory: Path, scan: SegmentScan | None = None,
-                   wanted: Callable[[int], bool] | None = None) -> dict[int, SegmentRecord]:
-    """Per source, its latest record (by wall time; a tie goes to the one
-    read last); with ``wanted``, only the sources it accepts."""
+def latest_records(directory: Path, scan: SegmentScan | None = None) -> dict[int, SegmentRecord]:
+    """Per source, its latest record (by wall time; a tie goes to the one read last)."""
     latest: dict[int, SegmentRecord] = {}
     for record in read_segments(directory, scan):
-        if wanted is not None and not wanted(record.source):
-            continue
         known = latest.get(record.source)
         if known is None or record.when >= known.when:
             latest[record.source] = record

@@ -8,16 +8,13 @@ without a Rust toolchain, this module writes the same bytes.
 
 The layout is ``sux`` 0.15's ``EliasFano<u64, SelectAdaptConst<BitVec<Box<
 [usize]>>, Box<[usize]>, 11, 3>, BitFieldVecU<Box<[u64]>>>`` under an
-``epserde`` 0.13 header (format version 2.0). The two header hashes are
-constants of that Rust type; they were read from the loader's own mismatch
-message (PyPI ``webgraph`` 0.2.0). Only PyPI ``webgraph`` reads this file;
-our reader uses ``.offsets``. The tests load every graph they write with it.
+``epserde`` 0.13 header (format version 2.0); the two header hashes are
+constants of that Rust type, as PyPI ``webgraph`` 0.2.0 (:mod:`.graph`'s reader) expects them.
 """
 
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import numpy as np
 
@@ -146,8 +143,3 @@ def ef_bytes(offsets: np.ndarray, upper_bound: int) -> bytes:
     out.words(inventory)
     out.words(spill)
     return b"".join(out.parts)
-
-
-def write_ef(path: Path, offsets: np.ndarray, upper_bound: int) -> None:
-    """Write the ``.ef`` file webgraph-rs maps for random access."""
-    Path(path).write_bytes(ef_bytes(offsets, upper_bound))

@@ -13,13 +13,9 @@ from __future__ import annotations
 import sqlite3
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from extensions.backends import crawl_backend
 from extensions.output.dedup import Capture
-
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
 
 FILE_NAME = "warc-archive.sqlite3"
 
@@ -42,11 +38,6 @@ class ArchiveIndex(Protocol):
 
     def close(self) -> None:
         """Keep what was added and let go of the store."""
-
-
-def open_archive_index(crawler: Crawler) -> ArchiveIndex:
-    """The archive index that goes with the crawl's backend."""
-    return crawl_backend(crawler).archive_index()
 
 
 class SqliteArchiveIndex:

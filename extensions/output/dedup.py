@@ -39,16 +39,23 @@ class RecordKind(enum.Enum):
                 RecordKind.NOT_MODIFIED: PROFILE_NOT_MODIFIED}.get(self)
 
 
-def revisit_overhead(kind: RecordKind, original: Capture) -> int:
-    """Bytes of the header fields a revisit of ``kind`` adds to a record."""
+def revisit_fields(kind: RecordKind, original: Capture) -> dict[str, str]:
+    """The header fields of a revisit of ``kind`` referring to ``original``."""
     fields = {
         "WARC-Profile": kind.profile or "",
         "WARC-Refers-To-Target-URI": original.uri,
         "WARC-Refers-To-Date": original.date,
+        "WARC-Payload-Digest": original.digest,
     }
     if original.record_id is not None:
         fields["WARC-Refers-To"] = original.record_id
-    return sum(len(name) + 2 + len(value.encode("utf-8")) + 2 for name, value in fields.items())
+    return fields
+
+
+def revisit_overhead(kind: RecordKind, original: Capture) -> int:
+    """Bytes of the header fields a revisit of ``kind`` adds to a record (a response has a digest too)."""
+    return sum(len(name) + 2 + len(value.encode("utf-8")) + 2
+               for name, value in revisit_fields(kind, original).items() if name != "WARC-Payload-Digest")
 
 
 def record_kind(status: int, payload_length: int, same_payload: Capture | None,

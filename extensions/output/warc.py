@@ -24,7 +24,6 @@ import logging
 import platform
 import socket
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
@@ -33,14 +32,12 @@ from typing import TYPE_CHECKING, Any
 import scrapy
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.datatypes import LocalCache
 
 import extensions
 from extensions import defaults
-from extensions.output.archive import (
-    ArchiveIndex,
-    ArchiveIndexError,
-    open_archive_index,
-)
+from extensions.backends import crawl_backend
+from extensions.output.archive import ArchiveIndex, ArchiveIndexError
 from extensions.output.dedup import Capture, RecordKind, lookups_needed, record_kind
 from extensions.output.warcfiles import WarcFiles, recover_open_files
 from extensions.output.warcrecords import (
@@ -55,7 +52,7 @@ from extensions.output.warcrecords import (
     warcinfo_record,
 )
 from extensions.signals import page_outlinks
-from extensions.backends.settings import flag_setting, setting
+from extensions.backends.settings import flag_setting, number_setting, setting
 
 if TYPE_CHECKING:
     from typing import Self
@@ -112,13 +109,13 @@ class WarcWriter:
     def __init__(self, directory: Path, prefix: str, max_size: int, cdxj: bool, stats: StatsCollector,
                  archive: ArchiveIndex | None, info_fields: list[tuple[str, str]] | None = None,
                  recover: bool = True, clock: Callable[[], float] = time.time) -> None:
-        self.files = WarcFiles(directory, prefix, max_size, self._warcinfo, cdxj=cdxj, clock=clock)
+        self.files = WarcFiles(directory, prefix, max_size, self._warcinfo, stats, cdxj=cdxj, clock=clock)
         self.stats = stats
         self.archive = archive  # None: WARC_REVISITS off
         self.recover = recover
         self.clock = clock
         self.info_fields = list(info_fields or [])  # the spider's are added when it opens
-        self.recent: OrderedDict[str, str] = OrderedDict()  # URL -> its last response/revisit record id
+        self.recent: LocalCache[str, str] = LocalCache(RECENT_RECORDS)  # URL -> its last response/revisit record id
         self.failed = self.index_failed = False
 
     @classmethod
@@ -127,14 +124,12 @@ class WarcWriter:
         directory = settings.get("WARC_DIR")
         if not directory:
             raise NotConfigured
-        max_size = settings.getint("WARC_MAX_SIZE", defaults.WARC_MAX_SIZE)
-        if max_size <= 0:
-            raise ValueError(f"WARC_MAX_SIZE={max_size!r}: must be a positive number of bytes")
+        max_size = number_setting(settings, "WARC_MAX_SIZE", 1, int)
         try:
             Path(directory).mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ValueError(f"WARC_DIR={directory!r}: cannot create directory: {err}") from err
-        archive = open_archive_index(crawler) if flag_setting(settings, "WARC_REVISITS") else None
+        archive = crawl_backend(crawler).archive_index() if flag_setting(settings, "WARC_REVISITS") else None
         extension = cls(Path(directory), setting(settings, "WARC_PREFIX") or "webcrawler", max_size,
                         flag_setting(settings, "WARC_CDXJ"), crawler.stats, archive, settings_fields(settings))
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
@@ -160,11 +155,11 @@ class WarcWriter:
         else:
             assert original is not None
             answer = revisit_record(response, date, kind, original)
-        ip_address = None if response.ip_address is None else str(response.ip_address)
-        request_part = request_record(request, date, ip_address, record_id(answer))
+        request_part = request_record(request, response, date, record_id(answer))
         if not self._write([request_part, answer]):
             return
-        self._remember_recent(response.url, record_id(answer))
+        self.recent[response.url] = record_id(answer)
+        self.recent.move_to_end(response.url)
         if kind is not RecordKind.RESPONSE:
             self.stats.inc_value(f"warc/revisit/{'identical' if kind is RecordKind.IDENTICAL else 'not_modified'}")
         if kind is RecordKind.IDENTICAL:
@@ -227,8 +222,6 @@ class WarcWriter:
 
     def _write(self, records: list[Any]) -> bool:
         """Write ``records`` in one piece; whether they were written."""
-        files_before, records_before = self.files.files_started, self.files.records_written
-        lines_before = self.files.index_lines_added
         try:
             written = self.files.write(lambda filename: records)
         except OSError as err:
@@ -237,19 +230,5 @@ class WarcWriter:
                 self.failed = True
                 logger.error("WARC write failed (%s); counting further failures in warc/errors", err)
             return False
-        finally:
-            self.stats.inc_value("warc/files", self.files.files_started - files_before)
-            self.stats.inc_value("warc/records", self.files.records_written - records_before)
-            self._count_index_lines(lines_before)
         self.stats.inc_value("warc/bytes", written)
         return True
-
-    def _count_index_lines(self, before: int) -> None:
-        if self.files.index_lines_added > before:
-            self.stats.inc_value("warc/cdxj_lines", self.files.index_lines_added - before)
-
-    def _remember_recent(self, url: str, record: str) -> None:
-        self.recent[url] = record
-        self.recent.move_to_end(url)
-        if len(self.recent) > RECENT_RECORDS:
-            self.recent.popitem(last=False)

@@ -37,20 +37,18 @@ Build = Callable[[str], list[Any]]
 
 class WarcFiles:
     """The rotating files; a failed :meth:`write` is undone and re-raised,
-    so every file stays a sequence of whole records."""
+    so every file stays a sequence of whole records. Counts ``warc/files``,
+    ``warc/records`` and ``warc/cdxj_lines`` in ``stats``."""
 
-    def __init__(self, directory: Path, prefix: str, max_size: int, warcinfo: Build,
+    def __init__(self, directory: Path, prefix: str, max_size: int, warcinfo: Build, stats: Any,
                  cdxj: bool = False, clock: Callable[[], float] = time.time) -> None:
         self.directory, self.prefix, self.max_size = directory, prefix, max_size
-        self.warcinfo, self.cdxj, self.clock = warcinfo, cdxj, clock
+        self.warcinfo, self.stats, self.cdxj, self.clock = warcinfo, stats, cdxj, clock
         self.serial = 0
         self.current: BinaryIO | None = None
         self.current_path: Path | None = None
         self.current_name = ""
-        self.index_lines: list[bytes] = []
-        self.files_started = 0
-        self.records_written = 0
-        self.index_lines_added = 0  # lines kept for the open file's index (written when it closes)
+        self.index_lines: list[bytes] = []  # the open file's index (written when it closes)
 
     def write(self, build: Build) -> int:
         """Write ``build(filename)``'s records, opening a file first if needed."""
@@ -83,7 +81,7 @@ class WarcFiles:
                 break
         self.current, self.current_path = _create_locked(path), path
         self.current_name, self.index_lines = name, []
-        self.files_started += 1
+        self.stats.inc_value("warc/files")
         try:
             return self._append(lambda filename: [self.warcinfo(filename)])
         except OSError:
@@ -112,13 +110,13 @@ class WarcFiles:
         except OSError:
             self._undo(start)
             raise
-        self.records_written += len(records)
+        self.stats.inc_value("warc/records", len(records))
         if self.cdxj:
-            for record, (begin, length) in zip(records, spans):
-                line = index_line(record, start + begin, length, self.current_name)
-                if line is not None:
-                    self.index_lines.append(line)
-                    self.index_lines_added += 1
+            lines = [index_line(record, start + begin, length, self.current_name)
+                     for record, (begin, length) in zip(records, spans)]
+            self.index_lines += [line for line in lines if line is not None]
+            if any(lines):
+                self.stats.inc_value("warc/cdxj_lines", sum(line is not None for line in lines))
         return len(data)
 
     def _undo(self, start: int) -> None:
@@ -177,7 +175,6 @@ class Recovered:
     path: Path  # the closed file (the name it would have had, if deleted)
     kept: int  # bytes kept
     cut: int  # bytes cut off
-    index_lines: int
     deleted: bool
 
 
@@ -206,15 +203,12 @@ def _recover(path: Path, stream: BinaryIO, cdxj: bool) -> Recovered:
     if kept == 0:
         path.unlink()
         logger.warning("WARC file %s held no complete record (%d bytes): deleted", path, size)
-        return Recovered(final, 0, size, 0, True)
+        return Recovered(final, 0, size, True)
     stream.truncate(kept)
     stream.flush()
     os.fsync(stream.fileno())
-    lines = 0
     if cdxj:
-        found = index_warc(path, final.name)
-        write_index(index_path(final), found)
-        lines = len(found)
+        write_index(index_path(final), index_warc(path, final.name))
     os.replace(path, final)
     logger.info("WARC file %s left open by a killed crawl: closed, %d bytes kept, %d cut", final, kept, size - kept)
-    return Recovered(final, kept, size - kept, lines, False)
+    return Recovered(final, kept, size - kept, False)

@@ -19,7 +19,7 @@ from warcio.recordbuilder import RecordBuilder
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 
-from extensions.output.dedup import Capture, RecordKind
+from extensions.output.dedup import Capture, RecordKind, revisit_fields
 
 if TYPE_CHECKING:
     from scrapy.http import Request, Response
@@ -71,10 +71,10 @@ def http_response_headers(response: Response) -> StatusAndHeaders:
     return StatusAndHeaders(status, headers, protocol=protocol)
 
 
-def _common(date: str, ip_address: str | None) -> dict[str, str]:
+def _common(date: str, response: Response) -> dict[str, str]:
     common = {"WARC-Date": date}
-    if ip_address is not None:
-        common["WARC-IP-Address"] = ip_address
+    if response.ip_address is not None:
+        common["WARC-IP-Address"] = str(response.ip_address)
     return common
 
 
@@ -85,30 +85,22 @@ def record_id(record: Any) -> str:
 def response_record(response: Response, date: str, digest: str) -> Any:
     """The response as received, its body as the payload."""
     body = response.body
-    headers = {**_common(date, _ip(response)), "WARC-Payload-Digest": digest}
+    headers = {**_common(date, response), "WARC-Payload-Digest": digest}
     return builder.create_warc_record(response.url, "response", payload=BytesIO(body), length=len(body),
                                       warc_headers_dict=headers, http_headers=http_response_headers(response))
 
 
 def revisit_record(response: Response, date: str, kind: RecordKind, original: Capture) -> Any:
     """A revisit of ``kind`` referring to ``original``: HTTP headers, no payload."""
-    headers = {
-        **_common(date, _ip(response)),
-        "WARC-Profile": kind.profile or "",
-        "WARC-Refers-To-Target-URI": original.uri,
-        "WARC-Refers-To-Date": original.date,
-        "WARC-Payload-Digest": original.digest,
-    }
-    if original.record_id is not None:
-        headers["WARC-Refers-To"] = original.record_id
+    headers = {**_common(date, response), **revisit_fields(kind, original)}
     return builder.create_warc_record(response.url, "revisit", warc_headers_dict=headers,
                                       http_headers=http_response_headers(response))
 
 
-def request_record(request: Request, date: str, ip_address: str | None, concurrent_to: str) -> Any:
-    """The request as sent, concurrent to the record of its answer."""
+def request_record(request: Request, response: Response, date: str, concurrent_to: str) -> Any:
+    """The request as sent (to ``response``'s address), concurrent to the record of its answer."""
     body = request.body or b""
-    headers = {**_common(date, ip_address), "WARC-Concurrent-To": concurrent_to}
+    headers = {**_common(date, response), "WARC-Concurrent-To": concurrent_to}
     return builder.create_warc_record(request.url, "request", payload=BytesIO(body), length=len(body),
                                       warc_headers_dict=headers, http_headers=http_request_headers(request))
 
@@ -140,7 +132,3 @@ def warcinfo_record(filename: str, date: str, fields: list[tuple[str, str]]) -> 
     headers = {"WARC-Date": date, "WARC-Filename": filename, "Content-Type": FIELDS_TYPE}
     return builder.create_warc_record("", "warcinfo", payload=BytesIO(payload), length=len(payload),
                                       warc_headers_dict=headers, warc_content_type=FIELDS_TYPE)
-
-
-def _ip(response: Response) -> str | None:
-    return None if response.ip_address is None else str(response.ip_address)

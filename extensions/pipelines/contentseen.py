@@ -25,7 +25,7 @@ from twisted.internet.defer import Deferred
 
 from extensions import defaults
 from extensions.backends import crawl_backend
-from extensions.contentseen import ContentStoreError
+from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.features import ContentFeatures
 from extensions.contentseen.fingerprint import MODES
 from extensions.contentseen.resemblance import NearFeatures

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from scrapy.http import TextResponse
 
 from extensions import defaults
+from extensions.backends.settings import flag_setting, number_setting
 from extensions.processors.htmlscan import scan_html
 from extensions.processors.parsedpage import parsed_page
-from extensions.processors.registry import LateStats
 from extensions.urls.canonical import InvalidURL, Resolver, canonicalize, resolve
 
 if TYPE_CHECKING:
@@ -91,10 +91,6 @@ class HtmlLinkExtractor:
     def __init__(self, ignore_nofollow: bool = False, stats: Any = None,
                  max_links: int = defaults.LINKS_MAX_PER_PAGE,
                  max_parse_bytes: int = defaults.PROCESSING_MAX_PARSE_BYTES) -> None:
-        if max_links < 1:
-            raise ValueError(f"LINKS_MAX_PER_PAGE must be >= 1, got {max_links!r}")
-        if max_parse_bytes < 1:
-            raise ValueError(f"PROCESSING_MAX_PARSE_BYTES must be >= 1, got {max_parse_bytes!r}")
         self.ignore_nofollow = ignore_nofollow
         self.stats = stats
         self.max_links = max_links
@@ -103,12 +99,9 @@ class HtmlLinkExtractor:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> HtmlLinkExtractor:
         settings = crawler.settings
-        return cls(
-            ignore_nofollow=settings.getbool("LINKS_IGNORE_NOFOLLOW", defaults.LINKS_IGNORE_NOFOLLOW),
-            stats=LateStats(crawler),
-            max_links=settings.getint("LINKS_MAX_PER_PAGE", defaults.LINKS_MAX_PER_PAGE),
-            max_parse_bytes=settings.getint("PROCESSING_MAX_PARSE_BYTES", defaults.PROCESSING_MAX_PARSE_BYTES),
-        )
+        return cls(flag_setting(settings, "LINKS_IGNORE_NOFOLLOW"), crawler.stats,
+                   number_setting(settings, "LINKS_MAX_PER_PAGE", 1, int),
+                   number_setting(settings, "PROCESSING_MAX_PARSE_BYTES", 1, int))
 
     def process(self, response: Response) -> dict[str, Any]:
         if not isinstance(response, TextResponse) or not response.body:
@@ -133,12 +126,11 @@ class HtmlLinkExtractor:
             try:
                 url = canonicalize(resolver.resolve(value), encoding=encoding)
             except InvalidURL:
+                url = ""
+            if url.startswith(_SCHEMES):
+                links[url] = None
+            else:
                 invalid += elements
-                continue
-            if not url.startswith(_SCHEMES):
-                invalid += elements
-                continue
-            links[url] = None
         self._count("links/invalid", invalid)
         return {"links": list(links), "nofollow": scan.page_nofollow}
 

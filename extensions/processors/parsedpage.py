@@ -9,12 +9,12 @@ where the two could differ the page is not ``exact`` and the processors scan.
 
 from __future__ import annotations
 
-import weakref
 from collections import Counter
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lxml import etree
+from scrapy.utils.datatypes import LocalWeakReferencedCache
 
 from extensions import defaults
 from extensions.contentseen.text import text_of, text_tree
@@ -82,26 +82,7 @@ def parse_page(body: bytes, encoding: str | None, max_bytes: int, text: bool = T
                       text_of(root) if text else None)
 
 
-class _LastPage:
-    """A one-page memo: the last response asked about and its parse."""
-
-    def __init__(self) -> None:
-        self.response: weakref.ref[Any] | None = None
-        self.page: ParsedPage | None = None
-
-    def get(self, response: Response, read_bytes: int, text: bool) -> ParsedPage | None:
-        page = self.page
-        if (page is None or self.response is None or self.response() is not response
-                or page.read_bytes != read_bytes or (text and page.text is None)):
-            return None
-        return page
-
-    def put(self, response: Response, page: ParsedPage) -> None:
-        self.response = weakref.ref(response)
-        self.page = page
-
-
-_LAST = _LastPage()
+_LAST: LocalWeakReferencedCache[Response, ParsedPage] = LocalWeakReferencedCache(limit=1)  # the last page only
 
 
 def parsed_page(response: Response, max_bytes: int, text: bool = False) -> ParsedPage | None:
@@ -109,11 +90,11 @@ def parsed_page(response: Response, max_bytes: int, text: bool = False) -> Parse
     None (stream it) for a document over :data:`TREE_MAX_BYTES` read without ``text``."""
     body = response.body
     read_bytes = min(len(body), max_bytes)
-    page = _LAST.get(response, read_bytes, text)
-    if page is not None:
+    page = _LAST[response]
+    if page is not None and page.read_bytes == read_bytes and (page.text is not None or not text):
         return page
     if not text and read_bytes > TREE_MAX_BYTES:
         return None
     page = parse_page(body, getattr(response, "encoding", None), max_bytes, text)
-    _LAST.put(response, page)
+    _LAST[response] = page
     return page

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["LateStats", "Processor", "ProcessorRegistry"]
+__all__ = ["Processor", "ProcessorRegistry"]
 
 logger = logging.getLogger(__name__)
 
@@ -31,20 +31,6 @@ class Processor(Protocol):
     """A processing module: reads a response, returns fields (or None)."""
 
     def process(self, response: Response) -> dict[str, Any] | None: ...
-
-
-class LateStats:
-    """The crawler's stats collector, looked up at each use (processors are
-    built before Scrapy creates ``crawler.stats``)."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self.crawler.stats.inc_value(key, count, start)
-
-    def get_value(self, key: str, default: Any = None) -> Any:
-        return self.crawler.stats.get_value(key, default)
 
 
 class ProcessorRegistry:
@@ -73,7 +59,7 @@ class ProcessorRegistry:
                 paths = [paths]
             processors = (_build(crawler, path, built) for path in paths or ())
             instances[pattern] = [p for p in processors if p is not None]
-        return cls(instances, LateStats(crawler))
+        return cls(instances, crawler.stats)
 
     def for_type(self, mime: str) -> list[Processor]:
         """The processors of ``mime`` (lower-case, no parameters), cached."""
@@ -84,16 +70,9 @@ class ProcessorRegistry:
 
     def _match(self, mime: str) -> list[Processor]:
         exact = [p for pattern, ps in self.patterns if pattern == mime for p in ps]
-        wild = [
-            p for pattern, ps in self.patterns
-            if pattern != mime and _is_wildcard(pattern) and fnmatchcase(mime, pattern)
-            for p in ps
-        ]
-        result: list[Processor] = []
-        for processor in exact + wild:
-            if not any(processor is seen for seen in result):
-                result.append(processor)
-        return result
+        wild = [p for pattern, ps in self.patterns
+                if pattern != mime and any(c in pattern for c in "*?[") and fnmatchcase(mime, pattern) for p in ps]
+        return list({id(processor): processor for processor in exact + wild}.values())  # each once
 
     def run(self, response: Response, mime: str) -> dict[str, Any]:
         """Merged results of ``mime``'s processors; a failing one is skipped."""
@@ -123,10 +102,6 @@ class ProcessorRegistry:
                 "processors/errors/%s): %r", kind.__name__, response.url, kind.__name__, err,
                 exc_info=err,
             )
-
-
-def _is_wildcard(pattern: str) -> bool:
-    return any(char in pattern for char in "*?[")
 
 
 def _build(crawler: Crawler, path: Any, built: dict[Any, Processor | None]) -> Processor | None:

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from scrapy.http import TextResponse
 
 from extensions import defaults
+from extensions.backends.settings import number_setting
 from extensions.processors.htmlscan import scan_html
 from extensions.processors.parsedpage import parsed_page
-from extensions.processors.registry import LateStats
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -40,10 +40,6 @@ class TagCounter:
 
     def __init__(self, max_tags: int = defaults.TAG_COUNTER_MAX_TAGS,
                  max_parse_bytes: int = defaults.PROCESSING_MAX_PARSE_BYTES, stats: Any = None) -> None:
-        if max_tags < 1:
-            raise ValueError(f"TAG_COUNTER_MAX_TAGS must be >= 1, got {max_tags!r}")
-        if max_parse_bytes < 1:
-            raise ValueError(f"PROCESSING_MAX_PARSE_BYTES must be >= 1, got {max_parse_bytes!r}")
         self.max_tags = max_tags
         self.max_parse_bytes = max_parse_bytes
         self.stats = stats
@@ -51,9 +47,8 @@ class TagCounter:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TagCounter:
         settings = crawler.settings
-        return cls(settings.getint("TAG_COUNTER_MAX_TAGS", defaults.TAG_COUNTER_MAX_TAGS),
-                   settings.getint("PROCESSING_MAX_PARSE_BYTES", defaults.PROCESSING_MAX_PARSE_BYTES),
-                   LateStats(crawler))
+        return cls(number_setting(settings, "TAG_COUNTER_MAX_TAGS", 1, int),
+                   number_setting(settings, "PROCESSING_MAX_PARSE_BYTES", 1, int), crawler.stats)
 
     def process(self, response: Response) -> dict[str, Any]:
         if not isinstance(response, TextResponse) or not response.body:

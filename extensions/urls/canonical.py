@@ -17,6 +17,7 @@ after the browsers' whitespace clean-up), cached.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from ipaddress import IPv6Address
 from urllib.parse import urljoin, urlparse, urlsplit, urlunparse, uses_netloc, uses_relative
@@ -136,17 +137,24 @@ def _remove_dot_segments(path: str) -> str:
     if "." not in path and "%2" not in path.lower():
         return path
     segments = path.split("/")
+    return "/" + "/".join(_without_dots(segments[1:] if path.startswith("/") else segments,
+                                        lambda segment: segment.lower().replace("%2e", ".")))
+
+
+def _without_dots(segments: list[str], dots: Callable[[str], str] = str) -> list[str]:
+    """``segments`` with ``.`` and ``..`` (as ``dots`` spells them) applied;
+    a trailing dot segment leaves a directory (an empty last segment)."""
     resolved: list[str] = []
-    for segment in segments[1:] if path.startswith("/") else segments:
-        dots = segment.lower().replace("%2e", ".")
-        if dots == "..":
+    for segment in segments:
+        spelled = dots(segment)
+        if spelled == "..":
             if resolved:
                 resolved.pop()
-        elif dots != ".":
+        elif spelled != ".":
             resolved.append(segment)
-    if segments[-1].lower().replace("%2e", ".") in (".", ".."):
-        resolved.append("")  # a trailing dot segment leaves a directory
-    return "/" + "/".join(resolved)
+    if segments and dots(segments[-1]) in (".", ".."):
+        resolved.append("")
+    return resolved
 
 
 def _is_ipv6(host: str, netloc: str) -> bool:
@@ -165,16 +173,11 @@ def resolve(base: str, href: str) -> str:
     the browsers' clean-up (C0 controls and spaces stripped, tabs/newlines
     removed, http(s) backslashes before the query as slashes). Not canonical;
     :class:`InvalidURL` if the reference cannot be parsed."""
-    href = _clean_href(base, href)
-    try:
-        return urljoin(base, href)
-    except ValueError as err:
-        raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {err}") from err
+    return Resolver(base).resolve(href)
 
 
 class Resolver:
-    """:func:`resolve` against one base, parsed once: ``Resolver(base).resolve(href)
-    == resolve(base, href)`` for every ``href``, raising where it raises."""
+    """:func:`resolve` against one base, parsed once."""
 
     def __init__(self, base: str) -> None:
         self.base = base
@@ -228,16 +231,7 @@ def _join(bscheme: str, bnetloc: str, base_dir: str | None, url: str) -> str | N
         segments = base_dir.split("/") + path.split("/")
         # no empty segments inside: they would double slashes on joining
         segments[1:-1] = filter(None, segments[1:-1])
-    resolved: list[str] = []
-    for segment in segments:
-        if segment == "..":
-            if resolved:
-                resolved.pop()
-        elif segment != ".":
-            resolved.append(segment)
-    if segments[-1] in (".", ".."):  # a relative directory keeps its slash
-        resolved.append("")
-    return urlunparse((scheme, netloc, "/".join(resolved) or "/", params, query, fragment))
+    return urlunparse((scheme, netloc, "/".join(_without_dots(segments)) or "/", params, query, fragment))
 
 
 def _clean_href(base: str, href: str) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from extensions import defaults
+from extensions.urls.split import host_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -85,7 +86,7 @@ class UrlFilter:
             return "length"
         if self.max_depth and depth > self.max_depth:
             return "depth"
-        if self.allowed_domains and not self._domain_allowed(rest):
+        if self.allowed_domains and not self._domain_allowed(host_of(url)):
             return "domain"
         if self.max_segment_repeats and self._repeats(rest) > self.max_segment_repeats:
             return "repeats"
@@ -126,24 +127,14 @@ class UrlFilter:
                 counts[segment] = counts.get(segment, 0) + 1
         return max(counts.values(), default=0)
 
-    def _domain_allowed(self, after_scheme: str) -> bool:
-        # IPv6 literals keep their brackets and never match a domain name
-        end = len(after_scheme)
-        for stop in "/?#":
-            index = after_scheme.find(stop, 0, end)
-            if index >= 0:
-                end = index
-        host = after_scheme[:end].rpartition("@")[2]
-        if not host.startswith("["):
-            host = host.partition(":")[0]
-        allowed = self.allowed_domains
-        while True:
-            if host in allowed:
-                return True
+    def _domain_allowed(self, host: str) -> bool:
+        """Whether ``host`` is an allowed domain or below one (an IPv6 literal has no dots: never)."""
+        while host not in self.allowed_domains:
             dot = host.find(".")
             if dot < 0:
                 return False
             host = host[dot + 1:]
+        return True
 
 
 def non_negative_int(settings: Any, name: str, default: int | None = None) -> int:

@@ -21,12 +21,12 @@ State lives in LRU maps of ``URL_FILTER_TRAP_MEMORY`` entries, per process.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.datatypes import LocalCache
 
 from extensions import defaults
 from extensions.signals import urls_refused
@@ -81,18 +81,12 @@ def date_template(url: str) -> tuple[str, str] | None:
     return (template, found) if found else None
 
 
-class _Lru(OrderedDict):  # type: ignore[type-arg]
-    """An OrderedDict that forgets its least recently set keys beyond a size."""
+class _Lru(LocalCache):  # type: ignore[type-arg]
+    """A LocalCache that forgets its least recently set keys first."""
 
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.size = size
-
-    def put(self, key: Any, value: Any) -> None:
-        self[key] = value
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
         self.move_to_end(key)
-        if len(self) > self.size:
-            self.popitem(last=False)
 
 
 class TrapSignals:
@@ -192,13 +186,13 @@ class TrapSignals:
             earlier = (self.fetched.get(page_url) or {}).get(place)
             if (requested is not None and requested != value) or (earlier is not None and earlier != value):
                 known[place] = value if place[0] == "/" else ""
-                self.sessions.put(host, known)
+                self.sessions[host] = known
                 self._count("session_params")
             elif (host, place) not in self.suspects:
-                self.suspects.put((host, place), True)
+                self.suspects[(host, place)] = True
                 self._count("session_suspected")
         if observed:
-            self.fetched.put(page_url, observed)
+            self.fetched[page_url] = observed
 
     def _rewrite(self, url: str, host: str) -> str:
         places = self.sessions[host]
@@ -235,7 +229,7 @@ class TrapSignals:
         dates = self.dates.get(key)
         if dates is None:
             dates = set()
-            self.dates.put(key, dates)
+            self.dates[key] = dates
         if found[1] in dates:
             return True
         if len(dates) >= self.max_dates:
@@ -253,7 +247,7 @@ class TrapSignals:
             return False
         known = self.descents.get(url)
         if known is None or steps + 1 < known:
-            self.descents.put(url, steps + 1)
+            self.descents[url] = steps + 1
         return True
 
 

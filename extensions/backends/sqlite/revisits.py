@@ -1,21 +1,5 @@
 """Per-URL re-visit history in the SQLite store (the RevisitTable of
-:mod:`extensions.frontier.store`), one row per fetched URL::
-
-    CREATE TABLE revisits (
-      fingerprint   INTEGER PRIMARY KEY,  -- the URL's fingerprint (urls.fingerprint)
-      due           REAL,                 -- unix time it is next due; NULL: not
-                                          -- scheduled (taken, or given up)
-      interval      REAL    NOT NULL,     -- current re-visit interval, seconds
-      visits        INTEGER NOT NULL,     -- fetches answered (200, 304, 404/410)
-      changes       INTEGER NOT NULL,     -- visits that found the page changed
-      first_visit   REAL    NOT NULL,     -- unix time of the first fetch
-      last_visit    REAL    NOT NULL,     -- unix time of the latest fetch
-      last_change   REAL    NOT NULL,     -- unix time the latest change was seen
-      content       INTEGER,              -- content fingerprint of the latest 200
-      etag          TEXT,                 -- validators of the latest 200
-      last_modified TEXT,
-      gone          INTEGER NOT NULL);    -- consecutive 404/410 after a 200
-
+:mod:`extensions.frontier.store`), one row per fetched URL (:data:`REVISITS_SCHEMA`).
 Partial indexes hold only scheduled (and gone) rows. Written inside the
 store's transaction: the commit that makes a page ``done`` carries its record.
 """
@@ -32,10 +16,18 @@ from extensions.frontier.store import RevisitCounts, RevisitRecord
 #: The table and its indexes (run by the SQLite store's schema script).
 REVISITS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS revisits (
-  fingerprint INTEGER PRIMARY KEY, due REAL, interval REAL NOT NULL,
-  visits INTEGER NOT NULL, changes INTEGER NOT NULL, first_visit REAL NOT NULL,
-  last_visit REAL NOT NULL, last_change REAL NOT NULL, content INTEGER,
-  etag TEXT, last_modified TEXT, gone INTEGER NOT NULL);
+  fingerprint   INTEGER PRIMARY KEY,  -- the URL's fingerprint (urls.fingerprint)
+  due           REAL,                 -- unix time it is next due; NULL: not scheduled (taken, or given up)
+  interval      REAL    NOT NULL,     -- current re-visit interval, seconds
+  visits        INTEGER NOT NULL,     -- fetches answered (200, 304, 404/410)
+  changes       INTEGER NOT NULL,     -- visits that found the page changed
+  first_visit   REAL    NOT NULL,     -- unix time of the first fetch
+  last_visit    REAL    NOT NULL,     -- unix time of the latest fetch
+  last_change   REAL    NOT NULL,     -- unix time the latest change was seen
+  content       INTEGER,              -- content fingerprint of the latest 200
+  etag          TEXT,                 -- validators of the latest 200
+  last_modified TEXT,
+  gone          INTEGER NOT NULL);    -- consecutive 404/410 after a 200
 CREATE INDEX IF NOT EXISTS revisits_due ON revisits (due) WHERE due IS NOT NULL;
 CREATE INDEX IF NOT EXISTS revisits_gone ON revisits (fingerprint) WHERE gone > 0;
 """

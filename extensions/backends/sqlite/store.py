@@ -5,19 +5,8 @@
 and, with ``FRONTIER_WRITE_AHEAD``, before each request is handed out: after
 ``kill -9`` the file holds the last commit. Readable while a crawl runs
 (``SELECT status, COUNT(*) FROM urls_readable GROUP BY status``). The
-``urls`` row (authoritative: the queues are rebuilt from it after a crash)::
-
-    fingerprint INTEGER PRIMARY KEY  -- signed 64-bit: high 24 bits the host's, low 40 the URL's
-    url, host   TEXT                 -- as requested; host lower case
-    status      INTEGER              -- see the statuses table
-    level, priority, depth, seq      -- front queue, request.priority, depth, discovery order
-    discovered, fetched REAL         -- unix times
-    referer     TEXT
-    flags       INTEGER              -- 1 dont_filter, 2 blob, 4 memory-only
-    extra       TEXT                 -- JSON: compact meta keys, callback names
-    blob        BLOB                 -- pickle of request.to_dict() when not compact
-
-``queue_items`` holds the order of each front/back queue; ``meta`` the
+``urls`` row (:data:`_SCHEMA`) is authoritative: the queues are rebuilt
+from it after a crash. ``queue_items`` holds the order of each front/back queue; ``meta`` the
 schema version, ``clean`` and the queue counts; the other tables are their
 modules' (links, revisits, census) or :mod:`.tables`'.
 """
@@ -47,10 +36,15 @@ WAL_CHECKPOINT_PAGES = 8000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
-  fingerprint INTEGER PRIMARY KEY, url TEXT NOT NULL, host TEXT NOT NULL,
-  status INTEGER NOT NULL, level INTEGER NOT NULL, priority INTEGER NOT NULL,
-  depth INTEGER NOT NULL, seq INTEGER NOT NULL, discovered REAL NOT NULL,
-  fetched REAL, referer TEXT, flags INTEGER NOT NULL, extra TEXT, blob BLOB);
+  fingerprint INTEGER PRIMARY KEY,  -- signed 64-bit: high 24 bits the host's, low 40 the URL's
+  url TEXT NOT NULL, host TEXT NOT NULL,  -- as requested; host lower case
+  status INTEGER NOT NULL,  -- see the statuses table
+  -- front queue, request.priority, depth, discovery order
+  level INTEGER NOT NULL, priority INTEGER NOT NULL, depth INTEGER NOT NULL, seq INTEGER NOT NULL,
+  discovered REAL NOT NULL, fetched REAL,  -- unix times
+  referer TEXT, flags INTEGER NOT NULL,  -- 1 dont_filter, 2 blob, 4 memory-only
+  extra TEXT,  -- JSON: compact meta keys, callback names
+  blob BLOB);  -- pickle of request.to_dict() when not compact
 CREATE TABLE IF NOT EXISTS queue_items (
   queue TEXT NOT NULL, seq INTEGER NOT NULL, fingerprint INTEGER NOT NULL,
   PRIMARY KEY (queue, seq)) WITHOUT ROWID;
