@@ -2,7 +2,7 @@
 
 Mercator's refill: take a URL from the front queue the selector picks; if
 its host has a back queue, append it there, else a free queue becomes that
-host's. "Host" is the politeness key (:mod:`.hostkey`).
+host's. "Host" is the politeness key (:class:`.dispatch.HostKey`).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from scrapy.utils.misc import load_object
 
 from extensions import defaults
 from extensions.backends import crawl_backend
+from extensions.frontier.dispatch import HostKey
 from extensions.frontier.front import BiasedSelector
-from extensions.frontier.hostkey import HostKey
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.politeness import Politeness

@@ -13,23 +13,23 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy import Request
+from scrapy.resolver import dnscache
+from scrapy.utils.httpobj import urlparse_cached
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.admission import Admission
-from extensions.frontier.announce import FrontierSignals
-from extensions.frontier.handout import HandOut
 from extensions.frontier.holds import OriginHolds
-from extensions.frontier.hostkey import HostKey
-from extensions.frontier.inflight import InFlight, InFlightTable
+from extensions.frontier.inflight import InFlightTable
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.prioritizer import Prioritizer
-from extensions.frontier.noisy import OnceLog
 from extensions.frontier.urlseen import URLSeen
-from extensions.frontier.wakeup import WakeUpTimer
-from extensions.frontier.store import Entry, FrontierStore
+from extensions.frontier.store import FrontierStore
+
+if TYPE_CHECKING:
+    from extensions.frontier.scheduler import FrontierSignals, HandOut, OnceLog, WakeUpTimer
 
 #: subtracted from a rate-limited host's order: ahead of every level
 RATE_LIMITED_FIRST = 1 << 20
@@ -42,6 +42,39 @@ def ready_order(level: int, rate_limited: bool) -> float:
     per gap, so it cannot crowd the others out, and a Crawl-delay host left to
     wait by level would make the crawl's tail."""
     return -level - (RATE_LIMITED_FIRST if rate_limited else 0)
+
+
+DOWNLOAD_SLOT = "download_slot"  # scrapy.core.downloader.Downloader.DOWNLOAD_SLOT
+
+
+class HostKey:
+    """Politeness keys: exactly Scrapy's downloader slot keys
+    (``Downloader.get_slot_key``): the ``download_slot`` meta, else the host
+    name, or its IP from Scrapy's ``dnscache`` when ``per_ip`` (with
+    ``CONCURRENT_REQUESTS_PER_IP``). The frontier stores the host part with
+    each URL and maps it to the IP when the URL reaches a back queue."""
+
+    def __init__(self, per_ip: bool = False) -> None:
+        self.per_ip = per_ip
+
+    @staticmethod
+    def host_of(request: Request) -> str:
+        """The part stored with the URL: meta slot or host name."""
+        meta_slot = request.meta.get(DOWNLOAD_SLOT)
+        if meta_slot is not None:
+            return str(meta_slot)
+        return urlparse_cached(request).hostname or ""
+
+    def key(self, host: str, explicit_slot: bool = False) -> str:
+        """The downloader slot key of a stored host (IP in per-IP mode)."""
+        if self.per_ip and not explicit_slot:
+            return dnscache.get(host, host)
+        return host
+
+    def of_request(self, request: Request) -> str:
+        """Scrapy's ``Downloader.get_slot_key(request)``."""
+        explicit = request.meta.get(DOWNLOAD_SLOT) is not None
+        return self.key(self.host_of(request), explicit)
 
 
 @dataclass(eq=False)

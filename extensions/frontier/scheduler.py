@@ -13,46 +13,192 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
 from scrapy.core.scheduler import BaseScheduler
 from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.admission import Admission
-from extensions.frontier.codec import encode
+from extensions.frontier.codec import decode, encode
 from extensions.frontier.credit import AOPICCredit, CreditAssignment
-from extensions.frontier.dispatch import FrontierParts, HostDispatch
+from extensions.frontier.dispatch import FrontierParts, HostDispatch, HostKey
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.gauges import DictStats, update_gauges
 from extensions.frontier.holds import OriginHolds
-from extensions.frontier.hostkey import HostKey
 from extensions.frontier.inflight import InFlightTable
 from extensions.frontier.linkrecord import REDIRECT_STATUSES, LinkRecorder
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.page import PageDone, PageVerdict, link_request, page_fingerprints
-from extensions.frontier.politeness import Politeness
+from extensions.frontier.politeness import INFINITY, Politeness
 from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
 from extensions.frontier.resume import load_bloom, save_bloom
 from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
-from extensions.frontier.wakeup import WakeUpTimer
-from extensions.frontier.writeahead import WriteAhead
-from extensions.frontier.announce import FrontierSignals
-from extensions.frontier.handout import HandOut
-from extensions.frontier.noisy import OnceLog
 from extensions.urls.recent import RecentLinks
-from extensions.signals import origin_deferred, origin_held, politeness_widened, request_excluded, robots_rules_parsed, urls_refused
-from extensions.frontier.store import FLAG_MEMORY, FrontierStore, FrontierStoreError
+from extensions.signals import host_assigned, origin_deferred, origin_held, politeness_widened, request_excluded, robots_rules_parsed, urls_refused
+from extensions.frontier.store import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.spiders import Spider
 
 logger = logging.getLogger(__name__)
+
+
+class OnceLog:
+    """Count ``frontier/<key>`` every time; log the first case of each key."""
+
+    def __init__(self, stats: Any) -> None:
+        self.stats = stats
+        self.logged: set[str] = set()
+
+    def note(self, key: str, message: str, *args: Any) -> None:
+        self.stats.inc_value(f"frontier/{key}")
+        if key not in self.logged:
+            self.logged.add(key)
+            logger.warning(message + " (further cases only counted in frontier/%s)", *args, key)
+
+
+class FrontierSignals:
+    """``host_assigned`` for a host given a queue; ``request_scheduled`` and
+    ``request_dropped`` for a link the frontier files itself, as
+    ``engine.crawl`` sends them. Nothing is sent until :attr:`send` is set
+    (the crawler's ``send_catch_log``)."""
+
+    def __init__(self) -> None:
+        self.send: Callable[..., Any] | None = None
+        self.spider: Any = None
+
+    def host_assigned(self, host: str) -> None:
+        if self.send is not None:
+            self.send(host_assigned, host=host)
+
+    def scheduled(self, request: Request) -> bool:
+        """Whether no receiver of ``request_scheduled`` refused ``request`` (IgnoreRequest)."""
+        if self.send is None:
+            return True
+        for _, result in self.send(signals.request_scheduled, request=request, spider=self.spider,
+                                   dont_log=IgnoreRequest):
+            if isinstance(result, Failure) and isinstance(result.value, IgnoreRequest):
+                return False
+        return True
+
+    def dropped(self, request: Request) -> None:
+        if self.send is not None:
+            self.send(signals.request_dropped, request=request, spider=self.spider)
+
+
+class WakeUpTimer:
+    """Wakes the engine when the first host is due (it asks the scheduler only
+    on events and a heartbeat): at most one pending call, an earlier one replaces it."""
+
+    def __init__(self, call_later: Callable[..., Any] | None, wake: Callable[[], None] | None,
+                 stats: Any) -> None:
+        self.call_later, self.wake, self.stats = call_later, wake, stats
+        self._timer: Any = None
+        self.due = INFINITY  # when the pending timer fires (inf: none pending)
+
+    def arm(self, due: float | None, now: float) -> None:
+        """Wake the engine at ``due`` (None: nothing to wait for), unless a
+        timer at or before that time is pending already."""
+        if due is None or self.call_later is None or self.wake is None:
+            return
+        due = max(due, now)
+        if self._timer is not None and self.due <= due:
+            return
+        self.cancel()
+        self.due = due
+        self._timer = self.call_later(due - now, self._fire)
+        self.stats.inc_value("frontier/wakeups_scheduled")
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            if getattr(self._timer, "active", lambda: True)():  # a fired DelayedCall is not active
+                self._timer.cancel()
+            self._timer, self.due = None, INFINITY
+
+    def _fire(self) -> None:
+        self._timer, self.due = None, INFINITY
+        self.stats.inc_value("frontier/wakeups_fired")
+        if self.wake is not None:
+            self.wake()
+
+
+class WriteAhead:
+    """Runs ``commit`` before the next poll for I/O, once however often asked
+    (``FRONTIER_WRITE_AHEAD``): no request is written to a socket before the
+    reactor polls again, so one commit per turn (``call_soon``) is as safe as
+    one per request; without ``call_soon`` the commit runs at once."""
+
+    def __init__(self, commit: Callable[[], None], call_soon: Callable[[Callable[[], None]], Any] | None) -> None:
+        self.commit = commit
+        self.call_soon = call_soon
+        self.due = False
+
+    def request(self) -> None:
+        """A request is being handed out: commit before the reactor polls again."""
+        if self.call_soon is None:
+            self.commit()
+        elif not self.due:
+            self.due = True
+            self.call_soon(self._run)
+
+    def _run(self) -> None:
+        if self.due:  # not cancelled since
+            self.due = False
+            self.commit()
+
+    def cancel(self) -> None:
+        """The store is closing (and commits itself): a commit still due is dropped."""
+        self.due = False
+
+
+class HandOut:
+    """The request for a dequeued entry, or None when it must not be fetched
+    now (excluded while queued, a memory-only request gone, a row that cannot
+    be decoded: both marked failed). Counts AOPIC's Lambda crawls; a re-visit
+    carries its validators."""
+
+    def __init__(self, store: FrontierStore, excluded: set[int], memory_only: dict[int, Request],
+                 ledger: AOPICLedger | None, stats: Any, noisy: OnceLog) -> None:
+        self.store, self.excluded, self.memory_only = store, excluded, memory_only
+        self.ledger, self.stats, self.noisy = ledger, stats, noisy
+        self.spider: Spider | None = None  # set when the frontier opens
+        self.revisits: RevisitSchedule | None = None
+
+    def request_of(self, entry: Entry, cash: float | None = None) -> Request | None:
+        """``cash``: the entry's AOPIC cash if known already (else read)."""
+        fp = entry.fingerprint
+        if fp in self.excluded:
+            self.excluded.discard(fp)
+            return None
+        if self.ledger is not None:
+            if cash is None:
+                cash = self.ledger.cash_of(fp) or 0.0
+            if self.ledger.maybe_crawl_lambda(cash):
+                self.stats.inc_value("aopic/lambda_crawls")
+        if entry.flags & FLAG_MEMORY:
+            request = self.memory_only.pop(fp, None)
+            if request is None:
+                self.noisy.note("lost", "Request for %s was memory-only and is gone", entry.url)
+                self.store.urls.set_status([fp], Status.FAILED)
+            return request
+        try:
+            request = decode(entry, self.spider)
+        except Exception as err:  # noqa: BLE001 - one bad row must not end the crawl
+            self.noisy.note("undecodable", "Cannot rebuild the request for %s: %s", entry.url, err)
+            self.store.urls.set_status([fp], Status.FAILED)
+            return None
+        validators = self.revisits.handed_out(entry) if self.revisits is not None else None
+        if validators:  # a re-visit: the conditional GET middleware sends them
+            request.meta["revisit_validators"] = validators
+        return request
 
 
 class Frontier(BaseScheduler):
@@ -435,7 +581,7 @@ class Frontier(BaseScheduler):
         self.dispatch.checkpoint()
 
     def _write_ahead(self) -> None:
-        """Commit what changed before it can be fetched (see :mod:`.writeahead`)."""
+        """Commit what changed before it can be fetched (see :class:`WriteAhead`)."""
         try:
             self.store.commit(self.ledger.save if self.ledger is not None else None)
         except FrontierStoreError as err:
