@@ -19,6 +19,7 @@ from scrapy.utils.defer import _schedule_coro
 from scrapy.utils.misc import load_object
 
 from extensions import defaults
+from extensions.defaults import checked
 from extensions.backends import crawl_backend
 from extensions.frontier.dispatch import HostKey
 from extensions.frontier.front import BiasedSelector
@@ -38,17 +39,11 @@ BLOOM_NAME = "frontier.bloom"
 
 
 def _positive_int(settings: Any, name: str, minimum: int = 1) -> int:
-    value = settings.getint(name)
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {settings.get(name)!r}")
-    return value
+    return checked(settings, name, lambda value: value >= minimum, f"an integer >= {minimum}", int)
 
 
 def _non_negative(settings: Any, name: str) -> float:
-    value = settings.getfloat(name)
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {settings.get(name)!r}")
-    return value
+    return checked(settings, name, lambda value: value >= 0, ">= 0")
 
 
 def _engine_hooks(crawler: Crawler) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
 from extensions import defaults
+from extensions.defaults import checked
 from extensions.frontier.holds import origin_of
 from extensions.frontier.hostyield import HostYield, PageKind
 from extensions.signals import origin_deferred
@@ -60,9 +61,9 @@ class HostYieldPipeline:
         settings = crawler.settings
         if not settings.getbool("HOST_YIELD_ENABLED", defaults.HOST_YIELD_ENABLED):
             raise NotConfigured
-        tracker = HostYield(_number(settings, "HOST_YIELD_WINDOW", int),
-                            _number(settings, "HOST_YIELD_THRESHOLD", float),
-                            _number(settings, "HOST_YIELD_MAX_HOSTS", int))
+        number = lambda name, kind: checked(settings, name, lambda _: True, "a number", kind)  # noqa: E731
+        tracker = HostYield(number("HOST_YIELD_WINDOW", int), number("HOST_YIELD_THRESHOLD", float),
+                            number("HOST_YIELD_MAX_HOSTS", int))  # HostYield checks the values
         return cls(tracker, crawler.stats, crawler.signals.send_catch_log)
 
     def process_item(self, item: Any) -> Any:
@@ -91,11 +92,3 @@ class HostYieldPipeline:
             return
         self.deferred.add(origin)
         self.send(origin_deferred, origin=origin, reason=REASON)
-
-
-def _number(settings: Any, name: str, kind: type) -> Any:
-    value = settings.get(name, getattr(defaults, name))
-    try:
-        return kind(value)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a number, got {value!r}") from err

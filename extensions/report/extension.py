@@ -27,6 +27,7 @@ from twisted.internet.defer import Deferred, DeferredLock
 from twisted.internet.threads import deferToThread
 
 from extensions import defaults
+from extensions.defaults import checked
 from extensions.progress import IGNORED, error_count, is_robots_fetch, scheduler_length
 from extensions.report.render import Snapshot, write_report
 from extensions.report.series import BoundedTally, StatsSeries
@@ -94,14 +95,9 @@ class CrawlReport:
         directory = settings.get("REPORT_DIR", defaults.REPORT_DIR)
         if not directory:
             raise NotConfigured
-        interval = settings.getfloat("REPORT_INTERVAL", defaults.REPORT_INTERVAL)
-        if interval <= 0:
-            raise ValueError(f"REPORT_INTERVAL={interval!r}: must be > 0 seconds")
-        max_samples = settings.getint("REPORT_MAX_SAMPLES", defaults.REPORT_MAX_SAMPLES)
-        max_hosts = settings.getint("REPORT_MAX_HOSTS", defaults.REPORT_MAX_HOSTS)
-        if max_samples < 4 or max_hosts < 2:
-            raise ValueError(f"REPORT_MAX_SAMPLES={max_samples!r} (>= 4), "
-                             f"REPORT_MAX_HOSTS={max_hosts!r} (>= 2): too small")
+        interval = checked(settings, "REPORT_INTERVAL", lambda value: value > 0, "> 0 seconds")
+        max_samples = checked(settings, "REPORT_MAX_SAMPLES", lambda value: value >= 4, "an integer >= 4", int)
+        max_hosts = checked(settings, "REPORT_MAX_HOSTS", lambda value: value >= 2, "an integer >= 2", int)
         report = cls(crawler.stats, Path(directory), interval,
                      spider=crawler.spidercls.name or "", max_samples=max_samples, max_hosts=max_hosts,
                      queue_size=lambda: scheduler_length(crawler),
