@@ -49,25 +49,23 @@ class AOPICCredit:
     def __init__(self, ledger: AOPICLedger, prioritizer: Prioritizer, revisits: int = 0) -> None:
         self.ledger, self.prioritizer, self.revisits = ledger, prioritizer, revisits
 
-    def pay(self, fp: int, outlinks: list[str], fingerprints: list[int] | None = None,
-            share: float = 1.0) -> Payment:
+    def pay(self, fp: int, outlinks: list[str], fingerprints: list[int] | None = None, share: float = 1.0,
+            io: Any = None, then: Callable[[Payment], Any] | None = None,
+            failed: Callable[[Exception], Any] | None = None) -> Payment | None:
         """The page ``fp`` was fetched: its cash to its history, the tax to Lambda,
         the rest split over ``outlinks`` (``fingerprints``: theirs, if computed
-        already); ``share`` < 1 gives the outlinks only that share, the rest to Lambda."""
-        ledger = self.ledger
+        already); ``share`` < 1 gives the outlinks only that share, the rest to
+        Lambda. With ``io`` (the shared frontier's worker channel, a
+        ``SharedLedger``) it is paid through it and ``then`` gets the payment on
+        the reactor thread (``failed`` a failure); else it is returned."""
         links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
-        paid, entries = ledger.distribute(fp, links, entries_of=links, tax=self._tax(share))
-        return self._payment(fp, links, paid, entries)
-
-    def pay_then(self, io: Any, fp: int, outlinks: list[str], fingerprints: list[int] | None,
-                 then: Callable[[Payment], None], failed: Callable[[Exception], None],
-                 share: float = 1.0) -> None:
-        """:meth:`pay` through ``io``, the shared frontier's worker channel
-        (a :class:`SharedLedger`): ``then`` gets the payment on the reactor thread."""
-        links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
+        if io is None:
+            paid, entries = self.ledger.distribute(fp, links, entries_of=links, tax=self._tax(share))
+            return self._payment(fp, links, paid, entries)
         self.ledger.distribute_then(io, fp, links, links,  # type: ignore[attr-defined]
                                     lambda paid, entries: then(self._payment(fp, links, paid, entries)), failed,
                                     tax=self._tax(share))
+        return None
 
     def _tax(self, share: float) -> float | None:
         """The page's own tax for ``share`` (None: the ledger's)."""
@@ -154,16 +152,10 @@ class CreditAssignment:
         if worker is None:
             payment = self.aopic.pay(fingerprint, links, given, page.credit_share)
             return replace(self._paid(payment, links), links=stored)
-        done: Deferred[PageDone] = Deferred()
-
-        def paid(payment: Payment) -> None:
-            try:
-                result = replace(self._paid(payment, links), links=stored)
-            except Exception as err:  # noqa: BLE001 - the page's pipeline must end, or its request never does
-                done.errback(err)
-                return
-            done.callback(result)
-        self.aopic.pay_then(worker, fingerprint, links, given, paid, done.errback, page.credit_share)
+        # a failure of _paid fails the Deferred: the page's pipeline ends either way
+        done: Deferred[Any] = Deferred()
+        done.addCallback(lambda payment: replace(self._paid(payment, links), links=stored))
+        self.aopic.pay(fingerprint, links, given, page.credit_share, worker, done.callback, done.errback)
         return done
 
     def _paid(self, payment: Payment, links: list[str]) -> PageDone:
