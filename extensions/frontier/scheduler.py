@@ -328,15 +328,12 @@ class Frontier(BaseScheduler):
         """Work to hand out (the dispatch's: held origins, other processes), or a URL due again."""
         return self.dispatch.has_pending() or bool(self.revisits and self.revisits.pending(self.wall_clock()))
 
-    def enqueue_request(self, request: Request) -> bool:
+    def enqueue_request(self, request: Request, credit: tuple[float, float] | None = None) -> bool:
         """URL-seen test, prioritiser, dispatch; never raises on a request Scrapy
         accepts. ``dont_filter`` bypasses URL-seen, except for a start request's
         first copy in this run. A URL with no host (``data:``) is handed out
-        unfiled, first, without politeness."""
-        return self._file(request)
-
-    def _file(self, request: Request, credit: tuple[float, float] | None = None) -> bool:
-        """:meth:`enqueue_request` with the AOPIC ``credit`` its page gave it (cash, dividend)."""
+        unfiled, first, without politeness. ``credit``: the AOPIC credit its
+        page gave it (cash, dividend)."""
         try:
             fp, host = url_fingerprint(request.url, request.method, request.body)
         except ValueError:
@@ -487,19 +484,17 @@ class Frontier(BaseScheduler):
         referer = page.final_url or page.url
         fresh, credit, recent = self.recent.fresh, done.credit, 0
         for url in links:
-            if fresh(url, depth):
-                self._schedule(link_request(url, depth, referer), credit.get(url))
-            else:
+            if not fresh(url, depth):
                 recent += 1
+                continue
+            request = link_request(url, depth, referer)
+            if self.signals.scheduled(request) and not self.enqueue_request(request, credit.get(url)):
+                self.signals.dropped(request)
         if recent:
             self.stats.inc_value("links/recent_duplicates", recent)
         if links and self.runtime.wake is not None:
             self.runtime.wake()
         return done
-
-    def _schedule(self, request: Request, credit: tuple[float, float] | None) -> None:
-        if self.signals.scheduled(request) and not self._file(request, credit):
-            self.signals.dropped(request)
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL from outside a page's credit
