@@ -84,11 +84,16 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
-def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    """A reader sees the old report or the new one, never half of one."""
+def write_atomically(path: Path, data: bytes) -> Path:
+    """A reader sees the old file or the new one, never half of one."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    temporary.write_bytes(data)
     os.replace(temporary, path)
+    return path
+
+
+def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
+    write_atomically(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
 
 
 class ProgressReporter:

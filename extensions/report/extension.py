@@ -246,12 +246,8 @@ class CrawlReport:
 
     def frontier_status(self, stats: dict[str, Any]) -> list[tuple[str, int]]:
         stats = {**stats, **self.live_sizes()}
-        rows = []
-        for label, key in FRONTIER_STATUS:
-            value = stats.get(key)
-            if isinstance(value, (int, float)):
-                rows.append((label, int(value)))
-        return rows
+        return [(label, int(stats[key])) for label, key in FRONTIER_STATUS
+                if isinstance(stats.get(key), (int, float))]
 
 
 def page_server_errors(stats: dict[str, Any]) -> int:
@@ -274,13 +270,10 @@ def frontier_urls(stats: dict[str, Any]) -> list[tuple[str, int]]:
 
 
 def frontier_levels(stats: dict[str, Any]) -> list[tuple[str, int]]:
-    """(level, URLs) where the frontier reports them; empty otherwise."""
-    levels = []
-    for key, value in stats.items():
-        match = LEVEL_STAT.match(key)
-        if match and isinstance(value, int):
-            levels.append((int(match.group(1)), value))
-    return [(str(level), value) for level, value in sorted(levels, reverse=True)]
+    """(level, URLs) where the frontier reports them, top level first; empty otherwise."""
+    levels = sorted(((int(match.group(1)), value) for key, value in stats.items()
+                     if (match := LEVEL_STAT.match(key)) and isinstance(value, int)), reverse=True)
+    return [(str(level), value) for level, value in levels]
 
 
 def downloads_in_flight(crawler: Crawler) -> int | None:
