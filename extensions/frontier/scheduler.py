@@ -311,7 +311,7 @@ class Frontier(BaseScheduler):
         self.wakeup.cancel()
         self.write_ahead.cancel()
         self._sweep()
-        self.dispatch.close(self.inflight.clear())
+        self.dispatch.close(self.inflight.drain())
         if self.ledger is not None:
             self.ledger.save()
         self._update_gauges()
@@ -445,7 +445,7 @@ class Frontier(BaseScheduler):
             self._finish(request)
 
     def _finish(self, request: Request) -> None:
-        record = self.inflight.pop(request)
+        record = self.inflight.pop(request, None)
         if record is not None:
             self.dispatch.finish(record)
 
