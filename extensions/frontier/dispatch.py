@@ -24,12 +24,11 @@ from extensions.frontier.admission import Admission
 from extensions.frontier.holds import OriginHolds
 from extensions.frontier.inflight import InFlightTable
 from extensions.frontier.politeness import Politeness
-from extensions.frontier.prioritizer import Prioritizer
 from extensions.frontier.urlseen import URLSeen
 from extensions.frontier.store import FrontierStore
 
 if TYPE_CHECKING:
-    from extensions.frontier.scheduler import FrontierSignals, HandOut, OnceLog, WakeUpTimer
+    from extensions.frontier.scheduler import Frontier, FrontierSignals, OnceLog, WakeUpTimer
 
 #: subtracted from a rate-limited host's order: ahead of every level
 RATE_LIMITED_FIRST = 1 << 20
@@ -88,12 +87,11 @@ class FrontierParts:
     stats: Any
     clock: Callable[[], float]
     wall_clock: Callable[[], float]
-    prioritizer: Prioritizer
     seen: URLSeen
     hostkey: HostKey
     ledger: AOPICLedger | None
     idle_close: float
-    handout: HandOut  # a dequeued entry -> the request to fetch, or None
+    handout: Frontier  # request_of: a dequeued entry -> the request to fetch, or None
     admission: Admission  # rows refused or deferred
     noisy: OnceLog  # noisy events: logged once, then counted
     signals: FrontierSignals  # host_assigned: a host got a queue here (DNS prefetch)

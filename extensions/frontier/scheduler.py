@@ -159,48 +159,6 @@ class WriteAhead:
         self.due = False
 
 
-class HandOut:
-    """The request for a dequeued entry, or None when it must not be fetched
-    now (excluded while queued, a memory-only request gone, a row that cannot
-    be decoded: both marked failed). Counts AOPIC's Lambda crawls; a re-visit
-    carries its validators."""
-
-    def __init__(self, store: FrontierStore, excluded: set[int], memory_only: dict[int, Request],
-                 ledger: AOPICLedger | None, stats: Any, noisy: OnceLog) -> None:
-        self.store, self.excluded, self.memory_only = store, excluded, memory_only
-        self.ledger, self.stats, self.noisy = ledger, stats, noisy
-        self.spider: Spider | None = None  # set when the frontier opens
-        self.revisits: RevisitSchedule | None = None
-
-    def request_of(self, entry: Entry, cash: float | None = None) -> Request | None:
-        """``cash``: the entry's AOPIC cash if known already (else read)."""
-        fp = entry.fingerprint
-        if fp in self.excluded:
-            self.excluded.discard(fp)
-            return None
-        if self.ledger is not None:
-            if cash is None:
-                cash = self.ledger.cash_of(fp) or 0.0
-            if self.ledger.maybe_crawl_lambda(cash):
-                self.stats.inc_value("aopic/lambda_crawls")
-        if entry.flags & FLAG_MEMORY:
-            request = self.memory_only.pop(fp, None)
-            if request is None:
-                self.noisy.note("lost", "Request for %s was memory-only and is gone", entry.url)
-                self.store.urls.set_status([fp], Status.FAILED)
-            return request
-        try:
-            request = decode(entry, self.spider)
-        except Exception as err:  # noqa: BLE001 - one bad row must not end the crawl
-            self.noisy.note("undecodable", "Cannot rebuild the request for %s: %s", entry.url, err)
-            self.store.urls.set_status([fp], Status.FAILED)
-            return None
-        validators = self.revisits.handed_out(entry) if self.revisits is not None else None
-        if validators:  # a re-visit: the conditional GET middleware sends them
-            request.meta["revisit_validators"] = validators
-        return request
-
-
 class Frontier(BaseScheduler):
     """Scrapy scheduler composing URL-seen, prioritiser and a host dispatch."""
 
@@ -244,12 +202,11 @@ class Frontier(BaseScheduler):
         self.admission = Admission(store, self.seen, self.stats, self.wall_clock, self.memory_only,
                                    options.host_budget, options.record_refusals)
         self.excluded = self.admission.excluded  # excluded while queued: skip at dequeue
-        self.handout = HandOut(store, self.excluded, self.memory_only, ledger, self.stats, self.noisy)
         self.parts = FrontierParts(
             store=store, politeness=self.politeness, holds=self.holds, inflight=self.inflight,
-            stats=self.stats, clock=self.clock, wall_clock=self.wall_clock, prioritizer=self.prioritizer,
+            stats=self.stats, clock=self.clock, wall_clock=self.wall_clock,
             seen=self.seen, hostkey=self.hostkey, ledger=ledger, idle_close=options.idle_close,
-            handout=self.handout, admission=self.admission, noisy=self.noisy, signals=self.signals,
+            handout=self, admission=self.admission, noisy=self.noisy, signals=self.signals,
             wakeup=self.wakeup, on_store_error=runtime.on_store_error, memory_only=self.memory_only)
         self.dispatch.bind(self.parts)
         self.ledger = ledger
@@ -259,7 +216,6 @@ class Frontier(BaseScheduler):
         self.unfiled = self.parts.unfiled
         self.link_record = LinkRecorder(store.links, self.stats, options.linkgraph_record)
         self.revisits = revisit_schedule  # continuous crawling (REVISIT_ENABLED), see .revisits
-        self.handout.revisits = revisit_schedule
         if revisit_schedule is not None:  # files due URLs ahead of new ones
             revisit_schedule.bind(self.dispatch)
 
@@ -287,7 +243,7 @@ class Frontier(BaseScheduler):
     def open(self, spider: Spider | None) -> None:
         """Open the store (raising FrontierStoreError naming the file),
         resume or rebuild, start checkpointing."""
-        self.spider = self.handout.spider = self.signals.spider = spider
+        self.spider = self.signals.spider = spider
         self.store.open()
         self.dispatch.open()
         self.politeness.crawl_delays.update(self.store.hosts.crawl_delays())
@@ -398,6 +354,38 @@ class Frontier(BaseScheduler):
         if self.revisits is not None:  # or the next URL due again, if earlier
             due = self.revisits.wake_at(due, now, self.wall_clock())
         self.wakeup.arm(due, now)
+
+    def request_of(self, entry: Entry, cash: float | None = None) -> Request | None:
+        """The request for a dequeued entry (the dispatch's hand-out), or None when
+        it must not be fetched now (excluded while queued, a memory-only request
+        gone, a row that cannot be decoded: both marked failed). Counts AOPIC's
+        Lambda crawls; a re-visit carries its validators. ``cash``: the entry's
+        AOPIC cash if known already (else read)."""
+        fp = entry.fingerprint
+        if fp in self.excluded:
+            self.excluded.discard(fp)
+            return None
+        if self.ledger is not None:
+            if cash is None:
+                cash = self.ledger.cash_of(fp) or 0.0
+            if self.ledger.maybe_crawl_lambda(cash):
+                self.stats.inc_value("aopic/lambda_crawls")
+        if entry.flags & FLAG_MEMORY:
+            request = self.memory_only.pop(fp, None)
+            if request is None:
+                self.noisy.note("lost", "Request for %s was memory-only and is gone", entry.url)
+                self.store.urls.set_status([fp], Status.FAILED)
+            return request
+        try:
+            request = decode(entry, self.spider)
+        except Exception as err:  # noqa: BLE001 - one bad row must not end the crawl
+            self.noisy.note("undecodable", "Cannot rebuild the request for %s: %s", entry.url, err)
+            self.store.urls.set_status([fp], Status.FAILED)
+            return None
+        validators = self.revisits.handed_out(entry) if self.revisits is not None else None
+        if validators:  # a re-visit: the conditional GET middleware sends them
+            request.meta["revisit_validators"] = validators
+        return request
 
     # -- fetch end -------------------------------------------------------------
     def fetch_finished(self, request: Request, duration: float | None = None, ok: bool = True) -> None:
