@@ -251,7 +251,7 @@ class Frontier(BaseScheduler):
             self.ledger.load()
         self.dispatch.resume()
         load_bloom(self.store, self.bloom, self.bloom_path)
-        self._update_gauges()
+        update_gauges(self)
         if len(self):
             logger.info("Resuming crawl (%d requests in the frontier, %s)", len(self), self.store.location)
         looping_call, interval = self.runtime.looping_call, self.options.checkpoint_interval
@@ -270,7 +270,7 @@ class Frontier(BaseScheduler):
         self.dispatch.close(self.inflight.drain())
         if self.ledger is not None:
             self.ledger.save()
-        self._update_gauges()
+        update_gauges(self)
         self.dispatch.leave(reason)
         self._save_bloom()
         self.store.close(clean=True)
@@ -556,7 +556,7 @@ class Frontier(BaseScheduler):
                 self.ledger.save()
             self._sweep()
             self.politeness.prune(self.clock(), keep=self.dispatch.hosts_in_use())
-            self._update_gauges()
+            update_gauges(self)
             self._save_bloom()
             self.stats.inc_value("frontier/checkpoints")
         except (FrontierStoreError, OSError) as err:
@@ -585,10 +585,6 @@ class Frontier(BaseScheduler):
     def _duplicate(self) -> bool:
         self.stats.inc_value("frontier/duplicates")
         return False
-
-    def _update_gauges(self) -> None:
-        update_gauges(self.stats, self.store, self.dispatch, held=self.holds.held,
-                      inflight=len(self.inflight), bloom=self.bloom, ledger=self.ledger)
 
     def entries_in_memory(self) -> int:
         """Request entries the frontier holds in memory (buffers + in flight)."""
