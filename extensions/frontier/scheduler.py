@@ -65,35 +65,6 @@ class OnceLog:
             logger.warning(message + " (further cases only counted in frontier/%s)", *args, key)
 
 
-class FrontierSignals:
-    """``host_assigned`` for a host given a queue; ``request_scheduled`` and
-    ``request_dropped`` for a link the frontier files itself, as
-    ``engine.crawl`` sends them. Nothing is sent until :attr:`send` is set
-    (the crawler's ``send_catch_log``)."""
-
-    def __init__(self) -> None:
-        self.send: Callable[..., Any] | None = None
-        self.spider: Any = None
-
-    def host_assigned(self, host: str) -> None:
-        if self.send is not None:
-            self.send(host_assigned, host=host)
-
-    def scheduled(self, request: Request) -> bool:
-        """Whether no receiver of ``request_scheduled`` refused ``request`` (IgnoreRequest)."""
-        if self.send is None:
-            return True
-        for _, result in self.send(signals.request_scheduled, request=request, spider=self.spider,
-                                   dont_log=IgnoreRequest):
-            if isinstance(result, Failure) and isinstance(result.value, IgnoreRequest):
-                return False
-        return True
-
-    def dropped(self, request: Request) -> None:
-        if self.send is not None:
-            self.send(signals.request_dropped, request=request, spider=self.spider)
-
-
 class WakeUpTimer:
     """Wakes the engine when the first host is due (it asks the scheduler only
     on events and a heartbeat): at most one pending call, an earlier one replaces it."""
@@ -195,7 +166,7 @@ class Frontier(BaseScheduler):
         self._loop: Any = None
         self._checkpoints = 0
         self.noisy = OnceLog(self.stats)
-        self.signals = FrontierSignals()  # sent once from_crawler gives it the crawler's signals
+        self.send: Callable[..., Any] | None = None  # the crawler's send_catch_log (None: nothing sent)
         self.recent = RecentLinks(options.recent_links)
         self.holds = OriginHolds()  # origins that cannot be crawled now (see .holds)
         self.memory_only: dict[int, Request] = {}  # requests that cannot be serialised, by fingerprint
@@ -206,7 +177,7 @@ class Frontier(BaseScheduler):
             store=store, politeness=self.politeness, holds=self.holds, inflight=self.inflight,
             stats=self.stats, clock=self.clock, wall_clock=self.wall_clock,
             seen=self.seen, hostkey=self.hostkey, ledger=ledger, idle_close=options.idle_close,
-            handout=self, admission=self.admission, noisy=self.noisy, signals=self.signals,
+            handout=self, admission=self.admission, noisy=self.noisy, signals=self,
             wakeup=self.wakeup, on_store_error=runtime.on_store_error, memory_only=self.memory_only)
         self.dispatch.bind(self.parts)
         self.ledger = ledger
@@ -236,14 +207,14 @@ class Frontier(BaseScheduler):
         connect(frontier.origin_held, origin_held)
         connect(frontier.origin_deferred, origin_deferred)
         connect(frontier.urls_refused, urls_refused)
-        frontier.signals.send = crawler.signals.send_catch_log
+        frontier.send = crawler.signals.send_catch_log
         return frontier
 
     # -- Scrapy's scheduler interface ----------------------------------------
     def open(self, spider: Spider | None) -> None:
         """Open the store (raising FrontierStoreError naming the file),
         resume or rebuild, start checkpointing."""
-        self.spider = self.signals.spider = spider
+        self.spider = spider
         self.store.open()
         self.dispatch.open()
         self.politeness.crawl_delays.update(self.store.hosts.crawl_delays())
@@ -476,13 +447,30 @@ class Frontier(BaseScheduler):
                 recent += 1
                 continue
             request = link_request(url, depth, referer)
-            if self.signals.scheduled(request) and not self.enqueue_request(request, credit.get(url)):
-                self.signals.dropped(request)
+            if self._scheduled(request) and not self.enqueue_request(request, credit.get(url)) \
+                    and self.send is not None:
+                self.send(signals.request_dropped, request=request, spider=self.spider)
         if recent:
             self.stats.inc_value("links/recent_duplicates", recent)
         if links and self.runtime.wake is not None:
             self.runtime.wake()
         return done
+
+    def _scheduled(self, request: Request) -> bool:
+        """``request_scheduled`` for a link filed here, as ``engine.crawl`` sends it:
+        whether no receiver refused ``request`` (IgnoreRequest)."""
+        if self.send is None:
+            return True
+        for _, result in self.send(signals.request_scheduled, request=request, spider=self.spider,
+                                   dont_log=IgnoreRequest):
+            if isinstance(result, Failure) and isinstance(result.value, IgnoreRequest):
+                return False
+        return True
+
+    def host_assigned(self, host: str) -> None:
+        """The dispatch gave ``host`` a queue here: ``host_assigned`` (a DNS prefetch)."""
+        if self.send is not None:
+            self.send(host_assigned, host=host)
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL from outside a page's credit
