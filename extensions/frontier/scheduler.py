@@ -6,7 +6,7 @@ queues, back queues and host heap in :mod:`.localdispatch`, or a shared
 one from a backend; chosen in :mod:`.config`). Other components reach it
 only through signals (:mod:`extensions.signals`). The URL table is
 authoritative: a clean close resumes, and after ``kill -9`` the queues are
-rebuilt from the URL rows (:mod:`.resume`).
+rebuilt from the URL rows (:mod:`.localdispatch`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.page import PageDone, PageVerdict, link_request, page_fingerprints
 from extensions.frontier.politeness import INFINITY, Politeness
 from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
-from extensions.frontier.resume import load_bloom, save_bloom
 from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
 from extensions.urls.recent import RecentLinks
@@ -221,7 +220,11 @@ class Frontier(BaseScheduler):
         if self.ledger is not None:
             self.ledger.load()
         self.dispatch.resume()
-        load_bloom(self.store, self.bloom, self.bloom_path)
+        bloom, path, tag = self.bloom, self.bloom_path, self.store.get_meta("bloom_tag")
+        if bloom is not None and path is not None and not (tag and bloom.load(path, tag)):
+            count = bloom.rebuild(fp for fp, _ in self.store.urls.iter_all(10_000))  # it does not match the store
+            if count:
+                logger.info("Rebuilt the URL-seen Bloom filter from %d URL rows", count)
         update_gauges(self)
         if len(self):
             logger.info("Resuming crawl (%d requests in the frontier, %s)", len(self), self.store.location)
@@ -566,8 +569,16 @@ class Frontier(BaseScheduler):
         self.runtime.on_store_error(err)
 
     def _save_bloom(self) -> None:
+        """Commit the store with a new tag of the Bloom filter in its meta, then
+        write the filter (a filter with another tag is rebuilt at open)."""
         self._checkpoints += 1
-        save_bloom(self.store, self.bloom, self.bloom_path, f"{self._checkpoints}-{self.wall_clock():.6f}")
+        tag, bloom, path = f"{self._checkpoints}-{self.wall_clock():.6f}", self.bloom, self.bloom_path
+        write = bloom is not None and path is not None and (bloom.dirty or not path.exists())
+        if write:
+            self.store.set_meta("bloom_tag", tag)
+        self.store.checkpoint()
+        if write:
+            bloom.save(path, tag)  # type: ignore[union-attr]
 
     # -- stats and introspection ---------------------------------------------
     def _duplicate(self) -> bool:
