@@ -28,7 +28,7 @@ from extensions.frontier.urlseen import URLSeen
 from extensions.frontier.store import FrontierStore
 
 if TYPE_CHECKING:
-    from extensions.frontier.scheduler import Frontier, OnceLog, WakeUpTimer
+    from extensions.frontier.scheduler import Frontier, WakeUpTimer
 
 #: subtracted from a rate-limited host's order: ahead of every level
 RATE_LIMITED_FIRST = 1 << 20
@@ -93,7 +93,7 @@ class FrontierParts:
     idle_close: float
     handout: Frontier  # request_of: a dequeued entry -> the request to fetch, or None
     admission: Admission  # rows refused or deferred
-    noisy: OnceLog  # noisy events: logged once, then counted
+    noisy: Frontier  # note(key, message, *args): a noisy event, logged once, then counted
     signals: Frontier  # host_assigned(host): a host got a queue here (DNS prefetch)
     wakeup: WakeUpTimer  # wakes the engine at a due time
     #: a store failure outside a scheduler call (None: raise it)

@@ -50,20 +50,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class OnceLog:
-    """Count ``frontier/<key>`` every time; log the first case of each key."""
-
-    def __init__(self, stats: Any) -> None:
-        self.stats = stats
-        self.logged: set[str] = set()
-
-    def note(self, key: str, message: str, *args: Any) -> None:
-        self.stats.inc_value(f"frontier/{key}")
-        if key not in self.logged:
-            self.logged.add(key)
-            logger.warning(message + " (further cases only counted in frontier/%s)", *args, key)
-
-
 class WakeUpTimer:
     """Wakes the engine when the first host is due (it asks the scheduler only
     on events and a heartbeat): at most one pending call, an earlier one replaces it."""
@@ -164,7 +150,7 @@ class Frontier(BaseScheduler):
         self._known_hosts = LRUCache(4096)
         self._loop: Any = None
         self._checkpoints = 0
-        self.noisy = OnceLog(self.stats)
+        self._logged: set[str] = set()  # noisy events logged once (see note)
         self.send: Callable[..., Any] | None = None  # the crawler's send_catch_log (None: nothing sent)
         self.recent = RecentLinks(options.recent_links)
         self.holds = OriginHolds()  # origins that cannot be crawled now (see .holds)
@@ -176,7 +162,7 @@ class Frontier(BaseScheduler):
             store=store, politeness=self.politeness, holds=self.holds, inflight=self.inflight,
             stats=self.stats, clock=self.clock, wall_clock=self.wall_clock,
             seen=self.seen, hostkey=self.hostkey, ledger=ledger, idle_close=options.idle_close,
-            handout=self, admission=self.admission, noisy=self.noisy, signals=self,
+            handout=self, admission=self.admission, noisy=self, signals=self,
             wakeup=self.wakeup, on_store_error=runtime.on_store_error, memory_only=self.memory_only)
         self.dispatch.bind(self.parts)
         self.ledger = ledger
@@ -290,7 +276,7 @@ class Frontier(BaseScheduler):
             admission.seeds_this_run.add(fp)
         if entry.flags & FLAG_MEMORY:
             self.memory_only[fp] = request
-            self.noisy.note("unserializable", "Request %s cannot be serialised; %s", request,
+            self.note("unserializable", "Request %s cannot be serialised; %s", request,
                              self.dispatch.memory_only_note)
         if not self._known_hosts.hit(host):
             self._known_hosts.add(host)
@@ -320,7 +306,7 @@ class Frontier(BaseScheduler):
     def _unfiled(self, request: Request) -> bool:
         """A URL with no host to be polite to (``data:``), or not canonical: handed out as it is."""
         self.unfiled.append(request)
-        self.noisy.note("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
+        self.note("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
         return True
 
     def _arm_timer(self, now: float) -> None:
@@ -347,13 +333,13 @@ class Frontier(BaseScheduler):
         if entry.flags & FLAG_MEMORY:
             request = self.memory_only.pop(fp, None)
             if request is None:
-                self.noisy.note("lost", "Request for %s was memory-only and is gone", entry.url)
+                self.note("lost", "Request for %s was memory-only and is gone", entry.url)
                 self.store.urls.set_status([fp], Status.FAILED)
             return request
         try:
             request = decode(entry, self.spider)
         except Exception as err:  # noqa: BLE001 - one bad row must not end the crawl
-            self.noisy.note("undecodable", "Cannot rebuild the request for %s: %s", entry.url, err)
+            self.note("undecodable", "Cannot rebuild the request for %s: %s", entry.url, err)
             self.store.urls.set_status([fp], Status.FAILED)
             return None
         validators = self.revisits.handed_out(entry) if self.revisits is not None else None
@@ -458,6 +444,13 @@ class Frontier(BaseScheduler):
         if links and self.runtime.wake is not None:
             self.runtime.wake()
         return done
+
+    def note(self, key: str, message: str, *args: Any) -> None:
+        """A noisy event: ``frontier/<key>`` counted every time, the first case of each key logged."""
+        self.stats.inc_value(f"frontier/{key}")
+        if key not in self._logged:
+            self._logged.add(key)
+            logger.warning(message + " (further cases only counted in frontier/%s)", *args, key)
 
     def _scheduled(self, request: Request) -> bool:
         """``request_scheduled`` for a link filed here, as ``engine.crawl`` sends it:
