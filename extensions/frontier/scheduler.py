@@ -25,7 +25,7 @@ from twisted.python.failure import Failure
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.admission import Admission
 from extensions.frontier.codec import decode, encode
-from extensions.frontier.credit import AOPICCredit, CreditAssignment
+from extensions.frontier.credit import AOPICCredit
 from extensions.frontier.dispatch import FrontierParts, HostDispatch, HostKey
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.gauges import DictStats, update_gauges
@@ -166,9 +166,8 @@ class Frontier(BaseScheduler):
             wakeup=self.wakeup, on_store_error=runtime.on_store_error, memory_only=self.memory_only)
         self.dispatch.bind(self.parts)
         self.ledger = ledger
-        self.aopic = None if self.ledger is None else AOPICCredit(self.ledger, self.prioritizer, options.revisits)
-        self.credit_assignment = None if self.aopic is None else CreditAssignment(
-            self.aopic, store, self.dispatch, self.stats, self.memory_only)  # page_done's AOPIC part
+        self.aopic = None if ledger is None else AOPICCredit(
+            ledger, self.prioritizer, store, self.dispatch, self.stats, self.memory_only, options.revisits)
         self.unfiled = self.parts.unfiled
         self.link_record = LinkRecorder(store.links, self.stats, options.linkgraph_record)
         self.revisits = revisit_schedule  # continuous crawling (REVISIT_ENABLED), see .revisits
@@ -413,9 +412,9 @@ class Frontier(BaseScheduler):
             page = self.revisits.page_done(page, source, self.wall_clock())
         fingerprints = self.link_record.page_done(page, source)  # computed once, for AOPIC too
         stored = page.links if page.not_modified else None
-        if self.credit_assignment is None:
+        if self.aopic is None:
             return self._follow(page, PageDone(links=stored))
-        done = self.credit_assignment.page_done(page, fp, fingerprints, stored)
+        done = self.aopic.page_done(page, fp, fingerprints, stored)
         if isinstance(done, Deferred):
             return done.addCallback(lambda answer: self._follow(page, answer))
         return self._follow(page, done)
@@ -471,8 +470,8 @@ class Frontier(BaseScheduler):
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL from outside a page's credit
         step (tools, tests); queued ones whose level rises move up."""
-        if self.credit_assignment is not None:
-            self.credit_assignment.grant(fingerprints, amount)
+        if self.aopic is not None:
+            self.aopic.grant(fingerprints, amount)
 
     # -- signals from robots.txt and other components -----------------------------
     def robots_rules_parsed(self, origin: str, crawl_delay: float | None) -> float:
