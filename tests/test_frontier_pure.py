@@ -13,7 +13,7 @@ from extensions.frontier.fingerprint import (
     host_hash,
     url_fingerprint,
 )
-from extensions.frontier.front import BiasedSelector
+from extensions.frontier.queues import BiasedSelector
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.politeness import INFINITY, Politeness, politeness_gap
 from extensions.frontier.prioritizer import DepthPrioritizer

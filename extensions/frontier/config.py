@@ -22,7 +22,7 @@ from extensions import defaults
 from extensions.defaults import checked
 from extensions.backends import crawl_backend
 from extensions.frontier.dispatch import HostKey
-from extensions.frontier.front import BiasedSelector
+from extensions.frontier.queues import BiasedSelector
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.politeness import Politeness

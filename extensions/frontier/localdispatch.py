@@ -1,8 +1,8 @@
 """Mercator's host dispatch in one process: front queues, back queues, host heap.
 
-A new URL goes to its level's front queue (:mod:`.front`); free back
+A new URL goes to its level's front queue (:mod:`.queues`); free back
 queues, one host each, are refilled from them by a biased selector
-(:mod:`.back`); the host heap (:mod:`.hostheap`) yields due hosts, best
+(:class:`.queues.BackQueues`); the host heap (:mod:`.hostheap`) yields due hosts, best
 head URL first, and an emptied back queue is refilled at once. A held
 origin's URLs are parked (:mod:`.holds`); when the hold ends one goes out
 as a probe and, if fetched, the rest follow. Held work alone for
@@ -35,9 +35,8 @@ from typing import Any
 
 from scrapy import Request
 
-from extensions.frontier.back import BackQueues
 from extensions.frontier.dispatch import FrontierParts, ready_order
-from extensions.frontier.front import BiasedSelector, FrontQueues
+from extensions.frontier.queues import BackQueues, BiasedSelector, FrontQueues
 from extensions.frontier.holds import origin_of
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.inflight import InFlight
