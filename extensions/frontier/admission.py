@@ -47,11 +47,9 @@ class Admission:
     # -- before filing -------------------------------------------------------------
     def known(self, fp: int) -> bool:
         """The URL-seen test (counting the cache's hits and misses)."""
-        hits = self.seen.cache_hits
-        known = self.seen.known(fp)
-        self.stats.inc_value("frontier/seen_cache_hit" if self.seen.cache_hits > hits
-                             else "frontier/seen_cache_miss")
-        return known
+        hit = self.seen.cache.hit(fp)
+        self.stats.inc_value("frontier/seen_cache_hit" if hit else "frontier/seen_cache_miss")
+        return hit or self.seen.prefiltered(fp)
 
     def first_seed_copy(self, request: Request, fp: int) -> bool:
         """A start request not yet seen in this run goes through the URL-seen

@@ -113,16 +113,14 @@ class URLSeen:
         self.urls = urls
         self.cache = LRUCache(cache_size)
         self.prefilter = prefilter
-        self.cache_hits = 0
-        self.cache_misses = 0
 
     def known(self, fingerprint: int) -> bool:
         """True when the fingerprint is certainly (cache) or probably
         (Bloom) seen, without a disk access; False means 'ask the table'."""
-        if self.cache.hit(fingerprint):
-            self.cache_hits += 1
-            return True
-        self.cache_misses += 1
+        return self.cache.hit(fingerprint) or self.prefiltered(fingerprint)
+
+    def prefiltered(self, fingerprint: int) -> bool:
+        """Whether the Bloom pre-filter (if any) has probably seen the fingerprint (it has now)."""
         if self.prefilter is not None and not self.prefilter.add_if_new([fingerprint])[0]:
             self.cache.add(fingerprint)
             return True
