@@ -172,7 +172,7 @@ class Frontier(BaseScheduler):
         self.link_record = LinkRecorder(store.links, self.stats, options.linkgraph_record)
         self.revisits = revisit_schedule  # continuous crawling (REVISIT_ENABLED), see .revisits
         if revisit_schedule is not None:  # files due URLs ahead of new ones
-            revisit_schedule.bind(self.dispatch)
+            revisit_schedule.dispatch = self.dispatch
 
     # -- construction from a crawler ----------------------------------------
     @classmethod
