@@ -10,7 +10,7 @@ Two crawls with every default except ``HOST_YIELD_ENABLED=False``:
 
 Each host's pages, in the order the crawl judged them (its items: status and
 content-seen verdict), are then replayed through
-:class:`extensions.frontier.hostyield.HostYield` for each window and
+:class:`extensions.pipelines.hostyield.HostYield` for each window and
 threshold of the grid. Per host the table gives its pages, its share of new
 content, and per (window, threshold) either ``-`` (never stopped) or where
 it would stop: ``page@share`` (the page that stops it, the share of new
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from extensions.frontier.hostyield import HostYield, PageKind
+from extensions.pipelines.hostyield import HostYield, PageKind
 from extensions.pipelines.hostyield import page_kind
 from testweb.realapp import start_realapp
 from testweb.realweb import start_realweb

@@ -5,7 +5,7 @@ through the synthetic web's variants and a 40-rule file typical of large
 sites), then times ``--decisions`` allow/deny decisions over random URLs of
 random cached hosts, exactly as each middleware makes them per request:
 
-* ours: ``RobotsCache.get(origin)`` + expiry check + ``RobotsRules.allowed``;
+* ours: ``LRUCache.get(origin)`` (the middleware's cache) + expiry check + ``RobotsRules.allowed``;
 * stock: Scrapy's ``RobotsTxtMiddleware`` path, ``dict[netloc]`` +
   ``ProtegoRobotParser.allowed(url, user_agent)``.
 
@@ -28,7 +28,7 @@ from typing import Any, Callable
 from scrapy.robotstxt import ProtegoRobotParser
 
 from testweb.model import WebConfig, robots_page
-from extensions.robots.middleware import RobotsCache
+from extensions.frontier.urlseen import LRUCache
 from extensions.robots.rules import RobotsRules, decode_body, product_token
 
 USER_AGENT = "webcrawler/0.1 (+https://github.com/webcrawler/webcrawler)"
@@ -49,12 +49,12 @@ def origins(hosts: int) -> list[str]:
     return [f"http://h{i:05d}.test" for i in range(hosts)]
 
 
-def build_ours(hosts: list[str], texts: list[bytes]) -> RobotsCache:
+def build_ours(hosts: list[str], texts: list[bytes]) -> LRUCache:
     token = product_token(None, USER_AGENT)
-    cache = RobotsCache(len(hosts))
+    cache = LRUCache(len(hosts))
     for i, origin in enumerate(hosts):
         text = decode_body(texts[i % len(texts)], "text/plain")
-        cache.put(origin, RobotsRules.parse(text, token, expires=float("inf")))
+        cache.add(origin, RobotsRules.parse(text, token, expires=float("inf")))
     return cache
 
 
@@ -76,7 +76,7 @@ def measure_memory(build: Callable[[], Any], hosts: int) -> float:
     return (after - before) / hosts
 
 
-def time_ours(cache: RobotsCache, urls: list[tuple[str, str]]) -> float:
+def time_ours(cache: LRUCache, urls: list[tuple[str, str]]) -> float:
     now = time.monotonic()
     allowed = 0
     started = time.perf_counter()

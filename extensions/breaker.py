@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
-from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 
+from extensions.pushback import origin_of
 from extensions.robots.middleware import ROBOTS_FETCH
 from extensions.signals import origin_deferred, origin_held
 
@@ -120,28 +120,23 @@ class CircuitBreakerMiddleware:
                        for path in settings.getlist("RETRY_EXCEPTIONS"))
         return cls(crawler, breaker, errors)
 
-    @staticmethod
-    def _origin(request: Request) -> str:
-        parts = urlparse_cached(request)
-        return f"{parts.scheme}://{parts.netloc}"
-
     def process_request(self, request: Request, spider: Any = None) -> None:
         if request.meta.get(ROBOTS_FETCH):
             return
-        origin = self._origin(request)
+        origin = origin_of(request)
         if self.breaker.is_open(origin, self.clock()):
             self.stats.inc_value("breaker/refused")
             raise IgnoreRequest(f"circuit breaker of {origin} is open")
 
     def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
         if not request.meta.get(ROBOTS_FETCH):
-            self.breaker.succeeded(self._origin(request))
+            self.breaker.succeeded(origin_of(request))
         return response
 
     def process_exception(self, request: Request, exception: BaseException, spider: Any = None) -> None:
         if request.meta.get(ROBOTS_FETCH) or not isinstance(exception, self.network_errors):
             return
-        origin = self._origin(request)
+        origin = origin_of(request)
         verdict, delay = self.breaker.failed(origin, self.clock())
         self.stats.inc_value("breaker/failures")
         reason = f"{type(exception).__name__}: {exception}"

@@ -8,6 +8,7 @@ alphabetical.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -20,6 +21,23 @@ def with_defaults(settings: Any, prefix: str) -> Any:
         if name.startswith(prefix) and settings.get(name) is None:
             settings.set(name, value, "default")
     return settings
+
+
+def checked(settings: Any, name: str, valid: Callable[[Any], bool], must: str, kind: type = float) -> Any:
+    """Setting ``name`` (default: this module's) as ``kind`` (an int: a whole
+    number); a ValueError naming it and its value unless it converts and
+    ``valid(value)`` holds (``must``: what a valid value is)."""
+    raw = settings.get(name)
+    if raw is None:
+        raw = globals().get(name)
+    try:
+        value = kind(raw)
+        ok = value == value and float(raw) == value and valid(value)  # not NaN
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be {must}, got {raw!r}")
+    return value
 
 # --- Scrapy settings we give a crawler's values -----------------------------
 # A broad crawl: polite per host, no cookies (session cookies breed traps),

@@ -53,17 +53,11 @@ class MetricsExporter:
         # dict.copy() of the stats dict runs in C under the GIL: the HTTP
         # thread gets a consistent copy while the reactor keeps counting
         exporter = cls(metrics_server(lambda: crawler.stats.get_stats().copy(), process_name(), host, port))
-        exporter.start()
-        crawler.signals.connect(exporter.stop, signal=signals.spider_closed)
-        crawler.signals.connect(exporter.stop, signal=signals.engine_stopped)
+        exporter.server.start()
+        logger.info("Serving Prometheus metrics on %s", exporter.server.url)
+        crawler.signals.connect(exporter.server.stop, signal=signals.spider_closed)
+        crawler.signals.connect(exporter.server.stop, signal=signals.engine_stopped)
         return exporter
-
-    def start(self) -> None:
-        self.server.start()
-        logger.info("Serving Prometheus metrics on %s", self.server.url)
-
-    def stop(self) -> None:
-        self.server.stop()
 
 
 def process_name() -> str:

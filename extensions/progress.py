@@ -30,6 +30,7 @@ from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.httpobj import urlparse_cached
 
 from extensions import defaults
+from extensions.defaults import checked
 from extensions.distinct import DistinctCounter
 
 if TYPE_CHECKING:
@@ -83,11 +84,16 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
-def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    """A reader sees the old report or the new one, never half of one."""
+def write_atomically(path: Path, data: bytes) -> Path:
+    """A reader sees the old file or the new one, never half of one."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    temporary.write_bytes(data)
     os.replace(temporary, path)
+    return path
+
+
+def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
+    write_atomically(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
 
 
 class ProgressReporter:
@@ -111,13 +117,9 @@ class ProgressReporter:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        interval = crawler.settings.getfloat("PROGRESS_INTERVAL", defaults.PROGRESS_INTERVAL)
-        if interval < 0:
-            raise ValueError(f"PROGRESS_INTERVAL={interval!r}: must be >= 0 (0 disables)")
+        interval = checked(crawler.settings, "PROGRESS_INTERVAL", lambda value: value >= 0, ">= 0 (0 disables)")
         path = crawler.settings.get("PROGRESS_REPORT_FILE")
-        hosts_exact = crawler.settings.getint("PROGRESS_HOSTS_EXACT", defaults.PROGRESS_HOSTS_EXACT)
-        if hosts_exact < 0:
-            raise ValueError(f"PROGRESS_HOSTS_EXACT={hosts_exact!r}: must be >= 0")
+        hosts_exact = checked(crawler.settings, "PROGRESS_HOSTS_EXACT", lambda value: value >= 0, "an integer >= 0", int)
         reporter = cls(crawler.stats, interval, Path(path) if path else None,
                        queue_size=lambda: scheduler_length(crawler), hosts_exact=hosts_exact)
         crawler.signals.connect(reporter.spider_opened, signal=signals.spider_opened)

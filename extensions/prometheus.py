@@ -51,11 +51,6 @@ def status_class(code: str) -> str | None:
     return f"{code[0]}xx" if code.isdigit() and len(code) == 3 else None
 
 
-def only(names: Mapping[str, str]) -> Callable[[str], str | None]:
-    """A rename keeping the keys of ``names``, as their values."""
-    return names.get
-
-
 #: Per-process figures, one stat each.
 SINGLE = (
     Single("pages", "counter", "response_received_count", "Responses handed to the spider (no robots.txt)"),
@@ -113,19 +108,19 @@ LABELLED = (
     Labelled("pushback_responses", "counter", "pushback/status/", "status",
              "Answers obeyed as pushback (their origin paused, the URL fetched again), by status"),
     Labelled("frontier_outcomes", "counter", "frontier/", "status",
-             "URLs this process brought to a final status", rename=only(OUTCOMES)),
+             "URLs this process brought to a final status", rename=OUTCOMES.get),
     Labelled("frontier_hosts", "gauge", "frontier/", "state",
-             "Hosts this process crawls (active), origins held or deferred", rename=only(HOST_STATES)),
+             "Hosts this process crawls (active), origins held or deferred", rename=HOST_STATES.get),
     Labelled("frontier_urls", "gauge", "frontier/urls/", "status", "URLs in the frontier's store by status"),
     Labelled("robotstxt_events", "counter", "robotstxt/", "event", "robots.txt outcomes",
              gauges=frozenset({"cache_size", "sitemaps"})),
     Labelled("dns_events", "counter", "dns/", "event", "DNS outcomes"),
     Labelled("contentseen_pages", "counter", "contentseen/", "verdict", "Content-seen verdicts",
-             rename=only(VERDICTS)),
+             rename=VERDICTS.get),
     Labelled("hostyield_pages", "counter", "hostyield/", "kind", "Pages judged by host yield",
-             rename=only({"new": "new", "old": "old", "errors": "error"})),
+             rename={"new": "new", "old": "old", "errors": "error"}.get),
     Labelled("revisit_events", "counter", "revisit/", "event", "Re-visit outcomes",
-             rename=only({"changed": "changed", "unchanged": "unchanged", "gone": "gone", "due": "due"})),
+             rename={"changed": "changed", "unchanged": "unchanged", "gone": "gone", "due": "due"}.get),
 )
 
 

@@ -24,53 +24,6 @@ RECENT_SECONDS = 60.0  # the window of the recent rate
 
 
 @dataclass(frozen=True)
-class Rates:
-    """Pages per second, from the URL rows' fetch times (and the progress report)."""
-
-    fetched: int  # URL rows with a fetch time
-    first_fetch: float | None
-    last_fetch: float | None
-    recent_window: float  # seconds before the snapshot
-    recent: int  # rows fetched in that window
-    pages_per_second_recent: float
-    pages_per_second_overall: float  # fetched / (last_fetch - first_fetch)
-    report: dict[str, Any] | None = None  # from PROGRESS_REPORT_FILE: pages, elapsed, pages_per_second, finish_reason
-
-
-@dataclass(frozen=True)
-class HostStatus:
-    """One of the busiest hosts."""
-
-    host: str
-    queued: int  # its queue length
-    inflight: int
-    done: int
-    last_fetch: float | None
-    crawl_delay: float | None  # robots.txt Crawl-delay, if the host has one
-    next_due: float | None  # when its next fetch may start, where the store keeps it
-    next_due_known: bool  # False: politeness state is in the crawl's memory, not the store
-
-
-@dataclass(frozen=True)
-class OriginNote:
-    """A held or deferred origin and why; ``at``: a hold's end, a deferral's time."""
-
-    origin: str
-    reason: str
-    at: float
-
-
-@dataclass(frozen=True)
-class URLError:
-    """A failed URL row (an error), or a refused or excluded one (an outcome)."""
-
-    url: str
-    status: str
-    at: float | None
-    reason: str | None
-
-
-@dataclass(frozen=True)
 class CrawlStatus:
     """One snapshot of a crawl (see the module doc for where each part comes from)."""
 
@@ -80,13 +33,21 @@ class CrawlStatus:
     urls: dict[str, int]  # status name -> URLs, every status
     total: int
     hosts: int  # distinct hosts known
-    rates: Rates
-    busiest: list[HostStatus]
-    held: list[OriginNote] | None  # None: not kept in the store
-    deferred: list[OriginNote]
+    #: pages per second from the URL rows' fetch times: fetched, first_fetch, last_fetch,
+    #: recent_window, recent, pages_per_second_recent, pages_per_second_overall, and the
+    #: progress report's pages, elapsed, pages_per_second, finish_reason (None: no report)
+    rates: dict[str, Any]
+    #: the busiest hosts: host, queued, inflight, done, last_fetch, crawl_delay, next_due
+    #: and next_due_known (False: politeness state is in the crawl's memory, not the store)
+    busiest: list[dict[str, Any]]
+    #: held origins (None: not kept in the store) and deferred ones: origin, reason and
+    #: at (a hold's end, a deferral's time)
+    held: list[dict[str, Any]] | None
+    deferred: list[dict[str, Any]]
     revisits: dict[str, Any]  # records, scheduled, gone, due_now, next_due
-    errors: list[URLError] = field(default_factory=list)  # failed rows
-    refusals: list[URLError] = field(default_factory=list)  # refused and excluded rows: outcomes
+    #: failed rows (errors), refused and excluded rows (outcomes): url, status, at, reason
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    refusals: list[dict[str, Any]] = field(default_factory=list)
 
 
 def collect(store: FrontierStore, hosts: int = 10, errors: int = 5, report_file: Path | None = None,
@@ -105,22 +66,26 @@ def collect(store: FrontierStore, hosts: int = 10, errors: int = 5, report_file:
         total=sum(counts.values()), hosts=store.hosts.host_count(),
         rates=_rates(census.fetched, census.first_fetch, census.last_fetch, census.fetched_since,
                      _report(report_file)),
-        busiest=[HostStatus(load.host, load.queued, load.inflight, load.done, load.last_fetch,
-                            delays.get(load.host), load.next_due, load.next_due is not None)
+        busiest=[{**load._asdict(), "crawl_delay": delays.get(load.host), "next_due_known": load.next_due is not None}
                  for load in census.busiest],
         held=_held(store, census.held),
-        deferred=[OriginNote(origin, reason, at) for origin, (reason, at) in sorted(store.hosts.deferrals().items())],
+        deferred=_notes(store.hosts.deferrals()),
         revisits={**revisits._asdict(), "due_now": store.revisits.count_due(now),
                   "next_due": store.revisits.next_due()},
         errors=_url_errors(census.errors), refusals=_url_errors(census.refusals),
     )
 
 
-def _url_errors(events: list[URLEvent]) -> list[URLError]:
-    return [URLError(event.url, event.status.name.lower(), event.at, event.reason) for event in events]
+def _url_errors(events: list[URLEvent]) -> list[dict[str, Any]]:
+    return [{"url": event.url, "status": event.status.name.lower(), "at": event.at, "reason": event.reason}
+            for event in events]
 
 
-def _held(store: FrontierStore, held: dict[str, tuple[str, float]] | None) -> list[OriginNote] | None:
+def _notes(origins: dict[str, tuple[str, float | None]]) -> list[dict[str, Any]]:
+    return [{"origin": origin, "reason": reason, "at": at} for origin, (reason, at) in sorted(origins.items())]
+
+
+def _held(store: FrontierStore, held: dict[str, tuple[str, float]] | None) -> list[dict[str, Any]] | None:
     """Held origins: the shared store's (with their ends), else what a
     single-process frontier last wrote at a checkpoint (``held_origins``
     meta: reasons only, its holds end on its own clock); None if neither."""
@@ -132,14 +97,15 @@ def _held(store: FrontierStore, held: dict[str, tuple[str, float]] | None) -> li
         if not isinstance(written, dict):
             return None
         held = {str(origin): (str(reason), None) for origin, reason in written.items()}
-    return [OriginNote(origin, reason, until) for origin, (reason, until) in sorted(held.items())]
+    return _notes(held)
 
 
 def _rates(fetched: int, first: float | None, last: float | None, recent: int,
-           report: dict[str, Any] | None) -> Rates:
+           report: dict[str, Any] | None) -> dict[str, Any]:
     span = (last - first) if first is not None and last is not None else 0.0
-    return Rates(fetched, first, last, RECENT_SECONDS, recent, round(recent / RECENT_SECONDS, 3),
-                 round(fetched / span, 3) if span > 0 else 0.0, report)
+    return {"fetched": fetched, "first_fetch": first, "last_fetch": last, "recent_window": RECENT_SECONDS,
+            "recent": recent, "pages_per_second_recent": round(recent / RECENT_SECONDS, 3),
+            "pages_per_second_overall": round(fetched / span, 3) if span > 0 else 0.0, "report": report}
 
 
 def _report(path: Path | None) -> dict[str, Any] | None:
@@ -179,11 +145,11 @@ def _header(status: CrawlStatus) -> list[str]:
     lines = [f"Crawl at {status.location}: {state}; snapshot {when(status.taken_at)} UTC", "",
              f"URLs: {status.total} in {status.hosts} hosts",
              "  " + "  ".join(f"{name} {count}" for name, count in status.urls.items()), "",
-             f"Rates: {rates.pages_per_second_recent:.2f} pages/s in the last {rates.recent_window:.0f} s, "
-             f"{rates.pages_per_second_overall:.2f} overall ({rates.fetched} URLs fetched, "
-             f"first {when(rates.first_fetch)}, last {when(rates.last_fetch)})"]
-    if rates.report is not None:
-        report = rates.report
+             f"Rates: {rates['pages_per_second_recent']:.2f} pages/s in the last {rates['recent_window']:.0f} s, "
+             f"{rates['pages_per_second_overall']:.2f} overall ({rates['fetched']} URLs fetched, "
+             f"first {when(rates['first_fetch'])}, last {when(rates['last_fetch'])})"]
+    if rates["report"] is not None:
+        report = rates["report"]
         lines.append(f"  progress report: {report['pages']} pages in {report['elapsed']} s, "
                      f"{report['pages_per_second']} pages/s, finished: {report['finish_reason']}")
     return lines
@@ -193,14 +159,14 @@ def _hosts(status: CrawlStatus) -> list[str]:
     lines = ["", f"Busiest hosts ({len(status.busiest)}):",
              f"  {'host':<32} {'queued':>7} {'inflight':>8} {'done':>7}  {'last fetch':<19}  next due"]
     for host in status.busiest:
-        if host.next_due_known:
-            due = when(host.next_due)
+        if host["next_due_known"]:
+            due = when(host["next_due"])
         else:
-            delay = "none" if host.crawl_delay is None else f"{host.crawl_delay:g} s"
+            delay = "none" if host["crawl_delay"] is None else f"{host['crawl_delay']:g} s"
             due = f"not in the store (Crawl-delay {delay})"
-        lines.append(f"  {host.host:<32} {host.queued:>7} {host.inflight:>8} {host.done:>7}  "
-                     f"{when(host.last_fetch):<19}  {due}")
-    if any(not host.next_due_known for host in status.busiest):
+        lines.append(f"  {host['host']:<32} {host['queued']:>7} {host['inflight']:>8} {host['done']:>7}  "
+                     f"{when(host['last_fetch']):<19}  {due}")
+    if any(not host["next_due_known"] for host in status.busiest):
         lines.append("  (next due times live in the crawl's memory: its Crawl-delay and last fetch are shown)")
     return lines
 
@@ -211,10 +177,10 @@ def _origins(status: CrawlStatus) -> list[str]:
         lines.append("Held origins: not kept in the store (a single-process crawl holds them in memory)")
     else:
         lines.append(f"Held origins ({len(status.held)}):")
-        lines += [f"  {note.origin}{'' if note.at is None else ' until ' + when(note.at)}: {note.reason}"
+        lines += [f"  {note['origin']}{'' if note['at'] is None else ' until ' + when(note['at'])}: {note['reason']}"
                   for note in status.held]
     lines.append(f"Deferred origins ({len(status.deferred)}):")
-    lines += [f"  {note.origin} since {when(note.at)}: {note.reason}" for note in status.deferred]
+    lines += [f"  {note['origin']} since {when(note['at'])}: {note['reason']}" for note in status.deferred]
     return lines
 
 
@@ -228,14 +194,14 @@ def _revisits(status: CrawlStatus) -> list[str]:
 
 def _errors(status: CrawlStatus) -> list[str]:
     lines = ["", f"Last errors ({len(status.errors)}, failed fetches; the error kinds are in the crawl's stats):"]
-    lines += [f"  {when(error.at)}  {error.status:<8} {_short(error.url)}" for error in status.errors]
+    lines += [f"  {when(error['at'])}  {error['status']:<8} {_short(error['url'])}" for error in status.errors]
     return lines
 
 
 def _refusals(status: CrawlStatus) -> list[str]:
     lines = ["", f"Last refusals ({len(status.refusals)}, outcomes, not errors):"]
-    lines += [f"  {when(event.at)}  {event.status:<8} {_short(event.url)}  "
-              f"{event.reason or ('robots.txt' if event.status == 'excluded' else '(reason not kept)')}"
+    lines += [f"  {when(event['at'])}  {event['status']:<8} {_short(event['url'])}  "
+              f"{event['reason'] or ('robots.txt' if event['status'] == 'excluded' else '(reason not kept)')}"
               for event in status.refusals]
     return lines
 

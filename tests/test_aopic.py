@@ -36,12 +36,10 @@ def test_the_seeds_example_splits_cash_after_tax(store: Any) -> None:
     """The seeds' worked example: 100 credits, 10 links, 10% tax -> 9 each."""
     ledger = AOPICLedger(store, initial_cash=100.0, tax=0.1)
     ledger.seed(1)
-    cash, history, _ = ledger.take(1)
-    assert (cash, history) == (100.0, 100.0)
-    share = ledger.split(cash, 10)
-    assert share == pytest.approx(9.0)
+    paid, _ = ledger.distribute(1, list(range(2, 12)))
+    assert (paid.cash, paid.history) == (100.0, 100.0)
+    assert [after for _, after, _ in paid.changes] == pytest.approx([9.0] * 10)
     assert ledger.lambda_cash == pytest.approx(10.0)
-    ledger.credit_many([(fp, share) for fp in range(2, 12)])
     assert ledger.cash_of(5) == pytest.approx(9.0)
     assert ledger.cash_of(1) == 0.0
     assert_conserved(ledger)
@@ -263,11 +261,7 @@ def test_a_pages_cash_read_in_one_go_gives_the_same_ledger_as_separate_reads(tmp
     for _ in range(300):
         page = rng.randrange(1, 40)
         links = [rng.randrange(1, 40) for _ in range(rng.randrange(0, 6))]
-        rows = together.read_rows([page, *links])
-        cash, _, _ = together.take(page, rows)
-        share = together.split(cash, len(links))
-        if share > 0:
-            together.credit_many([(fp, share) for fp in links], rows)
+        together.distribute(page, links)
         cash, _, _ = apart.take(page)
         share = apart.split(cash, len(links))
         if share > 0:

@@ -1,6 +1,6 @@
 """AOPIC's cash script through the shared frontier's worker thread
 (:meth:`SharedLedger.distribute_then <extensions.backends.redis.ledger.SharedLedger.distribute_then>`,
-``CreditAssignment.page_done`` returning a Deferred, ``LinkScheduler``
+``AOPICCredit.page_done`` returning a Deferred, ``LinkScheduler``
 scheduling the links when it fires).
 
 On real ``redis-server`` processes with a real Twisted reactor

@@ -233,6 +233,6 @@ def test_the_origins_a_single_process_crawl_holds_are_shown_with_their_reason(tm
         held = collect(reader).held
     finally:
         reader.close()
-    assert held is not None and [(note.origin, note.reason) for note in held] == \
+    assert held is not None and [(note["origin"], note["reason"]) for note in held] == \
         [("https://a.test", "robots.txt answered 503")]
     frontier.close("finished")

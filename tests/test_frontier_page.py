@@ -188,7 +188,7 @@ def test_page_done_announces_each_link_as_engine_crawl_does(store: Any) -> None:
             return [(None, Failure(IgnoreRequest()))]
         return []
 
-    frontier.signals.send = send
+    frontier.send = send
     frontier.page_done(PageVerdict("http://a.test/", ["http://b.test/1", "http://a.test/", "http://b.test/ignored"]))
     assert sent == [(signals.request_scheduled, "http://b.test/1"), (signals.request_scheduled, "http://a.test/"),
                     (signals.request_dropped, "http://a.test/"), (signals.request_scheduled, "http://b.test/ignored")]

@@ -11,13 +11,17 @@ from extensions.frontier.fingerprint import (
     URL_BITS,
     fingerprint,
     host_hash,
-    host_of_fingerprint,
     url_fingerprint,
 )
-from extensions.frontier.front import BiasedSelector
+from extensions.frontier.queues import BiasedSelector
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.politeness import INFINITY, Politeness, politeness_gap
 from extensions.frontier.prioritizer import DepthPrioritizer
+
+
+def host_of_fingerprint(fp: int) -> int:
+    """The host hash part of a fingerprint."""
+    return ((fp + (1 << 64)) % (1 << 64)) >> URL_BITS
 
 
 # -- host heap ---------------------------------------------------------------

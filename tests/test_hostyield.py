@@ -14,7 +14,7 @@ from twisted.internet.task import Clock
 from crawler.items import PageItem
 from extensions.aopic.ledger import AOPICLedger, tax_for_share
 from extensions.frontier.fingerprint import url_fingerprint
-from extensions.frontier.hostyield import HostYield, PageKind
+from extensions.pipelines.hostyield import HostYield, PageKind
 from extensions.frontier.page import PageVerdict
 from extensions.frontier.prioritizer import CashPrioritizer
 from extensions.pipelines.hostyield import REASON, HostYieldPipeline, page_kind

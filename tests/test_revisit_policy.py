@@ -13,8 +13,7 @@ from scrapy.settings import Settings
 from extensions import defaults
 from extensions.revisit.config import max_share_from_settings, policy_from_settings
 from extensions.revisit.estimate import (
-    SHORTEST_INTERVAL_MU, change_rate, marginal_gain, optimal_interval, time_averaged_age,
-    time_averaged_freshness,
+    SHORTEST_INTERVAL_MU, change_rate, marginal_gain, optimal_interval,
 )
 from extensions.revisit.freshness import (
     Freshness, crawl_freshness, expected_age, expected_freshness, record_rate,
@@ -24,6 +23,24 @@ from extensions.frontier.store import RevisitRecord
 
 HOUR = 3600.0
 DAY = 24 * HOUR
+
+
+def time_averaged_freshness(rate: float, interval: float) -> float:
+    """Share of the time a page changing at ``rate``, fetched every
+    ``interval`` seconds, is up to date: ``(1 - exp(-x)) / x``."""
+    x = rate * interval
+    return 1.0 if x <= 0 else -math.expm1(-x) / x
+
+
+def time_averaged_age(rate: float, interval: float) -> float:
+    """Mean age (seconds) of that page's copy:
+    ``I/2 - 1/lambda + (1 - exp(-x)) / (lambda x)``."""
+    x = rate * interval
+    if x <= 0:
+        return 0.0
+    if x < 1e-4:  # series: the closed form cancels
+        return interval * x / 6
+    return interval / 2 - 1 / rate + -math.expm1(-x) / (rate * x)
 
 
 def fetched(policy: RevisitPolicy, now: float = 0.0, content: int = 1, **fields: object) -> RevisitRecord:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from extensions.frontier.writeahead import WriteAhead
+from extensions.frontier.scheduler import WriteAhead
 
 
 def test_without_call_soon_every_request_commits_at_once() -> None:

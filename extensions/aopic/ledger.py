@@ -111,16 +111,10 @@ class AOPICLedger:
         self.put_in += self.initial_cash
         return self.credit_many([(fingerprint, self.initial_cash)])[0]
 
-    def read_rows(self, fingerprints: list[int]) -> dict[int, tuple[float, float, float, int]]:
-        """The cash rows of URLs in one read, for :meth:`take` and :meth:`credit_many`."""
-        return self.store.cash.get_cash(list(dict.fromkeys(fingerprints)))
-
-    def credit_many(self, amounts: list[tuple[int, float]],
-                    rows: dict[int, tuple[float, float, float, int]] | None = None) -> list[tuple[float, float, bool]]:
+    def credit_many(self, amounts: list[tuple[int, float]]) -> list[tuple[float, float, bool]]:
         """Add cash to URLs, creating rows for new ones; return each one's ``(cash
-        before, cash after, had a row)``. ``rows``: already read (:meth:`read_rows`)."""
-        if rows is None:
-            rows = self.store.cash.get_cash(list({fp for fp, _ in amounts}))
+        before, cash after, had a row)``."""
+        rows = self.store.cash.get_cash(list({fp for fp, _ in amounts}))
         changed: dict[int, tuple[float, float, float, int]] = {}
         result = self._credit(amounts, rows, changed)
         self.store.cash.put_cash([(fp, *row) for fp, row in changed.items()])
@@ -144,12 +138,9 @@ class AOPICLedger:
             result.append((before, after, existed))
         return result
 
-    def take(self, fingerprint: int,
-             rows: dict[int, tuple[float, float, float, int]] | None = None) -> tuple[float, float, int]:
-        """Page fetched: its cash to its history; return ``(cash, history, visits)``.
-        ``rows``: already read, updated with this URL's new row."""
-        if rows is None:
-            rows = self.store.cash.get_cash([fingerprint])
+    def take(self, fingerprint: int) -> tuple[float, float, int]:
+        """Page fetched: its cash to its history; return ``(cash, history, visits)``."""
+        rows = self.store.cash.get_cash([fingerprint])
         taken = self._take(fingerprint, rows)
         self.store.cash.put_cash([(fingerprint, *rows[fingerprint])])
         return taken

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,7 +19,7 @@ import mmh3
 from scrapy import Request
 
 from extensions.frontier.fingerprint import URL_BITS, url_fingerprint
-from extensions.frontier.urlseen import URLSeen
+from extensions.frontier.urlseen import LRUCache, URLSeen
 from extensions.frontier.store import Entry, FrontierStore, Status
 
 logger = logging.getLogger("extensions.frontier.scheduler")  # the frontier's one log name
@@ -43,16 +42,14 @@ class Admission:
         self.excluded: set[int] = set()  # excluded while queued: skip at dequeue
         self.seeds_this_run: set[int] = set()
         self.deferred_reasons: dict[str, str] = {}
-        self.host_counts: OrderedDict[str, int] = OrderedDict()  # an LRU cache over the store's counts
+        self.host_counts = LRUCache(HOST_COUNTS)  # host -> its URLs known, over the store's counts
 
     # -- before filing -------------------------------------------------------------
     def known(self, fp: int) -> bool:
         """The URL-seen test (counting the cache's hits and misses)."""
-        hits = self.seen.cache_hits
-        known = self.seen.known(fp)
-        self.stats.inc_value("frontier/seen_cache_hit" if self.seen.cache_hits > hits
-                             else "frontier/seen_cache_miss")
-        return known
+        hit = self.seen.cache.hit(fp)
+        self.stats.inc_value("frontier/seen_cache_hit" if hit else "frontier/seen_cache_miss")
+        return hit or self.seen.prefiltered(fp)
 
     def first_seed_copy(self, request: Request, fp: int) -> bool:
         """A start request not yet seen in this run goes through the URL-seen
@@ -94,17 +91,14 @@ class Admission:
     def spend(self, entry: Entry) -> None:
         """``entry`` was filed as a new URL: one more of its host's budget spent."""
         if self.host_budget:
-            self.host_counts[entry.host] = self._host_count(entry) + 1
+            self.host_counts.add(entry.host, self._host_count(entry) + 1)
 
     def _host_count(self, entry: Entry) -> int:
         """URLs known of ``entry``'s host (the LRU's, else the store's count), made most recent."""
-        counts, host = self.host_counts, entry.host
-        count = counts.pop(host, None)
+        count = self.host_counts.get(entry.host)
         if count is None:
-            count = self.store.urls.count_host(entry.fingerprint, host)
-            if len(counts) >= HOST_COUNTS:
-                counts.popitem(last=False)
-        counts[host] = count
+            count = self.store.urls.count_host(entry.fingerprint, entry.host)
+            self.host_counts.add(entry.host, count)
         return count
 
     # -- URLs kept out -----------------------------------------------------------------

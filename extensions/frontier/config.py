@@ -19,9 +19,10 @@ from scrapy.utils.defer import _schedule_coro
 from scrapy.utils.misc import load_object
 
 from extensions import defaults
+from extensions.defaults import checked
 from extensions.backends import crawl_backend
-from extensions.frontier.front import BiasedSelector
-from extensions.frontier.hostkey import HostKey
+from extensions.frontier.dispatch import HostKey
+from extensions.frontier.queues import BiasedSelector
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.politeness import Politeness
@@ -38,17 +39,11 @@ BLOOM_NAME = "frontier.bloom"
 
 
 def _positive_int(settings: Any, name: str, minimum: int = 1) -> int:
-    value = settings.getint(name)
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {settings.get(name)!r}")
-    return value
+    return checked(settings, name, lambda value: value >= minimum, f"an integer >= {minimum}", int)
 
 
 def _non_negative(settings: Any, name: str) -> float:
-    value = settings.getfloat(name)
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {settings.get(name)!r}")
-    return value
+    return checked(settings, name, lambda value: value >= 0, ">= 0")
 
 
 def _engine_hooks(crawler: Crawler) -> dict[str, Any]:
@@ -92,24 +87,6 @@ def call_soon(func: Callable[[], None]) -> None:
         reactor.callLater(0, func)
 
 
-def _local_dispatch(settings: Any, front_queues: int, back_queues: int) -> LocalDispatch:
-    """Mercator's front queues, back queues and host heap in this process."""
-    weights = settings.getlist("FRONTIER_FRONT_QUEUE_WEIGHTS")
-    return LocalDispatch(
-        front_queues, back_queues,
-        queue_buffer=_positive_int(settings, "FRONTIER_QUEUE_BUFFER"),
-        selector=BiasedSelector([int(w) for w in weights]) if weights else None,
-        refill_budget=_positive_int(settings, "FRONTIER_REFILL_BUDGET"),
-    )
-
-
-def _revisit_schedule(settings: Any, store: Any, stats: Any) -> RevisitSchedule | None:
-    """Continuous crawling (``REVISIT_ENABLED``): the schedule and its policy."""
-    if not settings.getbool("REVISIT_ENABLED"):
-        return None
-    return RevisitSchedule(store, policy_from_settings(settings), stats, max_share=max_share_from_settings(settings))
-
-
 def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
     """Every argument of ``Frontier.__init__`` from the crawler's settings."""
     settings = defaults.with_defaults(crawler.settings, "FRONTIER_")
@@ -122,8 +99,12 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
     per_ip = settings.getint("CONCURRENT_REQUESTS_PER_IP")
     backend = crawl_backend(crawler)
     dispatch = backend.host_dispatch(front_queues, back_queues)
-    if dispatch is None:
-        dispatch = _local_dispatch(settings, front_queues, back_queues)
+    if dispatch is None:  # Mercator's front queues, back queues and host heap in this process
+        weights = settings.getlist("FRONTIER_FRONT_QUEUE_WEIGHTS")
+        dispatch = LocalDispatch(front_queues, back_queues,
+                                 queue_buffer=_positive_int(settings, "FRONTIER_QUEUE_BUFFER"),
+                                 selector=BiasedSelector([int(w) for w in weights]) if weights else None,
+                                 refill_budget=_positive_int(settings, "FRONTIER_REFILL_BUDGET"))
     prioritizer_cls = load_object(settings.get("FRONTIER_PRIORITIZER"))
     store, directory, cleanup = backend.frontier_store()
     bloom = backend.url_filter()
@@ -142,7 +123,9 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
                                  settings.getfloat("FRONTIER_AOPIC_TAX"))
         if settings.getbool("FRONTIER_AOPIC") else None,
         "bloom": bloom,
-        "revisit_schedule": _revisit_schedule(settings, store, crawler.stats),
+        "revisit_schedule": RevisitSchedule(store, policy_from_settings(settings), crawler.stats,
+                                            max_share=max_share_from_settings(settings))
+        if settings.getbool("REVISIT_ENABLED") else None,
         "options": FrontierOptions(
             seen_cache_size=_positive_int(settings, "FRONTIER_SEEN_CACHE_SIZE", 0),
             checkpoint_interval=_non_negative(settings, "FRONTIER_CHECKPOINT_INTERVAL"),

@@ -6,21 +6,21 @@ initial cash when first enqueued, a link is filed at the level the credit
 its page gave it earns, a queued URL whose cash crosses a level moves up,
 and a fetched page is revisited while it has had at most
 ``FRONTIER_AOPIC_REVISITS`` extra fetches. A shared ledger may pay through
-the dispatch's worker thread (then :meth:`CreditAssignment.page_done`
-returns a Deferred).
+the dispatch's worker thread (then :meth:`AOPICCredit.page_done` returns a
+Deferred).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from math import floor, log2
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 from twisted.internet.defer import Deferred
 
-from extensions.aopic.ledger import AOPICLedger, tax_for_share
+from extensions.aopic.ledger import AOPICLedger, Paid, tax_for_share
 from extensions.frontier.fingerprint import canonical_fingerprint
 from extensions.frontier.page import PageDone, PageVerdict
 from extensions.frontier.prioritizer import CashPrioritizer, Prioritizer
@@ -30,58 +30,63 @@ if TYPE_CHECKING:
     from extensions.frontier.dispatch import HostDispatch
 
 
-@dataclass(slots=True)
-class Payment:
-    """One fetched page's credit assignment."""
-
-    fingerprint: int  # the page's
-    links: list[int]  # its outlinks' fingerprints, in the order given
-    history: float  # the page's history now (its importance)
-    credit: dict[int, tuple[float, float]]  # per outlink: (cash after, the ledger's dividend then)
-    rising: list[int]  # known outlinks whose level the credit raised
-    entries: dict[int, Entry] | None  # the outlinks' URL rows, if read with the cash
-    revisit: bool  # fetch the page again (OPIC)
-
-
 class AOPICCredit:
-    """Cash-based levels and the per-page credit step, over one ledger."""
+    """Cash-based levels over one ledger, and its credit steps applied to the
+    queues: a judged page's payment, grants from outside, queued URLs moving
+    up, OPIC revisits."""
 
-    def __init__(self, ledger: AOPICLedger, prioritizer: Prioritizer, revisits: int = 0) -> None:
+    def __init__(self, ledger: AOPICLedger, prioritizer: Prioritizer, store: FrontierStore, dispatch: HostDispatch,
+                 stats: Any, memory_only: Mapping[int, Request], revisits: int = 0) -> None:
         self.ledger, self.prioritizer, self.revisits = ledger, prioritizer, revisits
+        self.store, self.dispatch, self.stats = store, dispatch, stats
+        self.memory_only = memory_only  # rows of these are not requests: never moved
 
-    def pay(self, fp: int, outlinks: list[str], fingerprints: list[int] | None = None,
-            share: float = 1.0) -> Payment:
-        """The page ``fp`` was fetched: its cash to its history, the tax to Lambda,
-        the rest split over ``outlinks`` (``fingerprints``: theirs, if computed
-        already); ``share`` < 1 gives the outlinks only that share, the rest to Lambda."""
-        ledger = self.ledger
-        links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
-        paid, entries = ledger.distribute(fp, links, entries_of=links, tax=self._tax(share))
-        return self._payment(fp, links, paid, entries)
+    def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None,
+                  stored: list[str] | None = None) -> PageDone | Deferred[PageDone]:
+        """The page's cash to its history, the tax to Lambda and the rest to its
+        outlinks (none if not followed; ``page.credit_share`` of it, the rest to
+        Lambda); queued outlinks whose level rises move up. Returns the history
+        and each outlink's credit by URL, with ``stored`` (a 304's outlinks) as
+        its links; a Deferred when paid through the worker. ``fingerprints``:
+        the outlinks', if computed already."""
+        links = page.links if page.follow else []
+        if fingerprints is None or not page.follow:
+            fingerprints = [canonical_fingerprint(link) for link in links]
+        share = page.credit_share
+        tax = None if share >= 1.0 else tax_for_share(self.ledger.tax, share)
+        io = self.dispatch.io
+        worker = io.worker if self.ledger.shared and io is not None else None
+        if worker is None:
+            paid, entries = self.ledger.distribute(fingerprint, fingerprints, entries_of=fingerprints, tax=tax)
+            return replace(self._paid(fingerprint, links, fingerprints, paid, entries), links=stored)
+        # a failure of _paid fails the Deferred: the page's pipeline ends either way
+        done: Deferred[Any] = Deferred()
+        done.addCallback(lambda answer: replace(self._paid(fingerprint, links, fingerprints, *answer), links=stored))
+        self.ledger.distribute_then(worker, fingerprint, fingerprints, fingerprints,  # type: ignore[attr-defined]
+                                    lambda paid, entries: done.callback((paid, entries)), done.errback, tax=tax)
+        return done
 
-    def pay_then(self, io: Any, fp: int, outlinks: list[str], fingerprints: list[int] | None,
-                 then: Callable[[Payment], None], failed: Callable[[Exception], None],
-                 share: float = 1.0) -> None:
-        """:meth:`pay` through ``io``, the shared frontier's worker channel
-        (a :class:`SharedLedger`): ``then`` gets the payment on the reactor thread."""
-        links = [canonical_fingerprint(link) for link in outlinks] if fingerprints is None else fingerprints
-        self.ledger.distribute_then(io, fp, links, links,  # type: ignore[attr-defined]
-                                    lambda paid, entries: then(self._payment(fp, links, paid, entries)), failed,
-                                    tax=self._tax(share))
+    def _paid(self, fp: int, links: list[str], fingerprints: list[int], paid: Paid,
+              entries: dict[int, Entry] | None) -> PageDone:
+        """The payment applied to the queues: promotions (the outlinks' rows:
+        ``entries`` if read with the cash), the OPIC revisit."""
+        credit, rising = self._rising(fingerprints, paid.changes) if fingerprints and paid.changes else ({}, [])
+        if rising:
+            self._promote(rising, credit, entries)
+        if paid.visits <= self.revisits:
+            self._revisit(fp)
+        by_url = {link: given for link, link_fp in zip(links, fingerprints)
+                  if (given := credit.get(link_fp)) is not None}
+        return PageDone(paid.history, by_url)
 
-    def _tax(self, share: float) -> float | None:
-        """The page's own tax for ``share`` (None: the ledger's)."""
-        return None if share >= 1.0 else tax_for_share(self.ledger.tax, share)
-
-    def _payment(self, fp: int, links: list[int], paid: Any, entries: dict[int, Entry] | None) -> Payment:
-        credit, rising = self._rising(links, paid.changes) if links and paid.changes else ({}, [])
-        return Payment(fp, links, paid.history, credit, rising, entries, paid.visits <= self.revisits)
-
-    def grant(self, fingerprints: list[int], amount: float) -> tuple[dict[int, tuple[float, float]], list[int]]:
-        """Add ``amount`` to each URL's cash; return each one's credit and
-        those whose level rose (as :meth:`pay` does for a page's links)."""
-        changes = self.ledger.credit_many([(fp, amount) for fp in fingerprints])
-        return self._rising(fingerprints, changes)
+    def grant(self, fingerprints: Sequence[int], amount: float) -> None:
+        """Add ``amount`` of cash to each URL; queued ones whose level rises move up."""
+        if not fingerprints:
+            return
+        fingerprints = list(fingerprints)
+        credit, rising = self._rising(fingerprints, self.ledger.credit_many([(fp, amount) for fp in fingerprints]))
+        if rising:
+            self._promote(rising, credit, None)
 
     def _rising(self, links: list[int], changes: list[tuple[float, float, bool]],
                 ) -> tuple[dict[int, tuple[float, float]], list[int]]:
@@ -129,61 +134,6 @@ class AOPICCredit:
             return request.meta
         return {"aopic_cash": cash, "aopic_mean": ledger.mean_cash()}
 
-
-class CreditAssignment:
-    """AOPIC's credit steps applied to the queues: a judged page's payment,
-    grants from outside, queued URLs moving up, OPIC revisits."""
-
-    def __init__(self, aopic: AOPICCredit, store: FrontierStore, dispatch: HostDispatch, stats: Any,
-                 memory_only: Mapping[int, Request]) -> None:
-        self.aopic, self.store, self.dispatch, self.stats = aopic, store, dispatch, stats
-        self.memory_only = memory_only  # rows of these are not requests: never moved
-        self.shared = aopic.ledger.shared  # a SharedLedger: may pay through the dispatch's worker
-
-    def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None,
-                  stored: list[str] | None = None) -> PageDone | Deferred[PageDone]:
-        """The page's cash to its history and credit to its outlinks (none if not
-        followed; ``page.credit_share`` of it); queued outlinks whose level rises
-        move up. Returns the history and each outlink's credit by URL, with
-        ``stored`` (a 304's outlinks) as its links; a Deferred when paid through
-        the worker."""
-        links = page.links if page.follow else []
-        given = fingerprints if page.follow else None
-        io = self.dispatch.io
-        worker = io.worker if self.shared and io is not None else None
-        if worker is None:
-            payment = self.aopic.pay(fingerprint, links, given, page.credit_share)
-            return replace(self._paid(payment, links), links=stored)
-        done: Deferred[PageDone] = Deferred()
-
-        def paid(payment: Payment) -> None:
-            try:
-                result = replace(self._paid(payment, links), links=stored)
-            except Exception as err:  # noqa: BLE001 - the page's pipeline must end, or its request never does
-                done.errback(err)
-                return
-            done.callback(result)
-        self.aopic.pay_then(worker, fingerprint, links, given, paid, done.errback, page.credit_share)
-        return done
-
-    def _paid(self, payment: Payment, links: list[str]) -> PageDone:
-        """The payment applied to the queues: promotions, the OPIC revisit."""
-        if payment.rising:
-            self._promote(payment.rising, payment.credit, payment.entries)
-        if payment.revisit:
-            self._revisit(payment.fingerprint)
-        by_url = {link: credit for link, fp in zip(links, payment.links)
-                  if (credit := payment.credit.get(fp)) is not None}
-        return PageDone(payment.history, by_url)
-
-    def grant(self, fingerprints: Sequence[int], amount: float) -> None:
-        """Add ``amount`` of cash to each URL; queued ones whose level rises move up."""
-        if not fingerprints:
-            return
-        credit, rising = self.aopic.grant(list(fingerprints), amount)
-        if rising:
-            self._promote(rising, credit, None)
-
     def _promote(self, fingerprints: list[int], credit: dict[int, tuple[float, float]],
                  known: dict[int, Entry] | None) -> None:
         """Queued URLs whose cash crossed a level move up (their rows: ``known``
@@ -193,7 +143,7 @@ class CreditAssignment:
         for fp, entry in rows.items():
             if fp in self.memory_only:
                 continue
-            if self.dispatch.promote(entry, self.aopic.level_of(entry, credit[fp][0])):
+            if self.dispatch.promote(entry, self.level_of(entry, credit[fp][0])):
                 self.stats.inc_value("aopic/promoted")
 
     def _revisit(self, fp: int) -> None:
@@ -202,5 +152,5 @@ class CreditAssignment:
         entry = self.store.urls.get_many([fp]).get(fp)
         if entry is None or fp in self.memory_only:
             return
-        self.dispatch.revisit(entry, self.aopic.level_of(entry, self.aopic.ledger.cash_of(fp) or 0.0))
+        self.dispatch.revisit(entry, self.level_of(entry, self.ledger.cash_of(fp) or 0.0))
         self.stats.inc_value("aopic/revisits")

@@ -56,8 +56,3 @@ def canonical_fingerprint(canonical_url: str) -> int:
     """:func:`url_fingerprint` of a GET of an already canonical URL (an extracted
     link), cached: a site's navigation links recur on each page."""
     return fingerprint(url_key(canonical_url), host_of(canonical_url))
-
-
-def host_of_fingerprint(fp: int) -> int:
-    """The host hash part of a fingerprint (for tests and inspection)."""
-    return ((fp + (1 << 64)) % (1 << 64)) >> URL_BITS

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from extensions.aopic.ledger import AOPICLedger
-from extensions.frontier.urlseen import BloomSeen
 from extensions.frontier.store import HELD_META, FrontierStore, Status
 
 if TYPE_CHECKING:
-    from extensions.frontier.dispatch import HostDispatch
+    from extensions.frontier.scheduler import Frontier
 
 #: ``frontier/urls/<status>``: URLs in the store by status, counted at checkpoints.
 URL_STATUS_STATS = tuple(f"frontier/urls/{status.name.lower()}" for status in Status)
@@ -44,10 +42,12 @@ class DictStats:
         return self.values.get(key, default)
 
 
-def update_gauges(stats: Any, store: FrontierStore, dispatch: HostDispatch, *, held: Mapping[str, Any], inflight: int,
-                  bloom: BloomSeen | None, ledger: AOPICLedger | None) -> None:
+def update_gauges(frontier: Frontier) -> None:
     """Queue sizes (per front-queue level too, ``frontier/level/<n>``), held
-    origins, the URL-seen cache's hit rate, the ledger's totals, URLs by status."""
+    origins, the URL-seen cache's hit rate, the ledger's totals, a Redis
+    store's memory per URL (crawl-wide), URLs by status."""
+    stats, store, dispatch, held = frontier.stats, frontier.store, frontier.dispatch, frontier.holds.held
+    inflight, bloom, ledger = len(frontier.inflight), frontier.bloom, frontier.ledger
     stats.set_value("frontier/back_queues", len(dispatch.hosts_in_use()))
     stats.set_value("frontier/held_origins", len(held))
     if not store.round_trips:  # an embedded store: the held origins for `scrapy crawlstatus`
@@ -70,7 +70,12 @@ def update_gauges(stats: Any, store: FrontierStore, dispatch: HostDispatch, *, h
     if ledger is not None:
         stats.set_value("aopic/lambda_cash", round(ledger.lambda_cash, 6))
         stats.set_value("aopic/pages_with_cash", ledger.rows)
-    memory_gauges(stats, store)
+    if (memory := store.memory_usage()) is not None:
+        used, known = memory
+        stats.set_value("frontier/redis_memory_bytes", used)
+        stats.set_value("frontier/redis_known_urls", known)
+        if known:
+            stats.set_value("frontier/redis_bytes_per_url", round(used / known, 1))
     # an idle frontier (the end of a crawl) is counted whatever the spacing:
     # the last figures are the ones the report and the metrics keep
     status_gauges(stats, store, force=not len(dispatch) and not inflight)
@@ -92,15 +97,3 @@ def status_gauges(stats: Any, store: FrontierStore, clock: Callable[[], float] =
         stats.set_value(key, counts.get(status, 0))
     stats.set_value("frontier/urls_counted_at", round(finished, 3))
     stats.set_value("frontier/urls_count_seconds", round(finished - started, 6))
-
-
-def memory_gauges(stats: Any, store: FrontierStore) -> None:
-    """Memory per URL of a store that reports it (Redis: crawl-wide)."""
-    report = store.memory_usage()
-    if report is None:
-        return
-    used, known = report
-    stats.set_value("frontier/redis_memory_bytes", used)
-    stats.set_value("frontier/redis_known_urls", known)
-    if known:
-        stats.set_value("frontier/redis_bytes_per_url", round(used / known, 1))

@@ -11,6 +11,10 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class HostHeap:
@@ -20,6 +24,7 @@ class HostHeap:
         self._heap: list[tuple[float, int, str]] = []
         self._live: dict[str, tuple[float, int]] = {}
         self._sequence = itertools.count()
+        self._ready: list[tuple[Any, int, str]] = []  # due hosts taken off the heap, best first
 
     def __len__(self) -> int:
         return len(self._live)
@@ -64,6 +69,31 @@ class HostHeap:
         _, _, host = heapq.heappop(self._heap)
         del self._live[host]
         return host
+
+    def serve_due(self, now: float, order: Callable[[str], Any], serve: Callable[[str], T | None],
+                  ready_at: Callable[[str], float], reschedule: Callable[[str], None],
+                  more: Callable[[], bool] = lambda: True) -> T | None:
+        """Serve the hosts due at ``now``, best first: each moves to a ready heap
+        by ``order(host)`` (lowest first, then arrival; None: dropped); the best
+        ready host is ``serve``d unless it is on the heap again (rescheduled
+        meanwhile) or its ``ready_at`` is later (``reschedule``d), until
+        ``serve`` gives a result or ``more()`` is false."""
+        ready = self._ready
+        while (host := self.pop_due(now)) is not None:
+            key = order(host)
+            if key is not None:
+                heapq.heappush(ready, (key, next(self._sequence), host))
+        while ready and more():
+            host = heapq.heappop(ready)[2]
+            if host in self._live:
+                continue
+            if ready_at(host) > now:
+                reschedule(host)
+                continue
+            result = serve(host)
+            if result is not None:
+                return result
+        return None
 
     def _drop_stale(self) -> None:
         heap, live = self._heap, self._live

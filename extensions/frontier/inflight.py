@@ -32,40 +32,22 @@ class InFlight:
     refused: str | None = None  # refused for good (urls_refused named it): why
 
 
-class InFlightTable:
+class InFlightTable(dict[Request, InFlight]):
     """The in-flight records by request, and the fetch-end rule."""
 
     def __init__(self, politeness: Politeness,
                  in_progress: Callable[[], Collection[Request] | None] | None = None) -> None:
+        super().__init__()
         self.politeness = politeness
         self.in_progress = in_progress or (lambda: None)
-        self.records: dict[Request, InFlight] = {}
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def __contains__(self, request: object) -> bool:
-        return request in self.records
-
-    def __getitem__(self, request: Request) -> InFlight:
-        return self.records[request]
-
-    def get(self, request: Request | None) -> InFlight | None:
-        return None if request is None else self.records.get(request)
-
-    def values(self) -> list[InFlight]:
-        return list(self.records.values())
 
     def add(self, request: Request, entry: Entry, host: str, now: float) -> None:
-        self.records[request] = InFlight(entry, host, now)
+        self[request] = InFlight(entry, host, now)
 
-    def pop(self, request: Request) -> InFlight | None:
-        return self.records.pop(request, None)
-
-    def clear(self) -> list[InFlight]:
+    def drain(self) -> list[InFlight]:
         """Forget every record (a close); return them."""
-        records = list(self.records.values())
-        self.records.clear()
+        records = list(self.values())
+        self.clear()
         return records
 
     def engine_tracks(self) -> bool:
@@ -76,14 +58,14 @@ class InFlightTable:
         """Requests the engine no longer holds (finished, or refused by a
         downloader middleware before they reached the downloader)."""
         in_progress = self.in_progress()
-        if in_progress is None or not self.records:
+        if in_progress is None or not self:
             return []
         # called on every next_request: the set difference runs in C, and
         # nearly always finds nothing; the records' order is kept for the rest
-        gone = self.records.keys() - in_progress
+        gone = self.keys() - in_progress
         if not gone:
             return []
-        return [request for request in self.records if request in gone]
+        return [request for request in self if request in gone]
 
     def release(self, record: InFlight, now: float, duration: float | None) -> bool:
         """The fetch of ``record`` ended: its host's gap starts (once);

@@ -1,33 +1,89 @@
 """Mercator's host dispatch in one process: front queues, back queues, host heap.
 
-A new URL goes to its level's front queue (:mod:`.front`); free back
+A new URL goes to its level's front queue (:mod:`.queues`); free back
 queues, one host each, are refilled from them by a biased selector
-(:mod:`.back`); the host heap (:mod:`.hostheap`) yields due hosts, best
+(:class:`.queues.BackQueues`); the host heap (:mod:`.hostheap`) yields due hosts, best
 head URL first, and an emptied back queue is refilled at once. A held
 origin's URLs are parked (:mod:`.holds`); when the hold ends one goes out
 as a probe and, if fetched, the rest follow. Held work alone for
 ``FRONTIER_IDLE_CLOSE`` seconds is deferred, so a finite crawl ends.
+
+Invariants the frontier's durability rests on:
+
+* The URL table is authoritative: a queued or in-flight row holds all that
+is needed to rebuild its request; the queue tables only give order.
+* All changes go into one store transaction, committed before a request is
+handed out (``FRONTIER_WRITE_AHEAD``) or at each checkpoint; a crash
+returns to the last commit, where rows, cash and queues agree.
+* After a crash :func:`rebuild_queues` refills the front queues from every
+queued or in-flight row, in discovery order, at its stored level.
+* A clean close spills the buffers, requeues what is in flight, records
+the queue counts and sets ``clean``; the next open only restores the back
+queues, or rebuilds if the queue counts changed.
+* A URL is done only after the engine has finished with its response, so a
+page committed as done has its outlinks committed too.
+* The Bloom filter is written after each commit with a tag stored in the
+store's meta; a filter with another tag, or none, is rebuilt from the URL
+table (it is only a pre-filter).
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from scrapy import Request
 
-from extensions.frontier.back import BackQueues
 from extensions.frontier.dispatch import FrontierParts, ready_order
-from extensions.frontier.front import BiasedSelector, FrontQueues
+from extensions.frontier.queues import BackQueues, BiasedSelector, FrontQueues
 from extensions.frontier.holds import origin_of
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.inflight import InFlight
-from extensions.frontier.resume import rebuild_queues, record_shape, shape_changed
-from extensions.frontier.store import FLAG_REVISIT, Entry, Status
+from extensions.frontier.store import FLAG_REVISIT, Entry, FrontierStore, Status
 
 logger = logging.getLogger(__name__)
+
+
+_BATCH = 10_000
+
+
+def shape_changed(store: FrontierStore, front: FrontQueues, back: BackQueues) -> bool:
+    """Whether the store was written with other queue counts."""
+    stored = (store.get_meta("front_queues"), store.get_meta("back_queues"))
+    if stored == (None, None):
+        return False
+    return stored != (str(len(front.queues)), str(len(back.queues)))
+
+
+def record_shape(store: FrontierStore, front: FrontQueues, back: BackQueues) -> None:
+    store.set_meta("front_queues", str(len(front.queues)))
+    store.set_meta("back_queues", str(len(back.queues)))
+
+
+def rebuild_queues(store: FrontierStore, front: FrontQueues, back: BackQueues) -> int:
+    """Refill the front queues from the URL table; return how many URLs."""
+    store.queues.clear()
+    top = len(front.queues) - 1
+    batches: dict[int, list[int]] = {}
+    total = 0
+    for fp, level in store.urls.iter_pending(_BATCH):
+        level = min(top, max(0, level))
+        batch = batches.setdefault(level, [])
+        batch.append(fp)
+        total += 1
+        if len(batch) >= _BATCH:
+            store.queues.push(f"front/{level}", batch)
+            batches[level] = []
+    for level, batch in batches.items():
+        store.queues.push(f"front/{level}", batch)
+    store.urls.requeue_inflight()
+    for queue in front.queues:
+        queue.drop_buffers()
+    back.drop_buffers()
+    record_shape(store, front, back)
+    store.checkpoint()
+    return total
 
 
 class LocalDispatch:
@@ -38,28 +94,23 @@ class LocalDispatch:
 
     def __init__(self, front_queues: int = 8, back_queues: int = 48, queue_buffer: int = 256,
                  selector: BiasedSelector | None = None, refill_budget: int = 1024) -> None:
-        self.front_queues, self.back_queues, self.queue_buffer = front_queues, back_queues, queue_buffer
+        self.levels = front_queues  # priority levels: one front queue each
+        self.back_queues, self.queue_buffer = back_queues, queue_buffer
         self.selector, self.refill_budget = selector, refill_budget
         self.heap = HostHeap()
-        # hosts whose time has come, best head URL first (see next_request)
-        self._ready: list[tuple[float, int, str]] = []
-        self._ready_seq = 0
         self._probes: set[int] = set()  # one released URL per ended hold
         self._idle_since: float | None = None
 
-    @property
-    def levels(self) -> int:
-        """Priority levels: one front queue each."""
-        return self.front_queues
-
     def bind(self, parts: FrontierParts) -> None:
+        """Take the frontier's parts (called once, by the frontier)."""
         self.parts = parts
         self.store = parts.store
-        self.front = FrontQueues(parts.store, self.front_queues, self.queue_buffer, self.selector)
+        self.front = FrontQueues(parts.store, self.levels, self.queue_buffer, self.selector)
         self.back = BackQueues(parts.store, self.back_queues, self.queue_buffer)
 
     # -- lifecycle -------------------------------------------------------------
     def open(self) -> None:
+        """The store is open: check it suits this strategy, set up."""
         for queue in self.front.queues + self.back.queues:
             queue.drop_buffers()  # empty before open; this syncs the counts
         if shape_changed(self.store, self.front, self.back):
@@ -67,6 +118,7 @@ class LocalDispatch:
             self.store.clean = False
 
     def resume(self) -> None:
+        """The ledger is loaded: restore or rebuild queues, retry deferred origins."""
         if self.store.clean:
             self._restore_clean()
         else:
@@ -74,9 +126,10 @@ class LocalDispatch:
         self._retry_deferred()
 
     def start(self, looping_call: Callable[[Callable[[], None]], Any] | None) -> None:
-        """Nothing periodic of its own."""
+        """Start periodic work of the strategy's own (none here)."""
 
     def close(self, records: list[InFlight]) -> None:
+        """Closing: put unfinished requests (``records``) back, spill buffers."""
         for record in records:
             fp = record.entry.fingerprint
             self.store.urls.set_status([fp], Status.QUEUED, only_from=Status.INFLIGHT)
@@ -90,11 +143,12 @@ class LocalDispatch:
         record_shape(self.store, self.front, self.back)
 
     def leave(self, reason: str) -> None:
+        """After the closing gauges: leave the crawl, log the close."""
         logger.info("Frontier closed (%s): %d requests left", reason,
                     self.parts.stats.get_value("frontier/queued", 0))
 
     def checkpoint(self) -> None:
-        """Nothing beyond the frontier's."""
+        """After the frontier's checkpoint: the strategy's own (none here)."""
 
     def _restore_clean(self) -> None:
         try:
@@ -130,6 +184,7 @@ class LocalDispatch:
 
     # -- queue state -----------------------------------------------------------
     def __len__(self) -> int:
+        """Requests queued for this process (plus the unfiled ones)."""
         return len(self.front) + len(self.back) + len(self.parts.unfiled)
 
     def has_pending(self) -> bool:
@@ -160,6 +215,7 @@ class LocalDispatch:
         return queued > len(self._probes - inflight) or bool(inflight - self._probes)
 
     def hosts_in_use(self) -> set[str]:
+        """The hosts this process serves now (their politeness state stays)."""
         return set(self.back.queue_of)
 
     def in_memory(self) -> int:
@@ -232,22 +288,10 @@ class LocalDispatch:
         if self.parts.holds.held:
             self._release_holds(now)
         self._refill()
-        ready = self._ready
-        while (host := self.heap.pop_due(now)) is not None:
-            self._ready_seq += 1
-            order = ready_order(self.back.head_level(host), self.parts.politeness.rate_limited(host))
-            heapq.heappush(ready, (order, self._ready_seq, host))
-        while ready:
-            host = heapq.heappop(ready)[2]
-            if host in self.heap:  # rescheduled meanwhile (a Crawl-delay)
-                continue
-            if self.parts.politeness.ready_at(host) > now:
-                self.reschedule(host)
-                continue
-            request = self._dispatch(host, now)
-            if request is not None:
-                return request
-        return None
+        politeness = self.parts.politeness
+        return self.heap.serve_due(
+            now, lambda host: ready_order(self.back.head_level(host), politeness.rate_limited(host)),
+            lambda host: self._dispatch(host, now), politeness.ready_at, self.reschedule)
 
     def _dispatch(self, host: str, now: float) -> Request | None:
         """Take the head of ``host``'s back queue; None if it was unusable."""
@@ -271,11 +315,12 @@ class LocalDispatch:
         return request
 
     def reschedule(self, host: str) -> None:
-        """Put ``host`` on the heap if it has a back queue and may fetch."""
+        """``host``'s politeness changed: on the heap at its ready time if it has a back queue."""
         if host in self.back.queue_of:
             self.heap.place(host, self.parts.politeness.ready_at(host))
 
     def scheduled(self, host: str) -> bool:
+        """Whether ``host`` is on the host heap."""
         return host in self.heap
 
     def _refill(self) -> None:
@@ -300,6 +345,7 @@ class LocalDispatch:
 
     # -- fetch end -------------------------------------------------------------
     def finish(self, record: InFlight) -> None:
+        """The engine is done with a request: its row's final status."""
         if record.excluded:
             return
         entry, parts = record.entry, self.parts
@@ -316,10 +362,10 @@ class LocalDispatch:
 
     # -- origins held and deferred ----------------------------------------------
     def origin_held(self, origin: str, delay: float, reason: str) -> None:
-        """Nothing beyond the frontier's hold: URLs are parked as they are met."""
+        """After the frontier held ``origin``: nothing more, URLs are parked as they are met."""
 
     def origin_deferred(self, origin: str) -> None:
-        """Nothing beyond the frontier's: the parked URLs were deferred."""
+        """After the frontier deferred ``origin``: nothing more, its parked URLs were deferred."""
 
     def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
         """Park or defer ``entry`` if its origin is held or deferred (a probe goes

@@ -46,11 +46,7 @@ class RevisitSchedule:
         self._next_due: float | None = None
         self._read_at = -math.inf  # wall time the next due time was last read
         self._gauges_due = -math.inf  # wall time the gauges may be computed again
-        self.dispatch: HostDispatch | None = None
-
-    def bind(self, dispatch: HostDispatch) -> None:
-        """The frontier's dispatch files due URLs."""
-        self.dispatch = dispatch
+        self.dispatch: HostDispatch | None = None  # the frontier's, which files due URLs
 
     # -- after a fetch -----------------------------------------------------------
     def page_done(self, page: PageVerdict, fingerprint: int, now: float) -> PageVerdict:
@@ -107,16 +103,12 @@ class RevisitSchedule:
             entry = entries.get(record.fingerprint)
             if entry is None:  # no URL row to fetch it by (a trimmed Bloom-mode row)
                 continue
-            self._requeue(entry._replace(flags=entry.flags | FLAG_REVISIT))
+            # at the top level: its cash went to its history at its fetch, so the
+            # level its cash earns would be behind every new URL
+            self.dispatch.revisit(entry._replace(flags=entry.flags | FLAG_REVISIT), self.dispatch.levels - 1)
             self.released += 1
         self.stats.inc_value("revisit/due", len(records))
         return len(records)
-
-    def _requeue(self, entry: Entry) -> None:
-        """File a due URL at the top level: its cash went to its history at its
-        fetch, so the level its cash earns would be behind every new URL."""
-        assert self.dispatch is not None, "bind() the dispatch first"
-        self.dispatch.revisit(entry, self.dispatch.levels - 1)
 
     def _allowance(self, queued: int) -> int:
         """How many URLs may come back now: a batch when nothing new waits, else as

@@ -6,53 +6,113 @@ queues, back queues and host heap in :mod:`.localdispatch`, or a shared
 one from a backend; chosen in :mod:`.config`). Other components reach it
 only through signals (:mod:`extensions.signals`). The URL table is
 authoritative: a clean close resumes, and after ``kill -9`` the queues are
-rebuilt from the URL rows (:mod:`.resume`).
+rebuilt from the URL rows (:mod:`.localdispatch`).
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
 from scrapy.core.scheduler import BaseScheduler
 from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.admission import Admission
-from extensions.frontier.codec import encode
-from extensions.frontier.credit import AOPICCredit, CreditAssignment
-from extensions.frontier.dispatch import FrontierParts, HostDispatch
+from extensions.frontier.codec import decode, encode
+from extensions.frontier.credit import AOPICCredit
+from extensions.frontier.dispatch import FrontierParts, HostDispatch, HostKey
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.gauges import DictStats, update_gauges
 from extensions.frontier.holds import OriginHolds
-from extensions.frontier.hostkey import HostKey
 from extensions.frontier.inflight import InFlightTable
 from extensions.frontier.linkrecord import REDIRECT_STATUSES, LinkRecorder
 from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.page import PageDone, PageVerdict, link_request, page_fingerprints
-from extensions.frontier.politeness import Politeness
+from extensions.frontier.politeness import INFINITY, Politeness
 from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
-from extensions.frontier.resume import load_bloom, save_bloom
 from extensions.frontier.revisits import RevisitSchedule
 from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
-from extensions.frontier.wakeup import WakeUpTimer
-from extensions.frontier.writeahead import WriteAhead
-from extensions.frontier.announce import FrontierSignals
-from extensions.frontier.handout import HandOut
-from extensions.frontier.noisy import OnceLog
 from extensions.urls.recent import RecentLinks
-from extensions.signals import origin_deferred, origin_held, politeness_widened, request_excluded, robots_rules_parsed, urls_refused
-from extensions.frontier.store import FLAG_MEMORY, FrontierStore, FrontierStoreError
+from extensions.signals import host_assigned, origin_deferred, origin_held, politeness_widened, request_excluded, robots_rules_parsed, urls_refused
+from extensions.frontier.store import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.spiders import Spider
 
 logger = logging.getLogger(__name__)
+
+
+class WakeUpTimer:
+    """Wakes the engine when the first host is due (it asks the scheduler only
+    on events and a heartbeat): at most one pending call, an earlier one replaces it."""
+
+    def __init__(self, call_later: Callable[..., Any] | None, wake: Callable[[], None] | None,
+                 stats: Any) -> None:
+        self.call_later, self.wake, self.stats = call_later, wake, stats
+        self._timer: Any = None
+        self.due = INFINITY  # when the pending timer fires (inf: none pending)
+
+    def arm(self, due: float | None, now: float) -> None:
+        """Wake the engine at ``due`` (None: nothing to wait for), unless a
+        timer at or before that time is pending already."""
+        if due is None or self.call_later is None or self.wake is None:
+            return
+        due = max(due, now)
+        if self._timer is not None and self.due <= due:
+            return
+        self.cancel()
+        self.due = due
+        self._timer = self.call_later(due - now, self._fire)
+        self.stats.inc_value("frontier/wakeups_scheduled")
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            if getattr(self._timer, "active", lambda: True)():  # a fired DelayedCall is not active
+                self._timer.cancel()
+            self._timer, self.due = None, INFINITY
+
+    def _fire(self) -> None:
+        self._timer, self.due = None, INFINITY
+        self.stats.inc_value("frontier/wakeups_fired")
+        if self.wake is not None:
+            self.wake()
+
+
+class WriteAhead:
+    """Runs ``commit`` before the next poll for I/O, once however often asked
+    (``FRONTIER_WRITE_AHEAD``): no request is written to a socket before the
+    reactor polls again, so one commit per turn (``call_soon``) is as safe as
+    one per request; without ``call_soon`` the commit runs at once."""
+
+    def __init__(self, commit: Callable[[], None], call_soon: Callable[[Callable[[], None]], Any] | None) -> None:
+        self.commit = commit
+        self.call_soon = call_soon
+        self.due = False
+
+    def request(self) -> None:
+        """A request is being handed out: commit before the reactor polls again."""
+        if self.call_soon is None:
+            self.commit()
+        elif not self.due:
+            self.due = True
+            self.call_soon(self._run)
+
+    def _run(self) -> None:
+        if self.due:  # not cancelled since
+            self.due = False
+            self.commit()
+
+    def cancel(self) -> None:
+        """The store is closing (and commits itself): a commit still due is dropped."""
+        self.due = False
 
 
 class Frontier(BaseScheduler):
@@ -90,32 +150,29 @@ class Frontier(BaseScheduler):
         self._known_hosts = LRUCache(4096)
         self._loop: Any = None
         self._checkpoints = 0
-        self.noisy = OnceLog(self.stats)
-        self.signals = FrontierSignals()  # sent once from_crawler gives it the crawler's signals
+        self._logged: set[str] = set()  # noisy events logged once (see note)
+        self.send: Callable[..., Any] | None = None  # the crawler's send_catch_log (None: nothing sent)
         self.recent = RecentLinks(options.recent_links)
         self.holds = OriginHolds()  # origins that cannot be crawled now (see .holds)
         self.memory_only: dict[int, Request] = {}  # requests that cannot be serialised, by fingerprint
         self.admission = Admission(store, self.seen, self.stats, self.wall_clock, self.memory_only,
                                    options.host_budget, options.record_refusals)
         self.excluded = self.admission.excluded  # excluded while queued: skip at dequeue
-        self.handout = HandOut(store, self.excluded, self.memory_only, ledger, self.stats, self.noisy)
         self.parts = FrontierParts(
             store=store, politeness=self.politeness, holds=self.holds, inflight=self.inflight,
-            stats=self.stats, clock=self.clock, wall_clock=self.wall_clock, prioritizer=self.prioritizer,
+            stats=self.stats, clock=self.clock, wall_clock=self.wall_clock,
             seen=self.seen, hostkey=self.hostkey, ledger=ledger, idle_close=options.idle_close,
-            handout=self.handout, admission=self.admission, noisy=self.noisy, signals=self.signals,
+            handout=self, admission=self.admission, noisy=self, signals=self,
             wakeup=self.wakeup, on_store_error=runtime.on_store_error, memory_only=self.memory_only)
         self.dispatch.bind(self.parts)
         self.ledger = ledger
-        self.aopic = None if self.ledger is None else AOPICCredit(self.ledger, self.prioritizer, options.revisits)
-        self.credit_assignment = None if self.aopic is None else CreditAssignment(
-            self.aopic, store, self.dispatch, self.stats, self.memory_only)  # page_done's AOPIC part
+        self.aopic = None if ledger is None else AOPICCredit(
+            ledger, self.prioritizer, store, self.dispatch, self.stats, self.memory_only, options.revisits)
         self.unfiled = self.parts.unfiled
         self.link_record = LinkRecorder(store.links, self.stats, options.linkgraph_record)
         self.revisits = revisit_schedule  # continuous crawling (REVISIT_ENABLED), see .revisits
-        self.handout.revisits = revisit_schedule
         if revisit_schedule is not None:  # files due URLs ahead of new ones
-            revisit_schedule.bind(self.dispatch)
+            revisit_schedule.dispatch = self.dispatch
 
     # -- construction from a crawler ----------------------------------------
     @classmethod
@@ -134,14 +191,14 @@ class Frontier(BaseScheduler):
         connect(frontier.origin_held, origin_held)
         connect(frontier.origin_deferred, origin_deferred)
         connect(frontier.urls_refused, urls_refused)
-        frontier.signals.send = crawler.signals.send_catch_log
+        frontier.send = crawler.signals.send_catch_log
         return frontier
 
     # -- Scrapy's scheduler interface ----------------------------------------
     def open(self, spider: Spider | None) -> None:
         """Open the store (raising FrontierStoreError naming the file),
         resume or rebuild, start checkpointing."""
-        self.spider = self.handout.spider = self.signals.spider = spider
+        self.spider = spider
         self.store.open()
         self.dispatch.open()
         self.politeness.crawl_delays.update(self.store.hosts.crawl_delays())
@@ -149,8 +206,12 @@ class Frontier(BaseScheduler):
         if self.ledger is not None:
             self.ledger.load()
         self.dispatch.resume()
-        load_bloom(self.store, self.bloom, self.bloom_path)
-        self._update_gauges()
+        bloom, path, tag = self.bloom, self.bloom_path, self.store.get_meta("bloom_tag")
+        if bloom is not None and path is not None and not (tag and bloom.load(path, tag)):
+            count = bloom.rebuild(fp for fp, _ in self.store.urls.iter_all(10_000))  # it does not match the store
+            if count:
+                logger.info("Rebuilt the URL-seen Bloom filter from %d URL rows", count)
+        update_gauges(self)
         if len(self):
             logger.info("Resuming crawl (%d requests in the frontier, %s)", len(self), self.store.location)
         looping_call, interval = self.runtime.looping_call, self.options.checkpoint_interval
@@ -166,10 +227,10 @@ class Frontier(BaseScheduler):
         self.wakeup.cancel()
         self.write_ahead.cancel()
         self._sweep()
-        self.dispatch.close(self.inflight.clear())
+        self.dispatch.close(self.inflight.drain())
         if self.ledger is not None:
             self.ledger.save()
-        self._update_gauges()
+        update_gauges(self)
         self.dispatch.leave(reason)
         self._save_bloom()
         self.store.close(clean=True)
@@ -183,15 +244,12 @@ class Frontier(BaseScheduler):
         """Work to hand out (the dispatch's: held origins, other processes), or a URL due again."""
         return self.dispatch.has_pending() or bool(self.revisits and self.revisits.pending(self.wall_clock()))
 
-    def enqueue_request(self, request: Request) -> bool:
+    def enqueue_request(self, request: Request, credit: tuple[float, float] | None = None) -> bool:
         """URL-seen test, prioritiser, dispatch; never raises on a request Scrapy
         accepts. ``dont_filter`` bypasses URL-seen, except for a start request's
         first copy in this run. A URL with no host (``data:``) is handed out
-        unfiled, first, without politeness."""
-        return self._file(request)
-
-    def _file(self, request: Request, credit: tuple[float, float] | None = None) -> bool:
-        """:meth:`enqueue_request` with the AOPIC ``credit`` its page gave it (cash, dividend)."""
+        unfiled, first, without politeness. ``credit``: the AOPIC credit its
+        page gave it (cash, dividend)."""
         try:
             fp, host = url_fingerprint(request.url, request.method, request.body)
         except ValueError:
@@ -218,7 +276,7 @@ class Frontier(BaseScheduler):
             admission.seeds_this_run.add(fp)
         if entry.flags & FLAG_MEMORY:
             self.memory_only[fp] = request
-            self.noisy.note("unserializable", "Request %s cannot be serialised; %s", request,
+            self.note("unserializable", "Request %s cannot be serialised; %s", request,
                              self.dispatch.memory_only_note)
         if not self._known_hosts.hit(host):
             self._known_hosts.add(host)
@@ -248,7 +306,7 @@ class Frontier(BaseScheduler):
     def _unfiled(self, request: Request) -> bool:
         """A URL with no host to be polite to (``data:``), or not canonical: handed out as it is."""
         self.unfiled.append(request)
-        self.noisy.note("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
+        self.note("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
         return True
 
     def _arm_timer(self, now: float) -> None:
@@ -256,6 +314,38 @@ class Frontier(BaseScheduler):
         if self.revisits is not None:  # or the next URL due again, if earlier
             due = self.revisits.wake_at(due, now, self.wall_clock())
         self.wakeup.arm(due, now)
+
+    def request_of(self, entry: Entry, cash: float | None = None) -> Request | None:
+        """The request for a dequeued entry (the dispatch's hand-out), or None when
+        it must not be fetched now (excluded while queued, a memory-only request
+        gone, a row that cannot be decoded: both marked failed). Counts AOPIC's
+        Lambda crawls; a re-visit carries its validators. ``cash``: the entry's
+        AOPIC cash if known already (else read)."""
+        fp = entry.fingerprint
+        if fp in self.excluded:
+            self.excluded.discard(fp)
+            return None
+        if self.ledger is not None:
+            if cash is None:
+                cash = self.ledger.cash_of(fp) or 0.0
+            if self.ledger.maybe_crawl_lambda(cash):
+                self.stats.inc_value("aopic/lambda_crawls")
+        if entry.flags & FLAG_MEMORY:
+            request = self.memory_only.pop(fp, None)
+            if request is None:
+                self.note("lost", "Request for %s was memory-only and is gone", entry.url)
+                self.store.urls.set_status([fp], Status.FAILED)
+            return request
+        try:
+            request = decode(entry, self.spider)
+        except Exception as err:  # noqa: BLE001 - one bad row must not end the crawl
+            self.note("undecodable", "Cannot rebuild the request for %s: %s", entry.url, err)
+            self.store.urls.set_status([fp], Status.FAILED)
+            return None
+        validators = self.revisits.handed_out(entry) if self.revisits is not None else None
+        if validators:  # a re-visit: the conditional GET middleware sends them
+            request.meta["revisit_validators"] = validators
+        return request
 
     # -- fetch end -------------------------------------------------------------
     def fetch_finished(self, request: Request, duration: float | None = None, ok: bool = True) -> None:
@@ -303,7 +393,7 @@ class Frontier(BaseScheduler):
             self._finish(request)
 
     def _finish(self, request: Request) -> None:
-        record = self.inflight.pop(request)
+        record = self.inflight.pop(request, None)
         if record is not None:
             self.dispatch.finish(record)
 
@@ -323,9 +413,9 @@ class Frontier(BaseScheduler):
             page = self.revisits.page_done(page, source, self.wall_clock())
         fingerprints = self.link_record.page_done(page, source)  # computed once, for AOPIC too
         stored = page.links if page.not_modified else None
-        if self.credit_assignment is None:
+        if self.aopic is None:
             return self._follow(page, PageDone(links=stored))
-        done = self.credit_assignment.page_done(page, fp, fingerprints, stored)
+        done = self.aopic.page_done(page, fp, fingerprints, stored)
         if isinstance(done, Deferred):
             return done.addCallback(lambda answer: self._follow(page, answer))
         return self._follow(page, done)
@@ -342,25 +432,47 @@ class Frontier(BaseScheduler):
         referer = page.final_url or page.url
         fresh, credit, recent = self.recent.fresh, done.credit, 0
         for url in links:
-            if fresh(url, depth):
-                self._schedule(link_request(url, depth, referer), credit.get(url))
-            else:
+            if not fresh(url, depth):
                 recent += 1
+                continue
+            request = link_request(url, depth, referer)
+            if self._scheduled(request) and not self.enqueue_request(request, credit.get(url)) \
+                    and self.send is not None:
+                self.send(signals.request_dropped, request=request, spider=self.spider)
         if recent:
             self.stats.inc_value("links/recent_duplicates", recent)
         if links and self.runtime.wake is not None:
             self.runtime.wake()
         return done
 
-    def _schedule(self, request: Request, credit: tuple[float, float] | None) -> None:
-        if self.signals.scheduled(request) and not self._file(request, credit):
-            self.signals.dropped(request)
+    def note(self, key: str, message: str, *args: Any) -> None:
+        """A noisy event: ``frontier/<key>`` counted every time, the first case of each key logged."""
+        self.stats.inc_value(f"frontier/{key}")
+        if key not in self._logged:
+            self._logged.add(key)
+            logger.warning(message + " (further cases only counted in frontier/%s)", *args, key)
+
+    def _scheduled(self, request: Request) -> bool:
+        """``request_scheduled`` for a link filed here, as ``engine.crawl`` sends it:
+        whether no receiver refused ``request`` (IgnoreRequest)."""
+        if self.send is None:
+            return True
+        for _, result in self.send(signals.request_scheduled, request=request, spider=self.spider,
+                                   dont_log=IgnoreRequest):
+            if isinstance(result, Failure) and isinstance(result.value, IgnoreRequest):
+                return False
+        return True
+
+    def host_assigned(self, host: str) -> None:
+        """The dispatch gave ``host`` a queue here: ``host_assigned`` (a DNS prefetch)."""
+        if self.send is not None:
+            self.send(host_assigned, host=host)
 
     def credit(self, fingerprints: Sequence[int], amount: float) -> None:
         """Add ``amount`` of cash to each URL from outside a page's credit
         step (tools, tests); queued ones whose level rises move up."""
-        if self.credit_assignment is not None:
-            self.credit_assignment.grant(fingerprints, amount)
+        if self.aopic is not None:
+            self.aopic.grant(fingerprints, amount)
 
     # -- signals from robots.txt and other components -----------------------------
     def robots_rules_parsed(self, origin: str, crawl_delay: float | None) -> float:
@@ -438,7 +550,7 @@ class Frontier(BaseScheduler):
             self._sweep()
             self._learn_widened()
             self.politeness.prune(self.clock(), keep=self.dispatch.hosts_in_use())
-            self._update_gauges()
+            update_gauges(self)
             self._save_bloom()
             self.stats.inc_value("frontier/checkpoints")
         except (FrontierStoreError, OSError) as err:
@@ -446,7 +558,7 @@ class Frontier(BaseScheduler):
         self.dispatch.checkpoint()
 
     def _write_ahead(self) -> None:
-        """Commit what changed before it can be fetched (see :mod:`.writeahead`)."""
+        """Commit what changed before it can be fetched (see :class:`WriteAhead`)."""
         try:
             self.store.commit(self.ledger.save if self.ledger is not None else None)
         except FrontierStoreError as err:
@@ -460,17 +572,21 @@ class Frontier(BaseScheduler):
         self.runtime.on_store_error(err)
 
     def _save_bloom(self) -> None:
+        """Commit the store with a new tag of the Bloom filter in its meta, then
+        write the filter (a filter with another tag is rebuilt at open)."""
         self._checkpoints += 1
-        save_bloom(self.store, self.bloom, self.bloom_path, f"{self._checkpoints}-{self.wall_clock():.6f}")
+        tag, bloom, path = f"{self._checkpoints}-{self.wall_clock():.6f}", self.bloom, self.bloom_path
+        write = bloom is not None and path is not None and (bloom.dirty or not path.exists())
+        if write:
+            self.store.set_meta("bloom_tag", tag)
+        self.store.checkpoint()
+        if write:
+            bloom.save(path, tag)  # type: ignore[union-attr]
 
     # -- stats and introspection ---------------------------------------------
     def _duplicate(self) -> bool:
         self.stats.inc_value("frontier/duplicates")
         return False
-
-    def _update_gauges(self) -> None:
-        update_gauges(self.stats, self.store, self.dispatch, held=self.holds.held,
-                      inflight=len(self.inflight), bloom=self.bloom, ledger=self.ledger)
 
     def entries_in_memory(self) -> int:
         """Request entries the frontier holds in memory (buffers + in flight)."""

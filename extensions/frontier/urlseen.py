@@ -12,6 +12,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from pybloom_live import ScalableBloomFilter
 
@@ -19,29 +20,36 @@ from extensions.frontier.store import Entry, SeenSet, URLTable
 
 
 class LRUCache:
-    """A bounded set of keys, least recently used evicted first."""
+    """A bounded mapping (a set through :meth:`hit` and :meth:`add`), least
+    recently used evicted first; ``evictions`` counts them."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = max(0, int(capacity))
-        self._keys: OrderedDict[object, None] = OrderedDict()
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self.evictions = 0
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._items)
 
     def hit(self, key: object) -> bool:
         """Whether ``key`` is cached (refreshing it)."""
-        if key in self._keys:
-            self._keys.move_to_end(key)
+        if key in self._items:
+            self._items.move_to_end(key)
             return True
         return False
 
-    def add(self, key: object) -> None:
+    def get(self, key: object) -> Any:
+        """``key``'s value (refreshing it), None if not cached."""
+        return self._items[key] if self.hit(key) else None
+
+    def add(self, key: object, value: Any = None) -> None:
         if not self.capacity:
             return
-        self._keys[key] = None
-        self._keys.move_to_end(key)
-        if len(self._keys) > self.capacity:
-            self._keys.popitem(last=False)
+        self._items[key] = value
+        self._items.move_to_end(key)
+        if len(self._items) > self.capacity:
+            self._items.popitem(last=False)
+            self.evictions += 1
 
 
 class BloomSeen:
@@ -105,16 +113,14 @@ class URLSeen:
         self.urls = urls
         self.cache = LRUCache(cache_size)
         self.prefilter = prefilter
-        self.cache_hits = 0
-        self.cache_misses = 0
 
     def known(self, fingerprint: int) -> bool:
         """True when the fingerprint is certainly (cache) or probably
         (Bloom) seen, without a disk access; False means 'ask the table'."""
-        if self.cache.hit(fingerprint):
-            self.cache_hits += 1
-            return True
-        self.cache_misses += 1
+        return self.cache.hit(fingerprint) or self.prefiltered(fingerprint)
+
+    def prefiltered(self, fingerprint: int) -> bool:
+        """Whether the Bloom pre-filter (if any) has probably seen the fingerprint (it has now)."""
         if self.prefilter is not None and not self.prefilter.add_if_new([fingerprint])[0]:
             self.cache.add(fingerprint)
             return True

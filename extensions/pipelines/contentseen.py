@@ -24,6 +24,7 @@ from twisted.internet import task
 from twisted.internet.defer import Deferred
 
 from extensions import defaults
+from extensions.defaults import checked
 from extensions.backends import crawl_backend
 from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.features import ContentFeatures
@@ -56,21 +57,18 @@ class ContentSeenPipeline:
             raise ValueError(f"CONTENTSEEN_MODE must be one of {MODES}, not {mode!r}")
         self.crawler = crawler
         self.stats = crawler.stats
-        self.near_enabled = settings.getbool("CONTENTSEEN_NEAR_ENABLED", defaults.CONTENTSEEN_NEAR_ENABLED)
-        self.distance = settings.getint("CONTENTSEEN_NEAR_DISTANCE", defaults.CONTENTSEEN_NEAR_DISTANCE)
-        self.min_resemblance = settings.getfloat("CONTENTSEEN_NEAR_MIN_RESEMBLANCE",
-                                                 defaults.CONTENTSEEN_NEAR_MIN_RESEMBLANCE)
-        if not 0.0 <= self.min_resemblance <= 1.0:
-            raise ValueError(f"CONTENTSEEN_NEAR_MIN_RESEMBLANCE must be in 0..1, not {self.min_resemblance}")
         self.min_shingles = settings.getint("CONTENTSEEN_NEAR_MIN_SHINGLES", defaults.CONTENTSEEN_NEAR_MIN_SHINGLES)
-        self.memory_entries = settings.getint("CONTENTSEEN_MEMORY_ENTRIES", defaults.CONTENTSEEN_MEMORY_ENTRIES)
         self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", defaults.CONTENTSEEN_FLUSH_INTERVAL)
-        self.cache_kib = settings.getint("CONTENTSEEN_SQLITE_CACHE_KIB", defaults.CONTENTSEEN_SQLITE_CACHE_KIB)
-        self.io_thread = settings.getbool("CONTENTSEEN_REDIS_IO_THREAD", defaults.CONTENTSEEN_REDIS_IO_THREAD)
         options = ContentOptions(
-            near_enabled=self.near_enabled, distance=self.distance, min_resemblance=self.min_resemblance,
-            memory_entries=self.memory_entries, cache_kib=self.cache_kib, flush_interval=self.flush_interval,
-            io_thread=self.io_thread, on_worker_error=self._worker_failed)
+            near_enabled=settings.getbool("CONTENTSEEN_NEAR_ENABLED", defaults.CONTENTSEEN_NEAR_ENABLED),
+            distance=settings.getint("CONTENTSEEN_NEAR_DISTANCE", defaults.CONTENTSEEN_NEAR_DISTANCE),
+            min_resemblance=checked(settings, "CONTENTSEEN_NEAR_MIN_RESEMBLANCE", lambda value: 0 <= value <= 1,
+                                    "in 0..1"),
+            memory_entries=settings.getint("CONTENTSEEN_MEMORY_ENTRIES", defaults.CONTENTSEEN_MEMORY_ENTRIES),
+            cache_kib=settings.getint("CONTENTSEEN_SQLITE_CACHE_KIB", defaults.CONTENTSEEN_SQLITE_CACHE_KIB),
+            flush_interval=self.flush_interval,
+            io_thread=settings.getbool("CONTENTSEEN_REDIS_IO_THREAD", defaults.CONTENTSEEN_REDIS_IO_THREAD),
+            on_worker_error=self._worker_failed)
         self.sets: ContentSets | None = crawl_backend(crawler, "CONTENTSEEN_BACKEND").content_sets(options)
         self.exact: ExactSet | None = None
         self.near: NearIndex | None = None

@@ -1,18 +1,26 @@
 """Host yield as an item pipeline: a host's share of the crawl follows what it yields.
 
-After the content-seen test and before the link scheduler, it judges each
-page (:mod:`extensions.frontier.hostyield`) and keeps its host's yield over
-the last ``HOST_YIELD_WINDOW`` pages. The item's internal ``credit_share``
-is that yield (AOPIC passes on only that share of the page's cash); once it
-falls below ``HOST_YIELD_THRESHOLD`` the host is stopped:
-``origin_deferred(origin, "low-yield")`` for each of its origins, for this
-run (its exploration: a continuous crawl still re-visits its fetched pages). Pages that say nothing about the host's content (a 304, a 1xx/3xx, an
-unjudged 2xx) are not counted. State is per process, in memory.
+After the content-seen test and before the link scheduler, each page of a
+host is judged ``NEW`` (a 2xx neither an exact nor a near duplicate),
+``OLD`` (a duplicate) or ``ERROR`` (4xx/5xx); pages that say nothing about
+the host's content (a 304, a 1xx/3xx, an unjudged 2xx) are not counted. A
+host's yield is the share of ``NEW`` among its last ``HOST_YIELD_WINDOW``
+pages; the window starts full of imaginary new pages, errors stay out of it
+but a window of errors in a row empties it. The item's internal
+``credit_share`` is that yield (AOPIC passes on only that share of the
+page's cash); once it falls below ``HOST_YIELD_THRESHOLD`` the host is
+stopped: ``origin_deferred(origin, "low-yield")`` for each of its origins,
+for this run (its exploration: a continuous crawl still re-visits its
+fetched pages). :class:`HostYield` is the arithmetic (no Scrapy, no clock;
+hosts in an LRU of ``HOST_YIELD_MAX_HOSTS``); state is per process, in memory.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -20,8 +28,8 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
 from extensions import defaults
+from extensions.defaults import checked
 from extensions.frontier.holds import LOW_YIELD, origin_of
-from extensions.frontier.hostyield import HostYield, PageKind
 from extensions.signals import origin_deferred
 
 if TYPE_CHECKING:
@@ -32,6 +40,79 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 REASON = LOW_YIELD
+
+
+class PageKind(Enum):
+    """What one fetched page brought."""
+
+    NEW = "new"
+    OLD = "old"  # an exact or near duplicate
+    ERROR = "error"  # a 4xx or 5xx answer
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A host's yield after one of its pages."""
+
+    share: float  # new pages among the window's (the credit share)
+    stopped: bool  # the host is stopped for the run
+    stopped_now: bool = False  # this page stopped it
+
+
+class _Host:
+    """One host's window: the last ``window`` pages as bits (1: new), newest lowest."""
+
+    __slots__ = ("bits", "error_run", "stopped")
+
+    def __init__(self, window: int) -> None:
+        self.bits = (1 << window) - 1  # the imaginary new pages
+        self.error_run = 0
+        self.stopped = False
+
+
+class HostYield:
+    """Per-host windows of page kinds, their yield, and the stop rule."""
+
+    def __init__(self, window: int, threshold: float, max_hosts: int = 65536) -> None:
+        if window < 1:
+            raise ValueError(f"HOST_YIELD_WINDOW must be >= 1, got {window!r}")
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"HOST_YIELD_THRESHOLD must be in 0..1, got {threshold!r}")
+        if max_hosts < 1:
+            raise ValueError(f"HOST_YIELD_MAX_HOSTS must be >= 1, got {max_hosts!r}")
+        self.window, self.threshold, self.max_hosts = window, threshold, max_hosts
+        self.mask = (1 << window) - 1
+        self.hosts: OrderedDict[str, _Host] = OrderedDict()
+
+    def record(self, host: str, kind: PageKind) -> Reading:
+        """Add one page of ``host``; the host's yield and stop state after it."""
+        state = self._state(host)
+        if kind is PageKind.ERROR:
+            state.error_run += 1
+            if state.error_run >= self.window:
+                state.bits = 0
+        else:
+            state.error_run = 0
+            state.bits = ((state.bits << 1) | (kind is PageKind.NEW)) & self.mask
+        share = state.bits.bit_count() / self.window
+        if state.stopped or share >= self.threshold:
+            return Reading(share, state.stopped)
+        state.stopped = True
+        return Reading(share, True, stopped_now=True)
+
+    def share(self, host: str) -> float:
+        """``host``'s yield now (1.0 for a host without pages)."""
+        state = self.hosts.get(host)
+        return 1.0 if state is None else state.bits.bit_count() / self.window
+
+    def _state(self, host: str) -> _Host:
+        state = self.hosts.pop(host, None)
+        if state is None:
+            state = _Host(self.window)
+            if len(self.hosts) >= self.max_hosts:
+                self.hosts.popitem(last=False)
+        self.hosts[host] = state
+        return state
 
 
 def page_kind(item: Mapping[str, Any]) -> PageKind | None:
@@ -60,9 +141,9 @@ class HostYieldPipeline:
         settings = crawler.settings
         if not settings.getbool("HOST_YIELD_ENABLED", defaults.HOST_YIELD_ENABLED):
             raise NotConfigured
-        tracker = HostYield(_number(settings, "HOST_YIELD_WINDOW", int),
-                            _number(settings, "HOST_YIELD_THRESHOLD", float),
-                            _number(settings, "HOST_YIELD_MAX_HOSTS", int))
+        number = lambda name, kind: checked(settings, name, lambda _: True, "a number", kind)  # noqa: E731
+        tracker = HostYield(number("HOST_YIELD_WINDOW", int), number("HOST_YIELD_THRESHOLD", float),
+                            number("HOST_YIELD_MAX_HOSTS", int))  # HostYield checks the values
         return cls(tracker, crawler.stats, crawler.signals.send_catch_log)
 
     def process_item(self, item: Any) -> Any:
@@ -91,11 +172,3 @@ class HostYieldPipeline:
             return
         self.deferred.add(origin)
         self.send(origin_deferred, origin=origin, reason=REASON)
-
-
-def _number(settings: Any, name: str, kind: type) -> Any:
-    value = settings.get(name, getattr(defaults, name))
-    try:
-        return kind(value)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a number, got {value!r}") from err

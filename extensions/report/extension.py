@@ -27,6 +27,7 @@ from twisted.internet.defer import Deferred, DeferredLock
 from twisted.internet.threads import deferToThread
 
 from extensions import defaults
+from extensions.defaults import checked
 from extensions.progress import IGNORED, error_count, is_robots_fetch, scheduler_length
 from extensions.report.render import Snapshot, write_report
 from extensions.report.series import BoundedTally, StatsSeries
@@ -94,14 +95,9 @@ class CrawlReport:
         directory = settings.get("REPORT_DIR", defaults.REPORT_DIR)
         if not directory:
             raise NotConfigured
-        interval = settings.getfloat("REPORT_INTERVAL", defaults.REPORT_INTERVAL)
-        if interval <= 0:
-            raise ValueError(f"REPORT_INTERVAL={interval!r}: must be > 0 seconds")
-        max_samples = settings.getint("REPORT_MAX_SAMPLES", defaults.REPORT_MAX_SAMPLES)
-        max_hosts = settings.getint("REPORT_MAX_HOSTS", defaults.REPORT_MAX_HOSTS)
-        if max_samples < 4 or max_hosts < 2:
-            raise ValueError(f"REPORT_MAX_SAMPLES={max_samples!r} (>= 4), "
-                             f"REPORT_MAX_HOSTS={max_hosts!r} (>= 2): too small")
+        interval = checked(settings, "REPORT_INTERVAL", lambda value: value > 0, "> 0 seconds")
+        max_samples = checked(settings, "REPORT_MAX_SAMPLES", lambda value: value >= 4, "an integer >= 4", int)
+        max_hosts = checked(settings, "REPORT_MAX_HOSTS", lambda value: value >= 2, "an integer >= 2", int)
         report = cls(crawler.stats, Path(directory), interval,
                      spider=crawler.spidercls.name or "", max_samples=max_samples, max_hosts=max_hosts,
                      queue_size=lambda: scheduler_length(crawler),
@@ -250,12 +246,8 @@ class CrawlReport:
 
     def frontier_status(self, stats: dict[str, Any]) -> list[tuple[str, int]]:
         stats = {**stats, **self.live_sizes()}
-        rows = []
-        for label, key in FRONTIER_STATUS:
-            value = stats.get(key)
-            if isinstance(value, (int, float)):
-                rows.append((label, int(value)))
-        return rows
+        return [(label, int(stats[key])) for label, key in FRONTIER_STATUS
+                if isinstance(stats.get(key), (int, float))]
 
 
 def page_server_errors(stats: dict[str, Any]) -> int:
@@ -278,13 +270,10 @@ def frontier_urls(stats: dict[str, Any]) -> list[tuple[str, int]]:
 
 
 def frontier_levels(stats: dict[str, Any]) -> list[tuple[str, int]]:
-    """(level, URLs) where the frontier reports them; empty otherwise."""
-    levels = []
-    for key, value in stats.items():
-        match = LEVEL_STAT.match(key)
-        if match and isinstance(value, int):
-            levels.append((int(match.group(1)), value))
-    return [(str(level), value) for level, value in sorted(levels, reverse=True)]
+    """(level, URLs) where the frontier reports them, top level first; empty otherwise."""
+    levels = sorted(((int(match.group(1)), value) for key, value in stats.items()
+                     if (match := LEVEL_STAT.match(key)) and isinstance(value, int)), reverse=True)
+    return [(str(level), value) for level, value in levels]
 
 
 def downloads_in_flight(crawler: Crawler) -> int | None:

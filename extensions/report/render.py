@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import html
 import io
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from extensions.progress import write_atomically
 from extensions.report.series import StatsSeries
 
 if TYPE_CHECKING:
@@ -69,14 +69,6 @@ def write_report(directory: Path, snapshot: Snapshot) -> list[Path]:
         written.append(write_atomically(directory / name, png))
     written.append(write_atomically(directory / "index.html", page(snapshot, list(plots)).encode()))
     return written
-
-
-def write_atomically(path: Path, data: bytes) -> Path:
-    """A reader sees the old file or the new one, never half of one."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
-    return path
 
 
 # -- plots ---------------------------------------------------------------------

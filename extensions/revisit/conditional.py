@@ -35,9 +35,10 @@ IF_NONE_MATCH, IF_MODIFIED_SINCE = b"If-None-Match", b"If-Modified-Since"
 ETAG, LAST_MODIFIED = b"ETag", b"Last-Modified"
 
 
-def _header_text(value: Any) -> str | None:
-    """``value`` as one header line's text, None if it cannot be one (not a
-    string, empty, too long, control characters or beyond Latin-1)."""
+def clean_etag(value: Any) -> str | None:
+    """An entity tag fit to send back (unquoted tags are kept), or None if it
+    cannot be one header line's text (not a string, empty, too long, control
+    characters or beyond Latin-1)."""
     if not isinstance(value, str):
         return None
     value = value.strip(" \t")
@@ -48,14 +49,9 @@ def _header_text(value: Any) -> str | None:
     return value
 
 
-def clean_etag(value: Any) -> str | None:
-    """An entity tag fit to send back, or None (unquoted tags are kept)."""
-    return _header_text(value)
-
-
 def clean_last_modified(value: Any) -> str | None:
     """A ``Last-Modified`` value fit to send back (an HTTP date), or None."""
-    text = _header_text(value)
+    text = clean_etag(value)  # one header line's text
     return text if text is not None and parsedate_tz(text) is not None else None
 
 

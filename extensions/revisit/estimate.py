@@ -94,21 +94,3 @@ def change_rate(visits: int, changes: int, observed: float) -> float | None:
     else:
         r = -math.log((intervals - seen + 0.5) / (intervals + 0.5))
     return r * intervals / observed
-
-
-def time_averaged_freshness(rate: float, interval: float) -> float:
-    """Share of the time a page changing at ``rate``, fetched every
-    ``interval`` seconds, is up to date: ``(1 - exp(-x)) / x``."""
-    x = rate * interval
-    return 1.0 if x <= 0 else -math.expm1(-x) / x
-
-
-def time_averaged_age(rate: float, interval: float) -> float:
-    """Mean age (seconds) of that page's copy:
-    ``I/2 - 1/lambda + (1 - exp(-x)) / (lambda x)``."""
-    x = rate * interval
-    if x <= 0:
-        return 0.0
-    if x < 1e-4:  # series: the closed form cancels
-        return interval * x / 6
-    return interval / 2 - 1 / rate + -math.expm1(-x) / (rate * x)

@@ -19,6 +19,7 @@ current interval, history untouched.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from extensions.revisit.estimate import SHORTEST_INTERVAL_MU, change_rate, optimal_interval
 from extensions.frontier.store import RevisitRecord
@@ -27,39 +28,35 @@ SCHEDULES = ("estimate", "adaptive")
 GONE_STATUSES = frozenset({404, 410})
 
 
+@dataclass(frozen=True)
 class RevisitPolicy:
     """Next interval and due time of a URL after each visit."""
 
-    def __init__(
-        self,
-        initial: float,
-        minimum: float,
-        maximum: float,
-        gone_after: int = 3,
-        schedule: str = "estimate",
-        increase: float = 0.4,
-        decrease: float = 0.2,
-    ) -> None:
-        if not 0 < minimum <= initial <= maximum < math.inf:
+    initial: float
+    minimum: float
+    maximum: float
+    gone_after: int = 3
+    schedule: str = "estimate"
+    increase: float = 0.4
+    decrease: float = 0.2
+
+    def __post_init__(self) -> None:
+        if not 0 < self.minimum <= self.initial <= self.maximum < math.inf:
             raise ValueError(f"re-visit intervals need 0 < minimum <= initial <= maximum < inf; got "
-                             f"minimum={minimum!r} initial={initial!r} maximum={maximum!r}")
-        if gone_after < 1:
-            raise ValueError(f"gone_after must be >= 1, got {gone_after!r}")
-        if schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-        if increase < 0 or not 0 <= decrease < 1:
+                             f"minimum={self.minimum!r} initial={self.initial!r} maximum={self.maximum!r}")
+        if self.gone_after < 1:
+            raise ValueError(f"gone_after must be >= 1, got {self.gone_after!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.increase < 0 or not 0 <= self.decrease < 1:
             raise ValueError(f"the adaptive schedule needs increase >= 0 and 0 <= decrease < 1; got "
-                             f"increase={increase!r} decrease={decrease!r}")
-        self.initial = initial
-        self.minimum = minimum
-        self.maximum = maximum
-        self.gone_after = gone_after
-        self.schedule = schedule
-        self.increase = increase
-        self.decrease = decrease
-        # The budget's marginal gain: the optimal interval is never below
-        # SHORTEST_INTERVAL_MU * mu, so this mu makes that shortest one `initial`.
-        self.mu = initial / SHORTEST_INTERVAL_MU
+                             f"increase={self.increase!r} decrease={self.decrease!r}")
+
+    @property
+    def mu(self) -> float:
+        """The budget's marginal gain: the optimal interval is never below
+        ``SHORTEST_INTERVAL_MU * mu``, so this mu makes that shortest one ``initial``."""
+        return self.initial / SHORTEST_INTERVAL_MU
 
     # -- records -------------------------------------------------------------
 

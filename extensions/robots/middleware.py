@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +33,8 @@ from scrapy.utils.misc import load_object
 from extensions.robots.rules import Kind, RobotsRules, decode_body, kind_of_status, product_token
 from extensions.signals import origin_deferred, origin_held, request_excluded, robots_rules_parsed
 from extensions import defaults
+from extensions.defaults import checked
+from extensions.frontier.urlseen import LRUCache
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -45,33 +46,6 @@ DAY = 86400.0
 #: starts again empty at this size (memory does not grow with the hosts)
 REMEMBERED_LIMIT = 10_000
 ROBOTS_FETCH = "robotstxt_fetch"  # meta key: this request fetches a robots.txt
-
-
-class RobotsCache:
-    """Origin -> :class:`RobotsRules`, least recently used evicted first."""
-
-    def __init__(self, size: int) -> None:
-        if size < 1:
-            raise ValueError(f"ROBOTSTXT_CACHE_SIZE must be at least 1, not {size}")
-        self.size = size
-        self._rules: OrderedDict[str, RobotsRules] = OrderedDict()
-        self.evictions = 0
-
-    def get(self, origin: str) -> RobotsRules | None:
-        rules = self._rules.get(origin)
-        if rules is not None:
-            self._rules.move_to_end(origin)
-        return rules
-
-    def put(self, origin: str, rules: RobotsRules) -> None:
-        self._rules[origin] = rules
-        self._rules.move_to_end(origin)
-        while len(self._rules) > self.size:
-            self._rules.popitem(last=False)
-            self.evictions += 1
-
-    def __len__(self) -> int:
-        return len(self._rules)
 
 
 class RobotsMiddleware:
@@ -87,7 +61,8 @@ class RobotsMiddleware:
         self.stats = crawler.stats
         self.clock = clock
         self.token = product_token(settings.get("ROBOTSTXT_USER_AGENT"), settings.get("USER_AGENT"))
-        self.cache = RobotsCache(settings.getint("ROBOTSTXT_CACHE_SIZE", defaults.ROBOTSTXT_CACHE_SIZE))
+        #: origin -> its RobotsRules
+        self.cache = LRUCache(checked(settings, "ROBOTSTXT_CACHE_SIZE", lambda value: value >= 1, "at least 1", int))
         self.ttl = settings.getfloat("ROBOTSTXT_CACHE_TTL", defaults.ROBOTSTXT_CACHE_TTL)
         self.max_size = settings.getint("ROBOTSTXT_MAX_SIZE", defaults.ROBOTSTXT_MAX_SIZE)
         self.max_redirects = settings.getint("ROBOTSTXT_MAX_REDIRECTS", defaults.ROBOTSTXT_MAX_REDIRECTS)
@@ -187,7 +162,7 @@ class RobotsMiddleware:
             raise
         finally:
             del self._pending[origin]
-        self.cache.put(origin, rules)
+        self.cache.add(origin, rules)
         self.stats.set_value("robotstxt/cache_size", len(self.cache))
         self.stats.set_value("robotstxt/cache_evictions", self.cache.evictions)
         try:
