@@ -29,7 +29,8 @@ def test_host_budget_counts_survive_a_cold_cache(store: Any, tmp_path: Any) -> N
     frontier = make_frontier(store, host_budget=3)
     for i in range(2):
         assert frontier.enqueue_request(Request(f"http://trap.test/{i}"))
-    frontier.admission.host_counts.clear()
+    counts = frontier.admission.host_counts
+    frontier.admission.host_counts = type(counts)(counts.capacity)  # cold, as after a resume
     assert frontier.enqueue_request(Request("http://trap.test/2"))
     assert not frontier.enqueue_request(Request("http://trap.test/3"))
 
