@@ -81,6 +81,8 @@ def ours_command(web, workdir: Path, args: argparse.Namespace, settings: dict[st
               "PROGRESS_REPORT_FILE": workdir / "report.json",
               "CONCURRENT_REQUESTS": args.concurrency, "LOG_LEVEL": "INFO",
               "ALLOW_PRIVATE_ADDRESSES": True, "ROBOTSTXT_UNREACHABLE_PERIOD": 0,
+              # special.test's always-503 page: its pushback pauses (10 s, doubling) would be the tail
+              "PUSHBACK_BACKOFF_DELAY": 0.2,
               "LOG_FILE": workdir / "crawl.log", **settings}
     for name, value in merged.items():
         cmd += ["-s", f"{name}={value}"]
