@@ -15,7 +15,6 @@ state gives the same bytes.
 
 from __future__ import annotations
 
-import bisect
 import random
 from collections.abc import Sequence
 from html import escape

@@ -73,10 +73,10 @@ def groups(path: Path = DEFAULTS) -> list[Group]:
                 meaning = "Scrapy's setting (see Scrapy's documentation), with the crawler's default."
             group.settings.append(Setting(name, " ".join(default.split()), meaning))
             comments = []
-        elif not stripped:
-            if found and not found[-1].settings and comments and not found[-1].intro:
-                found[-1].intro, comments = comments, []
-            comments = [] if found and found[-1].settings else comments
+        elif not stripped:  # a comment block ends: a group's first one is its intro
+            if found and not found[-1].settings and not found[-1].intro:
+                found[-1].intro = comments
+            comments = []
     return found
 
 
