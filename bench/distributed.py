@@ -28,6 +28,10 @@ scrapy-redis' scheduler and dupefilter), ``spider+scrapy-redis`` (our spider,
 middlewares and pipelines with scrapy-redis' scheduler and dupefilter instead
 of our frontier: the same per-page work, so the difference is the scheduler).
 
+``--checkout NAME=PATH`` also runs our variants (``embedded``, ``redis``,
+``redis-remote``) with the webcrawler checkout at PATH (shown as
+``redis@NAME``), alternating with this one: a before/after in one run.
+
 Every variant starts on an emptied Redis (``FLUSHALL``). Scrapy-redis does
 not limit requests per host across processes (Scrapy's per-process
 ``CONCURRENT_REQUESTS_PER_DOMAIN=8`` and no delay), ours holds one request per
@@ -109,13 +113,15 @@ def scrapy_redis_command(web, workdir: Path, args: argparse.Namespace, url: str)
     return cmd
 
 
-def run_processes(commands: list[tuple[list[str], Path]], env: dict[str, str], timeout: float) -> None:
-    """Start every command at once (ours in the project, the stock spider in
-    its own directory), output in that directory; wait for all (bounded)."""
+def run_processes(commands: list[tuple[list[str], Path]], env: dict[str, str], timeout: float,
+                  root: Path = ROOT) -> None:
+    """Start every command at once (ours in the checkout ``root``, the stock
+    spider in its own directory), output in that directory; wait for all
+    (bounded)."""
     procs = []
     for cmd, workdir in commands:
         out = open(workdir / "stdout.txt", "wb")
-        cwd = workdir if cmd[1] == "runspider" else ROOT
+        cwd = workdir if cmd[1] == "runspider" else root
         procs.append((subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT), workdir))
     deadline = time.monotonic() + timeout
     try:
@@ -139,9 +145,12 @@ def known_urls(client: redis.Redis, ours: bool) -> int:
 
 
 def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServer,
-                args: argparse.Namespace, remote_url: str | None = None) -> Run:
+                args: argparse.Namespace, remote_url: str | None = None, roots: dict[str, Path] | None = None) -> Run:
     """One crawl of the variant; ``remote_url``: Redis behind the delaying
-    proxy, for ``redis-remote``."""
+    proxy, for ``redis-remote``; a name ``variant@checkout`` runs ours from
+    ``roots[checkout]``."""
+    name, _, checkout = name.partition("@")
+    root = (roots or {}).get(checkout, ROOT)
     client = redis.Redis.from_url(server.url)
     client.flushall()
     memory_before = client.info("memory")["used_memory"]
@@ -165,7 +174,7 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
                 "FRONTIER_BACKEND": "redis", "REDIS_URL": url, "SCHEDULER_PERSIST": True}), cwd))
     since = time.time()
     env = dict(os.environ, PYTHONPATH=str(ROOT)) if name == "scrapy-redis" else dict(os.environ)
-    run_processes(commands, env, args.timeout)
+    run_processes(commands, env, args.timeout, root)
     pages, seconds = pages_and_seconds(web.access_log, since)
     commands_used = client.info("stats")["total_commands_processed"] - commands_before - 2  # our 2 INFOs
     ours = name.startswith("redis")
@@ -173,7 +182,7 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
     memory = client.info("memory")["used_memory"] - memory_before
     client.close()
     per_page = (lambda value: value / pages if pages else float("nan"))
-    run = Run(name, processes, pages, seconds, memory / urls if urls else float("nan"), per_page(commands_used))
+    run = Run(f"{name}@{checkout}" if checkout else name, processes, pages, seconds, memory / urls if urls else float("nan"), per_page(commands_used))
     if ours:
         waits = [redis_waits(cwd) for _, cwd in commands]
         run.round_trips_per_page = per_page(sum(w[0] for w in waits))
@@ -216,8 +225,9 @@ def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -
           f"{'B/URL':>8}{'cmds/page':>10}{'RTs/page':>9}{'reactor RTs/page':>17}{'reactor ms/page':>16}"
           f"{'wait ms/page':>13}")
     for (name, count), r in results.items():
-        bytes_per_url = "-" if name == "embedded" else f"{r.bytes_per_url:.0f}"
-        commands = "-" if name == "embedded" else f"{r.commands_per_page:.1f}"
+        embedded = name.startswith("embedded")
+        bytes_per_url = "-" if embedded else f"{r.bytes_per_url:.0f}"
+        commands = "-" if embedded else f"{r.commands_per_page:.1f}"
         ours = name.startswith("redis")
         trips = f"{r.round_trips_per_page:.1f}" if ours else "-"
         reactor = f"{r.reactor_ms_per_page:.3f}" if ours else "-"
@@ -238,6 +248,12 @@ def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -
             print(f"redis-remote/redis, {count} process(es): "
                   f"{far.pages_per_second / near.pages_per_second:.2f} (pages/s per process, Redis "
                   f"{args.measured_rtt * 1000:.2f} ms away vs loopback)")
+    for (name, count), before in results.items():
+        base, _, checkout = name.partition("@")
+        after = results.get((base, count))
+        if checkout and after and before.pages_per_second:
+            print(f"{base}/{name}, {count} process(es): {after.pages_per_second / before.pages_per_second:.2f} "
+                  f"(pages/s, this checkout over {checkout})")
     embedded, one = results.get(("embedded", 1)), results.get(("redis", 1))
     if embedded and one and embedded.pages_per_second:
         print(f"redis/embedded, 1 process: {one.pages_per_second / embedded.pages_per_second:.2f}")
@@ -256,14 +272,22 @@ def main(argv: list[str] | None = None) -> None:
                         help="comma-separated name:processes (default: all), e.g. redis:1,scrapy-redis:1")
     parser.add_argument("-s", dest="settings", action="append", default=[],
                         help="NAME=VALUE for our crawls, e.g. CONTENTSEEN_ENABLED=False")
+    parser.add_argument("--checkout", action="append", default=[],
+                        help="NAME=PATH: also run our variants with the webcrawler checkout at PATH (repeatable)")
     parser.add_argument("--remote-rtt-ms", type=float, default=2.0,
                         help="round trip to Redis of the redis-remote variants (a delaying proxy)")
     args = parser.parse_args(argv)
     args.measured_rtt = 0.0
     variants = VARIANTS if not args.variants else tuple(
         (part.split(":")[0], int(part.split(":")[1])) for part in args.variants.split(","))
+    roots = {name: Path(path).resolve() for name, _, path in
+             (item.partition("=") for item in args.checkout)}
+    variants = tuple(variant for name, count in variants for variant in
+                     ((name, count), *((f"{name}@{other}", count) for other in roots
+                                       if name in ("embedded", "redis", "redis-remote"))))
     runs: dict[tuple[str, int], list[Run]] = {variant: [] for variant in variants}
-    compile_bytecode(ROOT)
+    for root in (ROOT, *roots.values()):
+        compile_bytecode(root)
     with tempfile.TemporaryDirectory(prefix="bench-distributed-") as tmp:
         workdir = Path(tmp)
         config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links)
@@ -277,7 +301,7 @@ def main(argv: list[str] | None = None) -> None:
             for run in range(args.runs):
                 for name, count in variants:
                     result = run_variant(name, count, web, workdir / f"{name}-{count}-{run}", server, args,
-                                         remote_url)
+                                         remote_url, roots)
                     print(f"  run {run + 1}: {name} x{count}: {result.pages} pages, "
                           f"{result.pages_per_second:.1f} pages/s", file=sys.stderr)
                     runs[(name, count)].append(result)
