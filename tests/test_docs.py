@@ -211,3 +211,10 @@ def test_the_getting_started_first_crawl_runs_as_written(tmp_path: Path) -> None
     finally:
         os.killpg(web.pid, signal.SIGTERM)
         web.communicate(timeout=60)
+
+
+def test_every_item_field_is_in_the_items_reference() -> None:
+    from crawler.items import PageItem  # noqa: PLC0415
+    page = (ROOT / "docs" / "reference" / "items.md").read_text()
+    assert len(PageItem.fields) > 15
+    assert sorted(name for name in PageItem.fields if f"`{name}`" not in page) == []
