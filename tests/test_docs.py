@@ -218,3 +218,15 @@ def test_every_item_field_is_in_the_items_reference() -> None:
     page = (ROOT / "docs" / "reference" / "items.md").read_text()
     assert len(PageItem.fields) > 15
     assert sorted(name for name in PageItem.fields if f"`{name}`" not in page) == []
+
+
+def test_every_result_file_the_docs_name_exists() -> None:
+    """The docs and the README name only results that ``bench/results/`` holds (the latest run of
+    each benchmark), and every result there is named in the benchmarks page or another page."""
+    pages = [README, *(path for path in (ROOT / "docs").rglob("*.md") if "_build" not in path.parts)]
+    text = "\n".join(page.read_text() for page in pages)
+    named = set(re.findall(r"bench/results/([A-Za-z0-9_.-]+\.(?:txt|png))", text))
+    named |= set(re.findall(r"`([a-z0-9_-]+\.(?:txt|png))`", (ROOT / "docs" / "benchmarks.md").read_text()))
+    results = {path.name for path in (ROOT / "bench" / "results").iterdir()}
+    assert sorted(named - results - {"requirements-bench.txt"}) == []
+    assert sorted(name for name in results if name not in text) == []
