@@ -53,8 +53,7 @@ docs: setup
 # The screenshot of the built docs' start page the README shows
 # (docs/_static/start.png), taken by Debian's chromium, headless.
 docs-screenshot: docs
-	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,900 \
-	  --screenshot=docs/_static/start.png file://$(CURDIR)/docs/_build/html/index.html
+	$(PY) docs/_ext/screenshot.py
 
 test: setup scrapy-tests pywb
 	$(PY) -m pytest -q -p no:cacheprovider tests

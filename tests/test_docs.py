@@ -230,3 +230,20 @@ def test_every_result_file_the_docs_name_exists() -> None:
     results = {path.name for path in (ROOT / "bench" / "results").iterdir()}
     assert sorted(named - results - {"requirements-bench.txt"}) == []
     assert sorted(name for name in results if name not in text) == []
+
+
+def test_the_start_page_screenshot_is_taken_by_headless_chromium(site: Path, tmp_path: Path) -> None:
+    """``make docs-screenshot``'s script renders the built start page (text, not a blank or an error
+    page), and the README shows the screenshot it saved."""
+    from matplotlib.image import imread  # noqa: PLC0415
+
+    from screenshot import HEIGHT, PNG, WIDTH, take  # noqa: PLC0415
+    from testweb.browser import png_size  # noqa: PLC0415
+
+    shot = take(site / "index.html", tmp_path / "start.png")
+    pixels = imread(shot)[:, :, :3]
+    assert pixels.shape[:2] == (HEIGHT, WIDTH)
+    not_white = (pixels.min(axis=2) < 0.9).mean()
+    assert 0.01 < not_white < 0.5, not_white
+    assert png_size(PNG.read_bytes()) == (WIDTH, HEIGHT)
+    assert f"]({PNG.relative_to(ROOT)})" in README.read_text()
