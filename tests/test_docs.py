@@ -209,7 +209,8 @@ def test_the_getting_started_first_crawl_runs_as_written(tmp_path: Path) -> None
         assert shown.returncode == 0, shown.stderr[-3000:]
         assert "closed cleanly" in shown.stdout and "queued 0  inflight 0" in shown.stdout
     finally:
-        os.killpg(web.pid, signal.SIGTERM)
+        if web.poll() is None:
+            os.killpg(web.pid, signal.SIGTERM)
         web.communicate(timeout=60)
 
 
