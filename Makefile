@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test docs bench clean redis-server realweb-packages scrapy-tests pywb
+.PHONY: setup demo test docs docs-screenshot bench clean redis-server realweb-packages scrapy-tests pywb
 
 setup: $(STAMP) redis-server realweb-packages
 
@@ -50,6 +50,11 @@ docs: setup
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "docs/_build/html/index.html"
 
+# The screenshot of the built docs' start page the README shows
+# (docs/_static/start.png), taken by Debian's chromium, headless.
+docs-screenshot: docs
+	$(PY) docs/_ext/screenshot.py
+
 test: setup scrapy-tests pywb
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
@@ -87,7 +92,7 @@ $(PYWB_VENV)/.ready: $(STAMP) requirements-pywb.txt
 
 pywb: $(PYWB_VENV)/.ready
 
-# Benchmarks (figures in the README); extra packages only they need.
+# Benchmarks (figures in docs/benchmarks.md); extra packages only they need.
 bench: setup
 	$(PY) -m pip install -q -r requirements-bench.txt
 	$(PY) -m bench.crawl_vs_scrapy
