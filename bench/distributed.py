@@ -20,7 +20,10 @@ Per variant, medians of ``--runs`` runs (alternating variants within a run):
   stats) and milliseconds per page its reactor thread waited for Redis
   (``redis/reactor_wait_seconds``: time inside redis-py calls made on the
   reactor thread, which serves nothing else meanwhile) next to the wait in
-  all threads (``redis/wait_seconds``).
+  all threads (``redis/wait_seconds``);
+* pages per CPU second of the crawler processes (user + system, summed) and
+  redis-server's CPU milliseconds per page (``INFO cpu``): what sizes a crawl
+  (processes, Redis masters).
 
 Variants: ``embedded`` (ours, SQLite in JOBDIR), ``redis`` (ours, the shared
 frontier), ``scrapy-redis`` (a plain CrawlSpider on Scrapy's defaults with
@@ -44,6 +47,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -73,6 +77,12 @@ class Run:
     reactor_ms_per_page: float = float("nan")  # ours: reactor thread waiting for Redis, summed over processes
     wait_ms_per_page: float = float("nan")  # ours: any thread waiting for Redis
     reactor_trips_per_page: float = float("nan")  # ours: those of the round trips made on the reactor thread
+    cpu_seconds: float = float("nan")  # the crawler processes' CPU (user + system), summed
+    redis_cpu_ms_per_page: float = float("nan")  # redis-server's CPU (INFO cpu) per page
+
+    @property
+    def pages_per_cpu_second(self) -> float:
+        return self.pages / self.cpu_seconds if self.cpu_seconds > 0 else 0.0
 
     @property
     def pages_per_second(self) -> float:
@@ -155,6 +165,8 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
     client.flushall()
     memory_before = client.info("memory")["used_memory"]
     commands_before = client.info("stats")["total_commands_processed"]
+    redis_cpu_before = redis_cpu(client)
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     commands = []
     for i in range(processes):
         cwd = workdir / f"p{i}"
@@ -176,13 +188,17 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
     env = dict(os.environ, PYTHONPATH=str(ROOT)) if name == "scrapy-redis" else dict(os.environ)
     run_processes(commands, env, args.timeout, root)
     pages, seconds = pages_and_seconds(web.access_log, since)
-    commands_used = client.info("stats")["total_commands_processed"] - commands_before - 2  # our 2 INFOs
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_seconds = (children.ru_utime - children_before.ru_utime) + (children.ru_stime - children_before.ru_stime)
+    redis_cpu_seconds = redis_cpu(client) - redis_cpu_before
+    commands_used = client.info("stats")["total_commands_processed"] - commands_before - 4  # our 4 INFOs
     ours = name.startswith("redis")
     urls = known_urls(client, ours)
     memory = client.info("memory")["used_memory"] - memory_before
     client.close()
     per_page = (lambda value: value / pages if pages else float("nan"))
-    run = Run(f"{name}@{checkout}" if checkout else name, processes, pages, seconds, memory / urls if urls else float("nan"), per_page(commands_used))
+    run = Run(f"{name}@{checkout}" if checkout else name, processes, pages, seconds, memory / urls if urls else float("nan"), per_page(commands_used),
+              cpu_seconds=cpu_seconds, redis_cpu_ms_per_page=per_page(1000 * redis_cpu_seconds))
     if ours:
         waits = [redis_waits(cwd) for _, cwd in commands]
         run.round_trips_per_page = per_page(sum(w[0] for w in waits))
@@ -190,6 +206,12 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
         run.wait_ms_per_page = per_page(1000 * sum(w[2] for w in waits))
         run.reactor_trips_per_page = per_page(sum(w[3] for w in waits))
     return run
+
+
+def redis_cpu(client: redis.Redis) -> float:
+    """CPU seconds redis-server has used (user + system, every thread)."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def redis_waits(workdir: Path) -> tuple[int, float, float, int]:
@@ -213,7 +235,9 @@ def median(runs: list[Run]) -> Run:
                statistics.median(r.round_trips_per_page for r in runs),
                statistics.median(r.reactor_ms_per_page for r in runs),
                statistics.median(r.wait_ms_per_page for r in runs),
-               statistics.median(r.reactor_trips_per_page for r in runs))
+               statistics.median(r.reactor_trips_per_page for r in runs),
+               statistics.median(r.cpu_seconds for r in runs),
+               statistics.median(r.redis_cpu_ms_per_page for r in runs))
 
 
 def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -> None:
@@ -223,7 +247,7 @@ def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -
           f"{args.measured_rtt * 1000:.2f} ms round trip" + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
     print(f"{'variant':<20}{'procs':>6}{'pages':>7}{'seconds':>9}{'pages/s':>9}{'per proc':>9}"
           f"{'B/URL':>8}{'cmds/page':>10}{'RTs/page':>9}{'reactor RTs/page':>17}{'reactor ms/page':>16}"
-          f"{'wait ms/page':>13}")
+          f"{'wait ms/page':>13}{'pages/CPU-s':>12}{'redis CPU ms/page':>18}")
     for (name, count), r in results.items():
         embedded = name.startswith("embedded")
         bytes_per_url = "-" if embedded else f"{r.bytes_per_url:.0f}"
@@ -235,7 +259,8 @@ def print_table(results: dict[tuple[str, int], Run], args: argparse.Namespace) -
         wait = f"{r.wait_ms_per_page:.3f}" if ours else "-"
         print(f"{name:<20}{count:>6}{r.pages:>7}{r.seconds:>9.2f}{r.pages_per_second:>9.1f}"
               f"{r.pages_per_second / count:>9.1f}{bytes_per_url:>8}{commands:>10}{trips:>9}{reactor_trips:>17}"
-              f"{reactor:>16}{wait:>13}")
+              f"{reactor:>16}{wait:>13}{r.pages_per_cpu_second:>12.1f}"
+              f"{'-' if embedded else format(r.redis_cpu_ms_per_page, '.3f'):>18}")
     for other in ("scrapy-redis", "spider+scrapy-redis"):
         for count in (1, 3):
             ours, theirs = results.get(("redis", count)), results.get((other, count))
