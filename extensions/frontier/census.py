@@ -44,7 +44,7 @@ class Row(NamedTuple):
     status: Status
     seq: int
     fetched: float | None
-    discovered: float | None = None  # not kept by the memory and Redis stores
+    discovered: float | None = None  # not kept by the Redis store
 
 
 class Finished(NamedTuple):

@@ -51,11 +51,6 @@ class HostHeap:
         """Forget ``host`` (its entry goes stale)."""
         self._live.pop(host, None)
 
-    def ready_at(self, host: str) -> float | None:
-        """When ``host`` is due, None if not scheduled."""
-        entry = self._live.get(host)
-        return None if entry is None else entry[0]
-
     def next_time(self) -> float | None:
         """The earliest ready time, None when empty."""
         self._drop_stale()
@@ -71,19 +66,18 @@ class HostHeap:
         return host
 
     def serve_due(self, now: float, order: Callable[[str], Any], serve: Callable[[str], T | None],
-                  ready_at: Callable[[str], float], reschedule: Callable[[str], None],
-                  more: Callable[[], bool] = lambda: True) -> T | None:
+                  ready_at: Callable[[str], float], reschedule: Callable[[str], None]) -> T | None:
         """Serve the hosts due at ``now``, best first: each moves to a ready heap
         by ``order(host)`` (lowest first, then arrival; None: dropped); the best
         ready host is ``serve``d unless it is on the heap again (rescheduled
         meanwhile) or its ``ready_at`` is later (``reschedule``d), until
-        ``serve`` gives a result or ``more()`` is false."""
+        ``serve`` gives a result."""
         ready = self._ready
         while (host := self.pop_due(now)) is not None:
             key = order(host)
             if key is not None:
                 heapq.heappush(ready, (key, next(self._sequence), host))
-        while ready and more():
+        while ready:
             host = heapq.heappop(ready)[2]
             if host in self._live:
                 continue
