@@ -66,18 +66,19 @@ class HostHeap:
         return host
 
     def serve_due(self, now: float, order: Callable[[str], Any], serve: Callable[[str], T | None],
-                  ready_at: Callable[[str], float], reschedule: Callable[[str], None]) -> T | None:
+                  ready_at: Callable[[str], float], reschedule: Callable[[str], None],
+                  more: Callable[[], bool] = lambda: True) -> T | None:
         """Serve the hosts due at ``now``, best first: each moves to a ready heap
         by ``order(host)`` (lowest first, then arrival; None: dropped); the best
         ready host is ``serve``d unless it is on the heap again (rescheduled
         meanwhile) or its ``ready_at`` is later (``reschedule``d), until
-        ``serve`` gives a result."""
+        ``serve`` gives a result or ``more()`` is false."""
         ready = self._ready
         while (host := self.pop_due(now)) is not None:
             key = order(host)
             if key is not None:
                 heapq.heappush(ready, (key, next(self._sequence), host))
-        while ready:
+        while ready and more():
             host = heapq.heappop(ready)[2]
             if host in self._live:
                 continue
