@@ -48,11 +48,15 @@ class MetricsExporter:
             raise ValueError(f"METRICS_PORT={port!r}: must be a TCP port (1-65535), or 0 for no metrics")
         host = crawler.settings.get("METRICS_HOST", defaults.METRICS_HOST)
         # prometheus-client only when metrics are served (start-up CPU of every crawl)
-        from extensions.prometheus import metrics_server  # noqa: PLC0415
+        from prometheus_client import CollectorRegistry  # noqa: PLC0415
 
+        from extensions.prometheus import CrawlStatsCollector, MetricsServer  # noqa: PLC0415
+
+        registry = CollectorRegistry()
         # dict.copy() of the stats dict runs in C under the GIL: the HTTP
         # thread gets a consistent copy while the reactor keeps counting
-        exporter = cls(metrics_server(lambda: crawler.stats.get_stats().copy(), process_name(), host, port))
+        registry.register(CrawlStatsCollector(lambda: crawler.stats.get_stats().copy(), process_name()))
+        exporter = cls(MetricsServer(registry, host, port))
         exporter.server.start()
         logger.info("Serving Prometheus metrics on %s", exporter.server.url)
         crawler.signals.connect(exporter.server.stop, signal=signals.spider_closed)

@@ -211,12 +211,8 @@ class ProgressReporter:
 
 
 def scheduler_length(crawler: Crawler) -> int | None:
-    """Requests waiting in the scheduler (Scrapy 2.19: ``engine.scheduler``,
-    earlier: ``engine._slot.scheduler``); None where that is unknown."""
-    engine = getattr(crawler, "engine", None)
-    scheduler = getattr(engine, "scheduler", None)
-    if scheduler is None:
-        scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+    """Requests waiting in the scheduler (``engine.scheduler``); None where that is unknown."""
+    scheduler = getattr(getattr(crawler, "engine", None), "scheduler", None)
     try:
         return len(scheduler) if scheduler is not None else None
     except Exception:  # no __len__, or a store already closed at spider_closed

@@ -214,9 +214,3 @@ class MetricsServer:
         self.thread.join(timeout=10)
         self.server = self.thread = None
 
-
-def metrics_server(snapshot: Callable[[], Mapping[str, Any]], process: str, host: str, port: int) -> MetricsServer:
-    """A (not yet started) server of the families of ``snapshot()`` on a registry of its own."""
-    registry = CollectorRegistry()
-    registry.register(CrawlStatsCollector(snapshot, process))
-    return MetricsServer(registry, host, port)

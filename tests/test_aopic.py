@@ -152,7 +152,7 @@ def test_seeds_get_cash_and_richer_urls_are_fetched_first(store: Any) -> None:
     for url in links:
         frontier.enqueue_request(Request(url))
     # b.test/5 gets a lot more cash while it waits (other pages link to it)
-    frontier.credit([url_fingerprint("http://b.test/5")[0]], 4.0)
+    frontier.aopic.grant([url_fingerprint("http://b.test/5")[0]], 4.0)
     assert frontier.stats.get_value("aopic/promoted") == 1
     order = [url for _, url in drain(frontier, clock)]
     assert order[0] == "http://b.test/5"

@@ -52,7 +52,7 @@ def test_host_heap_reschedule_replaces_and_remove_forgets():
     heap.schedule("b.test", 2.0)
     heap.remove("b.test")
     assert len(heap) == 1 and "b.test" not in heap
-    assert heap.ready_at("a.test") == 1.0
+    assert heap.next_time() == 1.0
     assert heap.pop_due(10.0) == "a.test"
     assert heap.pop_due(10.0) is None
     assert heap.next_time() is None

@@ -281,8 +281,8 @@ def test_mark_excluded_skips_queued_and_blocks_unknown_urls(store):
     frontier = make_frontier(store, clock, queue_buffer=1)
     for request in urls("a.test", 3):
         frontier.enqueue_request(request)
-    frontier.mark_excluded("http://a.test/1")
-    frontier.mark_excluded("http://b.test/never")
+    frontier.admission.mark_excluded("http://a.test/1")
+    frontier.admission.mark_excluded("http://b.test/never")
     assert not frontier.enqueue_request(Request("http://b.test/never"))
     assert [url for _, url in drain(frontier, clock)] == ["http://a.test/0", "http://a.test/2"]
 

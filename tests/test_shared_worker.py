@@ -199,7 +199,7 @@ def test_a_url_excluded_while_queued_is_never_left_in_flight_by_a_kill(
     worker: Any = frontier.dispatch.worker  # type: ignore[attr-defined]
     worker.drain()
     reactor.turn()
-    frontier.mark_excluded(url)
+    frontier.admission.mark_excluded(url)
     for _ in range(20):  # engine cycles: the URL is taken and skipped
         assert frontier.next_request() is None
         wait_until(lambda: reactor.calls or worker.idle(), "the answers", patience=200, interval=0.01)

@@ -18,14 +18,7 @@ def setting(settings: Any, name: str) -> Any:
 
 def number_setting(settings: Any, name: str, minimum: float, kind: type = float) -> Any:
     """A number setting (with our default), checked against ``minimum``."""
-    raw = setting(settings, name)
-    try:
-        value = kind(raw)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a number >= {minimum}, got {raw!r}") from err
-    if value < minimum:
-        raise ValueError(f"{name} must be a number >= {minimum}, got {raw!r}")
-    return value
+    return defaults.checked(settings, name, lambda value: value >= minimum, f"a number >= {minimum}", kind)
 
 
 def flag_setting(settings: Any, name: str) -> bool:

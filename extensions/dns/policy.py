@@ -6,6 +6,7 @@ say otherwise. Plain code: the resolver and the middleware apply it.
 from __future__ import annotations
 
 import ipaddress
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from extensions import defaults
@@ -56,20 +57,11 @@ class AddressPolicy:
     def __init__(self, allow_private: bool = False, allowed_networks: Iterable[IPNetwork] = ()):
         self.allow_private = allow_private
         self.allowed_networks: tuple[IPNetwork, ...] = tuple(allowed_networks)
-        self.verdicts: dict[str, str | None] = {}
+        self._judged = lru_cache(maxsize=VERDICTS_KEPT)(self.judge)
 
     def refusal(self, address: str) -> str | None:
         """Why ``address`` is refused ("loopback", "private", ...), or None if allowed."""
-        if self.allow_private:
-            return None
-        try:
-            return self.verdicts[address]
-        except KeyError:
-            pass
-        if len(self.verdicts) >= VERDICTS_KEPT:
-            self.verdicts.clear()
-        verdict = self.verdicts[address] = self.judge(address)
-        return verdict
+        return None if self.allow_private else self._judged(address)
 
     def judge(self, address: str) -> str | None:
         parsed = parse_address(address)

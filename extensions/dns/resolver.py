@@ -226,7 +226,7 @@ class CachingResolver:
             # DNS_NAMESERVERS, or those of /etc/resolv.conf if none
             client.Resolver(resolv=None if nameservers else SYSTEM_RESOLV_CONF, servers=nameservers or None,
                             reactor=reactor),
-            positive(settings, "DNS_TIMEOUT", 60.0),
+            defaults.checked(settings, "DNS_TIMEOUT", lambda value: value > 0, "> 0"),
             number_setting(settings, "DNS_RETRIES", 0, int))
         size = number_setting(settings, "DNS_CACHE_SIZE", 0, int)
         ttl = TtlBounds(*(number_setting(settings, name, 0) for name in ("DNS_MIN_TTL", "DNS_MAX_TTL", "DNS_NEGATIVE_TTL")))
@@ -354,9 +354,3 @@ def hosts_table(path: str | None, system: bool) -> HostsTable:
                 family.setdefault(name, address)
     return table
 
-
-def positive(settings: Any, name: str, default: float) -> float:
-    value = settings.getfloat(name, default)
-    if value <= 0:
-        raise ValueError(f"{name}={value!r}: must be > 0")
-    return value

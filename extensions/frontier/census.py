@@ -1,7 +1,7 @@
 """The URL table summed up for an operator: :class:`~extensions.frontier.store.URLCensus`.
 
-:class:`RowCensus` is one pass over a stream of rows (the memory and Redis
-stores); SQLite answers the same with aggregate queries. A refused row
+:class:`RowCensus` is one pass over a stream of rows (the Redis
+store); SQLite answers the same with aggregate queries. A refused row
 keeps its reason in ``extra`` as ``{"refused": reason}``; failed and
 excluded rows keep none. Refusals and exclusions are listed apart from errors.
 """
@@ -44,7 +44,7 @@ class Row(NamedTuple):
     status: Status
     seq: int
     fetched: float | None
-    discovered: float | None = None  # not kept by the memory and Redis stores
+    discovered: float | None = None  # not kept by the Redis store
 
 
 class Finished(NamedTuple):

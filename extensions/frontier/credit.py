@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from math import floor, log2
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
@@ -23,7 +22,7 @@ from twisted.internet.defer import Deferred
 from extensions.aopic.ledger import AOPICLedger, Paid, tax_for_share
 from extensions.frontier.fingerprint import canonical_fingerprint
 from extensions.frontier.page import PageDone, PageVerdict
-from extensions.frontier.prioritizer import CashPrioritizer, Prioritizer
+from extensions.frontier.prioritizer import Prioritizer
 from extensions.frontier.store import Entry, FrontierStore
 
 if TYPE_CHECKING:
@@ -93,15 +92,6 @@ class AOPICCredit:
         dividend, mean = self.ledger.dividend, self.ledger.mean_cash()
         credit: dict[int, tuple[float, float]] = {}
         rising: list[int] = []
-        if type(self.prioritizer) is CashPrioritizer:  # the default: its levels without a meta dict
-            cash_level, scale = self.prioritizer.cash_level, mean or 1.0
-            for link, (before, after, existed) in zip(links, changes):
-                credit[link] = (after, dividend)
-                # levels step at scale * 2**k: only a cash that crossed one can rise
-                if existed and (before <= 0 or floor(log2(after / scale)) > floor(log2(before / scale))) \
-                        and cash_level(after, scale) > cash_level(before, scale):
-                    rising.append(link)
-            return credit, rising
         level = self.prioritizer.level
         meta: dict[str, float] = {"aopic_mean": mean}  # one dict for every link of the page
         for link, (before, after, existed) in zip(links, changes):

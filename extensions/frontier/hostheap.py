@@ -51,11 +51,6 @@ class HostHeap:
         """Forget ``host`` (its entry goes stale)."""
         self._live.pop(host, None)
 
-    def ready_at(self, host: str) -> float | None:
-        """When ``host`` is due, None if not scheduled."""
-        entry = self._live.get(host)
-        return None if entry is None else entry[0]
-
     def next_time(self) -> float | None:
         """The earliest ready time, None when empty."""
         self._drop_stale()

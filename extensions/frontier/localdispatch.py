@@ -326,7 +326,7 @@ class LocalDispatch:
     def _refill(self) -> None:
         if not self.back.free or not len(self.front):
             return
-        assigned, _ = self.back.refill(self.front, self.refill_budget, self._key_of)
+        assigned = self.back.refill(self.front, self.refill_budget, self._key_of)
         for host in assigned:
             self.reschedule(host)
             self.parts.signals.host_assigned(host)

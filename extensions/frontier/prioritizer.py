@@ -66,11 +66,8 @@ class CashPrioritizer:
         cash = meta.get("aopic_cash")
         if cash is None:
             return self.fallback.level(priority, depth, meta)
-        return self.cash_level(cash, meta.get("aopic_mean") or 1.0, priority)
-
-    def cash_level(self, cash: float, mean: float, priority: int = 0) -> int:
-        """:meth:`level` of a URL with ``cash`` and a non-zero ``mean``, without a meta mapping."""
         if cash <= 0:  # fetched and not credited since (a revisit)
             return 0
+        mean = meta.get("aopic_mean") or 1.0
         raw = self.levels // 2 + math.floor(math.log2(cash / mean)) + priority // self.priority_step
         return min(self.levels - 1, max(0, raw))

@@ -224,9 +224,9 @@ class BackQueues:
 
     def refill(
         self, front: FrontQueues, budget: int, key_of: Callable[[Entry], str]
-    ) -> tuple[list[str], int]:
+    ) -> list[str]:
         """Fill free back queues from the front, moving at most ``budget`` entries;
-        return the hosts that got a queue and how many entries moved."""
+        return the hosts that got a queue."""
         assigned: list[str] = []
         moved = 0
         while self.free and moved < budget:
@@ -239,7 +239,7 @@ class BackQueues:
                 self.assign(host)
                 assigned.append(host)
             self.append(host, entry)
-        return assigned, moved
+        return assigned
 
     def restore(self, key_of: Callable[[Entry], str]) -> list[str]:
         """After a clean reopen: rebuild the host table from the first entry

@@ -468,12 +468,6 @@ class Frontier(BaseScheduler):
         if self.send is not None:
             self.send(host_assigned, host=host)
 
-    def credit(self, fingerprints: Sequence[int], amount: float) -> None:
-        """Add ``amount`` of cash to each URL from outside a page's credit
-        step (tools, tests); queued ones whose level rises move up."""
-        if self.aopic is not None:
-            self.aopic.grant(fingerprints, amount)
-
     # -- signals from robots.txt and other components -----------------------------
     def robots_rules_parsed(self, origin: str, crawl_delay: float | None) -> float:
         """Signal handler: ``origin``'s robots.txt Crawl-delay (None: none) becomes its host's;
@@ -511,11 +505,6 @@ class Frontier(BaseScheduler):
             record.excluded = True
             if self.inflight.free_unfetched(record):
                 self.dispatch.reschedule(record.host)
-
-    def mark_excluded(self, url: str) -> None:
-        """Record that ``url`` must not be fetched (robots.txt, a filter): a
-        queued URL is skipped at dequeue, an unknown one is never enqueued."""
-        self.admission.mark_excluded(url)
 
     def origin_held(self, origin: str, delay: float, reason: str, request: Request | None = None, wait_out: bool = False) -> None:
         """Signal handler: park ``origin``'s URLs for ``delay`` seconds (``wait_out``: see the signal); ``request``,

@@ -89,11 +89,24 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _no_data(axes: Any, title: str) -> None:
-    axes.set_title(title, fontsize=10)
-    axes.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=axes.transAxes, color="grey")
-    axes.set_xticks([])
-    axes.set_yticks([])
+def _no_data(figure: Figure, axes: Sequence[Any], titles: Sequence[str]) -> bytes:
+    for one, title in zip(axes, titles):
+        one.set_title(title, fontsize=10)
+        one.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=one.transAxes, color="grey")
+        one.set_xticks([])
+        one.set_yticks([])
+    return _png(figure)
+
+
+def _style(axes: Any, title: str | None, xlabel: str | None, ylabel: str | None, grid: str = "both") -> None:
+    if title:
+        axes.set_title(title, fontsize=10)
+    if xlabel:
+        axes.set_xlabel(xlabel, fontsize=9)
+    if ylabel:
+        axes.set_ylabel(ylabel, fontsize=9)
+    axes.tick_params(labelsize=8)
+    axes.grid(axis=grid, alpha=0.3)
 
 
 def plot_rates(series: StatsSeries) -> bytes:
@@ -102,19 +115,13 @@ def plot_rates(series: StatsSeries) -> bytes:
     times, pages = series.rates("pages")
     _, received = series.rates("bytes")
     if not times:
-        _no_data(pages_axes, "pages/s")
-        _no_data(bytes_axes, "bytes/s")
-        return _png(figure)
+        return _no_data(figure, (pages_axes, bytes_axes), ("pages/s", "bytes/s"))
     pages_axes.plot(times, pages, color="tab:blue", drawstyle="steps-mid")
-    pages_axes.set_ylabel("pages/s", fontsize=9)
-    pages_axes.set_title("fetch rate", fontsize=10)
     bytes_axes.plot(times, [value / 1024 for value in received], color="tab:green", drawstyle="steps-mid")
-    bytes_axes.set_ylabel("KiB/s", fontsize=9)
-    bytes_axes.set_xlabel("seconds since start", fontsize=9)
+    _style(pages_axes, "fetch rate", None, "pages/s")
+    _style(bytes_axes, None, "seconds since start", "KiB/s")
     for axes in (pages_axes, bytes_axes):
         axes.set_ylim(bottom=0)
-        axes.tick_params(labelsize=8)
-        axes.grid(alpha=0.3)
     return _png(figure)
 
 
@@ -122,18 +129,13 @@ def plot_frontier(series: StatsSeries) -> bytes:
     """URLs queued and in flight, and URLs done, over the crawl's time."""
     figure, (axes,) = _figure()
     if len(series) < 2:
-        _no_data(axes, "frontier size")
-        return _png(figure)
+        return _no_data(figure, (axes,), ("frontier size",))
     times = series.times()
     axes.plot(times, series.values("frontier/queued"), label="queued", color="tab:orange")
     axes.plot(times, series.values("frontier/inflight"), label="in flight", color="tab:red")
     axes.plot(times, series.values("frontier/done"), label="done", color="tab:blue", alpha=0.6)
-    axes.set_title("frontier size", fontsize=10)
-    axes.set_xlabel("seconds since start", fontsize=9)
-    axes.set_ylabel("URLs", fontsize=9)
+    _style(axes, "frontier size", "seconds since start", "URLs")
     axes.set_ylim(bottom=0)
-    axes.tick_params(labelsize=8)
-    axes.grid(alpha=0.3)
     axes.legend(fontsize=8, loc="upper left")
     return _png(figure)
 
@@ -142,14 +144,10 @@ def plot_bars(labels: Sequence[str], values: Sequence[int], title: str, unit: st
     """A vertical bar chart (status mix, depth distribution)."""
     figure, (axes,) = _figure()
     if not values:
-        _no_data(axes, title)
-        return _png(figure)
+        return _no_data(figure, (axes,), (title,))
     axes.bar(range(len(values)), values, color="tab:blue")
     axes.set_xticks(range(len(labels)), labels, fontsize=8, rotation=0 if len(labels) < 16 else 90)
-    axes.set_title(title, fontsize=10)
-    axes.set_ylabel(unit, fontsize=9)
-    axes.tick_params(labelsize=8)
-    axes.grid(axis="y", alpha=0.3)
+    _style(axes, title, None, unit, grid="y")
     return _png(figure)
 
 
@@ -157,15 +155,11 @@ def plot_hosts(hosts: Sequence[tuple[str, int, int]]) -> bytes:
     """Horizontal bars: pages fetched from the busiest hosts."""
     figure, (axes,) = _figure(height=max(PLOT_SIZE[1], 0.9 + 0.22 * len(hosts)))
     if not hosts:
-        _no_data(axes, "busiest hosts")
-        return _png(figure)
+        return _no_data(figure, (axes,), ("busiest hosts",))
     names = [host for host, _, _ in hosts][::-1]
     axes.barh(range(len(hosts)), [pages for _, pages, _ in hosts][::-1], color="tab:purple")
     axes.set_yticks(range(len(names)), names, fontsize=8)
-    axes.set_title("busiest hosts", fontsize=10)
-    axes.set_xlabel("pages fetched", fontsize=9)
-    axes.tick_params(labelsize=8)
-    axes.grid(axis="x", alpha=0.3)
+    _style(axes, "busiest hosts", "pages fetched", None, grid="x")
     return _png(figure)
 
 

@@ -65,7 +65,7 @@ class UrlFilter:
                     f"URL_FILTER_DENY: invalid regular expression {pattern!r}: {err}"
                 ) from err
         max_length = non_negative_int(settings, "URL_FILTER_MAX_LENGTH")
-        max_depth = non_negative_int(settings, "URL_FILTER_MAX_DEPTH") or non_negative_int(settings, "DEPTH_LIMIT", 0)
+        max_depth = non_negative_int(settings, "URL_FILTER_MAX_DEPTH") or non_negative_int(settings, "DEPTH_LIMIT")
         user_filter = _build_user_filter(crawler, settings.get("URL_FILTER_CLASS"))
         return cls(schemes, deny, max_length, max_depth, user_filter,
                    non_negative_int(settings, "URL_FILTER_MAX_SEGMENT_REPEATS"),
@@ -137,16 +137,9 @@ class UrlFilter:
         return True
 
 
-def non_negative_int(settings: Any, name: str, default: int | None = None) -> int:
+def non_negative_int(settings: Any, name: str) -> int:
     """Setting ``name`` (default: :mod:`extensions.defaults`'); ValueError naming it if not an int >= 0."""
-    default = getattr(defaults, name) if default is None else default
-    try:
-        value = settings.getint(name, default)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be an integer >= 0, got {settings.get(name)!r}") from err
-    if value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {settings.get(name)!r}")
-    return value
+    return defaults.checked(settings, name, lambda value: value >= 0, "an integer >= 0", int)
 
 
 def _build_user_filter(crawler: Crawler, path: Any) -> UserUrlFilter | None:

@@ -1,61 +1,28 @@
-"""An in-memory frontier store with the same behaviour as the SQLite one;
-nothing survives the process."""
+"""The memory backend's frontier store: the SQLite store on an in-memory
+database, nothing kept beyond this object."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from extensions.backends.memory.links import MemoryLinkTable
-from extensions.backends.memory.revisits import MemoryRevisitTable
-from extensions.backends.memory.tables import (
-    MemoryCashTable,
-    MemoryContentGroups,
-    MemoryHostTable,
-    MemoryQueues,
-    MemoryURLTable,
-)
-from extensions.frontier.census import RowCensus
+from extensions.backends.sqlite.store import SQLiteStore
 
 
-class MemoryStore:
-    """The tables of :mod:`.tables` and a meta dict; nothing to open or commit."""
+class MemoryStore(SQLiteStore):
+    """:class:`SQLiteStore` in memory; a close keeps the data for the next open
+    of the same object (a later frontier on it resumes, as from a clean close)."""
 
     def __init__(self) -> None:
+        super().__init__(":memory:")
         self.location = "memory"
-        self.round_trips = 0  # an embedded store sends no requests
-        self.clean = True
-        self.queues = MemoryQueues()
-        self.urls = MemoryURLTable()
-        self.hosts = MemoryHostTable()
-        self.cash = MemoryCashTable()
-        self.groups = MemoryContentGroups()
-        self.links = MemoryLinkTable()
-        self.revisits = MemoryRevisitTable()
-        self.census = RowCensus(self.urls.rows)
-        self._meta: dict[str, str] = {}
 
     def open(self) -> None:
-        """Nothing to open."""
-
-    def checkpoint(self) -> None:
-        """Nothing to make durable."""
-
-    def commit(self, before: Callable[[], None] | None = None) -> bool:
-        """Nothing to make durable: never commits."""
-        return False
+        if self._db is None:
+            super().open()
 
     def close(self, clean: bool = True) -> None:
+        if self._db is not None:
+            self.set_meta("clean", "1" if clean else "0")
+            self.checkpoint()
         self.clean = clean
 
     def abandon(self) -> None:
-        """Nothing to release: the data stays in this object."""
-
-    def get_meta(self, key: str) -> str | None:
-        return self._meta.get(key)
-
-    def set_meta(self, key: str, value: str) -> None:
-        self._meta[key] = value
-
-    def memory_usage(self) -> tuple[int, int] | None:
-        """Not measured for an embedded store."""
-        return None
+        """Nothing to release: the data stays with this object."""

@@ -143,7 +143,7 @@ class SQLiteStore:
     def _configure(self) -> None:
         db = self._require()
         mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if mode.lower() != "wal":
+        if mode.lower() != ("memory" if str(self.path) == ":memory:" else "wal"):
             raise sqlite3.DatabaseError(f"cannot switch to WAL mode (got {mode})")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
