@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -383,3 +384,18 @@ def test_a_backend_plugged_in_by_class_path_crawls_the_whole_web(tmp_path: Path)
     missing = set(truth.regular) - set(truth.duplicates) - set(fetched)
     assert not missing, sorted(missing)[:20]
     assert all(count == 1 for url, count in fetched.items() if "/error/" not in url)  # retries aside
+
+
+def test_a_projects_request_fingerprinter_keys_the_url_seen_test(tmp_path: Path) -> None:
+    """``REQUEST_FINGERPRINTER_CLASS`` decides which URLs are the same, as with
+    Scrapy's scheduler: with one fingerprint per host, each host's first URL
+    is fetched and every other one is a duplicate, links and seeds alike."""
+    with start_testweb(WebConfig(hosts=4, pages=8, links=4, seed=3), tmp_path / "web") as web:
+        result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file), settings={
+            "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": DEPTH,
+            "REQUEST_FINGERPRINTER_CLASS": "tests.fingerprinters.HostOnlyFingerprinter"})
+        fetched = fetched_urls(web)
+    assert result.returncode == 0, result.log[-3000:]
+    pages = Counter(urlsplit(url).hostname for url in fetched if not url.endswith("/robots.txt"))
+    assert len(pages) >= 2 and set(pages.values()) == {1}, pages
+    assert result.stats.get("frontier/duplicates", 0) > 0

@@ -48,10 +48,6 @@ _COMMON = {
     "test_engine_close_spider::test_exception_scheduler": (
         "the test deletes a private attribute of Scrapy's scheduler (dqs) to make it fail: the frontier "
         "has no such attribute"),
-    "test_engine::TestEngine::test_start_request_processing_exception": (
-        "a project's REQUEST_FINGERPRINTER_CLASS is not used by the URL-seen test, which keys URLs by a "
-        "64-bit fingerprint of the canonical URL whose top bits name the host (its back queue, its Redis "
-        "slot); to be fixed"),
 }
 
 #: Scrapy tests that fail on purpose with the frontier on each store,

@@ -25,6 +25,7 @@ import numpy as np
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from extensions.frontier.fingerprint import use_project_fingerprinter
 from extensions.linkgraph.graph import LinkGraph, UnknownURL
 from extensions.linkgraph.service import up_to_date_graph
 from extensions.frontier.store import FrontierStoreError
@@ -61,6 +62,7 @@ class Command(ScrapyCommand):
             raise UsageError(f"linkgraph {action} takes {wanted or 'no'} argument{'s' if wanted != 1 else ''}")
         if opts.top < 1:
             raise UsageError(f"--top must be >= 1, got {opts.top}")
+        use_project_fingerprinter(self.settings)  # URLs are looked up by the crawl's fingerprints
         try:
             graph = up_to_date_graph(self.settings, rebuild=opts.rebuild)
         except (FileNotFoundError, ValueError, FrontierStoreError) as err:

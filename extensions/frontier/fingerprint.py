@@ -2,15 +2,21 @@
 
 ``hash(host)`` in the high 24 bits, ``hash(url_key)`` in the low 40
 (MurmurHash3), signed to fit SQLite's INTEGER PRIMARY KEY: one host's URLs
-sit together in the URL table's B-tree. Pure: no Scrapy.
+sit together in the URL table's B-tree. A project's own
+``REQUEST_FINGERPRINTER_CLASS`` (:func:`use_fingerprinter`) gives the low 40
+bits instead: the first 40 bits of its fingerprint of the request.
 """
 
 from __future__ import annotations
 
 import hashlib
 from functools import lru_cache
+from typing import Any
 
 import mmh3
+from scrapy import Request
+from scrapy.utils.misc import load_object
+from scrapy.utils.request import RequestFingerprinter
 
 from extensions.urls.canonical import canonicalize, url_key
 from extensions.urls.split import host_of
@@ -21,6 +27,45 @@ _URL_MASK = (1 << URL_BITS) - 1
 _HOST_MASK = (1 << HOST_BITS) - 1
 #: canonical URLs whose fingerprint is kept (the links of the pages in flight, and then some)
 FINGERPRINT_CACHE_SIZE = 4096
+#: the project's request fingerprinter when it is not Scrapy's default; None: the canonical URL's key
+_project: Any = None
+
+
+class FingerprinterError(Exception):
+    """The project's ``REQUEST_FINGERPRINTER_CLASS`` failed on a request."""
+
+
+def use_fingerprinter(fingerprinter: Any, fingerprinter_class: Any = None) -> None:
+    """Key URLs by ``fingerprinter`` (a project's ``REQUEST_FINGERPRINTER_CLASS``
+    instance), or by the canonical URL when its class (``fingerprinter_class``,
+    a class or its path) is Scrapy's default or it is None. Process-wide: every
+    part of a crawl (frontier, link records, link graph) must key alike."""
+    global _project
+    if fingerprinter_class is not None and load_object(fingerprinter_class) is RequestFingerprinter:
+        fingerprinter = None
+    _project = fingerprinter
+    canonical_fingerprint.cache_clear()
+
+
+def use_project_fingerprinter(settings: Any) -> None:
+    """:func:`use_fingerprinter` for a command that reads a crawl without
+    crawling it (``scrapy linkgraph``): the project's class, built as Scrapy
+    builds it for a crawl of these settings."""
+    from scrapy import Spider  # noqa: PLC0415 - a command's, not a crawl's
+    from scrapy.crawler import Crawler  # noqa: PLC0415
+    from scrapy.utils.misc import build_from_crawler  # noqa: PLC0415
+
+    cls = load_object(settings["REQUEST_FINGERPRINTER_CLASS"])
+    use_fingerprinter(None if cls is RequestFingerprinter else build_from_crawler(cls, Crawler(Spider, settings)))
+
+
+def _project_low_bits(request: Request) -> int:
+    """The first 40 bits of the project's fingerprint of ``request``."""
+    try:
+        digest = _project.fingerprint(request)
+    except Exception as err:
+        raise FingerprinterError(f"REQUEST_FINGERPRINTER_CLASS failed on {request.url}: {err!r}") from err
+    return int.from_bytes(digest[:5], "big") & _URL_MASK
 
 
 def to_signed64(value: int) -> int:
@@ -39,12 +84,21 @@ def fingerprint(key: str, host: str) -> int:
     return to_signed64((host_hash(host) << URL_BITS) | low)
 
 
-def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> tuple[int, str]:
-    """``(fingerprint, host)`` of a URL as requested. The host is the lower
-    case host name of the canonical URL. A method other than GET or a body
-    makes a different fingerprint (a POST is not its URL's GET)."""
+def url_fingerprint(url: str, method: str = "GET", body: bytes = b"",
+                    request: Request | None = None) -> tuple[int, str]:
+    """``(fingerprint, host)`` of a URL as requested (``request``: the request
+    itself, for a project's fingerprinter). The host is the lower case host
+    name of the canonical URL. A method other than GET or a body makes a
+    different fingerprint (a POST is not its URL's GET). ValueError: no host;
+    FingerprinterError: the project's fingerprinter failed."""
+    # a project's fingerprinter sees every request, a host-less one too, as with Scrapy's scheduler
+    low = _project_low_bits(request) if _project is not None and request is not None else None
     canonical = canonicalize(url)
     host = host_of(canonical)
+    if _project is not None:
+        if low is None:
+            low = _project_low_bits(Request(canonical, method=method, body=body))
+        return to_signed64((host_hash(host) << URL_BITS) | low), host
     if method != "GET" or body:
         key = f"{method} {url_key(canonical)} {hashlib.sha1(body).hexdigest()}"  # noqa: S324
         return fingerprint(key, host), host
@@ -55,4 +109,6 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"") -> tuple[i
 def canonical_fingerprint(canonical_url: str) -> int:
     """:func:`url_fingerprint` of a GET of an already canonical URL (an extracted
     link), cached: a site's navigation links recur on each page."""
+    if _project is not None:
+        return to_signed64((host_hash(host_of(canonical_url)) << URL_BITS) | _project_low_bits(Request(canonical_url)))
     return fingerprint(url_key(canonical_url), host_of(canonical_url))

@@ -27,7 +27,7 @@ from extensions.frontier.admission import Admission
 from extensions.frontier.codec import decode, encode
 from extensions.frontier.credit import AOPICCredit
 from extensions.frontier.dispatch import FrontierParts, HostDispatch, HostKey
-from extensions.frontier.fingerprint import url_fingerprint
+from extensions.frontier.fingerprint import url_fingerprint, use_fingerprinter
 from extensions.frontier.gauges import DictStats, update_gauges
 from extensions.frontier.holds import OriginHolds
 from extensions.frontier.inflight import InFlightTable
@@ -178,6 +178,7 @@ class Frontier(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Frontier:
         from extensions.frontier.config import frontier_kwargs  # noqa: PLC0415 - config imports the parts
+        use_fingerprinter(crawler.request_fingerprinter, crawler.settings["REQUEST_FINGERPRINTER_CLASS"])
         frontier = cls(**frontier_kwargs(crawler))  # the one place settings are read
         connect = crawler.signals.connect
         connect(frontier.request_left_downloader, signals.request_left_downloader)
@@ -246,12 +247,12 @@ class Frontier(BaseScheduler):
 
     def enqueue_request(self, request: Request, credit: tuple[float, float] | None = None) -> bool:
         """URL-seen test, prioritiser, dispatch; never raises on a request Scrapy
-        accepts. ``dont_filter`` bypasses URL-seen, except for a start request's
+        accepts (a project's REQUEST_FINGERPRINTER_CLASS may: FingerprinterError). ``dont_filter`` bypasses URL-seen, except for a start request's
         first copy in this run. A URL with no host (``data:``) is handed out
         unfiled, first, without politeness. ``credit``: the AOPIC credit its
         page gave it (cash, dividend)."""
         try:
-            fp, host = url_fingerprint(request.url, request.method, request.body)
+            fp, host = url_fingerprint(request.url, request.method, request.body, request)
         except ValueError:
             return self._unfiled(request)
         admission = self.admission
