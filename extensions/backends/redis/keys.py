@@ -67,7 +67,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "2"  # 2: the exact URL-seen set of fpset.py beside trimmed rows
+SCHEMA_VERSION = "3"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: packed rows and cash
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",
