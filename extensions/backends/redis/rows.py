@@ -15,8 +15,9 @@ an unsigned LEB128 number, 1 byte below 128)::
              after ``http://HOST``, 3 after ``https://HOST``), then its bytes
     extra, blob  varint: 0 None, else length + 1, then its bytes
 
-A cash row (a field of ``P:{T}:cash``): cash and mark (doubles), then,
-unless both are zero, history (double) and visits (int64), big-endian.
+A cash row (a URL's value in the fpmap ``P:{T}:cash``): cash and mark
+(doubles), then, unless both are zero, history (double) and visits
+(int64), big-endian.
 
 Scripts read rows only through ``lua/include/rows.lua`` and ``cash.lua``,
 parameterised by :data:`LUA_PARAMETERS` (from the same structs); they change
@@ -43,6 +44,7 @@ HOST_AT = _STATUS.size + _FETCHED.size  # byte offset of a row's host (its lengt
 STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
 _STATUS_OF_BYTE = {byte[0]: status for status, byte in STATUS_BYTE.items()}
 _TEXT = ("utf-8", "surrogatepass")
+CASH_BUCKET_BYTES = 1024  # a cash fpmap's bucket splits past this (extensions/backends/redis/fpmap.py)
 _URL_FORMS = (b"", b"http://", b"https://")  # form 0, 1, 2: the prefix left out (then the host)
 
 #: The ``$`` values of the scripts' row accessors: status bytes, 1-based offsets, the cash formats.
@@ -55,6 +57,7 @@ LUA_PARAMETERS = {
     "CASH_FORMAT": _CASH.format.replace("q", "i8"),
     "CASH_SHORT_FORMAT": _CASH_SHORT.format,
     "CASH_SHORT_SIZE": _CASH_SHORT.size,
+    "CASH_BUCKET_BYTES": CASH_BUCKET_BYTES,
 }
 
 

@@ -68,7 +68,7 @@ class RedisStore:
         self.queues = RedisQueues(self.keys, self._require)
         self.urls = RedisURLTable(self.keys, self._require, hashes, self.counters, self.seen, keep_rows)
         self.hosts = RedisHostTable(self.keys, self._require)
-        self.cash = RedisCashTable(self.keys, self._require, hashes)
+        self.cash = RedisCashTable(self.keys, self._require)
         self.groups = RedisContentGroups(self.keys, self._require)
         self.links = links or SegmentLinkTable(segments_directory(prefix))  # on disk, not in Redis
         self.revisits = RedisRevisitTable(self.keys, self._require, lambda: not self.read_only)

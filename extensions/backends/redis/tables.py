@@ -13,8 +13,10 @@ from typing import Any
 import numpy as np
 
 from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.fpmap import FingerprintMaps
 from extensions.backends.redis.keys import FINISHED_FIELD, Keys, found_values, group_by_tag, positions_by, scatter
 from extensions.backends.redis.rows import (
+    CASH_BUCKET_BYTES,
     STATUS_BYTE,
     fetched_bytes,
     pack_cash,
@@ -344,45 +346,38 @@ class RedisHostTable:
 
 
 class RedisCashTable:
-    """AOPIC's cash rows in ``P:{T}:cash`` (format: :mod:`.rows`)."""
+    """AOPIC's cash rows in the fpmaps ``P:{T}:cash`` (formats: :mod:`.rows`, :mod:`.fpmap`)."""
 
-    def __init__(self, keys: Keys, connection: Connection, hashes: Hashes) -> None:
-        self.keys, self._connection, self._hashes = keys, connection, hashes
+    def __init__(self, keys: Keys, connection: Connection) -> None:
+        self.keys, self._connection = keys, connection
+        self.maps = FingerprintMaps(keys.cash, keys.cash_pattern, connection, CASH_BUCKET_BYTES)
 
     def get_cash(self, fingerprints: Sequence[int]) -> dict[int, CashRow]:
-        if not fingerprints:
-            return {}
-        return {fp: unpack_cash(value) for fp, value in self._hashes.values(fingerprints, self.keys.cash)[0].items()}
+        return {fp: unpack_cash(value) for fp, value in self.maps.get(fingerprints).items()}
 
     def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[dict[int, CashRow], dict[int, Entry]]:
         """The cash rows and the URL rows of the same URLs in one round trip."""
         if not fingerprints:
             return {}, {}
-        cash, rows = self._hashes.values(fingerprints, self.keys.cash, self.keys.urls)
-        return ({fp: unpack_cash(value) for fp, value in cash.items()},
+        cash_reads, cash_of = self.maps.reads(fingerprints)
+        by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
+        answers = self._connection().call(*cash_reads, *[("HMGET", self.keys.urls(tag), *fps)
+                                                          for tag, fps in by_tag.items()])
+        rows = found_values(by_tag.values(), answers[len(cash_reads):])
+        return ({fp: unpack_cash(value) for fp, value in cash_of(answers[:len(cash_reads)]).items()},
                 {fp: unpack_entry(fp, row) for fp, row in rows.items()})
 
     def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
-        writes = []
-        for tag, tagged in group_by_tag(rows, lambda row: tag_of(row[0])).items():
-            fields: list[Any] = []
-            for fp, cash, history, mark, visits in tagged:
-                fields += [fp, pack_cash(cash, history, mark, visits)]
-            writes.append((self.keys.cash(tag), fields))
-        self._hashes.write(writes)
+        self.maps.put([(fp, pack_cash(cash, history, mark, visits)) for fp, cash, history, mark, visits in rows])
 
     def cash_count(self) -> int:
-        connection = self._connection()
-        keys = list(connection.scan(self.keys.cash_pattern))
-        return sum(connection.call(*[("HLEN", key) for key in keys])) if keys else 0
+        return self.maps.count()
 
     def cash_totals(self) -> tuple[float, float, float]:
-        connection = self._connection()
         cash = history = mark = 0.0
-        for key in list(connection.scan(self.keys.cash_pattern)):
-            for _, value in connection.hscan(key, SCAN_BATCH):
-                row = unpack_cash(value)
-                cash, history, mark = cash + row[0], history + row[1], mark + row[2]
+        for value in self.maps.values():
+            row = unpack_cash(value)
+            cash, history, mark = cash + row[0], history + row[1], mark + row[2]
         return cash, history, mark
 
 

@@ -13,6 +13,7 @@
 -- parked} (the cash row saves the dispatch a round trip: same hash tag).
 --- @include "rows"
 --- @include "now"
+--- @include "fpmap"
 local now = now_ms(ARGV[1])
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return {-1} end
 redis.call('HSET', KEYS[1], 'expires', now + tonumber(ARGV[4]))
@@ -48,7 +49,7 @@ for _ = 1, tonumber(ARGV[3]) do
     redis.call('HSET', KEYS[4], popped[1], row_with_status(row, S_INFLIGHT))
     redis.call('ZADD', KEYS[3], popped[2], popped[1])
     return {1, popped[1], row, redis.call('ZCARD', KEYS[2]), head(KEYS[2]), skipped,
-            redis.call('HGET', KEYS[5], popped[1]), parked}
+            fpmap_get(KEYS[5], popped[1]) or false, parked}
   end
 end
 restore()
