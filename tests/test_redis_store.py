@@ -75,9 +75,10 @@ def test_every_url_row_lives_under_its_hosts_tag(redis_server: RedisServer) -> N
     entries = [real(f"http://{host}.test/x") for host in ("a", "b", "c")]
     store.urls.insert_new(entries, 1.0)
     client = redis.Redis.from_url(redis_server.url)
-    for entry in entries:
-        assert client.hexists(store.keys.urls(host_tag(entry.host)), entry.fingerprint)
+    for entry in entries:  # one record in the tag's fpmap (fpmap.py)
+        assert client.hget(store.keys.urls(host_tag(entry.host)), "N") == b"1"
     client.close()
+    assert store.urls.get_many([e.fingerprint for e in entries]) == {e.fingerprint: e for e in entries}
     store.close()
 
 

@@ -1,10 +1,11 @@
 """A value per fingerprint, packed per host tag: the Redis store's fpmap.
 
-One hash per tag (``P:{T}:cash``: AOPIC's cash rows), an extendible hash
+One hash per tag (``P:{T}:urls``: URL rows; ``P:{T}:cash``: AOPIC's cash rows), an extendible hash
 table like :mod:`extensions.backends.redis.fpset`'s: field ``d:p`` holds the
 records of the members whose top ``d`` bits are ``p`` (a record: the 5-byte
-member, the fingerprint's 40 bits below its tag; a 1-byte value length; the
-value; in no order), ``D`` the deepest ``d``, ``N`` how many records. A
+member, the fingerprint's 40 bits below its tag; the value's length, a
+varint; the value; in no order), ``D`` the deepest ``d``, ``N`` how many
+records (the key goes with its last record). A
 bucket past ``bucket_bytes`` splits in two on its next bit, so a value costs
 its bytes and six more, plus a bucket's overhead shared by tens of records.
 Scripts: ``lua/include/fpmap.lua`` (the Lua side of AOPIC reads and writes
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.fpset import MEMBER_BITS
 from extensions.backends.redis.keys import found_values, group_by_tag
 from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.scripts import lua
@@ -29,9 +31,16 @@ def records(bucket: bytes) -> Iterator[tuple[bytes, bytes]]:
     """The ``(member, value)`` records of one bucket."""
     at = 0
     while at < len(bucket):
-        end = at + 6 + bucket[at + 5]
-        yield bucket[at:at + 5], bucket[at + 6:end]
-        at = end
+        length, shift, first = 0, 0, at + 5
+        while True:
+            byte = bucket[first]
+            first += 1
+            length |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                break
+            shift += 7
+        yield bucket[at:at + 5], bucket[first:first + length]
+        at = first + length
 
 
 class FingerprintMaps:
@@ -91,11 +100,13 @@ class FingerprintMaps:
         keys = self._keys()
         return sum(int(n or 0) for n in self._connection().call(*[("HGET", key, "N") for key in keys])) if keys else 0
 
-    def values(self) -> Iterator[bytes]:
-        """Every value of every tag's map (a SCAN)."""
+    def items(self, batch: int = 1000) -> Iterator[tuple[int, bytes]]:
+        """Every ``(fingerprint, value)`` of every tag's map (a SCAN)."""
         connection = self._connection()
         for key in self._keys():
-            for field, bucket in connection.hscan(key, 1000):
+            top = int(key[key.index(b"{") + 1:key.index(b"}")], 16) << MEMBER_BITS
+            for field, bucket in connection.hscan(key, batch):
                 if b":" in field:
-                    for _, value in records(bucket):
-                        yield value
+                    for member, value in records(bucket):
+                        fingerprint = top | int.from_bytes(member, "big")
+                        yield (fingerprint - (1 << 64) if fingerprint >= 1 << 63 else fingerprint), value

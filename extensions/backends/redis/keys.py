@@ -16,7 +16,8 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:{bloom-N}:bloom string the URL-seen Bloom filter's shard for the slot of
                       the tags {T} it serves (FRONTIER_SEEN_BACKEND "bloom",
                       see extensions/backends/redis/bloom.py)
-    P:{T}:cash        hash  fingerprint -> AOPIC (cash, history, mark, visits)
+    P:{T}:cash        hash  AOPIC's (cash, history, mark, visits) per fingerprint,
+                      packed in buckets (extensions/backends/redis/fpmap.py)
     P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
     P:{T}:revisit     hash  fingerprint of a fetched URL -> its re-visit record
                       (packed, without its due time; extensions/backends/redis/revisits.py)

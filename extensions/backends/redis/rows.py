@@ -1,6 +1,6 @@
 """The Redis store's row formats, in Python and in Lua, from one set of constants.
 
-Pure: no I/O. A URL row (a field of ``P:{T}:urls``, bytes; a *varint* is
+Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``, bytes; a *varint* is
 an unsigned LEB128 number, 1 byte below 128)::
 
     status   1 byte   ASCII digit: 0 queued, 1 inflight, 2 done, 3 failed, 4 excluded,
@@ -45,6 +45,7 @@ STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
 _STATUS_OF_BYTE = {byte[0]: status for status, byte in STATUS_BYTE.items()}
 _TEXT = ("utf-8", "surrogatepass")
 CASH_BUCKET_BYTES = 1024  # a cash fpmap's bucket splits past this (extensions/backends/redis/fpmap.py)
+ROW_BUCKET_BYTES = 2048  # the same for a URL-row fpmap
 _URL_FORMS = (b"", b"http://", b"https://")  # form 0, 1, 2: the prefix left out (then the host)
 
 #: The ``$`` values of the scripts' row accessors: status bytes, 1-based offsets, the cash formats.
@@ -58,6 +59,7 @@ LUA_PARAMETERS = {
     "CASH_SHORT_FORMAT": _CASH_SHORT.format,
     "CASH_SHORT_SIZE": _CASH_SHORT.size,
     "CASH_BUCKET_BYTES": CASH_BUCKET_BYTES,
+    "ROW_BUCKET_BYTES": ROW_BUCKET_BYTES,
 }
 
 

@@ -7,6 +7,12 @@ local function row_fetched(row) return string.sub(row, $FETCHED_FIRST, $FETCHED_
 local function row_rest(row) return string.sub(row, $FETCHED_LAST + 1) end
 local function row_with_status(row, status) return status .. string.sub(row, $STATUS_SIZE + 1) end
 local function row_with(status, fetched, row) return status .. fetched .. row_rest(row) end
+-- A tag's rows are an fpmap (include/fpmap.lua): fp in decimal.
+--- @include "fpmap"
+local function row_get(urls, fp) return fpmap_get(urls, fp) end
+local function row_put(urls, fp, row) return fpmap_set(urls, $ROW_BUCKET_BYTES, fp, row) end
+local function row_add(urls, fp, row) return fpmap_add(urls, $ROW_BUCKET_BYTES, fp, row) end
+local function row_del(urls, fp) return fpmap_del(urls, fp) end
 -- the varint at (1-based) at, and the position after it
 local function row_varint(row, at)
   local value, scale = 0, 1
