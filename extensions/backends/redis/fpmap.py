@@ -20,25 +20,17 @@ from typing import Any
 from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.fpset import MEMBER_BITS
 from extensions.backends.redis.keys import found_values, group_by_tag
-from extensions.backends.redis.rows import tag_of
+from extensions.backends.redis.rows import read_varint, tag_of
 from extensions.backends.redis.scripts import lua
 
 FPMAP_GET, FPMAP_PUT = lua("fpmap_get"), lua("fpmap_put")
-_ARGUMENTS = 2000  # most arguments of one script call (Lua's unpack limit is ~8,000)
 
 
 def records(bucket: bytes) -> Iterator[tuple[bytes, bytes]]:
     """The ``(member, value)`` records of one bucket."""
     at = 0
     while at < len(bucket):
-        length, shift, first = 0, 0, at + 5
-        while True:
-            byte = bucket[first]
-            first += 1
-            length |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                break
-            shift += 7
+        length, first = read_varint(bucket, at + 5)
         yield bucket[at:at + 5], bucket[first:first + length]
         at = first + length
 
@@ -52,20 +44,10 @@ class FingerprintMaps:
         self.bucket_bytes = bucket_bytes
 
     def _commands(self, script: str, head: list[Any], items: list[tuple[str, list[Any]]]) -> list[tuple[Any, ...]]:
-        """``script`` over ``(key, arguments)`` items: one call per key on a
-        cluster, else as few as the argument limit allows."""
-        commands: list[tuple[Any, ...]] = []
-        keys: list[str] = []
-        flat: list[Any] = []
-        for key, args in items:
-            if keys and (self._connection().cluster or len(flat) + len(args) > _ARGUMENTS):
-                commands.append(("EVAL", script, len(keys), *keys, *head, *flat))
-                keys, flat = [], []
-            keys.append(key)
-            flat += [len(args), *args]
-        if keys:
-            commands.append(("EVAL", script, len(keys), *keys, *head, *flat))
-        return commands
+        """``script`` over ``(key, arguments)`` items: one call per key on a cluster, else one."""
+        groups = [[item] for item in items] if self._connection().cluster else [items] if items else []
+        return [("EVAL", script, len(group), *[key for key, _ in group], *head,
+                 *[arg for _, args in group for arg in (len(args), *args)]) for group in groups]
 
     def reads(self, fingerprints: Sequence[int]) -> tuple[list[tuple[Any, ...]], Callable[[list[Any]], dict[int, bytes]]]:
         """The commands reading the values of ``fingerprints``, and how to

@@ -32,8 +32,9 @@ end
 local URL_FORMS = {[0] = '', [1] = 'http://', [2] = 'https://'}
 local function row_url(row)
   local host, at = row_host(row)
+  for _ = 1, 5 do _, at = row_varint(row, at) end  -- seq, level, priority, depth, flags
   local code, first = row_varint(row, at)
-  local form, length = code % 4, math.floor(code / 4)
+  local form, length = (code - 1) % 4, math.floor((code - 1) / 4)
   local kept = string.sub(row, first, first + length - 1)
   if form == 0 then return kept end
   return URL_FORMS[form] .. host .. kept
