@@ -4,7 +4,8 @@
 host tag, six hex digits: the top 24 bits of a fingerprint, which
 :mod:`extensions.frontier.fingerprint` makes a hash of the URL's host)::
 
-    P:{T}:urls        hash  fingerprint -> URL row (status, fetched, seq, entry)
+    P:{T}:urls        hash  URL rows (status, fetched, seq, entry) per fingerprint,
+                      packed in buckets (extensions/backends/redis/fpmap.py)
     P:{T}:seen        hash  the tag's exact URL-seen set: its fingerprints' low 40
                       bits, packed in buckets (FRONTIER_SEEN_BACKEND "exact",
                       see extensions/backends/redis/fpset.py)
@@ -68,7 +69,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "3"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: packed rows and cash
+SCHEMA_VERSION = "3"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",
