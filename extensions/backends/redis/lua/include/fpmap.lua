@@ -42,10 +42,10 @@ local function fpmap_length(n)
 end
 -- where member's record is in bucket: its first byte, its value's first and last (nil: absent)
 local function fpmap_find(bucket, member)
-  local at = 1
+  local at, lead = 1, string.byte(member, 1)
   while at <= #bucket do
     local first, last = fpmap_record(bucket, at)
-    if string.sub(bucket, at, at + 4) == member then return at, first, last end
+    if string.byte(bucket, at) == lead and string.sub(bucket, at, at + 4) == member then return at, first, last end
     at = last + 1
   end
 end
