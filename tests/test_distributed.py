@@ -319,15 +319,23 @@ def sigkill_one_of_three(tmp_path: Path, start_web: Any, url: str, bloom: bool =
 def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
     """URLs queued or in flight that were fetched already (put back by a
     take-over): killing their fetcher now could fetch them a third time."""
+    from extensions.backends.redis.fpmap import records
+    from extensions.backends.redis.fpset import member
     from extensions.backends.redis.rows import tag_of, unpack_entry
     from testweb.model import canonical_url
 
-    pending = 0
+    pending, tags = 0, {}
+
+    def rows_of(tag: str) -> dict[bytes, bytes]:  # the tag's fpmap (fpmap.py): member -> row
+        if tag not in tags:
+            buckets = [bucket for field, bucket in client.hgetall(keys.urls(tag)).items() if b":" in field]
+            tags[tag] = {m: row for bucket in buckets for m, row in records(bucket)}
+        return tags[tag]
     for pattern in (keys.back_pattern, f"{keys.prefix}:{{*}}:inflight:*"):
         for key in client.scan_iter(match=pattern):
-            for fp in client.zrange(key, 0, -1):
-                row = client.hget(keys.urls(tag_of(int(fp))), fp)
-                if row is not None and canonical_url(unpack_entry(int(fp), row).url) in fetched:
+            for fp in map(int, client.zrange(key, 0, -1)):
+                row = rows_of(tag_of(fp)).get(member(fp))
+                if row is not None and canonical_url(unpack_entry(fp, row).url) in fetched:
                     pending += 1
     return pending
 

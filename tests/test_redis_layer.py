@@ -22,7 +22,7 @@ from extensions.frontier.store import Entry, Status
 from extensions.backends.redis.factory import redis_connection, redis_store
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.rows import pack_row, unpack_entry
+from extensions.backends.redis.rows import pack_cash, pack_row, row_head, unpack_cash, unpack_entry
 from extensions.backends.redis import scripts
 from extensions.backends.redis.scripts import source
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
@@ -100,20 +100,47 @@ def test_every_lua_file_is_a_script_the_redis_backend_loads() -> None:
     assert not unused, unused
 
 
-def test_the_lua_row_accessors_read_what_pack_row_wrote(redis_server: RedisServer) -> None:
+@pytest.mark.parametrize("entry", [
+    Entry(7, "http://ü.test/path?q=1", "ü.test", level=3, referer="http://r.test/"),
+    Entry(-8, "https://a.test:8443/x?y", "a.test", priority=-5, depth=300, referer="https://a.test/", flags=3,
+          extra='{"k": 1}', blob=b"\x00\xff"),
+    Entry(9, "http://b.test", "other.test", referer="http://b.test/z"),
+], ids=["other-referer", "https-port-same-host-referer", "url-not-of-its-host"])
+def test_the_lua_row_accessors_read_what_pack_row_wrote(redis_server: RedisServer, entry: Entry) -> None:
     """The Lua side of the URL-row format (lua/include/rows.lua) takes its
     offsets from the same constants as pack_row: a script reading the status,
-    the URL and the fetch time of a packed row gets what Python put there."""
+    the host, the URL (kept without its scheme and host where they are the
+    row's) and the fetch time of a packed row gets what Python put there."""
     client = redis.Redis.from_url(redis_server.url)
-    entry = Entry(7, "http://ü.test/path?q=1", "ü.test", level=3, referer="http://r.test/")
     row = pack_row(entry, Status.DEFERRED, 42, fetched=1234.5)
-    status, url, changed = client.eval(source("include/rows") + """
+    status, host, url, changed = client.eval(source("include/rows") + """
       local row = ARGV[1]
-      return {row_status(row), row_url(row), row_with(S_QUEUED, row_fetched(row), row)}
+      return {row_status(row), row_host(row), row_url(row), row_with(S_QUEUED, row_fetched(row), row)}
     """, 0, row)
-    assert status == b"5" and url.decode() == entry.url
+    assert status == b"5" and host.decode() == entry.host and url.decode() == entry.url
     assert changed == pack_row(entry, Status.QUEUED, 42, fetched=1234.5)
-    assert unpack_entry(7, changed) == entry
+    assert unpack_entry(entry.fingerprint, changed) == entry
+    assert row_head(changed) == (Status.QUEUED, 1234.5, 42, entry.level)
+    client.close()
+
+
+@pytest.mark.parametrize("row", [(0.25, 0.0, 3.5, 0), (0.25, 1.5, 3.5, 2)], ids=["never-fetched", "fetched"])
+def test_the_lua_cash_accessors_read_and_write_what_pack_cash_does(
+        redis_server: RedisServer, row: tuple[float, float, float, int]) -> None:
+    """A cash row never fetched is packed short (cash and mark only), a
+    fetched one whole; Lua (lua/include/cash.lua) writes the bytes Python
+    writes into the tag's fpmap and reads back what it wrote."""
+    client = redis.Redis.from_url(redis_server.url)
+    fp = -(1 << 62) - 12345
+    read, written = client.eval(source("include/cash") + """
+      put(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
+      local row = get(KEYS[1], ARGV[1])
+      return {{tostring(row[1]), tostring(row[2]), tostring(row[3]), tostring(row[4])}, fpmap_get(KEYS[1], ARGV[1])}
+    """, 1, "cash-test", fp, *row)
+    assert [float(value) for value in read] == list(row)
+    assert written == pack_cash(*row) and unpack_cash(written) == row
+    assert len(pack_cash(*row)) == (16 if row[1] == 0 else 32)
+    client.delete("cash-test")
     client.close()
 
 

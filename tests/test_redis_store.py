@@ -75,9 +75,10 @@ def test_every_url_row_lives_under_its_hosts_tag(redis_server: RedisServer) -> N
     entries = [real(f"http://{host}.test/x") for host in ("a", "b", "c")]
     store.urls.insert_new(entries, 1.0)
     client = redis.Redis.from_url(redis_server.url)
-    for entry in entries:
-        assert client.hexists(store.keys.urls(host_tag(entry.host)), entry.fingerprint)
+    for entry in entries:  # one record in the tag's fpmap (fpmap.py)
+        assert client.hget(store.keys.urls(host_tag(entry.host)), "N") == b"1"
     client.close()
+    assert store.urls.get_many([e.fingerprint for e in entries]) == {e.fingerprint: e for e in entries}
     store.close()
 
 
@@ -187,25 +188,35 @@ def test_another_schema_under_the_prefix_is_a_clear_error(redis_server: RedisSer
         opened(redis_server.url, prefix)
 
 
-def test_a_crawl_written_by_the_previous_layout_is_refused_naming_how_to_start_over(
-    start_web: Any, tmp_path: Path, redis_server: RedisServer,
+# A layout-2 URL row (41-byte fixed head, then url, host, referer, extra,
+# blob each with a 4-byte length) and cash row (four 8-byte numbers).
+_LAYOUT_2_ROW = (b"0" + bytes(8) + (7).to_bytes(8, "big") + bytes(24) + (14).to_bytes(4, "big") + b"http://h.test/"
+                 + (6).to_bytes(4, "big") + b"h.test" + b"\xff\xff\xff\xff" * 3)
+
+
+@pytest.mark.parametrize("layout", ["1", "2"])
+def test_a_crawl_written_by_an_earlier_layout_is_refused_naming_how_to_start_over(
+    start_web: Any, tmp_path: Path, redis_server: RedisServer, layout: str,
 ) -> None:
-    """Keys of the layout before the exact fingerprint set (schema 1: the
-    URL rows were the seen set, finished ones kept) are never misread: the
-    crawl stops at start, says how to go on, and leaves them as they were."""
+    """Keys of an earlier layout (1: the URL rows were the seen set, finished
+    ones kept; 2: URL and cash rows in fixed-width fields) are never misread:
+    a real crawl on them stops at start, says how to go on, and leaves them
+    as they were."""
     prefix = unique_prefix()
     client = redis.Redis.from_url(redis_server.url)
-    client.hset(f"{prefix}:meta", mapping={"schema": "1", "seen": "exact", "clean": "1"})
-    before = client.hgetall(f"{prefix}:meta")
+    client.hset(f"{prefix}:meta", mapping={"schema": layout, "seen": "exact", "clean": "1"})
+    client.hset(f"{prefix}:{{000001}}:urls", "7", _LAYOUT_2_ROW)
+    client.hset(f"{prefix}:{{000001}}:cash", "7", bytes(32))
+    before = {key: client.dump(key) for key in client.keys(f"{prefix}:*")}
     web = start_web(hosts=2, pages=2, links=1)
     result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file), settings={
         "DNS_HOSTS": web.hosts_file, "FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url,
         "FRONTIER_REDIS_PREFIX": prefix, "SCHEDULER_PERSIST": True}, timeout=120)
     assert result.returncode != 0
-    assert "written in layout 1, this release reads layout 2" in result.log, result.log[-3000:]
-    assert "SCHEDULER_FLUSH_ON_START=True" in result.log
+    assert f"written in layout {layout}, this release reads layout 3" in result.log, result.log[-3000:]
+    assert "SCHEDULER_FLUSH_ON_START=True" in result.log and "FRONTIER_REDIS_PREFIX" in result.log
     assert not [e for e in web.entries() if e.path != "/robots.txt"]
-    assert client.hgetall(f"{prefix}:meta") == before
+    assert {key: client.dump(key) for key in client.keys(f"{prefix}:*")} == before
     client.close()
 
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.fpmap import FingerprintMaps
 from extensions.backends.redis.keys import Keys
 from extensions.backends.redis.rows import row_head, unpack_entry
 from extensions.frontier.census import Finished, Row, RowCensus
@@ -21,9 +22,9 @@ from extensions.frontier.store import Census
 class RedisCensus:
     """The census over the store's connection."""
 
-    def __init__(self, keys: Keys, connection: Callable[[], RedisConnection],
+    def __init__(self, keys: Keys, connection: Callable[[], RedisConnection], rows: FingerprintMaps,
                  clock: Callable[[], float] = time.time) -> None:
-        self.keys, self._connection, self.clock = keys, connection, clock
+        self.keys, self._connection, self.clock, self.rows = keys, connection, clock, rows
 
     def census(self, hosts: int, errors: int, since: float) -> Census:
         found = RowCensus(self._rows).census(hosts, errors, since, self._finished())
@@ -35,11 +36,9 @@ class RedisCensus:
         return found._replace(busiest=busiest, held=self._held())
 
     def _rows(self) -> Iterator[Row]:
-        connection = self._connection()
-        for key in list(connection.scan(self.keys.urls_pattern)):
-            for field, row in connection.hscan(key, 10_000):
-                status, fetched, seq, _ = row_head(row)
-                yield Row(unpack_entry(int(field), row), status, seq, fetched)
+        for fingerprint, row in self.rows.items():
+            status, fetched, seq, _ = row_head(row)
+            yield Row(unpack_entry(fingerprint, row), status, seq, fetched)
 
     def _finished(self) -> Finished:
         connection = self._connection()

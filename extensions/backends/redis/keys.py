@@ -4,7 +4,8 @@
 host tag, six hex digits: the top 24 bits of a fingerprint, which
 :mod:`extensions.frontier.fingerprint` makes a hash of the URL's host)::
 
-    P:{T}:urls        hash  fingerprint -> URL row (status, fetched, seq, entry)
+    P:{T}:urls        hash  URL rows (status, fetched, seq, entry) per fingerprint,
+                      packed in buckets (extensions/backends/redis/fpmap.py)
     P:{T}:seen        hash  the tag's exact URL-seen set: its fingerprints' low 40
                       bits, packed in buckets (FRONTIER_SEEN_BACKEND "exact",
                       see extensions/backends/redis/fpset.py)
@@ -16,7 +17,8 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:{bloom-N}:bloom string the URL-seen Bloom filter's shard for the slot of
                       the tags {T} it serves (FRONTIER_SEEN_BACKEND "bloom",
                       see extensions/backends/redis/bloom.py)
-    P:{T}:cash        hash  fingerprint -> AOPIC (cash, history, mark, visits)
+    P:{T}:cash        hash  AOPIC's (cash, history, mark, visits) per fingerprint,
+                      packed in buckets (extensions/backends/redis/fpmap.py)
     P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
     P:{T}:revisit     hash  fingerprint of a fetched URL -> its re-visit record
                       (packed, without its due time; extensions/backends/redis/revisits.py)
@@ -67,7 +69,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "2"  # 2: the exact URL-seen set of fpset.py beside trimmed rows
+SCHEMA_VERSION = "3"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",

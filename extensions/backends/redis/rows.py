@@ -1,16 +1,20 @@
 """The Redis store's row formats, in Python and in Lua, from one set of constants.
 
-Pure: no I/O. A URL row (a field of ``P:{T}:urls``, bytes)::
+Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``; a
+*varint* is an unsigned LEB128 number, one byte below 128)::
 
     status   1 byte   ASCII digit: 0 queued, 1 inflight, 2 done, 3 failed, 4 excluded,
                       5 deferred, 6 refused
     fetched  8 bytes  big-endian double, unix time the last fetch ended (0: never)
-    seq      8 bytes  big-endian int64, discovery order (rebuild order)
-    level, priority, depth, flags      >i, >q, >q, >i
-    url, host, referer, extra, blob    each >i length (-1: None) + UTF-8 or bytes
+    host     varint length, UTF-8
+    seq, level, priority (zigzag: 0, -1, 1 ... as 0, 1, 2 ...), depth, flags: varints
+    url, referer, extra, blob: a varint, 0 for None, else length * 4 + form + 1,
+             then the bytes after what the form leaves out: 0 nothing,
+             1 ``http://HOST``, 2 ``https://HOST``
 
-A cash row (a field of ``P:{T}:cash``): cash, history, mark (doubles) and
-visits (int64), big-endian.
+A cash row (a URL's value in the fpmap ``P:{T}:cash``): cash and mark
+(doubles), then, unless both are zero, history (double) and visits
+(int64), big-endian.
 
 Scripts read rows only through ``lua/include/rows.lua`` and ``cash.lua``,
 parameterised by :data:`LUA_PARAMETERS` (from the same structs); they change
@@ -29,75 +33,114 @@ def tag_of(fingerprint: int) -> str:
     return f"{(fingerprint >> 40) & 0xFFFFFF:06x}"
 
 
-_HEAD = struct.Struct(">cdqiqqi")  # status, fetched, seq, level, priority, depth, flags
 _STATUS = struct.Struct(">c")
 _FETCHED = struct.Struct(">d")
-_LENGTH = struct.Struct(">i")
 _CASH = struct.Struct(">dddq")
-ROW_URL_AT = _HEAD.size  # byte offset of a row's URL (its length first)
+_CASH_SHORT = struct.Struct(">dd")  # a cash row never fetched: cash, mark
+HOST_AT = _STATUS.size + _FETCHED.size  # byte offset of a row's host (its length first)
 STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
 _STATUS_OF_BYTE = {byte[0]: status for status, byte in STATUS_BYTE.items()}
 _TEXT = ("utf-8", "surrogatepass")
+CASH_BUCKET_BYTES = 1024  # a cash fpmap's bucket splits past this (extensions/backends/redis/fpmap.py)
+ROW_BUCKET_BYTES = 2048  # the same for a URL-row fpmap
+_URL_FORMS = (b"", b"http://", b"https://")  # form 1, 2: the prefix left out (then the host)
 
-#: The ``$`` values of the scripts' row accessors: status bytes, 1-based offsets, the cash format.
+#: The ``$`` values of the scripts' row accessors: status bytes, 1-based offsets, the cash formats.
 LUA_PARAMETERS = {
     **{f"S_{status.name}": STATUS_BYTE[status].decode() for status in Status},
     "STATUS_SIZE": _STATUS.size,
     "FETCHED_FIRST": _STATUS.size + 1,
     "FETCHED_LAST": _STATUS.size + _FETCHED.size,
-    "URL_AT": ROW_URL_AT,
+    "HOST_AT": HOST_AT,
     "CASH_FORMAT": _CASH.format.replace("q", "i8"),
+    "CASH_SHORT_FORMAT": _CASH_SHORT.format,
+    "CASH_SHORT_SIZE": _CASH_SHORT.size,
+    "CASH_BUCKET_BYTES": CASH_BUCKET_BYTES,
+    "ROW_BUCKET_BYTES": ROW_BUCKET_BYTES,
 }
-assert _HEAD.format.startswith(">cd")  # status, then fetch time: what the Lua accessors read
 
 
-def _put(parts: list[bytes], value: bytes | None) -> None:
-    if value is None:
-        parts.append(_LENGTH.pack(-1))
-    else:
-        parts.append(_LENGTH.pack(len(value)))
-        parts.append(value)
+def _varint(out: bytearray, value: int) -> None:
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
 
 
-def _text(value: str | None) -> bytes | None:
-    return None if value is None else value.encode(*_TEXT)
+def read_varint(data: bytes, offset: int) -> tuple[int, int]:
+    """The varint at ``offset`` and the offset after it."""
+    value = shift = 0
+    while data[offset] > 0x7F:
+        value |= (data[offset] & 0x7F) << shift
+        offset, shift = offset + 1, shift + 7
+    return value | data[offset] << shift, offset + 1
+
+
+def _put(out: bytearray, text: str | bytes | None, host: bytes = b"") -> None:
+    if text is None:
+        return out.append(0)
+    value, form = text.encode(*_TEXT) if isinstance(text, str) else text, 0
+    for number in (1, 2) if host else ():
+        if value.startswith(_URL_FORMS[number]) and value.startswith(host, len(_URL_FORMS[number])):
+            value, form = value[len(_URL_FORMS[number]) + len(host):], number
+            break
+    _varint(out, len(value) * 4 + form + 1)
+    out += value
+
+
+def _get(row: bytes, offset: int, host: bytes = b"") -> tuple[bytes | None, int]:
+    code, offset = read_varint(row, offset)
+    if not code:
+        return None, offset
+    end = offset + ((code - 1) >> 2)
+    form = (code - 1) & 3
+    return (_URL_FORMS[form] + host if form else b"") + row[offset:end], end
 
 
 def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = None) -> bytes:
     """``entry`` as a URL row."""
-    parts = [_HEAD.pack(STATUS_BYTE[status], fetched or 0.0, seq, entry.level,
-                        entry.priority, entry.depth, entry.flags)]
-    for value in (_text(entry.url), _text(entry.host), _text(entry.referer), _text(entry.extra), entry.blob):
-        _put(parts, value)
-    return b"".join(parts)
+    out = bytearray(STATUS_BYTE[status] + _FETCHED.pack(fetched or 0.0))
+    host = entry.host.encode(*_TEXT)
+    _varint(out, len(host))
+    out += host
+    priority = entry.priority * 2 if entry.priority >= 0 else -entry.priority * 2 - 1
+    for number in (seq, entry.level, priority, entry.depth, entry.flags):
+        _varint(out, number)
+    for text in (entry.url, entry.referer):
+        _put(out, text, host)
+    _put(out, entry.extra)
+    _put(out, entry.blob)
+    return bytes(out)
+
+
+def _fields(row: bytes) -> tuple[bytes, list[int], int]:
+    """The host, the five numbers and the offset of the URL."""
+    length, start = read_varint(row, HOST_AT)
+    numbers, offset = [], start + length
+    for _ in range(5):
+        number, offset = read_varint(row, offset)
+        numbers.append(number)
+    return row[start:start + length], numbers, offset
 
 
 def unpack_entry(fingerprint: int, row: bytes) -> Entry:
     """The entry of a URL row."""
-    _, _, _, level, priority, depth, flags = _HEAD.unpack_from(row)
-    offset = _HEAD.size
-    values: list[bytes | None] = []
-    for _ in range(5):
-        (length,) = _LENGTH.unpack_from(row, offset)
-        offset += _LENGTH.size
-        if length < 0:
-            values.append(None)
-        else:
-            values.append(row[offset:offset + length])
-            offset += length
-    url, host, referer, extra, blob = values
-    return Entry(fingerprint, url.decode(*_TEXT), host.decode(*_TEXT),  # type: ignore[union-attr]
-                 level, priority, depth, _str(referer), flags, _str(extra), blob)
-
-
-def _str(value: bytes | None) -> str | None:
-    return None if value is None else value.decode(*_TEXT)
+    host, (_, level, priority, depth, flags), offset = _fields(row)
+    url, offset = _get(row, offset, host)
+    referer, offset = _get(row, offset, host)
+    extra, offset = _get(row, offset)
+    blob, _ = _get(row, offset)
+    return Entry(fingerprint, url.decode(*_TEXT), host.decode(*_TEXT), level,  # type: ignore[union-attr]
+                 -(priority + 1) // 2 if priority & 1 else priority // 2, depth,
+                 None if referer is None else referer.decode(*_TEXT), flags,
+                 None if extra is None else extra.decode(*_TEXT), blob)
 
 
 def row_head(row: bytes) -> tuple[Status, float | None, int, int]:
     """``(status, fetched, seq, level)`` without decoding the entry."""
-    status, fetched, seq, level = _HEAD.unpack_from(row)[:4]
-    return _STATUS_OF_BYTE[status[0]], fetched or None, seq, level
+    (fetched,) = _FETCHED.unpack_from(row, _STATUS.size)
+    numbers = _fields(row)[1]
+    return _STATUS_OF_BYTE[row[0]], fetched or None, numbers[0], numbers[1]
 
 
 def row_status(row: bytes) -> Status:
@@ -110,8 +153,13 @@ def fetched_bytes(now: float) -> bytes:
 
 
 def pack_cash(cash: float, history: float, mark: float, visits: int) -> bytes:
+    if not history and not visits:
+        return _CASH_SHORT.pack(cash, mark)
     return _CASH.pack(cash, history, mark, visits)
 
 
 def unpack_cash(value: bytes) -> tuple[float, float, float, int]:
+    if len(value) == _CASH_SHORT.size:
+        cash, mark = _CASH_SHORT.unpack(value)
+        return cash, 0.0, mark, 0
     return _CASH.unpack(value)  # type: ignore[return-value]

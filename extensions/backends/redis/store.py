@@ -29,7 +29,6 @@ from extensions.backends.redis.registry import ProcessRegistry, registry_of
 from extensions.backends.redis.revisits import RedisRevisitTable
 from extensions.backends.redis.seen import SeenLayout, recorded_layout
 from extensions.backends.redis.tables import (
-    Hashes,
     RedisCashTable,
     RedisContentGroups,
     RedisHostTable,
@@ -63,16 +62,15 @@ class RedisStore:
         self.connection = connection or RedisConnection(url, retries=retries, timeout=timeout, batch=batch)
         self.clean = True
         self._attached = self.read_only = False
-        hashes = Hashes(self._require)
         self.counters = URLCounters(self.keys, self._require)
         self.queues = RedisQueues(self.keys, self._require)
-        self.urls = RedisURLTable(self.keys, self._require, hashes, self.counters, self.seen, keep_rows)
+        self.urls = RedisURLTable(self.keys, self._require, self.counters, self.seen, keep_rows)
         self.hosts = RedisHostTable(self.keys, self._require)
-        self.cash = RedisCashTable(self.keys, self._require, hashes)
+        self.cash = RedisCashTable(self.keys, self._require, self.urls.rows)
         self.groups = RedisContentGroups(self.keys, self._require)
         self.links = links or SegmentLinkTable(segments_directory(prefix))  # on disk, not in Redis
         self.revisits = RedisRevisitTable(self.keys, self._require, lambda: not self.read_only)
-        self.census = RedisCensus(self.keys, self._require)  # reads only
+        self.census = RedisCensus(self.keys, self._require, self.urls.rows)  # reads only
 
     # -- lifecycle -------------------------------------------------------------
     def open(self) -> None:

@@ -13,8 +13,11 @@ from typing import Any
 import numpy as np
 
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.keys import FINISHED_FIELD, Keys, found_values, group_by_tag, positions_by, scatter
+from extensions.backends.redis.fpmap import FingerprintMaps
+from extensions.backends.redis.keys import FINISHED_FIELD, Keys, group_by_tag, positions_by, scatter
 from extensions.backends.redis.rows import (
+    CASH_BUCKET_BYTES,
+    ROW_BUCKET_BYTES,
     STATUS_BYTE,
     fetched_bytes,
     pack_cash,
@@ -34,52 +37,10 @@ CashRow = tuple[float, float, float, int]
 #: the scripts: lua/store_*.lua, lua/multi_*.lua (each says its KEYS, ARGV and answer)
 INSERT_NEW, POP_ONCE, REQUEUE = lua("store_insert_new"), lua("store_pop_once"), lua("store_requeue")
 SET_STATUS, TRIM = lua("store_set_status"), lua("store_trim")
-MULTI_HMGET, MULTI_HSET = lua("multi_hmget"), lua("multi_hset")
-MULTI_LIMIT = 2000  # most arguments of one multi_* script (Lua's unpack limit is ~8,000)
+MULTI_HMGET = lua("multi_hmget")  # the content-seen near-duplicate index's
 SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
 SCAN_BATCH = 10_000
 _PENDING = (Status.QUEUED, Status.INFLIGHT)
-
-
-class Hashes:
-    """HMGET and HSET over several hashes: one ``multi_*`` script on a single
-    Redis, one command per key on a cluster."""
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-
-    def read(self, reads: list[tuple[str, list[Any]]]) -> list[list[Any]]:
-        """The values of each ``(key, fields)``."""
-        multi = self.multi(MULTI_HMGET, reads)
-        if multi is None:
-            return self._connection().call(*[("HMGET", key, *fields) for key, fields in reads])
-        return self._connection().call(multi)[0]
-
-    def write(self, writes: list[tuple[str, list[Any]]]) -> None:
-        """HSET of each ``(key, fields and values)``, buffered."""
-        multi, connection = self.multi(MULTI_HSET, writes), self._connection()
-        if multi is None:
-            for key, fields in writes:
-                connection.write("HSET", key, *fields)
-        else:
-            connection.write(*multi)
-
-    def values(self, fingerprints: Sequence[int], *key_of: Callable[[str], str]) -> list[dict[int, Any]]:
-        """Per ``key_of`` (host tag -> hash key), the values of ``fingerprints``
-        in one round trip, missing ones left out."""
-        by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
-        answers = self.read([(key(tag), fps) for key in key_of for tag, fps in by_tag.items()])
-        return [found_values(by_tag.values(), answers[i * len(by_tag):]) for i in range(len(key_of))]
-
-    def multi(self, script: str, items: list[tuple[str, list[Any]]]) -> tuple[Any, ...] | None:
-        """``script`` over every ``(key, arguments)`` as one EVAL, or None
-        where it cannot or need not be one (a cluster, one key, too many arguments)."""
-        if self._connection().cluster or len(items) == 1 or sum(len(args) + 1 for _, args in items) > MULTI_LIMIT:
-            return None
-        flat: list[Any] = []
-        for _, args in items:
-            flat += [len(args), *args]
-        return ("EVAL", script, len(items), *[key for key, _ in items], *flat)
 
 
 class URLCounters:
@@ -167,10 +128,11 @@ class RedisURLTable:
     goes when its URL is finished unless ``keep_rows`` (:attr:`trims`);
     without, the rows are the set."""
 
-    def __init__(self, keys: Keys, connection: Connection, hashes: Hashes, counters: URLCounters,
+    def __init__(self, keys: Keys, connection: Connection, counters: URLCounters,
                  seen: SeenLayout | None, keep_rows: bool = False) -> None:
-        self.keys, self._connection, self._hashes = keys, connection, hashes
+        self.keys, self._connection = keys, connection
         self.counters = counters
+        self.rows = FingerprintMaps(keys.urls, keys.urls_pattern, connection, ROW_BUCKET_BYTES)
         self.use(seen, keep_rows)
 
     def use(self, seen: SeenLayout | None, keep_rows: bool) -> None:
@@ -213,7 +175,7 @@ class RedisURLTable:
     def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
         if not fingerprints:
             return {}
-        return {fp: unpack_entry(fp, row) for fp, row in self._hashes.values(fingerprints, self.keys.urls)[0].items()}
+        return {fp: unpack_entry(fp, row) for fp, row in self.rows.get(fingerprints).items()}
 
     def set_status(self, fingerprints: Iterable[int], status: Status,
                    now: float | None = None, only_from: Status | None = None) -> None:
@@ -228,14 +190,11 @@ class RedisURLTable:
                 connection.write("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[status], guard, fetched, *fps)
 
     def status_of(self, fingerprint: int) -> Status | None:
-        row = self._connection().call(("HGET", self.keys.urls(tag_of(fingerprint)), fingerprint))[0]
+        row = self.rows.get([fingerprint]).get(fingerprint)
         return None if row is None else row_status(row)
 
     def _rows(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, bytes]]:
-        connection = self._connection()
-        for key in list(connection.scan(self.keys.urls_pattern)):
-            for field, row in connection.hscan(key, batch):
-                yield int(field), row
+        return self.rows.items(max(1, batch // 16))
 
     def iter_pending(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, int]]:
         seqs, fps, levels = array("q"), array("q"), array("q")
@@ -289,14 +248,11 @@ class RedisURLTable:
             list[tuple[Any, ...]], Callable[[list[Any]], dict[int, Entry]]]:
         """The commands reading the rows of ``fingerprints``, and how to turn
         their answers into entries."""
-        by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
-        reads = [(self.keys.urls(tag), fps) for tag, fps in by_tag.items()]
-        multi = self._hashes.multi(MULTI_HMGET, reads) if reads else None
+        reads, values = self.rows.reads(fingerprints)
 
         def rows_of(answers: list[Any]) -> dict[int, Entry]:
-            found = found_values(by_tag.values(), answers[0] if multi is not None else answers)
-            return {fp: unpack_entry(fp, row) for fp, row in found.items()}
-        return ([multi] if multi is not None else [("HMGET", key, *fps) for key, fps in reads]), rows_of
+            return {fp: unpack_entry(fp, row) for fp, row in values(answers).items()}
+        return reads, rows_of
 
 
 class RedisHostTable:
@@ -344,45 +300,36 @@ class RedisHostTable:
 
 
 class RedisCashTable:
-    """AOPIC's cash rows in ``P:{T}:cash`` (format: :mod:`.rows`)."""
+    """AOPIC's cash rows in the fpmaps ``P:{T}:cash`` (formats: :mod:`.rows`, :mod:`.fpmap`)."""
 
-    def __init__(self, keys: Keys, connection: Connection, hashes: Hashes) -> None:
-        self.keys, self._connection, self._hashes = keys, connection, hashes
+    def __init__(self, keys: Keys, connection: Connection, rows: FingerprintMaps) -> None:
+        self.keys, self._connection, self._rows = keys, connection, rows
+        self.maps = FingerprintMaps(keys.cash, keys.cash_pattern, connection, CASH_BUCKET_BYTES)
 
     def get_cash(self, fingerprints: Sequence[int]) -> dict[int, CashRow]:
-        if not fingerprints:
-            return {}
-        return {fp: unpack_cash(value) for fp, value in self._hashes.values(fingerprints, self.keys.cash)[0].items()}
+        return {fp: unpack_cash(value) for fp, value in self.maps.get(fingerprints).items()}
 
     def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[dict[int, CashRow], dict[int, Entry]]:
         """The cash rows and the URL rows of the same URLs in one round trip."""
         if not fingerprints:
             return {}, {}
-        cash, rows = self._hashes.values(fingerprints, self.keys.cash, self.keys.urls)
-        return ({fp: unpack_cash(value) for fp, value in cash.items()},
-                {fp: unpack_entry(fp, row) for fp, row in rows.items()})
+        cash_reads, cash_of = self.maps.reads(fingerprints)
+        row_reads, rows_of = self._rows.reads(fingerprints)
+        answers = self._connection().call(*cash_reads, *row_reads)
+        return ({fp: unpack_cash(value) for fp, value in cash_of(answers[:len(cash_reads)]).items()},
+                {fp: unpack_entry(fp, row) for fp, row in rows_of(answers[len(cash_reads):]).items()})
 
     def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
-        writes = []
-        for tag, tagged in group_by_tag(rows, lambda row: tag_of(row[0])).items():
-            fields: list[Any] = []
-            for fp, cash, history, mark, visits in tagged:
-                fields += [fp, pack_cash(cash, history, mark, visits)]
-            writes.append((self.keys.cash(tag), fields))
-        self._hashes.write(writes)
+        self.maps.put([(fp, pack_cash(cash, history, mark, visits)) for fp, cash, history, mark, visits in rows])
 
     def cash_count(self) -> int:
-        connection = self._connection()
-        keys = list(connection.scan(self.keys.cash_pattern))
-        return sum(connection.call(*[("HLEN", key) for key in keys])) if keys else 0
+        return self.maps.count()
 
     def cash_totals(self) -> tuple[float, float, float]:
-        connection = self._connection()
         cash = history = mark = 0.0
-        for key in list(connection.scan(self.keys.cash_pattern)):
-            for _, value in connection.hscan(key, SCAN_BATCH):
-                row = unpack_cash(value)
-                cash, history, mark = cash + row[0], history + row[1], mark + row[2]
+        for _, value in self.maps.items():
+            row = unpack_cash(value)
+            cash, history, mark = cash + row[0], history + row[1], mark + row[2]
         return cash, history, mark
 
 

@@ -13,14 +13,14 @@ local first, stride = rows_from(6, 5)
 local added = {}
 for i = first, #ARGV, stride do
   local new = 0
-  if new_to_seen(6, 5, i) or ARGV[3] == '1' then new = redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
+  if new_to_seen(6, 5, i) or ARGV[3] == '1' then new = row_add(KEYS[1], ARGV[i], ARGV[i + 1]) end
   if new == 1 then
     redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
     redis.call('ZADD', KEYS[3], ARGV[i + 2], ARGV[i])
   elseif ARGV[3] == '1' then
-    local old = redis.call('HGET', KEYS[1], ARGV[i])
+    local old = row_get(KEYS[1], ARGV[i])
     local row = ARGV[i + 1]
-    redis.call('HSET', KEYS[1], ARGV[i], row_with(row_status(row), row_fetched(old), row))
+    row_put(KEYS[1], ARGV[i], row_with(row_status(row), row_fetched(old), row))
     redis.call('ZADD', KEYS[3], ARGV[i + 2], ARGV[i])
   end
   added[#added + 1] = new

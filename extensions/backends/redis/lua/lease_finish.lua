@@ -16,15 +16,15 @@ else
   redis.call('ZREM', KEYS[1], ARGV[3])
 end
 if ARGV[1] ~= '' then
-  local row = redis.call('HGET', KEYS[2], ARGV[3])
+  local row = row_get(KEYS[2], ARGV[3])
   if row and row_status(row) == guard then
     if #KEYS == 5 then
-      redis.call('HDEL', KEYS[2], ARGV[3])
+      row_del(KEYS[2], ARGV[3])
       count_finished(KEYS[5], ARGV[1], row, ARGV[2])
     else
       local fetched = ARGV[2]
       if fetched == '' then fetched = row_fetched(row) end
-      redis.call('HSET', KEYS[2], ARGV[3], row_with(ARGV[1], fetched, row))
+      row_put(KEYS[2], ARGV[3], row_with(ARGV[1], fetched, row))
     end
   end
 end

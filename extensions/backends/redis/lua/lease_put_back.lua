@@ -7,6 +7,6 @@
 if taken_over(KEYS[4], ARGV[3]) then return 0 end
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
-local row = redis.call('HGET', KEYS[2], ARGV[1])
-if row and row_status(row) == S_INFLIGHT then redis.call('HSET', KEYS[2], ARGV[1], row_with_status(row, S_QUEUED)) end
+local row = row_get(KEYS[2], ARGV[1])
+if row and row_status(row) == S_INFLIGHT then row_put(KEYS[2], ARGV[1], row_with_status(row, S_QUEUED)) end
 return 1

@@ -32,7 +32,7 @@ end
 for _ = 1, tonumber(ARGV[3]) do
   local popped = redis.call('ZPOPMIN', KEYS[2])
   if #popped == 0 then break end
-  local row = redis.call('HGET', KEYS[4], popped[1])
+  local row = row_get(KEYS[4], popped[1])
   if not row or row_status(row) ~= S_QUEUED then
     skipped = skipped + 1
   elseif holding and held[origin_of(row)] then
@@ -45,10 +45,10 @@ for _ = 1, tonumber(ARGV[3]) do
     end
   else
     restore()
-    redis.call('HSET', KEYS[4], popped[1], row_with_status(row, S_INFLIGHT))
+    row_put(KEYS[4], popped[1], row_with_status(row, S_INFLIGHT))
     redis.call('ZADD', KEYS[3], popped[2], popped[1])
     return {1, popped[1], row, redis.call('ZCARD', KEYS[2]), head(KEYS[2]), skipped,
-            redis.call('HGET', KEYS[5], popped[1]), parked}
+            fpmap_get(KEYS[5], popped[1]) or false, parked}
   end
 end
 restore()

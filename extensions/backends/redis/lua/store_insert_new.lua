@@ -4,13 +4,14 @@
 -- host_urls, the set; ARGV: the set's kind and two parameters, then
 -- fingerprint, row, host and the set's own per row (include/seen.lua).
 -- Returns 1/0 per row.
+--- @include "rows"
 --- @include "seen"
 local first, stride = rows_from(3, 1)
 local added = {}
 for i = first, #ARGV, stride do
   local new = 0
   if new_to_seen(3, 1, i) then
-    new = redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])
+    new = row_add(KEYS[1], ARGV[i], ARGV[i + 1])
     if new == 1 then redis.call('HINCRBY', KEYS[2], ARGV[i + 2], 1) end
   end
   added[#added + 1] = new

@@ -6,12 +6,12 @@
 --- @include "rows"
 --- @include "seen"
 if #KEYS == 3 then seen_add(3, 4, 7) end
-local old = redis.call('HGET', KEYS[1], ARGV[1])
+local old = row_get(KEYS[1], ARGV[1])
 local row = ARGV[2]
 if old then
   row = row_with(row_status(row), row_fetched(old), row)
 else
   redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
 end
-redis.call('HSET', KEYS[1], ARGV[1], row)
+row_put(KEYS[1], ARGV[1], row)
 return 1

@@ -4,11 +4,11 @@
 --- @include "rows"
 local changed = 0
 for i = 4, #ARGV do
-  local row = redis.call('HGET', KEYS[1], ARGV[i])
+  local row = row_get(KEYS[1], ARGV[i])
   if row and (ARGV[2] == '' or row_status(row) == ARGV[2]) then
     local fetched = ARGV[3]
     if fetched == '' then fetched = row_fetched(row) end
-    redis.call('HSET', KEYS[1], ARGV[i], row_with(ARGV[1], fetched, row))
+    row_put(KEYS[1], ARGV[i], row_with(ARGV[1], fetched, row))
     changed = changed + 1
   end
 end

@@ -6,9 +6,9 @@
 --- @include "finished"
 local trimmed = 0
 for i = 4, #ARGV do
-  local row = redis.call('HGET', KEYS[1], ARGV[i])
+  local row = row_get(KEYS[1], ARGV[i])
   if row and (ARGV[2] == '' or row_status(row) == ARGV[2]) then
-    redis.call('HDEL', KEYS[1], ARGV[i])
+    row_del(KEYS[1], ARGV[i])
     count_finished(KEYS[2], ARGV[1], row, ARGV[3])
     trimmed = trimmed + 1
   end

@@ -1,10 +1,21 @@
--- A cash row as {cash, history, mark, visits} (format: extensions/backends/redis/rows.py).
-local function get(hash, fp)
-  local packed = redis.call('HGET', hash, fp)
+-- A cash row as {cash, history, mark, visits} in a tag's cash fpmap (format:
+-- extensions/backends/redis/rows.py: a row never fetched, history and visits
+-- zero, keeps cash and mark only); fp in decimal.
+--- @include "fpmap"
+local function get(map, fp)
+  local packed = fpmap_get(map, fp)
   if not packed then return nil end
+  if #packed == $CASH_SHORT_SIZE then
+    local c, m = struct.unpack('$CASH_SHORT_FORMAT', packed)
+    return {c, 0, m, 0}
+  end
   local c, h, m, v = struct.unpack('$CASH_FORMAT', packed)
   return {c, h, m, v}
 end
-local function put(hash, fp, c, h, m, v)
-  redis.call('HSET', hash, fp, struct.pack('$CASH_FORMAT', c, h, m, v))
+local function put(map, fp, c, h, m, v)
+  if h == 0 and v == 0 then
+    fpmap_set(map, $CASH_BUCKET_BYTES, fp, struct.pack('$CASH_SHORT_FORMAT', c, m))
+  else
+    fpmap_set(map, $CASH_BUCKET_BYTES, fp, struct.pack('$CASH_FORMAT', c, h, m, v))
+  end
 end

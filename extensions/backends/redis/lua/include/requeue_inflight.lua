@@ -4,9 +4,9 @@ local function requeue_inflight(inflight, back, urls)
   local taken = redis.call('ZRANGE', inflight, 0, -1, 'WITHSCORES')
   for i = 1, #taken, 2 do
     redis.call('ZADD', back, taken[i + 1], taken[i])
-    local row = redis.call('HGET', urls, taken[i])
+    local row = row_get(urls, taken[i])
     if row and row_status(row) == S_INFLIGHT then
-      redis.call('HSET', urls, taken[i], row_with_status(row, S_QUEUED))
+      row_put(urls, taken[i], row_with_status(row, S_QUEUED))
     end
   end
   redis.call('DEL', inflight)

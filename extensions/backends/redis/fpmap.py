@@ -1,0 +1,94 @@
+"""A value per fingerprint, packed per host tag: the Redis store's fpmap.
+
+One hash per tag (``P:{T}:urls``: URL rows; ``P:{T}:cash``: AOPIC's cash rows), an extendible hash
+table like :mod:`extensions.backends.redis.fpset`'s: field ``d:p`` holds the
+records of the members whose top ``d`` bits are ``p`` (a record: the 5-byte
+member, the fingerprint's 40 bits below its tag; the value's length, a
+varint; the value; in no order), ``D`` the deepest ``d``, ``N`` how many
+records (the key goes with its last record). A
+bucket past ``bucket_bytes`` splits in two on its next bit, so a value costs
+its bytes and six more, plus a bucket's overhead shared by tens of records.
+Scripts: ``lua/include/fpmap.lua`` (the Lua side of AOPIC reads and writes
+cash rows there too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.fpset import MEMBER_BITS
+from extensions.backends.redis.keys import found_values, group_by_tag
+from extensions.backends.redis.rows import read_varint, tag_of
+from extensions.backends.redis.scripts import lua
+
+FPMAP_GET, FPMAP_PUT = lua("fpmap_get"), lua("fpmap_put")
+
+
+def records(bucket: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """The ``(member, value)`` records of one bucket."""
+    at = 0
+    while at < len(bucket):
+        length, first = read_varint(bucket, at + 5)
+        yield bucket[at:at + 5], bucket[first:first + length]
+        at = first + length
+
+
+class FingerprintMaps:
+    """The fpmaps ``key_of(tag)`` of every tag, over the store's connection."""
+
+    def __init__(self, key_of: Callable[[str], str], pattern: str,
+                 connection: Callable[[], RedisConnection], bucket_bytes: int) -> None:
+        self.key_of, self.pattern, self._connection = key_of, pattern, connection
+        self.bucket_bytes = bucket_bytes
+
+    def _commands(self, script: str, head: list[Any], items: list[tuple[str, list[Any]]]) -> list[tuple[Any, ...]]:
+        """``script`` over ``(key, arguments)`` items: one call per key on a cluster, else one."""
+        groups = [[item] for item in items] if self._connection().cluster else [items] if items else []
+        return [("EVAL", script, len(group), *[key for key, _ in group], *head,
+                 *[arg for _, args in group for arg in (len(args), *args)]) for group in groups]
+
+    def reads(self, fingerprints: Sequence[int]) -> tuple[list[tuple[Any, ...]], Callable[[list[Any]], dict[int, bytes]]]:
+        """The commands reading the values of ``fingerprints``, and how to
+        turn their answers into ``fingerprint -> value`` (missing ones left out)."""
+        by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
+        commands = self._commands(FPMAP_GET, [], [(self.key_of(tag), fps) for tag, fps in by_tag.items()])
+
+        def values(answers: list[Any]) -> dict[int, bytes]:
+            per_key = [values for answer in answers for values in answer]
+            return found_values(by_tag.values(), [[v if v else None for v in vs] for vs in per_key])
+        return commands, values
+
+    def get(self, fingerprints: Sequence[int]) -> dict[int, bytes]:
+        if not fingerprints:
+            return {}
+        commands, values = self.reads(fingerprints)
+        return values(self._connection().call(*commands))
+
+    def put(self, values: Sequence[tuple[int, bytes]]) -> None:
+        """Set each ``(fingerprint, value)`` (buffered)."""
+        items = [(self.key_of(tag), [a for fp, value in tagged for a in (fp, value)])
+                 for tag, tagged in group_by_tag(values, lambda item: tag_of(item[0])).items()]
+        connection = self._connection()
+        for command in self._commands(FPMAP_PUT, [self.bucket_bytes], items):
+            connection.write(*command)
+
+    def _keys(self) -> list[bytes]:
+        return list(self._connection().scan(self.pattern))
+
+    def count(self) -> int:
+        """Values over every tag's map (a SCAN)."""
+        keys = self._keys()
+        return sum(int(n or 0) for n in self._connection().call(*[("HGET", key, "N") for key in keys])) if keys else 0
+
+    def items(self, batch: int = 1000) -> Iterator[tuple[int, bytes]]:
+        """Every ``(fingerprint, value)`` of every tag's map (a SCAN)."""
+        connection = self._connection()
+        for key in self._keys():
+            top = int(key[key.index(b"{") + 1:key.index(b"}")], 16) << MEMBER_BITS
+            for field, bucket in connection.hscan(key, batch):
+                if b":" in field:
+                    for member, value in records(bucket):
+                        fingerprint = top | int.from_bytes(member, "big")
+                        yield (fingerprint - (1 << 64) if fingerprint >= 1 << 63 else fingerprint), value

@@ -1,0 +1,107 @@
+-- fpmap: a value per fingerprint of one host tag, packed (layout:
+-- extensions/backends/redis/fpmap.py). The hash at key is an extendible hash
+-- table as fpset.lua's (field 'D' the deepest bucket's depth, 'd:p' the
+-- bucket of the members whose top d bits are p) whose buckets hold records:
+-- a 5-byte member, the value's length (a varint: 7 bits a byte, low first,
+-- the high bit set on all but the last), the value, in no order; field 'N'
+-- counts the records, and the key goes with its last record. A bucket past
+-- max bytes splits in two on its next bit.
+--- @include "fpset"
+local MEMBERS = 1099511627776  -- 2^40
+-- the member of a fingerprint given in decimal (signed 64-bit): its low 40 bits
+local function fp_member(fp)
+  local negative, low = string.sub(fp, 1, 1) == '-', 0
+  for i = negative and 2 or 1, #fp do low = (low * 10 + string.byte(fp, i) - 48) % MEMBERS end
+  if negative then low = (MEMBERS - low) % MEMBERS end
+  local bytes = {}
+  for i = 5, 1, -1 do
+    bytes[i] = string.char(low % 256)
+    low = math.floor(low / 256)
+  end
+  return table.concat(bytes)
+end
+-- the record at (1-based) at: its value's first and last byte
+local function fpmap_record(bucket, at)
+  local length, scale, i = 0, 1, at + 5
+  while true do
+    local byte = string.byte(bucket, i)
+    i = i + 1
+    length = length + (byte % 128) * scale
+    if byte < 128 then return i, i + length - 1 end
+    scale = scale * 128
+  end
+end
+local function fpmap_length(n)
+  local bytes = {}
+  while n >= 128 do
+    bytes[#bytes + 1] = string.char(128 + n % 128)
+    n = math.floor(n / 128)
+  end
+  bytes[#bytes + 1] = string.char(n)
+  return table.concat(bytes)
+end
+-- where member's record is in bucket: its first byte, its value's first and last (nil: absent)
+local function fpmap_find(bucket, member)
+  local at, lead = 1, string.byte(member, 1)
+  while at <= #bucket do
+    local first, last = fpmap_record(bucket, at)
+    if string.byte(bucket, at) == lead and string.sub(bucket, at, at + 4) == member then return at, first, last end
+    at = last + 1
+  end
+end
+local function fpmap_get(key, fp)
+  local member = fp_member(fp)
+  local _, _, bucket = fpset_bucket(key, fp_top(member, 1))
+  local at, first, last = fpmap_find(bucket, member)
+  if at then return string.sub(bucket, first, last) end
+  return nil
+end
+local function fpmap_split(key, field, d, bucket)
+  local prefix = tonumber(string.sub(field, #tostring(d) + 2))
+  local halves, at = {{}, {}}, 1
+  while at <= #bucket do
+    local _, last = fpmap_record(bucket, at)
+    local half = halves[math.floor(fp_top(bucket, at) / 2 ^ (23 - d)) % 2 + 1]
+    half[#half + 1] = string.sub(bucket, at, last)
+    at = last + 1
+  end
+  redis.call('HDEL', key, field)
+  redis.call('HSET', key, (d + 1) .. ':' .. (prefix * 2), table.concat(halves[1]),
+             (d + 1) .. ':' .. (prefix * 2 + 1), table.concat(halves[2]))
+  if d + 1 > tonumber(redis.call('HGET', key, 'D') or '0') then redis.call('HSET', key, 'D', d + 1) end
+end
+-- set fp's value (only if it has none, with only_new); 1 if it had none
+local function fpmap_put(key, max, fp, value, only_new)
+  local member = fp_member(fp)
+  local field, d, bucket = fpset_bucket(key, fp_top(member, 1))
+  local at, _, last = fpmap_find(bucket, member)
+  if at and only_new then return 0 end
+  local record, new = member .. fpmap_length(#value) .. value, 0
+  if at then
+    bucket = string.sub(bucket, 1, at - 1) .. record .. string.sub(bucket, last + 1)
+  else
+    bucket, new = bucket .. record, 1
+    redis.call('HINCRBY', key, 'N', 1)
+  end
+  if #bucket > tonumber(max) and d < 24 then
+    fpmap_split(key, field, d, bucket)
+  else
+    redis.call('HSET', key, field, bucket)
+  end
+  return new
+end
+local function fpmap_set(key, max, fp, value) return fpmap_put(key, max, fp, value, false) end
+local function fpmap_add(key, max, fp, value) return fpmap_put(key, max, fp, value, true) end
+-- delete fp's value; 1 if it had one (an emptied bucket stays, as '')
+local function fpmap_del(key, fp)
+  local member = fp_member(fp)
+  local field, _, bucket = fpset_bucket(key, fp_top(member, 1))
+  local at, _, last = fpmap_find(bucket, member)
+  if not at then return 0 end
+  if redis.call('HINCRBY', key, 'N', -1) <= 0 then
+    redis.call('DEL', key)
+  else
+    redis.call('HSET', key, field, string.sub(bucket, 1, at - 1) .. string.sub(bucket, last + 1))
+  end
+  return 1
+end
