@@ -11,6 +11,15 @@ fixed list and does nothing else: ours/floor is the fraction of what Scrapy's
 own engine allows on this machine.
 
     python -m bench.crawl_vs_scrapy --hosts 200 --pages 20 --runs 3
+    python -m bench.crawl_vs_scrapy --weight real --runs 3   # pages of real weight (testweb.heavy)
+    python -m bench.crawl_vs_scrapy --weight docs --runs 3   # the real documentation sites on nginx
+
+``--weight docs`` crawls the real documentation sites (Debian's packages on
+nginx, :mod:`testweb.realweb`, the sites without a Crawl-delay) as
+``bench/realweb_vs_scrapy.py`` does: ours and stock Scrapy from the same
+seeds and ``allowed_domains``, the floor fetching the pages our first run
+fetched; pages are the responses nginx logged (robots.txt excluded), so
+each crawler is counted on the pages it fetched and processed.
 
 ``--checkout NAME=PATH`` adds our crawler as another checkout has it (a
 clone with its own ``.venv`` or a symlink to ours), run in the same loop:
@@ -182,9 +191,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hosts", type=int, default=200)
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--links", type=int, default=8, help="links a page (tiny pages)")
-    parser.add_argument("--weight", choices=("tiny", "real"), default="tiny",
+    parser.add_argument("--weight", choices=("tiny", "real", "docs"), default="tiny",
                         help="page weight of the test web: tiny (40-90 words) or real (testweb.heavy: sizes and "
-                             "structure of real documentation pages, 20-100 links)")
+                             "structure of real documentation pages, 20-100 links); docs: not the test web but "
+                             "the real documentation sites on nginx (testweb.realweb)")
     parser.add_argument("--depth", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
@@ -205,6 +215,9 @@ def main(argv: list[str] | None = None) -> None:
     for root in (ROOT, *(path for _, path in checkouts)):
         compile_bytecode(root)
 
+    if args.weight == "docs":
+        docs(args.runs, args.concurrency, args.timeout)
+        return
     config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links, weight=args.weight)
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
         workdir = Path(tmp)
@@ -251,6 +264,37 @@ def main(argv: list[str] | None = None) -> None:
           " stock scheduler: our spider with Scrapy's own scheduler;"
           " scrapy floor: a spider fetching the ground truth's URLs, nothing else"
           + ("; stock + gc: stock scrapy with our collector tuning (GC_* defaults)" if args.stock_gc else ""))
+
+
+def docs(runs: int, concurrency: int, timeout: float) -> None:
+    """The real documentation sites on nginx: ours, stock Scrapy and the
+    floor alternating, ``runs`` times; prints the medians' table."""
+    from bench import realweb_vs_scrapy as realweb  # it imports this module
+    from testweb.realweb import SITES, start_realweb
+
+    sites = tuple(site for site in SITES if "crawl-delay" not in site.robots.lower())
+    compile_bytecode(ROOT)
+    results: dict[str, list[CrawlRun]] = {"ours": [], "stock": [], "floor": []}
+    with tempfile.TemporaryDirectory(prefix="bench-crawl-docs-") as tmp:
+        workdir = Path(tmp)
+        with start_realweb(workdir / "realweb", sites) as web:
+            floor_urls: list[str] = []
+            for run in range(runs):
+                for name, sink in results.items():
+                    rundir = workdir / f"{name}-{run}"
+                    rundir.mkdir()
+                    if name == "ours":
+                        result, urls = realweb.crawl_ours(web, rundir, concurrency, timeout)
+                        floor_urls = floor_urls or urls
+                    elif name == "stock":
+                        result = realweb.crawl_stock(web, rundir, concurrency, timeout)
+                    else:
+                        result = realweb.crawl_floor(web, rundir, concurrency, timeout, floor_urls)
+                    sink.append(result)
+    print(realweb.table(results, f"whole crawl: real documentation sites on nginx "
+                                 f"({', '.join(site.host for site in sites)}), http + https, "
+                                 f"CONCURRENT_REQUESTS={concurrency}, medians of {runs} runs; pages: "
+                                 f"responses nginx logged (robots.txt excluded)"))
 
 
 if __name__ == "__main__":
