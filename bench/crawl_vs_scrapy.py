@@ -204,6 +204,8 @@ def main(argv: list[str] | None = None) -> None:
                              "CONTENTSEEN_ENABLED=False to compare the frontier alone")
     parser.add_argument("--checkout", action="append", default=[],
                         help="NAME=PATH: also crawl with the webcrawler checkout at PATH (repeatable)")
+    parser.add_argument("--no-stock-scheduler", action="store_true",
+                        help="leave out the 'stock scheduler' variant (our spider on Scrapy's scheduler)")
     parser.add_argument("--stock-gc", action="store_true",
                         help="also crawl stock Scrapy with our garbage-collector tuning "
                              "(extensions.collector at our defaults): what of the ratio is that setting")
@@ -224,9 +226,11 @@ def main(argv: list[str] | None = None) -> None:
         with start_testweb(config, workdir / "web") as web:
             ours, stock, stock_scheduler, floor = [], [], [], []
             for run in range(args.runs):
-                for name, crawl, sink in (("ours", crawl_ours, ours), ("stock", crawl_stock, stock),
-                                          ("stocksched", crawl_stock_scheduler, stock_scheduler),
-                                          ("floor", crawl_floor, floor)):
+                variants = [("ours", crawl_ours, ours), ("stock", crawl_stock, stock),
+                            ("stocksched", crawl_stock_scheduler, stock_scheduler), ("floor", crawl_floor, floor)]
+                if args.no_stock_scheduler:
+                    del variants[2]
+                for name, crawl, sink in variants:
                     rundir = workdir / f"{name}-{run}"
                     rundir.mkdir()
                     if crawl in (crawl_stock, crawl_floor):
@@ -243,18 +247,18 @@ def main(argv: list[str] | None = None) -> None:
                     rundir.mkdir()
                     others[name].append(crawl_ours(web, rundir, args.depth, args.concurrency, args.timeout,
                                                    extra, f"ours@{name}", path))
-    a, b, c = median_run(ours), median_run(stock), median_run(stock_scheduler)
-    f = median_run(floor)
+    a, b, f = median_run(ours), median_run(stock), median_run(floor)
+    c = median_run(stock_scheduler) if stock_scheduler else None
     other_medians = [median_run(runs) for runs in others.values()]
     print(f"whole crawl: {args.hosts} hosts x {args.pages} pages ({args.weight} pages), depth {args.depth}, "
           f"CONCURRENT_REQUESTS={args.concurrency}, medians of {args.runs} runs"
           + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
     print(f"{'crawler':<16}{'pages':>8}{'seconds':>10}{'pages/s':>10}{'CPU s':>8}{'pages/CPU-s':>13}"
           f"{'peak RSS MB':>13}")
-    for r in (a, b, c, f, *other_medians):
+    for r in (a, b, *([c] if c else []), f, *other_medians):
         print(f"{r.name:<16}{r.pages:>8}{r.seconds:>10.2f}{r.pages_per_second:>10.1f}{r.cpu_seconds:>8.2f}"
               f"{r.pages_per_cpu_second:>13.1f}{r.peak_rss_mb:>13.1f}")
-    for label, o in (("ours/stock", b), ("ours/stock sched", c), ("ours/floor", f),
+    for label, o in (("ours/stock", b), *([("ours/stock sched", c)] if c else []), ("ours/floor", f),
                      *((f"ours/{o.name.removeprefix('ours@')}", o) for o in other_medians)):
         print(f"{label:<16}{'':>8}{'':>10}{_ratio(a.pages_per_second, o.pages_per_second):>10.2f}{'':>8}"
               f"{_ratio(a.pages_per_cpu_second, o.pages_per_cpu_second):>13.2f}"
