@@ -11,6 +11,15 @@ fixed list and does nothing else: ours/floor is the fraction of what Scrapy's
 own engine allows on this machine.
 
     python -m bench.crawl_vs_scrapy --hosts 200 --pages 20 --runs 3
+    python -m bench.crawl_vs_scrapy --weight real --runs 3   # pages of real weight (testweb.heavy)
+    python -m bench.crawl_vs_scrapy --weight docs --runs 3   # the real documentation sites on nginx
+
+``--weight docs`` crawls the real documentation sites (Debian's packages on
+nginx, :mod:`testweb.realweb`, the sites without a Crawl-delay) as
+``bench/realweb_vs_scrapy.py`` does: ours and stock Scrapy from the same
+seeds and ``allowed_domains``, the floor fetching the pages our first run
+fetched; pages are the responses nginx logged (robots.txt excluded), so
+each crawler is counted on the pages it fetched and processed.
 
 ``--checkout NAME=PATH`` adds our crawler as another checkout has it (a
 clone with its own ``.venv`` or a symlink to ours), run in the same loop:
@@ -182,9 +191,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hosts", type=int, default=200)
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--links", type=int, default=8, help="links a page (tiny pages)")
-    parser.add_argument("--weight", choices=("tiny", "real"), default="tiny",
+    parser.add_argument("--weight", choices=("tiny", "real", "docs"), default="tiny",
                         help="page weight of the test web: tiny (40-90 words) or real (testweb.heavy: sizes and "
-                             "structure of real documentation pages, 20-100 links)")
+                             "structure of real documentation pages, 20-100 links); docs: not the test web but "
+                             "the real documentation sites on nginx (testweb.realweb)")
     parser.add_argument("--depth", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
@@ -194,6 +204,8 @@ def main(argv: list[str] | None = None) -> None:
                              "CONTENTSEEN_ENABLED=False to compare the frontier alone")
     parser.add_argument("--checkout", action="append", default=[],
                         help="NAME=PATH: also crawl with the webcrawler checkout at PATH (repeatable)")
+    parser.add_argument("--no-stock-scheduler", action="store_true",
+                        help="leave out the 'stock scheduler' variant (our spider on Scrapy's scheduler)")
     parser.add_argument("--stock-gc", action="store_true",
                         help="also crawl stock Scrapy with our garbage-collector tuning "
                              "(extensions.collector at our defaults): what of the ratio is that setting")
@@ -205,15 +217,20 @@ def main(argv: list[str] | None = None) -> None:
     for root in (ROOT, *(path for _, path in checkouts)):
         compile_bytecode(root)
 
+    if args.weight == "docs":
+        docs(args.runs, args.concurrency, args.timeout)
+        return
     config = WebConfig(hosts=args.hosts, pages=args.pages, links=args.links, weight=args.weight)
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
         workdir = Path(tmp)
         with start_testweb(config, workdir / "web") as web:
             ours, stock, stock_scheduler, floor = [], [], [], []
             for run in range(args.runs):
-                for name, crawl, sink in (("ours", crawl_ours, ours), ("stock", crawl_stock, stock),
-                                          ("stocksched", crawl_stock_scheduler, stock_scheduler),
-                                          ("floor", crawl_floor, floor)):
+                variants = [("ours", crawl_ours, ours), ("stock", crawl_stock, stock),
+                            ("stocksched", crawl_stock_scheduler, stock_scheduler), ("floor", crawl_floor, floor)]
+                if args.no_stock_scheduler:
+                    del variants[2]
+                for name, crawl, sink in variants:
                     rundir = workdir / f"{name}-{run}"
                     rundir.mkdir()
                     if crawl in (crawl_stock, crawl_floor):
@@ -230,18 +247,18 @@ def main(argv: list[str] | None = None) -> None:
                     rundir.mkdir()
                     others[name].append(crawl_ours(web, rundir, args.depth, args.concurrency, args.timeout,
                                                    extra, f"ours@{name}", path))
-    a, b, c = median_run(ours), median_run(stock), median_run(stock_scheduler)
-    f = median_run(floor)
+    a, b, f = median_run(ours), median_run(stock), median_run(floor)
+    c = median_run(stock_scheduler) if stock_scheduler else None
     other_medians = [median_run(runs) for runs in others.values()]
     print(f"whole crawl: {args.hosts} hosts x {args.pages} pages ({args.weight} pages), depth {args.depth}, "
           f"CONCURRENT_REQUESTS={args.concurrency}, medians of {args.runs} runs"
           + (f"; ours with {' '.join(args.settings)}" if args.settings else ""))
     print(f"{'crawler':<16}{'pages':>8}{'seconds':>10}{'pages/s':>10}{'CPU s':>8}{'pages/CPU-s':>13}"
           f"{'peak RSS MB':>13}")
-    for r in (a, b, c, f, *other_medians):
+    for r in (a, b, *([c] if c else []), f, *other_medians):
         print(f"{r.name:<16}{r.pages:>8}{r.seconds:>10.2f}{r.pages_per_second:>10.1f}{r.cpu_seconds:>8.2f}"
               f"{r.pages_per_cpu_second:>13.1f}{r.peak_rss_mb:>13.1f}")
-    for label, o in (("ours/stock", b), ("ours/stock sched", c), ("ours/floor", f),
+    for label, o in (("ours/stock", b), *([("ours/stock sched", c)] if c else []), ("ours/floor", f),
                      *((f"ours/{o.name.removeprefix('ours@')}", o) for o in other_medians)):
         print(f"{label:<16}{'':>8}{'':>10}{_ratio(a.pages_per_second, o.pages_per_second):>10.2f}{'':>8}"
               f"{_ratio(a.pages_per_cpu_second, o.pages_per_cpu_second):>13.2f}"
@@ -251,6 +268,37 @@ def main(argv: list[str] | None = None) -> None:
           " stock scheduler: our spider with Scrapy's own scheduler;"
           " scrapy floor: a spider fetching the ground truth's URLs, nothing else"
           + ("; stock + gc: stock scrapy with our collector tuning (GC_* defaults)" if args.stock_gc else ""))
+
+
+def docs(runs: int, concurrency: int, timeout: float) -> None:
+    """The real documentation sites on nginx: ours, stock Scrapy and the
+    floor alternating, ``runs`` times; prints the medians' table."""
+    from bench import realweb_vs_scrapy as realweb  # it imports this module
+    from testweb.realweb import SITES, start_realweb
+
+    sites = tuple(site for site in SITES if "crawl-delay" not in site.robots.lower())
+    compile_bytecode(ROOT)
+    results: dict[str, list[CrawlRun]] = {"ours": [], "stock": [], "floor": []}
+    with tempfile.TemporaryDirectory(prefix="bench-crawl-docs-") as tmp:
+        workdir = Path(tmp)
+        with start_realweb(workdir / "realweb", sites) as web:
+            floor_urls: list[str] = []
+            for run in range(runs):
+                for name, sink in results.items():
+                    rundir = workdir / f"{name}-{run}"
+                    rundir.mkdir()
+                    if name == "ours":
+                        result, urls = realweb.crawl_ours(web, rundir, concurrency, timeout)
+                        floor_urls = floor_urls or urls
+                    elif name == "stock":
+                        result = realweb.crawl_stock(web, rundir, concurrency, timeout)
+                    else:
+                        result = realweb.crawl_floor(web, rundir, concurrency, timeout, floor_urls)
+                    sink.append(result)
+    print(realweb.table(results, f"whole crawl: real documentation sites on nginx "
+                                 f"({', '.join(site.host for site in sites)}), http + https, "
+                                 f"CONCURRENT_REQUESTS={concurrency}, medians of {runs} runs; pages: "
+                                 f"responses nginx logged (robots.txt excluded)"))
 
 
 if __name__ == "__main__":

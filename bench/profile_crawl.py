@@ -40,32 +40,44 @@ PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-#: A page's work by component: (label, file path suffix, function); the
-#: function's cumulative time (its callees included) per page. Indented
-#: labels are inside the entry above them.
-COMPONENTS: tuple[tuple[str, str, str], ...] = (
-    ("spider: a page's processing (parse)", "crawler/spiders/web.py", "parse"),
-    ("  HTML parsed once (tags, text, links)", "extensions/processors/parsedpage.py", "parse_page"),
-    ("  processors (links, tags, images)", "extensions/processors/registry.py", "run"),
-    ("  content features (text, shingles, simhash)", "extensions/processors/content_features.py", "extract"),
-    ("pipeline: content-seen test", "extensions/pipelines/contentseen.py", "process_item"),
-    ("pipeline: host yield", "extensions/pipelines/hostyield.py", "process_item"),
-    ("pipeline: links to the frontier", "extensions/pipelines/links.py", "process_item"),
-    ("  frontier: a page's links filed (page_done)", "extensions/frontier/scheduler.py", "page_done"),
-    ("frontier: enqueue_request", "extensions/frontier/scheduler.py", "enqueue_request"),
-    ("frontier: next_request", "extensions/frontier/scheduler.py", "next_request"),
-    ("robots.txt middleware (requests)", "extensions/robots/middleware.py", "process_request"),
+#: A page's work by component: (label, [(file path suffix, function)]); the
+#: functions' cumulative time (their callees included) summed, per page.
+#: Indented labels are inside the entry above them.
+COMPONENTS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("spider: a page's processing (parse callback)", (("crawler/spiders/web.py", "parse"),)),
+    ("  parse: decode + libxml2 tree (text_tree)", (("extensions/contentseen/text.py", "text_tree"),)),
+    ("  parse: tree walk (link elements, tag counts)", (("extensions/processors/parsedpage.py", "parse_page"),)),
+    ("  text: visible text of the tree (text_of)", (("extensions/contentseen/text.py", "text_of"),)),
+    ("  features: fingerprint, shingles, simhash", (("extensions/contentseen/features.py", "content_features"),)),
+    ("  links: link extractor (replay, resolve, canonicalise)", (("extensions/processors/html_links.py", "process"),)),
+    ("  tags: tag counter", (("extensions/processors/tag_counter.py", "process"),)),
+    ("pipelines: every item pipeline (process_item)", (("extensions/pipelines/contentseen.py", "process_item"),
+                                                       ("extensions/pipelines/hostyield.py", "process_item"),
+                                                       ("extensions/pipelines/internal.py", "process_item"),
+                                                       ("extensions/pipelines/links.py", "process_item"))),
+    ("  content-seen test", (("extensions/pipelines/contentseen.py", "process_item"),)),
+    ("  links to the frontier (LinkScheduler)", (("extensions/pipelines/links.py", "process_item"),)),
+    ("frontier: page_done + enqueue_request + next_request", (("extensions/frontier/scheduler.py", "page_done"),
+                                                             ("extensions/frontier/scheduler.py", "enqueue_request"),
+                                                             ("extensions/frontier/scheduler.py", "next_request"))),
+    ("robots.txt middleware (requests)", (("extensions/robots/middleware.py", "process_request"),)),
 )
+#: Rows shown net of the rows they contain: label -> labels subtracted.
+NET_OF = {"  parse: tree walk (link elements, tag counts)": ("  parse: decode + libxml2 tree (text_tree)",
+                                                            "  text: visible text of the tree (text_of)")}
 
 
 def components(stats: pstats.Stats, pages: int) -> list[tuple[str, float | None]]:
-    """(label, microseconds per page or None when the function is not in the profile)."""
-    found: list[tuple[str, float | None]] = []
-    for label, suffix, function in COMPONENTS:
+    """(label, microseconds per page or None when no function of it is in the profile)."""
+    found: dict[str, float | None] = {}
+    for label, functions in COMPONENTS:
         total = [ct for (filename, _line, name), (_cc, _nc, _tt, ct, _callers) in stats.stats.items()  # type: ignore[attr-defined]
-                 if name == function and filename.endswith(suffix)]
-        found.append((label, 1e6 * sum(total) / pages if total and pages else None))
-    return found
+                 if any(name == function and filename.endswith(suffix) for suffix, function in functions)]
+        found[label] = 1e6 * sum(total) / pages if total and pages else None
+    for label, minus in NET_OF.items():
+        if found[label] is not None:
+            found[label] -= sum(found[other] or 0.0 for other in minus)  # type: ignore[operator]
+    return list(found.items())
 
 
 def by_module(stats: pstats.Stats) -> list[tuple[str, float]]:
@@ -171,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
         w(f"\na page's work by component (cumulative time, callees included; UNDER cProfile), "
           f"microseconds per page\n")
         for label, micros in components(stats, pages):
-            w(f"{label:<50}{'-' if micros is None else f'{micros:.0f}':>10}\n")
+            w(f"{label:<58}{'-' if micros is None else f'{micros:.0f}':>10}\n")
         w("\nown time (tottime) of our modules, microseconds per page (the C code they call is not in it)\n")
         for module, seconds_ in by_module(stats)[:args.top]:
             w(f"{module:<50}{1e6 * seconds_ / max(pages, 1):>10.0f}\n")

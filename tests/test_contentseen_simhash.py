@@ -14,6 +14,7 @@ from extensions.contentseen.simhash import (
     normalised_bytes,
     shingle_hashes,
     simhash,
+    sorted_unique,
     token_hashes,
 )
 
@@ -147,3 +148,14 @@ def test_unrelated_texts_are_far_apart():
     distances = [hamming(a, b) for i, a in enumerate(hashes) for b in hashes[i + 1:]]
     assert min(distances) > 3
     assert 28 <= statistics.mean(distances) <= 36  # about half the bits
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 5, 64, 5000])
+def test_sorted_unique_is_numpys_unique(size):
+    rng = np.random.default_rng(size)
+    values = rng.integers(0, 1 << 20, size, dtype=np.uint64)  # repeats at the larger sizes
+    values = np.concatenate((values, values[: size // 3]))
+    for array in (values, values.astype(">u4")):
+        got = sorted_unique(array)
+        assert got.dtype == array.dtype
+        assert got.tolist() == np.unique(array).tolist()

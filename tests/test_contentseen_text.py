@@ -88,3 +88,10 @@ def test_fingerprints_are_stable_unsigned_64_bit():
 def test_unknown_fingerprint_mode_is_refused():
     with pytest.raises(ValueError, match="mode"):
         body_fingerprint(PAGE, "fuzzy")
+
+
+def test_tags_comments_and_pis_are_word_boundaries_in_the_visible_text():
+    assert visible_text(b"<p>one<b>two</b>three<!-- hidden -->four<?pi hidden?>five</p>", "utf-8") \
+        == "one two three four five"
+    assert visible_text(b"<p>kept<script>x</script>tail<noscript><a>gone</a></noscript>end</p>", "utf-8") \
+        == "kept tail end"

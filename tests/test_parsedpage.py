@@ -92,10 +92,12 @@ def test_shared_parse_equals_separate_scans_where_parses_could_differ(
 
 
 def test_inputs_the_text_parse_reads_differently_are_not_exact() -> None:
-    for name in ("lt in a quoted href", "lt in an unquoted href", "lt in a tag name", "nul characters",
-                 "nesting past libxml2's depth limit"):
+    for name in ("nul characters", "nesting past libxml2's depth limit"):
         assert not parse_page(TRICKY[name], "utf-8", 1 << 20).exact, name
-    assert parse_page(TRICKY["a late base"], "utf-8", 1 << 20).exact
+    # the tree is the scan's own parse: a "<" inside a tag reads the same in both
+    for name in ("a late base", "lt in a quoted href", "lt in an unquoted href", "lt in a tag name",
+                 "lt in an unquoted value of another element"):
+        assert parse_page(TRICKY[name], "utf-8", 1 << 20).exact, name
 
 
 def test_a_page_is_parsed_once_for_features_links_and_tags(monkeypatch: pytest.MonkeyPatch) -> None:

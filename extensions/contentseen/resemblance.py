@@ -13,7 +13,7 @@ from typing import Final, NamedTuple
 
 import numpy as np
 
-from extensions.contentseen.simhash import DEFAULT_SHINGLE_WORDS, shingle_sets, simhash_of
+from extensions.contentseen.simhash import DEFAULT_SHINGLE_WORDS, shingle_sets, simhash_of, sorted_unique
 
 SKETCH_SIZE: Final = 64
 _BIG_U32 = np.dtype(">u4")
@@ -33,7 +33,7 @@ def sketch_of(hashes: np.ndarray, size: int = SKETCH_SIZE) -> bytes:
     # several 64-bit hashes may share their top 32 bits: take a few more, keep the distinct
     top = (hashes[:2 * size] >> _SHIFT32).astype(_BIG_U32)
     if np.count_nonzero(top[1:] == top[:-1]):
-        top = np.unique(top)
+        top = sorted_unique(top)
     return top[:size].tobytes()
 
 
@@ -53,7 +53,7 @@ def resemblance(first: bytes, second: bytes, size: int = SKETCH_SIZE) -> float:
     """
     ours = np.frombuffer(first, dtype=_BIG_U32)
     theirs = np.frombuffer(second, dtype=_BIG_U32)
-    union = np.union1d(ours, theirs)[:size]
+    union = sorted_unique(np.concatenate((ours, theirs)))[:size]
     if len(union) == 0:
         return 0.0
     both = np.intersect1d(ours, theirs, assume_unique=True)
@@ -62,5 +62,5 @@ def resemblance(first: bytes, second: bytes, size: int = SKETCH_SIZE) -> float:
 
 def exact_resemblance(first: np.ndarray, second: np.ndarray) -> float:
     """The exact resemblance of two shingle sets (:func:`shingle_set` output)."""
-    union = len(np.union1d(first, second))
+    union = len(sorted_unique(np.concatenate((first, second))))
     return len(np.intersect1d(first, second, assume_unique=True)) / union if union else 0.0

@@ -14,8 +14,10 @@ from lxml import etree
 
 DROPPED_ELEMENTS = ("script", "style", "noscript", "template")
 
-_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
-_UTF8_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True, encoding="utf-8")
+# comments and PIs stay in the tree: they split the text around them (a
+# boundary, as a tag is) and their own text is not read
+_PARSER = etree.HTMLParser(no_network=True)
+_UTF8_PARSER = etree.HTMLParser(no_network=True, encoding="utf-8")
 
 
 def codec_name(encoding: str | None) -> str:
@@ -41,19 +43,22 @@ def visible_text(body: bytes, encoding: str | None = None) -> str:
 
 
 def text_tree(body: bytes, encoding: str | None = None) -> tuple[etree._Element | None, bool]:
-    """The tree :func:`visible_text` reads, and whether libxml2 parsed the
-    whole document (False when it stopped at a resource limit)."""
-    return _parse(decode_body(body, encoding).replace("<", " <"))
+    """The tree :func:`visible_text` reads (libxml2's HTML parser), and
+    whether libxml2 parsed the whole document (False when it stopped at a
+    resource limit)."""
+    return _parse(decode_body(body, encoding))
 
 
 def text_of(root: etree._Element | None) -> str:
-    """The visible text of a :func:`text_tree` tree; strips the tree's
-    dropped elements in place."""
+    """The visible text of a :func:`text_tree` tree; empties the tree's
+    dropped elements in place (their tails stay)."""
     if root is None:
         return ""
-    etree.strip_elements(root, *DROPPED_ELEMENTS, with_tail=False)
-    # runs of any Unicode whitespace (\xa0 too) as one space, ends stripped
-    return " ".join(etree.tostring(root, method="text", encoding="unicode").split())
+    for element in list(root.iter(*DROPPED_ELEMENTS)):
+        element.clear(keep_tail=True)
+    # text nodes joined by a space (a tag boundary is one); runs of any
+    # Unicode whitespace (\xa0 too) as one space, ends stripped
+    return " ".join(" ".join(root.itertext()).split())
 
 
 def _parse(text: str) -> tuple[etree._Element | None, bool]:

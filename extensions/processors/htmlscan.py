@@ -9,7 +9,7 @@ target that has seen enough sets ``done``.
 from __future__ import annotations
 
 import codecs
-from typing import Protocol
+from typing import Any, Protocol
 
 from lxml import etree
 
@@ -26,7 +26,7 @@ class ScanTarget(Protocol):
 
     done: bool
 
-    def start(self, tag: str, attrib: dict[str, str]) -> None: ...
+    def start(self, tag: str, attrib: Any) -> None: ...  # attrib: the attributes, read with get
 
 
 def scan_html(body: bytes, encoding: str | None, target: ScanTarget, max_bytes: int) -> bool:

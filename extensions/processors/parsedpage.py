@@ -4,7 +4,8 @@ Link extraction, tag counting and the content-seen test's visible text read
 the tree :func:`extensions.contentseen.text.text_tree` builds, once per
 response (a one-page memo keyed weakly by the response). Each reader sees
 what its own :func:`~extensions.processors.htmlscan.scan_html` would see;
-where the two could differ the page is not ``exact`` and the processors scan.
+where the two could differ (NULs, a parse stopped at libxml2's limits) the
+page is not ``exact`` and the processors scan.
 """
 
 from __future__ import annotations
@@ -31,22 +32,21 @@ TREE_MAX_BYTES: int = defaults.CONTENTSEEN_MAX_TEXT_BYTES
 #: Elements a link extractor looks at, in document order.
 LINK_ELEMENTS = ("a", "area", "link", "frame", "iframe", "base", "meta")
 
-# a "<" inside a tag: the text parse puts a space before it, the scan reads it whole
 _TAG = attrgetter("tag")
-_LT_IN_NAME = etree.XPath("boolean(//@*[contains(name(), '<')])")
 
 
 class ParsedPage:
     """What the HTML processors and the content-seen test read of one page.
 
-    ``exact``: ``tags`` and ``link_elements`` are what a scan of the same
-    bytes sees (when False they are empty); ``text`` is None unless asked for.
+    ``exact``: ``tags`` and ``link_elements`` (the tree's elements, read
+    through ``tag`` and ``get``) are what a scan of the same bytes sees (when
+    False they are empty); ``text`` is None unless asked for.
     """
 
     __slots__ = ("exact", "link_elements", "read_bytes", "tags", "text", "truncated", "__weakref__")
 
     def __init__(self, read_bytes: int, truncated: bool, exact: bool, tags: Counter[str],
-                 link_elements: list[tuple[str, dict[str, str]]], text: str | None) -> None:
+                 link_elements: list[etree._Element], text: str | None) -> None:
         self.read_bytes = read_bytes
         self.truncated = truncated
         self.exact = exact
@@ -55,12 +55,13 @@ class ParsedPage:
         self.text = text
 
     def replay(self, target: ScanTarget) -> None:
-        """Feed the link elements to ``target`` as a scan would, until it is done."""
+        """Feed the link elements to ``target`` as a scan would, until it is
+        done (an element stands for its attributes: it has their ``get``)."""
         start = target.start
-        for tag, attrib in self.link_elements:
+        for element in self.link_elements:
             if target.done:
                 return
-            start(tag, attrib)
+            start(element.tag, element)
 
 
 def parse_page(body: bytes, encoding: str | None, max_bytes: int, text: bool = True) -> ParsedPage:
@@ -69,15 +70,13 @@ def parse_page(body: bytes, encoding: str | None, max_bytes: int, text: bool = T
     read = body[:max_bytes] if len(body) > max_bytes else body
     root, complete = text_tree(read, encoding)
     tags: Counter[str] = Counter()
-    elements: list[tuple[str, dict[str, str]]] = []
+    elements: list[etree._Element] = []
+    # the scan reads the same decoded text with the same parser, NULs removed
+    # and without libxml2's resource limits
     exact = complete and b"\x00" not in read
     if exact and root is not None:
-        elements = [(element.tag, dict(element.items())) for element in root.iter(*LINK_ELEMENTS)]
-        exact = not (_LT_IN_NAME(root) or any("<" in value for _, attrib in elements for value in attrib.values()))
-        if exact:
-            tags.update(map(_TAG, root.iter(etree.Element)))
-        else:
-            elements = []
+        elements = list(root.iter(*LINK_ELEMENTS))
+        tags.update(map(_TAG, root.iter(etree.Element)))
     return ParsedPage(len(read), len(body) > max_bytes, exact, tags, elements,
                       text_of(root) if text else None)
 
