@@ -11,7 +11,7 @@ stores' public APIs in batches (pipelined):
 * ``aopic``: the frontier plus every URL's AOPIC cash row (``store.cash.put_cash``);
 * ``exact``: the exact content-seen set, one page per ``--known-per-page`` URLs;
 * ``near``: the near-duplicate index, the same pages (random simhashes,
-  sketches of the default size);
+  sketches of the default size, as of a page of 500 distinct shingles);
 * ``all``: every one of them in one Redis.
 
 The figure is Redis ``used_memory`` growth (``INFO memory``, after a warm-up
@@ -128,9 +128,11 @@ def run_near(url: str, prefix: str, count: int, hosts: int, per_page: int) -> No
     index = RedisNearDuplicateIndex(RedisContentStore(url, prefix), BlockLayout())
     rng = random.Random(11)
     shape = struct.Struct(f">{SKETCH_SIZE}I")
-    for simhash, address in pages(count, hosts, per_page):
-        sketch = shape.pack(*sorted(rng.getrandbits(28) for _ in range(SKETCH_SIZE)))
-        index.add_or_match(simhash, address, sketch)
+    for fingerprint, address in pages(count, hosts, per_page):
+        # the bottom 64 of a page of 500 distinct shingle hashes lie in the lowest 64/500 of their range
+        sketch = shape.pack(*sorted(rng.randrange(2**32 * SKETCH_SIZE // 500) for _ in range(SKETCH_SIZE)))
+        # as the crawl's worker thread: the record keeps the content fingerprint (the exact set has the URL)
+        index.run(index.add_or_match_steps(rng.getrandbits(64), address, sketch, None, fingerprint))
     index.close()
 
 
@@ -155,27 +157,29 @@ def kind_of(key: bytes) -> str:
     return text.split(":", 2)[1] if text.count(":") else text
 
 
-def by_kind(clients: list[redis.Redis], prefix: str) -> Counter[str]:
-    sizes: Counter[str] = Counter()
+def by_kind(clients: list[redis.Redis], prefix: str) -> list[Counter[str]]:
+    """Per master, MEMORY USAGE summed by key kind."""
+    sizes: list[Counter[str]] = []
     for client in clients:
+        sizes.append(Counter())
         for key in client.scan_iter(match=f"{prefix}:*", count=2_000):
-            sizes[kind_of(key)] += client.memory_usage(key, samples=0) or 0
+            sizes[-1][kind_of(key)] += client.memory_usage(key, samples=0) or 0
     return sizes
 
 
 def measure(variant: str, url: str, clients: list[redis.Redis], count: int, hosts: int,
-            per_page: int) -> tuple[list[int], float, Counter[str]]:
-    """Per-master memory growth, seconds, and (``all``) bytes by key kind."""
+            per_page: int) -> tuple[list[int], float, list[Counter[str]]]:
+    """Per-master memory growth, seconds, and (``all``) bytes by key kind per master."""
     run_variant(variant, url, "warm-up", 2_000, 20, per_page)  # each command's first-use statistics
     before = used_memory(clients)
     started = time.perf_counter()
     run_variant(variant, url, "web", count, hosts, per_page)
     seconds = time.perf_counter() - started
     grown = [after - base for after, base in zip(used_memory(clients), before)]
-    return grown, seconds, by_kind(clients, "web") if variant == "all" else Counter()
+    return grown, seconds, by_kind(clients, "web") if variant == "all" else []
 
 
-def single(variant: str, count: int, hosts: int, per_page: int) -> tuple[list[int], float, Counter[str]]:
+def single(variant: str, count: int, hosts: int, per_page: int) -> tuple[list[int], float, list[Counter[str]]]:
     with tempfile.TemporaryDirectory(prefix="redis-scale-") as directory, RedisServer(Path(directory)) as server:
         client = redis.Redis.from_url(server.url)
         try:
@@ -184,7 +188,7 @@ def single(variant: str, count: int, hosts: int, per_page: int) -> tuple[list[in
             client.close()
 
 
-def cluster(count: int, hosts: int, per_page: int) -> tuple[list[int], float, Counter[str]]:
+def cluster(count: int, hosts: int, per_page: int) -> tuple[list[int], float, list[Counter[str]]]:
     with tempfile.TemporaryDirectory(prefix="redis-scale-") as directory, \
             RedisClusterServers(Path(directory)) as servers:
         probe = RedisCluster.from_url(servers.url)
@@ -219,7 +223,8 @@ def main(argv: list[str] | None = None) -> None:
     kinds: Counter[str] = Counter()
     for variant in chosen:
         grown, seconds, sizes = single(variant, args.urls, hosts, args.known_per_page)
-        kinds |= sizes
+        for counter in sizes:
+            kinds.update(counter)
         pages_count = max(args.urls // args.known_per_page, 1)
         print(f"| {variant} | {sum(grown) / args.urls:.1f} | {sum(grown) / pages_count:.0f} | {seconds:.0f} |",
               flush=True)
@@ -238,6 +243,12 @@ def main(argv: list[str] | None = None) -> None:
             print(f"| {number} | {size / 1e6:.1f} | {size / args.urls:.1f} |")
         print(f"\nlargest / smallest master: {max(grown) / max(min(grown), 1):.2f}; total "
               f"{sum(grown) / args.urls:.1f} bytes / known URL; {seconds:.0f} s")
+        print("\nMEMORY USAGE by key kind on each master (MB):\n")
+        names = sorted({kind for counter in sizes for kind in counter}, key=lambda kind: -sum(c[kind] for c in sizes))
+        print("| keys | " + " | ".join(f"master {number}" for number in range(len(sizes))) + " |")
+        print("|---|" + "---:|" * len(sizes))
+        for kind in names:
+            print(f"| {kind} | " + " | ".join(f"{counter[kind] / 1e6:.2f}" for counter in sizes) + " |")
 
 
 if __name__ == "__main__":

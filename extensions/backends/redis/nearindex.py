@@ -11,17 +11,21 @@ exact URL-seen set keeps fingerprints (an extendible hash of sorted
 fixed-width members, ``lua/include/fpset.lua``). A look-up reads the members
 with the query's key in each table in one round trip and the records of the
 candidates within the distance in a second one, only when there are some.
-A document's record is packed: varint id, group, sketch length, the sketch,
-varint URL length, the URL. Document ids
-are reserved in blocks per process: ties between equally close matches go
-to the smallest id, and two near-duplicates judged at once by two
-processes may both start a group.
+A document's record is packed: varint id, group, sketch length, the sketch
+(its ascending values as gaps, :func:`pack_sketch`), then the URL (varint
+length + 1, the URL) or, when the page's content fingerprint is known, a
+zero and the fingerprint: the exact set holds the URL, read for a match
+only. Document ids are reserved in blocks per process: ties between equally
+close matches go to the smallest id, and two near-duplicates judged at once
+by two processes may both start a group.
 """
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from extensions.backends.redis.contentseen import (
@@ -32,6 +36,7 @@ from extensions.backends.redis.contentseen import (
     decode_url,
     encode_url,
     pack64,
+    unpack64,
 )
 from extensions.backends.redis.scripts import lua
 from extensions.contentseen.exact import ContentStoreError
@@ -77,22 +82,67 @@ def read_varint(data: bytes, offset: int) -> tuple[int, int]:
         shift += 7
 
 
-def pack_record(doc_id: int, group_id: int, sketch: bytes, url: bytes) -> bytes:
-    """A document's record in its simhash's field."""
-    return b"".join((varint(doc_id), varint(group_id), varint(len(sketch)), sketch, varint(len(url)), url))
+_RAW = 0xFF  # a sketch kept as it came (not ascending uint32 values)
 
 
-def unpack_records(data: bytes) -> list[tuple[int, int, bytes, bytes]]:
-    """Every ``(doc_id, group_id, sketch, url)`` of one simhash's field."""
+def pack_sketch(sketch: bytes) -> bytes:
+    """A sketch of ascending big-endian uint32 values as its first value and
+    the gaps between them, each in the widest gap's bits (any other bytes as they are)."""
+    count = len(sketch) // 4
+    if len(sketch) % 4 or count < 2:
+        return bytes((_RAW,)) + sketch
+    values = struct.unpack(f">{count}I", sketch)
+    gaps = [later - earlier for earlier, later in pairwise(values)]
+    if min(gaps) < 0:
+        return bytes((_RAW,)) + sketch
+    width = max(gaps).bit_length()
+    packed = 0
+    for gap in reversed(gaps):
+        packed = packed << width | gap
+    return bytes((width,)) + sketch[:4] + packed.to_bytes(((count - 1) * width + 7) // 8, "little")
+
+
+def unpack_sketch(data: bytes, offset: int, length: int) -> tuple[bytes, int]:
+    """The sketch of ``length`` bytes packed at ``offset``, and the offset after it."""
+    width = data[offset]
+    offset += 1
+    if width == _RAW:
+        return data[offset:offset + length], offset + length
+    count = length // 4
+    size = ((count - 1) * width + 7) // 8
+    value = int.from_bytes(data[offset:offset + 4], "big")
+    packed = int.from_bytes(data[offset + 4:offset + 4 + size], "little")
+    values, mask = [value], (1 << width) - 1
+    for _ in range(count - 1):
+        value += packed & mask
+        packed >>= width
+        values.append(value)
+    return struct.pack(f">{count}I", *values), offset + 4 + size
+
+
+def pack_record(doc_id: int, group_id: int, sketch: bytes, url: bytes | int) -> bytes:
+    """A document's record in its simhash's field; ``url`` its URL, or its
+    content fingerprint (the exact set's field holding the URL)."""
+    packed = pack_sketch(sketch) if sketch else b""
+    where = b"\0" + pack64(url) if isinstance(url, int) else varint(len(url) + 1) + url
+    return b"".join((varint(doc_id), varint(group_id), varint(len(sketch)), packed, where))
+
+
+def unpack_records(data: bytes) -> list[tuple[int, int, bytes, bytes | int]]:
+    """Every ``(doc_id, group_id, sketch, url or content fingerprint)`` of one simhash's field."""
     records, offset = [], 0
     while offset < len(data):
         doc_id, offset = read_varint(data, offset)
         group_id, offset = read_varint(data, offset)
         length, offset = read_varint(data, offset)
-        sketch, offset = data[offset:offset + length], offset + length
+        sketch, offset = unpack_sketch(data, offset, length) if length else (b"", offset)
         length, offset = read_varint(data, offset)
-        records.append((doc_id, group_id, sketch, data[offset:offset + length]))
-        offset += length
+        if length:
+            records.append((doc_id, group_id, sketch, data[offset:offset + length - 1]))
+            offset += length - 1
+        else:
+            records.append((doc_id, group_id, sketch, unpack64(data, offset)))
+            offset += 8
     return records
 
 
@@ -244,13 +294,17 @@ class RedisNearDuplicateIndex(RedisContentPart):
         return found
 
     def add_or_match_steps(self, simhash: int, url: str, sketch: bytes | None,
-                           prefetched: Prefetched | None = None) -> Steps[tuple[int, str | None]]:
-        """:meth:`add_or_match` as round trips."""
+                           prefetched: Prefetched | None = None,
+                           fingerprint: int | None = None) -> Steps[tuple[int, str | None]]:
+        """:meth:`add_or_match` as round trips; with the page's content
+        ``fingerprint``, already recorded with ``url`` in the exact set, the
+        record keeps the fingerprint instead of the URL."""
         matches, reserved = yield from self._lookup(simhash, sketch, True, prefetched, self.reserve_commands())
         if reserved:
             self._reserved(reserved[0])
         return near_verdict(self, matches[0] if matches else None,
-                            lambda doc_id, group_id: self._store(simhash, doc_id, group_id, url, sketch))
+                            lambda doc_id, group_id: self._store(simhash, doc_id, group_id,
+                                                                 url if fingerprint is None else fingerprint, sketch))
 
     def match_steps(self, simhash: int, sketch: bytes | None,
                     prefetched: Prefetched | None = None) -> Steps[Match | None]:
@@ -322,14 +376,19 @@ class RedisNearDuplicateIndex(RedisContentPart):
             return [], extra_answers
         # every record within the distance: the closest may not resemble the query
         records = yield [("HGET", self.keys.near_doc(other), pack64(other)) for other in within]
-        matches = []
+        matches: list[Match] = []
         for (other, distance), record in zip(within.items(), records):
             # None: another process's table write arrived before its record
-            for found in self._resembling_matches(record or b"", distance, sketch):
-                matches.append(found)
+            matches += self._resembling_matches(record or b"", distance, sketch)
         matches.sort(key=lambda found: (found.distance, found.doc_id))
         if closest and matches:
             matches = [found for found in matches if found.distance == matches[0].distance]
+        referred = [found for found in matches if isinstance(found.url, int)]
+        if referred:  # their URLs are in the exact set
+            urls = yield [("HGET", self.keys.exact(found.url), pack64(found.url)) for found in referred]
+            named = {found.doc_id: decode_url(url) for found, url in zip(referred, urls) if url is not None}
+            matches = [found if not isinstance(found.url, int) else found._replace(url=named[found.doc_id])
+                       for found in matches if not isinstance(found.url, int) or found.doc_id in named]
         return matches, extra_answers
 
     def _resembling_matches(self, records: bytes, distance: int, sketch: bytes | None) -> list[Match]:
@@ -339,8 +398,9 @@ class RedisNearDuplicateIndex(RedisContentPart):
             estimate = resembling(sketch, other or None, self.min_resemblance)
             if estimate is False:
                 self.counters["dissimilar"] += 1
-            else:
-                matches.append(Match(doc_id, group_id, decode_url(url), distance, estimate))
+            else:  # a content fingerprint in place of the URL until _lookup reads it
+                matches.append(Match(doc_id, group_id, url if isinstance(url, int) else decode_url(url),
+                                     distance, estimate))
         return matches
 
     # -- storing -------------------------------------------------------------------
@@ -348,11 +408,11 @@ class RedisNearDuplicateIndex(RedisContentPart):
         """Where ``simhash`` sits in each table: (partition key, top)."""
         return frozenset((key, top) for key, top, _ in self._places(simhash))
 
-    def _store(self, simhash: int, doc_id: int, group_id: int, url: str, sketch: bytes | None) -> None:
+    def _store(self, simhash: int, doc_id: int, group_id: int, url: str | int, sketch: bytes | None) -> None:
         """Buffer the record, then the table members (a reader skips a member without its record)."""
         self.counters["stored"] += 1
         self.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), pack64(simhash),
-                   pack_record(doc_id, group_id, sketch or b"", encode_url(url)))
+                   pack_record(doc_id, group_id, sketch or b"", url if isinstance(url, int) else encode_url(url)))
         places = self._places(simhash)
         head = (TABLE_BUCKET, self.geometry.width)
         for group in ([[place] for place in places] if self.store.cluster else [places]):
