@@ -275,6 +275,11 @@ def test_keys_spread_over_the_three_masters_and_no_partition_is_hot(redis_cluste
             for key in keys:  # a key lives in the slot of its hash tag
                 tag = key.split(b"{", 1)[1].split(b"}", 1)[0]
                 assert key_slot(key) == key_slot(tag)
+        # the masters hold about as many bytes of the content-seen sets
+        held = [sum(client.memory_usage(key, samples=0) or 0
+                    for key in client.scan_iter(match=f"{prefix}:contentseen:*", target_nodes=node))
+                for node in client.get_primaries()]
+        assert max(held) <= 1.25 * min(held), held
     finally:
         client.close()
     exact.close()

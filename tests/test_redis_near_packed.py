@@ -97,8 +97,13 @@ def test_a_record_keeps_the_content_fingerprint_and_a_match_reads_the_url(redis_
     finally:
         client.close()
     assert url.encode() not in record and pack64(fingerprint) in record
+    trips = index.counters["round_trips"]
     found = index.match(simhash ^ 0b101, sketch)
     assert found is not None and (found.url, found.group_id, found.distance) == (url, group, 2)
+    assert index.counters["round_trips"] == trips + 3  # candidates, records, the URL
+    found = index.run(index.match_steps(simhash ^ 0b101, sketch, named=False))  # an exact copy's group only
+    assert found is not None and (found.url, found.group_id) == (fingerprint, group)
+    assert index.counters["round_trips"] == trips + 5
     assert index.add_or_match(simhash ^ 0b11, "http://b.test/copy", sketch) == (group, url)
     exact.close()
     index.close()

@@ -98,7 +98,7 @@ class AsyncRedisContentSeen:
         assert index is not None
         prefetched = Prefetched(values, page.since)
         if page.duplicate_of is not None:  # an exact copy joins its original's group
-            page.steps = index.match_steps(page.near.simhash, page.near.sketch, prefetched)
+            page.steps = index.match_steps(page.near.simhash, page.near.sketch, prefetched, named=False)
         else:
             page.steps = index.add_or_match_steps(page.near.simhash, page.url, page.near.sketch, prefetched,
                                                   page.fingerprint)

@@ -306,10 +306,11 @@ class RedisNearDuplicateIndex(RedisContentPart):
                             lambda doc_id, group_id: self._store(simhash, doc_id, group_id,
                                                                  url if fingerprint is None else fingerprint, sketch))
 
-    def match_steps(self, simhash: int, sketch: bytes | None,
-                    prefetched: Prefetched | None = None) -> Steps[Match | None]:
-        """:meth:`match` as round trips."""
-        found, _ = yield from self._lookup(simhash, sketch, True, prefetched)
+    def match_steps(self, simhash: int, sketch: bytes | None, prefetched: Prefetched | None = None,
+                    named: bool = True) -> Steps[Match | None]:
+        """:meth:`match` as round trips; without ``named`` the match's URL
+        may be its content fingerprint (one round trip fewer)."""
+        found, _ = yield from self._lookup(simhash, sketch, True, prefetched, named=named)
         return found[0] if found else None
 
     def forget_stored(self, before: int) -> None:
@@ -351,9 +352,10 @@ class RedisNearDuplicateIndex(RedisContentPart):
         return found
 
     def _lookup(self, simhash: int, sketch: bytes | None, closest: bool, prefetched: Prefetched | None,
-                extra: list[tuple[Any, ...]] | None = None) -> Steps[tuple[list[Match], list[Any]]]:
+                extra: list[tuple[Any, ...]] | None = None,
+                named: bool = True) -> Steps[tuple[list[Match], list[Any]]]:
         """Stored documents within the distance and resembling, sorted (only
-        the closest if ``closest``), and the answers to ``extra``."""
+        the closest if ``closest``), with their URLs if ``named``, and the answers to ``extra``."""
         self.counters["lookups"] += 1
         if prefetched is not None:
             values, since = prefetched.values, prefetched.since
@@ -384,7 +386,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         if closest and matches:
             matches = [found for found in matches if found.distance == matches[0].distance]
         referred = [found for found in matches if isinstance(found.url, int)]
-        if referred:  # their URLs are in the exact set
+        if referred and named:  # their URLs are in the exact set
             urls = yield [("HGET", self.keys.exact(found.url), pack64(found.url)) for found in referred]
             named = {found.doc_id: decode_url(url) for found, url in zip(referred, urls) if url is not None}
             matches = [found if not isinstance(found.url, int) else found._replace(url=named[found.doc_id])
