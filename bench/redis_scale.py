@@ -59,10 +59,15 @@ def urls(count: int, hosts: int, start: int = 0) -> Iterator[list[tuple[int, str
     for first in range(start, start + count, BATCH):
         batch = []
         for number in range(first, min(first + BATCH, start + count)):
-            host = f"h{number % hosts}.example"
-            url = f"http://{host}/section-{number % 97}/page-{number}.html"
+            url, host = address_of(number, hosts)
             batch.append((url_fingerprint(url)[0], url, host))
         yield batch
+
+
+def address_of(number: int, hosts: int) -> tuple[str, str]:
+    """URL ``number`` and its host."""
+    host = f"h{number % hosts}.example"
+    return f"http://{host}/section-{number % 97}/page-{number}.html", host
 
 
 def used_memory(clients: list[redis.Redis]) -> list[int]:
@@ -99,9 +104,8 @@ def run_urlseen(url: str, prefix: str, count: int, hosts: int) -> None:
 def pages(count: int, hosts: int, per_page: int) -> Iterator[tuple[int, str]]:
     """``(content fingerprint, url)`` of one page per ``per_page`` URLs."""
     rng = random.Random(7)
-    for batch in urls(count, hosts):
-        for _, address, _ in batch[::per_page]:
-            yield rng.getrandbits(64), address
+    for number in range(0, count, per_page):
+        yield rng.getrandbits(64), address_of(number, hosts)[0]
 
 
 def run_exact(url: str, prefix: str, count: int, hosts: int, per_page: int) -> None:
