@@ -33,6 +33,7 @@ distinct word 3-shingles (numbers as tokens, the same visible text).
 
     python -m bench.neardup_quality                 # both feature sets, both page sets
     python -m bench.neardup_quality --out bench/results/neardup_quality.txt
+    python -m bench.neardup_quality --redis         # the same verdicts from the Redis sets
 """
 
 from __future__ import annotations
@@ -43,12 +44,16 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from testweb.model import SiteModel, WebConfig
 from testweb.neardup_truth import near_duplicate_truth
 from extensions import defaults
+from extensions.backends.redis.contentseen import RedisContentSeen
+from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
+from testweb.redisserver import RedisServer
 from extensions.contentseen.exact import ContentSeen
 from extensions.contentseen.nearindex import NearDuplicateIndex
 from extensions.contentseen.text import visible_text
@@ -107,11 +112,17 @@ class Verdicts:
     seconds: float = 0.0
 
 
-def judge(pages: list[tuple[str, bytes]], features: str, directory: Path) -> Verdicts:
-    """Replay the pipeline's verdicts over ``pages``."""
+def judge(pages: list[tuple[str, bytes]], features: str, directory: Path, redis_url: str | None = None) -> Verdicts:
+    """Replay the pipeline's verdicts over ``pages`` (on the SQLite sets, or
+    the Redis ones at ``redis_url`` as a crawl's worker thread uses them)."""
     verdicts = Verdicts(features)
-    exact = ContentSeen.open(directory / f"{features}.sqlite3")
-    near = NearDuplicateIndex.open(directory / f"{features}.near.sqlite3")
+    if redis_url is None:
+        exact: Any = ContentSeen.open(directory / f"{features}.sqlite3")
+        near: Any = NearDuplicateIndex.open(directory / f"{features}.near.sqlite3")
+    else:
+        prefix = f"quality-{features}-{len(pages)}"
+        exact = RedisContentSeen.open(redis_url, prefix, flush_on_start=True)
+        near = RedisNearDuplicateIndex.open(redis_url, prefix)
     min_shingles = defaults.CONTENTSEEN_NEAR_MIN_SHINGLES
     started = time.perf_counter()
     for url, body in pages:
@@ -129,7 +140,11 @@ def judge(pages: list[tuple[str, bytes]], features: str, directory: Path) -> Ver
             if found.shingles < min_shingles:
                 verdicts.too_short += 1
                 continue
-            group, near_of = near.add_or_match(found.simhash, url, found.sketch)
+            if redis_url is None:
+                group, near_of = near.add_or_match(found.simhash, url, found.sketch)
+            else:  # the record keeps the content fingerprint, as in a crawl
+                group, near_of = near.run(near.add_or_match_steps(found.simhash, url, found.sketch, None,
+                                                                  fingerprint))
         verdicts.texts[url] = text
         verdicts.groups[url] = group
         if near_of is not None and near_of != url:
@@ -218,9 +233,13 @@ def table(title: str, rows: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
-def evaluate(title: str, pages: list[tuple[str, bytes]], truth: object | None) -> str:
+def evaluate(title: str, pages: list[tuple[str, bytes]], truth: object | None, redis: bool = False) -> str:
     with tempfile.TemporaryDirectory(prefix="neardup-quality-") as tmp:
-        runs = [judge(pages, features, Path(tmp)) for features in FEATURES]
+        if redis:
+            with RedisServer(Path(tmp) / "redis") as server:
+                runs = [judge(pages, features, Path(tmp), server.url) for features in FEATURES]
+        else:
+            runs = [judge(pages, features, Path(tmp)) for features in FEATURES]
     texts = {**runs[0].texts, **runs[1].texts}
     judged = [url for url, _ in pages if url in texts]
     sets = {url: shingle_set(texts[url]) for url in judged}
@@ -237,11 +256,13 @@ def evaluate(title: str, pages: list[tuple[str, bytes]], truth: object | None) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, help="also write the tables to this file")
+    parser.add_argument("--redis", action="store_true",
+                        help="the Redis content-seen sets (a redis-server of its own) instead of SQLite's")
     args = parser.parse_args()
     web_pages, truth = test_web_pages()
     reports = [
-        evaluate("real documentation pages (Debian doc packages)", list(real_pages()), None),
-        evaluate("synthetic test web", list(web_pages), truth),
+        evaluate("real documentation pages (Debian doc packages)", list(real_pages()), None, args.redis),
+        evaluate("synthetic test web", list(web_pages), truth, args.redis),
     ]
     notes = (f"resemblance: distinct word 3-shingles; recall pairs from {PERMUTATIONS}-permutation MinHash "
              f">= {PREFILTER}, then exact; new: CONTENTSEEN_NEAR_MIN_SHINGLES="

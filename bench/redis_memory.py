@@ -19,6 +19,10 @@ cross-check), and the enqueue and fetch rates through Redis on loopback.
 
     python -m bench.redis_memory                      # 100,000 URLs, 1,000 hosts
     python -m bench.redis_memory --urls 20000 --hosts 100
+
+At 1 M and 10 M known URLs, by component (the content-seen sets too) and
+per Cluster master: :mod:`bench.redis_scale` (the stores' batched APIs,
+not the frontier's per-request path, which would take hours there).
 """
 
 from __future__ import annotations

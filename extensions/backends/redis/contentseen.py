@@ -4,11 +4,14 @@ Keys (``P`` is ``FRONTIER_REDIS_PREFIX``)::
 
     P:contentseen:{X}:exact       hash  fingerprint (8 bytes, big-endian) -> first URL
     P:contentseen:{X}:near_docs   hash  simhash (8 bytes) -> records of the documents
-                                        with it: doc id, group id (2 x 8 bytes),
-                                        sketch and URL lengths (2 + 4 bytes),
-                                        the sketch (256 bytes), the first URL
-    P:contentseen:{tN-Y}:near_table  hash  permuted table N's key bits below its
-                                        top 8 (3 bytes) -> simhashes (8 bytes each)
+                                        with it: varint doc id, group id and sketch
+                                        length, the sketch (256 bytes at most),
+                                        varint URL length, the first URL
+    P:contentseen:{tN-Y}:near_table  hash  permuted table N's partition Y (its key's
+                                        top 8 bits): the simhashes stored, as a
+                                        packed set of 8-byte members (the key's
+                                        other bits, the simhash's bits outside
+                                        the key; extensions/backends/redis/nearindex.py)
     P:contentseen:meta            hash  schema, distance, blocks (the index layout)
     P:contentseen:near_ids        int   document ids, reserved in blocks
 
@@ -42,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = "2"  # 2: near_docs records carry a resemblance sketch
+SCHEMA_VERSION = "3"  # 3: packed near_table sets and near_docs records
 PARTITION_BITS = 12  # exact and document partitions: the top 12 bits (3 hex digits)
 HEARTBEAT_TTL = 60.0  # seconds a process counts as alive without renewing
 _U64 = struct.Struct(">Q")

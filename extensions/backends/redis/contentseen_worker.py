@@ -26,10 +26,10 @@ from extensions.contentseen.verdict import Verdict
 
 
 class _Page:
-    __slots__ = ("url", "near", "since", "steps", "duplicate_of", "done")
+    __slots__ = ("done", "duplicate_of", "fingerprint", "near", "since", "steps", "url")
 
-    def __init__(self, url: str, near: NearFeatures | None) -> None:
-        self.url, self.near = url, near
+    def __init__(self, url: str, fingerprint: int, near: NearFeatures | None) -> None:
+        self.url, self.fingerprint, self.near = url, fingerprint, near
         self.since = -1  # the index's ``stored`` when its candidates were read
         self.steps: Steps[Any] | None = None
         self.duplicate_of: str | None = None
@@ -50,7 +50,7 @@ class AsyncRedisContentSeen:
 
     def verdict(self, fingerprint: int, url: str, near: NearFeatures | None) -> Deferred[Verdict]:
         """The page's verdict, later (with ``near``: its group and near-duplicate)."""
-        page = _Page(url, near if self.near is not None else None)
+        page = _Page(url, fingerprint, near if self.near is not None else None)
         commands = self.exact.store.due_commands()
         skip = len(commands)
         commands += self.exact.add_commands(fingerprint, url)
@@ -98,9 +98,10 @@ class AsyncRedisContentSeen:
         assert index is not None
         prefetched = Prefetched(values, page.since)
         if page.duplicate_of is not None:  # an exact copy joins its original's group
-            page.steps = index.match_steps(page.near.simhash, page.near.sketch, prefetched)
+            page.steps = index.match_steps(page.near.simhash, page.near.sketch, prefetched, named=False)
         else:
-            page.steps = index.add_or_match_steps(page.near.simhash, page.url, page.near.sketch, prefetched)
+            page.steps = index.add_or_match_steps(page.near.simhash, page.url, page.near.sketch, prefetched,
+                                                  page.fingerprint)
         self._deciding.append(page)
         if not self._busy:
             self._decide(None)

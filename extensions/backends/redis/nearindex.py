@@ -4,13 +4,20 @@ The look-up, answers and groups of
 :class:`~extensions.contentseen.nearindex.NearDuplicateIndex` (permuted
 tables of :class:`BlockLayout`), stored in Redis (keys:
 :mod:`extensions.backends.redis.contentseen`). A table's key splits into its
-top 8 bits (the partition ``{tN-Y}``) and the rest (the hash field, whose
-value is the simhashes appended under that key). A look-up reads the
-query's table fields in one round trip and the records of the candidates
-within the distance in a second one, only when there are some. Document ids
-are reserved in blocks per process: ties between equally close matches go
-to the smallest id, and two near-duplicates judged at once by two
-processes may both start a group.
+top 8 bits (the partition ``{tN-Y}``) and the rest; a stored simhash is a
+member of the partition's packed set (:class:`TableGeometry`: the rest of
+the key in 3 bytes, then the simhash's bits outside the key), kept as the
+exact URL-seen set keeps fingerprints (an extendible hash of sorted
+fixed-width members, ``lua/include/fpset.lua``). A look-up reads the members
+with the query's key in each table in one round trip and the records of the
+candidates within the distance in a second one, only when there are some.
+A document's record is packed: varint id, group, sketch length, the sketch
+(its ascending values as gaps, :func:`pack_sketch`), then the URL (varint
+length + 1, the URL) or, when the page's content fingerprint is known, a
+zero and the fingerprint: the exact set holds the URL, read for a match
+only. Document ids are reserved in blocks per process: ties between equally
+close matches go to the smallest id, and two near-duplicates judged at once
+by two processes may both start a group.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from extensions.backends.redis.contentseen import (
@@ -31,7 +39,6 @@ from extensions.backends.redis.contentseen import (
     unpack64,
 )
 from extensions.backends.redis.scripts import lua
-from extensions.backends.redis.tables import MULTI_HMGET
 from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.nearindex import (
     DEFAULT_BLOCKS,
@@ -44,12 +51,154 @@ from extensions.contentseen.nearindex import (
     resembling,
 )
 
-TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key
+TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key (more past 32 bits)
+TABLE_BUCKET = 256  # members of a table partition's bucket before it splits
 ID_BLOCK = 1024  # document ids reserved per INCRBY
-_DOC = struct.Struct(">qqHI")  # id, group id, sketch and URL lengths; the sketch, then the URL follow
+_TOP_BITS = 24  # a member's first 3 bytes: the table key below the partition
 
 #: the scripts: lua/near_*.lua (each says its KEYS, ARGV and answer)
-APPEND_RECORD, APPEND = lua("near_append_record"), lua("near_append")
+APPEND_RECORD, ADD, READ = lua("near_append_record"), lua("near_add"), lua("near_read")
+
+
+def varint(value: int) -> bytes:
+    """A non-negative integer as LEB128 (7 bits a byte, low first)."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def read_varint(data: bytes, offset: int) -> tuple[int, int]:
+    """The varint at ``offset`` and the offset after it."""
+    value = shift = 0
+    while True:
+        byte = data[offset]
+        offset += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, offset
+        shift += 7
+
+
+_RAW = 0xFF  # a sketch kept as it came (not ascending uint32 values)
+
+
+def pack_sketch(sketch: bytes) -> bytes:
+    """A sketch of ascending big-endian uint32 values as its first value and
+    the gaps between them, each in the widest gap's bits (any other bytes as they are)."""
+    count = len(sketch) // 4
+    if len(sketch) % 4 or count < 2:
+        return bytes((_RAW,)) + sketch
+    values = struct.unpack(f">{count}I", sketch)
+    gaps = [later - earlier for earlier, later in pairwise(values)]
+    if min(gaps) < 0:
+        return bytes((_RAW,)) + sketch
+    width = max(gaps).bit_length()
+    packed = 0
+    for gap in reversed(gaps):
+        packed = packed << width | gap
+    return bytes((width,)) + sketch[:4] + packed.to_bytes(((count - 1) * width + 7) // 8, "little")
+
+
+def unpack_sketch(data: bytes, offset: int, length: int) -> tuple[bytes, int]:
+    """The sketch of ``length`` bytes packed at ``offset``, and the offset after it."""
+    width = data[offset]
+    offset += 1
+    if width == _RAW:
+        return data[offset:offset + length], offset + length
+    count = length // 4
+    size = ((count - 1) * width + 7) // 8
+    value = int.from_bytes(data[offset:offset + 4], "big")
+    packed = int.from_bytes(data[offset + 4:offset + 4 + size], "little")
+    values, mask = [value], (1 << width) - 1
+    for _ in range(count - 1):
+        value += packed & mask
+        packed >>= width
+        values.append(value)
+    return struct.pack(f">{count}I", *values), offset + 4 + size
+
+
+def pack_record(doc_id: int, group_id: int, sketch: bytes, url: bytes | int) -> bytes:
+    """A document's record in its simhash's field; ``url`` its URL, or its
+    content fingerprint (the exact set's field holding the URL)."""
+    packed = pack_sketch(sketch) if sketch else b""
+    where = b"\0" + pack64(url) if isinstance(url, int) else varint(len(url) + 1) + url
+    return b"".join((varint(doc_id), varint(group_id), varint(len(sketch)), packed, where))
+
+
+def unpack_records(data: bytes) -> list[tuple[int, int, bytes, bytes | int]]:
+    """Every ``(doc_id, group_id, sketch, url or content fingerprint)`` of one simhash's field."""
+    records, offset = [], 0
+    while offset < len(data):
+        doc_id, offset = read_varint(data, offset)
+        group_id, offset = read_varint(data, offset)
+        length, offset = read_varint(data, offset)
+        sketch, offset = unpack_sketch(data, offset, length) if length else (b"", offset)
+        length, offset = read_varint(data, offset)
+        if length:
+            records.append((doc_id, group_id, sketch, data[offset:offset + length - 1]))
+            offset += length - 1
+        else:
+            records.append((doc_id, group_id, sketch, unpack64(data, offset)))
+            offset += 8
+    return records
+
+
+class TableGeometry:
+    """Where a simhash sits in each permuted table of ``layout``: the
+    partition (the key's top bits), the member's top (the key's other bits,
+    left-aligned in 24) and its rest (the simhash's bits outside the key)."""
+
+    def __init__(self, layout: BlockLayout) -> None:
+        self.layout = layout
+        blocks = layout.block_bits
+        self.tables: list[tuple[int, int, list[tuple[int, int, int]], list[tuple[int, int]]]] = []
+        rest_bytes = 1
+        for table in layout.tables:
+            widths = [blocks[block][1] for block in table]
+            key_bits = sum(widths)
+            low_bits = key_bits - max(min(TABLE_PARTITION_BITS, key_bits), key_bits - _TOP_BITS)
+            outside = [block for block in range(layout.blocks) if block not in table]
+            rest_bits = 64 - key_bits
+            # (start, width, shift in the key) of each key block; (start, width) of the others
+            keyed = [(blocks[block][0], blocks[block][1], sum(widths[place + 1:]))
+                     for place, block in enumerate(table)]
+            self.tables.append((low_bits, _TOP_BITS - low_bits, keyed, [blocks[block] for block in outside]))
+            rest_bytes = max(rest_bytes, (rest_bits + 7) // 8)
+        self.width = 3 + rest_bytes
+
+    def located(self, simhash: int) -> list[tuple[int, int, int]]:
+        """Per table: ``(partition, top, rest)`` of ``simhash``."""
+        places = []
+        for key, (low_bits, align, _, outside) in zip(self.layout.keys(simhash), self.tables):
+            bits = key & ((1 << TABLE_SHIFT) - 1)
+            rest = 0
+            for start, width in outside:
+                rest = rest << width | (simhash >> start) & ((1 << width) - 1)
+            places.append((bits >> low_bits, (bits & ((1 << low_bits) - 1)) << align, rest))
+        return places
+
+    def member(self, top: int, rest: int) -> bytes:
+        return top.to_bytes(3, "big") + rest.to_bytes(self.width - 3, "big")
+
+    def simhashes(self, table: int, partition: int, top: int, members: bytes) -> list[int]:
+        """The simhashes of ``members`` (each with ``top``) of one table's partition."""
+        low_bits, align, keyed, outside = self.tables[table]
+        key = partition << low_bits | top >> align
+        base = 0
+        for start, width, shift in keyed:
+            base |= (key >> shift & ((1 << width) - 1)) << start
+        found = []
+        for offset in range(0, len(members), self.width):
+            rest = int.from_bytes(members[offset + 3:offset + self.width], "big")
+            simhash = base
+            for start, width in reversed(outside):
+                simhash |= (rest & ((1 << width) - 1)) << start
+                rest >>= width
+            found.append(simhash)
+        return found
 
 
 @dataclass(frozen=True)
@@ -77,22 +226,19 @@ class RedisNearDuplicateIndex(RedisContentPart):
                                  "dissimilar", "stored"))
         self.layout, self.id_block, self.min_resemblance = layout, id_block, min_resemblance
         try:
+            geometry = TableGeometry(layout)
             self._check_layout()
         except BaseException:
             self.store.detach()
             raise
         self.keys = self.store.keys
-        # per table: (bits below the partition, bytes of the field)
-        self._shapes = []
-        for table in layout.tables:
-            rest = max(sum(layout.block_bits[block][1] for block in table) - TABLE_PARTITION_BITS, 0)
-            self._shapes.append((rest, max((rest + 7) // 8, 1)))
+        self.geometry = geometry
         self.next_id, self.id_end = 0, 0
         self._prefetched: tuple[int, Prefetched] | None = None  # (simhash, its candidates)
         #: documents this process stored (numbered from 0), and the recent ones:
         #: (number, simhash, table fields), for reads sent before their store
         self.stored = 0
-        self._recent: deque[tuple[int, int, frozenset[tuple[str, bytes]]]] = deque()
+        self._recent: deque[tuple[int, int, frozenset[tuple[str, int]]]] = deque()
 
     @classmethod
     def open(cls, url: str, prefix: str = "web", distance: int = DEFAULT_DISTANCE,
@@ -148,18 +294,23 @@ class RedisNearDuplicateIndex(RedisContentPart):
         return found
 
     def add_or_match_steps(self, simhash: int, url: str, sketch: bytes | None,
-                           prefetched: Prefetched | None = None) -> Steps[tuple[int, str | None]]:
-        """:meth:`add_or_match` as round trips."""
+                           prefetched: Prefetched | None = None,
+                           fingerprint: int | None = None) -> Steps[tuple[int, str | None]]:
+        """:meth:`add_or_match` as round trips; with the page's content
+        ``fingerprint``, already recorded with ``url`` in the exact set, the
+        record keeps the fingerprint instead of the URL."""
         matches, reserved = yield from self._lookup(simhash, sketch, True, prefetched, self.reserve_commands())
         if reserved:
             self._reserved(reserved[0])
         return near_verdict(self, matches[0] if matches else None,
-                            lambda doc_id, group_id: self._store(simhash, doc_id, group_id, url, sketch))
+                            lambda doc_id, group_id: self._store(simhash, doc_id, group_id,
+                                                                 url if fingerprint is None else fingerprint, sketch))
 
-    def match_steps(self, simhash: int, sketch: bytes | None,
-                    prefetched: Prefetched | None = None) -> Steps[Match | None]:
-        """:meth:`match` as round trips."""
-        found, _ = yield from self._lookup(simhash, sketch, True, prefetched)
+    def match_steps(self, simhash: int, sketch: bytes | None, prefetched: Prefetched | None = None,
+                    named: bool = True) -> Steps[Match | None]:
+        """:meth:`match` as round trips; without ``named`` the match's URL
+        may be its content fingerprint (one round trip fewer)."""
+        found, _ = yield from self._lookup(simhash, sketch, True, prefetched, named=named)
         return found[0] if found else None
 
     def forget_stored(self, before: int) -> None:
@@ -172,33 +323,39 @@ class RedisNearDuplicateIndex(RedisContentPart):
         return {**self.counters, "buffered": self.store.pending()}
 
     # -- look-up -------------------------------------------------------------------
-    def _fields(self, simhash: int) -> list[tuple[str, bytes]]:
-        """The (partition key, field) of each table for ``simhash``."""
-        located = []
-        for key, (rest, size) in zip(self.layout.keys(simhash), self._shapes):
-            table, bits = key >> TABLE_SHIFT, key & ((1 << TABLE_SHIFT) - 1)
-            located.append((self.keys.near_table(table, bits >> rest),
-                            (bits & ((1 << rest) - 1)).to_bytes(size, "big")))
-        return located
+    def _places(self, simhash: int) -> list[tuple[str, int, int]]:
+        """Per table: the partition key, the member's top and rest of ``simhash``."""
+        return [(self.keys.near_table(table, partition), top, rest)
+                for table, (partition, top, rest) in enumerate(self.geometry.located(simhash))]
 
     def candidate_reads(self, simhash: int) -> list[tuple[Any, ...]]:
-        """The reads of ``simhash``'s table fields (one script on a single Redis)."""
-        fields = self._fields(simhash)
+        """The reads of ``simhash``'s table members (one script; one per table on a cluster)."""
+        places = self._places(simhash)
+        width = self.geometry.width
         if self.store.cluster:
-            return [("HGET", key, field) for key, field in fields]
-        return [("EVAL", MULTI_HMGET, len(fields), *[key for key, _ in fields],
-                 *[part for _, field in fields for part in (1, field)])]
+            return [("EVAL", READ, 1, key, width, top) for key, top, _ in places]
+        return [("EVAL", READ, len(places), *[key for key, _, _ in places], width,
+                 *[top for _, top, _ in places])]
 
     def candidate_values(self, answers: list[Any]) -> list[Any]:
-        """The table fields' values from the answers to :meth:`candidate_reads`."""
+        """Per table, the members read by :meth:`candidate_reads`."""
         if self.store.cluster:
-            return answers
-        return [found[0] for found in answers[0]] if answers else []
+            return [found[0] for found in answers]
+        return list(answers[0]) if answers else []
+
+    def _candidates(self, simhash: int, values: list[Any]) -> set[int]:
+        """The simhashes in the tables' members read for ``simhash``."""
+        found: set[int] = set()
+        for table, ((partition, top, _), members) in enumerate(zip(self.geometry.located(simhash), values)):
+            if members:
+                found.update(self.geometry.simhashes(table, partition, top, members))
+        return found
 
     def _lookup(self, simhash: int, sketch: bytes | None, closest: bool, prefetched: Prefetched | None,
-                extra: list[tuple[Any, ...]] | None = None) -> Steps[tuple[list[Match], list[Any]]]:
+                extra: list[tuple[Any, ...]] | None = None,
+                named: bool = True) -> Steps[tuple[list[Match], list[Any]]]:
         """Stored documents within the distance and resembling, sorted (only
-        the closest if ``closest``), and the answers to ``extra``."""
+        the closest if ``closest``), with their URLs if ``named``, and the answers to ``extra``."""
         self.counters["lookups"] += 1
         if prefetched is not None:
             values, since = prefetched.values, prefetched.since
@@ -208,11 +365,10 @@ class RedisNearDuplicateIndex(RedisContentPart):
             reads = self.candidate_reads(simhash)
             answers = yield [*reads, *(extra or [])]
             values, extra_answers = self.candidate_values(answers[:len(reads)]), answers[len(reads):]
-        candidates = {unpack64(value, offset) for value in values if value
-                      for offset in range(0, len(value), 8)}
+        candidates = self._candidates(simhash, values)
         if self._recent and self._recent[-1][0] >= since:
             # stored by this process after the read was sent: it could not see them
-            fields = set(self._fields(simhash))
+            fields = self._locations(simhash)
             candidates |= {other for number, other, at in self._recent if number >= since and fields & at}
         self.counters["candidates"] += len(candidates)
         self.counters["max_candidates"] = max(self.counters["max_candidates"], len(candidates))
@@ -222,46 +378,49 @@ class RedisNearDuplicateIndex(RedisContentPart):
             return [], extra_answers
         # every record within the distance: the closest may not resemble the query
         records = yield [("HGET", self.keys.near_doc(other), pack64(other)) for other in within]
-        matches = []
+        matches: list[Match] = []
         for (other, distance), record in zip(within.items(), records):
             # None: another process's table write arrived before its record
-            for found in self._resembling_matches(record or b"", distance, sketch):
-                matches.append(found)
+            matches += self._resembling_matches(record or b"", distance, sketch)
         matches.sort(key=lambda found: (found.distance, found.doc_id))
         if closest and matches:
             matches = [found for found in matches if found.distance == matches[0].distance]
+        referred = [found for found in matches if isinstance(found.url, int)]
+        if referred and named:  # their URLs are in the exact set
+            urls = yield [("HGET", self.keys.exact(found.url), pack64(found.url)) for found in referred]
+            named = {found.doc_id: decode_url(url) for found, url in zip(referred, urls) if url is not None}
+            matches = [found if not isinstance(found.url, int) else found._replace(url=named[found.doc_id])
+                       for found in matches if not isinstance(found.url, int) or found.doc_id in named]
         return matches, extra_answers
 
     def _resembling_matches(self, records: bytes, distance: int, sketch: bytes | None) -> list[Match]:
         """The documents of one simhash's records that resemble ``sketch``."""
-        matches, offset = [], 0
-        while offset + _DOC.size <= len(records):
-            doc_id, group_id, sketch_length, url_length = _DOC.unpack_from(records, offset)
-            offset += _DOC.size
-            other = records[offset:offset + sketch_length] if sketch_length else None
-            url = decode_url(records[offset + sketch_length:offset + sketch_length + url_length])
-            offset += sketch_length + url_length
-            estimate = resembling(sketch, other, self.min_resemblance)
+        matches = []
+        for doc_id, group_id, other, url in unpack_records(records):
+            estimate = resembling(sketch, other or None, self.min_resemblance)
             if estimate is False:
                 self.counters["dissimilar"] += 1
-            else:
-                matches.append(Match(doc_id, group_id, url, distance, estimate))
+            else:  # a content fingerprint in place of the URL until _lookup reads it
+                matches.append(Match(doc_id, group_id, url if isinstance(url, int) else decode_url(url),
+                                     distance, estimate))
         return matches
 
     # -- storing -------------------------------------------------------------------
-    def _store(self, simhash: int, doc_id: int, group_id: int, url: str, sketch: bytes | None) -> None:
-        """Buffer the record, then the table entries (a reader skips an entry without its record)."""
+    def _locations(self, simhash: int) -> frozenset[tuple[str, int]]:
+        """Where ``simhash`` sits in each table: (partition key, top)."""
+        return frozenset((key, top) for key, top, _ in self._places(simhash))
+
+    def _store(self, simhash: int, doc_id: int, group_id: int, url: str | int, sketch: bytes | None) -> None:
+        """Buffer the record, then the table members (a reader skips a member without its record)."""
         self.counters["stored"] += 1
-        packed = pack64(simhash)
-        sketch = sketch or b""
-        encoded = encode_url(url)
-        self.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), packed,
-                   _DOC.pack(doc_id, group_id, len(sketch), len(encoded)) + sketch + encoded)
-        fields = self._fields(simhash)
-        for group in ([[item] for item in fields] if self.store.cluster else [fields]):
-            self.write("EVAL", APPEND, len(group), *[key for key, _ in group],
-                       *[part for _, field in group for part in (field, packed)])
-        self._recent.append((self.stored, simhash, frozenset(fields)))
+        self.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), pack64(simhash),
+                   pack_record(doc_id, group_id, sketch or b"", url if isinstance(url, int) else encode_url(url)))
+        places = self._places(simhash)
+        head = (TABLE_BUCKET, self.geometry.width)
+        for group in ([[place] for place in places] if self.store.cluster else [places]):
+            self.write("EVAL", ADD, len(group), *[key for key, _, _ in group], *head,
+                       *[self.geometry.member(top, rest) for _, top, rest in group])
+        self._recent.append((self.stored, simhash, frozenset((key, top) for key, top, _ in places)))
         self.stored += 1
 
     def _check_layout(self) -> None:
@@ -272,6 +431,12 @@ class RedisNearDuplicateIndex(RedisContentPart):
         answers = self.store.call(*[("HSETNX", meta, name, value) for name, value in expected.items()],
                                   ("HMGET", meta, *expected))
         for (name, value), stored in zip(expected.items(), answers[-1]):
+            if name == "schema" and stored.decode() != value:
+                raise ContentStoreError(
+                    f"the content-seen keys at {self.store.location} were written in layout "
+                    f"{stored.decode()}, this release reads layout {value} only: finish that crawl with "
+                    "the release that began it, or start it over (SCHEDULER_FLUSH_ON_START=True deletes "
+                    "its keys) or under another FRONTIER_REDIS_PREFIX")
             if stored.decode() != value:
                 raise ContentStoreError(
                     f"the content-seen keys at {self.store.location} have {name}={stored.decode()}, "

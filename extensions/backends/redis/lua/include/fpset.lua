@@ -5,11 +5,9 @@
 -- members whose top d bits are p, a string of sorted 5-byte members (the
 -- fingerprint's 40 bits below its host tag, big-endian). A bucket past max
 -- members splits in two on its next bit. Layout: extensions/backends/redis/fpset.py.
+-- fpset_add_width takes members of width bytes (at least 3: the top 3 name
+-- the bucket), for other sets of fixed-width members (the near-duplicate tables: extensions/backends/redis/nearindex.py).
 local FP_WIDTH = 5
-local function fp_value(s, at)
-  local a, b, c, d, e = string.byte(s, at, at + 4)
-  return (((a * 256 + b) * 256 + c) * 256 + d) * 256 + e
-end
 local function fp_top(s, at)  -- the top 24 bits, which name the bucket
   local a, b, c = string.byte(s, at, at + 2)
   return (a * 256 + b) * 256 + c
@@ -23,45 +21,65 @@ local function fpset_bucket(key, top)
   end
   return '0:0', 0, ''
 end
--- the index (0-based, in members) at which member belongs in bucket, and whether it is there
-local function fp_search(bucket, value)
-  local lo, hi = 0, #bucket / FP_WIDTH
+-- the sign of (the member at s[at] - probe), byte by byte (width bytes)
+local function fp_compare(s, at, probe, width)
+  for i = 0, width - 1 do
+    local a, b = string.byte(s, at + i), string.byte(probe, i + 1)
+    if a ~= b then return a - b end
+  end
+  return 0
+end
+-- the index (0-based, in members) at which probe belongs in bucket, and whether it is there
+local function fp_search(bucket, probe, width)
+  local lo, hi = 0, #bucket / width
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    local at = fp_value(bucket, mid * FP_WIDTH + 1)
-    if at == value then return mid, true end
-    if at < value then lo = mid + 1 else hi = mid end
+    local sign = fp_compare(bucket, mid * width + 1, probe, width)
+    if sign == 0 then return mid, true end
+    if sign < 0 then lo = mid + 1 else hi = mid end
   end
   return lo, false
 end
-local function fpset_split(key, field, d, bucket)
+local function fpset_split(key, field, d, bucket, width)
   local prefix = tonumber(string.sub(field, #tostring(d) + 2))
   local halves = {{}, {}}
-  for at = 1, #bucket, FP_WIDTH do
+  for at = 1, #bucket, width do
     local side = math.floor(fp_top(bucket, at) / 2 ^ (23 - d)) % 2 + 1
     local half = halves[side]
-    half[#half + 1] = string.sub(bucket, at, at + FP_WIDTH - 1)
+    half[#half + 1] = string.sub(bucket, at, at + width - 1)
   end
   redis.call('HDEL', key, field)
   redis.call('HSET', key, (d + 1) .. ':' .. (prefix * 2), table.concat(halves[1]),
              (d + 1) .. ':' .. (prefix * 2 + 1), table.concat(halves[2]))
   if d + 1 > tonumber(redis.call('HGET', key, 'D') or '0') then redis.call('HSET', key, 'D', d + 1) end
 end
-local function fpset_add(key, max, member)
+local function fpset_add_width(key, max, member, width)
   local field, d, bucket = fpset_bucket(key, fp_top(member, 1))
-  local index, found = fp_search(bucket, fp_value(member, 1))
+  local index, found = fp_search(bucket, member, width)
   if found then return 0 end
-  local cut = index * FP_WIDTH
+  local cut = index * width
   bucket = string.sub(bucket, 1, cut) .. member .. string.sub(bucket, cut + 1)
-  if #bucket / FP_WIDTH > tonumber(max) and d < 24 then
-    fpset_split(key, field, d, bucket)
+  if #bucket / width > tonumber(max) and d < 24 then
+    fpset_split(key, field, d, bucket, width)
   else
     redis.call('HSET', key, field, bucket)
   end
   return 1
 end
+local function fpset_add(key, max, member)
+  return fpset_add_width(key, max, member, FP_WIDTH)
+end
 local function fpset_has(key, member)
   local _, _, bucket = fpset_bucket(key, fp_top(member, 1))
-  local _, found = fp_search(bucket, fp_value(member, 1))
+  local _, found = fp_search(bucket, member, FP_WIDTH)
   return found
+end
+-- the members of width bytes whose top 24 bits are top, as one string
+local function fpset_with_top(key, top, width)
+  local _, _, bucket = fpset_bucket(key, top)
+  local probe = string.char(math.floor(top / 65536), math.floor(top / 256) % 256, top % 256)
+  local first = fp_search(bucket, probe .. string.rep('\0', width - 3), width)
+  local last = first
+  while last * width < #bucket and fp_top(bucket, last * width + 1) == top do last = last + 1 end
+  return string.sub(bucket, first * width + 1, last * width)
 end
