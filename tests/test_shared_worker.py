@@ -11,6 +11,7 @@ cycles, as a reactor does."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -207,3 +208,48 @@ def test_a_url_excluded_while_queued_is_never_left_in_flight_by_a_kill(
         clock.advance(1.0)
     status, in_flight = state_after_kill(frontier, worker, url)
     assert status != Status.INFLIGHT or in_flight is not None, status
+
+
+def test_every_dont_filter_copy_of_a_start_request_is_handed_out_with_the_worker(
+        idle_frontier: tuple[DistributedFrontier, Reactor], clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: a ``dont_filter`` copy asked the store whether its URL was queued
+    while the previous copy's enqueue still waited in the worker thread, got
+    the same fingerprint, and the enqueue script dropped it as a duplicate
+    (Scrapy's test_start_dupes on Redis fetched 5 of 6 under load). Here the
+    worker thread lags on purpose until the frontier either waits for it or
+    has read the URL's status."""
+    frontier, reactor = idle_frontier
+    worker: Any = frontier.dispatch.worker
+    dispatch: Any = frontier.dispatch
+    gate = threading.Event()
+    worker.submit([("PING",)], None, follow=lambda _answers: gate.wait(30) and None)  # the worker lags
+    settle, status_of = dispatch.settle, frontier.store.urls.status_of
+
+    def settling(*args: Any) -> bool:
+        gate.set()
+        return settle(*args)
+
+    def reading(fp: int) -> Any:
+        status = status_of(fp)
+        gate.set()
+        return status
+
+    monkeypatch.setattr(dispatch, "settle", settling)
+    monkeypatch.setattr(frontier.store.urls, "status_of", reading)
+    for _ in range(3):
+        assert frontier.enqueue_request(Request("http://copies.test/", dont_filter=True,
+                                                meta={"is_start_request": True}))
+    fetched: list[str] = []
+    for _ in range(200):  # engine cycles
+        request = frontier.next_request()
+        if request is not None:
+            fetched.append(request.url)
+            frontier.fetch_finished(request, duration=0.0, ok=True)
+        wait_until(lambda: reactor.calls or worker.idle(), "the answers", patience=200, interval=0.01)
+        reactor.turn()
+        if request is None:
+            if not frontier.has_pending_requests():
+                break
+            clock.advance(1.0)
+    assert not reactor.errors, reactor.errors
+    assert fetched == ["http://copies.test/"] * 3

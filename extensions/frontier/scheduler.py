@@ -265,6 +265,8 @@ class Frontier(BaseScheduler):
         meta = request.meta if self.aopic is None else self.aopic.cash_meta(request, fp, credit)
         level = self.prioritizer.level(request.priority, depth, meta)
         if bypass:
+            if self.dispatch.io is not None:  # an earlier copy's enqueue must be in before the test
+                self.dispatch.io.settle()
             fp = admission.distinct_copy(fp)
         entry = encode(request, fp, host, level, self.spider)
         if not bypass and admission.over_budget(entry):
