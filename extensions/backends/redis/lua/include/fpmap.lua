@@ -57,7 +57,6 @@ local function fpmap_get(key, fp)
   return nil
 end
 local function fpmap_split(key, field, d, bucket)
-  local prefix = tonumber(string.sub(field, #tostring(d) + 2))
   local halves, at = {{}, {}}, 1
   while at <= #bucket do
     local _, last = fpmap_record(bucket, at)
@@ -65,10 +64,7 @@ local function fpmap_split(key, field, d, bucket)
     half[#half + 1] = string.sub(bucket, at, last)
     at = last + 1
   end
-  redis.call('HDEL', key, field)
-  redis.call('HSET', key, (d + 1) .. ':' .. (prefix * 2), table.concat(halves[1]),
-             (d + 1) .. ':' .. (prefix * 2 + 1), table.concat(halves[2]))
-  if d + 1 > tonumber(redis.call('HGET', key, 'D') or '0') then redis.call('HSET', key, 'D', d + 1) end
+  fpset_store_halves(key, field, d, halves)
 end
 -- set fp's value (only if it has none, with only_new); 1 if it had none
 local function fpmap_put(key, max, fp, value, only_new)

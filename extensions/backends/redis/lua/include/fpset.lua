@@ -40,18 +40,21 @@ local function fp_search(bucket, probe, width)
   end
   return lo, false
 end
-local function fpset_split(key, field, d, bucket, width)
+-- replace bucket ``field`` (depth d) by its two halves (lists of records, by the next bit)
+local function fpset_store_halves(key, field, d, halves)
   local prefix = tonumber(string.sub(field, #tostring(d) + 2))
-  local halves = {{}, {}}
-  for at = 1, #bucket, width do
-    local side = math.floor(fp_top(bucket, at) / 2 ^ (23 - d)) % 2 + 1
-    local half = halves[side]
-    half[#half + 1] = string.sub(bucket, at, at + width - 1)
-  end
   redis.call('HDEL', key, field)
   redis.call('HSET', key, (d + 1) .. ':' .. (prefix * 2), table.concat(halves[1]),
              (d + 1) .. ':' .. (prefix * 2 + 1), table.concat(halves[2]))
   if d + 1 > tonumber(redis.call('HGET', key, 'D') or '0') then redis.call('HSET', key, 'D', d + 1) end
+end
+local function fpset_split(key, field, d, bucket, width)
+  local halves = {{}, {}}
+  for at = 1, #bucket, width do
+    local half = halves[math.floor(fp_top(bucket, at) / 2 ^ (23 - d)) % 2 + 1]
+    half[#half + 1] = string.sub(bucket, at, at + width - 1)
+  end
+  fpset_store_halves(key, field, d, halves)
 end
 local function fpset_add_width(key, max, member, width)
   local field, d, bucket = fpset_bucket(key, fp_top(member, 1))
