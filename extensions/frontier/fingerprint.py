@@ -80,7 +80,11 @@ def host_hash(host: str) -> int:
 
 def fingerprint(key: str, host: str) -> int:
     """The signed 64-bit fingerprint of a URL's key (:func:`url_key`)."""
-    low = mmh3.hash64(key, 0x1F, signed=False)[0] & _URL_MASK
+    return _with_host(host, mmh3.hash64(key, 0x1F, signed=False)[0] & _URL_MASK)
+
+
+def _with_host(host: str, low: int) -> int:
+    """The signed fingerprint of ``low`` (40 bits) under ``host``'s 24."""
     return to_signed64((host_hash(host) << URL_BITS) | low)
 
 
@@ -98,7 +102,7 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"",
     if _project is not None:
         if low is None:
             low = _project_low_bits(Request(canonical, method=method, body=body))
-        return to_signed64((host_hash(host) << URL_BITS) | low), host
+        return _with_host(host, low), host
     if method != "GET" or body:
         key = f"{method} {url_key(canonical)} {hashlib.sha1(body).hexdigest()}"  # noqa: S324
         return fingerprint(key, host), host
@@ -110,5 +114,5 @@ def canonical_fingerprint(canonical_url: str) -> int:
     """:func:`url_fingerprint` of a GET of an already canonical URL (an extracted
     link), cached: a site's navigation links recur on each page."""
     if _project is not None:
-        return to_signed64((host_hash(host_of(canonical_url)) << URL_BITS) | _project_low_bits(Request(canonical_url)))
+        return _with_host(host_of(canonical_url), _project_low_bits(Request(canonical_url)))
     return fingerprint(url_key(canonical_url), host_of(canonical_url))
