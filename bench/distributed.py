@@ -35,6 +35,11 @@ of our frontier: the same per-page work, so the difference is the scheduler).
 ``redis-remote``) with the webcrawler checkout at PATH (shown as
 ``redis@NAME``), alternating with this one: a before/after in one run.
 
+``--scripts`` also prints, per variant of ours, redis-server's time by
+command (SLOWLOG with a threshold of 0: every command's own execution time,
+a Lua script's by name): calls per page, microseconds per call and per page.
+It costs redis-server time of its own and memory (B/URL reads high).
+
 Every variant starts on an emptied Redis (``FLUSHALL``). Scrapy-redis does
 not limit requests per host across processes (Scrapy's per-process
 ``CONCURRENT_REQUESTS_PER_DOMAIN=8`` and no delay), ours holds one request per
@@ -54,7 +59,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
@@ -79,6 +84,7 @@ class Run:
     reactor_trips_per_page: float = float("nan")  # ours: those of the round trips made on the reactor thread
     cpu_seconds: float = float("nan")  # the crawler processes' CPU (user + system), summed
     redis_cpu_ms_per_page: float = float("nan")  # redis-server's CPU (INFO cpu) per page
+    scripts: dict[str, tuple[float, float]] = field(default_factory=dict)  # --scripts: command -> calls, us per page
 
     @property
     def pages_per_cpu_second(self) -> float:
@@ -166,6 +172,10 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
     memory_before = client.info("memory")["used_memory"]
     commands_before = client.info("stats")["total_commands_processed"]
     redis_cpu_before = redis_cpu(client)
+    if args.scripts:
+        client.config_set("slowlog-log-slower-than", 0)
+        client.config_set("slowlog-max-len", 2_000_000)
+        client.slowlog_reset()
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     commands = []
     for i in range(processes):
@@ -192,6 +202,9 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
     cpu_seconds = (children.ru_utime - children_before.ru_utime) + (children.ru_stime - children_before.ru_stime)
     redis_cpu_seconds = redis_cpu(client) - redis_cpu_before
     commands_used = client.info("stats")["total_commands_processed"] - commands_before - 4  # our 4 INFOs
+    if args.scripts:
+        script_times = slowlog_by_script(client, pages)
+        client.config_set("slowlog-log-slower-than", 10_000)
     ours = name.startswith("redis")
     urls = known_urls(client, ours)
     memory = client.info("memory")["used_memory"] - memory_before
@@ -199,6 +212,8 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
     per_page = (lambda value: value / pages if pages else float("nan"))
     run = Run(f"{name}@{checkout}" if checkout else name, processes, pages, seconds, memory / urls if urls else float("nan"), per_page(commands_used),
               cpu_seconds=cpu_seconds, redis_cpu_ms_per_page=per_page(1000 * redis_cpu_seconds))
+    if args.scripts:
+        run.scripts = script_times
     if ours:
         waits = [redis_waits(cwd) for _, cwd in commands]
         run.round_trips_per_page = per_page(sum(w[0] for w in waits))
@@ -206,6 +221,52 @@ def run_variant(name: str, processes: int, web, workdir: Path, server: RedisServ
         run.wait_ms_per_page = per_page(1000 * sum(w[2] for w in waits))
         run.reactor_trips_per_page = per_page(sum(w[3] for w in waits))
     return run
+
+
+def slowlog_by_script(client: redis.Redis, pages: int) -> dict[str, tuple[float, float]]:
+    """redis-server's time by command since the SLOWLOG was reset: name (a
+    script's, from :data:`extensions.backends.redis.scripts.NAMES`, or the
+    command's) -> (calls per page, microseconds per page)."""
+    import importlib
+    import pkgutil
+
+    import extensions.backends.redis as package
+    for module in pkgutil.iter_modules(package.__path__):  # each registers its scripts' names
+        importlib.import_module(f"{package.__name__}.{module.name}")
+    from extensions.backends.redis.scripts import NAMES
+
+    totals: dict[str, list[float]] = {}
+    for entry in client.execute_command("SLOWLOG", "GET", "-1"):
+        arguments = [part.decode(errors="replace") if isinstance(part, bytes) else str(part) for part in entry[3]]
+        command = arguments[0].upper()
+        if command in ("EVALSHA", "EVALSHA_RO") and len(arguments) > 1:
+            command = NAMES.get(arguments[1], arguments[1][:12])
+        elif command in ("SLOWLOG", "INFO", "CONFIG"):
+            continue
+        total = totals.setdefault(command, [0, 0.0])
+        total[0] += 1
+        total[1] += int(entry[2])
+    client.slowlog_reset()
+    return {name: (calls / max(pages, 1), micros / max(pages, 1)) for name, (calls, micros) in totals.items()}
+
+
+def print_scripts(runs: dict[tuple[str, int], list[Run]]) -> None:
+    """--scripts: redis-server's time by command, per variant (over all its runs)."""
+    for (name, count), found in runs.items():
+        merged: dict[str, list[float]] = {}
+        for run in found:
+            for command, (calls, micros) in run.scripts.items():
+                total = merged.setdefault(command, [0.0, 0.0])
+                total[0] += calls / len(found)
+                total[1] += micros / len(found)
+        if not merged:
+            continue
+        print(f"\n{name} x{count}: redis-server time by command (SLOWLOG), per page, mean of {len(found)} runs")
+        print(f"{'command':<24}{'calls/page':>11}{'us/call':>9}{'us/page':>9}{'share':>7}")
+        whole = sum(micros for _, micros in merged.values()) or 1.0
+        for command, (calls, micros) in sorted(merged.items(), key=lambda item: -item[1][1]):
+            print(f"{command:<24}{calls:>11.2f}{micros / calls if calls else 0:>9.1f}{micros:>9.1f}{micros / whole:>7.1%}")
+        print(f"{'total':<24}{sum(c for c, _ in merged.values()):>11.2f}{'':>9}{whole:>9.1f}")
 
 
 def redis_cpu(client: redis.Redis) -> float:
@@ -299,6 +360,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="NAME=VALUE for our crawls, e.g. CONTENTSEEN_ENABLED=False")
     parser.add_argument("--checkout", action="append", default=[],
                         help="NAME=PATH: also run our variants with the webcrawler checkout at PATH (repeatable)")
+    parser.add_argument("--scripts", action="store_true",
+                        help="also print redis-server's time by command and Lua script (SLOWLOG)")
     parser.add_argument("--remote-rtt-ms", type=float, default=2.0,
                         help="round trip to Redis of the redis-remote variants (a delaying proxy)")
     args = parser.parse_args(argv)
@@ -331,6 +394,8 @@ def main(argv: list[str] | None = None) -> None:
                           f"{result.pages_per_second:.1f} pages/s", file=sys.stderr)
                     runs[(name, count)].append(result)
     print_table({variant: median(found) for variant, found in runs.items()}, args)
+    if args.scripts:
+        print_scripts(runs)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from extensions.backends.redis.rows import LUA_PARAMETERS
 _INCLUDE = re.compile(r'^--- @include "([\w-]+)"$', re.MULTILINE)
 _PARAMETER = re.compile(r"\$([A-Z][A-Z0-9_]*)")
 _FILES = resources.files(__package__) / "lua"
+NAMES: dict[str, str] = {}  # SHA -> the script's name, for diagnostics (bench.distributed --scripts)
 
 
 def source(name: str, **parameters: object) -> str:
@@ -42,5 +43,5 @@ def source(name: str, **parameters: object) -> str:
 def lua(name: str, **parameters: object) -> str:
     """:func:`source`, registered (send it as ``("EVAL", it, ...)``)."""
     text = source(name, **parameters)
-    sha_of(text)
+    NAMES[sha_of(text)] = name
     return text
