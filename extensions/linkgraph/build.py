@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -78,12 +78,6 @@ def read_lists(store: Any, batch: int = 10_000) -> tuple[np.ndarray, np.ndarray,
     return np.array(pages, dtype=np.int64), np.array(counts, dtype=np.int64), flat
 
 
-def resolve_urls(store: Any, fingerprints: Sequence[int]) -> dict[int, str]:
-    """The URL of each fingerprint with a row in the URL database."""
-    rows = _batched(store.urls.get_many, [int(fp) for fp in fingerprints])
-    return {fp: entry.url for fp, entry in rows.items()}
-
-
 def _batched(read: Callable[[list[int]], dict[int, Any]], keys: list[int]) -> dict[int, Any]:
     """``read``'s answers for ``keys``, asked :data:`LOOKUP_BATCH` keys at a time."""
     found: dict[int, Any] = {}
@@ -100,8 +94,8 @@ def build_link_graph(store: Any, directory: Path, *, batch: int = 10_000,
     pages, counts, flat = read_lists(store, batch)
     known = np.unique(np.concatenate([pages, flat]))
     urls = store.links.node_urls()  # the link table's names if it keeps them
-    if urls is None:
-        urls = resolve_urls(store, known)
+    if urls is None:  # named by the URL database's rows
+        urls = {fp: entry.url for fp, entry in _batched(store.urls.get_many, known.tolist()).items()}
     named = np.array([fp for fp in known.tolist() if fp in urls], dtype=np.int64)  # sorted, as known is
     order = node_order([urls[fp] for fp in named.tolist()])
     node_of_named = np.empty(len(named), dtype=np.int64)

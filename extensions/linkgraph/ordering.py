@@ -21,12 +21,6 @@ import numpy as np
 _NUMBER = re.compile(r"\d+")
 
 
-def _numbers_in_order(text: str) -> str:
-    """``text`` with each run of digits prefixed by its length, so that
-    numbers sort as numbers (``9`` -> ``019``, ``10`` -> ``0210``)."""
-    return _NUMBER.sub(lambda match: f"{len(match.group()):02d}{match.group()}", text)
-
-
 def order_key(url: str) -> tuple[str, int, str, str]:
     """The sort key of ``url`` (unparsable URLs sort by their text, after
     every host)."""
@@ -39,7 +33,9 @@ def order_key(url: str) -> tuple[str, int, str, str]:
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    return (".".join(reversed(host.split("."))), port, _numbers_in_order(path), parts.scheme)
+    # each run of digits prefixed by its length: numbers sort as numbers (9 -> 019, 10 -> 0210)
+    numbered = _NUMBER.sub(lambda match: f"{len(match.group()):02d}{match.group()}", path)
+    return (".".join(reversed(host.split("."))), port, numbered, parts.scheme)
 
 
 def node_order(urls: Sequence[str]) -> np.ndarray:

@@ -81,7 +81,10 @@ class SegmentLinkTable:
             names.update(zip(record.targets.tolist(), record.target_urls))
         for source, record in latest.items():
             if source not in names and record.url:
-                names[source] = _canonical(record.url)
+                try:
+                    names[source] = canonicalize(record.url)
+                except ValueError:
+                    names[source] = record.url
         return names
 
     def flush(self) -> None:
@@ -125,13 +128,6 @@ def _directory_state(directory: Path) -> tuple[tuple[str, int, int], ...]:
             continue
         state.append((path.name, stat.st_size, stat.st_mtime_ns))
     return tuple(state)
-
-
-def _canonical(url: str) -> str:
-    try:
-        return canonicalize(url)
-    except ValueError:
-        return url
 
 
 def _mtime(path: Path) -> float:

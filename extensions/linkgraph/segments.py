@@ -61,12 +61,6 @@ class SegmentRecord(NamedTuple):
     target_urls: tuple[str, ...]  # their URLs, one per target (empty when not recorded)
 
 
-def process_identity() -> str:
-    """``<host>-<pid>-<start>``: unique per process, also across machines sharing a directory."""
-    host = "".join(c if c.isalnum() or c in ".-" else "_" for c in socket.gethostname()) or "host"
-    return f"{host}-{os.getpid()}-{time.time_ns():x}"
-
-
 def unique_targets(targets: Sequence[int], urls: Sequence[str] = ()) -> tuple[list[int], list[str]]:
     """``targets`` each once (the first kept) and, if given, their ``urls`` alike."""
     if not urls:
@@ -103,7 +97,10 @@ class SegmentWriter:
                  block_bytes: int = 256 << 10, level: int = 6) -> None:
         if segment_bytes <= 0 or block_bytes <= 0:
             raise ValueError(f"segment and block sizes must be positive, got {segment_bytes} and {block_bytes}")
-        self.directory, self.identity = Path(directory), identity or process_identity()
+        if identity is None:  # <host>-<pid>-<start>: unique per process, also across machines
+            host = "".join(c if c.isalnum() or c in ".-" else "_" for c in socket.gethostname()) or "host"
+            identity = f"{host}-{os.getpid()}-{time.time_ns():x}"
+        self.directory, self.identity = Path(directory), identity
         self.segment_bytes, self.block_bytes, self.level = segment_bytes, block_bytes, level
         self.files = self.frames = self.records = self.bytes_written = 0
         self._pending: list[bytes] = []
