@@ -2,7 +2,7 @@
 
     CREATE TABLE links (
       source  INTEGER PRIMARY KEY,  -- the page's URL fingerprint
-      targets BLOB NOT NULL);       -- its outlinks (extensions.linkgraph.lists)
+      targets BLOB NOT NULL);       -- its outlinks (pack_targets)
 
 written inside the store's transaction, with the page's ``done``.
 """
@@ -12,7 +12,20 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
-from extensions.linkgraph.lists import pack_targets, unpack_targets
+import numpy as np
+
+_PACKED = np.dtype("<i8")
+
+
+def pack_targets(targets: Sequence[int]) -> bytes:
+    """A page's outlinks as one value: ``targets`` without repeats (first
+    kept), in the order found, as little-endian signed 64-bit integers."""
+    return np.array(list(dict.fromkeys(targets)), dtype=_PACKED).tobytes()
+
+
+def unpack_targets(blob: bytes) -> list[int]:
+    """The fingerprints :func:`pack_targets` packed."""
+    return np.frombuffer(blob, dtype=_PACKED).tolist()
 
 
 class SQLiteLinkTable:
