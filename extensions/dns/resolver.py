@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from scrapy.resolver import dnscache as scrapy_dnscache
@@ -29,7 +28,7 @@ from extensions import defaults
 from extensions.backends.settings import number_setting
 from extensions.dns.cache import CacheEntry, DnsCache, LatencySample
 from extensions.dns.policy import AddressPolicy, describe_refusal, parse_address, policy_from_settings
-from extensions.resolver import HostsTable, StatsSink, load_hosts_file, normalise_name
+from extensions.resolver import HostsTable, StatsSink, hosts_table, normalise_name
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SYSTEM_RESOLV_CONF = "/etc/resolv.conf"
-SYSTEM_HOSTS = "/etc/hosts"
 MAX_CNAME_CHAIN = 8
 PUBLISH_EVERY = 64  # lookup-time stats are recomputed every this many queries
 FLUSH_EVERY = 1024  # lookups counted locally before they are added to the stats
@@ -339,18 +337,4 @@ class CachingResolver:
         if self.lookup_times.count:
             self.stats.set(TIME_MEAN, round(self.lookup_times.total / self.lookup_times.count, 3))
             self.stats.set(TIME_P99, round(self.lookup_times.percentile(0.99), 3))
-
-
-def hosts_table(path: str | None, system: bool) -> HostsTable:
-    """``DNS_HOSTS`` entries, then (``system``) those of /etc/hosts the file lacks."""
-    table = load_hosts_file(path) if path else HostsTable()
-    if path:
-        logger.info("DNS_HOSTS=%s: %d names, %d malformed lines skipped",
-                    path, len(table), table.malformed)
-    if system and Path(SYSTEM_HOSTS).is_file():
-        extra = load_hosts_file(SYSTEM_HOSTS)
-        for family, entries in ((table.ipv4, extra.ipv4), (table.ipv6, extra.ipv6)):
-            for name, address in entries.items():
-                family.setdefault(name, address)
-    return table
 
