@@ -23,7 +23,7 @@ from math import comb
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from extensions.contentseen.exact import ContentStoreError, check_schema, is_empty, open_database, write
+from extensions.contentseen.exact import ContentStoreError, SQLiteSet, check_schema, is_empty, open_database, write
 from extensions.contentseen.fingerprint import from_signed64, to_signed64
 from extensions.contentseen.resemblance import resemblance
 
@@ -246,7 +246,7 @@ class LeveledKeys:
         self.moved += moved
 
 
-class NearDuplicateIndex:
+class NearDuplicateIndex(SQLiteSet):
     """Stored simhashes with their first URL and group, searchable within distance k.
 
     :meth:`add_or_match` sees every document added in this run or (after
@@ -338,23 +338,10 @@ class NearDuplicateIndex:
         self.pending_keys.clear()
         self.counters["flushes"] += 1
 
-    def close(self) -> None:
-        """Flush and close the file; the object is unusable afterwards."""
-        try:
-            self.flush()
-        finally:
-            self.connection.close()
-
     def stats(self) -> dict[str, int]:
         """Counters since open, plus the buffer size (a gauge)."""
         return {**self.counters, "buffered": len(self.pending_docs), "levels": len(self.levels.sizes),
                 "level_moves": self.levels.moved}
-
-    def __enter__(self) -> NearDuplicateIndex:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _match(self, simhash: int, keys: list[int], sketch: bytes | None) -> Match | None:
         self.counters["lookups"] += 1
