@@ -20,6 +20,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from extensions import defaults
+from extensions.contentseen.fingerprint import to_signed64
 from extensions.frontier.page import PageDone, PageVerdict, link_request
 from extensions.frontier.scheduler import Frontier
 
@@ -30,12 +31,10 @@ if TYPE_CHECKING:
 def verdict(item: Any, links: list[str], follow: bool, group: int | None) -> PageVerdict:
     """The page's verdict from its item (a duplicate's links too: the link graph records them)."""
     content = item.get("fingerprint")
-    try:
-        fingerprint = int(content, 16) if content else None
+    try:  # signed, as the stores keep 64-bit values
+        fingerprint = to_signed64(int(content, 16)) if content else None
     except (TypeError, ValueError):
         fingerprint = None
-    if fingerprint is not None and fingerprint >= 1 << 63:
-        fingerprint -= 1 << 64  # signed, as the stores keep 64-bit values
     return PageVerdict(
         item["url"], links, follow, group, duplicate=bool(item.get("duplicate_of")),
         final_url=item.get("final_url"), status=int(item.get("status") or 200), content=fingerprint,
