@@ -36,7 +36,7 @@ from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.sqlite.links import pack_targets
 from extensions.linkgraph.segmentlinks import SegmentLinkTable
-from extensions.linkgraph.segments import (
+from extensions.linkgraph.segmentlinks import (
     RECORD,
     SegmentScan,
     SegmentWriter,
