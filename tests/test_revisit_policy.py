@@ -11,7 +11,7 @@ import pytest
 from scrapy.settings import Settings
 
 from extensions import defaults
-from extensions.revisit.config import max_share_from_settings, policy_from_settings
+from extensions.frontier.config import max_share_from_settings, policy_from_settings
 from extensions.revisit.estimate import (
     SHORTEST_INTERVAL_MU, change_rate, marginal_gain, optimal_interval,
 )

@@ -2,6 +2,6 @@
 
 :mod:`.estimate` holds Cho and Garcia-Molina's arithmetic, :mod:`.policy`
 the next interval after each visit, :mod:`.freshness` the crawl's
-estimated freshness, :mod:`.config` the ``REVISIT_*`` settings, and
-:mod:`.conditional` the conditional GET of a re-visit.
+estimated freshness, and :mod:`.conditional` the conditional GET of a
+re-visit (the ``REVISIT_*`` settings are read in :mod:`extensions.frontier.config`).
 """
