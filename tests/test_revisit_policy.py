@@ -85,14 +85,13 @@ def test_a_304_is_unchanged_and_keeps_the_copy_and_its_validators() -> None:
 def test_validators_decide_without_a_fingerprint_and_no_evidence_counts_as_changed() -> None:
     policy = RevisitPolicy(DAY, HOUR, 30 * DAY)
     record = fetched(policy, content=None, etag='"v1"')
-    assert policy.changed(record, None, None, '"v2"', None)
-    assert not policy.changed(record, None, None, '"v1"', None)
+    assert policy.changed(record, None, '"v2"', None)
+    assert not policy.changed(record, None, '"v1"', None)
     dated = fetched(policy, content=None, last_modified="Mon")
-    assert not policy.changed(dated, None, None, None, "Mon")
-    assert policy.changed(dated, None, None, None, "Tue")
-    assert policy.changed(fetched(policy, content=None), None, None, None, None)
-    # the caller's verdict wins over the fingerprints
-    assert not policy.changed(fetched(policy, content=1), False, 2, None, None)
+    assert not policy.changed(dated, None, None, "Mon")
+    assert policy.changed(dated, None, None, "Tue")
+    assert policy.changed(fetched(policy, content=None), None, None, None)
+    assert not policy.changed(fetched(policy, content=1, etag='"v1"'), 1, '"v2"', None)  # fingerprints before validators
 
 
 # -- the adaptive schedule --------------------------------------------------------------
