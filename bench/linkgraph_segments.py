@@ -34,7 +34,7 @@ import redis
 
 from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.store import RedisStore
-from extensions.backends.sqlite.links import pack_targets
+from extensions.backends.sqlite.tables import pack_targets
 from extensions.linkgraph.segmentlinks import SegmentLinkTable
 from extensions.linkgraph.segmentlinks import (
     RECORD,

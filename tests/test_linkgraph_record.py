@@ -180,7 +180,7 @@ def sqlite_graph(job: Any) -> tuple[dict[str, tuple[int, int]], dict[int, list[i
     of every row, and the recorded lists by source."""
     import sqlite3  # noqa: PLC0415
 
-    from extensions.backends.sqlite.links import unpack_targets  # noqa: PLC0415
+    from extensions.backends.sqlite.tables import unpack_targets  # noqa: PLC0415
 
     db = sqlite3.connect(f"file:{job / 'frontier.sqlite3'}?mode=ro", uri=True)
     try:

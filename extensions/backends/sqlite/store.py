@@ -8,7 +8,7 @@ and, with ``FRONTIER_WRITE_AHEAD``, before each request is handed out: after
 ``urls`` row (:data:`_SCHEMA`) is authoritative: the queues are rebuilt
 from it after a crash. ``queue_items`` holds the order of each front/back queue; ``meta`` the
 schema version, ``clean`` and the queue counts; the other tables are their
-modules' (links, revisits, census) or :mod:`.tables`'.
+modules' (:mod:`.tables`, :mod:`.revisits`).
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from extensions.backends.sqlite.census import SQLiteCensus
-from extensions.backends.sqlite.links import SQLiteLinkTable
 from extensions.backends.sqlite.revisits import REVISITS_SCHEMA, SQLiteRevisitTable
 from extensions.backends.sqlite.rowcache import RowCache
 from extensions.backends.sqlite.tables import (
     SQLiteCashTable,
+    SQLiteCensus,
     SQLiteContentGroups,
     SQLiteHostTable,
+    SQLiteLinkTable,
     SQLiteQueues,
     SQLiteURLTable,
 )
