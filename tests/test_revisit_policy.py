@@ -13,10 +13,8 @@ from scrapy.settings import Settings
 from extensions import defaults
 from extensions.frontier.config import max_share_from_settings, policy_from_settings
 from extensions.revisit.estimate import (
-    SHORTEST_INTERVAL_MU, change_rate, marginal_gain, optimal_interval,
-)
-from extensions.revisit.freshness import (
-    Freshness, crawl_freshness, expected_age, expected_freshness, record_rate,
+    SHORTEST_INTERVAL_MU, Freshness, change_rate, crawl_freshness, expected_age, expected_freshness,
+    marginal_gain, optimal_interval, record_rate,
 )
 from extensions.revisit.policy import RevisitPolicy
 from extensions.frontier.store import RevisitRecord
