@@ -35,21 +35,16 @@ def verdict(item: Any, links: list[str], follow: bool, group: int | None) -> Pag
         fingerprint = to_signed64(int(content, 16)) if content else None
     except (TypeError, ValueError):
         fingerprint = None
+    try:  # in 0..1; absent or unreadable: 1.0, all of the cash
+        share = min(1.0, max(0.0, float(item.get("credit_share"))))
+    except (TypeError, ValueError):
+        share = 1.0
     return PageVerdict(
         item["url"], links, follow, group, duplicate=bool(item.get("duplicate_of")),
         final_url=item.get("final_url"), status=int(item.get("status") or 200), content=fingerprint,
         etag=item.get("etag"), last_modified=item.get("last_modified"),
         not_modified=bool(item.get("not_modified")), depth=int(item.get("depth") or 0),
-        credit_share=_share(item.get("credit_share")))
-
-
-def _share(value: Any) -> float:
-    """The item's ``credit_share`` in 0..1 (absent or unreadable: 1.0, all of the cash)."""
-    try:
-        share = float(value)
-    except (TypeError, ValueError):
-        return 1.0
-    return min(1.0, max(0.0, share))
+        credit_share=share)
 
 
 class LinkScheduler:
