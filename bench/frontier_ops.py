@@ -94,7 +94,7 @@ def _drive(args: argparse.Namespace, ours: str | None) -> dict:
     from extensions.frontier.politeness import Politeness  # noqa: PLC0415
     from extensions.frontier.scheduler import Frontier  # noqa: PLC0415
     from extensions.frontier.urlseen import BloomSeen  # noqa: PLC0415
-    from extensions.backends.memory.store import MemoryStore  # noqa: PLC0415
+    from extensions.backends.memory.backend import MemoryStore  # noqa: PLC0415
     from extensions.backends.sqlite.store import SQLiteStore  # noqa: PLC0415
 
     n, hosts = int(float(args.size)), args.hosts

@@ -34,9 +34,9 @@ import redis
 
 from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.store import RedisStore
-from extensions.linkgraph.lists import pack_targets
+from extensions.backends.sqlite.tables import pack_targets
 from extensions.linkgraph.segmentlinks import SegmentLinkTable
-from extensions.linkgraph.segments import (
+from extensions.linkgraph.segmentlinks import (
     RECORD,
     SegmentScan,
     SegmentWriter,

@@ -31,7 +31,7 @@ from typing import Any
 
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.store import RevisitRecord
-from extensions.backends.memory.store import MemoryStore
+from extensions.backends.memory.backend import MemoryStore
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.revisits import pack_record
 from extensions.backends.sqlite.store import SQLiteStore

@@ -70,10 +70,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
 
 #: Ours -> the Scrapy component it replaces: a project that places Scrapy's
 #: itself keeps its choice, and ours is not added.
-REPLACEMENTS: dict[str, dict[str, str]] = {
-    "DOWNLOADER_MIDDLEWARES": {
-        "extensions.metarefresh.MetaRefreshMiddleware": "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware",
-    },
+REPLACEMENTS: dict[str, str] = {
+    "extensions.metarefresh.MetaRefreshMiddleware": "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware",
 }
 
 
@@ -89,13 +87,10 @@ class WebcrawlerAddon:
         for name, value in default_settings().items():
             settings.set(name, value, "addon")
         for setting, components in COMPONENTS.items():
-            kept = _placed_replacements(settings, setting)
+            placed = placed_components(settings, setting)  # the project's own choices stand
             for path, order in components.items():
-                if path in kept:
-                    continue
-                settings.setdefault_in_component_priority_dict(
-                    setting, load_object(path), order
-                )
+                if path not in REPLACEMENTS or load_object(REPLACEMENTS[path]) not in placed:
+                    settings.setdefault_in_component_priority_dict(setting, load_object(path), order)
         check_links_in_items(settings)
 
 
@@ -103,17 +98,6 @@ def placed_components(settings: BaseSettings, setting: str) -> set[Any]:
     """The components (classes) the project placed in the component
     dictionary ``setting`` itself, at any order, None included."""
     return {load_object(key) if isinstance(key, str) else key for key in settings.getdict(setting)}
-
-
-def _placed_replacements(settings: BaseSettings, setting: str) -> set[str]:
-    """Our replacements and the Scrapy components they replace, for each
-    Scrapy component the project placed in ``setting`` itself: left out."""
-    placed = placed_components(settings, setting)
-    kept: set[str] = set()
-    for ours, scrapys in REPLACEMENTS.get(setting, {}).items():
-        if load_object(scrapys) in placed:
-            kept |= {ours, scrapys}
-    return kept
 
 
 LINK_SCHEDULER = "extensions.pipelines.links.LinkScheduler"

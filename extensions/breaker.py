@@ -74,8 +74,10 @@ class CircuitBreaker:
         after too many failed probes."""
         state = self.origins.get(origin)
         if state is None:
-            if len(self.origins) >= ORIGINS_KEPT:
-                self._forget_closed(now)
+            if len(self.origins) >= ORIGINS_KEPT:  # forget the origins whose breaker never opened
+                for closed in [key for key, known in self.origins.items()
+                               if not known.trips and known.open_until <= now]:
+                    del self.origins[closed]
             state = self.origins[origin] = OriginState()
         state.failures += 1
         if state.failures < self.failures and not state.trips:
@@ -89,11 +91,6 @@ class CircuitBreaker:
         state.trips += 1
         state.open_until = now + delay
         return "open", delay
-
-    def _forget_closed(self, now: float) -> None:
-        for origin in [origin for origin, state in self.origins.items()
-                       if not state.trips and state.open_until <= now]:
-            del self.origins[origin]
 
     def is_open(self, origin: str, now: float) -> bool:
         state = self.origins.get(origin)

@@ -270,7 +270,7 @@ LINKGRAPH_SEGMENTS_DIR = None  # Redis: where segments go (None: .scrapy/linkseg
 # --- Re-visits (extensions.revisit) -----------------------------------------
 # Continuous crawling: every fetched URL gets a next-due time and comes back to
 # the frontier when due. extensions.revisit.policy.RevisitPolicy decides the
-# interval (see extensions/revisit/config.py for each setting).
+# interval (see extensions/frontier/config.py for each setting).
 REVISIT_ENABLED = False  # True: the crawl does not end; fetched URLs are re-visited when due
 REVISIT_ADAPTIVE_DECREASE = 0.2  # "adaptive" schedule: a change multiplies the interval by 1 - this
 REVISIT_ADAPTIVE_INCREASE = 0.4  # "adaptive" schedule: no change multiplies it by 1 + this

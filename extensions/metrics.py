@@ -55,15 +55,11 @@ class MetricsExporter:
         registry = CollectorRegistry()
         # dict.copy() of the stats dict runs in C under the GIL: the HTTP
         # thread gets a consistent copy while the reactor keeps counting
-        registry.register(CrawlStatsCollector(lambda: crawler.stats.get_stats().copy(), process_name()))
+        process = f"{socket.gethostname()}:{os.getpid()}"  # the label of crawl-wide gauges
+        registry.register(CrawlStatsCollector(lambda: crawler.stats.get_stats().copy(), process))
         exporter = cls(MetricsServer(registry, host, port))
         exporter.server.start()
         logger.info("Serving Prometheus metrics on %s", exporter.server.url)
         crawler.signals.connect(exporter.server.stop, signal=signals.spider_closed)
         crawler.signals.connect(exporter.server.stop, signal=signals.engine_stopped)
         return exporter
-
-
-def process_name() -> str:
-    """``host:pid``, the ``process`` label of crawl-wide gauges."""
-    return f"{socket.gethostname()}:{os.getpid()}"

@@ -177,7 +177,9 @@ class PushbackMiddleware:
             request.meta["dont_retry"] = True
             return response
         self._count(response.status, verdict)
-        reason = f"pushback: {response.status} ({self._why(verdict)})"
+        why = f"Retry-After, {verdict.pause:.1f}s" if verdict.source in ("seconds", "date") else \
+            f"back-off {verdict.pause:.1f}s, {verdict.in_a_row} in a row"
+        reason = f"pushback: {response.status} ({why})"
         send = self.crawler.signals.send_catch_log
         send(origin_held, origin=origin, delay=verdict.pause, reason=reason, request=request, wait_out=True)
         if verdict.host_delay is not None:
@@ -194,12 +196,6 @@ class PushbackMiddleware:
         stats.inc_value(f"pushback/status/{status}")
         stats.inc_value(f"pushback/retry_after/{verdict.source}")
         stats.inc_value("pushback/pause_seconds", verdict.pause, start=0.0)
-
-    @staticmethod
-    def _why(verdict: Verdict) -> str:
-        if verdict.source in ("seconds", "date"):
-            return f"Retry-After, {verdict.pause:.1f}s"
-        return f"back-off {verdict.pause:.1f}s, {verdict.in_a_row} in a row"
 
     def _widen(self, origin: str, host: str, delay: float) -> None:
         self.stats.inc_value("pushback/widened")

@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 HIT_STAT = "dns/hosts_file/hit"
 MALFORMED_STAT = "dns/hosts_file/malformed"
+SYSTEM_HOSTS = "/etc/hosts"
 
 
 class SimpleResolver(Protocol):
@@ -100,6 +101,20 @@ def load_hosts_file(path: str | Path) -> HostsTable:
     return parse_hosts(text.splitlines(), str(path))
 
 
+def hosts_table(path: str | None, system: bool) -> HostsTable:
+    """``DNS_HOSTS`` entries, then (``system``) those of /etc/hosts the file lacks."""
+    table = load_hosts_file(path) if path else HostsTable()
+    if path:
+        logger.info("DNS_HOSTS=%s: %d names, %d malformed lines skipped",
+                    path, len(table), table.malformed)
+    if system and Path(SYSTEM_HOSTS).is_file():
+        extra = load_hosts_file(SYSTEM_HOSTS)
+        for family, entries in ((table.ipv4, extra.ipv4), (table.ipv6, extra.ipv6)):
+            for name, address in entries.items():
+                family.setdefault(name, address)
+    return table
+
+
 class StatsSink:
     """Counts resolver events in the stats of the crawlers it serves, found at
     count time (Scrapy builds the resolver before crawlers have stats)."""
@@ -141,12 +156,7 @@ class HostsFileResolver:
         inner_cls = load_object(settings.get("DNS_HOSTS_FALLBACK_RESOLVER")
                                 or "scrapy.resolver.CachingThreadedResolver")
         inner = build_from_crawler(inner_cls, crawler, reactor=reactor)
-        path = settings.get("DNS_HOSTS")
-        table = load_hosts_file(path) if path else HostsTable()
-        if path:
-            logger.info("DNS_HOSTS=%s: %d names, %d malformed lines skipped",
-                        path, len(table), table.malformed)
-        return cls(reactor, inner, table, StatsSink(crawler))
+        return cls(reactor, inner, hosts_table(settings.get("DNS_HOSTS"), system=False), StatsSink(crawler))
 
     def install_on_reactor(self) -> None:
         self.reactor.installResolver(self)

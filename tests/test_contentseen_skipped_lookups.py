@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from extensions.contentseen.exact import ContentSeen
-from extensions.contentseen.keyfilter import FILTER_BITS, KeyFilter
+from extensions.contentseen.nearindex import FILTER_BITS, KeyFilter
 from extensions.contentseen.nearindex import TABLE_SHIFT, BlockLayout, NearDuplicateIndex
 
 

@@ -25,7 +25,7 @@ from twisted.internet.task import Clock
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.store import Entry, Status, WriteAheadStore
-from extensions.backends.memory.store import MemoryStore
+from extensions.backends.memory.backend import MemoryStore
 from extensions.backends.sqlite.store import SQLiteStore
 from testweb.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
 from testweb.model import canonical_url

@@ -14,10 +14,11 @@ from twisted.internet.task import Clock
 from crawler.items import PageItem
 from extensions.aopic.ledger import AOPICLedger, tax_for_share
 from extensions.frontier.fingerprint import url_fingerprint
+from extensions.frontier.holds import LOW_YIELD
 from extensions.pipelines.hostyield import HostYield, PageKind
 from extensions.frontier.page import PageVerdict
 from extensions.frontier.prioritizer import CashPrioritizer
-from extensions.pipelines.hostyield import REASON, HostYieldPipeline, page_kind
+from extensions.pipelines.hostyield import HostYieldPipeline, page_kind
 from extensions.pipelines.links import verdict
 from extensions.signals import origin_deferred
 from tests.test_frontier_support import STORES, drain, make_frontier, make_store
@@ -175,9 +176,9 @@ def test_a_low_yield_host_is_deferred_once_per_origin_with_reason_low_yield() ->
         yields.process_item(page(f"http://app.test:8080/view?id={i}", near_duplicate_of="http://app.test:8080/"))
     yields.process_item(page("http://docs.test/"))
     yields.process_item(page("https://app.test/copy", duplicate_of="http://app.test:8080/"))  # another origin
-    assert signals.sent == [(origin_deferred, {"origin": "http://app.test:8080", "reason": REASON}),
-                            (origin_deferred, {"origin": "https://app.test", "reason": REASON})]
-    assert REASON == "low-yield"
+    assert signals.sent == [(origin_deferred, {"origin": "http://app.test:8080", "reason": LOW_YIELD}),
+                            (origin_deferred, {"origin": "https://app.test", "reason": LOW_YIELD})]
+    assert LOW_YIELD == "low-yield"
     assert stats["hostyield/stopped_hosts"] == 1
 
 
@@ -185,7 +186,7 @@ def test_the_final_urls_host_is_judged_after_a_redirect() -> None:
     yields, signals, _ = pipeline(window=2, threshold=0.6)
     for i in range(2):
         yields.process_item(page(f"http://old.test/{i}", final_url=f"http://new.test/{i}", duplicate_of="x"))
-    assert signals.sent == [(origin_deferred, {"origin": "http://new.test", "reason": REASON})]
+    assert signals.sent == [(origin_deferred, {"origin": "http://new.test", "reason": LOW_YIELD})]
 
 
 def test_items_that_say_nothing_are_passed_through_untouched() -> None:

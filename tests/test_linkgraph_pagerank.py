@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extensions.linkgraph.ordering import node_order, order_key
+from extensions.linkgraph.build import node_order, order_key
 from extensions.linkgraph.pagerank import pagerank, ranks, spearman
 
 

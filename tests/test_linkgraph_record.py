@@ -180,7 +180,7 @@ def sqlite_graph(job: Any) -> tuple[dict[str, tuple[int, int]], dict[int, list[i
     of every row, and the recorded lists by source."""
     import sqlite3  # noqa: PLC0415
 
-    from extensions.linkgraph.lists import unpack_targets  # noqa: PLC0415
+    from extensions.backends.sqlite.tables import unpack_targets  # noqa: PLC0415
 
     db = sqlite3.connect(f"file:{job / 'frontier.sqlite3'}?mode=ro", uri=True)
     try:
@@ -298,7 +298,7 @@ def test_on_redis_every_process_records_into_the_shared_store(tmp_path: Any, sta
     assert all(recorded) and sum(recorded) >= pages  # both processes recorded pages
     # the lists are in each process's own segment files in the project's default place, not in Redis
     from extensions.backends.redis.links import segments_directory  # noqa: PLC0415
-    from extensions.linkgraph.segments import segment_files  # noqa: PLC0415
+    from extensions.linkgraph.segmentlinks import segment_files  # noqa: PLC0415
 
     writers = {path.name.rsplit("-", 1)[0] for path in segment_files(segments_directory(prefix))}
     assert len(writers) == 2, writers

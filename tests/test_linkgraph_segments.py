@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from extensions.linkgraph.segmentlinks import SegmentLinkTable
-from extensions.linkgraph.segments import (
+from extensions.linkgraph.segmentlinks import (
     FRAME,
     FRAME_MAGIC,
     MAGIC,
@@ -105,7 +105,7 @@ def test_abandon_loses_only_the_records_not_yet_flushed(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from extensions.linkgraph.segments import SegmentWriter
+from extensions.linkgraph.segmentlinks import SegmentWriter
 directory, number = Path(sys.argv[1]), int(sys.argv[2])
 writer = SegmentWriter(directory, block_bytes=200)
 for page in range(50):  # its own pages, then page 0 of every process, recorded at time = number

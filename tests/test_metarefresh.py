@@ -7,8 +7,10 @@ import pytest
 from scrapy import Request
 from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware as ScrapyMetaRefresh
 from scrapy.http import HtmlResponse, Response
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
+from extensions.addon import WebcrawlerAddon
 from extensions.metarefresh import MetaRefreshMiddleware, may_declare_refresh, spells_ascii_as_bytes
 
 URL = "http://a.test/dir/page.html"
@@ -89,3 +91,20 @@ def test_encodings_that_do_not_write_ascii_as_its_bytes_go_to_scrapy() -> None:
     assert all(map(spells_ascii_as_bytes, ("utf-8", "latin-1", "cp1252", "shift_jis", "gb18030", "koi8-r")))
     assert not any(map(spells_ascii_as_bytes, ("utf-16", "utf-32", "utf-7", "iso-2022-jp", "cp037", "nonsense")))
     assert may_declare_refresh(_response(*PAGES["utf-16 none"]))  # no look at its bytes
+
+
+
+@pytest.mark.parametrize("order", [580, None])
+def test_a_project_that_places_scrapys_middleware_keeps_it_and_gets_not_ours(order: int | None) -> None:
+    scrapys = "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"
+    settings = Settings({"DOWNLOADER_MIDDLEWARES": {scrapys: order}})
+    WebcrawlerAddon().update_settings(settings)
+    middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert middlewares[scrapys] == order and MetaRefreshMiddleware not in middlewares
+
+
+def test_by_default_ours_replaces_scrapys_at_its_place() -> None:
+    settings = Settings()
+    WebcrawlerAddon().update_settings(settings)
+    middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert middlewares[MetaRefreshMiddleware] == 580 and middlewares[ScrapyMetaRefresh] is None

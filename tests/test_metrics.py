@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from extensions.frontier.gauges import DictStats, status_gauges
 from extensions.prometheus import CrawlStatsCollector, MetricsServer
 from extensions.frontier.store import Entry, Status
-from extensions.backends.memory.store import MemoryStore
+from extensions.backends.memory.backend import MemoryStore
 from testweb.crawlrun import kill_crawl, run_web_crawl, start_web_crawl
 from testweb.redisserver import free_port, unique_prefix
 from testweb.waiting import CrawlActivity, ended, wait_until

@@ -132,7 +132,7 @@ def test_host_count_keeps_bounded_memory_past_its_exact_limit() -> None:
 
 
 def test_distinct_counter_is_exact_to_its_limit_then_estimates() -> None:
-    from extensions.distinct import DistinctCounter  # noqa: PLC0415
+    from extensions.progress import DistinctCounter  # noqa: PLC0415
 
     counter = DistinctCounter(exact_limit=100)
     for repeat in range(3):

@@ -23,7 +23,7 @@ from twisted.internet.task import Clock
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.scheduler import Frontier
 from extensions.frontier.store import Entry, FrontierStoreError, Status
-from extensions.backends.memory.store import MemoryStore
+from extensions.backends.memory.backend import MemoryStore
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout, RedisBloom
 from extensions.backends.redis.fpset import FingerprintSetLayout, RedisFingerprintSet

@@ -11,12 +11,10 @@ import pytest
 from scrapy.settings import Settings
 
 from extensions import defaults
-from extensions.revisit.config import max_share_from_settings, policy_from_settings
+from extensions.frontier.config import max_share_from_settings, policy_from_settings
 from extensions.revisit.estimate import (
-    SHORTEST_INTERVAL_MU, change_rate, marginal_gain, optimal_interval,
-)
-from extensions.revisit.freshness import (
-    Freshness, crawl_freshness, expected_age, expected_freshness, record_rate,
+    SHORTEST_INTERVAL_MU, Freshness, change_rate, crawl_freshness, expected_age, expected_freshness,
+    marginal_gain, optimal_interval, record_rate,
 )
 from extensions.revisit.policy import RevisitPolicy
 from extensions.frontier.store import RevisitRecord
@@ -85,14 +83,13 @@ def test_a_304_is_unchanged_and_keeps_the_copy_and_its_validators() -> None:
 def test_validators_decide_without_a_fingerprint_and_no_evidence_counts_as_changed() -> None:
     policy = RevisitPolicy(DAY, HOUR, 30 * DAY)
     record = fetched(policy, content=None, etag='"v1"')
-    assert policy.changed(record, None, None, '"v2"', None)
-    assert not policy.changed(record, None, None, '"v1"', None)
+    assert policy.changed(record, None, '"v2"', None)
+    assert not policy.changed(record, None, '"v1"', None)
     dated = fetched(policy, content=None, last_modified="Mon")
-    assert not policy.changed(dated, None, None, None, "Mon")
-    assert policy.changed(dated, None, None, None, "Tue")
-    assert policy.changed(fetched(policy, content=None), None, None, None, None)
-    # the caller's verdict wins over the fingerprints
-    assert not policy.changed(fetched(policy, content=1), False, 2, None, None)
+    assert not policy.changed(dated, None, None, "Mon")
+    assert policy.changed(dated, None, None, "Tue")
+    assert policy.changed(fetched(policy, content=None), None, None, None)
+    assert not policy.changed(fetched(policy, content=1, etag='"v1"'), 1, '"v2"', None)  # fingerprints before validators
 
 
 # -- the adaptive schedule --------------------------------------------------------------

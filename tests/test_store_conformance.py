@@ -43,7 +43,7 @@ from extensions.frontier.store import (
     URLTable,
 )
 from extensions.backends import backend_class
-from extensions.backends.memory.store import MemoryStore
+from extensions.backends.memory.backend import MemoryStore
 from extensions.backends.redis.store import RedisStore
 from extensions.linkgraph.segmentlinks import SegmentLinkTable
 from extensions.backends.redis.revisits import TAKE

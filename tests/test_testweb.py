@@ -344,7 +344,7 @@ def graph_bits_per_link(config: WebConfig, tmp_path) -> float:
     import numpy as np  # noqa: PLC0415
 
     from extensions.linkgraph.bvgraph import Adjacency, write_bvgraph  # noqa: PLC0415
-    from extensions.linkgraph.ordering import node_order  # noqa: PLC0415
+    from extensions.linkgraph.build import node_order  # noqa: PLC0415
     from testweb.truth import safe_canonical  # noqa: PLC0415
 
     model = SiteModel(config, 8080)

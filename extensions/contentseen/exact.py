@@ -13,6 +13,7 @@ import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Self
 
 from extensions.contentseen.fingerprint import to_signed64
 
@@ -94,7 +95,29 @@ def is_empty(connection: sqlite3.Connection, path: Path, table: str) -> bool:
         raise ContentStoreError(f"content-seen store {path} is unusable: {err}") from err
 
 
-class ContentSeen:
+class SQLiteSet:
+    """A set kept in one SQLite file (``connection``), written by :meth:`flush`."""
+
+    connection: sqlite3.Connection
+
+    def flush(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Flush and close the file; the object is unusable afterwards."""
+        try:
+            self.flush()
+        finally:
+            self.connection.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class ContentSeen(SQLiteSet):
     """The set of content fingerprints seen, each with the first URL it came from.
 
     :meth:`add_or_get` sees every fingerprint added in this run or (after
@@ -158,22 +181,9 @@ class ContentSeen:
         self.pending.clear()
         self.counters["flushes"] += 1
 
-    def close(self) -> None:
-        """Flush and close the file; the object is unusable afterwards."""
-        try:
-            self.flush()
-        finally:
-            self.connection.close()
-
     def stats(self) -> dict[str, int]:
         """Counters since open, plus the current memory sizes (gauges)."""
         return {**self.counters, "memory_entries": len(self.memory), "pending": len(self.pending)}
-
-    def __enter__(self) -> ContentSeen:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _lookup(self, key: int) -> str | None:
         self.counters["lookups"] += 1

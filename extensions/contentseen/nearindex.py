@@ -21,11 +21,10 @@ from collections.abc import Callable
 from itertools import combinations
 from math import comb
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
-from extensions.contentseen.exact import ContentStoreError, check_schema, is_empty, open_database, write
+from extensions.contentseen.exact import ContentStoreError, SQLiteSet, check_schema, is_empty, open_database, write
 from extensions.contentseen.fingerprint import from_signed64, to_signed64
-from extensions.contentseen.keyfilter import KeyFilter
 from extensions.contentseen.resemblance import resemblance
 
 SCHEMA_VERSION = "2"
@@ -53,6 +52,46 @@ CREATE TABLE IF NOT EXISTS near_keys (
 -- reserved_id (no id below it is handed out again), levels (JSON)
 CREATE TABLE IF NOT EXISTS near_meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 """
+
+
+#: bits of the :class:`KeyFilter` bitmap (1 MiB)
+FILTER_BITS: Final = 1 << 23
+# the key's table number (above bit 48) is mixed in to spread the tables over the bitmap
+
+
+class KeyFilter:
+    """Keys that may have rows in the index's file (no false negatives): a
+    look-up none of whose keys was stored needs no query, a false positive
+    only costs the query. :attr:`full` once more than an eighth of the bits are set."""
+
+    def __init__(self, bits: int = FILTER_BITS) -> None:
+        if bits < 8 or bits & (bits - 1):
+            raise ValueError(f"filter bits must be a power of two >= 8, not {bits}")
+        self.bitmap = bytearray(bits >> 3)
+        self.mask, self.limit, self.set_bits = bits - 1, bits >> 3, 0
+
+    def add(self, keys: list[int]) -> None:
+        """Mark ``keys`` as stored."""
+        bitmap = self.bitmap
+        for key in keys:
+            spot = (key ^ (key >> 48) * 0x9E3779B1) & self.mask
+            bit = 1 << (spot & 7)
+            if not bitmap[spot >> 3] & bit:
+                bitmap[spot >> 3] |= bit
+                self.set_bits += 1
+
+    def may_hold(self, keys: list[int]) -> bool:
+        """False if no row with any of ``keys`` can be in the file."""
+        bitmap, mask = self.bitmap, self.mask
+        for key in keys:
+            spot = (key ^ (key >> 48) * 0x9E3779B1) & mask
+            if bitmap[spot >> 3] >> (spot & 7) & 1:
+                return True
+        return False
+
+    @property
+    def full(self) -> bool:
+        return self.set_bits > self.limit
 
 
 class Match(NamedTuple):
@@ -207,7 +246,7 @@ class LeveledKeys:
         self.moved += moved
 
 
-class NearDuplicateIndex:
+class NearDuplicateIndex(SQLiteSet):
     """Stored simhashes with their first URL and group, searchable within distance k.
 
     :meth:`add_or_match` sees every document added in this run or (after
@@ -299,23 +338,10 @@ class NearDuplicateIndex:
         self.pending_keys.clear()
         self.counters["flushes"] += 1
 
-    def close(self) -> None:
-        """Flush and close the file; the object is unusable afterwards."""
-        try:
-            self.flush()
-        finally:
-            self.connection.close()
-
     def stats(self) -> dict[str, int]:
         """Counters since open, plus the buffer size (a gauge)."""
         return {**self.counters, "buffered": len(self.pending_docs), "levels": len(self.levels.sizes),
                 "level_moves": self.levels.moved}
-
-    def __enter__(self) -> NearDuplicateIndex:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _match(self, simhash: int, keys: list[int], sketch: bytes | None) -> Match | None:
         self.counters["lookups"] += 1

@@ -12,12 +12,14 @@ before add-ons run, so settings fall back to :mod:`extensions.defaults`.
 from __future__ import annotations
 
 import logging
+import math
 import time
+from collections import deque
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from scrapy.resolver import dnscache as scrapy_dnscache
+from scrapy.utils.datatypes import LocalCache
 from twisted.internet import defer
 from twisted.internet.error import DNSLookupError
 from twisted.internet.interfaces import IResolverSimple
@@ -27,9 +29,8 @@ from zope.interface import implementer
 
 from extensions import defaults
 from extensions.backends.settings import number_setting
-from extensions.dns.cache import CacheEntry, DnsCache, LatencySample
 from extensions.dns.policy import AddressPolicy, describe_refusal, parse_address, policy_from_settings
-from extensions.resolver import HostsTable, StatsSink, load_hosts_file, normalise_name
+from extensions.resolver import HostsTable, StatsSink, hosts_table, normalise_name
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SYSTEM_RESOLV_CONF = "/etc/resolv.conf"
-SYSTEM_HOSTS = "/etc/hosts"
 MAX_CNAME_CHAIN = 8
 PUBLISH_EVERY = 64  # lookup-time stats are recomputed every this many queries
 FLUSH_EVERY = 1024  # lookups counted locally before they are added to the stats
@@ -80,6 +80,61 @@ class AddressRefusedError(DnsLookupError):
         DNSLookupError.__init__(self, describe_refusal(host, address, category))
         self.host, self.reason, self.negative_ttl = host, "private_address", None
         self.address, self.category = address, category
+
+
+class CacheEntry(NamedTuple):
+    """An answer until ``expires_at``: ``address``, or (negative, no address) ``reason``."""
+
+    expires_at: float
+    address: str | None = None
+    reason: str | None = None
+
+
+class DnsCache(LocalCache[str, CacheEntry]):
+    """LRU of at most ``size`` names (0: caches nothing), each an address or
+    a negative answer until its TTL runs out on the caller's clock."""
+
+    def __init__(self, size: int) -> None:
+        if size < 0:
+            raise ValueError(f"DNS_CACHE_SIZE={size!r}: must be >= 0")
+        super().__init__(size)
+
+    def live(self, name: str, now: float) -> CacheEntry | None:
+        """The live entry for ``name`` (now most recently used), or None."""
+        entry = self.get(name)
+        if entry is None:
+            return None
+        if entry.expires_at <= now:
+            del self[name]
+            return None
+        self.move_to_end(name)
+        return entry
+
+    def put(self, name: str, entry: CacheEntry) -> None:
+        self[name] = entry  # the least recently used name goes first when full
+        if name in self:
+            self.move_to_end(name)
+
+
+class LatencySample:
+    """Count and sum of every duration, and the latest ``size`` for percentiles."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.values: deque[float] = deque(maxlen=size)
+        self.count = 0
+        self.total = 0.0
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        self.values.append(value)
+
+    def percentile(self, fraction: float) -> float:
+        """Nearest-rank percentile of the sample (``fraction`` in (0, 1])."""
+        if not self.values:
+            return 0.0
+        ordered = sorted(self.values)
+        return ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)]
 
 
 class Answer(NamedTuple):
@@ -339,18 +394,4 @@ class CachingResolver:
         if self.lookup_times.count:
             self.stats.set(TIME_MEAN, round(self.lookup_times.total / self.lookup_times.count, 3))
             self.stats.set(TIME_P99, round(self.lookup_times.percentile(0.99), 3))
-
-
-def hosts_table(path: str | None, system: bool) -> HostsTable:
-    """``DNS_HOSTS`` entries, then (``system``) those of /etc/hosts the file lacks."""
-    table = load_hosts_file(path) if path else HostsTable()
-    if path:
-        logger.info("DNS_HOSTS=%s: %d names, %d malformed lines skipped",
-                    path, len(table), table.malformed)
-    if system and Path(SYSTEM_HOSTS).is_file():
-        extra = load_hosts_file(SYSTEM_HOSTS)
-        for family, entries in ((table.ipv4, extra.ipv4), (table.ipv6, extra.ipv6)):
-            for name, address in entries.items():
-                family.setdefault(name, address)
-    return table
 

@@ -1,4 +1,4 @@
-"""Settings to :class:`~extensions.frontier.scheduler.Frontier` arguments.
+"""Settings to :class:`~extensions.frontier.scheduler.Frontier` arguments (``REVISIT_*``: its re-visit policy).
 
 Called only from ``Frontier.from_crawler``: the one place that reads
 settings (defaults in :mod:`extensions.defaults`), resolves class paths,
@@ -11,6 +11,7 @@ filter and a shared dispatch (if any) come from the crawl's backend
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import FrontierOptions, Runtime
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.revisits import RevisitSchedule
-from extensions.revisit.config import max_share_from_settings, policy_from_settings
+from extensions.revisit.policy import SCHEDULES, RevisitPolicy
 from extensions.frontier.store import WriteAheadStore
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 BLOOM_NAME = "frontier.bloom"
+SECONDS = "a number of seconds > 0"
 
 
 def _positive_int(settings: Any, name: str, minimum: int = 1) -> int:
@@ -74,6 +76,29 @@ def _engine_hooks(crawler: Crawler) -> dict[str, Any]:
             _schedule_coro(current.close_spider_async(reason="frontier_store_error"))
 
     return {"wake": wake, "in_progress": in_progress, "on_store_error": on_store_error}
+
+
+def policy_from_settings(settings: Any) -> RevisitPolicy:
+    """The :class:`~.policy.RevisitPolicy` the ``REVISIT_*`` settings describe."""
+    initial = checked(settings, "REVISIT_INITIAL_INTERVAL", lambda value: 0 < value < math.inf, SECONDS)
+    minimum = checked(settings, "REVISIT_MIN_INTERVAL", lambda value: 0 < value <= initial,
+                      f"{SECONDS} and <= REVISIT_INITIAL_INTERVAL ({initial!r})")
+    maximum = checked(settings, "REVISIT_MAX_INTERVAL", lambda value: initial <= value < math.inf,
+                      f"{SECONDS} and >= REVISIT_INITIAL_INTERVAL ({initial!r})")
+    schedule = settings.get("REVISIT_SCHEDULE", defaults.REVISIT_SCHEDULE)
+    if schedule not in SCHEDULES:
+        raise ValueError(f"REVISIT_SCHEDULE must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    return RevisitPolicy(
+        initial, minimum, maximum, schedule=schedule,
+        gone_after=checked(settings, "REVISIT_GONE_AFTER", lambda value: value >= 1, "an integer >= 1", int),
+        increase=checked(settings, "REVISIT_ADAPTIVE_INCREASE", lambda value: 0 <= value < math.inf, ">= 0"),
+        decrease=checked(settings, "REVISIT_ADAPTIVE_DECREASE", lambda value: 0 <= value < 1, ">= 0 and < 1"),
+    )
+
+
+def max_share_from_settings(settings: Any) -> float:
+    """``REVISIT_MAX_SHARE``, a share in [0, 1]."""
+    return checked(settings, "REVISIT_MAX_SHARE", lambda value: 0 <= value <= 1, "between 0 and 1")
 
 
 def call_soon(func: Callable[[], None]) -> None:

@@ -18,6 +18,7 @@ from scrapy import Request
 from scrapy.utils.misc import load_object
 from scrapy.utils.request import RequestFingerprinter
 
+from extensions.contentseen.fingerprint import to_signed64
 from extensions.urls.canonical import canonicalize, url_key
 from extensions.urls.split import host_of
 
@@ -66,11 +67,6 @@ def _project_low_bits(request: Request) -> int:
     except Exception as err:
         raise FingerprinterError(f"REQUEST_FINGERPRINTER_CLASS failed on {request.url}: {err!r}") from err
     return int.from_bytes(digest[:5], "big") & _URL_MASK
-
-
-def to_signed64(value: int) -> int:
-    """An unsigned 64-bit value as SQLite's signed INTEGER."""
-    return value - (1 << 64) if value >= (1 << 63) else value
 
 
 def host_hash(host: str) -> int:

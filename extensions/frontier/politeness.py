@@ -82,10 +82,7 @@ class Politeness:
             self.crawl_delays.pop(host, None)
             return
         self.crawl_delays[host] = float(seconds)
-        state = self.hosts.get(host)
-        if state is not None and state.last_end is not None:
-            gap = self.gap(host, state.last_duration)
-            state.next_allowed = max(state.next_allowed, state.last_end + gap)
+        self._push(host)
 
     def widen(self, host: str, seconds: float) -> None:
         """``host`` waits at least ``seconds`` between fetches from now on (a wider
@@ -93,6 +90,10 @@ class Politeness:
         if seconds <= self.widened.get(host, 0.0):
             return
         self.widened[host] = float(seconds)
+        self._push(host)
+
+    def _push(self, host: str) -> None:
+        """A wider gap of ``host`` pushes its next-allowed time after its last fetch."""
         state = self.hosts.get(host)
         if state is not None and state.last_end is not None:
             state.next_allowed = max(state.next_allowed, state.last_end + self.gap(host, state.last_duration))
@@ -106,19 +107,20 @@ class Politeness:
             return INFINITY
         return state.next_allowed
 
-    def started(self, host: str, now: float) -> None:
-        """A fetch of ``host`` was handed to the downloader at ``now``."""
+    def _state(self, host: str) -> HostState:
         state = self.hosts.get(host)
         if state is None:
             state = self.hosts[host] = HostState()
-        state.in_flight += 1
+        return state
+
+    def started(self, host: str, now: float) -> None:
+        """A fetch of ``host`` was handed to the downloader at ``now``."""
+        self._state(host).in_flight += 1
 
     def finished(self, host: str, end: float, duration: float) -> float:
         """A fetch of ``host`` ended at ``end`` after ``duration`` seconds;
         return the host's new next-allowed time."""
-        state = self.hosts.get(host)
-        if state is None:
-            state = self.hosts[host] = HostState()
+        state = self._state(host)
         state.in_flight = max(0, state.in_flight - 1)
         state.last_duration = duration
         state.last_end = end
@@ -135,9 +137,7 @@ class Politeness:
 
     def hold(self, host: str, until: float) -> None:
         """No fetch of ``host`` may start before ``until`` (a back-off)."""
-        state = self.hosts.get(host)
-        if state is None:
-            state = self.hosts[host] = HostState()
+        state = self._state(host)
         state.next_allowed = max(state.next_allowed, until)
 
     def wait(self, host: str, now: float) -> float:

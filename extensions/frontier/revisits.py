@@ -20,7 +20,7 @@ from typing import Any
 from extensions.frontier.dispatch import HostDispatch
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.page import PageVerdict
-from extensions.revisit.freshness import crawl_freshness
+from extensions.revisit.estimate import crawl_freshness
 from extensions.revisit.policy import RevisitPolicy
 from extensions.frontier.store import FLAG_REVISIT, Entry, FrontierStore, RevisitRecord
 

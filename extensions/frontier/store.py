@@ -215,7 +215,7 @@ class LinkTable(Protocol):
     """Per fetched page (its fingerprint), its accepted outlinks' fingerprints
     in the order found, each once. SQLite writes a list with the page's other
     changes; Redis appends it to this process's segment files
-    (:mod:`extensions.linkgraph.segments`), flushed at every checkpoint."""
+    (:mod:`extensions.linkgraph.segmentlinks`), flushed at every checkpoint."""
 
     def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
         """``source``'s outlinks (duplicates dropped, first kept); replaces

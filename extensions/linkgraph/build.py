@@ -4,7 +4,7 @@ The frontier records each fetched page's outlinks by URL fingerprint in its
 store (``store.links``). A build reads every recorded list, names the
 fingerprints by URL (the link table's own names where it keeps them, as
 link segments do; otherwise the URL database's rows), numbers the URLs so that
-close URLs get close ids (:mod:`.ordering`), and writes, into one
+close URLs get close ids (:func:`node_order`), and writes, into one
 directory (``JOBDIR/linkgraph`` for a crawl with a job directory):
 
 * ``graph.*``: the out-links as a BVGraph (:mod:`.bvgraph`), ``graph-t.*``
@@ -24,16 +24,17 @@ table: one recorded without its URL) is left out with its edges, counted
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
 from extensions.linkgraph.bvgraph import Adjacency, transpose, write_bvgraph
-from extensions.linkgraph.ordering import node_order
 from extensions.linkgraph.pagerank import pagerank, spearman
 
 GRAPH, TRANSPOSED = "graph", "graph-t"
@@ -42,6 +43,39 @@ FINGERPRINTS, FINGERPRINT_IDS = "fingerprints.npy", "fingerprint_ids.npy"
 PAGERANK = "pagerank.npy"
 REPORT = "build.json"
 LOOKUP_BATCH = 500  # URL rows per get_many (SQLite's host parameter limit is far above)
+
+_NUMBER = re.compile(r"\d+")
+
+
+def order_key(url: str) -> tuple[str, int, str, str]:
+    """The sort key of ``url`` that gives close URLs close node ids.
+
+    WebGraph's compression feeds on locality (Boldi and Vigna, WWW 2004): ids
+    in the order of a key that groups a host's pages and sorts its URLs make
+    the gaps between successor ids small and put similar lists within the
+    reference window. The key is the host with its labels reversed
+    (``org.python.docs``: a site's subdomains together), the port, the path and
+    query with numbers compared as numbers (``p/9.html`` before ``p/10.html``:
+    numbered pages become intervals), then the scheme; unparsable URLs sort by
+    their text, after every host."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port or 0
+    except ValueError:
+        return ("\uffff", 0, url, "")
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    # each run of digits prefixed by its length: numbers sort as numbers (9 -> 019, 10 -> 0210)
+    numbered = _NUMBER.sub(lambda match: f"{len(match.group()):02d}{match.group()}", path)
+    return (".".join(reversed(host.split("."))), port, numbered, parts.scheme)
+
+
+def node_order(urls: Sequence[str]) -> np.ndarray:
+    """``order[i]``: the position of ``urls[order[i]]`` is node id ``i``
+    (a permutation of ``range(len(urls))``)."""
+    return np.array(sorted(range(len(urls)), key=lambda i: order_key(urls[i])), dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +112,6 @@ def read_lists(store: Any, batch: int = 10_000) -> tuple[np.ndarray, np.ndarray,
     return np.array(pages, dtype=np.int64), np.array(counts, dtype=np.int64), flat
 
 
-def resolve_urls(store: Any, fingerprints: Sequence[int]) -> dict[int, str]:
-    """The URL of each fingerprint with a row in the URL database."""
-    rows = _batched(store.urls.get_many, [int(fp) for fp in fingerprints])
-    return {fp: entry.url for fp, entry in rows.items()}
-
-
 def _batched(read: Callable[[list[int]], dict[int, Any]], keys: list[int]) -> dict[int, Any]:
     """``read``'s answers for ``keys``, asked :data:`LOOKUP_BATCH` keys at a time."""
     found: dict[int, Any] = {}
@@ -100,8 +128,8 @@ def build_link_graph(store: Any, directory: Path, *, batch: int = 10_000,
     pages, counts, flat = read_lists(store, batch)
     known = np.unique(np.concatenate([pages, flat]))
     urls = store.links.node_urls()  # the link table's names if it keeps them
-    if urls is None:
-        urls = resolve_urls(store, known)
+    if urls is None:  # named by the URL database's rows
+        urls = {fp: entry.url for fp, entry in _batched(store.urls.get_many, known.tolist()).items()}
     named = np.array([fp for fp in known.tolist() if fp in urls], dtype=np.int64)  # sorted, as known is
     order = node_order([urls[fp] for fp in named.tolist()])
     node_of_named = np.empty(len(named), dtype=np.int64)

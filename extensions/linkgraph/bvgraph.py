@@ -330,19 +330,12 @@ def write_bvgraph(basename: Path, graph: Adjacency, *, window: int = 7, max_ref_
     offsets_packer.write(*gamma_array(gaps))
     offsets_bytes = offsets_packer.getvalue()
     basename.with_suffix(".offsets").write_bytes(offsets_bytes)
-    _write_properties(basename, n, graph.num_arcs, packer.bits, window, max_ref_count,
-                      min_interval, zeta_k)
-    basename.with_suffix(".ef").write_bytes(ef_bytes(np.cumsum(gaps), len(graph_bytes) * 8))
-    return GraphSize(packer.bits, len(offsets_bytes), graph.num_arcs, n, np.cumsum(gaps))
-
-
-def _write_properties(basename: Path, nodes: int, arcs: int, bits: int, window: int,
-                      max_ref_count: int, min_interval: int, zeta_k: int) -> None:
-    lines = [
+    arcs, bits = graph.num_arcs, packer.bits
+    properties = [
         "#BVGraph properties",
         "version=0",
         f"graphclass={GRAPH_CLASS}",
-        f"nodes={nodes}",
+        f"nodes={n}",
         f"arcs={arcs}",
         f"windowsize={window}",
         f"maxrefcount={max_ref_count}",
@@ -353,4 +346,6 @@ def _write_properties(basename: Path, nodes: int, arcs: int, bits: int, window: 
         f"bitsperlink={bits / arcs if arcs else 0:.3f}",
         f"length={bits}",
     ]
-    basename.with_suffix(".properties").write_text("\n".join(lines) + "\n")
+    basename.with_suffix(".properties").write_text("\n".join(properties) + "\n")
+    basename.with_suffix(".ef").write_bytes(ef_bytes(np.cumsum(gaps), len(graph_bytes) * 8))
+    return GraphSize(packer.bits, len(offsets_bytes), graph.num_arcs, n, np.cumsum(gaps))

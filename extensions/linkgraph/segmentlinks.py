@@ -1,33 +1,295 @@
-"""The link table over link segments: a store's ``links`` kept in files, not in its memory.
+"""Link segments: each crawler process's outlink records, appended to compressed files of its own.
 
-:class:`SegmentLinkTable` answers the frontier's
-:class:`~extensions.frontier.store.LinkTable` protocol from a segments
-directory (:mod:`.segments`): :meth:`record` appends to this process's own
-files; the reads (:meth:`scan`, :meth:`sources`, :meth:`targets_of`) see
-every process's records in the directory, a source's latest record winning,
-and this process's pending ones (they are flushed first). The owner flushes
-at its checkpoints and closes it with the store. Records carry their
-source's and their targets' URLs, so :meth:`node_urls` names every node of
-the graph without the URL database.
+A segment file is ``links-<host>-<pid>-<start>-<sequence>.seg`` in the
+segments directory (local, or shared by every process of a crawl): the name
+carries the writing process's identity, so two processes never write one
+file. A file is the magic :data:`MAGIC` (format 2), then frames::
+
+    b"LGF1"  <u32 payload bytes> <u32 CRC-32 of the payload> <u32 records>
+    payload: the next piece of the file's one zlib stream, ended by a sync flush
+
+so a frame decodes after the file's earlier frames and shares their 32 KiB
+of history (a host's repeated links compress across frames). A record, in
+the stream: ``<q source fingerprint> <d wall time> <I URL bytes> <I targets>
+<I target URL bytes>``, the source URL (UTF-8), the targets' fingerprints as
+little-endian int64, then the targets' URLs (UTF-8, one per target, joined
+by newlines; none recorded: zero bytes).
+
+Durability: :meth:`SegmentWriter.flush` hands a whole frame to the kernel
+with one ``write`` (no fsync), so a SIGKILL loses only records not yet
+flushed and never an earlier frame. A frame that is cut short or fails its
+CRC (a write torn by a power loss, or one still being written as it is read)
+ends its file for the reader: it and what follows are skipped and counted
+(:class:`SegmentScan`). Of several records of one source (a re-fetch), the
+latest by wall time wins (:func:`latest_records`).
+
+:class:`SegmentLinkTable` is a store's ``links`` kept in these files, not
+in its memory (the frontier's :class:`~extensions.frontier.store.LinkTable`):
+:meth:`record` appends to this process's own files; the reads
+(:meth:`scan`, :meth:`sources`, :meth:`targets_of`) see every process's
+records in the directory, a source's latest record winning, and this
+process's pending ones (they are flushed first). The owner flushes at its
+checkpoints and closes it with the store. Records carry their source's and
+their targets' URLs, so :meth:`node_urls` names every node of the graph
+without the URL database.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
+import struct
+import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
-from extensions.linkgraph.segments import (
-    SegmentRecord,
-    SegmentScan,
-    SegmentWriter,
-    delete_segments,
-    latest_records,
-    read_segment,
-    segment_files,
-    unique_targets,
-)
+import numpy as np
+
 from extensions.urls.canonical import canonicalize
+
+MAGIC = b"LGSEG2\n\0"
+FRAME = struct.Struct("<4sIII")
+FRAME_MAGIC = b"LGF1"
+RECORD = struct.Struct("<qdIII")
+SUFFIX = ".seg"
+_TARGETS = np.dtype("<i8")
+
+logger = logging.getLogger(__name__)
+
+
+class SegmentRecord(NamedTuple):
+    """One page's outlinks as a process recorded them."""
+
+    source: int  # the page's URL fingerprint
+    when: float  # wall time of the record
+    url: str  # the page's URL ("" when the recorder had none)
+    targets: np.ndarray  # outlink fingerprints, int64, in the order found
+    target_urls: tuple[str, ...]  # their URLs, one per target (empty when not recorded)
+
+
+def unique_targets(targets: Sequence[int], urls: Sequence[str] = ()) -> tuple[list[int], list[str]]:
+    """``targets`` each once (the first kept) and, if given, their ``urls`` alike."""
+    if not urls:
+        return list(dict.fromkeys(targets)), []
+    if len(urls) != len(targets):
+        raise ValueError(f"{len(targets)} targets but {len(urls)} target URLs")
+    first: dict[int, str] = {}
+    for target, url in zip(targets, urls):
+        first.setdefault(target, url)
+    return list(first), list(first.values())
+
+
+def encode_record(source: int, when: float, url: str, targets: Sequence[int],
+                  target_urls: Sequence[str] = ()) -> bytes:
+    """One record as it goes into the stream (``target_urls``: one per target, or none)."""
+    if target_urls and len(target_urls) != len(targets):
+        raise ValueError(f"{len(targets)} targets but {len(target_urls)} target URLs")
+    raw_url = url.encode("utf-8")
+    packed = np.asarray(targets, dtype=_TARGETS).tobytes()
+    names = "\n".join(target_urls)
+    if names.count("\n") != max(len(target_urls) - 1, 0):  # a URL with a raw newline: escape it
+        names = "\n".join(name.replace("\n", "%0A") for name in target_urls)
+    raw_names = names.encode("utf-8")
+    return RECORD.pack(source, when, len(raw_url), len(targets), len(raw_names)) + raw_url + packed + raw_names
+
+
+class SegmentWriter:
+    """Appends records to this process's segment files in ``directory``:
+    a frame is written when ``block_bytes`` of records are pending or at
+    :meth:`flush`, a new file begun once one reaches ``segment_bytes``.
+    Thread-safe (the frontier may record and checkpoint on different threads)."""
+
+    def __init__(self, directory: Path, *, identity: str | None = None, segment_bytes: int = 64 << 20,
+                 block_bytes: int = 256 << 10, level: int = 6) -> None:
+        if segment_bytes <= 0 or block_bytes <= 0:
+            raise ValueError(f"segment and block sizes must be positive, got {segment_bytes} and {block_bytes}")
+        if identity is None:  # <host>-<pid>-<start>: unique per process, also across machines
+            host = "".join(c if c.isalnum() or c in ".-" else "_" for c in socket.gethostname()) or "host"
+            identity = f"{host}-{os.getpid()}-{time.time_ns():x}"
+        self.directory, self.identity = Path(directory), identity
+        self.segment_bytes, self.block_bytes, self.level = segment_bytes, block_bytes, level
+        self.files = self.frames = self.records = self.bytes_written = 0
+        self._pending: list[bytes] = []
+        self._pending_bytes = self._pending_records = 0
+        self._fd: int | None = None
+        self._size = 0
+        self._compressor: zlib._Compress | None = None
+        self._lock = threading.Lock()
+
+    def append(self, source: int, when: float, url: str, targets: Sequence[int],
+               target_urls: Sequence[str] = ()) -> None:
+        """Add a record; written out once a block's worth is pending."""
+        record = encode_record(source, when, url, targets, target_urls)
+        with self._lock:
+            self._pending.append(record)
+            self._pending_bytes += len(record)
+            self._pending_records += 1
+            if self._pending_bytes >= self.block_bytes:
+                self._write_frame()
+
+    def flush(self) -> None:
+        """Write the pending records as one frame (nothing if none)."""
+        with self._lock:
+            self._write_frame()
+
+    def close(self) -> None:
+        """Flush and close the open file."""
+        with self._lock:
+            self._write_frame()
+            self._close_file()
+
+    def abandon(self) -> None:
+        """Close without writing what is pending (as a crash would)."""
+        with self._lock:
+            self._pending, self._pending_bytes, self._pending_records = [], 0, 0
+            self._close_file()
+
+    def _write_frame(self) -> None:
+        if not self._pending:
+            return
+        if self._fd is None:
+            self._open_file()
+        assert self._compressor is not None and self._fd is not None
+        payload = self._compressor.compress(b"".join(self._pending)) + self._compressor.flush(zlib.Z_SYNC_FLUSH)
+        frame = FRAME.pack(FRAME_MAGIC, len(payload), zlib.crc32(payload), self._pending_records) + payload
+        _write_all(self._fd, frame)
+        self._size += len(frame)
+        self.frames += 1
+        self.records += self._pending_records
+        self.bytes_written += len(frame)
+        self._pending, self._pending_bytes, self._pending_records = [], 0, 0
+        if self._size >= self.segment_bytes:
+            self._close_file()
+
+    def _open_file(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.files += 1
+        path = self.directory / f"links-{self.identity}-{self.files:06d}{SUFFIX}"
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        _write_all(self._fd, MAGIC)
+        self._size = len(MAGIC)
+        self.bytes_written += len(MAGIC)
+        self._compressor = zlib.compressobj(self.level)
+
+    def _close_file(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd, self._compressor = None, None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+@dataclass(slots=True)
+class SegmentScan:
+    """What a read of a segments directory met."""
+
+    files: int = 0
+    frames: int = 0
+    records: int = 0
+    bytes: int = 0  # size of the files read
+    torn_files: int = 0  # files whose tail was cut or corrupt (skipped from there)
+    torn_bytes: int = 0  # bytes skipped in them
+    foreign_files: list[str] = field(default_factory=list)  # ``*.seg`` files without the magic
+
+
+def segment_files(directory: Path) -> list[Path]:
+    """The segment files in ``directory`` (none if it does not exist), by name."""
+    try:
+        return sorted(path for path in Path(directory).iterdir() if path.name.endswith(SUFFIX))
+    except FileNotFoundError:
+        return []
+
+
+def read_segment(path: Path, scan: SegmentScan) -> Iterator[SegmentRecord]:
+    """The records of one file, up to a torn tail (counted in ``scan``); none
+    if it is gone (a crawl's keys deleted meanwhile)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    scan.files += 1
+    scan.bytes += len(data)
+    if not data.startswith(MAGIC):
+        scan.foreign_files.append(path.name)
+        return
+    position, stream = len(MAGIC), zlib.decompressobj()
+    while position < len(data):
+        plain = _frame(data, position, stream)
+        if plain is None:
+            scan.torn_files += 1
+            scan.torn_bytes += len(data) - position
+            logger.warning("link segment %s: %d bytes at its end are torn or corrupt, skipped",
+                           path, len(data) - position)
+            return
+        payload_bytes, count, raw = plain
+        position += FRAME.size + payload_bytes
+        scan.frames += 1
+        scan.records += count
+        yield from _records(raw, count)
+
+
+def _frame(data: bytes, position: int, stream: zlib._Decompress) -> tuple[int, int, bytes] | None:
+    """The frame at ``position``: (payload bytes, records, decompressed), None if torn."""
+    if position + FRAME.size > len(data):
+        return None
+    magic, size, crc, count = FRAME.unpack_from(data, position)
+    payload = data[position + FRAME.size:position + FRAME.size + size]
+    if magic != FRAME_MAGIC or len(payload) != size or zlib.crc32(payload) != crc:
+        return None
+    try:
+        return size, count, stream.decompress(payload)
+    except zlib.error:
+        return None
+
+
+def _records(raw: bytes, count: int) -> Iterator[SegmentRecord]:
+    position = 0
+    for _ in range(count):
+        source, when, url_bytes, targets, names_bytes = RECORD.unpack_from(raw, position)
+        position += RECORD.size
+        url = raw[position:position + url_bytes].decode("utf-8", "replace")
+        position += url_bytes
+        packed = np.frombuffer(raw, dtype=_TARGETS, count=targets, offset=position)
+        position += 8 * targets
+        names = raw[position:position + names_bytes].decode("utf-8", "replace").split("\n") if names_bytes else ()
+        position += names_bytes
+        yield SegmentRecord(source, when, url, packed.astype(np.int64), tuple(names))
+
+
+def read_segments(directory: Path, scan: SegmentScan | None = None) -> Iterator[SegmentRecord]:
+    """Every record of every file in ``directory``, file after file."""
+    scan = scan if scan is not None else SegmentScan()
+    for path in segment_files(directory):
+        yield from read_segment(path, scan)
+
+
+def latest_records(directory: Path, scan: SegmentScan | None = None) -> dict[int, SegmentRecord]:
+    """Per source, its latest record (by wall time; a tie goes to the one read last)."""
+    latest: dict[int, SegmentRecord] = {}
+    for record in read_segments(directory, scan):
+        known = latest.get(record.source)
+        if known is None or record.when >= known.when:
+            latest[record.source] = record
+    return latest
+
+
+def delete_segments(directory: Path) -> int:
+    """Delete every segment file in ``directory``; how many."""
+    deleted = 0
+    for path in segment_files(directory):
+        path.unlink(missing_ok=True)
+        deleted += 1
+    return deleted
+
 
 #: seconds a file's mtime may trail the wall time of a record it holds (a coarse kernel clock)
 MTIME_SLACK = 1.0
@@ -81,7 +343,10 @@ class SegmentLinkTable:
             names.update(zip(record.targets.tolist(), record.target_urls))
         for source, record in latest.items():
             if source not in names and record.url:
-                names[source] = _canonical(record.url)
+                try:
+                    names[source] = canonicalize(record.url)
+                except ValueError:
+                    names[source] = record.url
         return names
 
     def flush(self) -> None:
@@ -125,13 +390,6 @@ def _directory_state(directory: Path) -> tuple[tuple[str, int, int], ...]:
             continue
         state.append((path.name, stat.st_size, stat.st_mtime_ns))
     return tuple(state)
-
-
-def _canonical(url: str) -> str:
-    try:
-        return canonicalize(url)
-    except ValueError:
-        return url
 
 
 def _mtime(path: Path) -> float:

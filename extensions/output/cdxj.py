@@ -9,9 +9,11 @@ is an empty page).
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import re
+from contextlib import ExitStack
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,16 +33,11 @@ def index_path(warc_path: Path) -> Path:
     return warc_path.with_name(name + SUFFIX)
 
 
-def surt_key(url: str) -> str:
-    """The look-up key pywb computes for ``url``."""
-    import surt  # noqa: PLC0415 - only crawls that index pay for its import
-
-    return surt.surt(url)
-
-
 def index_line(record: Any, offset: int, length: int, filename: str) -> bytes | None:
     """The CDXJ line of ``record`` (a warcio record) stored at ``offset``
     with ``length`` bytes in ``filename``; None for a record not indexed."""
+    import surt  # noqa: PLC0415 - only crawls that index pay for its import
+
     if record.rec_type not in INDEXED_TYPES:
         return None
     http = record.http_headers
@@ -62,7 +59,7 @@ def index_line(record: Any, offset: int, length: int, filename: str) -> bytes | 
         fields["digest"] = digest.removeprefix("sha1:")
     fields.update(length=str(length), offset=str(offset), filename=filename)
     timestamp = iso_date_to_timestamp(headers.get_header("WARC-Date"))
-    return f"{surt_key(url)} {timestamp} {json.dumps(fields)}\n".encode()
+    return f"{surt.surt(url)} {timestamp} {json.dumps(fields)}\n".encode()
 
 
 def index_warc(path: Path, filename: str | None = None) -> list[bytes]:
@@ -92,11 +89,5 @@ def write_index(path: Path, lines: Iterable[bytes]) -> Path:
 
 def merged(paths: Iterable[Path]) -> Iterator[bytes]:
     """The lines of several sorted index files, in one sorted order."""
-    import heapq  # noqa: PLC0415
-
-    files = [open(path, "rb") for path in paths]  # noqa: SIM115 - closed below
-    try:
-        yield from heapq.merge(*files)
-    finally:
-        for file in files:
-            file.close()
+    with ExitStack() as files:
+        yield from heapq.merge(*(files.enter_context(open(path, "rb")) for path in paths))

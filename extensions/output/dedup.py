@@ -28,21 +28,17 @@ class Capture:
 
 
 class RecordKind(enum.Enum):
-    RESPONSE = "response"
-    IDENTICAL = "identical-payload-digest"
-    NOT_MODIFIED = "server-not-modified"
+    """A record kind; its value is a revisit's ``WARC-Profile`` ("": a response)."""
 
-    @property
-    def profile(self) -> str | None:
-        """The ``WARC-Profile`` of a revisit of this kind (None: a response)."""
-        return {RecordKind.IDENTICAL: PROFILE_IDENTICAL,
-                RecordKind.NOT_MODIFIED: PROFILE_NOT_MODIFIED}.get(self)
+    RESPONSE = ""
+    IDENTICAL = PROFILE_IDENTICAL
+    NOT_MODIFIED = PROFILE_NOT_MODIFIED
 
 
 def revisit_fields(kind: RecordKind, original: Capture) -> dict[str, str]:
     """The header fields of a revisit of ``kind`` referring to ``original``."""
     fields = {
-        "WARC-Profile": kind.profile or "",
+        "WARC-Profile": kind.value,
         "WARC-Refers-To-Target-URI": original.uri,
         "WARC-Refers-To-Date": original.date,
         "WARC-Payload-Digest": original.digest,

@@ -164,10 +164,13 @@ class WarcWriter:
             self.stats.inc_value(f"warc/revisit/{'identical' if kind is RecordKind.IDENTICAL else 'not_modified'}")
         if kind is RecordKind.IDENTICAL:
             self.stats.inc_value("warc/revisit/payload_bytes_saved", len(body))
-        if self.archive is not None and kind is not RecordKind.NOT_MODIFIED:
-            capture = Capture(response.url, date, record_id(answer), digest)
-            self._archive_add(capture, original=kind is RecordKind.RESPONSE and bool(body),
-                              latest=200 <= response.status < 300)
+        original_payload = kind is RecordKind.RESPONSE and bool(body)
+        latest = 200 <= response.status < 300
+        if self.archive is not None and kind is not RecordKind.NOT_MODIFIED and (original_payload or latest):
+            try:
+                self.archive.add(Capture(response.url, date, record_id(answer), digest), original_payload, latest)
+            except ArchiveIndexError as err:
+                self._index_failure(err)
 
     def page_outlinks(self, url: str, links: list[str], via: str | None, depth: int) -> None:
         fields = outlink_fields(links, via, depth)
@@ -203,15 +206,6 @@ class WarcWriter:
             self._index_failure(err)
             return RecordKind.RESPONSE, None
         return record_kind(status, length, same_payload, same_uri)
-
-    def _archive_add(self, capture: Capture, original: bool, latest: bool) -> None:
-        if not (original or latest):
-            return
-        assert self.archive is not None
-        try:
-            self.archive.add(capture, original, latest)
-        except ArchiveIndexError as err:
-            self._index_failure(err)
 
     def _index_failure(self, err: ArchiveIndexError) -> None:
         self.stats.inc_value("warc/archive_index_errors")

@@ -107,8 +107,13 @@ class WarcFiles:
             view = memoryview(data)
             while view:
                 view = view[self.current.write(view):]
-        except OSError:
-            self._undo(start)
+        except OSError:  # cut the partly written record off; failing that, leave the file to recovery
+            try:
+                self.current.truncate(start)
+                self.current.seek(start)
+            except OSError:
+                self.current.close()
+                self.current, self.current_path = None, None
             raise
         self.stats.inc_value("warc/records", len(records))
         if self.cdxj:
@@ -118,16 +123,6 @@ class WarcFiles:
             if any(lines):
                 self.stats.inc_value("warc/cdxj_lines", sum(line is not None for line in lines))
         return len(data)
-
-    def _undo(self, start: int) -> None:
-        """Cut a partly written record off; if that fails, leave the file to recovery."""
-        assert self.current is not None
-        try:
-            self.current.truncate(start)
-            self.current.seek(start)
-        except OSError:
-            self.current.close()
-            self.current, self.current_path = None, None
 
 
 def _create_locked(path: Path) -> BinaryIO:

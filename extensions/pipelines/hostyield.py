@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-REASON = LOW_YIELD
-
 
 class PageKind(Enum):
     """What one fetched page brought."""
@@ -171,4 +169,4 @@ class HostYieldPipeline:
         if origin in self.deferred:
             return
         self.deferred.add(origin)
-        self.send(origin_deferred, origin=origin, reason=REASON)
+        self.send(origin_deferred, origin=origin, reason=LOW_YIELD)

@@ -20,6 +20,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from extensions import defaults
+from extensions.contentseen.fingerprint import to_signed64
 from extensions.frontier.page import PageDone, PageVerdict, link_request
 from extensions.frontier.scheduler import Frontier
 
@@ -30,27 +31,20 @@ if TYPE_CHECKING:
 def verdict(item: Any, links: list[str], follow: bool, group: int | None) -> PageVerdict:
     """The page's verdict from its item (a duplicate's links too: the link graph records them)."""
     content = item.get("fingerprint")
-    try:
-        fingerprint = int(content, 16) if content else None
+    try:  # signed, as the stores keep 64-bit values
+        fingerprint = to_signed64(int(content, 16)) if content else None
     except (TypeError, ValueError):
         fingerprint = None
-    if fingerprint is not None and fingerprint >= 1 << 63:
-        fingerprint -= 1 << 64  # signed, as the stores keep 64-bit values
+    try:  # in 0..1; absent or unreadable: 1.0, all of the cash
+        share = min(1.0, max(0.0, float(item.get("credit_share"))))
+    except (TypeError, ValueError):
+        share = 1.0
     return PageVerdict(
         item["url"], links, follow, group, duplicate=bool(item.get("duplicate_of")),
         final_url=item.get("final_url"), status=int(item.get("status") or 200), content=fingerprint,
         etag=item.get("etag"), last_modified=item.get("last_modified"),
         not_modified=bool(item.get("not_modified")), depth=int(item.get("depth") or 0),
-        credit_share=_share(item.get("credit_share")))
-
-
-def _share(value: Any) -> float:
-    """The item's ``credit_share`` in 0..1 (absent or unreadable: 1.0, all of the cash)."""
-    try:
-        share = float(value)
-    except (TypeError, ValueError):
-        return 1.0
-    return min(1.0, max(0.0, share))
+        credit_share=share)
 
 
 class LinkScheduler:

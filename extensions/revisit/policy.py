@@ -68,17 +68,14 @@ class RevisitPolicy:
         self,
         record: RevisitRecord,
         now: float,
-        changed: bool | None = None,
         not_modified: bool = False,
         status: int = 200,
         content: int | None = None,
         etag: str | None = None,
         last_modified: str | None = None,
     ) -> RevisitRecord:
-        """The record after a fetch of its URL answered at ``now``. ``changed``: the
-        caller's verdict on a 2xx (None: decided from the content fingerprint and
-        validators); ``not_modified``: a 304; ``content``, ``etag``,
-        ``last_modified``: of a 2xx."""
+        """The record after a fetch of its URL answered at ``now``
+        (``not_modified``: a 304; ``content``, ``etag``, ``last_modified``: of a 2xx)."""
         not_modified = not_modified or status == 304
         if (not_modified or 200 <= status < 300) and record.visits == 0:
             return record._replace(
@@ -90,24 +87,16 @@ class RevisitPolicy:
                                  etag or record.etag, last_modified or record.last_modified)
         if 200 <= status < 300:
             revived = record.gone > 0
-            is_changed = revived or self.changed(record, changed, content, etag, last_modified)
-            return self._visited(record._replace(gone=0), now, is_changed, content, etag, last_modified)
+            changed = revived or self.changed(record, content, etag, last_modified)
+            return self._visited(record._replace(gone=0), now, changed, content, etag, last_modified)
         if status in GONE_STATUSES:
             return self._missing(record, now)
         return record._replace(due=now + record.interval)
 
-    def changed(
-        self,
-        record: RevisitRecord,
-        changed: bool | None,
-        content: int | None,
-        etag: str | None,
-        last_modified: str | None,
-    ) -> bool:
-        """Whether a 200 found the page changed: the caller's verdict, else the
-        content fingerprints, else the validators; with no evidence, changed."""
-        if changed is not None:
-            return changed
+    def changed(self, record: RevisitRecord, content: int | None, etag: str | None,
+                last_modified: str | None) -> bool:
+        """Whether a 200 found the page changed: the content fingerprints, else
+        the validators; with no evidence, changed."""
         if content is not None and record.content is not None:
             return content != record.content
         if etag and record.etag:

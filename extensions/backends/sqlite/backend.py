@@ -3,6 +3,7 @@ one process, in ``JOBDIR`` (kept, resumable) or a temporary directory."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,8 +12,10 @@ from scrapy.utils.job import job_dir
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.backends.settings import number_setting, seen_backend, setting
-from extensions.backends.sqlite.contentseen import local_content_sets
 from extensions.backends.sqlite.store import SQLiteStore
+from extensions.contentseen.exact import ContentSeen
+from extensions.contentseen.nearindex import NearDuplicateIndex
+from extensions.contentseen.sets import ContentOptions, ContentSets
 from extensions.frontier.urlseen import BloomSeen
 
 if TYPE_CHECKING:
@@ -20,11 +23,29 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
-    from extensions.contentseen.sets import ContentOptions, ContentSets
     from extensions.frontier.store import FrontierStore
     from extensions.output.archive import ArchiveIndex
 
 DB_NAME = "frontier.sqlite3"
+CONTENTSEEN_DB_NAME = "contentseen.sqlite3"
+
+
+def local_content_sets(directory: Path | None, options: ContentOptions) -> ContentSets:
+    """The content-seen sets in local SQLite files, ``contentseen.sqlite3`` and
+    ``contentseen.near.sqlite3`` in ``directory`` (None: a temporary one,
+    removed at close), opened by ``open``; each process has its own."""
+    temporary = None if directory else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
+    path = (directory or temporary) / CONTENTSEEN_DB_NAME  # type: ignore[operator]
+
+    def opener(sets: ContentSets) -> None:
+        sets.exact = ContentSeen.open(path, memory_entries=options.memory_entries, cache_kib=options.cache_kib)
+        if options.near_enabled:
+            sets.near = NearDuplicateIndex.open(path.with_suffix(".near.sqlite3"), distance=options.distance,
+                                                cache_kib=options.cache_kib,
+                                                min_resemblance=options.min_resemblance)
+
+    cleanup = (lambda: shutil.rmtree(temporary, ignore_errors=True)) if temporary else None
+    return ContentSets(exact=None, opener=opener, cleanup=cleanup)  # type: ignore[arg-type]
 
 
 class SQLiteBackend:

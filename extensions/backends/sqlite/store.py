@@ -7,8 +7,8 @@ and, with ``FRONTIER_WRITE_AHEAD``, before each request is handed out: after
 (``SELECT status, COUNT(*) FROM urls_readable GROUP BY status``). The
 ``urls`` row (:data:`_SCHEMA`) is authoritative: the queues are rebuilt
 from it after a crash. ``queue_items`` holds the order of each front/back queue; ``meta`` the
-schema version, ``clean`` and the queue counts; the other tables are their
-modules' (links, revisits, census) or :mod:`.tables`'.
+schema version, ``clean`` and the queue counts; the other tables are
+:mod:`.tables`'.
 """
 
 from __future__ import annotations
@@ -17,15 +17,16 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from extensions.backends.sqlite.census import SQLiteCensus
-from extensions.backends.sqlite.links import SQLiteLinkTable
-from extensions.backends.sqlite.revisits import REVISITS_SCHEMA, SQLiteRevisitTable
 from extensions.backends.sqlite.rowcache import RowCache
 from extensions.backends.sqlite.tables import (
+    REVISITS_SCHEMA,
     SQLiteCashTable,
+    SQLiteCensus,
     SQLiteContentGroups,
     SQLiteHostTable,
+    SQLiteLinkTable,
     SQLiteQueues,
+    SQLiteRevisitTable,
     SQLiteURLTable,
 )
 from extensions.frontier.store import FrontierStoreError

@@ -1,21 +1,28 @@
 """The SQLite store's tables (protocols of :mod:`extensions.frontier.store`),
 all on the store's one connection and open transaction, so a page's status,
-cash, group and queue moves commit together.
+cash, group, outlinks, re-visit record and queue moves commit together (the
+``revisits`` table's partial indexes hold only scheduled and gone rows); the
+census reads only (aggregate queries, read-only friendly).
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+import numpy as np
+
 from extensions.backends.sqlite.rowcache import RowCache
-from extensions.frontier.store import Entry, Status
+from extensions.frontier.census import reason_of
+from extensions.frontier.store import Census, Entry, HostLoad, RevisitCounts, RevisitRecord, Status, URLEvent
 
 Connection = Callable[[], sqlite3.Connection]
 _ENTRY_COLUMNS = "fingerprint, url, host, level, priority, depth, referer, flags, extra, blob"
 _CHUNK = 500  # bound on SQL variables per statement
 _STATUSES = {int(status): status for status in Status}  # a dict look-up, not an enum call
+_PACKED = np.dtype("<i8")
 
 
 def rows_in(db: sqlite3.Connection, sql: str, fingerprints: Sequence[int]) -> Iterator[tuple]:
@@ -23,6 +30,17 @@ def rows_in(db: sqlite3.Connection, sql: str, fingerprints: Sequence[int]) -> It
     for start in range(0, len(fingerprints), _CHUNK):
         chunk = fingerprints[start:start + _CHUNK]
         yield from db.execute(sql.format(marks=",".join("?" * len(chunk))), chunk)
+
+
+def pack_targets(targets: Sequence[int]) -> bytes:
+    """A page's outlinks as one value: ``targets`` without repeats (first
+    kept), in the order found, as little-endian signed 64-bit integers."""
+    return np.array(list(dict.fromkeys(targets)), dtype=_PACKED).tobytes()
+
+
+def unpack_targets(blob: bytes) -> list[int]:
+    """The fingerprints :func:`pack_targets` packed."""
+    return np.frombuffer(blob, dtype=_PACKED).tolist()
 
 
 class SQLiteQueues:
@@ -287,3 +305,130 @@ class SQLiteContentGroups:
         row = self._connection().execute(
             "SELECT group_id FROM content_groups WHERE fingerprint=?", (fingerprint,)).fetchone()
         return None if row is None else row[0]
+
+
+class SQLiteLinkTable:
+    """The ``links`` table on the SQLite store's connection."""
+
+    def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
+        self._connection = connection
+
+    def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
+        self._connection().execute("INSERT OR REPLACE INTO links VALUES (?, ?)",
+                                   (source, pack_targets(targets)))
+
+    def targets_of(self, source: int) -> list[int] | None:
+        row = self._connection().execute("SELECT targets FROM links WHERE source=?", (source,)).fetchone()
+        return None if row is None else unpack_targets(row[0])
+
+    def sources(self) -> int:
+        return self._connection().execute("SELECT COUNT(*) FROM links").fetchone()[0]
+
+    def scan(self, batch: int = 10_000) -> Iterator[list[tuple[int, list[int]]]]:
+        cursor = self._connection().cursor()
+        cursor.execute("SELECT source, targets FROM links ORDER BY source")
+        while rows := cursor.fetchmany(max(1, batch)):
+            yield [(source, unpack_targets(blob)) for source, blob in rows]
+
+    def node_urls(self) -> None:
+        """None: the graph's nodes are named through the store's URL rows."""
+
+
+class SQLiteCensus:
+    """The census on the SQLite store's connection."""
+
+    def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
+        self._connection = connection
+
+    def census(self, hosts: int, errors: int, since: float) -> Census:
+        db = self._connection()
+        loads = [HostLoad(*row) for row in db.execute(
+            "SELECT host, SUM(status=0), SUM(status=1), SUM(status=2), MAX(fetched) FROM urls "
+            "GROUP BY host ORDER BY SUM(status=0) DESC, SUM(status=1) DESC, SUM(status=2) DESC, host "
+            "LIMIT ?", (max(0, hosts),))]
+        events = [[URLEvent(url, host, Status(status), at, reason_of(extra))
+                   for url, host, status, at, extra in db.execute(
+                       "SELECT url, host, status, COALESCE(fetched, discovered) AS at, extra FROM urls "
+                       f"WHERE status IN ({statuses}) ORDER BY at DESC, seq DESC LIMIT ?", (max(0, errors),))]
+                  for statuses in ("3", "4, 6")]  # failed; excluded and refused
+        fetched, first, last, recent = db.execute(
+            "SELECT COUNT(fetched), MIN(fetched), MAX(fetched), COALESCE(SUM(fetched >= ?), 0) FROM urls",
+            (since,)).fetchone()
+        return Census(loads, *events, fetched, first, last, recent)
+
+
+#: The table and its indexes (run by the SQLite store's schema script).
+REVISITS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS revisits (
+  fingerprint   INTEGER PRIMARY KEY,  -- the URL's fingerprint (urls.fingerprint)
+  due           REAL,                 -- unix time it is next due; NULL: not scheduled (taken, or given up)
+  interval      REAL    NOT NULL,     -- current re-visit interval, seconds
+  visits        INTEGER NOT NULL,     -- fetches answered (200, 304, 404/410)
+  changes       INTEGER NOT NULL,     -- visits that found the page changed
+  first_visit   REAL    NOT NULL,     -- unix time of the first fetch
+  last_visit    REAL    NOT NULL,     -- unix time of the latest fetch
+  last_change   REAL    NOT NULL,     -- unix time the latest change was seen
+  content       INTEGER,              -- content fingerprint of the latest 200
+  etag          TEXT,                 -- validators of the latest 200
+  last_modified TEXT,
+  gone          INTEGER NOT NULL);    -- consecutive 404/410 after a 200
+CREATE INDEX IF NOT EXISTS revisits_due ON revisits (due) WHERE due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS revisits_gone ON revisits (fingerprint) WHERE gone > 0;
+"""
+
+_REVISIT_COLUMNS = ("fingerprint, due, interval, visits, changes, first_visit, last_visit, "
+            "last_change, content, etag, last_modified, gone")
+
+
+def _revisit_row(record: RevisitRecord) -> tuple:
+    return (record.fingerprint, None if math.isinf(record.due) else record.due, *record[2:])
+
+
+def _revisit_record(row: Sequence) -> RevisitRecord:
+    return RevisitRecord(row[0], math.inf if row[1] is None else row[1], *row[2:])
+
+
+class SQLiteRevisitTable:
+    """The ``revisits`` table on the SQLite store's connection: one row per
+    fetched URL, written with the page's ``done``."""
+
+    def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
+        self._connection = connection
+
+    def get(self, fingerprints: Sequence[int]) -> dict[int, RevisitRecord]:
+        sql = f"SELECT {_REVISIT_COLUMNS} FROM revisits WHERE fingerprint IN ({{marks}})"
+        return {row[0]: _revisit_record(row) for row in rows_in(self._connection(), sql, fingerprints)}
+
+    def put(self, records: Sequence[RevisitRecord]) -> None:
+        self._connection().executemany(
+            "INSERT OR REPLACE INTO revisits VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", [_revisit_row(r) for r in records])
+
+    def take_due(self, now: float, limit: int) -> list[RevisitRecord]:
+        if limit < 1:
+            return []
+        db = self._connection()  # one connection, one writer: select-then-update is atomic
+        rows = db.execute(f"SELECT {_REVISIT_COLUMNS} FROM revisits WHERE due <= ? ORDER BY due, fingerprint LIMIT ?",
+                          (now, limit)).fetchall()
+        db.executemany("UPDATE revisits SET due = NULL WHERE fingerprint = ?", [(row[0],) for row in rows])
+        return [_revisit_record(row) for row in rows]
+
+    def next_due(self) -> float | None:
+        row = self._connection().execute(
+            "SELECT due FROM revisits WHERE due IS NOT NULL ORDER BY due LIMIT 1").fetchone()
+        return None if row is None else row[0]
+
+    def count_due(self, now: float) -> int:
+        return self._connection().execute("SELECT COUNT(*) FROM revisits WHERE due <= ?", (now,)).fetchone()[0]
+
+    def counts(self) -> RevisitCounts:
+        db = self._connection()
+        records = db.execute("SELECT COUNT(*) FROM revisits").fetchone()[0]
+        scheduled = db.execute("SELECT COUNT(*) FROM revisits WHERE due IS NOT NULL").fetchone()[0]
+        gone = db.execute("SELECT COUNT(*) FROM revisits WHERE gone > 0").fetchone()[0]
+        return RevisitCounts(records, scheduled, gone)
+
+    def scan(self, batch: int = 10_000) -> Iterator[list[RevisitRecord]]:
+        cursor = self._connection().cursor()
+        cursor.execute(f"SELECT {_REVISIT_COLUMNS} FROM revisits ORDER BY fingerprint")
+        while rows := cursor.fetchmany(max(1, batch)):
+            yield [_revisit_record(row) for row in rows]
