@@ -1,6 +1,6 @@
 """The content-seen pipeline in Redis mode on a running Twisted reactor.
 
-    python -m tests.contentseen_redis_probe verdicts REDIS_URL PREFIX io_thread|inline PAGES_JSON
+    python -m tests.contentseen_redis_probe verdicts REDIS_URL PREFIX io_thread|inline PAGES_JSON [barrier]
     python -m tests.contentseen_redis_probe pause REDIS_URL PREFIX io_thread|inline PAUSE_MS
 
 A reactor runs once per process, hence a subprocess. The pipeline is opened
@@ -12,7 +12,11 @@ through its worker thread.
 to ``process_item`` at once, so they are all in flight together; prints
 JSON: each item's verdict fields, in the input order, and the round trips
 the reactor thread waited for (``reactor_round_trips``) and those of the
-worker (``worker_round_trips``).
+worker (``worker_round_trips``). With ``barrier``, once the pipeline is open
+(this process a member of the crawl) it prints ``ready`` and waits for a line
+on stdin before handing over its pages: the caller's start barrier, so that
+processes meant to judge at the same moment all are members of the crawl
+before any of them can finish it (the last one to close deletes the keys).
 
 ``pause``: after a warm-up page, pauses every Redis client (``CLIENT PAUSE
 ms ALL``) and, every 10 ms, hands the pipeline a new page; a thread sends
@@ -41,7 +45,7 @@ import redis  # noqa: E402
 from scrapy import Spider  # noqa: E402
 from scrapy.utils.defer import deferred_from_coro  # noqa: E402
 from scrapy.utils.test import get_crawler  # noqa: E402
-from twisted.internet import defer, reactor, task  # noqa: E402
+from twisted.internet import defer, reactor, task, threads  # noqa: E402
 
 from crawler.items import PageItem  # noqa: E402
 from extensions.contentseen.features import content_features  # noqa: E402
@@ -70,7 +74,7 @@ def judged(pipeline: ContentSeenPipeline, item: PageItem) -> defer.Deferred[Any]
     return defer.succeed(result) if isinstance(result, PageItem) else deferred_from_coro(result)
 
 
-def verdicts(url: str, prefix: str, mode: str, pages_file: str) -> dict[str, Any]:
+def verdicts(url: str, prefix: str, mode: str, pages_file: str, barrier: bool = False) -> dict[str, Any]:
     pages = json.loads(Path(pages_file).read_text())
     result: dict[str, Any] = {"error": None}
     pipeline = pipeline_for(url, prefix, mode)
@@ -79,6 +83,9 @@ def verdicts(url: str, prefix: str, mode: str, pages_file: str) -> dict[str, Any
     def run() -> Any:
         try:
             pipeline.open_spider()
+            if barrier:
+                print("ready", flush=True)
+                yield threads.deferToThread(sys.stdin.readline)  # the caller's go (or its end: EOF)
             connection = pipeline.sets.store.connection
             before = connection.reactor_round_trips
             items = yield defer.gatherResults([judged(pipeline, item_of(*page)) for page in pages], consumeErrors=True)
@@ -165,6 +172,6 @@ def pause(url: str, prefix: str, mode: str, pause_ms: int) -> dict[str, Any]:
 if __name__ == "__main__":
     kind, redis_url, key_prefix, how, argument = sys.argv[1:6]
     if kind == "verdicts":
-        print(json.dumps(verdicts(redis_url, key_prefix, how, argument)))
+        print(json.dumps(verdicts(redis_url, key_prefix, how, argument, sys.argv[6:] == ["barrier"])))
     else:
         print(json.dumps(pause(redis_url, key_prefix, how, int(argument))))

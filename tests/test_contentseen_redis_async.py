@@ -130,31 +130,48 @@ def test_verdicts_are_those_of_the_synchronous_path(kind: str, web_pages: Path,
     assert 0 < answered["worker_round_trips"] <= 2 * len(items)
 
 
+def _ready_probe(command: list[str], log: Path) -> subprocess.Popen[str]:
+    """A ``verdicts`` probe with the start barrier, once it is a member of the crawl (has printed ``ready``)."""
+    with log.open("w") as stderr:
+        proc = subprocess.Popen([*command, "barrier"], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=stderr, text=True)
+    line = proc.stdout.readline()  # type: ignore[union-attr]  # '' if the probe ended first
+    assert line == "ready\n", (line, proc.wait(timeout=180), log.read_text()[-3000:])
+    return proc
+
+
 def test_two_processes_judging_the_same_content_at_once_agree_on_one_first(
         redis_server: RedisServer, web_pages: Path, tmp_path: Path) -> None:
     """Two probes, each with its own worker, hand over the same pages
     under their own URLs at the same moment: each content has exactly one
-    first URL, in one of the two, and every other copy names it."""
+    first URL, in one of the two, and every other copy names it.
+
+    The second probe starts only once the first is a member of the crawl,
+    the start order a loaded machine gives at random: without the start
+    barrier the first would judge every page and, the crawl's last process
+    at its close, delete the sets before the second joined."""
     pages = json.loads(web_pages.read_text())
     prefix = unique_prefix()
-    commands = []
+    procs = []
     for name in ("one", "two"):
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps([[url.replace("://", f"://{name}.", 1), body] for url, body in pages]))
-        commands.append([sys.executable, "-m", "tests.contentseen_redis_probe", "verdicts", redis_server.url,
-                         prefix, "io_thread", str(path)])
-    procs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for command in commands]
+        procs.append(_ready_probe([sys.executable, "-m", "tests.contentseen_redis_probe", "verdicts",
+                                   redis_server.url, prefix, "io_thread", str(path)], tmp_path / f"{name}.log"))
+    for proc in procs:  # go: both are members, so neither one's close can be the crawl's last
+        proc.stdin.write("go\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
     results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=180)
-        assert proc.returncode == 0, err[-3000:]
+    for name, proc in zip(("one", "two"), procs):
+        out, _ = proc.communicate(timeout=180)
+        assert proc.returncode == 0, (tmp_path / f"{name}.log").read_text()[-3000:]
         results.append(json.loads(out.strip().splitlines()[-1]))
     by_fingerprint: dict[str, list[dict[str, Any]]] = {}
     for result in results:
         assert result["error"] is None, result["error"]
         for item in result["items"]:
             by_fingerprint.setdefault(item["fingerprint"], []).append(item)
+    assert any(len(items) > 2 for items in by_fingerprint.values())  # copies inside each process too
     for fingerprint, items in by_fingerprint.items():
         firsts = {item["url"] for item in items if not item["duplicate_of"]}
         assert len(firsts) == 1, (fingerprint, [item["url"] for item in items])
