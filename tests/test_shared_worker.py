@@ -19,7 +19,7 @@ import pytest
 from scrapy import Request
 from twisted.internet.task import Clock
 
-from extensions.backends.redis.distributed import DistributedFrontier
+from tests.redis_helpers import DistributedFrontier
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.store import Status

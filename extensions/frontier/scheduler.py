@@ -583,7 +583,3 @@ class Frontier(BaseScheduler):
     def entries_in_memory(self) -> int:
         """Request entries the frontier holds in memory (buffers + in flight)."""
         return self.dispatch.in_memory() + len(self.inflight) + len(self.memory_only)
-
-    def fingerprints_in_memory(self) -> int:
-        """Fingerprints held in memory (the URL-seen cache and skip set)."""
-        return len(self.seen.cache) + len(self.excluded)

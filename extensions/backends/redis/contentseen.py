@@ -291,11 +291,6 @@ class RedisContentSeen(RedisContentPart):
     def __init__(self, store: RedisContentStore) -> None:
         super().__init__(store, ("lookups", "added", "duplicates"))
 
-    @classmethod
-    def open(cls, url: str, prefix: str = "web", **options: Any) -> RedisContentSeen:
-        """A set on a connection of its own (``options``: :class:`RedisContentStore`'s)."""
-        return cls(RedisContentStore(url, prefix, **options))
-
     def add_or_get(self, fingerprint: int, url: str) -> str:
         """The first URL recorded for ``fingerprint``; records ``url`` if there is none."""
         self.counters["lookups"] += 1

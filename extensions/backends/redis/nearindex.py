@@ -41,8 +41,6 @@ from extensions.backends.redis.contentseen import (
 from extensions.backends.redis.scripts import lua
 from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.nearindex import (
-    DEFAULT_BLOCKS,
-    DEFAULT_DISTANCE,
     DEFAULT_MIN_RESEMBLANCE,
     TABLE_SHIFT,
     BlockLayout,
@@ -239,14 +237,6 @@ class RedisNearDuplicateIndex(RedisContentPart):
         #: (number, simhash, table fields), for reads sent before their store
         self.stored = 0
         self._recent: deque[tuple[int, int, frozenset[tuple[str, int]]]] = deque()
-
-    @classmethod
-    def open(cls, url: str, prefix: str = "web", distance: int = DEFAULT_DISTANCE,
-             blocks: int = DEFAULT_BLOCKS, min_resemblance: float = DEFAULT_MIN_RESEMBLANCE,
-             **options: Any) -> RedisNearDuplicateIndex:
-        """An index on a connection of its own (``options``: :class:`RedisContentStore`'s)."""
-        return cls(RedisContentStore(url, prefix, **options), BlockLayout(distance, blocks),
-                   min_resemblance=min_resemblance)
 
     def match(self, simhash: int, sketch: bytes | None = None) -> Match | None:
         """The closest stored document within the distance and resembling

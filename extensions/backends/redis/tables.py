@@ -37,7 +37,6 @@ CashRow = tuple[float, float, float, int]
 #: the scripts: lua/store_*.lua, lua/multi_*.lua (each says its KEYS, ARGV and answer)
 INSERT_NEW, POP_ONCE, REQUEUE = lua("store_insert_new"), lua("store_pop_once"), lua("store_requeue")
 SET_STATUS, TRIM = lua("store_set_status"), lua("store_trim")
-MULTI_HMGET = lua("multi_hmget")  # the content-seen near-duplicate index's
 SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
 SCAN_BATCH = 10_000
 _PENDING = (Status.QUEUED, Status.INFLIGHT)
