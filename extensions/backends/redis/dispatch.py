@@ -21,8 +21,6 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from heapq import heappop as heapq_pop
-from heapq import heappush as heapq_push
 from typing import Any
 
 from scrapy import Request
@@ -120,10 +118,8 @@ class SharedDispatch:
         self.shared_holds: SharedHolds | None = None
         self.held: dict[str, HeldHost] = {}
         self.upkeep = LeaseUpkeep(self)
-        self._ready: list[tuple[float, bool, int, str]] = []
         #: hosts given back the URLs the run before deferred: first among their level
         self.retried: set[str] = set()
-        self._ready_seq = 0
         self.alive = 1  # crawler processes alive at the last heartbeat
         self.heap_hosts: int | None = None  # hosts on the shared heap at the last poll (None: poll again)
         self.heap_checked = -INFINITY  # when the heap was last polled
@@ -284,27 +280,18 @@ class SharedDispatch:
         return request
 
     def _dispatch_ready(self, now: float) -> Request | None:
-        """Move the due held hosts to the ready heap (:func:`ready_order`,
-        retried hosts first), then dispatch from the best one that may fetch."""
-        ready, politeness = self._ready, self.parts.politeness
-        while (host := self.heap.pop_due(now)) is not None:
-            if host in self.held:  # a host given away meanwhile is someone else's
-                head = self.held[host].head
-                self._ready_seq += 1
-                level = -1 if head == INFINITY else level_of_score(head)
-                order = ready_order(level, politeness.rate_limited(host))
-                heapq_push(ready, (order, host not in self.retried, self._ready_seq, host))
-        while ready and self.busy < TAKES_AHEAD:
-            host = heapq_pop(ready)[3]
-            if host in self.heap or host not in self.held or self.held[host].taking:
-                continue
-            if politeness.ready_at(host) > now:
-                self.reschedule(host)
-                continue
-            request = self._dispatch(host, now)
-            if request is not None:
-                return request
-        return None
+        """Dispatch from the best due held host that may fetch (:meth:`HostHeap.serve_due`)."""
+        politeness = self.parts.politeness
+        return self.heap.serve_due(now, self._ready_order, lambda host: self._dispatch(host, now),
+                                   politeness.ready_at, self.reschedule, lambda: self.busy < TAKES_AHEAD)
+
+    def _ready_order(self, host: str) -> tuple[float, bool] | None:
+        """:func:`ready_order` by the head of its queue, retried hosts first; None: given away meanwhile."""
+        held = self.held.get(host)
+        if held is None:
+            return None
+        level = -1 if held.head == INFINITY else level_of_score(held.head)
+        return ready_order(level, self.parts.politeness.rate_limited(host)), host not in self.retried
 
     def share(self) -> int:
         """This process's share of the hosts with work (heap hosts / live processes, rounded up)."""
@@ -313,6 +300,8 @@ class SharedDispatch:
     def _dispatch(self, host: str, now: float) -> Request | None:
         """Take ``host``'s best URL: answered at once without a worker thread,
         else later (:meth:`hand_out` gives the engine its request)."""
+        if host not in self.held or self.held[host].taking:
+            return None
         self._send(host)
         self.leases.take(host, self.held_origins(host), lambda taken: self._take_answered(host, taken),
                          lambda err: self._busy_failed(host))
