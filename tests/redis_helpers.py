@@ -7,19 +7,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from extensions.backends.redis.bloom import HEADER_BITS, MAX_BITS, BloomLayout, bloom_hashes
+from extensions.backends.redis.bloom import BLOOM_ADD, HEADER_BITS, MAX_BITS, BloomLayout, bloom_hashes
 from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
-from extensions.backends.redis.dispatch import SharedDispatch, shared_ledger
+from extensions.aopic.ledger import AOPICLedger
+from extensions.backends.redis.dispatch import SharedDispatch
 from extensions.backends.redis.keys import positions_by, scatter
+from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.rows import tag_of
-from extensions.backends.redis.scripts import lua
 from extensions.contentseen.nearindex import DEFAULT_BLOCKS, DEFAULT_DISTANCE, DEFAULT_MIN_RESEMBLANCE, BlockLayout
 from extensions.frontier.options import frontier_arguments
 from extensions.frontier.scheduler import Frontier
 
-#: add URLs to one shard alone (the row scripts include the same ``bloom_add``)
-BLOOM_ADD = lua("bloom_add")
+def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
+    """One ledger for every process (as ``RedisBackend.ledger`` gives it)."""
+    if ledger is None or isinstance(ledger, SharedLedger):
+        return ledger
+    return SharedLedger(store, ledger.initial_cash, ledger.tax)
 
 
 class DistributedFrontier(Frontier):

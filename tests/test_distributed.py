@@ -464,10 +464,10 @@ def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServe
     assert first is not None
     lost = frontier.dispatch.leases.take("h1.test")  # the retried call's first run: its answer never came
     assert lost.state == "taken"
-    frontier.dispatch.upkeep.renew()  # no failure seen: nothing to repair
+    frontier.dispatch.renew()  # no failure seen: nothing to repair
     assert frontier.stats.get_value("frontier/inflight_repaired") is None
     frontier.store.connection.retry.failures += 1  # what LoggingRetry counts when a call is retried
-    frontier.dispatch.upkeep.renew()
+    frontier.dispatch.renew()
     assert frontier.stats.get_value("frontier/inflight_repaired") == 1
     inflight = frontier.dispatch.leases.inflight_of(["h1.test"])["h1.test"]
     assert inflight == [frontier.inflight[first].entry.fingerprint]
