@@ -401,16 +401,6 @@ class SharedDispatch:
         if not held.inflight and not held.queued:
             self.release_idle(host)
 
-    def released(self, host: str, outcome: tuple[int, int, float]) -> None:
-        state, queued, head = outcome
-        if state == 0:
-            held = self.held[host]
-            held.queued, held.head = queued, head
-            self.reschedule(host)
-            return
-        self.drop(host)
-        self.parts.stats.inc_value("frontier/leases_released")
-
     def wait(self, host: str) -> float:
         """Seconds until ``host``'s next fetch (a fetch in flight as if it ended now)."""
         politeness = self.parts.politeness
@@ -642,12 +632,18 @@ class SharedDispatch:
         held = self._send(host)
 
         def released(outcome: tuple[int, int, float]) -> None:
-            if self._answered(host) is not None:
-                self.released(host, outcome)
-                self._wake()
+            state, queued, head = outcome
+            if (current := self._answered(host)) is None:
+                return
+            if state == 0:  # work came meanwhile: kept
+                current.queued, current.head = queued, head
+                self.reschedule(host)
+            else:
+                self.drop(host)
+                self.parts.stats.inc_value("frontier/leases_released")
+            self._wake()
 
-        self.leases.release(host, wait, True, held.heap_score, released,
-                                     lambda err: self._busy_failed(host))
+        self.leases.release(host, wait, True, held.heap_score, released, lambda err: self._busy_failed(host))
 
     def _wake(self) -> None:
         """Wake the engine at the dispatch's next due time (now, after the worker's answer)."""
