@@ -177,7 +177,7 @@ def state_after_kill(frontier: DistributedFrontier, worker: Any, url: str) -> tu
     """``url``'s status and in-flight score in Redis once what the worker
     carried is sent and the store's buffered writes are lost (a SIGKILL)."""
     worker.drain()
-    frontier.store.connection.reset()  # SIGKILL: the store's buffered writes are lost
+    frontier.store.connection.take_buffered()  # SIGKILL: the store's buffered writes are lost
     store = RedisStore(frontier.store.url, frontier.store.keys.prefix)
     store.open()
     fingerprint = url_fingerprint(url)[0]

@@ -38,6 +38,7 @@ from extensions.backends.redis.contentseen import (
     pack64,
     unpack64,
 )
+from extensions.backends.redis.rows import read_varint
 from extensions.backends.redis.scripts import lua
 from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.nearindex import (
@@ -66,18 +67,6 @@ def varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
-
-
-def read_varint(data: bytes, offset: int) -> tuple[int, int]:
-    """The varint at ``offset`` and the offset after it."""
-    value = shift = 0
-    while True:
-        byte = data[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, offset
-        shift += 7
 
 
 _RAW = 0xFF  # a sketch kept as it came (not ascending uint32 values)
@@ -214,15 +203,13 @@ class RedisNearDuplicateIndex(RedisContentPart):
     distance k: sees every document this process added before and every one
     other processes delivered; the keys keep the layout they were created with."""
 
-    def __init__(self, store: RedisContentStore, layout: BlockLayout, id_block: int = ID_BLOCK,
+    def __init__(self, store: RedisContentStore, layout: BlockLayout,
                  min_resemblance: float = DEFAULT_MIN_RESEMBLANCE) -> None:
-        if id_block < 1:
-            raise ValueError(f"id_block must be >= 1, not {id_block}")
         if not 0.0 <= min_resemblance <= 1.0:
             raise ValueError(f"min_resemblance must be in 0..1, not {min_resemblance}")
         super().__init__(store, ("lookups", "candidates", "max_candidates", "near_duplicates", "identical",
                                  "dissimilar", "stored"))
-        self.layout, self.id_block, self.min_resemblance = layout, id_block, min_resemblance
+        self.layout, self.min_resemblance = layout, min_resemblance
         try:
             geometry = TableGeometry(layout)
             self._check_layout()
@@ -269,11 +256,11 @@ class RedisNearDuplicateIndex(RedisContentPart):
 
     def reserve_commands(self) -> list[tuple[Any, ...]]:
         """A new block of document ids, if this process has none left."""
-        return [("INCRBY", self.keys.ids, self.id_block)] if self.next_id >= self.id_end else []
+        return [("INCRBY", self.keys.ids, ID_BLOCK)] if self.next_id >= self.id_end else []
 
     def _reserved(self, answer: Any) -> None:
         end = int(answer)
-        self.next_id, self.id_end = end - self.id_block + 1, end + 1
+        self.next_id, self.id_end = end - ID_BLOCK + 1, end + 1
 
     def add_or_match(self, simhash: int, url: str, sketch: bytes | None = None) -> tuple[int, str | None]:
         """``(group_id, near_duplicate_of)`` for a new document, which is
