@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -188,14 +187,10 @@ class TableGeometry:
         return found
 
 
-@dataclass(frozen=True)
-class Prefetched:
-    """A simhash's candidates read ahead: the table fields' values, and
-    :attr:`RedisNearDuplicateIndex.stored` when the read was sent (later
-    stores of this process are added from memory)."""
-
-    values: list[Any]
-    since: int
+#: a simhash's candidates read ahead: the table fields' values, and
+#: :attr:`RedisNearDuplicateIndex.stored` when the read was sent (later
+#: stores of this process are added from memory)
+Prefetched = tuple[list[Any], int]
 
 
 class RedisNearDuplicateIndex(RedisContentPart):
@@ -246,7 +241,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         def deliver(answers: list[Any]) -> None:
             if reserve:
                 self._reserved(answers[-1])
-            self._prefetched = (simhash, Prefetched(self.candidate_values(answers[:len(reads)]), since))
+            self._prefetched = (simhash, (self.candidate_values(answers[:len(reads)]), since))
 
         self.store.ride(reads + reserve, deliver)
 
@@ -335,7 +330,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         the closest if ``closest``), with their URLs if ``named``, and the answers to ``extra``."""
         self.counters["lookups"] += 1
         if prefetched is not None:
-            values, since = prefetched.values, prefetched.since
+            values, since = prefetched
             extra_answers = (yield extra) if extra and self.next_id >= self.id_end else []
         else:
             since = self.stored
