@@ -106,3 +106,34 @@ def test_memory_per_url_is_under_eight_bytes(redis_server: RedisServer) -> None:
     per_url = seen_set.size_bytes() / seen_set.count()
     assert 5 <= per_url < 8, per_url
     store.close()
+
+
+@pytest.mark.parametrize("width", [5, 6, 8, 9, 11])
+def test_members_of_any_width_are_kept_sorted_bytewise_and_exact(redis_server: RedisServer, width: int) -> None:
+    """fpset_add_width (the near-duplicate tables' members are 6 to 11
+    bytes) orders members by their bytes as Python does, through splits,
+    and answers new/seen exactly, members sharing long prefixes included."""
+    from extensions.backends.redis.scripts import source
+
+    client = redis.Redis.from_url(redis_server.url)
+    rng = random.Random(width)
+    shared = [rng.randbytes(width - 1) for _ in range(3)]  # members one byte apart
+    members = [rng.randbytes(width) for _ in range(1500)] + [p + bytes([b]) for p in shared for b in (0, 1, 255)]
+    members += members[:200]  # repeats: seen
+    script = source("include/fpset") + """
+      local out = {}
+      for i = 2, #ARGV do out[#out + 1] = fpset_add_width(KEYS[1], ARGV[1], ARGV[i], %d) end
+      return out
+    """ % width
+    added = [a for start in range(0, len(members), 300)
+             for a in client.eval(script, 1, "width-test", 16, *members[start:start + 300])]
+    seen: set[bytes] = set()
+    assert added == [0 if m in seen or seen.add(m) else 1 for m in members]  # type: ignore[func-returns-value]
+    table = buckets(client, b"width-test")
+    for value in table.values():
+        found = [value[i:i + width] for i in range(0, len(value), width)]
+        assert found == sorted(found)
+    assert sorted(m for value in table.values() for m in (value[i:i + width] for i in range(0, len(value), width))) == \
+        sorted(seen)
+    client.delete("width-test")
+    client.close()

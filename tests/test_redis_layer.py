@@ -129,18 +129,18 @@ def test_the_lua_cash_accessors_read_and_write_what_pack_cash_does(
         redis_server: RedisServer, row: tuple[float, float, float, int]) -> None:
     """A cash row never fetched is packed short (cash and mark only), a
     fetched one whole; Lua (lua/include/cash.lua) writes the bytes Python
-    writes into the tag's fpmap and reads back what it wrote."""
+    writes into the tag's hashmap and reads back what it wrote."""
     client = redis.Redis.from_url(redis_server.url)
     fp = -(1 << 62) - 12345
     read, written = client.eval(source("include/cash") + """
       put(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
       local row = get(KEYS[1], ARGV[1])
-      return {{tostring(row[1]), tostring(row[2]), tostring(row[3]), tostring(row[4])}, fpmap_get(KEYS[1], ARGV[1])}
+      return {{tostring(row[1]), tostring(row[2]), tostring(row[3]), tostring(row[4])}, hashmap_get(KEYS[1], ARGV[1])}
     """, 1, "cash-test", fp, *row)
     assert [float(value) for value in read] == list(row)
     assert written == pack_cash(*row) and unpack_cash(written) == row
     assert len(pack_cash(*row)) == (16 if row[1] == 0 else 32)
-    client.delete("cash-test")
+    client.delete("cash-test", *client.keys("cash-test:*"))
     client.close()
 
 

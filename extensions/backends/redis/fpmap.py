@@ -1,14 +1,22 @@
-"""A value per fingerprint, packed per host tag: the Redis store's fpmap.
+"""A value per fingerprint, packed per host tag: the Redis store's fpmap and hashmap.
 
-One hash per tag (``P:{T}:urls``: URL rows; ``P:{T}:cash``: AOPIC's cash rows), an extendible hash
+fpmap: one hash per tag (``P:{T}:urls``: URL rows), an extendible hash
 table like :mod:`extensions.backends.redis.fpset`'s: field ``d:p`` holds the
 records of the members whose top ``d`` bits are ``p`` (a record: the 5-byte
 member, the fingerprint's 40 bits below its tag; the value's length, a
 varint; the value; in no order), ``D`` the deepest ``d``, ``N`` how many
 records (the key goes with its last record). A
-bucket past ``bucket_bytes`` splits in two on its next bit, so a value costs
+bucket past ``bucket_size`` bytes splits in two on its next bit, so a value costs
 its bytes and six more, plus a bucket's overhead shared by tens of records.
-Scripts: ``lua/include/fpmap.lua`` (the Lua side of AOPIC reads and writes
+Scripts: ``lua/include/fpmap.lua``.
+
+hashmap (``P:{T}:cash``: AOPIC's cash rows, small values written on every
+credit): the same extendible hash with each bucket a Redis hash of its own,
+``P:{T}:cash:d:p`` (field: the 5-byte member; value: the value; field ``''``
+keeps an emptied bucket), kept under Redis' listpack limit of 128 fields, so
+Redis reads and writes one value in place (a member and a short value cost
+about their bytes and four more); ``P:{T}:cash`` holds ``D`` and ``N``.
+Scripts: ``lua/include/hashmap.lua`` (the Lua side of AOPIC reads and writes
 cash rows there too).
 """
 
@@ -23,7 +31,8 @@ from extensions.backends.redis.keys import found_values, group_by_tag
 from extensions.backends.redis.rows import read_varint, tag_of
 from extensions.backends.redis.scripts import lua
 
-FPMAP_GET, FPMAP_PUT = lua("fpmap_get"), lua("fpmap_put")
+FPMAP_GET, FPMAP_PUT = lua("map_get", GET="fpmap_get"), lua("map_put", SET="fpmap_set")
+HASHMAP_GET, HASHMAP_PUT = lua("map_get", GET="hashmap_get"), lua("map_put", SET="hashmap_set")
 
 
 def records(bucket: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -35,13 +44,22 @@ def records(bucket: bytes) -> Iterator[tuple[bytes, bytes]]:
         at = first + length
 
 
+def fingerprint_of(key: bytes, member: bytes) -> int:
+    """The signed fingerprint of ``member`` in the map of ``key`` (its tag in braces)."""
+    fingerprint = int(key[key.index(b"{") + 1:key.index(b"}")], 16) << MEMBER_BITS | int.from_bytes(member, "big")
+    return fingerprint - (1 << 64) if fingerprint >= 1 << 63 else fingerprint
+
+
 class FingerprintMaps:
-    """The fpmaps ``key_of(tag)`` of every tag, over the store's connection."""
+    """The fpmaps ``key_of(tag)`` of every tag, over the store's connection
+    (``bucket_size``: a bucket's most bytes)."""
+
+    GET, PUT = FPMAP_GET, FPMAP_PUT
 
     def __init__(self, key_of: Callable[[str], str], pattern: str,
-                 connection: Callable[[], RedisConnection], bucket_bytes: int) -> None:
+                 connection: Callable[[], RedisConnection], bucket_size: int) -> None:
         self.key_of, self.pattern, self._connection = key_of, pattern, connection
-        self.bucket_bytes = bucket_bytes
+        self.bucket_size = bucket_size
 
     def _commands(self, script: str, head: list[Any], items: list[tuple[str, list[Any]]]) -> list[tuple[Any, ...]]:
         """``script`` over ``(key, arguments)`` items: one call per key on a cluster, else one."""
@@ -53,7 +71,7 @@ class FingerprintMaps:
         """The commands reading the values of ``fingerprints``, and how to
         turn their answers into ``fingerprint -> value`` (missing ones left out)."""
         by_tag = group_by_tag(list(dict.fromkeys(fingerprints)), tag_of)
-        commands = self._commands(FPMAP_GET, [], [(self.key_of(tag), fps) for tag, fps in by_tag.items()])
+        commands = self._commands(self.GET, [], [(self.key_of(tag), fps) for tag, fps in by_tag.items()])
 
         def values(answers: list[Any]) -> dict[int, bytes]:
             per_key = [values for answer in answers for values in answer]
@@ -71,7 +89,7 @@ class FingerprintMaps:
         items = [(self.key_of(tag), [a for fp, value in tagged for a in (fp, value)])
                  for tag, tagged in group_by_tag(values, lambda item: tag_of(item[0])).items()]
         connection = self._connection()
-        for command in self._commands(FPMAP_PUT, [self.bucket_bytes], items):
+        for command in self._commands(self.PUT, [self.bucket_size], items):
             connection.write(*command)
 
     def _keys(self) -> list[bytes]:
@@ -86,9 +104,20 @@ class FingerprintMaps:
         """Every ``(fingerprint, value)`` of every tag's map (a SCAN)."""
         connection = self._connection()
         for key in self._keys():
-            top = int(key[key.index(b"{") + 1:key.index(b"}")], 16) << MEMBER_BITS
             for field, bucket in connection.hscan(key, batch):
                 if b":" in field:
                     for member, value in records(bucket):
-                        fingerprint = top | int.from_bytes(member, "big")
-                        yield (fingerprint - (1 << 64) if fingerprint >= 1 << 63 else fingerprint), value
+                        yield fingerprint_of(key, member), value
+
+
+class HashMaps(FingerprintMaps):
+    """The hashmaps ``key_of(tag)`` of every tag (``bucket_size``: a bucket's most fields)."""
+
+    GET, PUT = HASHMAP_GET, HASHMAP_PUT
+
+    def items(self, batch: int = 1000) -> Iterator[tuple[int, bytes]]:
+        connection = self._connection()
+        for key in connection.scan(self.pattern + ":*"):
+            for member, value in connection.hscan(key, batch):
+                if member:
+                    yield fingerprint_of(key, member), value

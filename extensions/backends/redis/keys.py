@@ -17,8 +17,9 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:{bloom-N}:bloom string the URL-seen Bloom filter's shard for the slot of
                       the tags {T} it serves (FRONTIER_SEEN_BACKEND "bloom",
                       see extensions/backends/redis/bloom.py)
-    P:{T}:cash        hash  AOPIC's (cash, history, mark, visits) per fingerprint,
-                      packed in buckets (extensions/backends/redis/fpmap.py)
+    P:{T}:cash        hash  AOPIC's (cash, history, mark, visits) per fingerprint:
+                      the directory (D, N) of the bucket hashes P:{T}:cash:d:p
+                      (extensions/backends/redis/fpmap.py, HashMaps)
     P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
     P:{T}:revisit     hash  fingerprint of a fetched URL -> its re-visit record
                       (packed, without its due time; extensions/backends/redis/revisits.py)
@@ -69,7 +70,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "3"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps
+SCHEMA_VERSION = "4"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",

@@ -41,7 +41,7 @@ HOST_AT = _STATUS.size + _FETCHED.size  # byte offset of a row's host (its lengt
 STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
 _STATUS_OF_BYTE = {byte[0]: status for status, byte in STATUS_BYTE.items()}
 _TEXT = ("utf-8", "surrogatepass")
-CASH_BUCKET_BYTES = 1024  # a cash fpmap's bucket splits past this (extensions/backends/redis/fpmap.py)
+CASH_BUCKET_FIELDS = 63  # a cash hashmap's bucket splits past this (extensions/backends/redis/fpmap.py)
 ROW_BUCKET_BYTES = 2048  # the same for a URL-row fpmap
 _URL_FORMS = (b"", b"http://", b"https://")  # form 1, 2: the prefix left out (then the host)
 
@@ -55,7 +55,7 @@ LUA_PARAMETERS = {
     "CASH_FORMAT": _CASH.format.replace("q", "i8"),
     "CASH_SHORT_FORMAT": _CASH_SHORT.format,
     "CASH_SHORT_SIZE": _CASH_SHORT.size,
-    "CASH_BUCKET_BYTES": CASH_BUCKET_BYTES,
+    "CASH_BUCKET_FIELDS": CASH_BUCKET_FIELDS,
     "ROW_BUCKET_BYTES": ROW_BUCKET_BYTES,
 }
 

@@ -43,5 +43,6 @@ def source(name: str, **parameters: object) -> str:
 def lua(name: str, **parameters: object) -> str:
     """:func:`source`, registered (send it as ``("EVAL", it, ...)``)."""
     text = source(name, **parameters)
-    NAMES[sha_of(text)] = name
+    named = [str(value) for value in parameters.values() if isinstance(value, str)]
+    NAMES[sha_of(text)] = f"{name}({', '.join(named)})" if named else name
     return text

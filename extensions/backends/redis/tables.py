@@ -14,11 +14,11 @@ import numpy as np
 
 from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.fpmap import FingerprintMaps, HashMaps
 from extensions.backends.redis.fpset import FingerprintSetLayout
-from extensions.backends.redis.fpmap import FingerprintMaps
 from extensions.backends.redis.keys import FINISHED_FIELD, Keys, group_by_tag, positions_by, scatter
 from extensions.backends.redis.rows import (
-    CASH_BUCKET_BYTES,
+    CASH_BUCKET_FIELDS,
     ROW_BUCKET_BYTES,
     STATUS_BYTE,
     fetched_bytes,
@@ -303,11 +303,11 @@ class RedisHostTable:
 
 
 class RedisCashTable:
-    """AOPIC's cash rows in the fpmaps ``P:{T}:cash`` (formats: :mod:`.rows`, :mod:`.fpmap`)."""
+    """AOPIC's cash rows in the hashmaps ``P:{T}:cash`` (formats: :mod:`.rows`, :mod:`.fpmap`)."""
 
     def __init__(self, keys: Keys, connection: Connection, rows: FingerprintMaps) -> None:
         self.keys, self._connection, self._rows = keys, connection, rows
-        self.maps = FingerprintMaps(keys.cash, keys.cash_pattern, connection, CASH_BUCKET_BYTES)
+        self.maps = HashMaps(keys.cash, keys.cash_pattern, connection, CASH_BUCKET_FIELDS)
 
     def get_cash(self, fingerprints: Sequence[int]) -> dict[int, CashRow]:
         return {fp: unpack_cash(value) for fp, value in self.maps.get(fingerprints).items()}

@@ -12,6 +12,7 @@
 -- row, back-queue length, head score, skipped, AOPIC cash row or false,
 -- parked} (the cash row saves the dispatch a round trip: same hash tag).
 --- @include "rows"
+--- @include "hashmap"
 --- @include "now"
 local now = now_ms(ARGV[1])
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return {-1} end
@@ -48,7 +49,7 @@ for _ = 1, tonumber(ARGV[3]) do
     row_put(KEYS[4], popped[1], row_with_status(row, S_INFLIGHT))
     redis.call('ZADD', KEYS[3], popped[2], popped[1])
     return {1, popped[1], row, redis.call('ZCARD', KEYS[2]), head(KEYS[2]), skipped,
-            fpmap_get(KEYS[5], popped[1]) or false, parked}
+            hashmap_get(KEYS[5], popped[1]) or false, parked}
   end
 end
 restore()

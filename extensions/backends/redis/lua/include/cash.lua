@@ -1,9 +1,9 @@
--- A cash row as {cash, history, mark, visits} in a tag's cash fpmap (format:
+-- A cash row as {cash, history, mark, visits} in a tag's cash hashmap (format:
 -- extensions/backends/redis/rows.py: a row never fetched, history and visits
 -- zero, keeps cash and mark only); fp in decimal.
---- @include "fpmap"
+--- @include "hashmap"
 local function get(map, fp)
-  local packed = fpmap_get(map, fp)
+  local packed = hashmap_get(map, fp)
   if not packed then return nil end
   if #packed == $CASH_SHORT_SIZE then
     local c, m = struct.unpack('$CASH_SHORT_FORMAT', packed)
@@ -14,8 +14,8 @@ local function get(map, fp)
 end
 local function put(map, fp, c, h, m, v)
   if h == 0 and v == 0 then
-    fpmap_set(map, $CASH_BUCKET_BYTES, fp, struct.pack('$CASH_SHORT_FORMAT', c, m))
+    hashmap_set(map, $CASH_BUCKET_FIELDS, fp, struct.pack('$CASH_SHORT_FORMAT', c, m))
   else
-    fpmap_set(map, $CASH_BUCKET_BYTES, fp, struct.pack('$CASH_FORMAT', c, h, m, v))
+    hashmap_set(map, $CASH_BUCKET_FIELDS, fp, struct.pack('$CASH_FORMAT', c, h, m, v))
   end
 end

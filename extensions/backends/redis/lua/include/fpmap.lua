@@ -7,18 +7,24 @@
 -- counts the records, and the key goes with its last record. A bucket past
 -- max bytes splits in two on its next bit.
 --- @include "fpset"
-local MEMBERS = 1099511627776  -- 2^40
--- the member of a fingerprint given in decimal (signed 64-bit): its low 40 bits
+-- the member of a fingerprint given in decimal (signed 64-bit): its low 40
+-- bits, big-endian. Exact in doubles: the digits above the last 12 are
+-- below 10^8, times 5^12 below 2^53, and 10^12 = 5^12 * 2^12.
+local fpmap_members = {}
 local function fp_member(fp)
-  local negative, low = string.sub(fp, 1, 1) == '-', 0
-  for i = negative and 2 or 1, #fp do low = (low * 10 + string.byte(fp, i) - 48) % MEMBERS end
-  if negative then low = (MEMBERS - low) % MEMBERS end
-  local bytes = {}
-  for i = 5, 1, -1 do
-    bytes[i] = string.char(low % 256)
-    low = math.floor(low / 256)
-  end
-  return table.concat(bytes)
+  local member = fpmap_members[fp]
+  if member then return member end
+  local negative = string.byte(fp, 1) == 45  -- '-'
+  local digits = negative and string.sub(fp, 2) or fp
+  local high = tonumber(string.sub(digits, 1, -13)) or 0
+  local low = ((high * 244140625) % 268435456 * 4096 + tonumber(string.sub(digits, -12))) % 1099511627776
+  if negative then low = (1099511627776 - low) % 1099511627776 end
+  local b1 = math.floor(low / 4294967296)
+  low = low - b1 * 4294967296
+  member = string.char(b1, math.floor(low / 16777216), math.floor(low / 65536) % 256,
+                       math.floor(low / 256) % 256, low % 256)
+  fpmap_members[fp] = member
+  return member
 end
 -- the record at (1-based) at: its value's first and last byte
 local function fpmap_record(bucket, at)
@@ -40,14 +46,30 @@ local function fpmap_length(n)
   bytes[#bytes + 1] = string.char(n)
   return table.concat(bytes)
 end
--- where member's record is in bucket: its first byte, its value's first and last (nil: absent)
+-- where member's record is in bucket: its first byte, its value's first and
+-- last (nil: absent). string.find proposes where the member occurs; a walk
+-- over the records' lengths (one byte each below 128) confirms a record
+-- starts there. The last answer is kept (a read then a write of one row).
+local fpmap_found = {}
 local function fpmap_find(bucket, member)
-  local at, lead = 1, string.byte(member, 1)
-  while at <= #bucket do
-    local first, last = fpmap_record(bucket, at)
-    if string.byte(bucket, at) == lead and string.sub(bucket, at, at + 4) == member then return at, first, last end
-    at = last + 1
+  if fpmap_found[1] == bucket and fpmap_found[2] == member then
+    return fpmap_found[3], fpmap_found[4], fpmap_found[5]
   end
+  local at = 1
+  local hit = string.find(bucket, member, 1, true)
+  while hit do
+    while at < hit do
+      local length = string.byte(bucket, at + 5)
+      if length < 128 then at = at + 6 + length else local _, last = fpmap_record(bucket, at) at = last + 1 end
+    end
+    if at == hit then
+      local first, last = fpmap_record(bucket, at)
+      fpmap_found = {bucket, member, at, first, last}
+      return at, first, last
+    end
+    hit = string.find(bucket, member, hit + 1, true)
+  end
+  return nil
 end
 local function fpmap_get(key, fp)
   local member = fp_member(fp)
@@ -82,7 +104,7 @@ local function fpmap_put(key, max, fp, value, only_new)
   if #bucket > tonumber(max) and d < 24 then
     fpmap_split(key, field, d, bucket)
   else
-    redis.call('HSET', key, field, bucket)
+    fpset_write(key, field, bucket)
   end
   return new
 end
@@ -96,8 +118,9 @@ local function fpmap_del(key, fp)
   if not at then return 0 end
   if redis.call('HINCRBY', key, 'N', -1) <= 0 then
     redis.call('DEL', key)
+    fpset_cache[key] = nil
   else
-    redis.call('HSET', key, field, string.sub(bucket, 1, at - 1) .. string.sub(bucket, last + 1))
+    fpset_write(key, field, string.sub(bucket, 1, at - 1) .. string.sub(bucket, last + 1))
   end
   return 1
 end

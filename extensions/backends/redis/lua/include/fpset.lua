@@ -12,41 +12,76 @@ local function fp_top(s, at)  -- the top 24 bits, which name the bucket
   local a, b, c = string.byte(s, at, at + 2)
   return (a * 256 + b) * 256 + c
 end
+-- The buckets a script has read or written, per key ({depth = D, [field] =
+-- bucket or false}): a script reads a bucket from Redis once. Every write to
+-- a set's or map's hash goes through fpset_write (or clears the key's entry).
+local fpset_cache = {}
+local function fpset_cached(key)
+  local cached = fpset_cache[key]
+  if not cached then
+    cached = {depth = tonumber(redis.call('HGET', key, 'D') or '0')}
+    fpset_cache[key] = cached
+  end
+  return cached
+end
+local function fpset_write(key, field, bucket)
+  redis.call('HSET', key, field, bucket)
+  fpset_cached(key)[field] = bucket
+end
 local function fpset_bucket(key, top)
-  local depth = tonumber(redis.call('HGET', key, 'D') or '0')
-  for d = depth, 0, -1 do
+  local cached = fpset_cached(key)
+  for d = cached.depth, 0, -1 do
     local field = d .. ':' .. math.floor(top / 2 ^ (24 - d))
-    local bucket = redis.call('HGET', key, field)
+    local bucket = cached[field]
+    if bucket == nil then
+      bucket = redis.call('HGET', key, field) or false
+      cached[field] = bucket
+    end
     if bucket then return field, d, bucket end
   end
   return '0:0', 0, ''
 end
--- the sign of (the member at s[at] - probe), byte by byte (width bytes)
-local function fp_compare(s, at, probe, width)
-  for i = 0, width - 1 do
-    local a, b = string.byte(s, at + i), string.byte(probe, i + 1)
-    if a ~= b then return a - b end
+-- the member of width bytes (at most 11) at s[at] as three numbers that
+-- compare in its order: its top 3 bytes, the next 5, the rest
+local function fp_numbers(s, at, width)
+  local a, b, c, d, e, f, g, h = string.byte(s, at, at + width - 1)
+  local rest = 0
+  if d then rest = d end
+  if e then rest = rest * 256 + e end
+  if f then rest = rest * 256 + f end
+  if g then rest = rest * 256 + g end
+  if h then rest = rest * 256 + h end
+  local tail = 0
+  if width > 8 then
+    local i, j, k = string.byte(s, at + 8, at + width - 1)
+    tail = ((i or 0) * 256 + (j or 0)) * 256 + (k or 0)
   end
-  return 0
+  return (a * 256 + b) * 256 + c, rest, tail
 end
 -- the index (0-based, in members) at which probe belongs in bucket, and whether it is there
 local function fp_search(bucket, probe, width)
   local lo, hi = 0, #bucket / width
+  local top, rest, tail = fp_numbers(probe, 1, width)
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    local sign = fp_compare(bucket, mid * width + 1, probe, width)
-    if sign == 0 then return mid, true end
-    if sign < 0 then lo = mid + 1 else hi = mid end
+    local t, r, l = fp_numbers(bucket, mid * width + 1, width)
+    if t == top and r == rest and l == tail then return mid, true end
+    if t < top or (t == top and (r < rest or (r == rest and l < tail))) then lo = mid + 1 else hi = mid end
   end
   return lo, false
 end
 -- replace bucket ``field`` (depth d) by its two halves (lists of records, by the next bit)
 local function fpset_store_halves(key, field, d, halves)
   local prefix = tonumber(string.sub(field, #tostring(d) + 2))
+  local cached = fpset_cached(key)
   redis.call('HDEL', key, field)
-  redis.call('HSET', key, (d + 1) .. ':' .. (prefix * 2), table.concat(halves[1]),
-             (d + 1) .. ':' .. (prefix * 2 + 1), table.concat(halves[2]))
-  if d + 1 > tonumber(redis.call('HGET', key, 'D') or '0') then redis.call('HSET', key, 'D', d + 1) end
+  cached[field] = false
+  fpset_write(key, (d + 1) .. ':' .. (prefix * 2), table.concat(halves[1]))
+  fpset_write(key, (d + 1) .. ':' .. (prefix * 2 + 1), table.concat(halves[2]))
+  if d + 1 > cached.depth then
+    redis.call('HSET', key, 'D', d + 1)
+    cached.depth = d + 1
+  end
 end
 local function fpset_split(key, field, d, bucket, width)
   local halves = {{}, {}}
@@ -65,7 +100,7 @@ local function fpset_add_width(key, max, member, width)
   if #bucket / width > tonumber(max) and d < 24 then
     fpset_split(key, field, d, bucket, width)
   else
-    redis.call('HSET', key, field, bucket)
+    fpset_write(key, field, bucket)
   end
   return 1
 end

@@ -1,11 +1,12 @@
--- The values of fingerprints in fpmaps (include/fpmap.lua). KEYS: the maps.
+-- The values of fingerprints in fpmaps or hashmaps ($GET: fpmap_get of
+-- include/fpmap.lua or hashmap_get of include/hashmap.lua). KEYS: the maps.
 -- ARGV: per key, its fingerprint count, then the fingerprints (decimal).
 -- Returns one array per key: the value or false per fingerprint.
---- @include "fpmap"
+--- @include "hashmap"
 local out, i = {}, 1
 for k = 1, #KEYS do
   local n, values = tonumber(ARGV[i]), {}
-  for j = i + 1, i + n do values[#values + 1] = fpmap_get(KEYS[k], ARGV[j]) or false end
+  for j = i + 1, i + n do values[#values + 1] = $GET(KEYS[k], ARGV[j]) or false end
   out[k] = values
   i = i + n + 1
 end

@@ -1,0 +1,87 @@
+-- hashmap: a value per fingerprint of one host tag in small Redis hashes
+-- (layout: extensions/backends/redis/fpmap.py, HashMaps). The directory hash
+-- at key holds 'D' (the deepest bucket's depth) and 'N' (how many values);
+-- the bucket of the members whose top d bits are p is the hash key:d:p
+-- (field: the 5-byte member; value: the value; the field '' keeps an emptied
+-- bucket). A bucket past max fields splits in two on its next bit, so every
+-- bucket stays a listpack (Redis' hash-max-listpack-entries, 128) and Redis
+-- itself finds, reads and writes a value.
+--- @include "fpmap"
+-- fpset_cached(key) keeps D and whether each bucket key exists, per script
+local hashmap_dir = fpset_cached
+-- the bucket key of a member's top 24 bits, its depth, and whether it exists
+local function hashmap_bucket(key, top)
+  local cached = hashmap_dir(key)
+  for d = cached.depth, 0, -1 do
+    local bucket = key .. ':' .. d .. ':' .. math.floor(top / 2 ^ (24 - d))
+    local there = cached[bucket]
+    if there == nil then
+      there = redis.call('EXISTS', bucket) == 1
+      cached[bucket] = there
+    end
+    if there then return bucket, d, true end
+  end
+  return key .. ':0:0', 0, false
+end
+-- fp's value (nil: none): a value in a bucket of the deepest depth costs one HGET
+local function hashmap_get(key, fp)
+  local member = fp_member(fp)
+  local cached, top = hashmap_dir(key), fp_top(member, 1)
+  for d = cached.depth, 0, -1 do
+    local bucket = key .. ':' .. d .. ':' .. math.floor(top / 2 ^ (24 - d))
+    local there = cached[bucket]
+    if there ~= false then
+      local value = redis.call('HGET', bucket, member)
+      if value then
+        cached[bucket] = true
+        return value
+      end
+      if there == nil then
+        there = redis.call('EXISTS', bucket) == 1
+        cached[bucket] = there
+      end
+      if there then return nil end
+    end
+  end
+  return nil
+end
+local function hashmap_split(key, bucket, d, top)
+  local prefix = math.floor(top / 2 ^ (24 - d))
+  local halves = {{'', ''}, {'', ''}}
+  local all = redis.call('HGETALL', bucket)
+  for i = 1, #all, 2 do
+    if all[i] ~= '' then
+      local half = halves[math.floor(fp_top(all[i], 1) / 2 ^ (23 - d)) % 2 + 1]
+      half[#half + 1] = all[i]
+      half[#half + 1] = all[i + 1]
+    end
+  end
+  local cached = hashmap_dir(key)
+  redis.call('DEL', bucket)
+  cached[bucket] = false
+  for b = 0, 1 do
+    local name = key .. ':' .. (d + 1) .. ':' .. (prefix * 2 + b)
+    redis.call('HSET', name, unpack(halves[b + 1]))
+    cached[name] = true
+  end
+  if d + 1 > cached.depth then
+    redis.call('HSET', key, 'D', d + 1)
+    cached.depth = d + 1
+  end
+end
+-- set fp's value; 1 if it had none
+local function hashmap_set(key, max, fp, value)
+  local member = fp_member(fp)
+  local top = fp_top(member, 1)
+  local bucket, d, there = hashmap_bucket(key, top)
+  if not there then
+    redis.call('HSET', bucket, '', '')
+    hashmap_dir(key)[bucket] = true
+  end
+  local new = redis.call('HSET', bucket, member, value)
+  if new == 1 then
+    redis.call('HINCRBY', key, 'N', 1)
+    if d < 24 and redis.call('HLEN', bucket) > tonumber(max) then hashmap_split(key, bucket, d, top) end
+  end
+  return new
+end
