@@ -51,11 +51,11 @@ import numpy as np
 from testweb.model import SiteModel, WebConfig
 from testweb.neardup_truth import near_duplicate_truth
 from extensions import defaults
-from extensions.backends.redis.contentseen import RedisContentSeen
+from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from testweb.redisserver import RedisServer
 from extensions.contentseen.exact import ContentSeen
-from extensions.contentseen.nearindex import NearDuplicateIndex
+from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
 from extensions.contentseen.text import visible_text
 from extensions.contentseen.fingerprint import bytes_fingerprint, text_fingerprint
 from extensions.contentseen.resemblance import exact_resemblance, near_features
@@ -121,8 +121,8 @@ def judge(pages: list[tuple[str, bytes]], features: str, directory: Path, redis_
         near: Any = NearDuplicateIndex.open(directory / f"{features}.near.sqlite3")
     else:
         prefix = f"quality-{features}-{len(pages)}"
-        exact = RedisContentSeen.open(redis_url, prefix, flush_on_start=True)
-        near = RedisNearDuplicateIndex.open(redis_url, prefix)
+        exact = RedisContentSeen(RedisContentStore(redis_url, prefix, flush_on_start=True))
+        near = RedisNearDuplicateIndex(RedisContentStore(redis_url, prefix), BlockLayout())
     min_shingles = defaults.CONTENTSEEN_NEAR_MIN_SHINGLES
     started = time.perf_counter()
     for url, body in pages:

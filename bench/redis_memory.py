@@ -45,7 +45,7 @@ from extensions.frontier.scheduler import Frontier
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.fpset import FingerprintSetLayout
-from extensions.backends.redis.seen import SeenLayout
+from extensions.backends.redis.tables import SeenLayout
 from testweb.redisserver import RedisServer
 
 

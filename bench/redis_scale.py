@@ -109,7 +109,7 @@ def pages(count: int, hosts: int, per_page: int) -> Iterator[tuple[int, str]]:
 
 
 def run_exact(url: str, prefix: str, count: int, hosts: int, per_page: int) -> None:
-    exact = RedisContentSeen.open(url, prefix)
+    exact = RedisContentSeen(RedisContentStore(url, prefix))
     chunk: list[tuple[int, str]] = []
 
     def send() -> None:

@@ -227,7 +227,7 @@ FRONTIER_FRONT_QUEUES = 8  # Mercator's front queues: priority levels
 FRONTIER_HOST_BUDGET = 100_000
 FRONTIER_IDLE_CLOSE = 30.0  # seconds with nothing but held origins' URLs left: defer them, close
 FRONTIER_FRONT_QUEUE_WEIGHTS: list[int] = []  # empty: level i weighs i + 1
-# Host leases of a shared frontier (extensions/backends/redis/distributed.py):
+# Host leases of a shared frontier (extensions/backends/redis/dispatch.py):
 FRONTIER_LEASE_MAX_LATENESS = 1.0  # seconds a held host may wait past its due time before it is given away
 FRONTIER_LEASE_POLL_INTERVAL = 0.1  # seconds between host-heap polls of a process with room and nothing to do
 FRONTIER_LEASE_TTL = 10.0  # seconds a killed process's hosts stay locked (renewed every third)

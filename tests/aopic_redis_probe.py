@@ -4,7 +4,7 @@
     python -m tests.aopic_redis_probe credits REDIS_URL PREFIX io_thread|inline
     python -m tests.aopic_redis_probe stored REDIS_URL PREFIX io_thread|inline
 
-Opens a :class:`~extensions.backends.redis.distributed.DistributedFrontier` with
+Opens a :class:`~tests.redis_helpers.DistributedFrontier` with
 AOPIC (its ledger shared in Redis) on a running Twisted reactor and hands it
 judged pages (:meth:`Frontier.page_done`), as the last item pipeline does.
 
@@ -35,7 +35,7 @@ from twisted.internet import reactor, task
 from twisted.internet.defer import Deferred, DeferredList
 
 from extensions.aopic.ledger import AOPICLedger
-from extensions.backends.redis.distributed import DistributedFrontier
+from tests.redis_helpers import DistributedFrontier
 from extensions.frontier.gauges import DictStats
 from extensions.frontier.page import PageDone, PageVerdict
 from extensions.frontier.prioritizer import CashPrioritizer

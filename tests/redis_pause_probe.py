@@ -2,7 +2,7 @@
 
     python -m tests.redis_pause_probe REDIS_URL PREFIX io_thread|inline PAUSE_MS
 
-Opens a :class:`~extensions.backends.redis.distributed.DistributedFrontier` on a
+Opens a :class:`~tests.redis_helpers.DistributedFrontier` on a
 running Twisted reactor, hands out one request (the worker path works),
 then pauses every Redis client (``CLIENT PAUSE ms ALL``) and, every 10 ms,
 enqueues a new URL and asks for the next request. A thread sends ``PING``
@@ -23,7 +23,7 @@ import redis
 from scrapy import Request
 from twisted.internet import reactor, task
 
-from extensions.backends.redis.distributed import DistributedFrontier
+from tests.redis_helpers import DistributedFrontier
 from extensions.backends.redis.store import RedisStore
 
 TICK = 0.01

@@ -42,6 +42,7 @@ from testweb.redisserver import RedisClusterServers, RedisServer, free_port, uni
 from tests.test_contentseen_nearindex import assert_near_is_exact, flip, planted_web
 from tests.test_distributed import crawl_settings, crawlers, wait_all
 from tests.test_frontier_e2e import fetched_urls_of
+from tests.redis_helpers import open_exact, open_near
 
 
 class Sets:
@@ -54,12 +55,12 @@ class Sets:
     def exact(self) -> Any:
         if self.kind == "sqlite":
             return ContentSeen.open(self.directory / "seen.sqlite3")
-        return RedisContentSeen.open(self.url, self.prefix)
+        return open_exact(self.url, self.prefix)
 
     def near(self, **layout: int) -> Any:
         if self.kind == "sqlite":
             return NearDuplicateIndex.open(self.directory / "near.sqlite3", **layout)
-        return RedisNearDuplicateIndex.open(self.url, self.prefix, **layout)
+        return open_near(self.url, self.prefix, **layout)
 
 
 @pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
@@ -210,7 +211,7 @@ def test_two_clients_see_each_others_fingerprints_and_the_first_writer_wins(redi
     both are told the same first URL."""
     prefix = unique_prefix()
     values = fingerprints(1500, seed=11)
-    clients = [RedisContentSeen.open(redis_url, prefix) for _ in range(2)]
+    clients = [open_exact(redis_url, prefix) for _ in range(2)]
     answers: list[dict[int, str]] = [{}, {}]
     start = threading.Barrier(2)
 
@@ -238,8 +239,8 @@ def test_a_document_stored_by_one_client_is_matched_by_another(redis_url: str) -
     prefix = unique_prefix()
     rng = random.Random(12)
     base = rng.getrandbits(64)
-    with RedisNearDuplicateIndex.open(redis_url, prefix) as first, \
-            RedisNearDuplicateIndex.open(redis_url, prefix) as second:
+    with open_near(redis_url, prefix) as first, \
+            open_near(redis_url, prefix) as second:
         group, _ = first.add_or_match(base, "http://a.test/")
         assert second.match(base) is None  # still in the first client's pipeline
         first.flush()
@@ -361,13 +362,13 @@ def _content_keys(url: str, prefix: str) -> list[bytes]:
 
 def test_without_persist_only_the_last_process_deletes_the_keys(redis_url: str) -> None:
     prefix = unique_prefix()
-    first = RedisContentSeen.open(redis_url, prefix, persist=False)
-    second = RedisNearDuplicateIndex.open(redis_url, prefix, persist=False)
+    first = open_exact(redis_url, prefix, persist=False)
+    second = open_near(redis_url, prefix, persist=False)
     first.add_or_get(1, "http://a.test/")
     second.add_or_match(2, "http://a.test/")
     first.close()  # another process is alive: the keys stay
     assert second.match(2) is not None
-    with RedisContentSeen.open(redis_url, prefix) as third:  # persist: leaves them
+    with open_exact(redis_url, prefix) as third:  # persist: leaves them
         assert third.get(1) == "http://a.test/"
     second.close()
     assert _content_keys(redis_url, prefix) == []
@@ -377,7 +378,7 @@ def test_an_expired_process_does_not_keep_the_keys(redis_server: RedisServer) ->
     """A process killed mid-crawl stops renewing its heartbeat; once its
     entry has expired the last live process deletes the keys."""
     prefix = unique_prefix()
-    seen = RedisContentSeen.open(redis_server.url, prefix, persist=False)
+    seen = open_exact(redis_server.url, prefix, persist=False)
     seen.add_or_get(1, "http://a.test/")
     client = redis.Redis.from_url(redis_server.url)
     client.zadd(f"{prefix}:processes", {"killed-process": 1})  # expired in 1970
@@ -388,11 +389,11 @@ def test_an_expired_process_does_not_keep_the_keys(redis_server: RedisServer) ->
 
 def test_persisted_keys_stay_and_flush_on_start_deletes_them(redis_url: str) -> None:
     prefix = unique_prefix()
-    with RedisContentSeen.open(redis_url, prefix, persist=True) as seen:
+    with open_exact(redis_url, prefix, persist=True) as seen:
         seen.add_or_get(1, "http://a.test/")
-    with RedisContentSeen.open(redis_url, prefix) as seen:
+    with open_exact(redis_url, prefix) as seen:
         assert seen.get(1) == "http://a.test/"
-    with RedisContentSeen.open(redis_url, prefix, flush_on_start=True) as seen:
+    with open_exact(redis_url, prefix, flush_on_start=True) as seen:
         assert seen.get(1) is None
         assert seen.add_or_get(1, "http://b.test/") == "http://b.test/"
 
@@ -405,7 +406,7 @@ def test_the_frontiers_keys_and_the_content_seen_keys_are_deleted_apart(redis_se
     frontier = RedisStore(redis_server.url, prefix, persist=False)
     frontier.open()
     frontier.groups.set_content_group(5, 1, False)
-    seen = RedisContentSeen.open(redis_server.url, prefix, persist=False)
+    seen = open_exact(redis_server.url, prefix, persist=False)
     seen.add_or_get(1, "http://a.test/")
     frontier.close()
     assert seen.get(1) == "http://a.test/"
@@ -417,7 +418,7 @@ def test_the_frontiers_keys_and_the_content_seen_keys_are_deleted_apart(redis_se
 def test_unreachable_redis_at_open_is_a_clear_error_without_the_password() -> None:
     url = f"redis://crawler:s3cret@127.0.0.1:{free_port()}/0"
     with pytest.raises(ContentStoreError) as failure:
-        RedisContentSeen.open(url, unique_prefix())
+        open_exact(url, unique_prefix())
     message = str(failure.value)
     assert "cannot reach Redis at redis://crawler:***@127.0.0.1" in message and "s3cret" not in message
 
@@ -427,7 +428,7 @@ def test_an_outage_is_retried_with_back_off_and_logged(
 ) -> None:
     """Redis goes away mid-crawl; the first retry's warning brings it back
     (a log handler restarts it) and the set carries on."""
-    seen = RedisContentSeen.open(redis_aof_server.url, unique_prefix(), retries=3)
+    seen = open_exact(redis_aof_server.url, unique_prefix(), retries=3)
     seen.add_or_get(1, "http://a.test/")
     redis_aof_server.wait_until_in_aof(b"http://a.test/")
 
@@ -449,7 +450,7 @@ def test_an_outage_is_retried_with_back_off_and_logged(
 
 
 def test_an_outage_longer_than_the_retries_is_a_store_error(redis_aof_server: RedisServer) -> None:
-    seen = RedisContentSeen.open(redis_aof_server.url, unique_prefix(), retries=1)
+    seen = open_exact(redis_aof_server.url, unique_prefix(), retries=1)
     redis_aof_server.kill()
     with pytest.raises(ContentStoreError, match=str(redis_aof_server.port)):
         seen.add_or_get(1, "http://a.test/")

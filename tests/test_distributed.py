@@ -1,5 +1,5 @@
 """Several ``scrapy crawl web`` processes on one Redis share one polite
-frontier (extensions/backends/redis/distributed.py), end to end: real crawler
+frontier (extensions/backends/redis/dispatch.py), end to end: real crawler
 subprocesses, a real redis-server, the synthetic test web.
 
 Politeness is read off the test web's access log, as in
@@ -28,7 +28,8 @@ from redis.retry import Retry
 from extensions.frontier.store import Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.connection import connect
-from extensions.backends.redis.bloom import BloomLayout, RedisBloom
+from extensions.backends.redis.bloom import BloomLayout
+from tests.redis_helpers import RedisBloom
 from extensions.backends.redis.fpset import RedisFingerprintSet
 from extensions.backends.redis.keys import Keys
 from tests.conftest import fetched_urls
@@ -432,7 +433,7 @@ def test_invalid_shared_frontier_settings_fail_at_start_naming_the_setting(
 
 
 def test_a_single_process_crawl_under_the_prefix_is_a_clear_error(redis_server: RedisServer) -> None:
-    from extensions.backends.redis.distributed import DistributedFrontier
+    from tests.redis_helpers import DistributedFrontier
     from extensions.frontier.store import FrontierStoreError
 
     prefix = unique_prefix()
@@ -453,7 +454,7 @@ def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServe
     cannot be made to produce on demand; the double TAKE itself is real.)"""
     from scrapy import Request
 
-    from extensions.backends.redis.distributed import DistributedFrontier
+    from tests.redis_helpers import DistributedFrontier
 
     frontier = DistributedFrontier(RedisStore(redis_server.url, unique_prefix()))
     frontier.open(None)
@@ -463,10 +464,10 @@ def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServe
     assert first is not None
     lost = frontier.dispatch.leases.take("h1.test")  # the retried call's first run: its answer never came
     assert lost.state == "taken"
-    frontier.dispatch.upkeep.renew()  # no failure seen: nothing to repair
+    frontier.dispatch.renew()  # no failure seen: nothing to repair
     assert frontier.stats.get_value("frontier/inflight_repaired") is None
     frontier.store.connection.retry.failures += 1  # what LoggingRetry counts when a call is retried
-    frontier.dispatch.upkeep.renew()
+    frontier.dispatch.renew()
     assert frontier.stats.get_value("frontier/inflight_repaired") == 1
     inflight = frontier.dispatch.leases.inflight_of(["h1.test"])["h1.test"]
     assert inflight == [frontier.inflight[first].entry.fingerprint]
@@ -484,7 +485,7 @@ def test_hosts_of_one_level_go_in_the_order_they_became_ready(redis_server: Redi
     but h2's fetch ends first, so h2 goes first."""
     from scrapy import Request
 
-    from extensions.backends.redis.distributed import DistributedFrontier
+    from tests.redis_helpers import DistributedFrontier
 
     frontier = DistributedFrontier(RedisStore(redis_server.url, unique_prefix()))
     frontier.open(None)

@@ -15,7 +15,7 @@ import pytest
 from scrapy import Request
 from twisted.internet.task import Clock, LoopingCall
 
-from extensions.backends.redis.distributed import DistributedFrontier
+from tests.redis_helpers import DistributedFrontier
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.holds import origin_of
 from extensions.frontier.politeness import Politeness

@@ -1,4 +1,4 @@
-"""The shared frontier (:class:`~extensions.backends.redis.distributed.DistributedFrontier`)
+"""The shared frontier (:class:`~tests.redis_helpers.DistributedFrontier`)
 as a drop-in Scrapy scheduler, as the single-process one is
 (``tests/test_frontier_holds.py``): it never raises on a request Scrapy
 accepts, hands out what it cannot file, schedules every retry (seeds
@@ -18,7 +18,7 @@ import pytest
 from scrapy import Request
 from twisted.internet.task import Clock
 
-from extensions.backends.redis.distributed import DistributedFrontier
+from tests.redis_helpers import DistributedFrontier
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.store import Status

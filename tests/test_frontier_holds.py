@@ -195,7 +195,7 @@ def test_on_redis_a_request_refused_by_a_hold_that_ended_meanwhile_goes_back_to_
     """The same on the shared frontier (its holds are per host and end at
     their time): the CI failure of a frozen Redis, in which the root page of
     a host whose robots.txt answered 503 was never fetched."""
-    from extensions.backends.redis.distributed import DistributedFrontier  # noqa: PLC0415
+    from tests.redis_helpers import DistributedFrontier  # noqa: PLC0415
     from extensions.backends.redis.store import RedisStore  # noqa: PLC0415
     from testweb.redisserver import shared_server, unique_prefix  # noqa: PLC0415
 

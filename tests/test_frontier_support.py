@@ -23,7 +23,8 @@ from extensions.frontier.localdispatch import LocalDispatch
 from extensions.frontier.options import frontier_arguments
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
-from extensions.backends.redis.dispatch import SharedDispatch, shared_ledger
+from extensions.backends.redis.dispatch import SharedDispatch
+from tests.redis_helpers import shared_ledger
 from extensions.backends.memory.backend import MemoryStore
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout

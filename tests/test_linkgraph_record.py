@@ -297,7 +297,7 @@ def test_on_redis_every_process_records_into_the_shared_store(tmp_path: Any, sta
     recorded = [report["stats"].get("linkgraph/pages", 0) for report in reports]
     assert all(recorded) and sum(recorded) >= pages  # both processes recorded pages
     # the lists are in each process's own segment files in the project's default place, not in Redis
-    from extensions.backends.redis.links import segments_directory  # noqa: PLC0415
+    from extensions.backends.redis.store import segments_directory  # noqa: PLC0415
     from extensions.linkgraph.segmentlinks import segment_files  # noqa: PLC0415
 
     writers = {path.name.rsplit("-", 1)[0] for path in segment_files(segments_directory(prefix))}

@@ -1,4 +1,4 @@
-"""Link segments (:mod:`extensions.linkgraph.segments`, :mod:`extensions.linkgraph.segmentlinks`).
+"""Link segments (:mod:`extensions.linkgraph.segmentlinks`).
 
 The file format with numbers: records back as written, frames at a block
 size, files rotated at a size, several OS processes writing one directory

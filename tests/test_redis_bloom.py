@@ -29,7 +29,8 @@ from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.scheduler import Frontier
 from extensions.frontier.store import Entry, FrontierStoreError, Status
 from extensions.backends.redis.store import RedisStore
-from extensions.backends.redis.bloom import BloomLayout, RedisBloom
+from extensions.backends.redis.bloom import BloomLayout
+from tests.redis_helpers import RedisBloom, shard_bytes
 from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.keys import host_tag
 from extensions.backends.redis.rows import tag_of
@@ -92,7 +93,7 @@ def test_a_shard_is_as_long_as_its_layers(redis_server: RedisServer) -> None:
     (shard,) = bloom.shards()
     length = store.call(("STRLEN", shard))[0]
     current = SMALL.layer(6)[1] // 8  # 64 x (2^6 - 1) < 5,000 <= 64 x (2^7 - 1): seven layers
-    assert SMALL.shard_bytes(added) - current < length <= SMALL.shard_bytes(added)
+    assert shard_bytes(SMALL, added) - current < length <= shard_bytes(SMALL, added)
 
 
 @pytest.mark.parametrize("topology", ["single", "cluster"])

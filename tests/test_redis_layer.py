@@ -15,7 +15,7 @@ from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
 from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
-from extensions.backends.redis.distributed import DistributedFrontier
+from tests.redis_helpers import DistributedFrontier
 from extensions.frontier.scheduler import Frontier
 from extensions.pipelines.contentseen import ContentSeenPipeline
 from extensions.frontier.store import Entry, Status

@@ -29,6 +29,7 @@ from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.nearindex import BlockLayout
 from extensions.contentseen.resemblance import SKETCH_SIZE, near_features
 from testweb.redisserver import RedisServer, unique_prefix
+from tests.redis_helpers import open_near
 
 
 @pytest.mark.parametrize(("distance", "blocks"), [(3, 5), (2, 8), (4, 5), (2, 4), (3, 6), (5, 8)])
@@ -62,7 +63,7 @@ def test_a_partition_past_many_buckets_finds_every_document(redis_server: RedisS
     rng = random.Random(5)
     # table 0 keys blocks 0 (bits 0-12) and 1: its partition is block 0's top 8 bits
     values = [rng.getrandbits(64) & ~(0xFF << 5) | 0xA5 << 5 for _ in range(TABLE_BUCKET * 6)]
-    with RedisNearDuplicateIndex.open(redis_server.url, prefix) as index:
+    with open_near(redis_server.url, prefix) as index:
         groups = {value: index.add_or_match(value, f"http://a.test/{number}")[0] for number, value in enumerate(values)}
         index.flush()
         client = redis.Redis.from_url(redis_server.url)
@@ -118,4 +119,4 @@ def test_keys_of_the_previous_layout_are_refused(redis_server: RedisServer) -> N
         client.close()
     with pytest.raises(ContentStoreError, match=r"written in layout 2, this release reads layout 3 only.*"
                                                 r"SCHEDULER_FLUSH_ON_START"):
-        RedisNearDuplicateIndex.open(redis_server.url, prefix)
+        open_near(redis_server.url, prefix)

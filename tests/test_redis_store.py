@@ -25,7 +25,8 @@ from extensions.frontier.scheduler import Frontier
 from extensions.frontier.store import Entry, FrontierStoreError, Status
 from extensions.backends.memory.backend import MemoryStore
 from extensions.backends.redis.store import RedisStore
-from extensions.backends.redis.bloom import BloomLayout, RedisBloom
+from extensions.backends.redis.bloom import BloomLayout
+from tests.redis_helpers import RedisBloom
 from extensions.backends.redis.fpset import FingerprintSetLayout, RedisFingerprintSet
 from extensions.backends.redis.keys import host_tag
 from extensions.backends.sqlite.store import SQLiteStore

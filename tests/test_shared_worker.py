@@ -19,7 +19,7 @@ import pytest
 from scrapy import Request
 from twisted.internet.task import Clock
 
-from extensions.backends.redis.distributed import DistributedFrontier
+from tests.redis_helpers import DistributedFrontier
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.store import Status
@@ -177,7 +177,7 @@ def state_after_kill(frontier: DistributedFrontier, worker: Any, url: str) -> tu
     """``url``'s status and in-flight score in Redis once what the worker
     carried is sent and the store's buffered writes are lost (a SIGKILL)."""
     worker.drain()
-    frontier.store.connection.reset()  # SIGKILL: the store's buffered writes are lost
+    frontier.store.connection.take_buffered()  # SIGKILL: the store's buffered writes are lost
     store = RedisStore(frontier.store.url, frontier.store.keys.prefix)
     store.open()
     fingerprint = url_fingerprint(url)[0]

@@ -545,12 +545,12 @@ def test_census_knows_holds_only_where_the_store_keeps_them(backend: Backend) ->
 
 
 def test_census_of_a_redis_crawl_shows_shared_holds_and_next_due_times(shared: Backend) -> None:
-    from extensions.backends.redis.holds import SharedHolds
+    from extensions.backends.redis.leases import HostLeases
 
     store = shared.store
     census_crawl(store)
-    SharedHolds(store).hold("http://calm.test", 3600.0, "robots.txt 503")
-    SharedHolds(store).hold("http://gone.test", -1.0, "ended")
+    HostLeases(store, "test", 10.0, 1).hold("http://calm.test", 3600.0, "robots.txt 503")
+    HostLeases(store, "test", 10.0, 1).hold("http://gone.test", -1.0, "ended")
     # the field the lease scripts write at renewal and release (lua/lease_renew.lua, lease_release.lua)
     store.connection.call(("HSET", store.keys.lease("busy.test"), "next", "4102444800000"))
     census = store.census.census(hosts=2, errors=0, since=0.0)

@@ -91,10 +91,10 @@ class FrontierParts:
     hostkey: HostKey
     ledger: AOPICLedger | None
     idle_close: float
-    handout: Frontier  # request_of: a dequeued entry -> the request to fetch, or None
+    #: request_of(entry, cash): a dequeued entry's request, or None; note(key, message, *args):
+    #: a noisy event, logged once, then counted; host_assigned(host): a host got a queue here
+    frontier: Frontier
     admission: Admission  # rows refused or deferred
-    noisy: Frontier  # note(key, message, *args): a noisy event, logged once, then counted
-    signals: Frontier  # host_assigned(host): a host got a queue here (DNS prefetch)
     wakeup: WakeUpTimer  # wakes the engine at a due time
     #: a store failure outside a scheduler call (None: raise it)
     on_store_error: Callable[[Exception], None] | None = None

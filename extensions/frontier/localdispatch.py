@@ -15,7 +15,7 @@ is needed to rebuild its request; the queue tables only give order.
 * All changes go into one store transaction, committed before a request is
 handed out (``FRONTIER_WRITE_AHEAD``) or at each checkpoint; a crash
 returns to the last commit, where rows, cash and queues agree.
-* After a crash :func:`rebuild_queues` refills the front queues from every
+* After a crash the dispatch refills the front queues from every
 queued or in-flight row, in discovery order, at its stored level.
 * A clean close spills the buffers, requeues what is in flight, records
 the queue counts and sets ``clean``; the next open only restores the back
@@ -40,50 +40,12 @@ from extensions.frontier.queues import BackQueues, BiasedSelector, FrontQueues
 from extensions.frontier.holds import origin_of
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.inflight import InFlight
-from extensions.frontier.store import FLAG_REVISIT, Entry, FrontierStore, Status
+from extensions.frontier.store import FLAG_REVISIT, Entry, Status
 
 logger = logging.getLogger(__name__)
 
 
 _BATCH = 10_000
-
-
-def shape_changed(store: FrontierStore, front: FrontQueues, back: BackQueues) -> bool:
-    """Whether the store was written with other queue counts."""
-    stored = (store.get_meta("front_queues"), store.get_meta("back_queues"))
-    if stored == (None, None):
-        return False
-    return stored != (str(len(front.queues)), str(len(back.queues)))
-
-
-def record_shape(store: FrontierStore, front: FrontQueues, back: BackQueues) -> None:
-    store.set_meta("front_queues", str(len(front.queues)))
-    store.set_meta("back_queues", str(len(back.queues)))
-
-
-def rebuild_queues(store: FrontierStore, front: FrontQueues, back: BackQueues) -> int:
-    """Refill the front queues from the URL table; return how many URLs."""
-    store.queues.clear()
-    top = len(front.queues) - 1
-    batches: dict[int, list[int]] = {}
-    total = 0
-    for fp, level in store.urls.iter_pending(_BATCH):
-        level = min(top, max(0, level))
-        batch = batches.setdefault(level, [])
-        batch.append(fp)
-        total += 1
-        if len(batch) >= _BATCH:
-            store.queues.push(f"front/{level}", batch)
-            batches[level] = []
-    for level, batch in batches.items():
-        store.queues.push(f"front/{level}", batch)
-    store.urls.requeue_inflight()
-    for queue in front.queues:
-        queue.drop_buffers()
-    back.drop_buffers()
-    record_shape(store, front, back)
-    store.checkpoint()
-    return total
 
 
 class LocalDispatch:
@@ -113,7 +75,8 @@ class LocalDispatch:
         """The store is open: check it suits this strategy, set up."""
         for queue in self.front.queues + self.back.queues:
             queue.drop_buffers()  # empty before open; this syncs the counts
-        if shape_changed(self.store, self.front, self.back):
+        stored = (self.store.get_meta("front_queues"), self.store.get_meta("back_queues"))
+        if stored not in ((None, None), self._shape()):  # written with other queue counts
             logger.info("Queue counts changed; rebuilding the frontier queues")
             self.store.clean = False
 
@@ -140,7 +103,7 @@ class LocalDispatch:
         for queue in self.front.queues:
             queue.spill()
         self.back.spill()
-        record_shape(self.store, self.front, self.back)
+        self._record_shape()
 
     def leave(self, reason: str) -> None:
         """After the closing gauges: leave the crawl, log the close."""
@@ -149,6 +112,14 @@ class LocalDispatch:
 
     def checkpoint(self) -> None:
         """After the frontier's checkpoint: the strategy's own (none here)."""
+
+    def _shape(self) -> tuple[str, str]:
+        return str(len(self.front.queues)), str(len(self.back.queues))
+
+    def _record_shape(self) -> None:
+        front, back = self._shape()
+        self.store.set_meta("front_queues", front)
+        self.store.set_meta("back_queues", back)
 
     def _restore_clean(self) -> None:
         try:
@@ -174,8 +145,29 @@ class LocalDispatch:
         logger.info("Retrying %d URLs deferred by the previous run first", len(fingerprints))
 
     def _rebuild(self) -> None:
+        """Refill the front queues from the URL table (see the module docstring)."""
         self.heap = HostHeap()
-        total = rebuild_queues(self.store, self.front, self.back)
+        store = self.store
+        store.queues.clear()
+        top = len(self.front.queues) - 1
+        batches: dict[int, list[int]] = {}
+        total = 0
+        for fp, level in store.urls.iter_pending(_BATCH):
+            level = min(top, max(0, level))
+            batch = batches.setdefault(level, [])
+            batch.append(fp)
+            total += 1
+            if len(batch) >= _BATCH:
+                store.queues.push(f"front/{level}", batch)
+                batches[level] = []
+        for level, batch in batches.items():
+            store.queues.push(f"front/{level}", batch)
+        store.urls.requeue_inflight()
+        for queue in self.front.queues:
+            queue.drop_buffers()
+        self.back.drop_buffers()
+        self._record_shape()
+        store.checkpoint()
         self.parts.stats.set_value("frontier/rebuilt", total)
         logger.warning(
             "The frontier in %s was not closed cleanly; rebuilt its queues from %d URL rows",
@@ -278,7 +270,7 @@ class LocalDispatch:
         if self.parts.ledger is not None and self.stale_copy(entry.fingerprint):
             self.parts.stats.inc_value("frontier/stale_copies")
             return None
-        return self.parts.handout.request_of(entry, None)
+        return self.parts.frontier.request_of(entry, None)
 
     # -- dispatch --------------------------------------------------------------
     def next_request(self, now: float) -> Request | None:
@@ -329,7 +321,7 @@ class LocalDispatch:
         assigned = self.back.refill(self.front, self.refill_budget, self._key_of)
         for host in assigned:
             self.reschedule(host)
-            self.parts.signals.host_assigned(host)
+            self.parts.frontier.host_assigned(host)
         self.parts.stats.set_value("frontier/back_queues", self.back.in_use())
 
     def next_due(self, now: float) -> float | None:

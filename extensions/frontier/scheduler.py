@@ -162,8 +162,8 @@ class Frontier(BaseScheduler):
             store=store, politeness=self.politeness, holds=self.holds, inflight=self.inflight,
             stats=self.stats, clock=self.clock, wall_clock=self.wall_clock,
             seen=self.seen, hostkey=self.hostkey, ledger=ledger, idle_close=options.idle_close,
-            handout=self, admission=self.admission, noisy=self, signals=self,
-            wakeup=self.wakeup, on_store_error=runtime.on_store_error, memory_only=self.memory_only)
+            frontier=self, admission=self.admission, wakeup=self.wakeup, on_store_error=runtime.on_store_error,
+            memory_only=self.memory_only)
         self.dispatch.bind(self.parts)
         self.ledger = ledger
         self.aopic = None if ledger is None else AOPICCredit(
@@ -583,7 +583,3 @@ class Frontier(BaseScheduler):
     def entries_in_memory(self) -> int:
         """Request entries the frontier holds in memory (buffers + in flight)."""
         return self.dispatch.in_memory() + len(self.inflight) + len(self.memory_only)
-
-    def fingerprints_in_memory(self) -> int:
-        """Fingerprints held in memory (the URL-seen cache and skip set)."""
-        return len(self.seen.cache) + len(self.excluded)

@@ -1,6 +1,6 @@
 """The Redis backend: the crawl's state in one Redis (or a Redis Cluster)
 shared by every crawler process of the crawl; with ``FRONTIER_DISTRIBUTED``
-the host dispatch is shared too (:mod:`.distributed`)."""
+the host dispatch is shared too (:mod:`.dispatch`)."""
 
 from __future__ import annotations
 

@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import mmh3
 
-from extensions.backends.redis.keys import positions_by, scatter
-from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.scripts import lua
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS
 
@@ -35,7 +32,7 @@ MAX_BITS = 1 << 32  # a Redis string holds at most 512 MB
 _SEED = 0x6D657263  # mmh3 seed of the Bloom hashes
 _EPSILON = 1e-9  # log2(1/p) within this of an integer counts as that integer
 
-#: add URLs to one shard (the row scripts include the same ``bloom_add``)
+#: add URLs to one shard alone (the row scripts include the same ``bloom_add``)
 BLOOM_ADD = lua("bloom_add")
 
 
@@ -82,17 +79,6 @@ class BloomLayout:
         bits = math.ceil(capacity * math.log(1 / error) / math.log(2) ** 2)
         return capacity, bits, math.ceil(math.log(1 / error) / math.log(2) - _EPSILON)
 
-    def shard_bytes(self, urls: int) -> int:
-        """The length of a shard holding ``urls`` URLs (layers in use, whole)."""
-        bits, total, j = HEADER_BITS, 0, 0
-        while True:
-            capacity, size, _ = self.layer(j)
-            bits += size
-            total += capacity
-            if urls <= total or bits + self.layer(j + 1)[1] > MAX_BITS:
-                return -(-bits // 8)
-            j += 1
-
     def describe(self) -> str:
         """How the crawl's meta hash records the layout."""
         return f"bloom {self.capacity} {self.error_rate!r}"
@@ -103,36 +89,3 @@ def bloom_hashes(fingerprint: int) -> tuple[int, int, int]:
     (triple hashing; mmh3, since the fingerprint's top bits are shared by a slot)."""
     value = mmh3.hash128(struct.pack("<q", fingerprint), _SEED, signed=False)
     return value & 0xFFFFFFFF, (value >> 32) & 0xFFFFFFFF, (value >> 64) & 0xFFFFFFFF
-
-
-class RedisBloom:
-    """The shared filter alone as a :class:`~extensions.frontier.store.SeenSet`
-    on an open :class:`~extensions.backends.redis.store.RedisStore` (for
-    inspection, tests and callers with fingerprints only)."""
-
-    def __init__(self, store: Any, layout: BloomLayout) -> None:
-        self.store, self.layout = store, layout
-
-    def add_if_new(self, fingerprints: Sequence[int]) -> list[bool]:
-        groups = positions_by(fingerprints, lambda fp: self.store.keys.bloom(tag_of(fp)))
-        commands = [("EVAL", BLOOM_ADD, 1, key, *self.layout.args()[1:],
-                     *[value for i in indexes for value in bloom_hashes(fingerprints[i])])
-                    for key, indexes in groups.items()]
-        return scatter(groups, self.store.call(*commands), len(fingerprints))
-
-    def shards(self) -> list[bytes]:
-        """Every shard's key (a SCAN)."""
-        return list(self.store.scan(self.store.keys.bloom_pattern))
-
-    def size_bytes(self) -> int:
-        """Bytes of every shard's string (a SCAN: for reports, not per page)."""
-        return _total(self.store.call(*[("STRLEN", key) for key in self.shards()]))
-
-    def count(self) -> int:
-        """URLs added, over every shard."""
-        answers = self.store.call(*[("BITFIELD", key, "GET", "i64", 0) for key in self.shards()])
-        return _total(answer[0] for answer in answers)
-
-
-def _total(values: Iterable[Any]) -> int:
-    return sum(int(value) for value in values)

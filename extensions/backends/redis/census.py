@@ -1,22 +1,38 @@
-"""The URL table summed up for an operator, on Redis: one pass over every URL
+"""The URL table summed up for an operator, on Redis
+(:class:`~extensions.frontier.store.URLCensus`): one pass over every URL
 row, then the busiest hosts' next fetch time (``next`` of their lease) and
 the origins held now. Reads only, so a running crawl is not disturbed.
 Where finished rows are trimmed their counts in ``host_urls`` are added
 (per host done and last fetch; fetches in all), though not to the recent
-fetches nor the lists of errors.
+fetches nor the lists of errors. A refused row keeps its reason in
+``extra`` (:func:`~extensions.frontier.census.reason_of`); refusals and
+exclusions are listed apart from errors.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.fpmap import FingerprintMaps
 from extensions.backends.redis.keys import Keys
 from extensions.backends.redis.rows import row_head, unpack_entry
-from extensions.frontier.census import Finished, Row, RowCensus
-from extensions.frontier.store import Census
+from extensions.frontier.census import reason_of
+from extensions.frontier.store import Census, HostLoad, Status, URLEvent
+
+#: newest-first events kept in a min-heap: ((time, seq), event)
+Kept = list[tuple[tuple[float, int], URLEvent]]
+
+
+class _HostSum:
+    __slots__ = ("queued", "inflight", "done", "last_fetch")
+
+    def __init__(self, done: int = 0, last_fetch: float | None = None) -> None:
+        self.queued = self.inflight = 0
+        self.done, self.last_fetch = done, last_fetch
 
 
 class RedisCensus:
@@ -27,38 +43,56 @@ class RedisCensus:
         self.keys, self._connection, self.clock, self.rows = keys, connection, clock, rows
 
     def census(self, hosts: int, errors: int, since: float) -> Census:
-        found = RowCensus(self._rows).census(hosts, errors, since, self._finished())
-        busiest = found.busiest
+        sums: dict[str, _HostSum] = {}
+        fetched, first, last = self._finished(sums)
+        failed: Kept = []
+        refused: Kept = []
+        recent = 0
+        for fingerprint, row in self.rows.items():
+            status, at, seq, _ = row_head(row)
+            entry = unpack_entry(fingerprint, row)
+            host = sums.get(entry.host) or sums.setdefault(entry.host, _HostSum())
+            if status == Status.QUEUED:
+                host.queued += 1
+            elif status == Status.INFLIGHT:
+                host.inflight += 1
+            elif status == Status.DONE:
+                host.done += 1
+            if at is not None:
+                fetched, first, last = fetched + 1, min(first, at), max(last, at)
+                recent += at >= since
+                host.last_fetch = max(host.last_fetch or at, at)
+            if errors > 0 and status in (Status.FAILED, Status.EXCLUDED, Status.REFUSED):
+                event = URLEvent(entry.url, entry.host, status, at, reason_of(entry.extra))
+                _keep(failed if status == Status.FAILED else refused, ((-math.inf if at is None else at, seq), event),
+                      errors)
+        loads = (HostLoad(name, s.queued, s.inflight, s.done, s.last_fetch) for name, s in sums.items())
+        busiest = heapq.nsmallest(max(0, hosts), loads,
+                                  key=lambda load: (-load.queued, -load.inflight, -load.done, load.host))
         if busiest:
             due = self._connection().call(*[("HGET", self.keys.lease(load.host), "next") for load in busiest])
             busiest = [load._replace(next_due=None if ms is None else int(ms) / 1000.0)
                        for load, ms in zip(busiest, due)]
-        return found._replace(busiest=busiest, held=self._held())
+        events = [[event for _, event in sorted(kept, key=lambda pair: pair[0], reverse=True)]
+                  for kept in (failed, refused)]
+        return Census(busiest, *events, fetched, first if fetched else None, last if fetched else None, recent,
+                      self._held())
 
-    def _rows(self) -> Iterator[Row]:
-        for fingerprint, row in self.rows.items():
-            status, fetched, seq, _ = row_head(row)
-            yield Row(unpack_entry(fingerprint, row), status, seq, fetched)
-
-    def _finished(self) -> Finished:
+    def _finished(self, sums: dict[str, _HostSum]) -> tuple[int, float, float]:
+        """The counts of trimmed rows into ``sums``; their fetches, first and last fetch (inf, -inf: none)."""
         connection = self._connection()
-        done: dict[str, tuple[int, float | None]] = {}
-        fetched, first, last = 0, None, None
+        fetched, first, last = 0, math.inf, -math.inf
         for key in list(connection.scan(self.keys.host_urls_pattern)):
             fields = {field.decode(): value for field, value in connection.call(("HGETALL", key))[0].items()}
             fetched += int(fields.get("#fetched", 0))
-            if "#first" in fields:
-                value = float(fields["#first"])
-                first = value if first is None else min(first, value)
-            if "#last" in fields:
-                value = float(fields["#last"])
-                last = value if last is None else max(last, value)
+            first = min(first, float(fields.get("#first", math.inf)))
+            last = max(last, float(fields.get("#last", -math.inf)))
             for field, value in fields.items():
                 if field.endswith("#done") and field != "#done":
                     host = field[:-len("#done")]
                     seen = fields.get(f"{host}#last")
-                    done[host] = (int(value), None if seen is None else float(seen))
-        return Finished(done, fetched, first, last)
+                    sums[host] = _HostSum(int(value), None if seen is None else float(seen))
+        return fetched, first, last
 
     def _held(self) -> dict[str, tuple[str, float]]:
         """Origins held now: ``origin -> (reason, until)``."""
@@ -72,3 +106,11 @@ class RedisCensus:
             if until > now:
                 held[origin.decode()] = (reason, until)
         return held
+
+
+def _keep(kept: Kept, item: tuple[tuple[float, int], URLEvent], limit: int) -> None:
+    """Keep the ``limit`` newest (latest time, then latest seq)."""
+    if len(kept) < limit:
+        heapq.heappush(kept, item)
+    elif item[0] > kept[0][0]:
+        heapq.heapreplace(kept, item)

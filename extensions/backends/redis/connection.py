@@ -234,12 +234,6 @@ class RedisConnection:
             self._pipe.reset()
         return commands
 
-    def reset(self) -> None:
-        """Forget the buffered writes (a simulated crash)."""
-        if self._pipe is not None:
-            self._pipe.reset()
-        self._commands = []
-
     def _buffer(self, command: tuple[Any, ...]) -> None:
         if self._pipe is None:
             raise RedisLayerError(f"the Redis connection to {self.location} is not open")

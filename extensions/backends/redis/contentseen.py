@@ -118,34 +118,25 @@ class RedisContentStore:
         return registry_of(self.connection, self.keys.processes)
 
     # -- lifecycle ---------------------------------------------------------------
-    def open(self) -> RedisContentStore:
-        """Connect, flush on request, and join the crawl's processes."""
-        self.connection.attach("the content-seen sets", ContentStoreError)
-        self._open = True
-        self.registry.join(self.ttl)
-        if self.flush_on_start:
-            self.delete_all()
-        self._beat_due = 0.0
-        self.call()  # the first heartbeat
-        return self
-
     def attach(self) -> RedisContentStore:
-        """One more user (the exact set, the index); opens on the first."""
+        """One more user (the exact set, the index); the first connects,
+        flushes on request and joins the crawl's processes."""
         if not self._open:
-            self.open()
+            self.connection.attach("the content-seen sets", ContentStoreError)
+            self._open = True
+            self.registry.join(self.ttl)
+            if self.flush_on_start:
+                self.delete_all()
+            self._beat_due = 0.0
+            self.call()  # the first heartbeat
         self.users += 1
         return self
 
     def detach(self) -> None:
-        """One user fewer; the last one closes."""
+        """One user fewer; the last one sends the buffered writes and leaves,
+        deleting the keys if ``persist`` is off and this was the crawl's last process."""
         self.users -= 1
-        if self.users <= 0:
-            self.close()
-
-    def close(self) -> None:
-        """Send the buffered writes and leave; delete the keys if ``persist``
-        is off and this was the crawl's last process."""
-        if not self._open:
+        if self.users > 0 or not self._open:
             return
         try:
             self.call()
@@ -290,11 +281,6 @@ class RedisContentSeen(RedisContentPart):
 
     def __init__(self, store: RedisContentStore) -> None:
         super().__init__(store, ("lookups", "added", "duplicates"))
-
-    @classmethod
-    def open(cls, url: str, prefix: str = "web", **options: Any) -> RedisContentSeen:
-        """A set on a connection of its own (``options``: :class:`RedisContentStore`'s)."""
-        return cls(RedisContentStore(url, prefix, **options))
 
     def add_or_get(self, fingerprint: int, url: str) -> str:
         """The first URL recorded for ``fingerprint``; records ``url`` if there is none."""

@@ -19,7 +19,7 @@ from typing import Any
 from twisted.internet.defer import Deferred
 
 from extensions.backends.redis.contentseen import RedisContentSeen, Steps
-from extensions.backends.redis.nearindex import Prefetched, RedisNearDuplicateIndex
+from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.resemblance import NearFeatures
 from extensions.contentseen.verdict import Verdict
@@ -96,7 +96,7 @@ class AsyncRedisContentSeen:
             return
         index = self.near
         assert index is not None
-        prefetched = Prefetched(values, page.since)
+        prefetched = (values, page.since)
         if page.duplicate_of is not None:  # an exact copy joins its original's group
             page.steps = index.match_steps(page.near.simhash, page.near.sketch, prefetched, named=False)
         else:

@@ -2,8 +2,10 @@
 
 This process holds a few hosts under a lease (:mod:`.leases`), serves them
 with the usual politeness from a local host heap, and takes more from the
-shared host heap when none of its hosts may fetch now. Periodic upkeep:
-:mod:`.leaseupkeep`.
+shared host heap when none of its hosts may fetch now. Every third of
+``FRONTIER_LEASE_TTL`` it renews its leases, repairs what a retried call left
+in flight, gives back hosts it is too late or too busy to serve, shares the
+crawl-wide holds and the idle close (:mod:`.leases`) and its stats.
 
 In a crawl the per-page lease commands (enqueues, takes, finishes,
 put-backs, polls, acquisitions, idle releases) go through one worker thread
@@ -19,16 +21,12 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from heapq import heappop as heapq_pop
-from heapq import heappush as heapq_push
 from typing import Any
 
 from scrapy import Request
 
-from extensions.aopic.ledger import AOPICLedger
-from extensions.backends.redis.holds import SharedHolds
 from extensions.backends.redis.leases import (
     MAX_LEVELS,
     Acquired,
@@ -38,11 +36,9 @@ from extensions.backends.redis.leases import (
     is_parked,
     level_of_score,
     parked_score,
-    process_id,
     queue_score,
 )
-from extensions.backends.redis.leaseupkeep import LeaseUpkeep
-from extensions.backends.redis.ledger import SharedLedger
+from extensions.backends.redis.registry import process_id
 from extensions.backends.redis.worker import (
     DirectIO,
     RedisWorker,
@@ -50,6 +46,7 @@ from extensions.backends.redis.worker import (
     start_worker,
 )
 from extensions.frontier.dispatch import FrontierParts, ready_order
+from extensions.frontier.gauges import CRAWL_WIDE_STATS
 from extensions.frontier.holds import host_of_origin, origin_of
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.inflight import InFlight
@@ -82,13 +79,6 @@ class HeldHost:
         return self.parked_until > 0.0
 
 
-def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
-    """One ledger for every process: its state in Redis, not in each process."""
-    if ledger is None or isinstance(ledger, SharedLedger):
-        return ledger
-    return SharedLedger(store, ledger.initial_cash, ledger.tax)
-
-
 class SharedDispatch:
     """Hosts served under Redis leases (see the module docstring)."""
 
@@ -117,19 +107,18 @@ class SharedDispatch:
         self.owner = owner or process_id()
         self.heap = HostHeap()
         self.leases: HostLeases | None = None
-        self.shared_holds: SharedHolds | None = None
         self.held: dict[str, HeldHost] = {}
-        self.upkeep = LeaseUpkeep(self)
-        self._ready: list[tuple[float, bool, int, str]] = []
         #: hosts given back the URLs the run before deferred: first among their level
         self.retried: set[str] = set()
-        self._ready_seq = 0
         self.alive = 1  # crawler processes alive at the last heartbeat
         self.heap_hosts: int | None = None  # hosts on the shared heap at the last poll (None: poll again)
         self.heap_checked = -INFINITY  # when the heap was last polled
         self.next_poll = 0.0  # when this process may poll again
         self._swept_at = -INFINITY
         self._lease_loop: Any = None
+        self._failures_seen = 0  # the store's failed calls at the last in-flight repair
+        self._pushed: dict[str, float] = {}  # stats shared so far
+        self.upkeep_round_trips = 0  # stat redis/upkeep_reactor_round_trips
 
     def bind(self, parts: FrontierParts) -> None:
         self.parts = parts
@@ -146,14 +135,13 @@ class SharedDispatch:
                 "FRONTIER_DISTRIBUTED=False, or choose another FRONTIER_REDIS_PREFIX")
         self.leases = HostLeases(self.store, self.owner, self.lease_ttl, self._heap_shards(),
                                  clock=self.lease_clock)
-        self.shared_holds = SharedHolds(self.store, clock=self.lease_clock)
 
     def resume(self) -> None:
-        if not self.shared_holds.others_alive():
-            self.upkeep.retry_deferred()
-        self.shared_holds.mark_active()  # a process joining starts a new idle period
+        if not self.leases.others_alive():
+            self.retry_deferred()
+        self.leases.mark_active()  # a process joining starts a new idle period
         self.alive = self.leases.heartbeat(self.lease_ttl)
-        self.upkeep.adopt_holds()
+        self.adopt_holds()
         logger.info("Frontier %s shared with %d other crawler process(es) (%s)",
                     self.owner, self.alive - 1, self.store.location)
 
@@ -163,7 +151,7 @@ class SharedDispatch:
             self.worker = start_worker(self.store, reactor.callFromThread, self._failed)
             self.leases.io = self.worker
         if looping_call is not None:
-            self._lease_loop = looping_call(self.upkeep.renew)  # leases, hand-backs, holds
+            self._lease_loop = looping_call(self.renew)  # leases, hand-backs, holds
             self._lease_loop.start(self.lease_ttl / 3, now=False)
 
     def _heap_shards(self) -> int:
@@ -188,12 +176,21 @@ class SharedDispatch:
         for host, held in list(self.held.items()):
             self.leases.release(host, self.parts.politeness.wait(host, now), False, held.heap_score)
         self.held.clear()
-        self.upkeep.adopt_holds()  # the report lists what other processes deferred too
+        self.adopt_holds()  # the report lists what other processes deferred too
 
     def leave(self, reason: str) -> None:
         """Add this process's stats to the crawl's, leave; the crawl's keys
         are deleted (``SCHEDULER_PERSIST`` off) only by the last process."""
-        self.upkeep.leave()
+        self.share_stats()
+        totals = self.leases.stats_totals()
+        for name in ("frontier/done", "frontier/failed", "frontier/enqueued", "frontier/dequeued",
+                     "response_received_count"):
+            if name in totals:
+                self.parts.stats.set_value(f"distributed/total/{name}", totals[name])
+        others = self.leases.leave()
+        if others and not self.store.persist:
+            logger.info("%d other crawler process(es) still running: the crawl's keys stay", others)
+            self.store.persist = True
         if self.worker is not None:  # what it holds is sent; lease commands go through the store again
             self.worker.stop()
             self.leases.io = DirectIO(self.store)
@@ -202,7 +199,7 @@ class SharedDispatch:
 
     def checkpoint(self) -> None:
         try:
-            self.upkeep.share_stats()
+            self.share_stats()
             self.store.checkpoint()
         except FrontierStoreError as err:
             logger.error("Sharing the crawl's stats failed: %s", err)
@@ -275,7 +272,7 @@ class SharedDispatch:
         """The best URL among the held hosts that may be fetched now; if there
         is none, take more hosts from the shared heap first."""
         if self.parts.holds.held:
-            self.upkeep.end_holds(now)
+            self.end_holds(now)
         request = self.hand_out(now)
         if request is None:
             request = self._dispatch_ready(now)
@@ -284,27 +281,18 @@ class SharedDispatch:
         return request
 
     def _dispatch_ready(self, now: float) -> Request | None:
-        """Move the due held hosts to the ready heap (:func:`ready_order`,
-        retried hosts first), then dispatch from the best one that may fetch."""
-        ready, politeness = self._ready, self.parts.politeness
-        while (host := self.heap.pop_due(now)) is not None:
-            if host in self.held:  # a host given away meanwhile is someone else's
-                head = self.held[host].head
-                self._ready_seq += 1
-                level = -1 if head == INFINITY else level_of_score(head)
-                order = ready_order(level, politeness.rate_limited(host))
-                heapq_push(ready, (order, host not in self.retried, self._ready_seq, host))
-        while ready and self.busy < TAKES_AHEAD:
-            host = heapq_pop(ready)[3]
-            if host in self.heap or host not in self.held or self.held[host].taking:
-                continue
-            if politeness.ready_at(host) > now:
-                self.reschedule(host)
-                continue
-            request = self._dispatch(host, now)
-            if request is not None:
-                return request
-        return None
+        """Dispatch from the best due held host that may fetch (:meth:`HostHeap.serve_due`)."""
+        politeness = self.parts.politeness
+        return self.heap.serve_due(now, self._ready_order, lambda host: self._dispatch(host, now),
+                                   politeness.ready_at, self.reschedule, lambda: self.busy < TAKES_AHEAD)
+
+    def _ready_order(self, host: str) -> tuple[float, bool] | None:
+        """:func:`ready_order` by the head of its queue, retried hosts first; None: given away meanwhile."""
+        held = self.held.get(host)
+        if held is None:
+            return None
+        level = -1 if held.head == INFINITY else level_of_score(held.head)
+        return ready_order(level, self.parts.politeness.rate_limited(host)), host not in self.retried
 
     def share(self) -> int:
         """This process's share of the hosts with work (heap hosts / live processes, rounded up)."""
@@ -313,6 +301,8 @@ class SharedDispatch:
     def _dispatch(self, host: str, now: float) -> Request | None:
         """Take ``host``'s best URL: answered at once without a worker thread,
         else later (:meth:`hand_out` gives the engine its request)."""
+        if host not in self.held or self.held[host].taking:
+            return None
         self._send(host)
         self.leases.take(host, self.held_origins(host), lambda taken: self._take_answered(host, taken),
                          lambda err: self._busy_failed(host))
@@ -326,7 +316,7 @@ class SharedDispatch:
         if taken.parked:
             parts.stats.inc_value("frontier/parked", taken.parked)
         if taken.state == "lost":
-            self.upkeep.lost(host)
+            self.lost(host)
             return None
         if taken.state != "taken":
             held.queued, held.head = (taken.queued, taken.head) if taken.state != "empty" else (0, held.head)
@@ -348,7 +338,7 @@ class SharedDispatch:
             held.queued += parts.holds.state_of(entry.url) == "held"  # back in its queue
             self.reschedule(host)
             return None
-        request = parts.handout.request_of(entry, cash)
+        request = parts.frontier.request_of(entry, cash)
         if request is None:
             if self.worker is not None:  # its status (excluded, failed) first: the store buffers it
                 self.store.connection.flush()
@@ -411,16 +401,6 @@ class SharedDispatch:
         if not held.inflight and not held.queued:
             self.release_idle(host)
 
-    def released(self, host: str, outcome: tuple[int, int, float]) -> None:
-        state, queued, head = outcome
-        if state == 0:
-            held = self.held[host]
-            held.queued, held.head = queued, head
-            self.reschedule(host)
-            return
-        self.drop(host)
-        self.parts.stats.inc_value("frontier/leases_released")
-
     def wait(self, host: str) -> float:
         """Seconds until ``host``'s next fetch (a fetch in flight as if it ended now)."""
         politeness = self.parts.politeness
@@ -437,15 +417,15 @@ class SharedDispatch:
         self.heap.remove(host)
         self.parts.stats.set_value("frontier/back_queues", len(self.held))
 
-    # -- held and deferred origins, crawl-wide (holds.py) -----------------------
+    # -- held and deferred origins, crawl-wide (leases.py) ----------------------
     def origin_held(self, origin: str, delay: float, reason: str) -> None:
         """The hold is shared: every process keeps the origin's URLs back until it ends."""
-        if self.shared_holds is not None:
-            self.shared_holds.hold(origin, delay, reason)
+        if self.leases is not None:
+            self.leases.hold(origin, delay, reason)
 
     def origin_deferred(self, origin: str) -> None:
         """A host parked for the origin is served again at once."""
-        self.upkeep.serve_parked(self.parts.clock(), {host_of_origin(origin)})
+        self.serve_parked(self.parts.clock(), {host_of_origin(origin)})
 
     def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
         """Whether a hold keeps ``entry`` back: a held origin's URL goes back
@@ -520,9 +500,9 @@ class SharedDispatch:
         """Whether a take or release is on its way, or a take answered and not handed out."""
         return bool(self.arrived or self.busy)
 
-    def _failed(self, err: Exception) -> None:
-        """A Redis command sent by the worker failed after its retries."""
-        logger.error("The shared frontier's Redis commands failed: %s", err)
+    def _failed(self, err: Exception, message: str = "The shared frontier's Redis commands failed: %s") -> None:
+        """Redis commands failed after their retries (the worker's, or the upkeep's)."""
+        logger.error(message, err)
         if self.parts.on_store_error is not None:
             self.parts.on_store_error(err)
 
@@ -573,13 +553,16 @@ class SharedDispatch:
         self.leases.poll(room, polled, self._poll_failed)
         return len(held) > before
 
-    def polled(self, poll: Poll, acquired: list[Acquired], now: float) -> None:
+    def _acquired(self, poll: Poll, acquired: list[Acquired], now: float) -> None:
         """The hosts a poll acquired are held here."""
         parts = self.parts
+        self.polling = False
+        if self.worker is not None:  # answered later
+            now = parts.clock()
         stats = parts.stats
         self.heap_hosts, self.heap_checked = poll.hosts, now
         if acquired:  # know holds made since our last renewal before a take
-            self.upkeep.adopt_holds()
+            self.adopt_holds()
         for got in acquired:
             self.held[got.host] = HeldHost(got.queued, got.head, got.expires, now)
             parts.politeness.hold(got.host, now + got.wait)
@@ -589,7 +572,7 @@ class SharedDispatch:
                 stats.inc_value("frontier/recovered", got.recovered)
                 logger.info("Took over %s from an expired lease: %d in-flight URL(s) back in its queue",
                             got.host, got.recovered)
-            parts.signals.host_assigned(got.host)
+            parts.frontier.host_assigned(got.host)
         stats.inc_value("frontier/heap_polls")
         stats.inc_value("frontier/leases_acquired", len(acquired))
         stats.set_value("frontier/back_queues", len(self.held))
@@ -597,6 +580,7 @@ class SharedDispatch:
         wait = interval if poll.wait is None else min(interval, max(poll.wait, 0.005))
         load = len(self.held) / self.share()
         self.next_poll = now if acquired and load < 1 else now + wait * (1 + load)
+        self._wake()
 
     # -- takes -------------------------------------------------------------------
     def _send(self, host: str) -> Any:
@@ -648,17 +632,18 @@ class SharedDispatch:
         held = self._send(host)
 
         def released(outcome: tuple[int, int, float]) -> None:
-            if self._answered(host) is not None:
-                self.released(host, outcome)
-                self._wake()
+            state, queued, head = outcome
+            if (current := self._answered(host)) is None:
+                return
+            if state == 0:  # work came meanwhile: kept
+                current.queued, current.head = queued, head
+                self.reschedule(host)
+            else:
+                self.drop(host)
+                self.parts.stats.inc_value("frontier/leases_released")
+            self._wake()
 
-        self.leases.release(host, wait, True, held.heap_score, released,
-                                     lambda err: self._busy_failed(host))
-
-    def _acquired(self, poll: Poll, acquired: list[Any], now: float) -> None:
-        self.polling = False
-        self.polled(poll, acquired, now if self.worker is None else self.parts.clock())
-        self._wake()
+        self.leases.release(host, wait, True, held.heap_score, released, lambda err: self._busy_failed(host))
 
     def _wake(self) -> None:
         """Wake the engine at the dispatch's next due time (now, after the worker's answer)."""
@@ -669,3 +654,201 @@ class SharedDispatch:
 
     def _poll_failed(self, err: Exception) -> None:
         self.polling = False
+
+    # -- periodic upkeep, every third of FRONTIER_LEASE_TTL ---------------------------
+    def renew(self) -> None:
+        """Extend every held lease (with the host's politeness state), repair
+        what a retried call left in flight, give back hosts this process is
+        too late or too busy to serve, share holds, beat the heart."""
+        trips = self.timing()["redis/reactor_round_trips"]
+        try:
+            waits = {host: self.wait(host) for host in self.held}
+            for host, expires in self.leases.renew(waits).items():
+                if expires == -1:
+                    self.lost(host)
+                elif host in self.held:
+                    self.held[host].heap_score = expires
+            self.alive = max(1, self.leases.heartbeat(self.lease_ttl))
+            self.share_holds()
+            # not while a take is on its way: its URL is in flight in Redis, not yet here
+            if self.failures() != self._failures_seen and not self.pending():
+                self._failures_seen = self.failures()
+                self.repair_inflight()
+            self.heap_hosts, self.heap_checked = self.leases.poll(0).hosts, self.parts.clock()
+            self.give_away_late()
+            self.rebalance()
+        except FrontierStoreError as err:
+            self._failed(err, "Renewing the frontier's host leases failed: %s")
+        finally:
+            self.upkeep_round_trips += int(self.timing()["redis/reactor_round_trips"] - trips)
+
+    def lost(self, host: str) -> None:
+        self.drop(host)
+        self.parts.frontier.note("leases_lost", "Lease on %s taken over by another process (this one "
+                                 "stalled longer than FRONTIER_LEASE_TTL)", host)
+
+    def repair_inflight(self) -> None:
+        """After a failed Redis call was retried (a take may have run twice):
+        put back every URL in a held host's in-flight set that this process
+        is not fetching."""
+        mine: dict[str, set[int]] = {}
+        for record in self.parts.inflight.values():
+            mine.setdefault(record.host, set()).add(record.entry.fingerprint)
+        orphans = {host: [fp for fp in found if fp not in mine.get(host, ())]
+                   for host, found in self.leases.inflight_of(list(self.held)).items()}
+        lost = [fp for found in orphans.values() for fp in found]
+        if not lost:
+            return
+        levels = {fp: entry.level for fp, entry in self.store.urls.get_many(lost).items()}
+        for host, found in orphans.items():
+            for fp in found:
+                self.leases.put_back(host, fp, levels.get(fp, 0))
+            if found and host in self.held:
+                self.held[host].queued += len(found)
+                self.held[host].parked_until = 0.0  # they may be any origin's
+                self.reschedule(host)
+        self.parts.stats.inc_value("frontier/inflight_repaired", len(lost))
+        logger.warning("%d URL(s) left in flight by a retried Redis call went back to their queues", len(lost))
+
+    def fetching(self) -> set[str]:
+        """Hosts with a request of ours in flight (held counts miss one taken
+        under an earlier lease)."""
+        return {record.host for record in self.parts.inflight.values()}
+
+    def give_away_late(self) -> None:
+        now = self.parts.clock()
+        fetching = self.fetching()
+        for host, held in list(self.held.items()):
+            due = max(self.parts.politeness.ready_at(host), held.since, held.parked_until)
+            if not (held.inflight or host in fetching or not held.queued or now - due <= self.max_lateness):
+                self._give_back(host, "frontier/leases_given_away")
+
+    def rebalance(self) -> None:
+        """Holding more than one host above its share while other processes
+        run, give the excess back (none with a fetch in flight)."""
+        excess = len(self.held) - self.share() - 1
+        if self.alive < 2 or excess <= 0:
+            return
+        fetching = self.fetching()
+        idle = [host for host, held in self.held.items() if not held.inflight and host not in fetching]
+        for host in idle[:excess]:
+            self._give_back(host, "frontier/leases_rebalanced")
+
+    def _give_back(self, host: str, stat: str) -> None:
+        self.leases.release(host, self.wait(host), False, self.held[host].heap_score)
+        self.drop(host)
+        self.parts.stats.inc_value(stat)
+
+    def share_stats(self) -> None:
+        stats, leases = self.parts.stats, self.leases
+        for name, value in self.timing().items():
+            stats.set_value(name, value)
+        stats.set_value("redis/upkeep_reactor_round_trips", self.upkeep_round_trips)
+        values = getattr(stats, "get_stats", lambda: getattr(stats, "values", {}))()
+        deltas = []
+        for name, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or name.startswith("distributed/"):
+                continue
+            if name in CRAWL_WIDE_STATS:  # the same value in every process: the latest, not a sum
+                leases.set_stat(name, value)
+                continue
+            delta = value - self._pushed.get(name, 0)
+            if delta:
+                deltas.append((name, delta))
+                self._pushed[name] = value
+        leases.add_stats(deltas)
+
+    # -- crawl-wide holds, shared at each renewal ---------------------------------------
+    def busy_here(self) -> bool:
+        """Work here that no hold keeps back (unfiled, in flight, or queued for
+        a held host not parked), or a pushback's pause waited out."""
+        parts = self.parts
+        if parts.unfiled or parts.holds.waiting_out() or any(
+                held.queued and not held.parked for held in self.held.values()):
+            return True
+        return any(not record.held and parts.holds.state_of(record.entry.url) is None
+                   for record in parts.inflight.values())
+
+    def share_holds(self) -> None:
+        """Mark the crawl active if this process is busy; else, once no process
+        was for the idle bound, defer every origin held anywhere (the idle
+        close); then adopt the crawl's holds and deferrals."""
+        parts = self.parts
+        found = {}
+        if self.busy_here():
+            self.leases.mark_active()
+        else:
+            idle = max(parts.idle_close, 2 * self.lease_ttl)  # a killed process's hosts are taken over first
+            found = self.leases.defer_idle(idle)
+        for origin, (_, reason) in found.items():
+            why = f"held when nothing else was left: {reason}"
+            parts.holds.defer(origin, why)
+            parts.admission.defer([], origin, why)
+        self.adopt_holds(unpark=bool(found))
+
+    def adopt_holds(self, unpark: bool = False) -> None:
+        """Hold and defer here what any process held or deferred; hosts parked
+        by an origin deferred now are served again at once."""
+        parts = self.parts
+        now = parts.clock()
+        for origin, (left, reason) in self.leases.held().items():
+            if origin not in parts.holds.deferred:
+                parts.holds.hold(origin, now + left, reason)
+        for origin, (reason, _) in self.store.hosts.deferrals().items():
+            if origin not in parts.holds.deferred:
+                parts.holds.defer(origin, reason)
+                parts.admission.defer([], origin, reason)
+                unpark = True
+        if unpark:
+            self.serve_parked(now)
+
+    def retry_deferred(self) -> None:
+        """The first process of a run puts the URLs the run before deferred
+        back in their hosts' queues at the top level."""
+        if not self.leases.take_deferrals():
+            return
+        fingerprints = self.store.urls.take_deferred()
+        top = self.levels - 1
+        by_host: dict[str, list[Entry]] = {}
+        for entry in self.store.urls.get_many(fingerprints).values():
+            by_host.setdefault(entry.host, []).append(entry._replace(level=top))
+        for host, entries in by_host.items():
+            self.leases.enqueue(host, entries, force=True)
+        self.retried.update(by_host)
+        self.parts.stats.set_value("frontier/deferred_retried", len(fingerprints))
+        logger.info("Retrying %d URLs deferred by the previous run first", len(fingerprints))
+
+    def end_holds(self, now: float) -> None:
+        """End the holds due; the parked URLs of the hosts held here go back
+        to their places in the queues."""
+        holds = self.parts.holds
+        due = holds.next_release()
+        if due is None or due > now:
+            return
+        before = set(holds.held)
+        holds.release_due(now)
+        self.unpark(before - set(holds.held), now)
+
+    def unpark(self, origins: Iterable[str], now: float) -> None:
+        for host in {host_of_origin(origin) for origin in origins}:
+            held = self.held.get(host)
+            if held is None:
+                continue  # its owner, or its next one, takes the parked URLs in turn
+            count, head = self.leases.unpark(host)
+            if count:
+                self.parts.stats.inc_value("frontier/unparked", count)
+                held.head = head
+            held.parked_until = 0.0
+            self.reschedule(host)
+        self.parts.wakeup.arm(self.next_due(now), now)
+
+    def serve_parked(self, now: float, hosts: set[str] | None = None) -> None:
+        """Parked hosts (of ``hosts``, default all) are due again: their held
+        origins were deferred."""
+        parked = [host for host, held in self.held.items()
+                  if held.parked and (hosts is None or host in hosts)]
+        for host in parked:
+            self.held[host].parked_until = 0.0
+            self.reschedule(host)
+        if parked:
+            self.parts.wakeup.arm(self.next_due(now), now)

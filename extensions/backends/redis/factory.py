@@ -16,13 +16,13 @@ from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.contentseen import HEARTBEAT_TTL, RedisContentSeen, RedisContentStore
 from extensions.backends.redis.contentseen_worker import AsyncRedisContentSeen
 from extensions.backends.redis.keys import Keys
-from extensions.backends.redis.links import link_segments
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.worker import running_reactor, start_worker
 from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.nearindex import BlockLayout
 from extensions.contentseen.sets import ContentOptions, ContentSets
-from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.store import RedisStore, segments_directory
+from extensions.linkgraph.segmentlinks import SegmentLinkTable
 from extensions.backends.settings import (
     flag_setting,
     number_setting,
@@ -71,6 +71,15 @@ def redis_connection(crawler: Crawler) -> RedisConnection:
         connection = _CONNECTIONS[crawler] = RedisConnection(config.url, retries=config.retries,
                                                              timeout=config.timeout)
     return connection
+
+
+def link_segments(settings: Any, prefix: str) -> SegmentLinkTable:
+    """The crawl's link table, in segment files each process appends to
+    (``LINKGRAPH_SEGMENTS_DIR``: shared by the processes started in one
+    project; name a shared path for processes on several machines)."""
+    return SegmentLinkTable(segments_directory(prefix, setting(settings, "LINKGRAPH_SEGMENTS_DIR")),
+                            segment_bytes=number_setting(settings, "LINKGRAPH_SEGMENT_BYTES", 1, int),
+                            block_bytes=number_setting(settings, "LINKGRAPH_SEGMENT_BLOCK_BYTES", 1, int))
 
 
 def redis_store(crawler: Crawler) -> RedisStore:

@@ -43,7 +43,7 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:{holds}:origins hash  origin -> "until reason" of an origin held now, and
     P:{holds}:active  str   the last time some process had work no hold keeps
                       back (both ms; the multi-process frontier's idle close,
-                      see extensions/backends/redis/holds.py)
+                      see extensions/backends/redis/leases.py)
     P:meta            hash  schema, clean, front_queues, back_queues, ...
     P:seq             int   discovery-order counter (reserved in blocks)
     P:known           int   URLs inserted as new (for memory per URL)

@@ -18,6 +18,14 @@ next acquirer puts its in-flight URLs back in the queue. Listing a host
 after an enqueue spans two slots: :data:`CONFIRM` marks it done, and
 :meth:`HostLeases.sweep_orphans` lists any host left off the heap.
 
+Held origins and the idle close, crawl-wide: ``P:{holds}:origins`` maps
+each origin held to ``"until reason"`` (server ms; the latest hold wins),
+read by every process with its renewals; ``P:{holds}:active`` is the last
+time some process had work no hold keeps back. Once ``active`` is older than
+the idle bound, one process takes every held origin atomically
+(:data:`IDLE_DEFER`) and records them as deferrals; the first process of the
+next run takes the deferral table (:data:`TAKE_ALL`).
+
 Scripts read the server's clock (``TIME``); tests inject one.
 """
 
@@ -29,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from extensions.backends.redis.keys import FINISHED_FIELD, host_tag
-from extensions.backends.redis.registry import process_id
 from extensions.backends.redis.rows import (
     STATUS_BYTE,
     fetched_bytes,
@@ -41,8 +48,6 @@ from extensions.backends.redis.scripts import lua
 from extensions.backends.redis.worker import DirectIO
 from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Entry, Status
-
-__all__ = ["MAX_LEVELS", "HostLeases", "is_parked", "level_of_score", "parked_score", "process_id", "queue_score"]
 
 LEVEL_SPAN = float(1 << 40)  # discovery numbers stay below this
 # A parked URL (its origin held) is scored PARKED above its place, behind
@@ -58,6 +63,9 @@ LIST, ORPHAN, POLL, PUT_BACK = lua("lease_list"), lua("lease_orphan"), lua("leas
 RELEASE, RENEW = lua("lease_release"), lua("lease_renew")
 TAKE = lua("lease_take", PARK_FLOOR=PARK_FLOOR, PARKED=PARKED)
 UNPARK = lua("lease_unpark", PARK_FLOOR=PARK_FLOOR, PARKED=PARKED)
+#: lua/hold_*.lua
+HOLD, ACTIVE, HELD = lua("hold_hold"), lua("hold_active"), lua("hold_held")
+IDLE_DEFER, TAKE_ALL = lua("hold_idle_defer"), lua("hold_take_all")
 
 
 def queue_score(level: int, seq: int) -> float:
@@ -381,7 +389,36 @@ class HostLeases:
                 listed += 1
         return listed
 
+    # -- held origins and the idle close, crawl-wide (on the store's pipeline) ------
+    def hold(self, origin: str, delay: float, reason: str) -> None:
+        """``origin`` is held for ``delay`` seconds, crawl-wide (buffered)."""
+        self.store.write("EVAL", HOLD, 1, self.keys.held_origins, self._now(), origin,
+                         int(max(0.0, delay) * 1000), reason.replace("\n", " "))
+
+    def held(self) -> dict[str, tuple[float, str]]:
+        """Origins held now: ``origin -> (seconds left, reason)``."""
+        return _triples(self.store.call(("EVAL", HELD, 1, self.keys.held_origins, self._now()))[0])
+
+    def mark_active(self) -> None:
+        """This process has work no hold keeps back (buffered)."""
+        self.store.write("EVAL", ACTIVE, 1, self.keys.active, self._now())
+
+    def defer_idle(self, idle: float) -> dict[str, tuple[float, str]]:
+        """If no process was active for ``idle`` seconds, take the held origins
+        for the caller to defer; else nothing."""
+        return _triples(self.store.call(("EVAL", IDLE_DEFER, 2, self.keys.held_origins, self.keys.active,
+                                         self._now(), int(idle * 1000)))[0])
+
+    def take_deferrals(self) -> dict[str, str]:
+        """The deferral table of the run before (``origin -> reason``), emptied."""
+        found = self.store.call(("EVAL", TAKE_ALL, 1, self.keys.deferrals))[0]
+        return {found[i].decode(): found[i + 1].decode().split(" ", 1)[-1] for i in range(0, len(found), 2)}
+
     # -- processes and stats -------------------------------------------------
+    def others_alive(self) -> int:
+        """Processes of the crawl alive now (before this one's heartbeat: others)."""
+        return self.store.registry.others_alive(self._now())
+
     def heartbeat(self, ttl: float) -> int:
         """This process is alive for ``ttl`` seconds; how many are alive."""
         if self._joined is None:
@@ -410,6 +447,11 @@ class HostLeases:
         """Stats summed over every process of the crawl."""
         found = self.io.call(("HGETALL", self.keys.stats))[0]
         return {name.decode(): _number(value) for name, value in found.items()}
+
+
+def _triples(answer: list[Any]) -> dict[str, tuple[float, str]]:
+    return {answer[i].decode(): (float(answer[i + 1]) / 1000.0, answer[i + 2].decode())
+            for i in range(0, len(answer), 3)}
 
 
 def _number(value: bytes) -> float:

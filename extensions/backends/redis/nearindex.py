@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -38,11 +37,10 @@ from extensions.backends.redis.contentseen import (
     pack64,
     unpack64,
 )
+from extensions.backends.redis.rows import read_varint
 from extensions.backends.redis.scripts import lua
 from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.nearindex import (
-    DEFAULT_BLOCKS,
-    DEFAULT_DISTANCE,
     DEFAULT_MIN_RESEMBLANCE,
     TABLE_SHIFT,
     BlockLayout,
@@ -68,18 +66,6 @@ def varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
-
-
-def read_varint(data: bytes, offset: int) -> tuple[int, int]:
-    """The varint at ``offset`` and the offset after it."""
-    value = shift = 0
-    while True:
-        byte = data[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, offset
-        shift += 7
 
 
 _RAW = 0xFF  # a sketch kept as it came (not ascending uint32 values)
@@ -201,14 +187,10 @@ class TableGeometry:
         return found
 
 
-@dataclass(frozen=True)
-class Prefetched:
-    """A simhash's candidates read ahead: the table fields' values, and
-    :attr:`RedisNearDuplicateIndex.stored` when the read was sent (later
-    stores of this process are added from memory)."""
-
-    values: list[Any]
-    since: int
+#: a simhash's candidates read ahead: the table fields' values, and
+#: :attr:`RedisNearDuplicateIndex.stored` when the read was sent (later
+#: stores of this process are added from memory)
+Prefetched = tuple[list[Any], int]
 
 
 class RedisNearDuplicateIndex(RedisContentPart):
@@ -216,15 +198,13 @@ class RedisNearDuplicateIndex(RedisContentPart):
     distance k: sees every document this process added before and every one
     other processes delivered; the keys keep the layout they were created with."""
 
-    def __init__(self, store: RedisContentStore, layout: BlockLayout, id_block: int = ID_BLOCK,
+    def __init__(self, store: RedisContentStore, layout: BlockLayout,
                  min_resemblance: float = DEFAULT_MIN_RESEMBLANCE) -> None:
-        if id_block < 1:
-            raise ValueError(f"id_block must be >= 1, not {id_block}")
         if not 0.0 <= min_resemblance <= 1.0:
             raise ValueError(f"min_resemblance must be in 0..1, not {min_resemblance}")
         super().__init__(store, ("lookups", "candidates", "max_candidates", "near_duplicates", "identical",
                                  "dissimilar", "stored"))
-        self.layout, self.id_block, self.min_resemblance = layout, id_block, min_resemblance
+        self.layout, self.min_resemblance = layout, min_resemblance
         try:
             geometry = TableGeometry(layout)
             self._check_layout()
@@ -239,14 +219,6 @@ class RedisNearDuplicateIndex(RedisContentPart):
         #: (number, simhash, table fields), for reads sent before their store
         self.stored = 0
         self._recent: deque[tuple[int, int, frozenset[tuple[str, int]]]] = deque()
-
-    @classmethod
-    def open(cls, url: str, prefix: str = "web", distance: int = DEFAULT_DISTANCE,
-             blocks: int = DEFAULT_BLOCKS, min_resemblance: float = DEFAULT_MIN_RESEMBLANCE,
-             **options: Any) -> RedisNearDuplicateIndex:
-        """An index on a connection of its own (``options``: :class:`RedisContentStore`'s)."""
-        return cls(RedisContentStore(url, prefix, **options), BlockLayout(distance, blocks),
-                   min_resemblance=min_resemblance)
 
     def match(self, simhash: int, sketch: bytes | None = None) -> Match | None:
         """The closest stored document within the distance and resembling
@@ -269,7 +241,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         def deliver(answers: list[Any]) -> None:
             if reserve:
                 self._reserved(answers[-1])
-            self._prefetched = (simhash, Prefetched(self.candidate_values(answers[:len(reads)]), since))
+            self._prefetched = (simhash, (self.candidate_values(answers[:len(reads)]), since))
 
         self.store.ride(reads + reserve, deliver)
 
@@ -279,11 +251,11 @@ class RedisNearDuplicateIndex(RedisContentPart):
 
     def reserve_commands(self) -> list[tuple[Any, ...]]:
         """A new block of document ids, if this process has none left."""
-        return [("INCRBY", self.keys.ids, self.id_block)] if self.next_id >= self.id_end else []
+        return [("INCRBY", self.keys.ids, ID_BLOCK)] if self.next_id >= self.id_end else []
 
     def _reserved(self, answer: Any) -> None:
         end = int(answer)
-        self.next_id, self.id_end = end - self.id_block + 1, end + 1
+        self.next_id, self.id_end = end - ID_BLOCK + 1, end + 1
 
     def add_or_match(self, simhash: int, url: str, sketch: bytes | None = None) -> tuple[int, str | None]:
         """``(group_id, near_duplicate_of)`` for a new document, which is
@@ -358,7 +330,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         the closest if ``closest``), with their URLs if ``named``, and the answers to ``extra``."""
         self.counters["lookups"] += 1
         if prefetched is not None:
-            values, since = prefetched.values, prefetched.since
+            values, since = prefetched
             extra_answers = (yield extra) if extra and self.next_id >= self.id_end else []
         else:
             since = self.stored

@@ -36,21 +36,17 @@ class ProcessRegistry:
         self.owner = owner or process_id()
         self._ttls: list[float] = []
 
-    @property
-    def ttl(self) -> float:
-        """Seconds this process counts as alive after a heartbeat."""
-        return min(self._ttls, default=60.0)
-
     def join(self, ttl: float) -> None:
         """One more component of this process, renewing within ``ttl`` seconds."""
         self._ttls.append(ttl)
 
     def heartbeat_command(self, now: str = "") -> tuple[Any, ...]:
         """The heartbeat as a command, to ride on a pipeline (answer: alive count)."""
-        return ("EVAL", HEARTBEAT, 1, self.key, now, self.owner, int(self.ttl * 1000))
+        ttl = min(self._ttls, default=60.0)  # alive this long after a heartbeat: the shortest joined
+        return ("EVAL", HEARTBEAT, 1, self.key, now, self.owner, int(ttl * 1000))
 
     def heartbeat(self, now: str = "") -> int:
-        """This process is alive for :attr:`ttl`; how many processes are alive."""
+        """This process is alive for the shortest TTL joined; how many processes are alive."""
         return int(self.connection.call(self.heartbeat_command(now))[0])
 
     def others_alive(self, now: str = "") -> int:

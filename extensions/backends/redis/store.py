@@ -19,25 +19,52 @@ in ``P:meta``). After a crash the store holds a prefix of the command stream
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+from scrapy.utils.project import data_path
+
+from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.census import RedisCensus
 from extensions.backends.redis.connection import RedisConnection, redact
+from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.keys import SCHEMA_VERSION, Keys
-from extensions.backends.redis.links import segments_directory
 from extensions.backends.redis.registry import ProcessRegistry, registry_of
 from extensions.backends.redis.revisits import RedisRevisitTable
-from extensions.backends.redis.seen import SeenLayout, recorded_layout
 from extensions.backends.redis.tables import (
     RedisCashTable,
     RedisContentGroups,
     RedisHostTable,
     RedisQueues,
     RedisURLTable,
+    SeenLayout,
     URLCounters,
 )
 from extensions.frontier.store import FrontierStoreError
 from extensions.linkgraph.segmentlinks import SegmentLinkTable
+
+
+def recorded_layout(description: str) -> SeenLayout | None:
+    """The URL-seen layout a crawl's meta hash records (the layout's
+    ``describe()``); None for ``rows``. ValueError for anything else."""
+    kind, *values = description.split()
+    try:
+        if kind == "fpset" and len(values) == 1:
+            return FingerprintSetLayout(int(values[0]))
+        if kind == "bloom" and len(values) == 2:
+            return BloomLayout(int(values[0]), float(values[1]))
+    except ValueError as err:
+        raise ValueError(f"unreadable URL-seen layout {description!r}: {err}") from err
+    if kind == "rows" and not values:
+        return None
+    raise ValueError(f"unknown URL-seen layout {description!r}")
+
+
+def segments_directory(prefix: str, directory: str | Path | None = None) -> Path:
+    """Where the crawl of ``prefix`` keeps its link segments (on disk, not in
+    Redis; flushed at the store's checkpoints, deleted with its keys):
+    ``directory``, or the project's ``.scrapy/linksegments/<prefix>``."""
+    return Path(directory) if directory else Path(data_path(f"linksegments/{prefix}"))
 
 
 class RedisStore:

@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.fpmap import FingerprintMaps, HashMaps
+from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.keys import FINISHED_FIELD, Keys, group_by_tag, positions_by, scatter
 from extensions.backends.redis.rows import (
     CASH_BUCKET_FIELDS,
@@ -29,15 +31,16 @@ from extensions.backends.redis.rows import (
     unpack_entry,
 )
 from extensions.backends.redis.scripts import lua
-from extensions.backends.redis.seen import SeenLayout
 from extensions.frontier.store import Entry, Status
 
 Connection = Callable[[], RedisConnection]
 CashRow = tuple[float, float, float, int]
+#: a URL-seen set kept beside the URL rows, tested inside the row scripts
+#: (``lua/include/seen.lua``); without one the rows are the set
+SeenLayout = BloomLayout | FingerprintSetLayout
 #: the scripts: lua/store_*.lua, lua/multi_*.lua (each says its KEYS, ARGV and answer)
 INSERT_NEW, POP_ONCE, REQUEUE = lua("store_insert_new"), lua("store_pop_once"), lua("store_requeue")
 SET_STATUS, TRIM = lua("store_set_status"), lua("store_trim")
-MULTI_HMGET = lua("multi_hmget")  # the content-seen near-duplicate index's
 SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
 SCAN_BATCH = 10_000
 _PENDING = (Status.QUEUED, Status.INFLIGHT)

@@ -1,0 +1,99 @@
+"""Test-only helpers over the Redis backend: a frontier composed with the
+shared dispatch from plain values, a reader of the URL-seen Bloom filter,
+the content-seen sets on connections of their own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from extensions.backends.redis.bloom import BLOOM_ADD, HEADER_BITS, MAX_BITS, BloomLayout, bloom_hashes
+from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
+from extensions.aopic.ledger import AOPICLedger
+from extensions.backends.redis.dispatch import SharedDispatch
+from extensions.backends.redis.keys import positions_by, scatter
+from extensions.backends.redis.ledger import SharedLedger
+from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
+from extensions.backends.redis.rows import tag_of
+from extensions.contentseen.nearindex import DEFAULT_BLOCKS, DEFAULT_DISTANCE, DEFAULT_MIN_RESEMBLANCE, BlockLayout
+from extensions.frontier.options import frontier_arguments
+from extensions.frontier.scheduler import Frontier
+
+def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
+    """One ledger for every process (as ``RedisBackend.ledger`` gives it)."""
+    if ledger is None or isinstance(ledger, SharedLedger):
+        return ledger
+    return SharedLedger(store, ledger.initial_cash, ledger.tax)
+
+
+class DistributedFrontier(Frontier):
+    """A :class:`Frontier` composed with the shared dispatch from plain
+    values; the other keywords as
+    :func:`~extensions.frontier.options.frontier_arguments` takes them."""
+
+    def __init__(self, store: Any, *, lease_ttl: float = 10.0, poll_interval: float = 0.1,
+                 max_lateness: float = 1.0, lease_clock: Callable[[], float] | None = None,
+                 owner: str | None = None, front_queues: int = 8, back_queues: int = 48,
+                 io_thread: bool = False, **values: Any) -> None:
+        dispatch = SharedDispatch(front_queues, back_queues, lease_ttl=lease_ttl, poll_interval=poll_interval,
+                                  max_lateness=max_lateness, lease_clock=lease_clock, owner=owner,
+                                  io_thread=io_thread)
+        values.pop("queue_buffer", None)  # local back queues only
+        values["ledger"] = shared_ledger(values.get("ledger"), store)
+        super().__init__(store, dispatch, **frontier_arguments(**values))
+
+
+class RedisBloom:
+    """The shared filter alone as a :class:`~extensions.frontier.store.SeenSet`
+    on an open :class:`~extensions.backends.redis.store.RedisStore`."""
+
+    def __init__(self, store: Any, layout: BloomLayout) -> None:
+        self.store, self.layout = store, layout
+
+    def add_if_new(self, fingerprints: Sequence[int]) -> list[bool]:
+        groups = positions_by(fingerprints, lambda fp: self.store.keys.bloom(tag_of(fp)))
+        commands = [("EVAL", BLOOM_ADD, 1, key, *self.layout.args()[1:],
+                     *[value for i in indexes for value in bloom_hashes(fingerprints[i])])
+                    for key, indexes in groups.items()]
+        return scatter(groups, self.store.call(*commands), len(fingerprints))
+
+    def shards(self) -> list[bytes]:
+        """Every shard's key (a SCAN)."""
+        return list(self.store.scan(self.store.keys.bloom_pattern))
+
+    def size_bytes(self) -> int:
+        """Bytes of every shard's string."""
+        return _total(self.store.call(*[("STRLEN", key) for key in self.shards()]))
+
+    def count(self) -> int:
+        """URLs added, over every shard."""
+        answers = self.store.call(*[("BITFIELD", key, "GET", "i64", 0) for key in self.shards()])
+        return _total(answer[0] for answer in answers)
+
+
+def shard_bytes(layout: BloomLayout, urls: int) -> int:
+    """The length of a shard holding ``urls`` URLs (layers in use, whole)."""
+    bits, total, j = HEADER_BITS, 0, 0
+    while True:
+        capacity, size, _ = layout.layer(j)
+        bits += size
+        total += capacity
+        if urls <= total or bits + layout.layer(j + 1)[1] > MAX_BITS:
+            return -(-bits // 8)
+        j += 1
+
+
+def _total(values: Iterable[Any]) -> int:
+    return sum(int(value) for value in values)
+
+
+def open_exact(url: str, prefix: str = "web", **options: Any) -> RedisContentSeen:
+    """The exact content-seen set on a connection of its own (``options``: :class:`RedisContentStore`'s)."""
+    return RedisContentSeen(RedisContentStore(url, prefix, **options))
+
+
+def open_near(url: str, prefix: str = "web", distance: int = DEFAULT_DISTANCE, blocks: int = DEFAULT_BLOCKS,
+              min_resemblance: float = DEFAULT_MIN_RESEMBLANCE, **options: Any) -> RedisNearDuplicateIndex:
+    """The near-duplicate index on a connection of its own (``options``: :class:`RedisContentStore`'s)."""
+    return RedisNearDuplicateIndex(RedisContentStore(url, prefix, **options), BlockLayout(distance, blocks),
+                                   min_resemblance=min_resemblance)
