@@ -18,8 +18,10 @@ end
 local fpset_cache = {}
 local function fpset_cached(key)
   local cached = fpset_cache[key]
-  if not cached then
-    cached = {depth = tonumber(redis.call('HGET', key, 'D') or '0')}
+  if not cached then  -- a map never split has D unset and one bucket, 0:0: one read
+    local found = redis.call('HMGET', key, 'D', '0:0')
+    cached = {depth = tonumber(found[1] or '0')}
+    if cached.depth == 0 then cached['0:0'] = found[2] end
     fpset_cache[key] = cached
   end
   return cached
