@@ -50,11 +50,9 @@ end
 -- last (nil: absent). string.find proposes where the member occurs; a walk
 -- over the records' lengths (one byte each below 128) confirms a record
 -- starts there. The last answer is kept (a read then a write of one row).
-local fpmap_found = {}
+local found_bucket, found_member, found_at, found_first, found_last
 local function fpmap_find(bucket, member)
-  if fpmap_found[1] == bucket and fpmap_found[2] == member then
-    return fpmap_found[3], fpmap_found[4], fpmap_found[5]
-  end
+  if found_bucket == bucket and found_member == member then return found_at, found_first, found_last end
   local at = 1
   local hit = string.find(bucket, member, 1, true)
   while hit do
@@ -64,7 +62,7 @@ local function fpmap_find(bucket, member)
     end
     if at == hit then
       local first, last = fpmap_record(bucket, at)
-      fpmap_found = {bucket, member, at, first, last}
+      found_bucket, found_member, found_at, found_first, found_last = bucket, member, at, first, last
       return at, first, last
     end
     hit = string.find(bucket, member, hit + 1, true)

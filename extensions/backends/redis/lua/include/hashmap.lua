@@ -9,11 +9,15 @@
 --- @include "fpmap"
 -- fpset_cached(key) keeps D and whether each bucket key exists, per script
 local hashmap_dir = fpset_cached
+-- the key of the bucket at depth d of a member's top 24 bits
+local function hashmap_name(key, d, top)
+  return key .. ':' .. d .. ':' .. math.floor(top / 2 ^ (24 - d))
+end
 -- the bucket key of a member's top 24 bits, its depth, and whether it exists
 local function hashmap_bucket(key, top)
   local cached = hashmap_dir(key)
   for d = cached.depth, 0, -1 do
-    local bucket = key .. ':' .. d .. ':' .. math.floor(top / 2 ^ (24 - d))
+    local bucket = hashmap_name(key, d, top)
     local there = cached[bucket]
     if there == nil then
       there = redis.call('EXISTS', bucket) == 1
@@ -28,7 +32,7 @@ local function hashmap_get(key, fp)
   local member = fp_member(fp)
   local cached, top = hashmap_dir(key), fp_top(member, 1)
   for d = cached.depth, 0, -1 do
-    local bucket = key .. ':' .. d .. ':' .. math.floor(top / 2 ^ (24 - d))
+    local bucket = hashmap_name(key, d, top)
     local there = cached[bucket]
     if there ~= false then
       local value = redis.call('HGET', bucket, member)
@@ -46,7 +50,6 @@ local function hashmap_get(key, fp)
   return nil
 end
 local function hashmap_split(key, bucket, d, top)
-  local prefix = math.floor(top / 2 ^ (24 - d))
   local halves = {{'', ''}, {'', ''}}
   local all = redis.call('HGETALL', bucket)
   for i = 1, #all, 2 do
@@ -60,7 +63,7 @@ local function hashmap_split(key, bucket, d, top)
   redis.call('DEL', bucket)
   cached[bucket] = false
   for b = 0, 1 do
-    local name = key .. ':' .. (d + 1) .. ':' .. (prefix * 2 + b)
+    local name = hashmap_name(key, d + 1, top - top % 2 ^ (24 - d) + b * 2 ^ (23 - d))  -- bit d + 1 is b
     redis.call('HSET', name, unpack(halves[b + 1]))
     cached[name] = true
   end
