@@ -90,15 +90,16 @@ class RealWebCrawl:
                 f"{len(self.result.items)} items\n{held}")
 
 
-def run_bounded(workdir: Path, web: RealWeb) -> tuple[CrawlResult, bool, float]:
-    """Run the crawl; once it stalled for :data:`STALL_POLLS` polls, interrupt
-    it as a user would (SIGINT: Scrapy closes gracefully, writing items,
-    stats and report)."""
+def run_bounded(workdir: Path, web: RealWeb, extra: dict[str, Any] | None = None) -> tuple[CrawlResult, bool, float]:
+    """Run the crawl (``extra``: more settings); once it stalled for
+    :data:`STALL_POLLS` polls, interrupt it as a user would (SIGINT: Scrapy
+    closes gracefully, writing items, stats and report)."""
     hosts = ",".join(site.host for site in web.sites)
     started = time.monotonic()
     proc = start_web_crawl(
         workdir, ",".join(web.seeds()),
-        settings={"DNS_HOSTS": web.hosts_file, "ALLOW_PRIVATE_ADDRESSES": True, "JOBDIR": workdir / "job"},
+        settings={"DNS_HOSTS": web.hosts_file, "ALLOW_PRIVATE_ADDRESSES": True, "JOBDIR": workdir / "job",
+                  **(extra or {})},
         spider_args={"allowed_domains": hosts}, robots_overrides=False)
     ended = True
     activity = CrawlActivity([workdir], also=lambda: web.access_log.stat().st_size if web.access_log.exists() else 0)
@@ -158,7 +159,7 @@ def test_crawl_ends_by_itself_with_exit_code_0(crawl: RealWebCrawl) -> None:
     assert ended and returncode == 0, crawl.summary() + "\n" + crawl.result.log[-1500:]
 
 
-def test_every_reachable_allowed_page_is_fetched(crawl: RealWebCrawl) -> None:
+def assert_every_reachable_page_fetched(crawl: RealWebCrawl) -> None:
     served_https = {site.host for site in crawl.web.sites if site.https}
     fetched = {entry_key(e) for e in crawl.entries if e.status == 200}
     fetched |= {("http", *key[1:]) for key in fetched if key[0] == "https" and key[1] in served_https}
@@ -172,6 +173,23 @@ def test_every_reachable_allowed_page_is_fetched(crawl: RealWebCrawl) -> None:
         + ", ".join(f"{host} {by_host[host]}/{expected[host]}" for host in sorted(by_host))
         + "\n" + "\n".join(crawl.truth.pages[key][0] for key in sorted(missing)[:20])
         + "\n" + crawl.summary())
+
+
+def test_every_reachable_allowed_page_is_fetched(crawl: RealWebCrawl) -> None:
+    assert_every_reachable_page_fetched(crawl)
+
+
+def test_a_crawl_on_redis_ends_by_itself_having_fetched_every_reachable_page(
+        realweb: RealWeb, truth: Truth, redis_server: Any, tmp_path: Path) -> None:
+    """The same real sites with the Redis frontier (its packed URL rows, cash
+    hashmaps, URL-seen set and content-seen index), default components."""
+    before = len(realweb.entries())
+    result, ended, seconds = run_bounded(tmp_path / "redis-crawl", realweb, {
+        "FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url, "FRONTIER_REDIS_PREFIX": "realweb"})
+    entries = [e for e in realweb.entries()[before:] if e.user_agent.startswith(PRODUCT_TOKEN)]
+    crawl = RealWebCrawl(realweb, result, truth, entries, ended, seconds)
+    assert ended and result.returncode == 0, crawl.summary() + "\n" + result.log[-1500:]
+    assert_every_reachable_page_fetched(crawl)
 
 
 def test_no_request_robots_txt_disallows(crawl: RealWebCrawl) -> None:
