@@ -268,7 +268,7 @@ def busy_hosts_of(client: Any, keys: Keys, pid: int) -> list[str]:
     for key in client.scan_iter(match=keys.back_pattern):
         host = keys.host_of_back(key)
         owner = client.hget(keys.lease(host), "owner")
-        inflight, queued = client.zcard(keys.inflight(host)), client.zcard(keys.back(host))
+        inflight, queued = client.zcard(keys.inflight(host)), sum(map(int, client.hvals(keys.back(host))))
         if owner is not None and owner.decode().rsplit(":", 2)[1] == str(pid) and inflight and queued:
             busy.append(host)
     return busy
@@ -332,9 +332,10 @@ def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
             buckets = [bucket for field, bucket in client.hgetall(keys.urls(tag)).items() if b":" in field]
             tags[tag] = {m: row for bucket in buckets for m, row in records(bucket)}
         return tags[tag]
-    for pattern in (keys.back_pattern, f"{keys.prefix}:{{*}}:inflight:*"):
+    for pattern in (f"{keys.prefix}:{{*}}:bq:*", f"{keys.prefix}:{{*}}:inflight:*"):
         for key in client.scan_iter(match=pattern):
-            for fp in map(int, client.zrange(key, 0, -1)):
+            found = client.lrange(key, 0, -1) if b":bq:" in key else client.zrange(key, 0, -1)
+            for fp in {int(item.split()[0]) for item in found}:
                 row = rows_of(tag_of(fp)).get(member(fp))
                 if row is not None and canonical_url(unpack_entry(fp, row).url) in fetched:
                     pending += 1
@@ -472,7 +473,7 @@ def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServe
     inflight = frontier.dispatch.leases.inflight_of(["h1.test"])["h1.test"]
     assert inflight == [frontier.inflight[first].entry.fingerprint]
     from extensions.frontier.fingerprint import url_fingerprint
-    queued = {int(fp) for fp in frontier.store.call(("ZRANGE", frontier.dispatch.leases.keys.back("h1.test"), 0, -1))[0]}
+    queued = set(frontier.dispatch.leases.queued("h1.test"))
     others = {url_fingerprint(f"http://h1.test/{path}")[0] for path in "abc"} - {url_fingerprint(first.url)[0]}
     assert queued == others and url_fingerprint(lost.entry.url)[0] in queued
     frontier.close("finished")

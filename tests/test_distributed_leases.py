@@ -66,7 +66,35 @@ def test_a_new_url_is_queued_once_and_its_host_goes_on_the_heap(pair: Any) -> No
     assert enqueue(b, "http://h1.test/x") == [False]
     poll = b.poll(10)
     assert poll.hosts == 1 and [host for host, _ in poll.due] == ["h1.test"]
-    assert a.store.call(("ZCARD", a.keys.back("h1.test")))[0] == 2
+    assert len(a.queued("h1.test")) == 2
+
+
+def test_a_promoted_url_goes_first_and_is_handed_out_once(pair: Any) -> None:
+    """A promotion files a copy at the higher level; the copy left behind is
+    skipped when reached, so the URL is fetched once."""
+    a, _, _ = pair
+    enqueue(a, "http://h1.test/x", "http://h1.test/y", "http://h1.test/z")
+    a.requeue("h1.test", entry("http://h1.test/z").fingerprint, 5)
+    a.acquire(a.poll(10).due)
+    first = a.take("h1.test")
+    assert first.entry.url == "http://h1.test/z" and level_of_score(first.head) == 0
+    assert [a.take("h1.test").entry.url for _ in range(2)] == ["http://h1.test/x", "http://h1.test/y"]
+    last = a.take("h1.test")
+    assert (last.state, last.skipped) == ("empty", 1)
+    assert not a.store.call(("EXISTS", a.keys.back("h1.test"), a.keys.back_list("h1.test", "0")))[0]
+
+
+def test_a_queued_url_costs_a_list_entry_not_a_sorted_set_member(pair: Any) -> None:
+    """A host's back queue is a list per level: MEMORY USAGE of its keys
+    stays near the fingerprint's own bytes (a sorted set of this many
+    members takes about 90 bytes each)."""
+    a, _, _ = pair
+    urls = [f"http://h1.test/page/{n}" for n in range(2000)]
+    for start in range(0, len(urls), 500):
+        enqueue(a, *urls[start:start + 500])
+    keys = (a.keys.back("h1.test"), a.keys.back_list("h1.test", "0"))
+    size = sum(a.store.call(("MEMORY", "USAGE", key, "SAMPLES", "0"))[0] for key in keys)
+    assert len(a.queued("h1.test")) == 2000 and size / 2000 < 16, size / 2000
 
 
 def test_only_one_process_holds_a_host(pair: Any) -> None:
@@ -273,7 +301,7 @@ def test_put_back_and_requeue_keep_a_url_queued_once(pair: Any) -> None:
     assert a.take("h1.test").entry.url == taken.url
     y = a.take("h1.test").entry
     a.requeue("h1.test", y.fingerprint, 2)
-    assert a.store.call(("ZCARD", a.keys.back("h1.test")))[0] == 0  # y is in flight: not queued again
+    assert a.queued("h1.test") == []  # y is in flight: not queued again
 
 
 def test_stats_add_up_over_processes(pair: Any) -> None:
@@ -312,8 +340,8 @@ def test_take_parks_a_held_origins_urls_and_hands_out_the_hosts_other_origin(pai
     assert a.take("h1.test", ["https://h1.test"]).entry.url == "HTTP://h1.test:80/p1"
     only = a.take("h1.test", ["https://h1.test"])
     assert (only.state, only.queued, only.parked) == ("held", 2, 0) and is_parked(only.head)
-    for fp in a.store.call(("ZRANGE", a.keys.back("h1.test"), 0, -1))[0]:
-        assert a.store.urls.status_of(int(fp)) == Status.QUEUED
+    for fp in a.queued("h1.test"):
+        assert a.store.urls.status_of(fp) == Status.QUEUED
     # the hold ended: back in their places, the higher level first
     assert a.unpark("h1.test")[0] == 2
     enqueue(a, "http://h1.test/p2")
@@ -335,7 +363,10 @@ def test_a_parked_url_stays_parked_through_a_promotion_and_a_take_over(pair: Any
     assert a.take("h1.test").entry.url == s0.url  # the hold ended elsewhere: handed out from the tail
     clock.advance(TTL + 1)  # a dies with p0, p1 and s0 in flight
     got = b.acquire(b.poll(10).due)
-    assert [(g.host, g.recovered, g.queued) for g in got] == [("h1.test", 3, 3)]
+    # queued: the three, and s0's parked copy from before its promotion (skipped when reached)
+    assert [(g.host, g.recovered, g.queued) for g in got] == [("h1.test", 3, 4)]
+    assert sorted(set(b.queued("h1.test"))) == sorted(entry(url).fingerprint for url in (
+        "https://h1.test/s0", "http://h1.test/p0", "http://h1.test/p1"))
     taken = b.take("h1.test", ["https://h1.test"])
     assert taken.entry.url in ("http://h1.test/p0", "http://h1.test/p1")
     assert b.take("h1.test", ["https://h1.test"]).entry.url in ("http://h1.test/p0", "http://h1.test/p1")

@@ -30,8 +30,13 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
                       rows, crawls (extensions/backends/redis/ledger.py)
     P:{T}:lease:HOST  hash  a host's lease and politeness state, shared by
                       several crawler processes (owner, expires, next, listed, ver)
-    P:{T}:back:HOST   zset  the host's queued fingerprints (its shared back queue)
-    P:{T}:inflight:HOST zset the host's fingerprints handed to a crawler, not finished
+    P:{T}:back:HOST   hash  the host's shared back queue: URLs queued (n), per
+                      level (lLEVEL) and parked (p), in the lists
+    P:{T}:bq:HOST:L   list  its queued fingerprints of level L, in discovery order,
+                      and (L = p) its parked ones, "fingerprint level"
+                      (extensions/backends/redis/lua/include/backq.lua)
+    P:{T}:inflight:HOST zset the host's fingerprints handed to a crawler, not
+                      finished, scored by level
     P:{heap-N}:heap   zset  host -> when another process may next look at it (the
                       shared host heap, in shards); the last four are the
                       multi-process frontier's, see extensions/backends/redis/leases.py
@@ -70,7 +75,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "4"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps
+SCHEMA_VERSION = "5"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",
@@ -209,6 +214,10 @@ class Keys:
 
     def back(self, host: str) -> str:
         return f"{self.prefix}:{{{host_tag(host)}}}:back:{host}"
+
+    def back_list(self, host: str, level: str) -> str:
+        """One list of :meth:`back` (a level's, or ``p``: the parked)."""
+        return f"{self.prefix}:{{{host_tag(host)}}}:bq:{host}:{level}"
 
     def inflight(self, host: str) -> str:
         return f"{self.prefix}:{{{host_tag(host)}}}:inflight:{host}"

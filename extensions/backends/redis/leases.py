@@ -50,19 +50,20 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Entry, Status
 
 LEVEL_SPAN = float(1 << 40)  # discovery numbers stay below this
-# A parked URL (its origin held) is scored PARKED above its place, behind
-# every unparked URL: exact in a double while levels stay below MAX_LEVELS.
+# A parked URL (its origin held) scores PARKED above its place, behind every
+# unparked URL: exact in a double while levels stay below MAX_LEVELS.
 PARKED = 1 << 52
 PARK_FLOOR = 1 << 51
 MAX_LEVELS = 2048
 
-#: the scripts: lua/lease_*.lua (each says its KEYS, ARGV and answer)
-ACQUIRE, CONFIRM, DELIST_IF = lua("lease_acquire"), lua("lease_confirm"), lua("lease_delist_if")
-ENQUEUE, FINISH = lua("lease_enqueue"), lua("lease_finish")
-LIST, ORPHAN, POLL, PUT_BACK = lua("lease_list"), lua("lease_orphan"), lua("lease_poll"), lua("lease_put_back")
-RELEASE, RENEW = lua("lease_release"), lua("lease_renew")
-TAKE = lua("lease_take", PARK_FLOOR=PARK_FLOOR, PARKED=PARKED)
-UNPARK = lua("lease_unpark", PARK_FLOOR=PARK_FLOOR, PARKED=PARKED)
+#: the scripts: lua/lease_*.lua (each says its KEYS, ARGV and answer); a back queue is lua/include/backq.lua
+_BACKQ = {"LEVEL_SPAN": int(LEVEL_SPAN), "PARKED": PARKED}
+ACQUIRE, CONFIRM, DELIST_IF = lua("lease_acquire", **_BACKQ), lua("lease_confirm"), lua("lease_delist_if")
+ENQUEUE, FINISH = lua("lease_enqueue", **_BACKQ), lua("lease_finish")
+LIST, ORPHAN, POLL = lua("lease_list"), lua("lease_orphan", **_BACKQ), lua("lease_poll")
+PROMOTE, PUT_BACK = lua("lease_promote", **_BACKQ), lua("lease_put_back", **_BACKQ)
+RELEASE, RENEW = lua("lease_release", **_BACKQ), lua("lease_renew")
+TAKE, UNPARK = lua("lease_take", **_BACKQ), lua("lease_unpark", **_BACKQ)
 #: lua/hold_*.lua
 HOLD, ACTIVE, HELD = lua("hold_hold"), lua("hold_active"), lua("hold_held")
 IDLE_DEFER, TAKE_ALL = lua("hold_idle_defer"), lua("hold_take_all")
@@ -195,7 +196,7 @@ class HostLeases:
         seen = self.store.seen
         args: list[Any] = []
         for entry, seq in zip(entries, seqs):
-            args += [entry.fingerprint, pack_row(entry, Status.QUEUED, seq), queue_score(entry.level, seq)]
+            args += [entry.fingerprint, pack_row(entry, Status.QUEUED, seq), entry.level]
             if seen is not None:
                 args += seen.member_args(entry.fingerprint)
         keys, tag = self.keys, host_tag(host)
@@ -230,10 +231,8 @@ class HostLeases:
                 lambda _: ([("EVAL", CONFIRM, 1, self.keys.lease(host), ver)], None))
 
     def requeue(self, host: str, fingerprint: int, level: int) -> None:
-        """Move a queued URL to another level (an AOPIC promotion); no-op if
-        it is not queued."""
-        seq = self.store.counters.sequence_numbers(1)[0]
-        self.io.write("ZADD", self.keys.back(host), "XX", queue_score(level, seq), fingerprint)
+        """File a queued URL again at a higher level (an AOPIC promotion)."""
+        self.io.write("EVAL", PROMOTE, 2, self.keys.back(host), self.keys.urls(host_tag(host)), fingerprint, level)
 
     # -- the host heap -------------------------------------------------------
     def poll(self, limit: int, then: Callable[[Poll], None] | None = None,
@@ -312,15 +311,24 @@ class HostLeases:
     def finish(self, host: str, fingerprint: int, status: Status | None, fetched: float | None = None) -> None:
         """A handed-out URL is finished (buffered): out of the in-flight set,
         its row to ``status``; after a take-over, only if it is still ours."""
-        lease, back, inflight, urls = self._host_keys(host)
+        lease, _, inflight, urls = self._host_keys(host)
         if self.store.urls.trims and status is not Status.DEFERRED:  # a deferred row stays, for a resume
-            self.io.write("EVAL", FINISH, 5, inflight, urls, lease, back, self.keys.host_urls(host_tag(host)),
+            self.io.write("EVAL", FINISH, 4, inflight, urls, lease, self.keys.host_urls(host_tag(host)),
                           FINISHED_FIELD.get(status, ""), b"" if fetched is None else fetched_bytes(fetched),
                           fingerprint, self.owner)  # type: ignore[arg-type]
             return
-        self.io.write("EVAL", FINISH, 4, inflight, urls, lease, back,
+        self.io.write("EVAL", FINISH, 3, inflight, urls, lease,
                       b"" if status is None else STATUS_BYTE[status],
                       b"" if fetched is None else fetched_bytes(fetched), fingerprint, self.owner)
+
+    def queued(self, host: str) -> list[int]:
+        """The fingerprints in ``host``'s back queue in taking order (levels
+        high to low, then parked), copies of promoted URLs included."""
+        directory = self.io.call(("HGETALL", self.keys.back(host)))[0]
+        levels = sorted((int(field[1:]) for field in directory if field.startswith(b"l")), reverse=True)
+        names = [*map(str, levels), "p"]
+        found = self.io.call(*[("LRANGE", self.keys.back_list(host, name), 0, -1) for name in names])
+        return [int(item.split()[0]) for items in found for item in items]
 
     def inflight_of(self, hosts: list[str]) -> dict[str, list[int]]:
         """The fingerprints in each host's in-flight set, in one round trip."""
@@ -337,7 +345,8 @@ class HostLeases:
         seq = self.store.counters.sequence_numbers(1)[0]
         score = queue_score(level, seq)
         score = parked_score(score) if parked else score
-        self.io.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, repr(score), self.owner)
+        self.io.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, level,
+                      "1" if parked else "", self.owner)
         return score
 
     def release(self, host: str, wait: float, idle_only: bool, heap_score: float | None,

@@ -13,7 +13,7 @@ local lapsed = 0
 if st[1] then lapsed = 1 end
 local recovered = requeue_inflight(KEYS[3], KEYS[2], KEYS[4])
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
-local queued = redis.call('ZCARD', KEYS[2])
+local queued = bq_len(KEYS[2])
 if queued == 0 then
   redis.call('HDEL', KEYS[1], 'owner', 'expires')
   redis.call('HSET', KEYS[1], 'listed', '0')
@@ -22,4 +22,4 @@ end
 local expires = now + tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'expires', expires, 'listed', '1')
 local wait = math.max(0, (tonumber(st[3]) or 0) - now)
-return {1, expires, wait, queued, head(KEYS[2]), recovered, lapsed}
+return {1, expires, wait, queued, bq_head(KEYS[2]), recovered, lapsed}

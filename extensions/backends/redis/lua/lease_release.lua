@@ -9,14 +9,14 @@ if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return {-1} end
 local now = now_ms(ARGV[1])
 local next = now + tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'next', next)
-local queued = redis.call('ZCARD', KEYS[2])
+local queued = bq_len(KEYS[2])
 if ARGV[4] == '1' and queued + redis.call('ZCARD', KEYS[3]) > 0 then
-  return {0, queued, head(KEYS[2])}
+  return {0, queued, bq_head(KEYS[2])}
 end
 requeue_inflight(KEYS[3], KEYS[2], KEYS[4])
 redis.call('HDEL', KEYS[1], 'owner', 'expires')
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
-if redis.call('ZCARD', KEYS[2]) == 0 then
+if bq_len(KEYS[2]) == 0 then
   redis.call('HSET', KEYS[1], 'listed', '0')
   return {1}
 end

@@ -1,7 +1,16 @@
--- Every parked URL of a host back in its place (its origin's hold ended:
--- it goes before the URLs found since, as its level and discovery order
--- say). KEYS: back. Returns {how many, head score}.
---- @include "now"
-local found = redis.call('ZRANGEBYSCORE', KEYS[1], '$PARK_FLOOR', '+inf', 'WITHSCORES')
-for i = 1, #found, 2 do redis.call('ZADD', KEYS[1], fmt(tonumber(found[i + 1]) - $PARKED), found[i]) end
-return {#found / 2, head(KEYS[1])}
+-- Every parked URL of a host back in its level's queue (its origin's hold
+-- ended: it goes before the URLs found since, in the order it was parked).
+-- KEYS: back. Returns {how many, head score}.
+--- @include "backq"
+local key = bq_key(KEYS[1], 'p')
+local entries = redis.call('LRANGE', key, 0, -1)
+for i = #entries, 1, -1 do
+  local fp, level = string.match(entries[i], '^(%S+) (%S+)$')
+  redis.call('LPUSH', bq_key(KEYS[1], level), fp)
+  redis.call('HINCRBY', KEYS[1], 'l' .. level, 1)
+end
+if #entries > 0 then
+  redis.call('DEL', key)
+  redis.call('HDEL', KEYS[1], 'p')
+end
+return {#entries, bq_head(KEYS[1])}

@@ -1,0 +1,69 @@
+-- A host's back queue: one FIFO list of fingerprints per front-queue level
+-- (P:{T}:bq:HOST:LEVEL, discovery order), one of parked URLs (their origin
+-- held: "fingerprint level", P:{T}:bq:HOST:p), and their directory, the
+-- hash P:{T}:back:HOST (the key scripts are given): each list's length,
+-- lLEVEL or p (a field goes when its list empties, the hash with the last).
+-- A list may hold a fingerprint whose row is no longer queued (finished
+-- meanwhile, or a copy left behind by a promotion or a forced requeue):
+-- takers skip it.
+--- @include "now"
+local function bq_key(dir, level) return (string.gsub(dir, '}:back:', '}:bq:', 1)) .. ':' .. level end
+-- the highest level with URLs (nil: none), how many are parked, how many queued in all
+local function bq_state(dir)
+  local all = redis.call('HGETALL', dir)
+  local top, parked, total = nil, 0, 0
+  for i = 1, #all, 2 do
+    local field, count = all[i], tonumber(all[i + 1])
+    total = total + count
+    if field == 'p' then
+      parked = count
+    else
+      local level = tonumber(string.sub(field, 2))
+      if not top or level > top then top = level end
+    end
+  end
+  return top, parked, total
+end
+local function bq_len(dir)
+  local _, _, total = bq_state(dir)
+  return total
+end
+-- the head score of a queue in that state (leases.py queue_score of its
+-- best level, PARKED if only parked URLs are left, '' if empty)
+local function bq_head_of(top, parked)
+  if top then return fmt(-top * $LEVEL_SPAN) end
+  if parked > 0 then return fmt($PARKED) end
+  return ''
+end
+local function bq_head(dir)
+  local top, parked = bq_state(dir)
+  return bq_head_of(top, parked)
+end
+-- a URL into its level's list (at its head with front), or parked
+local function bq_push(dir, level, fp, front)
+  redis.call(front and 'LPUSH' or 'RPUSH', bq_key(dir, level), fp)
+  redis.call('HINCRBY', dir, 'l' .. level, 1)
+end
+local function bq_park(dir, level, fp)
+  redis.call('RPUSH', bq_key(dir, 'p'), fp .. ' ' .. level)
+  redis.call('HINCRBY', dir, 'p', 1)
+end
+local function bq_taken(dir, field)
+  local left = redis.call('HINCRBY', dir, field, -1)
+  if left <= 0 then redis.call('HDEL', dir, field) end
+  return left
+end
+-- the head of a level's list, out; and how many that level has left
+local function bq_pop(dir, level)
+  local fp = redis.call('LPOP', bq_key(dir, level))
+  if not fp then  -- the count was wrong: forget it
+    redis.call('HDEL', dir, 'l' .. level)
+    return false, 0
+  end
+  return fp, bq_taken(dir, 'l' .. level)
+end
+-- a parked entry out ("fingerprint level")
+local function bq_unpark_one(dir, entry)
+  redis.call('LREM', bq_key(dir, 'p'), 1, entry)
+  bq_taken(dir, 'p')
+end
