@@ -5,9 +5,10 @@ Synthetic URLs (``--hosts`` hosts) go through the real store code on a
 stores' public APIs in batches (pipelined):
 
 * ``urlseen``: the exact URL-seen set alone (``RedisFingerprintSet.add_if_new``);
-* ``frontier``: every URL inserted as queued (``store.urls.insert_new``, its
-  fingerprint pushed on a front queue), one in ``--known-per-page`` popped and
-  finished as fetched (``set_status`` done), as a crawl leaves them;
+* ``frontier``: every URL filed in its host's shared back queue as a crawl
+  files it (the enqueue script of ``HostLeases.enqueue``: row, URL-seen set,
+  back queue), one in ``--known-per-page`` fetched (lease, take, finish as
+  done: its row trimmed, release), as a crawl leaves them;
 * ``aopic``: the frontier plus every URL's AOPIC cash row (``store.cash.put_cash``);
 * ``exact``: the exact content-seen set, one page per ``--known-per-page`` URLs;
 * ``near``: the near-duplicate index, the same pages (random simhashes,
@@ -41,6 +42,7 @@ from redis.cluster import RedisCluster
 
 from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
 from extensions.backends.redis.fpset import FingerprintSetLayout, RedisFingerprintSet
+from extensions.backends.redis.leases import HostLeases
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.store import RedisStore
 from extensions.contentseen.nearindex import BlockLayout
@@ -75,18 +77,31 @@ def used_memory(clients: list[redis.Redis]) -> list[int]:
 
 
 def run_frontier(url: str, prefix: str, count: int, hosts: int, per_page: int, cash: bool) -> None:
-    """Insert ``count`` URLs as queued, finish one in ``per_page`` as fetched, cash rows if ``cash``."""
+    """File ``count`` URLs in their hosts' shared back queues as a crawl does
+    (the multi-process frontier's enqueue script, pipelined per batch), fetch
+    one in ``per_page`` (lease, take, finish as done, release), cash rows if ``cash``."""
     store = RedisStore(url, prefix, seen=FingerprintSetLayout())
     store.open()
+    leases = HostLeases(store, "bench", ttl=600.0, shards=4)
     now = 1_000.0
     for batch in urls(count, hosts):
-        store.urls.insert_new([Entry(fp, address, host) for fp, address, host in batch], now)
-        store.queues.push("front/0", [fp for fp, _, _ in batch])
+        by_host: dict[str, list[Entry]] = {}
+        for fp, address, host in batch:
+            by_host.setdefault(host, []).append(Entry(fp, address, host))
+        # the enqueue script of HostLeases.enqueue, one round trip for the batch
+        answers = store.call(*[leases._enqueue_command(host, entries, False) for host, entries in by_host.items()])
+        for answer in answers:
+            leases._enqueued(answer)
         if cash:
             store.cash.put_cash([(fp, 1.0, 0.0, now, 0) for fp, _, _ in batch])
-        fetched = store.queues.pop("front/0", len(batch) // per_page)
-        store.urls.set_status(fetched, Status.INFLIGHT)
-        store.urls.set_status(fetched, Status.DONE, now)
+        fetches = len(batch) // per_page
+        for host in list(by_host)[:fetches]:
+            if not leases.acquire([(host, b"0")]):
+                continue
+            taken = leases.take(host)
+            if taken.entry is not None:
+                leases.finish(host, taken.entry.fingerprint, Status.DONE, now)
+            leases.release(host, 0.0, False, None)
         store.checkpoint()
         now += 1.0
     store.close()
