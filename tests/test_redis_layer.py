@@ -106,21 +106,25 @@ def test_every_lua_file_is_a_script_the_redis_backend_loads() -> None:
           extra='{"k": 1}', blob=b"\x00\xff"),
     Entry(9, "http://b.test", "other.test", referer="http://b.test/z"),
 ], ids=["other-referer", "https-port-same-host-referer", "url-not-of-its-host"])
-def test_the_lua_row_accessors_read_what_pack_row_wrote(redis_server: RedisServer, entry: Entry) -> None:
+@pytest.mark.parametrize("fetched", [1234.5, None], ids=["fetched", "never-fetched"])
+def test_the_lua_row_accessors_read_what_pack_row_wrote(redis_server: RedisServer, entry: Entry,
+                                                        fetched: float | None) -> None:
     """The Lua side of the URL-row format (lua/include/rows.lua) takes its
     offsets from the same constants as pack_row: a script reading the status,
     the host, the URL (kept without its scheme and host where they are the
-    row's) and the fetch time of a packed row gets what Python put there."""
+    row's) and the fetch time of a packed row gets what Python put there; a
+    row never fetched is 8 bytes shorter (no fetch time) and stays so."""
     client = redis.Redis.from_url(redis_server.url)
-    row = pack_row(entry, Status.DEFERRED, 42, fetched=1234.5)
+    row = pack_row(entry, Status.DEFERRED, 42, fetched=fetched)
+    assert len(row) == len(pack_row(entry, Status.DEFERRED, 42, fetched=1.0)) - (8 if fetched is None else 0)
     status, host, url, changed = client.eval(source("include/rows") + """
       local row = ARGV[1]
       return {row_status(row), row_host(row), row_url(row), row_with(S_QUEUED, row_fetched(row), row)}
     """, 0, row)
     assert status == b"5" and host.decode() == entry.host and url.decode() == entry.url
-    assert changed == pack_row(entry, Status.QUEUED, 42, fetched=1234.5)
+    assert changed == pack_row(entry, Status.QUEUED, 42, fetched=fetched)
     assert unpack_entry(entry.fingerprint, changed) == entry
-    assert row_head(changed) == (Status.QUEUED, 1234.5, 42, entry.level)
+    assert row_head(changed) == (Status.QUEUED, fetched, 42, entry.level)
     client.close()
 
 

@@ -4,8 +4,9 @@ Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``; a
 *varint* is an unsigned LEB128 number, one byte below 128)::
 
     status   1 byte   ASCII digit: 0 queued, 1 inflight, 2 done, 3 failed, 4 excluded,
-                      5 deferred, 6 refused
-    fetched  8 bytes  big-endian double, unix time the last fetch ended (0: never)
+                      5 deferred, 6 refused; the digit + 16 (``@`` .. ``F``) in a row
+                      never fetched, which has no fetch time
+    fetched  8 bytes  big-endian double, unix time the last fetch ended
     host     varint length, UTF-8
     seq, level, priority (zigzag: 0, -1, 1 ... as 0, 1, 2 ...), depth, flags: varints
     url, referer, extra, blob: a varint, 0 for None, else length * 4 + form + 1,
@@ -37,9 +38,11 @@ _STATUS = struct.Struct(">c")
 _FETCHED = struct.Struct(">d")
 _CASH = struct.Struct(">dddq")
 _CASH_SHORT = struct.Struct(">dd")  # a cash row never fetched: cash, mark
-HOST_AT = _STATUS.size + _FETCHED.size  # byte offset of a row's host (its length first)
+HOST_AT = _STATUS.size + _FETCHED.size  # byte offset of a fetched row's host (its length first)
+UNFETCHED = 16  # added to the status byte of a row never fetched (no fetch time)
 STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
-_STATUS_OF_BYTE = {byte[0]: status for status, byte in STATUS_BYTE.items()}
+_STATUS_OF_BYTE = {**{byte[0]: status for status, byte in STATUS_BYTE.items()},
+                   **{byte[0] + UNFETCHED: status for status, byte in STATUS_BYTE.items()}}
 _TEXT = ("utf-8", "surrogatepass")
 CASH_BUCKET_FIELDS = 63  # a cash hashmap's bucket splits past this (extensions/backends/redis/fpmap.py)
 ROW_BUCKET_BYTES = 2048  # the same for a URL-row fpmap
@@ -52,6 +55,7 @@ LUA_PARAMETERS = {
     "FETCHED_FIRST": _STATUS.size + 1,
     "FETCHED_LAST": _STATUS.size + _FETCHED.size,
     "HOST_AT": HOST_AT,
+    "UNFETCHED": UNFETCHED,
     "CASH_FORMAT": _CASH.format.replace("q", "i8"),
     "CASH_SHORT_FORMAT": _CASH_SHORT.format,
     "CASH_SHORT_SIZE": _CASH_SHORT.size,
@@ -99,7 +103,10 @@ def _get(row: bytes, offset: int, host: bytes = b"") -> tuple[bytes | None, int]
 
 def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = None) -> bytes:
     """``entry`` as a URL row."""
-    out = bytearray(STATUS_BYTE[status] + _FETCHED.pack(fetched or 0.0))
+    if fetched:
+        out = bytearray(STATUS_BYTE[status] + _FETCHED.pack(fetched))
+    else:
+        out = bytearray((STATUS_BYTE[status][0] + UNFETCHED,))
     host = entry.host.encode(*_TEXT)
     _varint(out, len(host))
     out += host
@@ -113,9 +120,14 @@ def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = Non
     return bytes(out)
 
 
+def _host_at(row: bytes) -> int:
+    """Where a row's host begins: after the fetch time, if it has one."""
+    return _STATUS.size if row[0] >= STATUS_BYTE[Status.QUEUED][0] + UNFETCHED else HOST_AT
+
+
 def _fields(row: bytes) -> tuple[bytes, list[int], int]:
     """The host, the five numbers and the offset of the URL."""
-    length, start = read_varint(row, HOST_AT)
+    length, start = read_varint(row, _host_at(row))
     numbers, offset = [], start + length
     for _ in range(5):
         number, offset = read_varint(row, offset)
@@ -138,7 +150,7 @@ def unpack_entry(fingerprint: int, row: bytes) -> Entry:
 
 def row_head(row: bytes) -> tuple[Status, float | None, int, int]:
     """``(status, fetched, seq, level)`` without decoding the entry."""
-    (fetched,) = _FETCHED.unpack_from(row, _STATUS.size)
+    fetched = _FETCHED.unpack_from(row, _STATUS.size)[0] if _host_at(row) == HOST_AT else 0.0
     numbers = _fields(row)[1]
     return _STATUS_OF_BYTE[row[0]], fetched or None, numbers[0], numbers[1]
 

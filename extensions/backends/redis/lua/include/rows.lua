@@ -2,11 +2,27 @@
 -- values are extensions/backends/redis/rows.py's). Scripts change only status and fetch time.
 local S_QUEUED, S_INFLIGHT, S_DONE, S_FAILED = '$S_QUEUED', '$S_INFLIGHT', '$S_DONE', '$S_FAILED'
 local S_EXCLUDED, S_DEFERRED, S_REFUSED = '$S_EXCLUDED', '$S_DEFERRED', '$S_REFUSED'
-local function row_status(row) return string.sub(row, 1, $STATUS_SIZE) end
-local function row_fetched(row) return string.sub(row, $FETCHED_FIRST, $FETCHED_LAST) end
-local function row_rest(row) return string.sub(row, $FETCHED_LAST + 1) end
-local function row_with_status(row, status) return status .. string.sub(row, $STATUS_SIZE + 1) end
-local function row_with(status, fetched, row) return status .. fetched .. row_rest(row) end
+-- A row never fetched has no fetch time: its status byte is the digit + $UNFETCHED.
+local NEVER = string.rep('\0', $FETCHED_LAST - $STATUS_SIZE)
+local function row_unfetched(row) return string.byte(row, 1) >= 48 + $UNFETCHED end
+local function row_status(row)
+  local byte = string.byte(row, 1)
+  if byte >= 48 + $UNFETCHED then return string.char(byte - $UNFETCHED) end
+  return string.sub(row, 1, $STATUS_SIZE)
+end
+local function row_fetched(row)
+  if row_unfetched(row) then return NEVER end
+  return string.sub(row, $FETCHED_FIRST, $FETCHED_LAST)
+end
+local function row_rest(row)
+  if row_unfetched(row) then return string.sub(row, $STATUS_SIZE + 1) end
+  return string.sub(row, $FETCHED_LAST + 1)
+end
+local function row_with(status, fetched, row)
+  if fetched == NEVER then return string.char(string.byte(status) + $UNFETCHED) .. row_rest(row) end
+  return status .. fetched .. row_rest(row)
+end
+local function row_with_status(row, status) return row_with(status, row_fetched(row), row) end
 -- A tag's rows are an fpmap (include/fpmap.lua): fp in decimal.
 --- @include "fpmap"
 local function row_get(urls, fp) return fpmap_get(urls, fp) end
@@ -26,7 +42,9 @@ local function row_varint(row, at)
 end
 -- the host, and the position after it
 local function row_host(row)
-  local length, at = row_varint(row, $HOST_AT + 1)
+  local first = $HOST_AT + 1
+  if row_unfetched(row) then first = $STATUS_SIZE + 1 end
+  local length, at = row_varint(row, first)
   return string.sub(row, at, at + length - 1), at + length
 end
 local URL_FORMS = {[0] = '', [1] = 'http://', [2] = 'https://'}
