@@ -17,7 +17,7 @@ from redis.crc import key_slot
 
 from extensions.backends.redis.fpmap import records
 from extensions.backends.redis.fpset import member
-from extensions.backends.redis.rows import tag_of
+from extensions.backends.redis.rows import CASH_BUCKET_FIELDS, tag_of
 from extensions.backends.redis.scripts import source
 from extensions.backends.redis.store import RedisStore
 from extensions.frontier.fingerprint import url_fingerprint
@@ -81,6 +81,7 @@ def test_cash_rows_read_back_exactly_through_splits_and_overwrites(
     if topology == "single":  # every bucket a listpack (a value found by Redis), the count exact
         client = redis.Redis.from_url(redis_server.url)
         assert {client.object("encoding", key) for key in buckets} == {b"listpack"}
+        assert max(client.hlen(key) for key in buckets) <= CASH_BUCKET_FIELDS + 1  # split past it, '' kept
         assert sum(client.hlen(key) - 1 for key in buckets) == sum(int(client.hget(key, "N")) for key in keys)
         client.close()
     store.delete_crawl()

@@ -7,7 +7,7 @@
 -- bucket stays a listpack (Redis' hash-max-listpack-entries, 128) and Redis
 -- itself finds, reads and writes a value.
 --- @include "fpmap"
--- fpset_cached(key) keeps D and whether each bucket key exists, per script
+-- fpset_cached(key) keeps D, whether each bucket key exists and (#bucket) its field count, per script
 local hashmap_dir = fpset_cached
 -- the key of the bucket at depth d of a member's top 24 bits
 local function hashmap_name(key, d, top)
@@ -62,10 +62,12 @@ local function hashmap_split(key, bucket, d, top)
   local cached = hashmap_dir(key)
   redis.call('DEL', bucket)
   cached[bucket] = false
+  cached['#' .. bucket] = nil
   for b = 0, 1 do
     local name = hashmap_name(key, d + 1, top - top % 2 ^ (24 - d) + b * 2 ^ (23 - d))  -- bit d + 1 is b
     redis.call('HSET', name, unpack(halves[b + 1]))
     cached[name] = true
+    cached['#' .. name] = #halves[b + 1] / 2
   end
   if d + 1 > cached.depth then
     redis.call('HSET', key, 'D', d + 1)
@@ -84,7 +86,13 @@ local function hashmap_set(key, max, fp, value)
   local new = redis.call('HSET', bucket, member, value)
   if new == 1 then
     redis.call('HINCRBY', key, 'N', 1)
-    if d < 24 and redis.call('HLEN', bucket) > tonumber(max) then hashmap_split(key, bucket, d, top) end
+    if d < 24 then  -- the bucket's field count, read once per script
+      local cached = hashmap_dir(key)
+      local size = cached['#' .. bucket]
+      if size then size = size + 1 else size = redis.call('HLEN', bucket) end
+      cached['#' .. bucket] = size
+      if size > tonumber(max) then hashmap_split(key, bucket, d, top) end
+    end
   end
   return new
 end
