@@ -18,10 +18,12 @@ writes go through the same code answered at once on the store.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals, Paid
+from extensions.backends.redis.fpset import member
 from extensions.backends.redis.keys import positions_by
 from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.scripts import lua
@@ -30,6 +32,7 @@ from extensions.frontier.store import Entry
 
 Taken = tuple[float, float, int, float]  # cash taken, history, visits, each outlink's share
 Change = tuple[float, float, bool]  # a credited URL's cash before, after, and whether it had a row
+_CREDIT = struct.Struct(">ddB")  # a credit in CASH's answer: before, after, existed
 
 #: the ledger hash's fields, in the order every script returns them
 FIELDS = ("lambda", "dividend", "put_in", "rows", "crawls")
@@ -189,8 +192,9 @@ class SharedLedger(AOPICLedger):
             return index[key]
 
         take_index = 0 if take is None else key_of(take)
-        pairs = [item for fp in credits for item in (key_of(fp), fp)]
-        args = ["1" if d is None else "0", d or "0", self._tax(tax), outlinks, take_index, take or 0,
+        pairs = [item for fp in credits for item in (key_of(fp), member(fp))]
+        args = ["1" if d is None else "0", d or "0", self._tax(tax), outlinks, take_index,
+                b"" if take is None else member(take),
                 "" if amount is None else repr(float(amount)), mode, *pairs]
         return ("EVAL", CASH, len(keys), *keys, *args)
 
@@ -238,5 +242,5 @@ def _merge_credits(by_tag: dict[str, list[int]], answers: list[Any], count: int)
 def _decode(answer: list[Any]) -> tuple[Taken, list[Change], int, float]:
     """A :data:`CASH` answer: the take, the credits, new rows, cash put in."""
     cash, history, visits, share, _, new, added, credits = answer[:8]
-    changes = [(float(before), float(after), bool(existed)) for before, after, existed in credits]
+    changes = [(before, after, bool(existed)) for before, after, existed in _CREDIT.iter_unpack(credits)]
     return (float(cash), float(history), int(visits), float(share)), changes, int(new), float(added)

@@ -2,14 +2,14 @@
 -- ARGV[1] is '1'), then cash hashes. ARGV: shared ('1': KEYS[1] is the
 -- ledger; '0': a cluster, no ledger here), d (the dividend to use without
 -- the ledger), tax, outlinks (the page's, for the split; may exceed the
--- credits here), take (key index, 0: none), take fingerprint, credit
+-- credits here), take (key index, 0: none), take member, credit
 -- amount ('': the split's share), mode ('': the credits are the split;
 -- 'put': cash put in; 'seed': put in, only for URLs without cash), then
--- key index and fingerprint per credit. A row is settled at the larger of
+-- key index and member per credit (members: 5 bytes, fpmap.py's). A row is settled at the larger of
 -- d and its own mark (a lower bound of the dividend), so a stale d never
 -- takes more than the row holds. Returns {cash taken, history, visits,
--- share, to Lambda, new rows, cash put in, {before, after, existed} per
--- credit, ledger state or {}}.
+-- share, to Lambda, new rows, cash put in, per credit before, after (doubles)
+-- and existed (a byte) packed big-endian in one string, ledger state or {}}.
 --- @include "ledger"
 local shared = ARGV[1] == '1'
 local s
@@ -18,7 +18,7 @@ local d, tax, outlinks = s.dividend, tonumber(ARGV[3]), tonumber(ARGV[4])
 local new, put_in, cash, history, visits, to_lambda, share = 0, 0, 0, 0, 0, 0, 0
 local take = tonumber(ARGV[5])
 if take > 0 then
-  local row, mark = get(KEYS[take], ARGV[6]), d
+  local row, mark = cash_get(KEYS[take], ARGV[6]), d
   if row then
     mark = math.max(d, row[3])
     cash, history, visits = row[1] + (mark - row[3]), row[2], row[4]
@@ -26,7 +26,7 @@ if take > 0 then
     new = new + 1
   end
   history, visits = history + cash, visits + 1
-  put(KEYS[take], ARGV[6], 0, history, mark, visits)
+  cash_put(KEYS[take], ARGV[6], 0, history, mark, visits)
   if outlinks <= 0 then
     to_lambda = cash
   else
@@ -40,7 +40,7 @@ local mode = ARGV[8]
 local credits = {}
 for i = 9, #ARGV, 2 do
   local key, fp = KEYS[tonumber(ARGV[i])], ARGV[i + 1]
-  local row = get(key, fp)
+  local row = cash_get(key, fp)
   local before, hist, vis, mark, existed = 0, 0, 0, d, 0
   if row then
     mark = math.max(d, row[3])
@@ -51,9 +51,9 @@ for i = 9, #ARGV, 2 do
     after = before + amount
     if mode ~= '' then put_in = put_in + amount end
     if existed == 0 then new = new + 1 end
-    put(key, fp, after, hist, mark, vis)
+    cash_put(key, fp, after, hist, mark, vis)
   end
-  credits[#credits + 1] = {fmt(before), fmt(after), existed}
+  credits[#credits + 1] = struct.pack('>ddB', before, after, existed)
 end
 local ledger = {}
 if shared then
@@ -61,4 +61,4 @@ if shared then
   save(KEYS[1], s)
   ledger = state(s)
 end
-return {fmt(cash), fmt(history), visits, fmt(share), fmt(to_lambda), new, fmt(put_in), credits, ledger}
+return {fmt(cash), fmt(history), visits, fmt(share), fmt(to_lambda), new, fmt(put_in), table.concat(credits), ledger}

@@ -27,9 +27,8 @@ local function hashmap_bucket(key, top)
   end
   return key .. ':0:0', 0, false
 end
--- fp's value (nil: none): a value in a bucket of the deepest depth costs one HGET
-local function hashmap_get(key, fp)
-  local member = fp_member(fp)
+-- a member's value (nil: none): a value in a bucket of the deepest depth costs one HGET
+local function hashmap_get_member(key, member)
   local cached, top = hashmap_dir(key), fp_top(member, 1)
   for d = cached.depth, 0, -1 do
     local bucket = hashmap_name(key, d, top)
@@ -74,9 +73,8 @@ local function hashmap_split(key, bucket, d, top)
     cached.depth = d + 1
   end
 end
--- set fp's value; 1 if it had none
-local function hashmap_set(key, max, fp, value)
-  local member = fp_member(fp)
+-- set a member's value; 1 if it had none
+local function hashmap_set_member(key, max, member, value)
   local top = fp_top(member, 1)
   local bucket, d, there = hashmap_bucket(key, top)
   if not there then
@@ -96,3 +94,6 @@ local function hashmap_set(key, max, fp, value)
   end
   return new
 end
+-- the same by fingerprint (in decimal)
+local function hashmap_get(key, fp) return hashmap_get_member(key, fp_member(fp)) end
+local function hashmap_set(key, max, fp, value) return hashmap_set_member(key, max, fp_member(fp), value) end
