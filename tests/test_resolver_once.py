@@ -97,3 +97,34 @@ def test_joins_cached_across_pages_follow_each_pages_base() -> None:
         for base in bases:
             for href in hrefs:
                 assert_same(base, href)
+
+
+# references with a host of their own: neither the base's host nor its directory may change them
+OWN_HOST = st.tuples(st.sampled_from(["//", "http://", "https://", "HTTP://", "ftp://", "x+y.z://"]),
+                     st.sampled_from(["h.test", "H.test:8080", "u:p@h.test", "[::1]", "[::1", "h.test:x"]),
+                     st.lists(st.sampled_from([p for p in PIECES if p not in ("\\", " ", "\t", "\n")]),
+                              max_size=6).map("".join)).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.sampled_from([base for base in BASES if base.startswith("http")]), OWN_HOST)
+def test_a_reference_with_its_own_host_resolves_as_urljoin_does(base: str, href: str) -> None:
+    from urllib.parse import urljoin
+
+    try:
+        expected = ("ok", urljoin(base, href))
+    except ValueError:
+        expected = ("invalid", "")
+    assert outcome(Resolver(base).resolve, href) == expected, (base, href)
+
+
+def test_a_reference_with_its_own_host_is_joined_once_for_every_page_linking_it() -> None:
+    from extensions.urls.canonical import _join
+
+    _join.cache_clear()
+    pages = [f"http://h{n}.test/d{n}/e/page{n}.html" for n in range(40)]
+    hrefs = ["//x.test/a/../b", "http://x.test/c?q#f", "https://y.test/"]
+    for page in pages:
+        assert [Resolver(page).resolve(href) for href in hrefs] == [
+            "http://x.test/a/../b", "http://x.test/c?q#f", "https://y.test/"]  # as urljoin: dots kept
+    assert _join.cache_info().currsize == len(hrefs)

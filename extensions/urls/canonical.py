@@ -40,6 +40,8 @@ _TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
 # For http(s), browsers read a backslash before the query as a slash.
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
 _BEFORE_QUERY = re.compile(r"[^?#]*")
+# a reference with a non-empty authority (urlsplit's reading): "http://h...", "//h..."
+_HAS_NETLOC = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9+.-]*:)?//[^/?#]")
 
 
 class InvalidURL(ValueError):
@@ -191,6 +193,7 @@ class Resolver:
         if base_segments[-1] != "":  # the last segment is not a directory
             del base_segments[-1]
         self._scheme, self._netloc = parts.scheme, parts.netloc
+        self._http = parts.scheme in ("http", "https")
         self._base_dir = "/".join(base_segments)  # split("/") gives the segments back
 
     def resolve(self, href: str) -> str:
@@ -204,8 +207,13 @@ class Resolver:
         if self._error is not None:
             raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {self._error}") from self._error
         try:
-            # an absolute path or a network-path reference never reads the directory
-            joined = _join(self._scheme, self._netloc, None if href[0] == "/" else self._base_dir, href)
+            if self._http and _HAS_NETLOC.match(href):
+                # a host of its own: neither the base's host nor its directory is read
+                # (one cache entry per link, not per link and page host)
+                joined = _join(self._scheme, "", None, href)
+            else:
+                # an absolute path never reads the directory
+                joined = _join(self._scheme, self._netloc, None if href[0] == "/" else self._base_dir, href)
             return urljoin(base, href) if joined is None else joined
         except ValueError as err:
             raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {err}") from err
