@@ -128,3 +128,30 @@ def test_a_reference_with_its_own_host_is_joined_once_for_every_page_linking_it(
         assert [Resolver(page).resolve(href) for href in hrefs] == [
             "http://x.test/a/../b", "http://x.test/c?q#f", "https://y.test/"]  # as urljoin: dots kept
     assert _join.cache_info().currsize == len(hrefs)
+
+
+ABSOLUTE_PATH = st.lists(st.sampled_from(["/", "//", ".", "..", "./", "../", "x", "a.b", ";p", "?q", "#f", "%2e", ":",
+                                          "@", "ü", "[", "%"]), max_size=8).map(lambda parts: "/" + "".join(parts))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.sampled_from([base for base in BASES if base.startswith("http")]), ABSOLUTE_PATH)
+def test_an_absolute_path_resolves_as_urljoin_does(base: str, href: str) -> None:
+    from urllib.parse import urljoin
+
+    try:
+        expected = ("ok", urljoin(base, href))
+    except ValueError:
+        expected = ("invalid", "")
+    assert outcome(Resolver(base).resolve, href) == expected, (base, href)
+
+
+def test_an_absolute_path_alone_is_joined_without_the_join_cache() -> None:
+    from extensions.urls.canonical import _join
+
+    _join.cache_clear()
+    resolver = Resolver("http://a.test:8080/d/page.html?q=1")
+    assert [resolver.resolve(href) for href in ("/p/1.html", "/p//2", "/a:b", "/p/./3", "/p/4?x")] == [
+        "http://a.test:8080/p/1.html", "http://a.test:8080/p//2", "http://a.test:8080/a:b",
+        "http://a.test:8080/p/3", "http://a.test:8080/p/4?x"]
+    assert _join.cache_info().misses == 2  # the dot segment and the query only

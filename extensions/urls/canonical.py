@@ -42,6 +42,8 @@ _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
 _BEFORE_QUERY = re.compile(r"[^?#]*")
 # a reference with a non-empty authority (urlsplit's reading): "http://h...", "//h..."
 _HAS_NETLOC = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9+.-]*:)?//[^/?#]")
+# an absolute path alone (no query, params, fragment; with no "/." no dot segment either)
+_PLAIN_PATH = re.compile(r"/(?!/)[^?#;]*")
 
 
 class InvalidURL(ValueError):
@@ -194,6 +196,7 @@ class Resolver:
             del base_segments[-1]
         self._scheme, self._netloc = parts.scheme, parts.netloc
         self._http = parts.scheme in ("http", "https")
+        self._origin = f"{parts.scheme}://{parts.netloc}" if self._http and parts.netloc else None
         self._base_dir = "/".join(base_segments)  # split("/") gives the segments back
 
     def resolve(self, href: str) -> str:
@@ -206,6 +209,8 @@ class Resolver:
             return base
         if self._error is not None:
             raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {self._error}") from self._error
+        if self._origin is not None and _PLAIN_PATH.fullmatch(href) and "/." not in href:
+            return self._origin + href  # what urljoin makes of it, without parsing it
         try:
             if self._http and _HAS_NETLOC.match(href):
                 # a host of its own: neither the base's host nor its directory is read
