@@ -154,4 +154,34 @@ def test_an_absolute_path_alone_is_joined_without_the_join_cache() -> None:
     assert [resolver.resolve(href) for href in ("/p/1.html", "/p//2", "/a:b", "/p/./3", "/p/4?x")] == [
         "http://a.test:8080/p/1.html", "http://a.test:8080/p//2", "http://a.test:8080/a:b",
         "http://a.test:8080/p/3", "http://a.test:8080/p/4?x"]
-    assert _join.cache_info().misses == 2  # the dot segment and the query only
+    assert _join.cache_info().misses == 3  # the empty segment, the dot segment and the query only
+
+
+RELATIVE_PATH = st.lists(st.sampled_from(["/", "//", ".", "..", "./", "../", "x", "a.b", ";p", "?q", "#f", "%2e", ":",
+                                          "@", "ü", "[", "%", "~"]), min_size=1, max_size=8).map("".join)
+DIRECTORY_BASES = ["http://a.test/p/1.html", "http://a.test/", "http://a.test", "https://a.test:8443/d/e/",
+                   "http://a.test//x//y/z", "http://a.test/a/./b/../c/d", "http://a.test/a/b;p/c?q#f",
+                   "http://u@a.test/%2e/x/", "http://[::1]/x/y"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.sampled_from(DIRECTORY_BASES), RELATIVE_PATH)
+def test_a_relative_path_resolves_as_urljoin_does(base: str, href: str) -> None:
+    from urllib.parse import urljoin
+
+    try:
+        expected = ("ok", urljoin(base, href))
+    except ValueError:
+        expected = ("invalid", "")
+    assert outcome(Resolver(base).resolve, href) == expected, (base, href)
+
+
+def test_a_plain_relative_path_is_joined_without_the_join_cache() -> None:
+    from extensions.urls.canonical import _join
+
+    _join.cache_clear()
+    assert [Resolver(base).resolve("p/3.html") for base in ("http://a.test", "http://a.test/", "http://a.test/d/x",
+                                                             "http://a.test//d//e/x")] == [
+        "http://a.test/p/3.html", "http://a.test/p/3.html", "http://a.test/d/p/3.html", "http://a.test/d/e/p/3.html"]
+    assert Resolver("http://a.test/d/x").resolve("./3.html") == "http://a.test/d/3.html"
+    assert _join.cache_info().misses == 1  # the dot segment only

@@ -43,7 +43,9 @@ _BEFORE_QUERY = re.compile(r"[^?#]*")
 # a reference with a non-empty authority (urlsplit's reading): "http://h...", "//h..."
 _HAS_NETLOC = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9+.-]*:)?//[^/?#]")
 # an absolute path alone (no query, params, fragment; with no "/." no dot segment either)
-_PLAIN_PATH = re.compile(r"/(?!/)[^?#;]*")
+_PLAIN_PATH = re.compile(r"/[^?#;]*")
+# a relative path alone, no scheme (no ":"), not starting with a dot segment
+_PLAIN_RELATIVE = re.compile(r"[^/?#;:.][^?#;:]*")
 
 
 class InvalidURL(ValueError):
@@ -198,6 +200,12 @@ class Resolver:
         self._http = parts.scheme in ("http", "https")
         self._origin = f"{parts.scheme}://{parts.netloc}" if self._http and parts.netloc else None
         self._base_dir = "/".join(base_segments)  # split("/") gives the segments back
+        # the base's directory as urljoin merges a relative path into it (no
+        # empty segments inside, dot segments applied); None if it has dot segments
+        merged = base_segments + ["x"]
+        merged[1:-1] = filter(None, merged[1:-1])
+        plain = self._origin is not None and "." not in merged and ".." not in merged
+        self._directory = self._origin + "/".join(merged[:-1]) + "/" if plain else None
 
     def resolve(self, href: str) -> str:
         """``href`` made absolute against the base (see :func:`resolve`)."""
@@ -209,8 +217,12 @@ class Resolver:
             return base
         if self._error is not None:
             raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {self._error}") from self._error
-        if self._origin is not None and _PLAIN_PATH.fullmatch(href) and "/." not in href:
-            return self._origin + href  # what urljoin makes of it, without parsing it
+        if self._origin is not None and "/." not in href and "//" not in href:
+            # what urljoin makes of a plain path, without parsing it
+            if _PLAIN_PATH.fullmatch(href):
+                return self._origin + href
+            if self._directory is not None and _PLAIN_RELATIVE.fullmatch(href):
+                return self._directory + href
         try:
             if self._http and _HAS_NETLOC.match(href):
                 # a host of its own: neither the base's host nor its directory is read
