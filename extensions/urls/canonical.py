@@ -112,6 +112,8 @@ def url_key(canonical: str) -> str:
 @lru_cache(maxsize=CACHE_SIZE)
 def _url_key(canonical: str) -> str:
     key = canonicalize_url(canonical)
+    if "%" not in key:  # no escape to change: w3lib's form is its own (tests/test_canonical.py)
+        return key
     # "%a%41" -> "%aA", itself an escape the next pass changes: repeat until stable
     for _ in range(3):
         again = canonicalize_url(key)
