@@ -97,3 +97,91 @@ def test_joins_cached_across_pages_follow_each_pages_base() -> None:
         for base in bases:
             for href in hrefs:
                 assert_same(base, href)
+
+
+# references with a host of their own: neither the base's host nor its directory may change them
+OWN_HOST = st.tuples(st.sampled_from(["//", "http://", "https://", "HTTP://", "ftp://", "x+y.z://"]),
+                     st.sampled_from(["h.test", "H.test:8080", "u:p@h.test", "[::1]", "[::1", "h.test:x"]),
+                     st.lists(st.sampled_from([p for p in PIECES if p not in ("\\", " ", "\t", "\n")]),
+                              max_size=6).map("".join)).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.sampled_from([base for base in BASES if base.startswith("http")]), OWN_HOST)
+def test_a_reference_with_its_own_host_resolves_as_urljoin_does(base: str, href: str) -> None:
+    from urllib.parse import urljoin
+
+    try:
+        expected = ("ok", urljoin(base, href))
+    except ValueError:
+        expected = ("invalid", "")
+    assert outcome(Resolver(base).resolve, href) == expected, (base, href)
+
+
+def test_a_reference_with_its_own_host_is_joined_once_for_every_page_linking_it() -> None:
+    from extensions.urls.canonical import _join
+
+    _join.cache_clear()
+    pages = [f"http://h{n}.test/d{n}/e/page{n}.html" for n in range(40)]
+    hrefs = ["//x.test/a/../b", "http://x.test/c?q#f", "https://y.test/"]
+    for page in pages:
+        assert [Resolver(page).resolve(href) for href in hrefs] == [
+            "http://x.test/a/../b", "http://x.test/c?q#f", "https://y.test/"]  # as urljoin: dots kept
+    assert _join.cache_info().currsize == len(hrefs)
+
+
+ABSOLUTE_PATH = st.lists(st.sampled_from(["/", "//", ".", "..", "./", "../", "x", "a.b", ";p", "?q", "#f", "%2e", ":",
+                                          "@", "ü", "[", "%"]), max_size=8).map(lambda parts: "/" + "".join(parts))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.sampled_from([base for base in BASES if base.startswith("http")]), ABSOLUTE_PATH)
+def test_an_absolute_path_resolves_as_urljoin_does(base: str, href: str) -> None:
+    from urllib.parse import urljoin
+
+    try:
+        expected = ("ok", urljoin(base, href))
+    except ValueError:
+        expected = ("invalid", "")
+    assert outcome(Resolver(base).resolve, href) == expected, (base, href)
+
+
+def test_an_absolute_path_alone_is_joined_without_the_join_cache() -> None:
+    from extensions.urls.canonical import _join
+
+    _join.cache_clear()
+    resolver = Resolver("http://a.test:8080/d/page.html?q=1")
+    assert [resolver.resolve(href) for href in ("/p/1.html", "/p//2", "/a:b", "/p/./3", "/p/4?x")] == [
+        "http://a.test:8080/p/1.html", "http://a.test:8080/p//2", "http://a.test:8080/a:b",
+        "http://a.test:8080/p/3", "http://a.test:8080/p/4?x"]
+    assert _join.cache_info().misses == 3  # the empty segment, the dot segment and the query only
+
+
+RELATIVE_PATH = st.lists(st.sampled_from(["/", "//", ".", "..", "./", "../", "x", "a.b", ";p", "?q", "#f", "%2e", ":",
+                                          "@", "ü", "[", "%", "~"]), min_size=1, max_size=8).map("".join)
+DIRECTORY_BASES = ["http://a.test/p/1.html", "http://a.test/", "http://a.test", "https://a.test:8443/d/e/",
+                   "http://a.test//x//y/z", "http://a.test/a/./b/../c/d", "http://a.test/a/b;p/c?q#f",
+                   "http://u@a.test/%2e/x/", "http://[::1]/x/y"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.sampled_from(DIRECTORY_BASES), RELATIVE_PATH)
+def test_a_relative_path_resolves_as_urljoin_does(base: str, href: str) -> None:
+    from urllib.parse import urljoin
+
+    try:
+        expected = ("ok", urljoin(base, href))
+    except ValueError:
+        expected = ("invalid", "")
+    assert outcome(Resolver(base).resolve, href) == expected, (base, href)
+
+
+def test_a_plain_relative_path_is_joined_without_the_join_cache() -> None:
+    from extensions.urls.canonical import _join
+
+    _join.cache_clear()
+    assert [Resolver(base).resolve("p/3.html") for base in ("http://a.test", "http://a.test/", "http://a.test/d/x",
+                                                             "http://a.test//d//e/x")] == [
+        "http://a.test/p/3.html", "http://a.test/p/3.html", "http://a.test/d/p/3.html", "http://a.test/d/e/p/3.html"]
+    assert Resolver("http://a.test/d/x").resolve("./3.html") == "http://a.test/d/3.html"
+    assert _join.cache_info().misses == 1  # the dot segment only

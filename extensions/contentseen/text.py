@@ -62,7 +62,7 @@ def text_of(root: etree._Element | None) -> str:
 
 
 def _parse(text: str) -> tuple[etree._Element | None, bool]:
-    if not text.strip():
+    if not text or text.isspace():  # not text.strip(), without copying the text
         return None, True
     data, parser = text, _PARSER
     try:

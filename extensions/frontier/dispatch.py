@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy import Request
 from scrapy.resolver import dnscache
-from scrapy.utils.httpobj import urlparse_cached
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.admission import Admission
@@ -26,6 +25,7 @@ from extensions.frontier.inflight import InFlightTable
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.urlseen import URLSeen
 from extensions.frontier.store import FrontierStore
+from extensions.urls.split import host_of as url_host
 
 if TYPE_CHECKING:
     from extensions.frontier.scheduler import Frontier, WakeUpTimer
@@ -62,7 +62,7 @@ class HostKey:
         meta_slot = request.meta.get(DOWNLOAD_SLOT)
         if meta_slot is not None:
             return str(meta_slot)
-        return urlparse_cached(request).hostname or ""
+        return url_host(request.url)  # urlparse(url).hostname, lower case, "" if none
 
     def key(self, host: str, explicit_slot: bool = False) -> str:
         """The downloader slot key of a stored host (IP in per-IP mode)."""

@@ -22,7 +22,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
@@ -31,6 +30,7 @@ from extensions import defaults
 from extensions.defaults import checked
 from extensions.frontier.holds import LOW_YIELD, origin_of
 from extensions.signals import origin_deferred
+from extensions.urls.split import host_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -150,7 +150,7 @@ class HostYieldPipeline:
         url = adapter.get("final_url") or adapter.get("url")
         if kind is None or not url:
             return item
-        host = (urlsplit(url).hostname or "").lower()
+        host = host_of(url)  # (urlsplit(url).hostname or "").lower()
         reading = self.tracker.record(host, kind)
         self.stats.inc_value(f"hostyield/{'errors' if kind is PageKind.ERROR else kind.value}")
         try:

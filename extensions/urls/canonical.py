@@ -40,6 +40,12 @@ _TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
 # For http(s), browsers read a backslash before the query as a slash.
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
 _BEFORE_QUERY = re.compile(r"[^?#]*")
+# a reference with a non-empty authority (urlsplit's reading): "http://h...", "//h..."
+_HAS_NETLOC = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9+.-]*:)?//[^/?#]")
+# an absolute path alone (no query, params, fragment; with no "/." no dot segment either)
+_PLAIN_PATH = re.compile(r"/[^?#;]*")
+# a relative path alone, no scheme (no ":"), not starting with a dot segment
+_PLAIN_RELATIVE = re.compile(r"[^/?#;:.][^?#;:]*")
 
 
 class InvalidURL(ValueError):
@@ -106,6 +112,8 @@ def url_key(canonical: str) -> str:
 @lru_cache(maxsize=CACHE_SIZE)
 def _url_key(canonical: str) -> str:
     key = canonicalize_url(canonical)
+    if "%" not in key:  # no escape to change: w3lib's form is its own (tests/test_canonical.py)
+        return key
     # "%a%41" -> "%aA", itself an escape the next pass changes: repeat until stable
     for _ in range(3):
         again = canonicalize_url(key)
@@ -191,7 +199,15 @@ class Resolver:
         if base_segments[-1] != "":  # the last segment is not a directory
             del base_segments[-1]
         self._scheme, self._netloc = parts.scheme, parts.netloc
+        self._http = parts.scheme in ("http", "https")
+        self._origin = f"{parts.scheme}://{parts.netloc}" if self._http and parts.netloc else None
         self._base_dir = "/".join(base_segments)  # split("/") gives the segments back
+        # the base's directory as urljoin merges a relative path into it (no
+        # empty segments inside, dot segments applied); None if it has dot segments
+        merged = base_segments + ["x"]
+        merged[1:-1] = filter(None, merged[1:-1])
+        plain = self._origin is not None and "." not in merged and ".." not in merged
+        self._directory = self._origin + "/".join(merged[:-1]) + "/" if plain else None
 
     def resolve(self, href: str) -> str:
         """``href`` made absolute against the base (see :func:`resolve`)."""
@@ -203,9 +219,20 @@ class Resolver:
             return base
         if self._error is not None:
             raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {self._error}") from self._error
+        if self._origin is not None and "/." not in href and "//" not in href:
+            # what urljoin makes of a plain path, without parsing it
+            if _PLAIN_PATH.fullmatch(href):
+                return self._origin + href
+            if self._directory is not None and _PLAIN_RELATIVE.fullmatch(href):
+                return self._directory + href
         try:
-            # an absolute path or a network-path reference never reads the directory
-            joined = _join(self._scheme, self._netloc, None if href[0] == "/" else self._base_dir, href)
+            if self._http and _HAS_NETLOC.match(href):
+                # a host of its own: neither the base's host nor its directory is read
+                # (one cache entry per link, not per link and page host)
+                joined = _join(self._scheme, "", None, href)
+            else:
+                # an absolute path never reads the directory
+                joined = _join(self._scheme, self._netloc, None if href[0] == "/" else self._base_dir, href)
             return urljoin(base, href) if joined is None else joined
         except ValueError as err:
             raise InvalidURL(f"cannot resolve {href!r} against {base!r}: {err}") from err

@@ -120,6 +120,8 @@ class TrapSignals:
             self._learn_sessions(page_host, page_url, [url for url, netloc, _ in split if netloc == page_host])
         kept = []
         steps = self.descents.get(page_url, 0)
+        directory = page_path[:page_path.rfind("/") + 1]  # the page's directory, for the descent test
+        slashes = directory.count("/")
         sessions = self.sessions
         for url, netloc, path in split:
             if sessions and sessions.get(netloc):
@@ -131,7 +133,7 @@ class TrapSignals:
                     refused.append((url, "trap/calendar"))
                 continue
             if self.max_descent and netloc == page_host:
-                if not self._descent_allowed(url, path, page_path, steps):
+                if not self._descent_allowed(url, path, directory, slashes, steps):
                     self._count("filtered/descent")
                     continue
             kept.append(url)
@@ -237,9 +239,9 @@ class TrapSignals:
         dates.add(found[1])
         return True
 
-    def _descent_allowed(self, url: str, path: str, page_path: str, steps: int) -> bool:
-        directory = page_path[:page_path.rfind("/") + 1]
-        if not (path.startswith(directory) and path.count("/") > directory.count("/")):
+    def _descent_allowed(self, url: str, path: str, directory: str, slashes: int, steps: int) -> bool:
+        """``directory``: the linking page's, with ``slashes`` slashes."""
+        if not (path.startswith(directory) and path.count("/") > slashes):
             if url in self.descents:  # also reached without descending: the shortest run counts
                 del self.descents[url]
             return True
