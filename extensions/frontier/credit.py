@@ -12,7 +12,7 @@ Deferred).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -60,16 +60,24 @@ class AOPICCredit:
             return replace(self._paid(fingerprint, links, fingerprints, paid, entries), links=stored)
         # a failure of _paid fails the Deferred: the page's pipeline ends either way
         done: Deferred[Any] = Deferred()
-        done.addCallback(lambda answer: replace(self._paid(fingerprint, links, fingerprints, *answer), links=stored))
-        self.ledger.distribute_then(worker, fingerprint, fingerprints, fingerprints,  # type: ignore[attr-defined]
+        done.addCallback(lambda answer: replace(self._paid(fingerprint, links, fingerprints, *answer, selected=True),
+                                                links=stored))
+        mean, level = self.ledger.mean_cash(), self.prioritizer.level
+
+        def rising(changes: list[tuple[float, float, bool]]) -> list[int]:  # the rows to read, on the worker
+            return rising_links(fingerprints, changes, mean, level)
+        self.ledger.distribute_then(worker, fingerprint, fingerprints, rising,  # type: ignore[attr-defined]
                                     lambda paid, entries: done.callback((paid, entries)), done.errback, tax=tax)
         return done
 
     def _paid(self, fp: int, links: list[str], fingerprints: list[int], paid: Paid,
-              entries: dict[int, Entry] | None) -> PageDone:
+              entries: dict[int, Entry] | None, selected: bool = False) -> PageDone:
         """The payment applied to the queues: promotions (the outlinks' rows:
-        ``entries`` if read with the cash), the OPIC revisit."""
+        ``entries`` if read with the cash; ``selected``: the rows of the rising
+        ones only, as judged where Redis answered), the OPIC revisit."""
         credit, rising = self._rising(fingerprints, paid.changes) if fingerprints and paid.changes else ({}, [])
+        if selected:
+            rising = list(entries or ())
         if rising:
             self._promote(rising, credit, entries)
         if paid.visits <= self.revisits:
@@ -89,20 +97,9 @@ class AOPICCredit:
 
     def _rising(self, links: list[int], changes: list[tuple[float, float, bool]],
                 ) -> tuple[dict[int, tuple[float, float]], list[int]]:
-        dividend, mean = self.ledger.dividend, self.ledger.mean_cash()
-        credit: dict[int, tuple[float, float]] = {}
-        rising: list[int] = []
-        level = self.prioritizer.level
-        meta: dict[str, float] = {"aopic_mean": mean}  # one dict for every link of the page
-        for link, (before, after, existed) in zip(links, changes):
-            credit[link] = (after, dividend)
-            if existed:
-                meta["aopic_cash"] = after
-                higher = level(0, 0, meta)
-                meta["aopic_cash"] = before
-                if higher > level(0, 0, meta):
-                    rising.append(link)
-        return credit, rising
+        dividend = self.ledger.dividend
+        credit = {link: (after, dividend) for link, (_, after, _) in zip(links, changes)}
+        return credit, rising_links(links, changes, self.ledger.mean_cash(), self.prioritizer.level)
 
     def level_of(self, entry: Entry, cash: float) -> int:
         """The level ``entry`` earns with ``cash``."""
@@ -144,3 +141,18 @@ class AOPICCredit:
             return
         self.dispatch.revisit(entry, self.level_of(entry, self.ledger.cash_of(fp) or 0.0))
         self.stats.inc_value("aopic/revisits")
+
+
+def rising_links(links: list[int], changes: list[tuple[float, float, bool]], mean: float,
+                 level: Callable[[int, int, Mapping[str, Any]], int]) -> list[int]:
+    """The links (URLs with a row before their credit) whose cash crossed a level."""
+    rising: list[int] = []
+    meta: dict[str, float] = {"aopic_mean": mean}  # one dict for every link of the page
+    for link, (before, after, existed) in zip(links, changes):
+        if existed:
+            meta["aopic_cash"] = after
+            higher = level(0, 0, meta)
+            meta["aopic_cash"] = before
+            if higher > level(0, 0, meta):
+                rising.append(link)
+    return rising
