@@ -152,11 +152,8 @@ class RedisContentStore:
 
     def delete_all(self) -> int:
         """Delete every content-seen key of this prefix; return how many."""
-        keys = [key for pattern in self.keys.patterns for key in self.scan(pattern)]
-        for key in [*keys, *self.keys.singles]:
-            self.write("UNLINK", key)
         self.call()
-        return len(keys)
+        return int(self._mapped(self.registry.delete, self.keys.patterns, self.keys.singles))
 
     # -- the pipeline --------------------------------------------------------------
     def write(self, *command: Any) -> None:

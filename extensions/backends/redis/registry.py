@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 from extensions.backends.redis.connection import RedisConnection
@@ -35,6 +37,8 @@ class ProcessRegistry:
         self.connection, self.key = connection, key
         self.owner = owner or process_id()
         self._ttls: list[float] = []
+        #: called after each batch :meth:`delete` unlinks, with the keys so far (a test's pause point)
+        self.deleted_batch: Callable[[int], None] = lambda deleted: None
 
     def join(self, ttl: float) -> None:
         """One more component of this process, renewing within ``ttl`` seconds."""
@@ -60,6 +64,23 @@ class ProcessRegistry:
             self._ttls.remove(ttl)
         last = "0" if self._ttls else "1"
         return int(self.connection.call(("EVAL", OTHERS, 1, self.key, now, self.owner, last))[0])
+
+    def delete(self, patterns: Iterable[str], singles: Iterable[str], batch: int = 1024) -> int:
+        """Unlink every key matching ``patterns`` (SCAN over every master),
+        ``batch`` keys a round trip, then ``singles``; how many matched."""
+        deleted = 0
+        for pattern in patterns:
+            for keys in _chunks(self.connection.scan(pattern), batch):
+                self.connection.call(*[("UNLINK", key) for key in keys])
+                deleted += len(keys)
+                self.deleted_batch(deleted)
+        self.connection.call(*[("UNLINK", key) for key in singles])
+        return deleted
+
+
+def _chunks(items: Iterator[bytes], size: int) -> Iterator[list[bytes]]:
+    while chunk := list(islice(items, size)):
+        yield chunk
 
 
 def registry_of(connection: RedisConnection, key: str) -> ProcessRegistry:

@@ -181,14 +181,11 @@ class RedisStore:
     def delete_crawl(self) -> int:
         """Delete every key of this prefix; return how many."""
         self._flush()
-        keys = [key for pattern in self.keys.all_patterns for key in self.scan(pattern)]
-        for key in [*keys, *self.keys.singles]:
-            self.write("UNLINK", key)
-        self._flush()
+        deleted = self.registry.delete(self.keys.all_patterns, self.keys.singles, self.batch)
         self.links.delete()
         self.queues.load()  # none left
         self.counters.reset()
-        return len(keys)
+        return deleted
 
     def get_meta(self, key: str) -> str | None:
         value = self._call(("HGET", self.keys.meta, key))[0]
