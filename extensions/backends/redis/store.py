@@ -12,12 +12,15 @@ flight (unless ``keep_rows``: re-visits need them); finished rows are
 counted by status. A crawl keeps the URL-seen layout it began with (``seen``
 in ``P:meta``). After a crash the store holds a prefix of the command stream
 (``clean`` in ``P:meta`` is ``0`` while a crawl runs). ``persist=False``
-(``SCHEDULER_PERSIST`` off) deletes the crawl's keys at a clean close,
-``flush_on_start`` at open.
+(``SCHEDULER_PERSIST`` off) deletes the crawl's keys at a clean close if no
+other process is alive, behind the registry's closing fence
+(:mod:`extensions.backends.redis.registry`; a process opening meanwhile
+waits for the deletion to end), ``flush_on_start`` at open.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,8 @@ from extensions.backends.redis.tables import (
 )
 from extensions.frontier.store import FrontierStoreError
 from extensions.linkgraph.segmentlinks import SegmentLinkTable
+
+logger = logging.getLogger(__name__)
 
 
 def recorded_layout(description: str) -> SeenLayout | None:
@@ -105,6 +110,11 @@ class RedisStore:
         self._attached = True
         if self.flush_on_start:
             self.delete_crawl()
+        try:  # a member before any key is read: a crawl being deleted is waited for
+            self.registry.enter()
+        except FrontierStoreError:
+            self.abandon()
+            raise
         schema, clean = self._call(("HGET", self.keys.meta, "schema"), ("HGET", self.keys.meta, "clean"))
         if schema is not None and schema.decode() != SCHEMA_VERSION:
             self.abandon()
@@ -165,8 +175,14 @@ class RedisStore:
         if self.persist:
             self.set_meta("clean", "1" if clean else "0")
             self.checkpoint()
+            self.registry.leave(None)
+        elif (others := self.registry.leave(None, fence=True)) == 0:  # the last: fenced while it deletes
+            try:
+                self.delete_crawl()
+            finally:
+                self.registry.unfence()
         else:
-            self.delete_crawl()
+            logger.info("%d other crawler process(es) still use the crawl at %s: its keys stay", others, self.location)
         self.links.close()
         self._attached = False
         self.connection.detach()
