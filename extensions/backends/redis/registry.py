@@ -14,7 +14,9 @@ safe against a process joining meanwhile: the leave that finds no other
 process alive fences the crawl in the same script, and :meth:`enter` (a
 process becoming a member, before it reads or writes any key) is refused
 while another process's fence stands; it waits for the deletion to end
-(bounded), then joins the crawl anew. A killed deleter's fence expires.
+(bounded), then joins the crawl anew. The fence stands until the deleting
+process's last component has left (its other components' keys are deleted
+inside it too); a killed deleter's fence expires.
 """
 
 from __future__ import annotations
@@ -119,7 +121,7 @@ class ProcessRegistry:
     def heartbeat_command(self, now: str = "") -> tuple[Any, ...]:
         """The heartbeat as a command, to ride on a pipeline (answer: alive count)."""
         ttl = min(self._ttls, default=DEFAULT_TTL)  # alive this long after a heartbeat: the shortest joined
-        return ("EVAL", HEARTBEAT, 1, self.key, now, self.owner, int(ttl * 1000))
+        return ("EVAL", HEARTBEAT, 2, self.key, self.fence, now, self.owner, int(ttl * 1000), self.fence_ms)
 
     def heartbeat(self, now: str = "") -> int:
         """This process is alive for the shortest TTL joined; how many processes are alive."""
@@ -131,24 +133,26 @@ class ProcessRegistry:
 
     def leave(self, ttl: float | None, now: str = "", fence: bool = False) -> int:
         """A component joined with ``ttl`` is gone (None: no component, the
-        process only); the last one takes the entry out. How many other
-        processes are alive. With ``fence``, when none is, the crawl is
-        fenced closing for this process in the same step (0 returned): delete
-        its keys (:meth:`delete`), then :meth:`unfence`; another process's
-        fence counts as a process alive."""
+        process only); the last one takes the entry out (and lifts this
+        process's fence). How many other processes are alive; another
+        process's fence counts as one. With ``fence``, when none is, the
+        crawl is fenced closing for this process in the same step (0
+        returned): delete its keys (:meth:`delete`), then :meth:`unfence`."""
         if ttl in self._ttls:
             self._ttls.remove(ttl)
         last = "0" if self._ttls else "1"
         if last == "1":
             self.entered = False
-        if fence:
-            command: tuple[Any, ...] = ("EVAL", OTHERS, 2, self.key, self.fence, now, self.owner, last, self.fence_ms)
-        else:
-            command = ("EVAL", OTHERS, 1, self.key, now, self.owner, last)
-        return int(self.connection.call(command)[0])
+        fence_ms = self.fence_ms if fence else 0
+        return int(self.connection.call(("EVAL", OTHERS, 2, self.key, self.fence, now, self.owner, last,
+                                         fence_ms))[0])
 
     def unfence(self) -> bool:
-        """Lift this process's closing fence; whether it held it."""
+        """Lift this process's closing fence once no component of it is left
+        (until then its other components close inside the fence, renewed by
+        the heartbeat); whether it was lifted."""
+        if self._ttls:
+            return False
         return bool(self.connection.call(("EVAL", FENCE, 1, self.fence, self.owner, "0"))[0])
 
     def delete(self, patterns: Iterable[str], singles: Iterable[str], batch: int = 1024) -> int:

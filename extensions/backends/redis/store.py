@@ -117,7 +117,7 @@ class RedisStore:
             raise
         schema, clean = self._call(("HGET", self.keys.meta, "schema"), ("HGET", self.keys.meta, "clean"))
         if schema is not None and schema.decode() != SCHEMA_VERSION:
-            self.abandon()
+            self._refuse()
             raise FrontierStoreError(
                 f"the frontier keys at {self.location} were written in layout {schema.decode()}, this "
                 f"release reads layout {SCHEMA_VERSION} only: finish that crawl with the release that "
@@ -151,7 +151,7 @@ class RedisStore:
             self._adopt(recorded.decode())
             return
         if recorded.decode() != wanted:
-            self.abandon()
+            self._refuse()
             raise FrontierStoreError(
                 f"the crawl at {self.location} began with URL-seen {recorded.decode()!r}, not {wanted!r}: "
                 "keep its FRONTIER_SEEN_BACKEND, FRONTIER_REDIS_BLOOM_CAPACITY and "
@@ -193,6 +193,11 @@ class RedisStore:
         if self._attached:
             self._attached = False
             self.connection.close()
+
+    def _refuse(self) -> None:
+        """Leave the crawl's processes and drop the connection (a refused open)."""
+        self.registry.leave(None)
+        self.abandon()
 
     def delete_crawl(self) -> int:
         """Delete every key of this prefix; return how many."""
