@@ -20,7 +20,8 @@ of the table's key: Redis Cluster hash tags. First writer wins across
 processes (``HSETNX``). A :class:`RedisContentStore` buffers writes on the
 crawler's shared connection; they go with the next read. With
 ``persist=False`` the keys are deleted at close by the crawl's last process
-only, behind the registry's closing fence (:mod:`extensions.backends.redis.registry`). Redis failures raise
+only, behind the registry's closing fence (a process joining meanwhile waits:
+:mod:`extensions.backends.redis.registry`). Redis failures raise
 :class:`~extensions.contentseen.exact.ContentStoreError`.
 """
 
