@@ -210,20 +210,33 @@ def test_the_fence_shares_the_registrys_cluster_slot(redis_cluster: RedisCluster
 
 def test_the_fence_stands_until_the_deleting_processs_last_component_has_left(redis_server: RedisServer) -> None:
     """The frontier deletes its keys while the content-seen sets still run in
-    the same process: no one joins until those are closed (and deleted) too;
-    the heartbeat renews the fence meanwhile; leaving without deleting
-    (their keys persisted) lifts it."""
+    the same process: no one joins until those are closed (and deleted) too,
+    however the frontier's component leaves; the heartbeat renews the fence
+    meanwhile; the process's last component lifts it, deleting or not."""
     prefix = unique_prefix()
     observer = redis.Redis.from_url(redis_server.url)
     fence = closing_key(Keys(prefix).processes)
     process = _registry(redis_server.url, prefix, "process")
     process.enter()  # the frontier's store
+    process.join(10.0)  # the frontier's leases
     process.enter(60.0)  # the content-seen sets
-    assert process.leave(None, fence=True) == 0  # the frontier closes: fenced
+    assert process.leave(10.0) == 0  # the leases leave
+    assert process.leave(None, fence=True) == 0  # the store closes: fenced
     assert not process.unfence() and observer.get(fence) == b"process"  # the content-seen sets still run
     observer.pexpire(fence, 1000)
     process.heartbeat()
     assert observer.pttl(fence) > 1000
-    assert process.leave(60.0) == 0  # they close, keeping their keys: the fence goes with the process
-    assert observer.get(fence) is None
+    assert process.leave(60.0) == 0  # they close, keeping their keys
+    assert observer.get(fence) == b"process"
+    assert process.unfence() and observer.get(fence) is None  # the fence goes with the process
+
+    # content-seen first: its fence outlasts the leases' plain leave, up to the store's own
+    process.enter(10.0)
+    process.enter(60.0)
+    assert process.leave(60.0, fence=True) == 0 and not process.unfence()
+    assert process.leave(10.0) == 0 and observer.get(fence) == b"process"
+    joiner = _registry(redis_server.url, prefix, "joiner", Pacing(), wait=1.0)
+    with pytest.raises(CrawlClosingError):
+        joiner.enter()
+    assert process.leave(None, fence=True) == 0 and process.unfence() and observer.get(fence) is None
     observer.close()

@@ -148,13 +148,11 @@ class RedisContentStore:
             self.call()
             others = self._mapped(self.registry.leave, self.ttl, "", not self.persist)
             if not self.persist and others == 0:  # the last process: fenced while it deletes
-                try:
-                    self.delete_all()
-                finally:
-                    self._mapped(self.registry.unfence)
+                self.delete_all()
             elif not self.persist:
                 logger.info("%d other process(es) still use the content-seen sets at %s: their keys stay",
                             others, self.location)
+            self._mapped(self.registry.unfence)  # this process's fence (if it took one), once it is gone
         finally:
             self._open = False
             self.connection.detach()

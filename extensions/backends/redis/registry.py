@@ -16,7 +16,8 @@ process becoming a member, before it reads or writes any key) is refused
 while another process's fence stands; it waits for the deletion to end
 (bounded), then joins the crawl anew. The fence stands until the deleting
 process's last component has left (its other components' keys are deleted
-inside it too); a killed deleter's fence expires.
+inside it too: :meth:`ProcessRegistry.unfence` lifts it only then); a killed
+deleter's fence expires.
 """
 
 from __future__ import annotations
@@ -133,11 +134,11 @@ class ProcessRegistry:
 
     def leave(self, ttl: float | None, now: str = "", fence: bool = False) -> int:
         """A component joined with ``ttl`` is gone (None: no component, the
-        process only); the last one takes the entry out (and lifts this
-        process's fence). How many other processes are alive; another
-        process's fence counts as one. With ``fence``, when none is, the
-        crawl is fenced closing for this process in the same step (0
-        returned): delete its keys (:meth:`delete`), then :meth:`unfence`."""
+        process only); the last one takes the entry out. How many other
+        processes are alive; another process's fence counts as one. With
+        ``fence``, when none is, the crawl is fenced closing for this process
+        in the same step (0 returned): delete its keys (:meth:`delete`). A
+        closing component calls :meth:`unfence` after its leave, fenced or not."""
         if ttl in self._ttls:
             self._ttls.remove(ttl)
         last = "0" if self._ttls else "1"
@@ -148,9 +149,9 @@ class ProcessRegistry:
                                          fence_ms))[0])
 
     def unfence(self) -> bool:
-        """Lift this process's closing fence once no component of it is left
-        (until then its other components close inside the fence, renewed by
-        the heartbeat); whether it was lifted."""
+        """Lift this process's closing fence, if it holds one, once no
+        component of it is left (until then its other components close inside
+        the fence, renewed by the heartbeat); whether it was lifted."""
         if self._ttls:
             return False
         return bool(self.connection.call(("EVAL", FENCE, 1, self.fence, self.owner, "0"))[0])

@@ -177,12 +177,10 @@ class RedisStore:
             self.checkpoint()
             self.registry.leave(None)
         elif (others := self.registry.leave(None, fence=True)) == 0:  # the last: fenced while it deletes
-            try:
-                self.delete_crawl()
-            finally:
-                self.registry.unfence()
+            self.delete_crawl()
         else:
             logger.info("%d other crawler process(es) still use the crawl at %s: its keys stay", others, self.location)
+        self.registry.unfence()  # this process's fence (if it took one), once no component of it is left
         self.links.close()
         self._attached = False
         self.connection.detach()
