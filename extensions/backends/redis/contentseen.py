@@ -20,7 +20,8 @@ of the table's key: Redis Cluster hash tags. First writer wins across
 processes (``HSETNX``). A :class:`RedisContentStore` buffers writes on the
 crawler's shared connection; they go with the next read. With
 ``persist=False`` the keys are deleted at close by the crawl's last process
-only (:mod:`extensions.backends.redis.registry`). Redis failures raise
+only, behind the registry's closing fence (a process joining meanwhile waits:
+:mod:`extensions.backends.redis.registry`). Redis failures raise
 :class:`~extensions.contentseen.exact.ContentStoreError`.
 """
 
@@ -124,9 +125,14 @@ class RedisContentStore:
         if not self._open:
             self.connection.attach("the content-seen sets", ContentStoreError)
             self._open = True
-            self.registry.join(self.ttl)
-            if self.flush_on_start:
-                self.delete_all()
+            try:
+                if self.flush_on_start:
+                    self.delete_all()
+                self._mapped(self.registry.enter, self.ttl)  # a crawl being deleted is waited for
+            except ContentStoreError:
+                self._open = False
+                self.connection.detach()
+                raise
             self._beat_due = 0.0
             self.call()  # the first heartbeat
         self.users += 1
@@ -140,23 +146,21 @@ class RedisContentStore:
             return
         try:
             self.call()
-            others = self._mapped(self.registry.leave, self.ttl)
-            if not self.persist and others == 0:
+            others = self._mapped(self.registry.leave, self.ttl, "", not self.persist)
+            if not self.persist and others == 0:  # the last process: fenced while it deletes
                 self.delete_all()
             elif not self.persist:
                 logger.info("%d other process(es) still use the content-seen sets at %s: their keys stay",
                             others, self.location)
+            self._mapped(self.registry.unfence)  # this process's fence (if it took one), once it is gone
         finally:
             self._open = False
             self.connection.detach()
 
     def delete_all(self) -> int:
         """Delete every content-seen key of this prefix; return how many."""
-        keys = [key for pattern in self.keys.patterns for key in self.scan(pattern)]
-        for key in [*keys, *self.keys.singles]:
-            self.write("UNLINK", key)
-        self.call()
-        return len(keys)
+        self._mapped(self.connection.flush)  # no heartbeat: a leaving process would join again
+        return int(self._mapped(self.registry.delete, self.keys.patterns, self.keys.singles))
 
     # -- the pipeline --------------------------------------------------------------
     def write(self, *command: Any) -> None:

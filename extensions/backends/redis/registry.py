@@ -1,24 +1,54 @@
-"""The crawler processes of one crawl on Redis: who is alive, and who is last.
+"""The crawler processes of one crawl on Redis: who is alive, who is last,
+and the closing fence.
 
 ``P:processes`` maps each process's id to its heartbeat's expiry (server
 ms). Every Redis component of a process uses its connection's one
 :class:`ProcessRegistry`; a component that deletes the crawl's keys at
-close does so only when :meth:`ProcessRegistry.leave` says no other
-process is alive. A killed process counts as gone once its expiry passes.
+close does so only when :meth:`ProcessRegistry.leave` with ``fence`` says
+no other process is alive. A killed process counts as gone once its expiry
+passes.
+
+The closing fence (``{P:processes}:closing``, the deleter's id, with a TTL
+renewed after every batch the deleter unlinks) makes "last one out deletes"
+safe against a process joining meanwhile: the leave that finds no other
+process alive fences the crawl in the same script, and :meth:`enter` (a
+process becoming a member, before it reads or writes any key) is refused
+while another process's fence stands; it waits for the deletion to end
+(bounded), then joins the crawl anew. The fence stands until the deleting
+process's last component has left (its other components' keys are deleted
+inside it too: :meth:`ProcessRegistry.unfence` lifts it only then); a killed
+deleter's fence expires.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import socket
+import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Any
 
-from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.connection import RedisConnection, RedisLayerError
 from extensions.backends.redis.scripts import lua
+
+logger = logging.getLogger(__name__)
 
 #: the scripts: lua/registry_*.lua (each says its KEYS, ARGV and answer)
 HEARTBEAT, OTHERS = lua("registry_heartbeat"), lua("registry_others")
+ENTER, FENCE = lua("registry_enter"), lua("registry_fence")
+
+DEFAULT_TTL = 60.0  # seconds a process is alive after joining with no component's TTL
+FENCE_TTL = 30.0  # seconds a closing fence outlives its last renewal (a killed deleter's)
+ENTER_WAIT = 120.0  # seconds a joining process waits for another's deletion of the crawl to end
+POLL_FIRST, POLL_MAX = 0.05, 1.0  # seconds between a refused join's tries: doubling up to the max
+
+
+class CrawlClosingError(RedisLayerError):
+    """Another process kept deleting the crawl's keys longer than a joining one waits."""
 
 
 def process_id() -> str:
@@ -26,24 +56,73 @@ def process_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def closing_key(processes: str) -> str:
+    """The closing fence of the registry ``processes``: in its Cluster slot
+    (hash tag), outside every pattern the crawl's keys are deleted by."""
+    return f"{{{processes}}}:closing"
+
+
 class ProcessRegistry:
     """This process's membership in ``P:processes``: components :meth:`join`
-    with the heartbeat TTL they renew within (the shortest counts) and
-    :meth:`leave`. ``now``: milliseconds as text, ``""`` for the server's clock."""
+    (or :meth:`enter`) with the heartbeat TTL they renew within (the shortest
+    counts) and :meth:`leave`. ``now``: milliseconds as text, ``""`` for the
+    server's clock. ``wait``, ``fence_ttl``: seconds; ``sleep`` and ``clock``
+    (seconds) pace a refused :meth:`enter`."""
 
-    def __init__(self, connection: RedisConnection, key: str, owner: str | None = None) -> None:
-        self.connection, self.key = connection, key
+    def __init__(self, connection: RedisConnection, key: str, owner: str | None = None, *,
+                 wait: float = ENTER_WAIT, fence_ttl: float = FENCE_TTL,
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
+        self.connection, self.key, self.fence = connection, key, closing_key(key)
         self.owner = owner or process_id()
+        self.wait, self.fence_ms = wait, int(fence_ttl * 1000)
+        self.sleep, self.clock = sleep, clock
+        self.entered = False  # a member on the server, by enter()
         self._ttls: list[float] = []
+        #: called after each batch :meth:`delete` unlinks, with the keys so far (a test's pause point)
+        self.deleted_batch: Callable[[int], None] = lambda deleted: None
 
     def join(self, ttl: float) -> None:
-        """One more component of this process, renewing within ``ttl`` seconds."""
+        """One more component of this process, renewing within ``ttl`` seconds
+        (a member on the server from its next heartbeat)."""
         self._ttls.append(ttl)
+
+    def enter(self, ttl: float | None = None, now: str = "") -> None:
+        """Make this process a member now, before it touches the crawl's keys
+        (then :meth:`join` ``ttl``, if given).
+        While another process's closing fence stands, wait for it to go (at
+        most ``wait`` seconds, tries doubling apart), then join the crawl
+        anew; :class:`CrawlClosingError` if it is still there."""
+        if not self.entered:
+            self._enter(self._ttls + ([] if ttl is None else [ttl]), now)
+        if ttl is not None:
+            self._ttls.append(ttl)
+
+    def _enter(self, ttls: list[float], now: str) -> None:
+        ttl_ms = int(min(ttls, default=DEFAULT_TTL) * 1000)
+        started, delay = self.clock(), POLL_FIRST
+        for attempt in range(math.ceil(self.wait / POLL_FIRST) + 1):  # the wait's bound in tries
+            alive, holder = self.connection.call(("EVAL", ENTER, 2, self.key, self.fence, now, self.owner, ttl_ms))[0]
+            if int(alive) >= 0:
+                self.entered = True
+                return
+            waited = self.clock() - started
+            if attempt == 0:
+                logger.info("The crawl of %s is being deleted by its last process %s (SCHEDULER_PERSIST off): "
+                            "waiting for the deletion to end (at most %.0f s), then joining it anew",
+                            self.key, holder.decode(), self.wait)
+            if waited >= self.wait:
+                break
+            self.sleep(min(delay, self.wait - waited))
+            delay = min(2 * delay, POLL_MAX)
+        raise CrawlClosingError(
+            f"the crawl of {self.key} at {self.connection.location} is still being deleted by its last process "
+            f"{holder.decode()} after {self.wait:.0f} s (SCHEDULER_PERSIST off): start this process again "
+            "once it is done, or choose another FRONTIER_REDIS_PREFIX")
 
     def heartbeat_command(self, now: str = "") -> tuple[Any, ...]:
         """The heartbeat as a command, to ride on a pipeline (answer: alive count)."""
-        ttl = min(self._ttls, default=60.0)  # alive this long after a heartbeat: the shortest joined
-        return ("EVAL", HEARTBEAT, 1, self.key, now, self.owner, int(ttl * 1000))
+        ttl = min(self._ttls, default=DEFAULT_TTL)  # alive this long after a heartbeat: the shortest joined
+        return ("EVAL", HEARTBEAT, 2, self.key, self.fence, now, self.owner, int(ttl * 1000), self.fence_ms)
 
     def heartbeat(self, now: str = "") -> int:
         """This process is alive for the shortest TTL joined; how many processes are alive."""
@@ -53,13 +132,48 @@ class ProcessRegistry:
         """How many other processes are alive."""
         return int(self.connection.call(("EVAL", OTHERS, 1, self.key, now, self.owner, "0"))[0])
 
-    def leave(self, ttl: float, now: str = "") -> int:
-        """A component joined with ``ttl`` is gone (the last one takes the entry
-        out); how many other processes are alive."""
+    def leave(self, ttl: float | None, now: str = "", fence: bool = False) -> int:
+        """A component joined with ``ttl`` is gone (None: no component, the
+        process only); the last one takes the entry out. How many other
+        processes are alive; another process's fence counts as one. With
+        ``fence``, when none is, the crawl is fenced closing for this process
+        in the same step (0 returned): delete its keys (:meth:`delete`). A
+        closing component calls :meth:`unfence` after its leave, fenced or not."""
         if ttl in self._ttls:
             self._ttls.remove(ttl)
         last = "0" if self._ttls else "1"
-        return int(self.connection.call(("EVAL", OTHERS, 1, self.key, now, self.owner, last))[0])
+        if last == "1":
+            self.entered = False
+        fence_ms = self.fence_ms if fence else 0
+        return int(self.connection.call(("EVAL", OTHERS, 2, self.key, self.fence, now, self.owner, last,
+                                         fence_ms))[0])
+
+    def unfence(self) -> bool:
+        """Lift this process's closing fence, if it holds one, once no
+        component of it is left (until then its other components close inside
+        the fence, renewed by the heartbeat); whether it was lifted."""
+        if self._ttls:
+            return False
+        return bool(self.connection.call(("EVAL", FENCE, 1, self.fence, self.owner, "0"))[0])
+
+    def delete(self, patterns: Iterable[str], singles: Iterable[str], batch: int = 1024) -> int:
+        """Unlink every key matching ``patterns`` (SCAN over every master),
+        ``batch`` keys a round trip, then ``singles``; how many matched. The
+        closing fence, if this process holds it, is renewed with every batch."""
+        renew = ("EVAL", FENCE, 1, self.fence, self.owner, self.fence_ms)
+        deleted = 0
+        for pattern in patterns:
+            for keys in _chunks(self.connection.scan(pattern), batch):
+                self.connection.call(*[("UNLINK", key) for key in keys], renew)
+                deleted += len(keys)
+                self.deleted_batch(deleted)
+        self.connection.call(*[("UNLINK", key) for key in singles], renew)
+        return deleted
+
+
+def _chunks(items: Iterator[bytes], size: int) -> Iterator[list[bytes]]:
+    while chunk := list(islice(items, size)):
+        yield chunk
 
 
 def registry_of(connection: RedisConnection, key: str) -> ProcessRegistry:

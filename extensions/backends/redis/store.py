@@ -12,12 +12,15 @@ flight (unless ``keep_rows``: re-visits need them); finished rows are
 counted by status. A crawl keeps the URL-seen layout it began with (``seen``
 in ``P:meta``). After a crash the store holds a prefix of the command stream
 (``clean`` in ``P:meta`` is ``0`` while a crawl runs). ``persist=False``
-(``SCHEDULER_PERSIST`` off) deletes the crawl's keys at a clean close,
-``flush_on_start`` at open.
+(``SCHEDULER_PERSIST`` off) deletes the crawl's keys at a clean close if no
+other process is alive, behind the registry's closing fence
+(:mod:`extensions.backends.redis.registry`; a process opening meanwhile
+waits for the deletion to end), ``flush_on_start`` at open.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,8 @@ from extensions.backends.redis.tables import (
 )
 from extensions.frontier.store import FrontierStoreError
 from extensions.linkgraph.segmentlinks import SegmentLinkTable
+
+logger = logging.getLogger(__name__)
 
 
 def recorded_layout(description: str) -> SeenLayout | None:
@@ -105,9 +110,14 @@ class RedisStore:
         self._attached = True
         if self.flush_on_start:
             self.delete_crawl()
+        try:  # a member before any key is read: a crawl being deleted is waited for
+            self.registry.enter()
+        except FrontierStoreError:
+            self.abandon()
+            raise
         schema, clean = self._call(("HGET", self.keys.meta, "schema"), ("HGET", self.keys.meta, "clean"))
         if schema is not None and schema.decode() != SCHEMA_VERSION:
-            self.abandon()
+            self._refuse()
             raise FrontierStoreError(
                 f"the frontier keys at {self.location} were written in layout {schema.decode()}, this "
                 f"release reads layout {SCHEMA_VERSION} only: finish that crawl with the release that "
@@ -141,7 +151,7 @@ class RedisStore:
             self._adopt(recorded.decode())
             return
         if recorded.decode() != wanted:
-            self.abandon()
+            self._refuse()
             raise FrontierStoreError(
                 f"the crawl at {self.location} began with URL-seen {recorded.decode()!r}, not {wanted!r}: "
                 "keep its FRONTIER_SEEN_BACKEND, FRONTIER_REDIS_BLOOM_CAPACITY and "
@@ -165,8 +175,12 @@ class RedisStore:
         if self.persist:
             self.set_meta("clean", "1" if clean else "0")
             self.checkpoint()
-        else:
+            self.registry.leave(None)
+        elif (others := self.registry.leave(None, fence=True)) == 0:  # the last: fenced while it deletes
             self.delete_crawl()
+        else:
+            logger.info("%d other crawler process(es) still use the crawl at %s: its keys stay", others, self.location)
+        self.registry.unfence()  # this process's fence (if it took one), once no component of it is left
         self.links.close()
         self._attached = False
         self.connection.detach()
@@ -178,17 +192,19 @@ class RedisStore:
             self._attached = False
             self.connection.close()
 
+    def _refuse(self) -> None:
+        """Leave the crawl's processes and drop the connection (a refused open)."""
+        self.registry.leave(None)
+        self.abandon()
+
     def delete_crawl(self) -> int:
         """Delete every key of this prefix; return how many."""
         self._flush()
-        keys = [key for pattern in self.keys.all_patterns for key in self.scan(pattern)]
-        for key in [*keys, *self.keys.singles]:
-            self.write("UNLINK", key)
-        self._flush()
+        deleted = self.registry.delete(self.keys.all_patterns, self.keys.singles, self.batch)
         self.links.delete()
         self.queues.load()  # none left
         self.counters.reset()
-        return len(keys)
+        return deleted
 
     def get_meta(self, key: str) -> str | None:
         value = self._call(("HGET", self.keys.meta, key))[0]
