@@ -349,6 +349,19 @@ def test_take_parks_a_held_origins_urls_and_hands_out_the_hosts_other_origin(pai
         "https://h1.test/s0", "https://h1.test/s1", "http://h1.test/p2"]
 
 
+def test_a_host_with_more_parked_urls_than_a_take_looks_at_is_held_not_stale(pair: Any) -> None:
+    """Once only a held origin's URLs are left, however many, the take says
+    "held" (look again when the hold ends), never "stale" (look again now:
+    a process would spin on the host while the hold lasts)."""
+    a, _, _ = pair
+    urls = [f"https://h1.test/s{n}" for n in range(150)]
+    enqueue(a, *urls)
+    a.acquire(a.poll(10).due)
+    states = [a.take("h1.test", ["https://h1.test"], max_skip=64).state for _ in range(4)]
+    assert states == ["stale", "stale", "held", "held"], states
+    assert sorted(a.queued("h1.test")) == sorted(entry(url).fingerprint for url in urls)
+
+
 def test_a_parked_url_stays_parked_through_a_promotion_and_a_take_over(pair: Any) -> None:
     """An AOPIC promotion moves it up, the next take parks it again; a
     process killed with it in flight loses nothing: the take-over queues it."""

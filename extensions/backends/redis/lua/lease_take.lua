@@ -50,8 +50,8 @@ while top and looked < most do
 end
 local all_held = false
 if not top and waiting > 0 and looked < most then
-  -- only parked URLs: the first whose origin is no longer held
-  all_held = waiting <= most - looked
+  -- only parked URLs: the first whose origin is no longer held (else: held)
+  all_held = true
   local entries = redis.call('LRANGE', bq_key(KEYS[2], 'p'), 0, most - looked - 1)
   for _, entry in ipairs(entries) do
     local fp, level = string.match(entry, '^(%S+) (%S+)$')
