@@ -7,17 +7,31 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from extensions.backends.redis.bloom import BLOOM_ADD, HEADER_BITS, MAX_BITS, BloomLayout, bloom_hashes
-from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
 from extensions.aopic.ledger import AOPICLedger
+from extensions.backends.redis.bloom import (
+    BLOOM_ADD,
+    HEADER_BITS,
+    MAX_BITS,
+    BloomLayout,
+    bloom_hashes,
+)
+from extensions.backends.redis.connection import RedisConnection
+from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
 from extensions.backends.redis.dispatch import SharedDispatch
 from extensions.backends.redis.keys import positions_by, scatter
 from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.rows import tag_of
-from extensions.contentseen.nearindex import DEFAULT_BLOCKS, DEFAULT_DISTANCE, DEFAULT_MIN_RESEMBLANCE, BlockLayout
+from extensions.backends.redis.store import RedisStore
+from extensions.contentseen.nearindex import (
+    DEFAULT_BLOCKS,
+    DEFAULT_DISTANCE,
+    DEFAULT_MIN_RESEMBLANCE,
+    BlockLayout,
+)
 from extensions.frontier.options import frontier_arguments
 from extensions.frontier.scheduler import Frontier
+
 
 def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
     """One ledger for every process (as ``RedisBackend.ledger`` gives it)."""
@@ -97,3 +111,12 @@ def open_near(url: str, prefix: str = "web", distance: int = DEFAULT_DISTANCE, b
     """The near-duplicate index on a connection of its own (``options``: :class:`RedisContentStore`'s)."""
     return RedisNearDuplicateIndex(RedisContentStore(url, prefix, **options), BlockLayout(distance, blocks),
                                    min_resemblance=min_resemblance)
+
+
+def crawler_process(url: str, prefix: str) -> tuple[DistributedFrontier, RedisContentSeen]:
+    """One crawler process: a shared frontier and the content-seen set on one connection."""
+    connection = RedisConnection(url)
+    frontier = DistributedFrontier(RedisStore(url, prefix, persist=False, connection=connection))
+    frontier.open(None)
+    seen = RedisContentSeen(RedisContentStore(url, prefix, persist=False, connection=connection))
+    return frontier, seen

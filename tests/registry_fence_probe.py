@@ -23,10 +23,7 @@ import sys
 
 from scrapy import Request
 
-from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
-from extensions.backends.redis.store import RedisStore
-from tests.redis_helpers import DistributedFrontier
+from tests.redis_helpers import crawler_process
 
 
 class _Announce(logging.Handler):
@@ -50,16 +47,8 @@ def barrier() -> None:
     sys.stdin.readline()
 
 
-def process(url: str, prefix: str) -> tuple[DistributedFrontier, RedisContentSeen]:
-    connection = RedisConnection(url)
-    frontier = DistributedFrontier(RedisStore(url, prefix, persist=False, connection=connection))
-    frontier.open(None)
-    seen = RedisContentSeen(RedisContentStore(url, prefix, persist=False, connection=connection))
-    return frontier, seen
-
-
 def close(url: str, prefix: str, first: str) -> None:
-    frontier, seen = process(url, prefix)
+    frontier, seen = crawler_process(url, prefix)
     frontier.enqueue_request(Request("http://a.test/"))
     seen.add_or_get(1, "http://a.test/")
     paused: list[int] = []
@@ -86,7 +75,7 @@ def join(url: str, prefix: str) -> None:
     logger = logging.getLogger("extensions.backends.redis.registry")
     logger.setLevel(logging.INFO)
     logger.addHandler(_Announce())
-    frontier, seen = process(url, prefix)
+    frontier, seen = crawler_process(url, prefix)
     say("joined")
     frontier.enqueue_request(Request("http://b.test/"))
     seen.add_or_get(2, "http://b.test/")

@@ -14,17 +14,22 @@ from redis.cluster import RedisCluster
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
-from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
-from tests.redis_helpers import DistributedFrontier
-from extensions.frontier.scheduler import Frontier
-from extensions.pipelines.contentseen import ContentSeenPipeline
-from extensions.frontier.store import Entry, Status
-from extensions.backends.redis.factory import redis_connection, redis_store
-from extensions.backends.redis.store import RedisStore
-from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.rows import pack_cash, pack_row, row_head, unpack_cash, unpack_entry
 from extensions.backends.redis import scripts
+from extensions.backends.redis.contentseen import RedisContentSeen
+from extensions.backends.redis.factory import redis_connection, redis_store
+from extensions.backends.redis.rows import (
+    pack_cash,
+    pack_row,
+    row_head,
+    unpack_cash,
+    unpack_entry,
+)
 from extensions.backends.redis.scripts import source
+from extensions.backends.redis.store import RedisStore
+from extensions.frontier.scheduler import Frontier
+from extensions.frontier.store import Entry, Status
+from extensions.pipelines.contentseen import ContentSeenPipeline
+from tests.redis_helpers import DistributedFrontier, crawler_process
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
 
 
@@ -210,15 +215,6 @@ def _keys(client: Any, prefix: str) -> list[bytes]:
     return sorted(client.scan_iter(match=f"{prefix}:*"))
 
 
-def _process(url: str, prefix: str) -> tuple[DistributedFrontier, RedisContentSeen]:
-    """One crawler process: a shared frontier and the content-seen set on one connection."""
-    connection = RedisConnection(url)
-    frontier = DistributedFrontier(RedisStore(url, prefix, persist=False, connection=connection))
-    frontier.open(None)
-    seen = RedisContentSeen(RedisContentStore(url, prefix, persist=False, connection=connection))
-    return frontier, seen
-
-
 @pytest.mark.parametrize("content_first", [True, False])
 def test_the_last_process_out_deletes_the_keys_of_both_stores(redis_server: RedisServer,
                                                                 content_first: bool) -> None:
@@ -227,7 +223,7 @@ def test_the_last_process_out_deletes_the_keys_of_both_stores(redis_server: Redi
     a process's components closes first."""
     prefix = unique_prefix()
     observer = redis.Redis.from_url(redis_server.url)
-    first, second = _process(redis_server.url, prefix), _process(redis_server.url, prefix)
+    first, second = crawler_process(redis_server.url, prefix), crawler_process(redis_server.url, prefix)
     for number, (frontier, seen) in enumerate((first, second)):
         assert frontier.enqueue_request(Request(f"http://h{number}.test/"))
         seen.add_or_get(number + 1, f"http://h{number}.test/")
