@@ -322,15 +322,16 @@ def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
     take-over): killing their fetcher now could fetch them a third time."""
     from extensions.backends.redis.fpmap import records
     from extensions.backends.redis.fpset import member
-    from extensions.backends.redis.rows import tag_of, unpack_entry
+    from extensions.backends.redis.rows import expand_row, tag_of, unpack_entry
     from testweb.model import canonical_url
 
     pending, tags = 0, {}
 
     def rows_of(tag: str) -> dict[bytes, bytes]:  # the tag's fpmap (fpmap.py): member -> row
         if tag not in tags:
-            buckets = [bucket for field, bucket in client.hgetall(keys.urls(tag)).items() if b":" in field]
-            tags[tag] = {m: row for bucket in buckets for m, row in records(bucket)}
+            stored = client.hgetall(keys.urls(tag))
+            buckets = [bucket for field, bucket in stored.items() if b":" in field]
+            tags[tag] = {m: expand_row(row, stored.get(b"H")) for bucket in buckets for m, row in records(bucket)}
         return tags[tag]
     for pattern in (f"{keys.prefix}:{{*}}:bq:*", f"{keys.prefix}:{{*}}:inflight:*"):
         for key in client.scan_iter(match=pattern):

@@ -97,6 +97,47 @@ def test_a_queued_url_costs_a_list_entry_not_a_sorted_set_member(pair: Any) -> N
     assert len(a.queued("h1.test")) == 2000 and size / 2000 < 16, size / 2000
 
 
+def _same_tag_hosts() -> tuple[str, str]:
+    """Two host names whose fingerprints share their 24-bit tag (one map of rows)."""
+    seen: dict[int, str] = {}
+    for number in range(100_000):
+        host = f"host-{number}.rows.test"
+        tag = url_fingerprint(f"http://{host}/")[0] >> 40
+        if tag in seen:
+            return seen[tag], host
+        seen[tag] = host
+    raise AssertionError("no two hosts share a tag")
+
+
+def test_a_row_leaves_out_its_tags_host_and_reads_back_whole(pair: Any) -> None:
+    """The first host of a tag is the map's H: its rows are stored without it
+    (MEMORY USAGE per row below the row with its host); a second host of the
+    same tag keeps its name in its rows; both read back, are handed out and
+    finished whole."""
+    a, _, _ = pair
+    first, second = _same_tag_hosts()
+    urls = [f"http://{first}/page/{n}" for n in range(300)]
+    enqueue(a, *urls)
+    enqueue(a, f"http://{second}/other")
+    key = a.keys.urls(f"{url_fingerprint(urls[0])[0] >> 40 & 0xFFFFFF:06x}")
+    stored = a.store.call(("HGETALL", key))[0]
+    assert stored[b"H"] == first.encode()
+    buckets = b"".join(value for field, value in stored.items() if b":" in field)
+    assert first.encode() not in buckets and second.encode() in buckets
+    assert sum(len(value) for field, value in stored.items() if b":" in field) < 301 * 40
+    rows = a.store.urls.get_many([entry(url).fingerprint for url in (urls[0], f"http://{second}/other")])
+    assert sorted((e.url, e.host) for e in rows.values()) == sorted(
+        [(urls[0], first), (f"http://{second}/other", second)])
+    for host, url in ((first, urls[0]), (second, f"http://{second}/other")):
+        a.acquire([(host, b"0")])
+        taken = a.take(host)
+        assert (taken.entry.url, taken.entry.host) == (url, host)
+        a.finish(host, taken.entry.fingerprint, Status.DONE, 1.0)
+    assert a.store.urls.count_by_status() == {Status.QUEUED: 299, Status.DONE: 2}
+    done = a.store.urls.get_many([entry(urls[0]).fingerprint])[entry(urls[0]).fingerprint]
+    assert (done.url, done.host) == (urls[0], first)
+
+
 def test_only_one_process_holds_a_host(pair: Any) -> None:
     a, b, _ = pair
     enqueue(a, "http://h1.test/x")

@@ -28,11 +28,12 @@ from typing import Any
 from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.fpset import MEMBER_BITS
 from extensions.backends.redis.keys import found_values, group_by_tag
-from extensions.backends.redis.rows import read_varint, tag_of
+from extensions.backends.redis.rows import expand_row, read_varint, tag_of
 from extensions.backends.redis.scripts import lua
 
 FPMAP_GET, FPMAP_PUT = lua("map_get", GET="fpmap_get"), lua("map_put", SET="fpmap_set")
 HASHMAP_GET, HASHMAP_PUT = lua("map_get", GET="hashmap_get"), lua("map_put", SET="hashmap_set")
+ROW_GET, ROW_PUT = lua("map_get", GET="row_get"), lua("map_put", SET="row_set")
 
 
 def records(bucket: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -108,6 +109,22 @@ class FingerprintMaps:
                 if b":" in field:
                     for member, value in records(bucket):
                         yield fingerprint_of(key, member), value
+
+
+class URLRowMaps(FingerprintMaps):
+    """The URL rows' fpmaps, read and written whole through ``lua/include/rows.lua``
+    (which leaves a row's host out when it is its tag's, field ``H``)."""
+
+    GET, PUT = ROW_GET, ROW_PUT
+
+    def items(self, batch: int = 1000) -> Iterator[tuple[int, bytes]]:
+        connection = self._connection()
+        for key in self._keys():
+            host = connection.call(("HGET", key, "H"))[0]
+            for field, bucket in connection.hscan(key, batch):
+                if b":" in field:
+                    for member, value in records(bucket):
+                        yield fingerprint_of(key, member), expand_row(value, host)
 
 
 class HashMaps(FingerprintMaps):

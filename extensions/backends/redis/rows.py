@@ -5,7 +5,8 @@ Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``; a
 
     status   1 byte   ASCII digit: 0 queued, 1 inflight, 2 done, 3 failed, 4 excluded,
                       5 deferred, 6 refused; the digit + 16 (``@`` .. ``F``) in a row
-                      never fetched, which has no fetch time
+                      never fetched, which has no fetch time; + 32 more in a stored
+                      row whose host is its tag's (field ``H`` of the map), left out
     fetched  8 bytes  big-endian double, unix time the last fetch ended
     host     varint length, UTF-8
     seq, level, priority (zigzag: 0, -1, 1 ... as 0, 1, 2 ...), depth, flags: varints
@@ -17,7 +18,9 @@ A cash row (a URL's value in the fpmap ``P:{T}:cash``): cash and mark
 (doubles), then, unless both are zero, history (double) and visits
 (int64), big-endian.
 
-Scripts read rows only through ``lua/include/rows.lua`` and ``cash.lua``,
+Scripts read rows only through ``lua/include/rows.lua`` (which stores a
+row without its host when it is the tag's, and puts it back when read:
+:func:`expand_row`) and ``cash.lua``,
 parameterised by :data:`LUA_PARAMETERS` (from the same structs); they change
 only a row's status and fetch time in place.
 """
@@ -40,6 +43,7 @@ _CASH = struct.Struct(">dddq")
 _CASH_SHORT = struct.Struct(">dd")  # a cash row never fetched: cash, mark
 HOST_AT = _STATUS.size + _FETCHED.size  # byte offset of a fetched row's host (its length first)
 UNFETCHED = 16  # added to the status byte of a row never fetched (no fetch time)
+ELIDED = 32  # added to the status byte of a stored row whose host is its tag's (left out)
 STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
 _STATUS_OF_BYTE = {**{byte[0]: status for status, byte in STATUS_BYTE.items()},
                    **{byte[0] + UNFETCHED: status for status, byte in STATUS_BYTE.items()}}
@@ -56,6 +60,7 @@ LUA_PARAMETERS = {
     "FETCHED_LAST": _STATUS.size + _FETCHED.size,
     "HOST_AT": HOST_AT,
     "UNFETCHED": UNFETCHED,
+    "ELIDED": ELIDED,
     "CASH_FORMAT": _CASH.format.replace("q", "i8"),
     "CASH_SHORT_FORMAT": _CASH_SHORT.format,
     "CASH_SHORT_SIZE": _CASH_SHORT.size,
@@ -118,6 +123,19 @@ def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = Non
     _put(out, entry.extra)
     _put(out, entry.blob)
     return bytes(out)
+
+
+def expand_row(stored: bytes, tag_host: bytes | None) -> bytes:
+    """A row as stored in its tag's map (``tag_host``: the map's ``H``) as a whole row."""
+    if stored[0] < STATUS_BYTE[Status.QUEUED][0] + ELIDED:
+        return stored
+    if tag_host is None:
+        raise ValueError("a row without its host in a map without one (field H)")
+    row = bytes((stored[0] - ELIDED,)) + stored[1:]
+    at = _host_at(row)
+    out = bytearray(row[:at])
+    _varint(out, len(tag_host))
+    return bytes(out + tag_host + row[at:])
 
 
 def _host_at(row: bytes) -> int:

@@ -14,7 +14,7 @@ import numpy as np
 
 from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.fpmap import FingerprintMaps, HashMaps
+from extensions.backends.redis.fpmap import FingerprintMaps, HashMaps, URLRowMaps
 from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.keys import FINISHED_FIELD, Keys, group_by_tag, positions_by, scatter
 from extensions.backends.redis.rows import (
@@ -135,7 +135,7 @@ class RedisURLTable:
                  seen: SeenLayout | None, keep_rows: bool = False) -> None:
         self.keys, self._connection = keys, connection
         self.counters = counters
-        self.rows = FingerprintMaps(keys.urls, keys.urls_pattern, connection, ROW_BUCKET_BYTES)
+        self.rows = URLRowMaps(keys.urls, keys.urls_pattern, connection, ROW_BUCKET_BYTES)
         self.use(seen, keep_rows)
 
     def use(self, seen: SeenLayout | None, keep_rows: bool) -> None:

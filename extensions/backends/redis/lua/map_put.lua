@@ -1,9 +1,11 @@
 -- Set the values of fingerprints in fpmaps or hashmaps ($SET: fpmap_set of
--- include/fpmap.lua or hashmap_set of include/hashmap.lua). KEYS: the
+-- include/fpmap.lua, row_set of include/rows.lua or hashmap_set of
+-- include/hashmap.lua). KEYS: the
 -- maps. ARGV: a bucket's size (fpmap: bytes; hashmap: fields), then per key
 -- its argument count, then fingerprint (decimal) and value pairs. Returns
 -- how many were new.
 --- @include "hashmap"
+--- @include "rows"
 local new, i = 0, 2
 for k = 1, #KEYS do
   local n = tonumber(ARGV[i])

@@ -23,12 +23,7 @@ local function row_with(status, fetched, row)
   return status .. fetched .. row_rest(row)
 end
 local function row_with_status(row, status) return row_with(status, row_fetched(row), row) end
--- A tag's rows are an fpmap (include/fpmap.lua): fp in decimal.
 --- @include "fpmap"
-local function row_get(urls, fp) return fpmap_get(urls, fp) end
-local function row_put(urls, fp, row) return fpmap_set(urls, $ROW_BUCKET_BYTES, fp, row) end
-local function row_add(urls, fp, row) return fpmap_add(urls, $ROW_BUCKET_BYTES, fp, row) end
-local function row_del(urls, fp) return fpmap_del(urls, fp) end
 -- the varint at (1-based) at, and the position after it
 local function row_varint(row, at)
   local value, scale = 0, 1
@@ -40,6 +35,51 @@ local function row_varint(row, at)
     scale = scale * 128
   end
 end
+-- A tag's rows are an fpmap (include/fpmap.lua): fp in decimal. A stored
+-- row leaves its host out when it is the tag's host (field H of the map,
+-- set by the first row stored): its status byte is then + $ELIDED. Scripts
+-- see whole rows only: row_get puts the host back, row_put takes it out.
+local tag_hosts = {}
+local function tag_host(urls)
+  local host = tag_hosts[urls]
+  if host == nil then
+    host = redis.call('HGET', urls, 'H') or false
+    tag_hosts[urls] = host
+  end
+  return host
+end
+local function host_first(byte)  -- where a whole row's host length is
+  if byte >= 48 + $UNFETCHED then return $STATUS_SIZE + 1 end
+  return $HOST_AT + 1
+end
+local function row_expand(urls, stored)
+  if not stored then return nil end
+  local byte = string.byte(stored, 1)
+  if byte < 48 + $ELIDED then return stored end
+  local host, first = tag_host(urls), host_first(byte - $ELIDED)
+  return string.char(byte - $ELIDED) .. string.sub(stored, 2, first - 1) .. fpmap_length(#host) .. host ..
+    string.sub(stored, first)
+end
+local function row_compact(urls, row)
+  local byte = string.byte(row, 1)
+  local first = host_first(byte)
+  local length, at = row_varint(row, first)
+  local host, tag = string.sub(row, at, at + length - 1), tag_host(urls)
+  if not tag then
+    redis.call('HSET', urls, 'H', host)
+    tag_hosts[urls], tag = host, host
+  end
+  if host ~= tag then return row end
+  return string.char(byte + $ELIDED) .. string.sub(row, 2, first - 1) .. string.sub(row, at + length)
+end
+local function row_get(urls, fp) return row_expand(urls, fpmap_get(urls, fp)) end
+local function row_put(urls, fp, row) return fpmap_set(urls, $ROW_BUCKET_BYTES, fp, row_compact(urls, row)) end
+local function row_add(urls, fp, row) return fpmap_add(urls, $ROW_BUCKET_BYTES, fp, row_compact(urls, row)) end
+local function row_del(urls, fp)
+  tag_hosts[urls] = nil  -- the map goes with its last row, H with it
+  return fpmap_del(urls, fp)
+end
+local function row_set(urls, _, fp, row) return row_put(urls, fp, row) end  -- map_put's SET parameter
 -- the host, and the position after it
 local function row_host(row)
   local first = $HOST_AT + 1
