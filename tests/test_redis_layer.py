@@ -133,6 +133,24 @@ def test_the_lua_row_accessors_read_what_pack_row_wrote(redis_server: RedisServe
     client.close()
 
 
+@pytest.mark.parametrize("fetched", [1234.5, None], ids=["fetched", "never-fetched"])
+def test_a_port_after_the_host_is_kept_once_with_the_host(redis_server: RedisServer, fetched: float | None) -> None:
+    """A URL naming a port keeps it in the row's host field, once for the URL
+    and a Referer of the same host and port; Python and the scripts read the
+    host without it and the URLs whole."""
+    entry = Entry(10, "http://p.test:8080/a/b?c", "p.test", referer="http://p.test:8080/d", depth=2)
+    row = pack_row(entry, Status.QUEUED, 7, fetched=fetched)
+    assert row.count(b"8080") == 1 and row.count(b"p.test") == 1
+    assert unpack_entry(entry.fingerprint, row) == entry
+    client = redis.Redis.from_url(redis_server.url)
+    host, url = client.eval(source("include/rows") + """
+      local row = ARGV[1]
+      return {row_host(row), row_url(row)}
+    """, 0, row)
+    assert (host.decode(), url.decode()) == ("p.test", entry.url)
+    client.close()
+
+
 @pytest.mark.parametrize("row", [(0.25, 0.0, 3.5, 0), (0.25, 1.5, 3.5, 2)], ids=["never-fetched", "fetched"])
 def test_the_lua_cash_accessors_read_and_write_what_pack_cash_does(
         redis_server: RedisServer, row: tuple[float, float, float, int]) -> None:

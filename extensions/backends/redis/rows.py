@@ -8,11 +8,12 @@ Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``; a
                       never fetched, which has no fetch time; + 32 more in a stored
                       row whose host is its tag's (field ``H`` of the map), left out
     fetched  8 bytes  big-endian double, unix time the last fetch ended
-    host     varint length, UTF-8
+    host     varint length * 2 + 1 if a port follows, then the host in UTF-8 and
+             ``:PORT`` if the URL names one after its host
     seq, level, priority (zigzag: 0, -1, 1 ... as 0, 1, 2 ...), depth, flags: varints
     url, referer, extra, blob: a varint, 0 for None, else length * 4 + form + 1,
              then the bytes after what the form leaves out: 0 nothing,
-             1 ``http://HOST``, 2 ``https://HOST``
+             1 ``http://HOST[:PORT]``, 2 ``https://HOST[:PORT]`` (as in the host field)
 
 A cash row (a URL's value in the fpmap ``P:{T}:cash``): cash and mark
 (doubles), then, unless both are zero, history (double) and visits
@@ -112,8 +113,8 @@ def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = Non
         out = bytearray(STATUS_BYTE[status] + _FETCHED.pack(fetched))
     else:
         out = bytearray((STATUS_BYTE[status][0] + UNFETCHED,))
-    host = entry.host.encode(*_TEXT)
-    _varint(out, len(host))
+    host = _netloc(entry.url, entry.host.encode(*_TEXT))
+    _varint(out, len(host) * 2 + (len(host) > len(entry.host.encode(*_TEXT))))
     out += host
     priority = entry.priority * 2 if entry.priority >= 0 else -entry.priority * 2 - 1
     for number in (seq, entry.level, priority, entry.depth, entry.flags):
@@ -125,17 +126,29 @@ def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = Non
     return bytes(out)
 
 
+def _netloc(url: str, host: bytes) -> bytes:
+    """``host``, with ``:PORT`` if ``url`` names a port right after it."""
+    value = url.encode(*_TEXT)
+    for prefix in _URL_FORMS[1:]:
+        at = len(prefix) + len(host)
+        if value.startswith(prefix) and value.startswith(host, len(prefix)) and value[at:at + 1] == b":":
+            end = at + 1
+            while value[end:end + 1].isdigit():
+                end += 1
+            return value[len(prefix):end] if end > at + 1 else host
+    return host
+
+
 def expand_row(stored: bytes, tag_host: bytes | None) -> bytes:
-    """A row as stored in its tag's map (``tag_host``: the map's ``H``) as a whole row."""
+    """A row as stored in its tag's map (``tag_host``: the map's ``H``, a
+    host field as stored) as a whole row."""
     if stored[0] < STATUS_BYTE[Status.QUEUED][0] + ELIDED:
         return stored
     if tag_host is None:
         raise ValueError("a row without its host in a map without one (field H)")
     row = bytes((stored[0] - ELIDED,)) + stored[1:]
     at = _host_at(row)
-    out = bytearray(row[:at])
-    _varint(out, len(tag_host))
-    return bytes(out + tag_host + row[at:])
+    return row[:at] + tag_host + row[at:]
 
 
 def _host_at(row: bytes) -> int:
@@ -143,21 +156,22 @@ def _host_at(row: bytes) -> int:
     return _STATUS.size if row[0] >= STATUS_BYTE[Status.QUEUED][0] + UNFETCHED else HOST_AT
 
 
-def _fields(row: bytes) -> tuple[bytes, list[int], int]:
-    """The host, the five numbers and the offset of the URL."""
-    length, start = read_varint(row, _host_at(row))
-    numbers, offset = [], start + length
+def _fields(row: bytes) -> tuple[bytes, bytes, list[int], int]:
+    """The host, with its port if the row has one, the five numbers and the offset of the URL."""
+    code, start = read_varint(row, _host_at(row))
+    netloc = row[start:start + (code >> 1)]
+    numbers, offset = [], start + (code >> 1)
     for _ in range(5):
         number, offset = read_varint(row, offset)
         numbers.append(number)
-    return row[start:start + length], numbers, offset
+    return netloc.rpartition(b":")[0] if code & 1 else netloc, netloc, numbers, offset
 
 
 def unpack_entry(fingerprint: int, row: bytes) -> Entry:
     """The entry of a URL row."""
-    host, (_, level, priority, depth, flags), offset = _fields(row)
-    url, offset = _get(row, offset, host)
-    referer, offset = _get(row, offset, host)
+    host, netloc, (_, level, priority, depth, flags), offset = _fields(row)
+    url, offset = _get(row, offset, netloc)
+    referer, offset = _get(row, offset, netloc)
     extra, offset = _get(row, offset)
     blob, _ = _get(row, offset)
     return Entry(fingerprint, url.decode(*_TEXT), host.decode(*_TEXT), level,  # type: ignore[union-attr]
@@ -169,7 +183,7 @@ def unpack_entry(fingerprint: int, row: bytes) -> Entry:
 def row_head(row: bytes) -> tuple[Status, float | None, int, int]:
     """``(status, fetched, seq, level)`` without decoding the entry."""
     fetched = _FETCHED.unpack_from(row, _STATUS.size)[0] if _host_at(row) == HOST_AT else 0.0
-    numbers = _fields(row)[1]
+    numbers = _fields(row)[2]
     return _STATUS_OF_BYTE[row[0]], fetched or None, numbers[0], numbers[1]
 
 

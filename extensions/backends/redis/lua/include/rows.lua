@@ -36,9 +36,10 @@ local function row_varint(row, at)
   end
 end
 -- A tag's rows are an fpmap (include/fpmap.lua): fp in decimal. A stored
--- row leaves its host out when it is the tag's host (field H of the map,
--- set by the first row stored): its status byte is then + $ELIDED. Scripts
--- see whole rows only: row_get puts the host back, row_put takes it out.
+-- row leaves its host field out when it is the tag's (field H of the map,
+-- the host field of the first row stored): its status byte is then +
+-- $ELIDED. Scripts see whole rows only: row_get puts the host back, row_put
+-- takes it out.
 local tag_hosts = {}
 local function tag_host(urls)
   local host = tag_hosts[urls]
@@ -56,15 +57,16 @@ local function row_expand(urls, stored)
   if not stored then return nil end
   local byte = string.byte(stored, 1)
   if byte < 48 + $ELIDED then return stored end
-  local host, first = tag_host(urls), host_first(byte - $ELIDED)
-  return string.char(byte - $ELIDED) .. string.sub(stored, 2, first - 1) .. fpmap_length(#host) .. host ..
+  local first = host_first(byte - $ELIDED)
+  return string.char(byte - $ELIDED) .. string.sub(stored, 2, first - 1) .. tag_host(urls) ..
     string.sub(stored, first)
 end
 local function row_compact(urls, row)
   local byte = string.byte(row, 1)
   local first = host_first(byte)
-  local length, at = row_varint(row, first)
-  local host, tag = string.sub(row, at, at + length - 1), tag_host(urls)
+  local code, at = row_varint(row, first)
+  local length = math.floor(code / 2)
+  local host, tag = string.sub(row, first, at + length - 1), tag_host(urls)
   if not tag then
     redis.call('HSET', urls, 'H', host)
     tag_hosts[urls], tag = host, host
@@ -80,16 +82,19 @@ local function row_del(urls, fp)
   return fpmap_del(urls, fp)
 end
 local function row_set(urls, _, fp, row) return row_put(urls, fp, row) end  -- map_put's SET parameter
--- the host, and the position after it
+-- the host, the position after it, and the host with its port if the row has one
 local function row_host(row)
   local first = $HOST_AT + 1
   if row_unfetched(row) then first = $STATUS_SIZE + 1 end
-  local length, at = row_varint(row, first)
-  return string.sub(row, at, at + length - 1), at + length
+  local code, at = row_varint(row, first)
+  local length = math.floor(code / 2)
+  local netloc = string.sub(row, at, at + length - 1)
+  if code % 2 == 1 then return string.match(netloc, '^(.*):%d*$'), at + length, netloc end
+  return netloc, at + length, netloc
 end
 local URL_FORMS = {[0] = '', [1] = 'http://', [2] = 'https://'}
 local function row_url(row)
-  local host, at = row_host(row)
+  local _, at, host = row_host(row)
   for _ = 1, 5 do _, at = row_varint(row, at) end  -- seq, level, priority, depth, flags
   local code, first = row_varint(row, at)
   local form, length = (code - 1) % 4, math.floor((code - 1) / 4)
