@@ -192,11 +192,10 @@ class HostLeases:
         return found[0] if found else None
 
     def _enqueue_command(self, host: str, entries: Sequence[Entry], force: bool) -> tuple[Any, ...]:
-        seqs = self.store.counters.sequence_numbers(len(entries))
         seen = self.store.seen
         args: list[Any] = []
-        for entry, seq in zip(entries, seqs):
-            args += [entry.fingerprint, pack_row(entry, Status.QUEUED, seq), entry.level]
+        for entry in entries:  # no discovery number: the back queue's lists keep the order
+            args += [entry.fingerprint, pack_row(entry, Status.QUEUED, 0), entry.level]
             if seen is not None:
                 args += seen.member_args(entry.fingerprint)
         keys, tag = self.keys, host_tag(host)

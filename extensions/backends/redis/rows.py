@@ -11,6 +11,8 @@ Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``; a
     host     varint length * 2 + 1 if a port follows, then the host in UTF-8 and
              ``:PORT`` if the URL names one after its host
     seq, level, priority (zigzag: 0, -1, 1 ... as 0, 1, 2 ...), depth, flags: varints
+             (seq, the discovery order, is 0 in rows the host leases file: their
+             back queues' lists keep the order)
     url, referer, extra, blob: a varint, 0 for None, else length * 4 + form + 1,
              then the bytes after what the form leaves out: 0 nothing,
              1 ``http://HOST[:PORT]``, 2 ``https://HOST[:PORT]`` (as in the host field)
