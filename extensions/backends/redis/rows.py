@@ -49,7 +49,7 @@ STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
 _STATUS_OF_BYTE = {**{byte[0]: status for status, byte in STATUS_BYTE.items()},
                    **{byte[0] + UNFETCHED: status for status, byte in STATUS_BYTE.items()}}
 _TEXT = ("utf-8", "surrogatepass")
-CASH_BUCKET_FIELDS = 63  # a cash hashmap's bucket splits past this (extensions/backends/redis/fpmap.py)
+CASH_BUCKET_FIELDS = 127  # a cash hashmap's bucket splits past this, '' included: at most 128 fields, a listpack (fpmap.py)
 ROW_BUCKET_BYTES = 2048  # the same for a URL-row fpmap
 _URL_FORMS = (b"", b"http://", b"https://")  # form 1, 2: the prefix left out (then the host)
 
