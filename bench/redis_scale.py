@@ -9,15 +9,17 @@ stores' public APIs in batches (pipelined):
   files it (the enqueue script of ``HostLeases.enqueue``: row, URL-seen set,
   back queue), one in ``--known-per-page`` fetched (lease, take, finish as
   done: its row trimmed, release), as a crawl leaves them;
-* ``aopic``: the frontier plus every URL's AOPIC cash row (``store.cash.put_cash``);
+* ``aopic``: the frontier plus every URL's AOPIC cash row, written as a
+  crawl's shared ledger writes it (its cash script: each batch's URLs given
+  cash, each fetched page's cash taken);
 * ``exact``: the exact content-seen set, one page per ``--known-per-page`` URLs;
 * ``near``: the near-duplicate index, the same pages (random simhashes,
   sketches of the default size, as of a page of 500 distinct shingles);
 * ``all``: every one of them in one Redis.
 
 The figure is Redis ``used_memory`` growth (``INFO memory``, after a warm-up
-of each command under another prefix) over the known URLs; ``all`` also
-shows where it goes (``MEMORY USAGE`` summed by key kind). With ``--cluster``
+of each command under another prefix) over the known URLs; ``aopic`` and
+``all`` also show where it goes (``MEMORY USAGE`` summed by key kind). With ``--cluster``
 the ``all`` variant also runs on a 3-master cluster and prints each master's
 ``used_memory`` growth and the largest over the smallest.
 
@@ -43,6 +45,7 @@ from redis.cluster import RedisCluster
 from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
 from extensions.backends.redis.fpset import FingerprintSetLayout, RedisFingerprintSet
 from extensions.backends.redis.leases import HostLeases
+from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.store import RedisStore
 from extensions.contentseen.nearindex import BlockLayout
@@ -83,6 +86,9 @@ def run_frontier(url: str, prefix: str, count: int, hosts: int, per_page: int, c
     store = RedisStore(url, prefix, seen=FingerprintSetLayout())
     store.open()
     leases = HostLeases(store, "bench", ttl=600.0, shards=4)
+    ledger = SharedLedger(store) if cash else None
+    if ledger is not None:
+        ledger.load()
     now = 1_000.0
     for batch in urls(count, hosts):
         by_host: dict[str, list[Entry]] = {}
@@ -92,8 +98,8 @@ def run_frontier(url: str, prefix: str, count: int, hosts: int, per_page: int, c
         answers = store.call(*[leases._enqueue_command(host, entries, False) for host, entries in by_host.items()])
         for answer in answers:
             leases._enqueued(answer)
-        if cash:
-            store.cash.put_cash([(fp, 1.0, 0.0, now, 0) for fp, _, _ in batch])
+        if ledger is not None:  # the batch's URLs get cash (one cash script, as a page's outlinks)
+            ledger._run(None, [fp for fp, _, _ in batch], 0, 1.0, "put")
         fetches = len(batch) // per_page
         for host in list(by_host)[:fetches]:
             if not leases.acquire([(host, b"0")]):
@@ -101,6 +107,8 @@ def run_frontier(url: str, prefix: str, count: int, hosts: int, per_page: int, c
             taken = leases.take(host)
             if taken.entry is not None:
                 leases.finish(host, taken.entry.fingerprint, Status.DONE, now)
+                if ledger is not None:  # its cash to its history (the long row) and Lambda
+                    ledger.take(taken.entry.fingerprint)
             leases.release(host, 0.0, False, None)
         store.checkpoint()
         now += 1.0
@@ -195,7 +203,7 @@ def measure(variant: str, url: str, clients: list[redis.Redis], count: int, host
     run_variant(variant, url, "web", count, hosts, per_page)
     seconds = time.perf_counter() - started
     grown = [after - base for after, base in zip(used_memory(clients), before)]
-    return grown, seconds, by_kind(clients, "web") if variant == "all" else []
+    return grown, seconds, by_kind(clients, "web") if variant in ("aopic", "all") else []
 
 
 def single(variant: str, count: int, hosts: int, per_page: int) -> tuple[list[int], float, list[Counter[str]]]:
@@ -239,19 +247,19 @@ def main(argv: list[str] | None = None) -> None:
           f"({args.urls // args.known_per_page:,} pages)\n")
     print("| variant | Redis bytes / known URL | bytes / page | seconds |")
     print("|---|---:|---:|---:|")
-    kinds: Counter[str] = Counter()
+    kinds: dict[str, Counter[str]] = {}
     for variant in chosen:
         grown, seconds, sizes = single(variant, args.urls, hosts, args.known_per_page)
-        for counter in sizes:
-            kinds.update(counter)
+        if sizes:
+            kinds[variant] = sum(sizes, Counter())
         pages_count = max(args.urls // args.known_per_page, 1)
         print(f"| {variant} | {sum(grown) / args.urls:.1f} | {sum(grown) / pages_count:.0f} | {seconds:.0f} |",
               flush=True)
-    if kinds:
-        print("\n'all', MEMORY USAGE by key kind (bytes / known URL):\n")
+    for variant, sizes in kinds.items():
+        print(f"\n'{variant}', MEMORY USAGE by key kind (bytes / known URL):\n")
         print("| keys | bytes / known URL |")
         print("|---|---:|")
-        for kind, size in kinds.most_common():
+        for kind, size in sizes.most_common():
             print(f"| {kind} | {size / args.urls:.1f} |")
     if args.cluster:
         grown, seconds, sizes = cluster(args.urls, hosts, args.known_per_page)

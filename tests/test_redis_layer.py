@@ -151,24 +151,50 @@ def test_a_port_after_the_host_is_kept_once_with_the_host(redis_server: RedisSer
     client.close()
 
 
-@pytest.mark.parametrize("row", [(0.25, 0.0, 3.5, 0), (0.25, 1.5, 3.5, 2)], ids=["never-fetched", "fetched"])
-def test_the_lua_cash_accessors_read_and_write_what_pack_cash_does(
-        redis_server: RedisServer, row: tuple[float, float, float, int]) -> None:
-    """A cash row never fetched is packed short (cash and mark only), a
-    fetched one whole; Lua (lua/include/cash.lua) writes the bytes Python
-    writes into the tag's hashmap and reads back what it wrote."""
+@pytest.mark.parametrize("row", [(0.25, 0.0, 0), (-3.25, 1.5, 2)], ids=["never-fetched", "fetched"])
+def test_the_lua_cash_accessors_write_settled_rows_python_reads(
+        redis_server: RedisServer, row: tuple[float, float, int]) -> None:
+    """Lua (lua/include/cash.lua) writes a row settled at dividend 0: u
+    alone (8 bytes) until fetched, then u, history, visits (24); the bytes
+    pack_cash writes for mark 0, read back as Python reads them."""
     client = redis.Redis.from_url(redis_server.url)
     fp = -(1 << 62) - 12345
     read, written = client.eval(source("include/cash") + """
-      put(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
+      put(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
       local row = get(KEYS[1], ARGV[1])
-      return {{tostring(row[1]), tostring(row[2]), tostring(row[3]), tostring(row[4])}, hashmap_get(KEYS[1], ARGV[1])}
+      return {{tostring(row[1]), tostring(row[2]), tostring(row[3])}, hashmap_get(KEYS[1], ARGV[1])}
     """, 1, "cash-test", fp, *row)
-    assert [float(value) for value in read] == list(row)
-    assert written == pack_cash(*row) and unpack_cash(written) == row
-    assert len(pack_cash(*row)) == (16 if row[1] == 0 else 32)
+    u, history, visits = row
+    assert [float(value) for value in read] == [u, history, visits]
+    assert len(written) == (8 if visits == 0 else 24)
+    assert written == pack_cash(u, history, 0.0, visits) and unpack_cash(written) == (u, history, 0.0, visits)
     client.delete("cash-test", *client.keys("cash-test:*"))
     client.close()
+
+
+@pytest.mark.parametrize("row", [(0.25, 0.0, 3.5, 0), (0.25, 1.5, 3.5, 2)], ids=["never-fetched", "fetched"])
+def test_the_lua_cash_accessors_read_rows_with_a_mark_settled(
+        redis_server: RedisServer, row: tuple[float, float, float, int]) -> None:
+    """A row Python wrote with a mark (16 or 32 bytes) reads in Lua as
+    u = cash - mark, its history and visits, and in Python as it was put."""
+    client = redis.Redis.from_url(redis_server.url)
+    fp = -(1 << 62) - 12345
+    packed = pack_cash(*row)
+    assert len(packed) == (16 if row[3] == 0 else 32) and unpack_cash(packed) == row
+    read = client.eval(source("include/cash") + """
+      hashmap_set_member(KEYS[1], 63, fp_member(ARGV[1]), ARGV[2])
+      local row = get(KEYS[1], ARGV[1])
+      return {tostring(row[1]), tostring(row[2]), tostring(row[3])}
+    """, 1, "cash-test", fp, packed)
+    cash, history, mark, visits = row
+    assert [float(value) for value in read] == [cash - mark, history, visits]
+    client.delete("cash-test", *client.keys("cash-test:*"))
+    client.close()
+
+
+def test_a_cash_row_of_another_length_is_refused() -> None:
+    with pytest.raises(ValueError, match="cash row of 12 bytes"):
+        unpack_cash(bytes(12))
 
 
 def _crawler(url: str, prefix: str, **extra: Any) -> Any:

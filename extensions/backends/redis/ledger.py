@@ -6,8 +6,11 @@ inside scripts, atomically and once: :data:`CASH` (a fetched page's take and
 split, or a seed's cash) and :data:`CRAWL_LAMBDA`. On a single Redis a page
 is one script; a Redis Cluster runs :data:`CASH` per slot, then :data:`JOIN`
 charges the tax and the dividends owed by rows created with a stale ``d``
-to Lambda, so the total stays exact in any order. Conservation, summed over
-the rows in Redis (:meth:`SharedLedger.totals`)::
+to Lambda, so the total stays exact in any order. The scripts write each
+row settled at dividend 0 (its cash at ``D`` is ``u + D``: lua/include/cash.lua);
+on a cluster a process settles at its own view ``d`` of the dividend, never
+above ``D``, and a take leaves ``D - d`` in the row. Conservation, summed
+over the rows in Redis (:meth:`SharedLedger.totals`; mark 0 in settled rows)::
 
     sum(cash + D - mark) + Lambda == put_in
 

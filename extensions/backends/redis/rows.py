@@ -17,9 +17,12 @@ Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``; a
              then the bytes after what the form leaves out: 0 nothing,
              1 ``http://HOST[:PORT]``, 2 ``https://HOST[:PORT]`` (as in the host field)
 
-A cash row (a URL's value in the fpmap ``P:{T}:cash``): cash and mark
-(doubles), then, unless both are zero, history (double) and visits
-(int64), big-endian.
+A cash row (a URL's value in the fpmap ``P:{T}:cash``), big-endian: its
+cash settled at dividend 0, ``u`` (double; its cash at dividend ``D`` is
+``u + D``), then, once fetched, history (double) and visits (int64): 8 or
+24 bytes. Rows with a mark (the older forms, and rows Python writes with a
+mark other than 0) are cash, mark (16 bytes) or cash, history, mark, visits
+(32 bytes); every reader takes the four lengths.
 
 Scripts read rows only through ``lua/include/rows.lua`` (which stores a
 row without its host when it is the tag's, and puts it back when read:
@@ -42,8 +45,10 @@ def tag_of(fingerprint: int) -> str:
 
 _STATUS = struct.Struct(">c")
 _FETCHED = struct.Struct(">d")
-_CASH = struct.Struct(">dddq")
-_CASH_SHORT = struct.Struct(">dd")  # a cash row never fetched: cash, mark
+_CASH = struct.Struct(">dddq")  # cash, history, mark, visits
+_CASH_SHORT = struct.Struct(">dd")  # a row never fetched: cash, mark
+_CASH_SETTLED = struct.Struct(">ddq")  # settled at mark 0: u, history, visits
+_CASH_SETTLED_SHORT = struct.Struct(">d")  # a row never fetched settled at mark 0: u
 HOST_AT = _STATUS.size + _FETCHED.size  # byte offset of a fetched row's host (its length first)
 UNFETCHED = 16  # added to the status byte of a row never fetched (no fetch time)
 ELIDED = 32  # added to the status byte of a stored row whose host is its tag's (left out)
@@ -51,7 +56,7 @@ STATUS_BYTE = {status: str(int(status)).encode() for status in Status}
 _STATUS_OF_BYTE = {**{byte[0]: status for status, byte in STATUS_BYTE.items()},
                    **{byte[0] + UNFETCHED: status for status, byte in STATUS_BYTE.items()}}
 _TEXT = ("utf-8", "surrogatepass")
-CASH_BUCKET_FIELDS = 63  # a cash hashmap's bucket splits past this (extensions/backends/redis/fpmap.py)
+CASH_BUCKET_FIELDS = 127  # a cash hashmap's bucket splits past this, '' included: at most 128 fields, a listpack (fpmap.py)
 ROW_BUCKET_BYTES = 2048  # the same for a URL-row fpmap
 _URL_FORMS = (b"", b"http://", b"https://")  # form 1, 2: the prefix left out (then the host)
 
@@ -67,6 +72,10 @@ LUA_PARAMETERS = {
     "CASH_FORMAT": _CASH.format.replace("q", "i8"),
     "CASH_SHORT_FORMAT": _CASH_SHORT.format,
     "CASH_SHORT_SIZE": _CASH_SHORT.size,
+    "CASH_SETTLED_FORMAT": _CASH_SETTLED.format.replace("q", "i8"),
+    "CASH_SETTLED_SHORT_FORMAT": _CASH_SETTLED_SHORT.format,
+    "CASH_SETTLED_SIZE": _CASH_SETTLED.size,
+    "CASH_SETTLED_SHORT_SIZE": _CASH_SETTLED_SHORT.size,
     "CASH_BUCKET_FIELDS": CASH_BUCKET_FIELDS,
     "ROW_BUCKET_BYTES": ROW_BUCKET_BYTES,
 }
@@ -199,13 +208,26 @@ def fetched_bytes(now: float) -> bytes:
 
 
 def pack_cash(cash: float, history: float, mark: float, visits: int) -> bytes:
-    if not history and not visits:
-        return _CASH_SHORT.pack(cash, mark)
-    return _CASH.pack(cash, history, mark, visits)
+    """A cash row as the scripts write it (mark 0: 8 bytes, or 24 once
+    fetched), or with its mark (16 or 32 bytes); read back as it was put."""
+    fetched = bool(history or visits)
+    if mark == 0.0:
+        return _CASH_SETTLED.pack(cash, history, visits) if fetched else _CASH_SETTLED_SHORT.pack(cash)
+    return _CASH.pack(cash, history, mark, visits) if fetched else _CASH_SHORT.pack(cash, mark)
 
 
 def unpack_cash(value: bytes) -> tuple[float, float, float, int]:
-    if len(value) == _CASH_SHORT.size:
+    """``(cash, history, mark, visits)`` of a row of any of the four forms
+    (its cash at dividend ``D``: ``cash + D - mark``)."""
+    size = len(value)
+    if size == _CASH_SETTLED_SHORT.size:
+        return _CASH_SETTLED_SHORT.unpack(value)[0], 0.0, 0.0, 0
+    if size == _CASH_SETTLED.size:
+        cash, history, visits = _CASH_SETTLED.unpack(value)
+        return cash, history, 0.0, visits
+    if size == _CASH_SHORT.size:
         cash, mark = _CASH_SHORT.unpack(value)
         return cash, 0.0, mark, 0
-    return _CASH.unpack(value)  # type: ignore[return-value]
+    if size == _CASH.size:
+        return _CASH.unpack(value)  # type: ignore[return-value]
+    raise ValueError(f"a cash row of {size} bytes (8, 16, 24 or 32 expected)")

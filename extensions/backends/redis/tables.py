@@ -303,7 +303,10 @@ class RedisHostTable:
 
 
 class RedisCashTable:
-    """AOPIC's cash rows in the hashmaps ``P:{T}:cash`` (formats: :mod:`.rows`, :mod:`.fpmap`)."""
+    """AOPIC's cash rows in the hashmaps ``P:{T}:cash`` (formats: :mod:`.rows`, :mod:`.fpmap`).
+
+    Rows read back as they were put; the ledger's scripts write rows settled
+    at mark 0, read as ``(u, history, 0.0, visits)``."""
 
     def __init__(self, keys: Keys, connection: Connection, rows: FingerprintMaps) -> None:
         self.keys, self._connection, self._rows = keys, connection, rows

@@ -5,9 +5,12 @@
 -- credits here), take (key index, 0: none), take member, credit
 -- amount ('': the split's share), mode ('': the credits are the split;
 -- 'put': cash put in; 'seed': put in, only for URLs without cash), then
--- key index and member per credit (members: 5 bytes, fpmap.py's). A row is settled at the larger of
--- d and its own mark (a lower bound of the dividend), so a stale d never
--- takes more than the row holds. Returns {cash taken, history, visits,
+-- key index and member per credit (members: 5 bytes, fpmap.py's). Rows
+-- hold u, their cash at dividend 0 (include/cash.lua): a row's cash is
+-- u + d, a new row's u is -d (cash 0 at d), a credit adds to u. A take
+-- leaves u = -d and takes u + d, or nothing if that is not positive: with
+-- a stale d (lower than the ledger's D) it takes less than the row holds
+-- and the difference, D - d, stays in the row. Returns {cash taken, history, visits,
 -- share, to Lambda, new rows, cash put in, per credit before, after (doubles)
 -- and existed (a byte) packed big-endian in one string, ledger state or {}}.
 --- @include "ledger"
@@ -18,15 +21,16 @@ local d, tax, outlinks = s.dividend, tonumber(ARGV[3]), tonumber(ARGV[4])
 local new, put_in, cash, history, visits, to_lambda, share = 0, 0, 0, 0, 0, 0, 0
 local take = tonumber(ARGV[5])
 if take > 0 then
-  local row, mark = cash_get(KEYS[take], ARGV[6]), d
+  local row = cash_get(KEYS[take], ARGV[6])
+  local u = -d
   if row then
-    mark = math.max(d, row[3])
-    cash, history, visits = row[1] + (mark - row[3]), row[2], row[4]
+    u, history, visits = row[1], row[2], row[3]
+    if u + d > 0 then cash, u = u + d, -d end
   else
     new = new + 1
   end
   history, visits = history + cash, visits + 1
-  cash_put(KEYS[take], ARGV[6], 0, history, mark, visits)
+  cash_put(KEYS[take], ARGV[6], u, history, visits)
   if outlinks <= 0 then
     to_lambda = cash
   else
@@ -41,17 +45,15 @@ local credits = {}
 for i = 9, #ARGV, 2 do
   local key, fp = KEYS[tonumber(ARGV[i])], ARGV[i + 1]
   local row = cash_get(key, fp)
-  local before, hist, vis, mark, existed = 0, 0, 0, d, 0
-  if row then
-    mark = math.max(d, row[3])
-    before, hist, vis, existed = row[1] + (mark - row[3]), row[2], row[4], 1
-  end
+  local u, hist, vis, existed = -d, 0, 0, 0
+  if row then u, hist, vis, existed = row[1], row[2], row[3], 1 end
+  local before = math.max(0, u + d)
   local after = before
   if amount > 0 and not (mode == 'seed' and before ~= 0) then
     after = before + amount
     if mode ~= '' then put_in = put_in + amount end
     if existed == 0 then new = new + 1 end
-    cash_put(key, fp, after, hist, mark, vis)
+    cash_put(key, fp, u + amount, hist, vis)
   end
   credits[#credits + 1] = struct.pack('>ddB', before, after, existed)
 end

@@ -1,24 +1,33 @@
--- A cash row as {cash, history, mark, visits} in a tag's cash hashmap (format:
--- extensions/backends/redis/rows.py: a row never fetched, history and visits
--- zero, keeps cash and mark only): by member (5 bytes, fpmap.py's) with
--- cash_get and cash_put, by fingerprint in decimal with get and put.
+-- A cash row as {u, history, visits} in a tag's cash hashmap, u its cash
+-- settled at dividend 0 (its cash at dividend D is u + D; format:
+-- extensions/backends/redis/rows.py). Rows are written settled: u alone
+-- (8 bytes) until fetched, then u, history, visits (24); rows with a mark
+-- (16 or 32 bytes: cash, mark or cash, history, mark, visits) are read as
+-- u = cash - mark. By member (5 bytes, fpmap.py's) with cash_get and
+-- cash_put, by fingerprint in decimal with get and put.
 --- @include "hashmap"
 local function cash_get(map, member)
   local packed = hashmap_get_member(map, member)
   if not packed then return nil end
-  if #packed == $CASH_SHORT_SIZE then
+  local size = #packed
+  if size == $CASH_SETTLED_SHORT_SIZE then
+    return {struct.unpack('$CASH_SETTLED_SHORT_FORMAT', packed), 0, 0}
+  elseif size == $CASH_SETTLED_SIZE then
+    local u, h, v = struct.unpack('$CASH_SETTLED_FORMAT', packed)
+    return {u, h, v}
+  elseif size == $CASH_SHORT_SIZE then
     local c, m = struct.unpack('$CASH_SHORT_FORMAT', packed)
-    return {c, 0, m, 0}
+    return {c - m, 0, 0}
   end
   local c, h, m, v = struct.unpack('$CASH_FORMAT', packed)
-  return {c, h, m, v}
+  return {c - m, h, v}
 end
-local function cash_put(map, member, c, h, m, v)
+local function cash_put(map, member, u, h, v)
   if h == 0 and v == 0 then
-    hashmap_set_member(map, $CASH_BUCKET_FIELDS, member, struct.pack('$CASH_SHORT_FORMAT', c, m))
+    hashmap_set_member(map, $CASH_BUCKET_FIELDS, member, struct.pack('$CASH_SETTLED_SHORT_FORMAT', u))
   else
-    hashmap_set_member(map, $CASH_BUCKET_FIELDS, member, struct.pack('$CASH_FORMAT', c, h, m, v))
+    hashmap_set_member(map, $CASH_BUCKET_FIELDS, member, struct.pack('$CASH_SETTLED_FORMAT', u, h, v))
   end
 end
 local function get(map, fp) return cash_get(map, fp_member(fp)) end
-local function put(map, fp, c, h, m, v) return cash_put(map, fp_member(fp), c, h, m, v) end
+local function put(map, fp, u, h, v) return cash_put(map, fp_member(fp), u, h, v) end
