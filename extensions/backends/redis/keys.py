@@ -17,7 +17,7 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:{bloom-N}:bloom string the URL-seen Bloom filter's shard for the slot of
                       the tags {T} it serves (FRONTIER_SEEN_BACKEND "bloom",
                       see extensions/backends/redis/bloom.py)
-    P:{T}:cash        hash  AOPIC's (cash, history, mark, visits) per fingerprint:
+    P:{T}:cash        hash  AOPIC's cash row per fingerprint (settled at dividend 0, rows.py):
                       the directory (D, N) of the bucket hashes P:{T}:cash:d:p
                       (extensions/backends/redis/fpmap.py, HashMaps)
     P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
