@@ -1,15 +1,6 @@
-"""PageRank on the crawled link graph, and Spearman's rank correlation.
-
-PageRank (Brin and Page) by power iteration: ``x <- d * (x over out-links)
-+ (1 - d) / n + d * (dangling mass) / n``, a page without out-links
-spreading its score over every page (the usual fix, so scores sum to 1).
-One iteration is one pass over the arcs (``numpy.bincount`` of the
-targets weighted by the sources' share).
-
-Spearman's rho is Pearson's correlation of the ranks, ties given their
-average rank: what the literature compares AOPIC's history with PageRank
-by (Abiteboul, Preda and Cobena, WWW 2003).
-"""
+"""PageRank by power iteration (dangling mass spread over every page, so
+scores sum to 1), and Spearman's rank correlation (ties get their average
+rank), with which AOPIC's history is compared to PageRank."""
 
 from __future__ import annotations
 
