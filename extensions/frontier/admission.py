@@ -1,12 +1,6 @@
-"""Admission: which URLs the frontier files, and the rows of those it keeps out.
-
-It answers the URL-seen test, whether a ``dont_filter`` request is a start
-request's first copy in this run (then it is tested too) or needs a
-fingerprint of its own, and whether its host is over
-``FRONTIER_HOST_BUDGET``; and it writes the rows of URLs refused
-(``refused``, the reason in ``extra``), excluded (``excluded``) and
-deferred for this run (``deferred``).
-"""
+"""Admission: the URL-seen test with its ``dont_filter`` and per-host budget
+(``FRONTIER_HOST_BUDGET``) rules, and the rows of URLs refused, excluded or
+deferred."""
 
 from __future__ import annotations
 
@@ -71,10 +65,9 @@ class Admission:
         return copy
 
     def over_budget(self, entry: Entry) -> bool:
-        """Whether ``entry`` is kept out by the per-host budget (a trap defence):
-        once its host has ``host_budget`` known URLs, a new one is refused (its
-        row written) and a known one is a duplicate; counted either way. Counts
-        live in a bounded LRU over the store's per-host count."""
+        """Whether ``entry`` is over its host's ``host_budget`` known URLs (a trap
+        defence): a new URL is refused (row written), a known one is a duplicate;
+        counted either way."""
         if not self.host_budget:
             return False
         count = self._host_count(entry)

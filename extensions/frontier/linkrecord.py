@@ -1,16 +1,7 @@
-"""Recording the link graph: every fetched page's outlinks, by URL fingerprint.
-
-With ``LINKGRAPH_RECORD`` the frontier writes into ``store.links``: a
-judged page (its final URL) gets its accepted outlinks (after the URL and
-trap filters, before the URL-seen test, also for duplicates and with AOPIC
-off), and a redirect gets its ``Location`` as its one outlink. Ids are the
-URL database's keys (the fingerprints admission files URLs under); each
-list goes with the page's URL and its targets' canonical URLs (the ones
-fingerprinted), for stores that name the graph without URL rows. On
-SQLite the lists go into the store's open transaction with the page's
-other writes; on Redis into this process's link segments, flushed at each
-checkpoint.
-"""
+"""Recording the link graph (``LINKGRAPH_RECORD``): each judged page's
+accepted outlinks (after URL and trap filters, before URL-seen), a
+redirect's ``Location`` as its one outlink, by URL-table fingerprint, with
+the page's and targets' canonical URLs, into ``store.links``."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
-"""The frontier's storage seams, split by concern as Frontera split them.
+"""The frontier's storage seams, one narrow protocol per concern (as Frontera).
 
-The frontier keeps only fixed-size buffers in memory and talks to storage
-through the narrow protocols below. The :class:`URLTable` is authoritative:
-its key set is the exact URL-seen set, and the :class:`RequestQueues` of
-fingerprints can always be rebuilt from its ``queued``/``inflight`` rows.
-A :class:`FrontierStore` hands out one table object per concern
-(``store.urls``, ``store.cash`` ...) and owns the lifecycle: open (raising
-:class:`FrontierStoreError` naming the file), checkpoint, close (clean or
-not), and ``clean``, whether the previous run closed cleanly.
-Implementations live in :mod:`extensions.backends`.
-"""
+The :class:`URLTable` is authoritative: its keys are the exact URL-seen set
+and :class:`RequestQueues` can be rebuilt from its queued and in-flight
+rows. A :class:`FrontierStore` hands out the tables and owns open (raising
+:class:`FrontierStoreError`), checkpoint, close and ``clean``."""
 
 from __future__ import annotations
 
@@ -212,16 +206,12 @@ class ContentGroups(Protocol):
 
 @runtime_checkable
 class LinkTable(Protocol):
-    """Per fetched page (its fingerprint), its accepted outlinks' fingerprints
-    in the order found, each once. SQLite writes a list with the page's other
-    changes; Redis appends it to this process's segment files
-    (:mod:`extensions.linkgraph.segmentlinks`), flushed at every checkpoint."""
+    """Per fetched page (fingerprint), its accepted outlinks' fingerprints in
+    the order found, each once."""
 
     def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
-        """``source``'s outlinks (duplicates dropped, first kept); replaces
-        any earlier list of ``source`` (a re-fetch). ``url`` and
-        ``target_urls`` (one per target): the URLs, kept by stores that name
-        the graph's nodes without URL rows."""
+        """``source``'s outlinks (first of duplicates kept), replacing an earlier
+        list; ``url`` and ``target_urls`` (one per target) for stores that name nodes."""
 
     def targets_of(self, source: int) -> list[int] | None:
         """``source``'s recorded outlinks, None if it has no list."""
@@ -393,10 +383,9 @@ class FrontierStore(Protocol):
 
 @runtime_checkable
 class WriteAheadStore(Protocol):
-    """A store cheap enough to commit on every scheduler call (SQLite: a WAL
-    append). With ``FRONTIER_WRITE_AHEAD`` the frontier commits before it
-    hands out a request, so after a kill the in-flight rows are exactly the
-    requests that may have been fetched and not finished."""
+    """A store cheap enough to commit before every hand-out
+    (``FRONTIER_WRITE_AHEAD``): after a kill the in-flight rows are exactly the
+    requests that may have been fetched."""
 
     def commit(self, before: Callable[[], None] | None = None) -> bool:
         """If anything changed since the last commit: run ``before`` (into the
