@@ -1,11 +1,6 @@
-"""Python's cyclic garbage collector tuned for a long crawl.
-
-Startup objects are never garbage, yet each full collection walks them.
-When the engine starts, :class:`CollectorTuning` collects once, freezes the
-survivors (:func:`gc.freeze`, ``GC_FREEZE``) and sets the thresholds to
-``GC_THRESHOLD``; when the last crawl of the process stops, both are put
-back. Stats: ``gc/collections/<generation>``, ``gc/collected``, ``gc/frozen``.
-"""
+"""Python's cyclic garbage collector tuned for a long crawl: at engine start
+collect once, freeze the survivors (``GC_FREEZE``) and set ``GC_THRESHOLD``;
+restored when the process's last crawl stops. Stats ``gc/*``."""
 
 from __future__ import annotations
 

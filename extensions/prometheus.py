@@ -129,11 +129,8 @@ def is_number(value: object) -> bool:
 
 
 class CrawlStatsCollector(Collector):
-    """Metric families from a snapshot of the crawler's stats, at each scrape.
-
-    ``snapshot`` returns the stats as a plain dict (called from the HTTP
-    server's thread); ``process`` names this crawler process in the labels
-    of crawl-wide gauges."""
+    """Metric families from ``snapshot()`` of the crawler's stats at each scrape
+    (called on the server's thread); ``process`` labels crawl-wide gauges."""
 
     def __init__(self, snapshot: Callable[[], Mapping[str, Any]], process: str) -> None:
         self.snapshot = snapshot

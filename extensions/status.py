@@ -1,13 +1,7 @@
-"""The status of a running or finished crawl, read from its store: :class:`CrawlStatus`.
-
-:func:`collect` builds one snapshot from a store opened read-only, so a
-running crawl is not disturbed; ``scrapy crawlstatus`` prints it
-(:func:`render`) or dumps it (:func:`as_json`). Rates come from the URL
-rows' fetch times (a row keeps only its latest fetch, so a continuous
-crawl counts URLs fetched, not fetches) and the crawl's
+"""The status of a crawl read from its store opened read-only
+(``scrapy crawlstatus``): rates from the URL rows' latest fetch times and the
 ``PROGRESS_REPORT_FILE``; hosts, errors and refusals from ``store.census``;
-held origins only where the store keeps them (else ``held`` is None).
-"""
+held origins where the store keeps them (else None)."""
 
 from __future__ import annotations
 
