@@ -1,17 +1,14 @@
-"""robots.txt exclusion as a downloader middleware, by RFC 9309.
+"""robots.txt exclusion by RFC 9309, in place of Scrapy's ``RobotsTxtMiddleware``
+(same ``ROBOTSTXT_OBEY``).
 
-Replaces Scrapy's ``RobotsTxtMiddleware`` under the same ``ROBOTSTXT_OBEY``:
-a 5xx or network error (``RETRY_EXCEPTIONS``) holds the origin
-(``origin_held``) and retries with exponential back-off, deferring it for
-the run (``origin_deferred``) after ``ROBOTSTXT_RETRY_TIMES`` and treating
-it as having no robots.txt after ``ROBOTSTXT_UNREACHABLE_PERIOD``; parsed
-rules live in a bounded, expiring LRU; ``robots_rules_parsed`` carries the
-Crawl-delay to the frontier, which answers with the wait before the host's
-next fetch; an excluded URL is announced with ``request_excluded``;
-``Sitemap:`` lines are recorded and, with ``ROBOTSTXT_SITEMAP_SEEDS``,
-scheduled. One fetch per origin serves every waiting request. Without the
-frontier, a request for an unreachable origin is dropped and counted.
-"""
+One fetch per origin serves every waiting request; parsed rules live in a
+bounded, expiring LRU. A 5xx or network error holds the origin
+(``origin_held``) and retries with back-off, deferring it after
+``ROBOTSTXT_RETRY_TIMES`` and treating it as open after
+``ROBOTSTXT_UNREACHABLE_PERIOD``. ``robots_rules_parsed`` carries the
+Crawl-delay to the frontier; an excluded URL is announced with
+``request_excluded``; ``Sitemap:`` lines are recorded (and scheduled with
+``ROBOTSTXT_SITEMAP_SEEDS``)."""
 
 from __future__ import annotations
 
