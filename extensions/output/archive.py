@@ -1,12 +1,6 @@
-"""The archive's own index for revisit records: payload digest -> the first
-record holding that payload, and URI -> the URI's latest capture.
-
-:class:`SqliteArchiveIndex`: ``JOBDIR/warc-archive.sqlite3`` (a temporary
-file without ``JOBDIR``), tables ``digests`` (digest -> uri, date, record
-id; the first stays) and ``captures`` (uri -> digest, date, record id; the
-latest stays), each addition committed after its record is on disk. The
-crawl's backend hands out the index that goes with its state.
-"""
+"""The archive's index for revisit records (:class:`SqliteArchiveIndex`,
+``JOBDIR/warc-archive.sqlite3``): payload digest -> its first record, URI ->
+its latest capture, each addition committed once its record is on disk."""
 
 from __future__ import annotations
 
