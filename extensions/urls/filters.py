@@ -1,8 +1,5 @@
-"""Mercator's URL filter: which discovered URLs may enter the frontier.
-
-Built-in tests cheapest first, then an optional ``URL_FILTER_CLASS`` with
-``allows(url) -> bool``; refusals are counted as ``urlfilter/filtered/<reason>``.
-"""
+"""Mercator's URL filter: built-in tests cheapest first, then an optional
+``URL_FILTER_CLASS`` (``allows(url) -> bool``); refusals ``urlfilter/filtered/<reason>``."""
 
 from __future__ import annotations
 
