@@ -1,11 +1,6 @@
-"""What the report plots: stats sampled over time, and bounded tallies.
-
-:class:`StatsSeries` keeps at most ``max_samples`` samples of cumulative
-counters and gauges; when full, every other sample is dropped (the first
-and newest kept), and rates between neighbours stay exact averages.
-:class:`BoundedTally` counts keys in at most ``max_keys`` entries; when
-full, the smaller half goes into ``other``.
-"""
+"""What the report plots: :class:`StatsSeries` (at most ``max_samples``;
+when full every other dropped, first and newest kept) and
+:class:`BoundedTally` (at most ``max_keys``; the smaller half into ``other``)."""
 
 from __future__ import annotations
 
