@@ -245,8 +245,10 @@ class Frontier(BaseScheduler):
         only FingerprinterError (a project's fingerprinter)."""
         try:
             fp, host = url_fingerprint(request.url, request.method, request.body, request)
-        except ValueError:
-            return self._unfiled(request)
+        except ValueError:  # no host to be polite to (``data:``): handed out as it is
+            self.unfiled.append(request)
+            self.note("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
+            return True
         admission = self.admission
         bypass = request.dont_filter and not admission.first_seed_copy(request, fp)
         if not bypass and admission.known(fp):
@@ -297,12 +299,6 @@ class Frontier(BaseScheduler):
         if self.options.write_ahead:
             self.write_ahead.request()
         return request
-
-    def _unfiled(self, request: Request) -> bool:
-        """A URL with no host to be polite to (``data:``), or not canonical: handed out as it is."""
-        self.unfiled.append(request)
-        self.note("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
-        return True
 
     def _arm_timer(self, now: float) -> None:
         due = self.dispatch.next_due(now)
