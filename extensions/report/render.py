@@ -48,8 +48,7 @@ class Snapshot:
 
 
 def write_report(directory: Path, snapshot: Snapshot) -> list[Path]:
-    """Write the plots, then ``index.html`` (last: it links the plots).
-    Returns the paths written."""
+    """Write the plots, then ``index.html`` (it links them); the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
     plots = {
         "rates.png": plot_rates(snapshot.series),
