@@ -36,9 +36,8 @@ _NO_RELS: frozenset[str] = frozenset()
 
 
 class LinkScan:
-    """A scan target collecting, in one pass, the first ``<base href>`` and
-    each followable ``href`` (fragment cut) with the number of elements
-    carrying it; ``done`` once it holds ``max_links`` of them."""
+    """Scan target collecting the first ``<base href>`` and each followable ``href``
+    (fragment cut) with its element count; ``done`` at ``max_links`` of them."""
 
     def __init__(self, max_links: int, ignore_nofollow: bool) -> None:
         self.max_links = max_links

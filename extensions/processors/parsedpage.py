@@ -31,9 +31,8 @@ _TAG = attrgetter("tag")
 
 
 class ParsedPage:
-    """What the HTML processors and content-seen read of one page: ``exact``
-    means ``tags`` and ``link_elements`` match a scan (else empty); ``text`` is
-    None unless asked for."""
+    """What the HTML processors and content-seen read of one page; ``exact``: ``tags``
+    and ``link_elements`` match a scan (else empty); ``text`` None unless asked for."""
 
     __slots__ = ("exact", "link_elements", "read_bytes", "tags", "text", "truncated", "__weakref__")
 
