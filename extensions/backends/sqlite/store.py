@@ -78,9 +78,8 @@ _SCHEMA = REVISITS_SCHEMA + _SCHEMA  # the view reads the revisits table
 
 
 class SQLiteStore:
-    """The tables of :mod:`.tables` (and links, re-visits, census) on one
-    connection and one open transaction, which this object opens, commits
-    and closes; the tables share its row cache."""
+    """The tables of :mod:`.tables` on one connection and open transaction, which
+    this object opens, commits and closes; the tables share its row cache."""
 
     def __init__(self, path: str | Path, cache_mb: int = 8, max_mb: float | None = None) -> None:
         self.path = Path(path)
@@ -172,8 +171,7 @@ class SQLiteStore:
         self._committed_changes = db.total_changes
 
     def commit(self, before: Callable[[], None] | None = None) -> bool:
-        """Commit if anything changed; whether it did. ``before`` runs first in the
-        same transaction. Cheap when nothing changed."""
+        """Commit (``before`` first, in the same transaction) if anything changed; whether it did."""
         if self._require().total_changes == self._committed_changes:
             return False
         if before is not None:
