@@ -30,9 +30,8 @@ ETAG, LAST_MODIFIED = b"ETag", b"Last-Modified"
 
 
 def clean_etag(value: Any) -> str | None:
-    """An entity tag fit to send back (unquoted tags are kept), or None if it
-    cannot be one header line's text (not a string, empty, too long, control
-    characters or beyond Latin-1)."""
+    """An entity tag fit to send back (unquoted kept), or None if it cannot be one
+    header line's text (not a string, empty, too long, controls, beyond Latin-1)."""
     if not isinstance(value, str):
         return None
     value = value.strip(" \t")

@@ -81,9 +81,8 @@ SHORTEST_INTERVAL_MU = _shortest_ratio()
 
 
 def change_rate(visits: int, changes: int, observed: float) -> float | None:
-    """Changes per second estimated from ``visits`` fetches spread over
-    ``observed`` seconds (first to last fetch) of which ``changes`` found the
-    page changed. None before a second visit (nothing observed yet)."""
+    """Changes per second from ``visits`` fetches over ``observed`` seconds, of
+    which ``changes`` found the page changed; None before a second visit."""
     intervals = visits - 1
     if intervals < 1 or observed <= 0:
         return None
