@@ -62,9 +62,8 @@ class CircuitBreaker:
         self.origins.pop(origin, None)
 
     def failed(self, origin: str, now: float) -> tuple[str, float]:
-        """A connection failure: ``("counted", 0)``, ``("open", delay)``
-        when the breaker opens for ``delay`` seconds, or ``("deferred", 0)``
-        after too many failed probes."""
+        """A connection failure: ``("counted", 0)``, ``("open", delay)`` when the
+        breaker opens, or ``("deferred", 0)`` after too many failed probes."""
         state = self.origins.get(origin)
         if state is None:
             if len(self.origins) >= ORIGINS_KEPT:  # forget the origins whose breaker never opened

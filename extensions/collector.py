@@ -33,8 +33,7 @@ def parse_threshold(value: Any) -> tuple[int, int, int]:
 
 
 class CollectorTuning:
-    """Freezes the startup objects and raises the collector's thresholds for
-    the crawl (module docstring); counts the collections it sees."""
+    """Freezes the startup objects, raises the thresholds, counts collections."""
 
     def __init__(self, stats: StatsCollector, threshold: tuple[int, int, int], freeze: bool) -> None:
         self.stats = stats

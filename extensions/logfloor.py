@@ -14,8 +14,7 @@ LOGGER = "scrapy"
 
 
 def handler_floor(logger: logging.Logger) -> int | None:
-    """The lowest level among the handlers ``logger``'s records reach, or
-    None if they reach none."""
+    """The lowest level of the handlers ``logger``'s records reach (None: none)."""
     levels: list[int] = []
     current: logging.Logger | None = logger
     while current is not None:

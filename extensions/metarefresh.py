@@ -21,8 +21,7 @@ _ASCII = bytes(range(128))
 @lru_cache(maxsize=64)
 def spells_ascii_as_bytes(encoding: str) -> bool:
     """Whether each ASCII character is its own byte in ``encoding`` and decoding
-    drops nothing (UTF-8, Latin, Shift_JIS...; not UTF-16, UTF-7, ISO-2022);
-    False if unknown."""
+    drops nothing (UTF-8, Latin, Shift_JIS; not UTF-16, UTF-7, ISO-2022, unknown)."""
     try:
         codec = codecs.lookup(encoding).name
     except LookupError:

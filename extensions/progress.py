@@ -94,9 +94,8 @@ def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
 
 
 class DistinctCounter:
-    """A distinct count in bounded memory: exact up to ``exact_limit`` strings,
-    then a HyperLogLog sketch of ``2**precision`` registers (standard error
-    ``1.04 / sqrt(2**precision)``)."""
+    """A distinct count: exact up to ``exact_limit`` strings, then a HyperLogLog
+    of ``2**precision`` registers (standard error ``1.04 / sqrt(2**precision)``)."""
 
     def __init__(self, exact_limit: int = 10_000, precision: int = 14) -> None:
         if exact_limit < 0 or not 4 <= precision <= 18:

@@ -94,9 +94,8 @@ class PushbackPolicy:
         self.host_urls: dict[str, int] = {}  # host -> URLs that pushed back in this crawl
 
     def pushed_back(self, origin: str, host: str, url: str, header: str | None, now: float) -> Verdict | None:
-        """A pushback of ``url`` (of ``origin`` and ``host``) with that
-        ``Retry-After`` header, at wall time ``now``; None when the URL has
-        had its ``max_per_url`` pushbacks: hand the answer on as it is."""
+        """A pushback of ``url`` with that ``Retry-After`` at wall time ``now``; None once
+        the URL had its ``max_per_url`` pushbacks (hand the answer on)."""
         limits = self.limits
         repeats = self.by_url.get(url, 0) + 1
         if repeats > limits.max_per_url:
@@ -134,8 +133,7 @@ def origin_of(request: Request) -> str:
 
 
 class PushbackMiddleware:
-    """Turns a 429/503 into a pause of its origin and the request back in
-    the frontier (see the module doc)."""
+    """A 429/503 pauses its origin and sends the request back to the frontier."""
 
     def __init__(self, crawler: Crawler, policy: PushbackPolicy, statuses: Iterable[int],
                  wall_clock: Callable[[], float] = time.time) -> None:

@@ -46,9 +46,8 @@ class CrawlStatus:
 
 def collect(store: FrontierStore, hosts: int = 10, errors: int = 5, report_file: Path | None = None,
             now: float | None = None) -> CrawlStatus:
-    """A snapshot of ``store`` (open; only read): the ``hosts`` busiest hosts,
-    the ``errors`` newest errors and as many newest refusals; ``report_file``
-    is the crawl's progress report."""
+    """A snapshot of the open ``store`` (only read): the ``hosts`` busiest hosts, the
+    ``errors`` newest errors and refusals, ``report_file``'s headline."""
     now = time.time() if now is None else now
     counts = store.urls.count_by_status()
     census = store.census.census(hosts, errors, now - RECENT_SECONDS)
@@ -80,9 +79,8 @@ def _notes(origins: dict[str, tuple[str, float | None]]) -> list[dict[str, Any]]
 
 
 def _held(store: FrontierStore, held: dict[str, tuple[str, float]] | None) -> list[dict[str, Any]] | None:
-    """Held origins: the shared store's (with their ends), else what a
-    single-process frontier last wrote at a checkpoint (``held_origins``
-    meta: reasons only, its holds end on its own clock); None if neither."""
+    """Held origins: the shared store's (with ends), else the ``held_origins`` meta
+    a single-process frontier wrote (reasons only); None if neither."""
     if held is None:
         try:
             written = json.loads(store.get_meta(HELD_META) or "null")
