@@ -103,15 +103,12 @@ class RobotsMiddleware:
         if rules.kind is Kind.UNREACHABLE:
             self._hold(origin, rules, request)
         if not rules.allowed(request.url):
-            self._exclude(request)
+            self.stats.inc_value("robotstxt/forbidden")
+            logger.debug("Forbidden by robots.txt: %s", request)
+            self.crawler.signals.send_catch_log(request_excluded, request=request, reason="robotstxt")
+            raise IgnoreRequest("Forbidden by robots.txt")
         if fetched:
             await self._polite_pause(origin)
-
-    def _exclude(self, request: Request) -> None:
-        self.stats.inc_value("robotstxt/forbidden")
-        logger.debug("Forbidden by robots.txt: %s", request)
-        self.crawler.signals.send_catch_log(request_excluded, request=request, reason="robotstxt")
-        raise IgnoreRequest("Forbidden by robots.txt")
 
     def _hold(self, origin: str, rules: RobotsRules, request: Request) -> None:
         """The robots.txt is unreachable: hold the origin (the frontier parks its
