@@ -53,9 +53,8 @@ class Admission:
         return fp not in self.seeds_this_run
 
     def distinct_copy(self, fp: int) -> int:
-        """The fingerprint a ``dont_filter`` request is filed under: its own, unless
-        that URL is queued already, then a copy's (same host bits), so that each
-        is fetched."""
+        """The fingerprint a ``dont_filter`` request is filed under: its own, or a
+        copy's (same host bits) when that URL is queued already."""
         copy, salt = fp, 0
         while self.store.urls.status_of(copy) == Status.QUEUED or copy in self.memory_only:
             salt += 1
@@ -65,9 +64,8 @@ class Admission:
         return copy
 
     def over_budget(self, entry: Entry) -> bool:
-        """Whether ``entry`` is over its host's ``host_budget`` known URLs (a trap
-        defence): a new URL is refused (row written), a known one is a duplicate;
-        counted either way."""
+        """Whether ``entry`` is over its host's ``host_budget`` (a trap defence): a new
+        URL is refused (row written), a known one a duplicate; counted."""
         if not self.host_budget:
             return False
         count = self._host_count(entry)
@@ -121,9 +119,8 @@ class Admission:
         self.stats.inc_value("frontier/refused")
 
     def mark_excluded(self, url: str, handed_out: bool = False) -> None:
-        """Record that ``url`` must not be fetched: a queued URL is skipped at
-        dequeue, an unknown one never enqueued. ``handed_out``: its row is in
-        flight (no status look-up)."""
+        """``url`` must not be fetched: skipped at dequeue if queued, never enqueued
+        if unknown; ``handed_out``: its row is in flight."""
         fp, host = url_fingerprint(url)
         status = Status.INFLIGHT if handed_out else self.store.urls.status_of(fp)
         if status is None:

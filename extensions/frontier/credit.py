@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 
 class AOPICCredit:
     """Cash-based levels over one ledger, and its credit steps applied to the
-    queues: a judged page's payment, grants from outside, queued URLs moving
-    up, OPIC revisits."""
+    queues: page payments, grants, promotions, OPIC revisits."""
 
     def __init__(self, ledger: AOPICLedger, prioritizer: Prioritizer, store: FrontierStore, dispatch: HostDispatch,
                  stats: Any, memory_only: Mapping[int, Request], revisits: int = 0) -> None:
@@ -99,9 +98,8 @@ class AOPICCredit:
                                       {"aopic_cash": cash, "aopic_mean": self.ledger.mean_cash()})
 
     def cash_meta(self, request: Request, fp: int, credit: tuple[float, float] | None) -> Mapping[str, Any]:
-        """What the prioritiser sees for a new request: its cash (a seed gets the
-        initial cash; ``credit``: what its page gave it plus the dividends since),
-        else its meta (a URL no page gave cash: by depth)."""
+        """What the prioritiser sees for a new request: its cash (a seed: the initial
+        cash; ``credit``: its page's plus dividends since), else its meta."""
         ledger = self.ledger
         if request.meta.get("is_start_request") and not ledger.cash_of(fp):
             ledger.seed(fp)

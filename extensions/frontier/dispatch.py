@@ -94,8 +94,7 @@ class FrontierParts:
 
 class HostDispatch(Protocol):
     """A host-dispatch strategy: the methods of
-    :class:`~extensions.frontier.localdispatch.LocalDispatch`, whose docstrings
-    state each one's contract."""
+    :class:`~extensions.frontier.localdispatch.LocalDispatch`, with their contracts."""
 
     #: how a request that cannot be serialised is described in the log
     memory_only_note: str

@@ -42,9 +42,8 @@ def use_fingerprinter(fingerprinter: Any, fingerprinter_class: Any = None) -> No
 
 
 def use_project_fingerprinter(settings: Any) -> None:
-    """:func:`use_fingerprinter` for a command that reads a crawl without
-    crawling it (``scrapy linkgraph``): the project's class, built as Scrapy
-    builds it for a crawl of these settings."""
+    """:func:`use_fingerprinter` with the project's class, for a command that
+    reads a crawl without crawling it (``scrapy linkgraph``)."""
     from scrapy import Spider  # noqa: PLC0415 - a command's, not a crawl's
     from scrapy.crawler import Crawler  # noqa: PLC0415
     from scrapy.utils.misc import build_from_crawler  # noqa: PLC0415

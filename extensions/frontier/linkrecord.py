@@ -25,9 +25,8 @@ class LinkRecorder:
         self.links, self.stats, self.enabled = links, stats, enabled
 
     def page_done(self, page: PageVerdict, source: int) -> list[int] | None:
-        """Record the page's outlinks under ``source`` (the fingerprint of its
-        final URL); return their fingerprints (one per link of ``page.links``,
-        for AOPIC's credit step), None when off."""
+        """Record the page's outlinks under ``source`` (its final URL's fingerprint);
+        their fingerprints, one per link (for AOPIC), None when off."""
         if not self.enabled:
             return None
         fingerprints = [canonical_fingerprint(link) for link in page.links]
@@ -51,9 +50,8 @@ class LinkRecorder:
         self.stats.inc_value("linkgraph/redirects")
 
     def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
-        """``source``'s outlinks, each once, replacing an earlier list
-        (``url``, ``target_urls``: the source's and one per target, for
-        stores that keep them)."""
+        """``source``'s outlinks, each once, replacing an earlier list; ``url`` and
+        ``target_urls`` (one per target) for stores that keep them."""
         self.links.record(source, targets, url, target_urls)  # the table drops repeats
         self.stats.inc_value("linkgraph/pages")
         self.stats.inc_value("linkgraph/edges", len(set(targets)))

@@ -259,9 +259,8 @@ class LocalDispatch:
 
     # -- dispatch --------------------------------------------------------------
     def next_request(self, now: float) -> Request | None:
-        """The best URL of the hosts whose politeness allows a fetch now: due hosts
-        wait in a second heap by their head URL's level (:func:`ready_order`),
-        so priorities hold across hosts ready at once."""
+        """The best URL of the hosts politeness allows now: due hosts are ordered by
+        their head URL's level (:func:`ready_order`), so priorities hold across hosts."""
         if self.parts.holds.held:
             self._release_holds(now)
         self._refill()

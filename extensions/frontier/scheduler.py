@@ -408,9 +408,8 @@ class Frontier(BaseScheduler):
         return self._follow(page, done)
 
     def _follow(self, page: PageVerdict, done: PageDone) -> PageDone:
-        """File the page's outlinks as Scrapy's Depth and Referer middlewares would
-        build them, announced with ``request_scheduled`` (``request_dropped`` if
-        refused); links filed lately are skipped."""
+        """File the outlinks as Scrapy's Depth and Referer middlewares would, with
+        ``request_scheduled`` (``request_dropped`` if refused); lately filed links skipped."""
         links = done.links if done.links is not None else page.links  # a 304: the stored ones
         if not page.follow:
             self.stats.inc_value("links/not_followed_duplicate", len(links))
@@ -471,9 +470,8 @@ class Frontier(BaseScheduler):
             self.dispatch.reschedule(host)
 
     def politeness_widened(self, origin: str, delay: float) -> None:
-        """Signal handler: ``origin``'s host waits at least ``delay`` seconds
-        between fetches from now on, in this crawl (the store keeps it: a
-        resume and every process sharing the store learn it)."""
+        """Signal handler: ``origin``'s host waits at least ``delay`` seconds between
+        fetches for the rest of the crawl (kept in the store for resumes and peers)."""
         host = self.hostkey.of_request(Request(origin + "/"))
         self.politeness.widen(host, delay)
         self.store.hosts.set_widened(host, self.politeness.widened[host])

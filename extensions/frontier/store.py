@@ -259,9 +259,8 @@ NOT_SCHEDULED = math.inf
 
 @runtime_checkable
 class RevisitTable(Protocol):
-    """Per-URL re-visit records and their due order (``store.revisits``), written
-    with the store's other changes. ``due`` is a finite wall-clock time or
-    :data:`NOT_SCHEDULED` (taken, or given up)."""
+    """Per-URL re-visit records and their due order, written with the store's other
+    changes; ``due`` is a wall-clock time or :data:`NOT_SCHEDULED`."""
 
     def get(self, fingerprints: Sequence[int]) -> dict[int, RevisitRecord]:
         """The records of the known ``fingerprints``."""
@@ -271,9 +270,8 @@ class RevisitTable(Protocol):
         a finite ``due`` puts it in the due order, ``math.inf`` takes it out."""
 
     def take_due(self, now: float, limit: int) -> list[RevisitRecord]:
-        """Up to ``limit`` records with ``due <= now``, earliest first, each
-        atomically set to not scheduled (no two processes take the same record);
-        returned as they were when taken. The caller :meth:`put` s them again."""
+        """Up to ``limit`` records due at ``now``, earliest first, each atomically set
+        not scheduled (taken once across processes), as they were; the caller puts them again."""
 
     def next_due(self) -> float | None:
         """The earliest finite due time, None if nothing is scheduled."""
@@ -331,9 +329,8 @@ class URLCensus(Protocol):
     """Read-only summaries of the URL table for tools; it may scan every row."""
 
     def census(self, hosts: int, errors: int, since: float) -> Census:
-        """Up to ``hosts`` busiest hosts, up to ``errors`` newest failed
-        rows and as many newest refused or excluded rows, and fetch times
-        (``since``: a wall time)."""
+        """Up to ``hosts`` busiest hosts, ``errors`` newest failed rows and as many
+        refused or excluded ones, and fetch times since ``since`` (wall time)."""
 
 
 @runtime_checkable
