@@ -157,9 +157,8 @@ def _ids(named: np.ndarray, node_of_named: np.ndarray, fingerprints: np.ndarray)
 
 def _aopic_spearman(store: Any, pages: np.ndarray, nodes: np.ndarray, resolved: np.ndarray,
                     scores: np.ndarray) -> tuple[float | None, int]:
-    """Spearman's rho between the fetched pages' AOPIC history (the cash
-    they were credited, Abiteboul et al.'s importance estimate) and their
-    PageRank; None without AOPIC rows."""
+    """Spearman's rho between the fetched pages' AOPIC history (their importance
+    estimate) and their PageRank; None without AOPIC rows."""
     fingerprints = pages.tolist()
     history = {fp: row[1] for fp, row in _batched(store.cash.get_cash, fingerprints).items()}
     keep = [i for i, fp in enumerate(fingerprints) if resolved[i] and fp in history]

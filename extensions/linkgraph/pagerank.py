@@ -22,9 +22,8 @@ class PageRank:
 
 def pagerank(offsets: np.ndarray, targets: np.ndarray, *, damping: float = DAMPING,
              tolerance: float = 1e-10, max_iterations: int = 200) -> PageRank:
-    """PageRank of the graph whose node ``i`` links to
-    ``targets[offsets[i]:offsets[i + 1]]``; stops when an iteration changes
-    the scores by less than ``tolerance`` (L1) or after ``max_iterations``."""
+    """PageRank of the CSR graph (``targets[offsets[i]:offsets[i + 1]]``), until an
+    iteration moves the scores by less than ``tolerance`` (L1) or ``max_iterations``."""
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping!r}")
     nodes = len(offsets) - 1

@@ -82,9 +82,8 @@ def encode_record(source: int, when: float, url: str, targets: Sequence[int],
 
 
 class SegmentWriter:
-    """Appends records to this process's segment files: a frame per
-    ``block_bytes`` pending or :meth:`flush`, a new file past ``segment_bytes``.
-    Thread-safe."""
+    """Appends records to this process's segment files (thread-safe): a frame per
+    ``block_bytes`` pending or :meth:`flush`, a new file past ``segment_bytes``."""
 
     def __init__(self, directory: Path, *, identity: str | None = None, segment_bytes: int = 64 << 20,
                  block_bytes: int = 256 << 10, level: int = 6) -> None:
@@ -307,8 +306,7 @@ class SegmentLinkTable:
             yield rows[start:start + batch]
 
     def node_urls(self) -> dict[int, str]:
-        """The URL of every node of the recorded graph: each target by the
-        canonical URL it was recorded with, a source not named so by its own
+        """Every node's URL: a target's as recorded, a source not named so by its own
         (canonicalised); nodes recorded without a URL are left out."""
         latest = self._latest()
         names: dict[int, str] = {}
