@@ -192,9 +192,8 @@ def follow_chain(name: str, answers: Iterable[dns.RRHeader]) -> tuple[Answer | N
 
 
 class NameserverQuerier:
-    """Asks nameservers for a name's A record; ``timeout`` bounds the whole
-    lookup, split into ``retries + 1`` rounds over every nameserver.
-    ``on_query`` is called once per question (not per retransmission)."""
+    """Asks nameservers for a name's A record within ``timeout``, in ``retries + 1``
+    rounds over every nameserver; ``on_query`` once per question."""
 
     def __init__(self, client_resolver: client.Resolver, timeout: float, retries: int,
                  on_query: Callable[[], None] = lambda: None):
