@@ -216,9 +216,8 @@ def kind_of_status(status: int) -> Kind:
 
 @dataclass
 class RobotsRules:
-    """One origin's robots.txt verdicts and how long they hold: ``expires`` (the
-    middleware's clock) is the TTL, or for an unreachable file the next retry;
-    ``unreachable_since`` survives retries."""
+    """One origin's robots.txt verdicts until ``expires`` (the TTL, or for an
+    unreachable file the next retry); ``unreachable_since`` survives retries."""
 
     kind: Kind
     token: str
