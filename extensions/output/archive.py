@@ -26,9 +26,8 @@ class ArchiveIndex(Protocol):
         ``uri`` (None for a key not given or not known), in one look-up."""
 
     def add(self, capture: Capture, original: bool, latest: bool) -> None:
-        """Remember a record written: ``original``: it holds its payload (the
-        first such record of a digest stays); ``latest``: the newest capture
-        of its URI."""
+        """Remember a written record: ``original``, it holds its payload (a digest's
+        first stays); ``latest``, the newest capture of its URI."""
 
     def close(self) -> None:
         """Keep what was added and let go of the store."""

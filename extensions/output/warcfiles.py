@@ -31,9 +31,8 @@ Build = Callable[[str], list[Any]]
 
 
 class WarcFiles:
-    """The rotating files; a failed :meth:`write` is undone and re-raised,
-    so every file stays a sequence of whole records. Counts ``warc/files``,
-    ``warc/records`` and ``warc/cdxj_lines`` in ``stats``."""
+    """The rotating files; a failed :meth:`write` is undone and re-raised (whole
+    records only). Counts ``warc/files``, ``warc/records``, ``warc/cdxj_lines``."""
 
     def __init__(self, directory: Path, prefix: str, max_size: int, warcinfo: Build, stats: Any,
                  cdxj: bool = False, clock: Callable[[], float] = time.time) -> None:
