@@ -98,9 +98,8 @@ class UrlFilter:
 
     def check(self, url: str, depth: int, stats: Any = None,
               refused: list[tuple[str, str]] | None = None) -> bool:
-        """True if ``url`` may be crawled; a refusal is counted in ``stats``
-        and, unless it is for depth (a shorter path may still find the URL),
-        appended to ``refused`` as ``(url, "filter/<reason>")``."""
+        """True if ``url`` may be crawled; a refusal is counted and, unless for depth
+        (a shorter path may find it), appended to ``refused`` as ``(url, "filter/<reason>")``."""
         why = self.reason(url, depth)
         if why is None:
             return True
