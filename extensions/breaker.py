@@ -1,14 +1,11 @@
 """A per-origin circuit breaker, as a downloader middleware.
 
-After ``CIRCUIT_BREAKER_FAILURES`` consecutive connection failures
-(``RETRY_EXCEPTIONS``) of one origin the breaker opens: ``origin_held``
-parks the origin's URLs for ``CIRCUIT_BREAKER_RETRY_DELAY`` seconds
-(doubling per failed probe, at most ``CIRCUIT_BREAKER_RETRY_MAX_DELAY``).
-The first URL after the hold is the probe: any response closes the
-breaker, a failure opens it again; after ``CIRCUIT_BREAKER_RETRY_TIMES``
-failed probes the origin is deferred for the run (``origin_deferred``).
-robots.txt fetches are left to the robots.txt middleware.
-"""
+After ``CIRCUIT_BREAKER_FAILURES`` consecutive connection failures an origin
+is held (``origin_held``) for ``CIRCUIT_BREAKER_RETRY_DELAY`` seconds,
+doubling per failed probe up to ``CIRCUIT_BREAKER_RETRY_MAX_DELAY``; any
+response to the probe closes the breaker; after
+``CIRCUIT_BREAKER_RETRY_TIMES`` failed probes the origin is deferred for the
+run (``origin_deferred``). robots.txt fetches are left to their middleware."""
 
 from __future__ import annotations
 
@@ -47,12 +44,8 @@ ORIGINS_KEPT = 10_000
 
 
 class CircuitBreaker:
-    """The breaker's arithmetic, per origin: pure, times passed in.
-
-    Memory holds only origins that failed since their last success and are
-    not deferred yet, at most :data:`ORIGINS_KEPT` of them plus those whose
-    breaker has opened (a forgotten origin counts its failures afresh).
-    """
+    """The breaker's arithmetic per origin, pure (times passed in); remembers at
+    most :data:`ORIGINS_KEPT` failing origins plus the open ones."""
 
     def __init__(self, failures: int, retry_delay: float, max_delay: float, retry_times: int) -> None:
         if failures < 1 or retry_delay < 0 or max_delay < 0 or retry_times < 0:
@@ -69,9 +62,8 @@ class CircuitBreaker:
         self.origins.pop(origin, None)
 
     def failed(self, origin: str, now: float) -> tuple[str, float]:
-        """A connection failure: ``("counted", 0)``, ``("open", delay)``
-        when the breaker opens for ``delay`` seconds, or ``("deferred", 0)``
-        after too many failed probes."""
+        """A connection failure: ``("counted", 0)``, ``("open", delay)`` when the
+        breaker opens, or ``("deferred", 0)`` after too many failed probes."""
         state = self.origins.get(origin)
         if state is None:
             if len(self.origins) >= ORIGINS_KEPT:  # forget the origins whose breaker never opened

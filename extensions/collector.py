@@ -1,11 +1,6 @@
-"""Python's cyclic garbage collector tuned for a long crawl.
-
-Startup objects are never garbage, yet each full collection walks them.
-When the engine starts, :class:`CollectorTuning` collects once, freezes the
-survivors (:func:`gc.freeze`, ``GC_FREEZE``) and sets the thresholds to
-``GC_THRESHOLD``; when the last crawl of the process stops, both are put
-back. Stats: ``gc/collections/<generation>``, ``gc/collected``, ``gc/frozen``.
-"""
+"""Python's cyclic garbage collector tuned for a long crawl: at engine start
+collect once, freeze the survivors (``GC_FREEZE``) and set ``GC_THRESHOLD``;
+restored when the process's last crawl stops. Stats ``gc/*``."""
 
 from __future__ import annotations
 
@@ -38,8 +33,7 @@ def parse_threshold(value: Any) -> tuple[int, int, int]:
 
 
 class CollectorTuning:
-    """Freezes the startup objects and raises the collector's thresholds for
-    the crawl (module docstring); counts the collections it sees."""
+    """Freezes the startup objects, raises the thresholds, counts collections."""
 
     def __init__(self, stats: StatsCollector, threshold: tuple[int, int, int], freeze: bool) -> None:
         self.stats = stats

@@ -1,10 +1,6 @@
-"""Scrapy's per-request debug records not built when no handler would emit them.
-
-While the engine runs, :class:`LogLevelFloor` raises the ``scrapy``
-logger's level to the lowest level of the handlers its records can reach,
-so a record no handler would emit is never built; a handler added after
-``engine_started`` is not seen, and with no handler at all nothing changes.
-"""
+"""While the engine runs, :class:`LogLevelFloor` raises the ``scrapy`` logger
+to the lowest level its handlers emit, so Scrapy's per-request debug records
+are not built for nothing (handlers added after ``engine_started`` unseen)."""
 
 from __future__ import annotations
 
@@ -18,8 +14,7 @@ LOGGER = "scrapy"
 
 
 def handler_floor(logger: logging.Logger) -> int | None:
-    """The lowest level among the handlers ``logger``'s records reach, or
-    None if they reach none."""
+    """The lowest level of the handlers ``logger``'s records reach (None: none)."""
     levels: list[int] = []
     current: logging.Logger | None = logger
     while current is not None:

@@ -1,11 +1,5 @@
-"""Scrapy's meta-refresh redirects, after a look at the undecoded bytes.
-
-w3lib follows only a ``<meta>`` whose attributes spell ``refresh``, so a
-response whose first :data:`SCAN_BYTES` bytes lack those letters cannot
-declare one: :class:`MetaRefreshMiddleware` returns it as it is (sparing
-the decoding) and hands every other response to Scrapy's middleware, with
-the same settings and redirects, at its place (580).
-"""
+"""Scrapy's meta-refresh middleware (same settings, same place, 580), skipped
+for responses whose first :data:`SCAN_BYTES` bytes cannot spell ``refresh``."""
 
 from __future__ import annotations
 
@@ -26,10 +20,8 @@ _ASCII = bytes(range(128))
 
 @lru_cache(maxsize=64)
 def spells_ascii_as_bytes(encoding: str) -> bool:
-    """Whether every ASCII character of a document in ``encoding`` is its
-    own byte and nothing in between disappears when decoding (UTF-8, Latin
-    and Windows code pages, Shift_JIS, GB18030...; not UTF-16, UTF-7 or
-    ISO-2022). False for an unknown encoding."""
+    """Whether each ASCII character is its own byte in ``encoding`` and decoding
+    drops nothing (UTF-8, Latin, Shift_JIS; not UTF-16, UTF-7, ISO-2022, unknown)."""
     try:
         codec = codecs.lookup(encoding).name
     except LookupError:

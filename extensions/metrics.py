@@ -1,12 +1,7 @@
-"""Live Prometheus metrics from inside the crawl (``METRICS_PORT``).
-
-:class:`MetricsExporter` serves ``/metrics`` from prometheus-client's HTTP
-server on a registry of its own; at each scrape
-:class:`~extensions.prometheus.CrawlStatsCollector` turns a copy of the
-crawler's stats into ``webcrawler_*`` families. Per-process figures carry
-no label of their own; crawl-wide gauges (``CRAWL_WIDE_STATS``) carry
-``scope="crawl"`` and ``process``: take their ``max``, never their ``sum``.
-"""
+"""Live Prometheus metrics (``METRICS_PORT``): ``/metrics`` served by
+prometheus-client on a registry of its own, built from the crawler's stats
+at each scrape; crawl-wide gauges carry ``scope="crawl"`` and ``process``
+(take their ``max``, never their ``sum``)."""
 
 from __future__ import annotations
 
@@ -31,10 +26,8 @@ logger = logging.getLogger(__name__)
 
 
 class MetricsExporter:
-    """The extension: serves the crawl's metrics from its creation (so a
-    port in use fails the crawl at start, before any fetch) to
-    ``spider_closed`` (or ``engine_stopped``, had no spider opened).
-    Off (NotConfigured) when ``METRICS_PORT`` is 0."""
+    """Serves the metrics from creation (a port in use fails the crawl at start)
+    to ``spider_closed``; off (NotConfigured) when ``METRICS_PORT`` is 0."""
 
     def __init__(self, server: MetricsServer) -> None:
         self.server = server

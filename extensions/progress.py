@@ -1,19 +1,14 @@
-"""Progress log and final report of a crawl (replaces Scrapy's LogStats).
+"""Progress log and final report of a crawl (instead of Scrapy's LogStats).
 
-:class:`ProgressReporter` logs every ``PROGRESS_INTERVAL`` seconds::
+Every ``PROGRESS_INTERVAL`` seconds::
 
 Progress: 1234 pages (56.7 pages/s, 60.1 overall), queue 789, 42 hosts, 3 errors
 
-and a summary at ``spider_closed``, with ``PROGRESS_REPORT_FILE`` also a
-JSON report written atomically. Pages: responses downloaded (every fetch),
-except the robots middleware's robots.txt fetches; hosts: their distinct
-host names, exact up to ``PROGRESS_HOSTS_EXACT``, estimated beyond (a
-HyperLogLog sketch, about 1 % off: :class:`DistinctCounter`); errors:
-failed fetches less requests refused with ``IgnoreRequest``, plus 5xx pages
-not obeyed as pushback; outcomes (the crawl's decisions, not errors):
-:data:`OUTCOMES`; duplicates: the sum of :data:`DUPLICATE_STATS`; queue:
-``len()`` of the scheduler, or ``null``.
-"""
+and a summary at ``spider_closed`` (and a JSON ``PROGRESS_REPORT_FILE``).
+Pages: responses less robots.txt fetches; hosts: distinct host names
+(:class:`DistinctCounter`); errors: failed fetches less ``IgnoreRequest``
+refusals, plus 5xx pages not obeyed as pushback; outcomes: :data:`OUTCOMES`;
+duplicates: the sum of :data:`DUPLICATE_STATS`; queue: the scheduler's ``len()`` or null."""
 
 from __future__ import annotations
 
@@ -99,13 +94,8 @@ def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
 
 
 class DistinctCounter:
-    """A distinct count in bounded memory: ``add(text)``; ``len()`` is the count.
-
-    Exact (a set) up to ``exact_limit`` strings, then the set is forgotten and
-    the count answered from a HyperLogLog sketch (Flajolet et al. 2007) of
-    ``2**precision`` one-byte registers fed from the start. Standard error of
-    the estimate: about ``1.04 / sqrt(2**precision)`` (0.8 % at the default 14).
-    """
+    """A distinct count: exact up to ``exact_limit`` strings, then a HyperLogLog
+    of ``2**precision`` registers (standard error ``1.04 / sqrt(2**precision)``)."""
 
     def __init__(self, exact_limit: int = 10_000, precision: int = 14) -> None:
         if exact_limit < 0 or not 4 <= precision <= 18:

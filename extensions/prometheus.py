@@ -33,9 +33,8 @@ class Single:
 
 @dataclass(frozen=True)
 class Labelled:
-    """Every stat under ``prefix`` as one metric, the rest of the key (or
-    ``rename(rest)``) as the value of ``label``; values with the same label
-    are added (status codes into classes). ``gauges`` are left out."""
+    """Every stat under ``prefix`` (but ``gauges``) as one metric labelled by the
+    rest of its key (or ``rename(rest)``); values of one label are added."""
 
     name: str
     kind: str
@@ -129,11 +128,8 @@ def is_number(value: object) -> bool:
 
 
 class CrawlStatsCollector(Collector):
-    """Metric families from a snapshot of the crawler's stats, at each scrape.
-
-    ``snapshot`` returns the stats as a plain dict (called from the HTTP
-    server's thread); ``process`` names this crawler process in the labels
-    of crawl-wide gauges."""
+    """Metric families from ``snapshot()`` of the crawler's stats at each scrape
+    (called on the server's thread); ``process`` labels crawl-wide gauges."""
 
     def __init__(self, snapshot: Callable[[], Mapping[str, Any]], process: str) -> None:
         self.snapshot = snapshot
@@ -183,9 +179,8 @@ class CrawlStatsCollector(Collector):
 
 
 class MetricsServer:
-    """prometheus-client's HTTP server for ``registry`` on ``host:port``, in
-    a daemon thread; :meth:`start` raises :class:`OSError` naming
-    ``METRICS_PORT`` and the address when it cannot listen."""
+    """prometheus-client's HTTP server on ``host:port`` in a daemon thread;
+    :meth:`start` raises :class:`OSError` naming ``METRICS_PORT`` if it cannot listen."""
 
     def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
         self.registry, self.host, self.port = registry, host, port

@@ -1,16 +1,12 @@
-"""Sites that push back are obeyed: 429 and 503 pause the origin, as a downloader middleware.
+"""Sites that push back are obeyed (429, 503), as a downloader middleware
+before ``RetryMiddleware`` (a pushback spends no retry).
 
-Before ``RetryMiddleware`` in the response path (a pushback spends no
-retry), a ``PUSHBACK_STATUSES`` answer holds its origin (``origin_held``
-with the request, which goes back to its queue) for the ``Retry-After``
-(RFC 9110 10.2.3) or an exponential back-off from
-``PUSHBACK_BACKOFF_DELAY``, at most ``PUSHBACK_MAX_DELAY``. Once
-``PUSHBACK_WIDEN_AFTER`` URLs of a host pushed back, its politeness delay
-widens for the crawl (``politeness_widened``). A URL's answer is handed on
-to the spider after ``PUSHBACK_MAX_PER_URL`` pushbacks in a row, and the
-origin is deferred for the run (``origin_deferred``) after
-``PUSHBACK_RETRY_TIMES``. robots.txt fetches are left to their middleware.
-"""
+A ``PUSHBACK_STATUSES`` answer holds its origin (``origin_held``) for its
+``Retry-After`` or an exponential back-off from ``PUSHBACK_BACKOFF_DELAY``
+(at most ``PUSHBACK_MAX_DELAY``); after ``PUSHBACK_WIDEN_AFTER`` URLs of a
+host pushed back its delay widens (``politeness_widened``); a URL's answer
+goes to the spider after ``PUSHBACK_MAX_PER_URL`` in a row, and the origin
+is deferred after ``PUSHBACK_RETRY_TIMES`` (``origin_deferred``)."""
 
 from __future__ import annotations
 
@@ -98,9 +94,8 @@ class PushbackPolicy:
         self.host_urls: dict[str, int] = {}  # host -> URLs that pushed back in this crawl
 
     def pushed_back(self, origin: str, host: str, url: str, header: str | None, now: float) -> Verdict | None:
-        """A pushback of ``url`` (of ``origin`` and ``host``) with that
-        ``Retry-After`` header, at wall time ``now``; None when the URL has
-        had its ``max_per_url`` pushbacks: hand the answer on as it is."""
+        """A pushback of ``url`` with that ``Retry-After`` at wall time ``now``; None once
+        the URL had its ``max_per_url`` pushbacks (hand the answer on)."""
         limits = self.limits
         repeats = self.by_url.get(url, 0) + 1
         if repeats > limits.max_per_url:
@@ -138,8 +133,7 @@ def origin_of(request: Request) -> str:
 
 
 class PushbackMiddleware:
-    """Turns a 429/503 into a pause of its origin and the request back in
-    the frontier (see the module doc)."""
+    """A 429/503 pauses its origin and sends the request back to the frontier."""
 
     def __init__(self, crawler: Crawler, policy: PushbackPolicy, statuses: Iterable[int],
                  wall_clock: Callable[[], float] = time.time) -> None:

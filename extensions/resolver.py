@@ -1,13 +1,6 @@
-"""Hosts-file overrides in front of Scrapy's DNS resolution (``DNS_HOSTS``).
-
-:class:`HostsFileResolver`, as ``TWISTED_DNS_RESOLVER``, answers the names
-of a hosts(5) file and hands every other name to an inner resolver
-(``DNS_HOSTS_FALLBACK_RESOLVER``, by default Scrapy's
-``CachingThreadedResolver``); the add-on's own resolver reads ``DNS_HOSTS``
-through :class:`HostsTable` itself. Scrapy's HTTP/1.1 handler opens an IPv4
-socket before resolving, so a name with both kinds of entry gets its first
-IPv4 one.
-"""
+"""Hosts-file overrides in front of Scrapy's DNS resolution (``DNS_HOSTS``):
+:class:`HostsFileResolver` answers a hosts(5) file's names (the first IPv4
+entry first) and hands others to ``DNS_HOSTS_FALLBACK_RESOLVER``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Signals our components send each other through Scrapy's signal manager.
-
-Connect with ``crawler.signals.connect(handler, signal=host_assigned)``.
-"""
+"""Signals our components send each other through Scrapy's signal manager."""
 
 from __future__ import annotations
 

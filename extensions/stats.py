@@ -1,12 +1,6 @@
-"""The crawl's stats collector (``STATS_CLASS``, set by the add-on).
-
-:class:`DirectStatsCollector` is Scrapy's ``MemoryStatsCollector`` with the
-same keys, values and dump, without Scrapy 2.19's ``__getattribute__``
-override that wraps every stats method in a check for the deprecated
-``spider`` argument (stats are called many times per page). The methods
-check for a ``spider`` argument inline, so a caller passing one is still
-warned.
-"""
+"""The crawl's stats collector (``STATS_CLASS``): Scrapy's
+``MemoryStatsCollector`` without the per-call ``__getattribute__`` wrapper
+of Scrapy 2.19; a ``spider`` argument is still warned about inline."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The status of a running or finished crawl, read from its store: :class:`CrawlStatus`.
-
-:func:`collect` builds one snapshot from a store opened read-only, so a
-running crawl is not disturbed; ``scrapy crawlstatus`` prints it
-(:func:`render`) or dumps it (:func:`as_json`). Rates come from the URL
-rows' fetch times (a row keeps only its latest fetch, so a continuous
-crawl counts URLs fetched, not fetches) and the crawl's
+"""The status of a crawl read from its store opened read-only
+(``scrapy crawlstatus``): rates from the URL rows' latest fetch times and the
 ``PROGRESS_REPORT_FILE``; hosts, errors and refusals from ``store.census``;
-held origins only where the store keeps them (else ``held`` is None).
-"""
+held origins where the store keeps them (else None)."""
 
 from __future__ import annotations
 
@@ -52,9 +46,8 @@ class CrawlStatus:
 
 def collect(store: FrontierStore, hosts: int = 10, errors: int = 5, report_file: Path | None = None,
             now: float | None = None) -> CrawlStatus:
-    """A snapshot of ``store`` (open; only read): the ``hosts`` busiest hosts,
-    the ``errors`` newest errors and as many newest refusals; ``report_file``
-    is the crawl's progress report."""
+    """A snapshot of the open ``store`` (only read): the ``hosts`` busiest hosts, the
+    ``errors`` newest errors and refusals, ``report_file``'s headline."""
     now = time.time() if now is None else now
     counts = store.urls.count_by_status()
     census = store.census.census(hosts, errors, now - RECENT_SECONDS)
@@ -86,9 +79,8 @@ def _notes(origins: dict[str, tuple[str, float | None]]) -> list[dict[str, Any]]
 
 
 def _held(store: FrontierStore, held: dict[str, tuple[str, float]] | None) -> list[dict[str, Any]] | None:
-    """Held origins: the shared store's (with their ends), else what a
-    single-process frontier last wrote at a checkpoint (``held_origins``
-    meta: reasons only, its holds end on its own clock); None if neither."""
+    """Held origins: the shared store's (with ends), else the ``held_origins`` meta
+    a single-process frontier wrote (reasons only); None if neither."""
     if held is None:
         try:
             written = json.loads(store.get_meta(HELD_META) or "null")

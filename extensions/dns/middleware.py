@@ -1,12 +1,7 @@
-"""The address policy before any fetch, and DNS prefetch.
-
-:class:`AddressPolicyMiddleware` (downloader middleware, before robots.txt)
-resolves each request's host through the reactor's resolver (a literal IP
-is judged directly) and refuses a non-public address or a failed lookup with
-an ``IgnoreRequest`` naming host and reason. On the frontier's
-``host_assigned`` signal it starts the host's lookup. Stats:
-``dns/refused_private``, ``dns/prefetches``, ``dns/prefetch_failures``.
-"""
+"""The address policy before any fetch, and DNS prefetch: each request's host
+is resolved (a literal IP judged directly) and a non-public address or a
+failed lookup is refused with an ``IgnoreRequest`` naming host and reason;
+``host_assigned`` starts a host's lookup early. Stats ``dns/*``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Which addresses a crawl may connect to: by default only global unicast
-ones, unless ``ALLOW_PRIVATE_ADDRESSES`` or ``ALLOWED_ADDRESS_NETWORKS``
-say otherwise. Plain code: the resolver and the middleware apply it.
-"""
+"""Which addresses a crawl may connect to: global unicast only, unless
+``ALLOW_PRIVATE_ADDRESSES`` or ``ALLOWED_ADDRESS_NETWORKS`` say otherwise."""
 
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
 """A caching asynchronous resolver (``TWISTED_DNS_RESOLVER``).
 
-A lookup is answered by, in order: the ``DNS_HOSTS`` file (plus /etc/hosts
-with the system's nameservers), the TTL-honouring LRU cache (negative
-answers too), the query already in flight for the name, a new
-``twisted.names`` query to ``DNS_NAMESERVERS``. Every address passes the
-address policy first (also against DNS rebinding); failures are
-:class:`DnsLookupError` naming host and reason. Scrapy builds the resolver
-before add-ons run, so settings fall back to :mod:`extensions.defaults`.
-"""
+A lookup is answered by the ``DNS_HOSTS`` file, the TTL-honouring LRU cache
+(negative answers too), the query in flight for the name, or a new
+``twisted.names`` query to ``DNS_NAMESERVERS``; every address passes the
+address policy (also against rebinding); failures are :class:`DnsLookupError`.
+Scrapy builds it before add-ons run, so settings fall back to :mod:`extensions.defaults`."""
 
 from __future__ import annotations
 
@@ -195,9 +192,8 @@ def follow_chain(name: str, answers: Iterable[dns.RRHeader]) -> tuple[Answer | N
 
 
 class NameserverQuerier:
-    """Asks nameservers for a name's A record; ``timeout`` bounds the whole
-    lookup, split into ``retries + 1`` rounds over every nameserver.
-    ``on_query`` is called once per question (not per retransmission)."""
+    """Asks nameservers for a name's A record within ``timeout``, in ``retries + 1``
+    rounds over every nameserver; ``on_query`` once per question."""
 
     def __init__(self, client_resolver: client.Resolver, timeout: float, retries: int,
                  on_query: Callable[[], None] = lambda: None):
@@ -247,12 +243,9 @@ class NameserverQuerier:
 
 @implementer(IResolverSimple)
 class CachingResolver:
-    """``TWISTED_DNS_RESOLVER``: hosts file, TTL cache, single-flight queries, address policy.
-
-    Stats: ``dns/lookups``, ``dns/cache_hits``, ``dns/hosts_file/hit``,
-    ``dns/queries``, ``dns/failures[/<reason>]``, ``dns/lookup_time_mean_ms``
-    and ``dns/lookup_time_p99_ms`` (of lookups that waited for a nameserver).
-    """
+    """Hosts file, TTL cache, single-flight queries, address policy. Stats
+    ``dns/lookups``, ``dns/cache_hits``, ``dns/queries``, ``dns/failures[/<reason>]``,
+    ``dns/lookup_time_mean_ms``, ``dns/lookup_time_p99_ms``."""
 
     def __init__(self, reactor: Any, querier: NameserverQuerier, cache: DnsCache,
                  hosts: HostsTable | None = None, policy: AddressPolicy | None = None,

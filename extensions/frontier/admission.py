@@ -1,12 +1,6 @@
-"""Admission: which URLs the frontier files, and the rows of those it keeps out.
-
-It answers the URL-seen test, whether a ``dont_filter`` request is a start
-request's first copy in this run (then it is tested too) or needs a
-fingerprint of its own, and whether its host is over
-``FRONTIER_HOST_BUDGET``; and it writes the rows of URLs refused
-(``refused``, the reason in ``extra``), excluded (``excluded``) and
-deferred for this run (``deferred``).
-"""
+"""Admission: the URL-seen test with its ``dont_filter`` and per-host budget
+(``FRONTIER_HOST_BUDGET``) rules, and the rows of URLs refused, excluded or
+deferred."""
 
 from __future__ import annotations
 
@@ -59,9 +53,8 @@ class Admission:
         return fp not in self.seeds_this_run
 
     def distinct_copy(self, fp: int) -> int:
-        """The fingerprint a ``dont_filter`` request is filed under: its own, unless
-        that URL is queued already, then a copy's (same host bits), so that each
-        is fetched."""
+        """The fingerprint a ``dont_filter`` request is filed under: its own, or a
+        copy's (same host bits) when that URL is queued already."""
         copy, salt = fp, 0
         while self.store.urls.status_of(copy) == Status.QUEUED or copy in self.memory_only:
             salt += 1
@@ -71,10 +64,8 @@ class Admission:
         return copy
 
     def over_budget(self, entry: Entry) -> bool:
-        """Whether ``entry`` is kept out by the per-host budget (a trap defence):
-        once its host has ``host_budget`` known URLs, a new one is refused (its
-        row written) and a known one is a duplicate; counted either way. Counts
-        live in a bounded LRU over the store's per-host count."""
+        """Whether ``entry`` is over its host's ``host_budget`` (a trap defence): a new
+        URL is refused (row written), a known one a duplicate; counted."""
         if not self.host_budget:
             return False
         count = self._host_count(entry)
@@ -128,9 +119,8 @@ class Admission:
         self.stats.inc_value("frontier/refused")
 
     def mark_excluded(self, url: str, handed_out: bool = False) -> None:
-        """Record that ``url`` must not be fetched: a queued URL is skipped at
-        dequeue, an unknown one never enqueued. ``handed_out``: its row is in
-        flight (no status look-up)."""
+        """``url`` must not be fetched: skipped at dequeue if queued, never enqueued
+        if unknown; ``handed_out``: its row is in flight."""
         fp, host = url_fingerprint(url)
         status = Status.INFLIGHT if handed_out else self.store.urls.status_of(fp)
         if status is None:

@@ -1,11 +1,6 @@
-"""Requests to compact store entries and back.
-
-A GET with the spider's default callback, a ``depth`` and a Referer is
-stored as columns plus a short JSON ``extra`` (a few known meta keys,
-callback/errback names of spider methods). Anything else goes to ``blob``
-as ``pickle(request.to_dict(spider=spider))``; a request that cannot be
-serialised at all (a lambda callback) is flagged ``FLAG_MEMORY``.
-"""
+"""Requests to compact store entries and back: a plain GET as columns plus a
+short JSON ``extra``, anything else as a pickled ``request.to_dict``, a
+request that cannot be serialised (a lambda callback) flagged ``FLAG_MEMORY``."""
 
 from __future__ import annotations
 

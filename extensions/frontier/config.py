@@ -1,12 +1,7 @@
-"""Settings to :class:`~extensions.frontier.scheduler.Frontier` arguments (``REVISIT_*``: its re-visit policy).
-
-Called only from ``Frontier.from_crawler``: the one place that reads
-settings (defaults in :mod:`extensions.defaults`), resolves class paths,
-chooses the host dispatch and reaches into the engine. Invalid values fail
-here, at start, naming the setting and its value. The store, URL-seen
-filter and a shared dispatch (if any) come from the crawl's backend
-(``FRONTIER_BACKEND``); without a shared dispatch the local one is composed.
-"""
+"""Settings to :class:`~extensions.frontier.scheduler.Frontier` arguments, for
+``Frontier.from_crawler`` only: reads settings, resolves class paths, composes
+the store and host dispatch from ``FRONTIER_BACKEND``; an invalid value fails
+at start naming the setting and its value."""
 
 from __future__ import annotations
 

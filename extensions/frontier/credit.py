@@ -1,14 +1,7 @@
-"""AOPIC in the frontier: credit a fetched page's outlinks, price URLs by cash.
-
-The ledger (:mod:`extensions.aopic.ledger` or a backend's shared one) keeps
-the cash; this part turns it into front-queue levels: a seed gets its
-initial cash when first enqueued, a link is filed at the level the credit
-its page gave it earns, a queued URL whose cash crosses a level moves up,
-and a fetched page is revisited while it has had at most
-``FRONTIER_AOPIC_REVISITS`` extra fetches. A shared ledger may pay through
-the dispatch's worker thread (then :meth:`AOPICCredit.page_done` returns a
-Deferred).
-"""
+"""AOPIC in the frontier: a page's cash credited to its outlinks, URLs filed
+at the front-queue level their cash earns, queued URLs moved up as cash
+arrives, fetched pages revisited up to ``FRONTIER_AOPIC_REVISITS`` times.
+The cash lives in a ledger (:mod:`extensions.aopic.ledger` or a backend's)."""
 
 from __future__ import annotations
 
@@ -31,8 +24,7 @@ if TYPE_CHECKING:
 
 class AOPICCredit:
     """Cash-based levels over one ledger, and its credit steps applied to the
-    queues: a judged page's payment, grants from outside, queued URLs moving
-    up, OPIC revisits."""
+    queues: page payments, grants, promotions, OPIC revisits."""
 
     def __init__(self, ledger: AOPICLedger, prioritizer: Prioritizer, store: FrontierStore, dispatch: HostDispatch,
                  stats: Any, memory_only: Mapping[int, Request], revisits: int = 0) -> None:
@@ -42,12 +34,11 @@ class AOPICCredit:
 
     def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None,
                   stored: list[str] | None = None) -> PageDone | Deferred[PageDone]:
-        """The page's cash to its history, the tax to Lambda and the rest to its
-        outlinks (none if not followed; ``page.credit_share`` of it, the rest to
-        Lambda); queued outlinks whose level rises move up. Returns the history
-        and each outlink's credit by URL, with ``stored`` (a 304's outlinks) as
-        its links; a Deferred when paid through the worker. ``fingerprints``:
-        the outlinks', if computed already."""
+        """Pay the page's cash: its history, the tax and the uncredited share to
+        Lambda, the rest to its outlinks (none if not followed); raise queued
+        outlinks' levels. Returns the history and each outlink's credit (a Deferred
+        when paid through a worker); ``stored`` are a 304's outlinks, ``fingerprints``
+        the outlinks' if known."""
         links = page.links if page.follow else []
         if fingerprints is None or not page.follow:
             fingerprints = [canonical_fingerprint(link) for link in links]
@@ -107,9 +98,8 @@ class AOPICCredit:
                                       {"aopic_cash": cash, "aopic_mean": self.ledger.mean_cash()})
 
     def cash_meta(self, request: Request, fp: int, credit: tuple[float, float] | None) -> Mapping[str, Any]:
-        """What the prioritiser sees for a new request: its cash (a seed gets the
-        initial cash; ``credit``: what its page gave it plus the dividends since),
-        else its meta (a URL no page gave cash: by depth)."""
+        """What the prioritiser sees for a new request: its cash (a seed: the initial
+        cash; ``credit``: its page's plus dividends since), else its meta."""
         ledger = self.ledger
         if request.meta.get("is_start_request") and not ledger.cash_of(fp):
             ledger.seed(fp)

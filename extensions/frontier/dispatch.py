@@ -1,12 +1,6 @@
-"""Host dispatch: the part of the frontier that decides which host fetches next.
-
-The frontier composes exactly one :class:`HostDispatch`: Mercator's front
-queues, back queues and host heap in one process
-(:mod:`.localdispatch`), or a backend's shared one (hosts taken under a
-lease, several processes on one frontier). Both order due hosts by
-:func:`ready_order`, and get the frontier's shared parts as
-:class:`FrontierParts`.
-"""
+"""Host dispatch: which host fetches next. The frontier composes one
+:class:`HostDispatch`, local (:mod:`.localdispatch`) or a backend's shared one,
+given :class:`FrontierParts`; both order due hosts by :func:`ready_order`."""
 
 from __future__ import annotations
 
@@ -35,11 +29,9 @@ RATE_LIMITED_FIRST = 1 << 20
 
 
 def ready_order(level: int, rate_limited: bool) -> float:
-    """The order of a due host among those ready at once (lowest first): by its
-    head URL's level, except that a host whose politeness gap is longer than
-    the common delay is served as soon as it is due; it takes only one fetch
-    per gap, so it cannot crowd the others out, and a Crawl-delay host left to
-    wait by level would make the crawl's tail."""
+    """A due host's order among those ready at once (lowest first): its head URL's
+    level, except that a host whose gap exceeds the common delay goes first (it
+    takes one fetch per gap, so it cannot crowd others out)."""
     return -level - (RATE_LIMITED_FIRST if rate_limited else 0)
 
 
@@ -47,11 +39,9 @@ DOWNLOAD_SLOT = "download_slot"  # scrapy.core.downloader.Downloader.DOWNLOAD_SL
 
 
 class HostKey:
-    """Politeness keys: exactly Scrapy's downloader slot keys
-    (``Downloader.get_slot_key``): the ``download_slot`` meta, else the host
-    name, or its IP from Scrapy's ``dnscache`` when ``per_ip`` (with
-    ``CONCURRENT_REQUESTS_PER_IP``). The frontier stores the host part with
-    each URL and maps it to the IP when the URL reaches a back queue."""
+    """Politeness keys, exactly Scrapy's downloader slot keys: the
+    ``download_slot`` meta, else the host, or its IP when ``per_ip``
+    (``CONCURRENT_REQUESTS_PER_IP``), mapped when the URL reaches a back queue."""
 
     def __init__(self, per_ip: bool = False) -> None:
         self.per_ip = per_ip
@@ -104,8 +94,7 @@ class FrontierParts:
 
 class HostDispatch(Protocol):
     """A host-dispatch strategy: the methods of
-    :class:`~extensions.frontier.localdispatch.LocalDispatch`, whose docstrings
-    state each one's contract."""
+    :class:`~extensions.frontier.localdispatch.LocalDispatch`, with their contracts."""
 
     #: how a request that cannot be serialised is described in the log
     memory_only_note: str

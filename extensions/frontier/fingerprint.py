@@ -1,11 +1,6 @@
-"""Host-local 64-bit URL fingerprints (Mercator's URL-seen trick).
-
-``hash(host)`` in the high 24 bits, ``hash(url_key)`` in the low 40
-(MurmurHash3), signed to fit SQLite's INTEGER PRIMARY KEY: one host's URLs
-sit together in the URL table's B-tree. A project's own
-``REQUEST_FINGERPRINTER_CLASS`` (:func:`use_fingerprinter`) gives the low 40
-bits instead: the first 40 bits of its fingerprint of the request.
-"""
+"""Host-local signed 64-bit URL fingerprints (Mercator): MurmurHash3 of the
+host in the high 24 bits, of the URL key (or a project's fingerprinter,
+:func:`use_fingerprinter`) in the low 40, so a host's URLs sit together."""
 
 from __future__ import annotations
 
@@ -37,10 +32,8 @@ class FingerprinterError(Exception):
 
 
 def use_fingerprinter(fingerprinter: Any, fingerprinter_class: Any = None) -> None:
-    """Key URLs by ``fingerprinter`` (a project's ``REQUEST_FINGERPRINTER_CLASS``
-    instance), or by the canonical URL when its class (``fingerprinter_class``,
-    a class or its path) is Scrapy's default or it is None. Process-wide: every
-    part of a crawl (frontier, link records, link graph) must key alike."""
+    """Key URLs by ``fingerprinter``, or by the canonical URL when its class is
+    Scrapy's default or None. Process-wide: every part of a crawl keys alike."""
     global _project
     if fingerprinter_class is not None and load_object(fingerprinter_class) is RequestFingerprinter:
         fingerprinter = None
@@ -49,9 +42,8 @@ def use_fingerprinter(fingerprinter: Any, fingerprinter_class: Any = None) -> No
 
 
 def use_project_fingerprinter(settings: Any) -> None:
-    """:func:`use_fingerprinter` for a command that reads a crawl without
-    crawling it (``scrapy linkgraph``): the project's class, built as Scrapy
-    builds it for a crawl of these settings."""
+    """:func:`use_fingerprinter` with the project's class, for a command that
+    reads a crawl without crawling it (``scrapy linkgraph``)."""
     from scrapy import Spider  # noqa: PLC0415 - a command's, not a crawl's
     from scrapy.crawler import Crawler  # noqa: PLC0415
     from scrapy.utils.misc import build_from_crawler  # noqa: PLC0415
@@ -86,11 +78,9 @@ def _with_host(host: str, low: int) -> int:
 
 def url_fingerprint(url: str, method: str = "GET", body: bytes = b"",
                     request: Request | None = None) -> tuple[int, str]:
-    """``(fingerprint, host)`` of a URL as requested (``request``: the request
-    itself, for a project's fingerprinter). The host is the lower case host
-    name of the canonical URL. A method other than GET or a body makes a
-    different fingerprint (a POST is not its URL's GET). ValueError: no host;
-    FingerprinterError: the project's fingerprinter failed."""
+    """``(fingerprint, host)`` of a URL as requested (lower-case canonical host;
+    a non-GET method or a body fingerprints differently). Raises ValueError (no
+    host) or FingerprinterError (the project's fingerprinter failed)."""
     # a project's fingerprinter sees every request, a host-less one too, as with Scrapy's scheduler
     low = _project_low_bits(request) if _project is not None and request is not None else None
     canonical = canonicalize(url)

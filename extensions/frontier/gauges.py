@@ -43,9 +43,8 @@ class DictStats:
 
 
 def update_gauges(frontier: Frontier) -> None:
-    """Queue sizes (per front-queue level too, ``frontier/level/<n>``), held
-    origins, the URL-seen cache's hit rate, the ledger's totals, a Redis
-    store's memory per URL (crawl-wide), URLs by status."""
+    """Queue sizes (``frontier/level/<n>`` too), held origins, the URL-seen
+    cache's hit rate, the ledger's totals, store memory per URL, URLs by status."""
     stats, store, dispatch, held = frontier.stats, frontier.store, frontier.dispatch, frontier.holds.held
     inflight, bloom, ledger = len(frontier.inflight), frontier.bloom, frontier.ledger
     stats.set_value("frontier/back_queues", len(dispatch.hosts_in_use()))
@@ -83,9 +82,8 @@ def update_gauges(frontier: Frontier) -> None:
 
 def status_gauges(stats: Any, store: FrontierStore, clock: Callable[[], float] = time.time,
                   force: bool = False) -> None:
-    """``frontier/urls/<status>`` (on Redis: crawl-wide), with when
-    (``frontier/urls_counted_at``) and how long (``frontier/urls_count_seconds``)
-    the count took; skipped while the last count is recent for its cost."""
+    """``frontier/urls/<status>`` with ``frontier/urls_counted_at`` and
+    ``frontier/urls_count_seconds``; skipped while the last count is recent for its cost."""
     started = clock()
     counted_at = stats.get_value("frontier/urls_counted_at")
     if not force and counted_at is not None and \

@@ -1,11 +1,6 @@
-"""Origins that cannot be crawled now: held for a while, then deferred.
-
-Keyed by origin (scheme, host, port, as robots.txt is, RFC 9309 2.3),
-never by politeness key: a held origin's URLs are parked here and the
-host's other origins keep their turns. A hold ends at its time (the parked
-URLs go back) or becomes a deferral for this run (status ``deferred``; a
-resumed crawl retries them first). Pure: no Scrapy, no clock.
-"""
+"""Origins that cannot be crawled now (keyed by origin as robots.txt is, not
+by politeness key): their URLs parked until the hold ends, or deferred for
+this run (status ``deferred``, retried first on resume). Pure: no clock."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The host heap: each schedulable back queue's host and its earliest fetch time.
-
-Entries are ``(ready_at, sequence, host)``: ties break by insertion order
-and hosts are never compared. A host has at most one live entry;
-rescheduling leaves a stale entry, skipped lazily and compacted away when
-stale entries outnumber live ones. Pure: callers pass ``now``.
-"""
+"""The host heap: ``(ready_at, sequence, host)`` entries, at most one live
+per host; stale entries are skipped lazily and compacted when they outnumber
+live ones. Pure: callers pass ``now``."""
 
 from __future__ import annotations
 
@@ -68,11 +64,8 @@ class HostHeap:
     def serve_due(self, now: float, order: Callable[[str], Any], serve: Callable[[str], T | None],
                   ready_at: Callable[[str], float], reschedule: Callable[[str], None],
                   more: Callable[[], bool] = lambda: True) -> T | None:
-        """Serve the hosts due at ``now``, best first: each moves to a ready heap
-        by ``order(host)`` (lowest first, then arrival; None: dropped); the best
-        ready host is ``serve``d unless it is on the heap again (rescheduled
-        meanwhile) or its ``ready_at`` is later (``reschedule``d), until
-        ``serve`` gives a result or ``more()`` is false."""
+        """Serve the hosts due at ``now`` best first (by ``order``; None: dropped),
+        skipping rescheduled ones, until ``serve`` gives a result or ``more()`` is false."""
         ready = self._ready
         while (host := self.pop_due(now)) is not None:
             key = order(host)

@@ -1,11 +1,7 @@
-"""Requests the frontier handed to the engine and has not finished yet.
-
-A request's fetch ends first (its host's politeness gap starts); it is
-finished (row done, failed, refused ...) only when the engine no longer
-holds it (``in_progress``, the engine slot's set), after the requests its
-callbacks yielded were enqueued, so a page recorded done never lacks its
-outlinks. Without an engine, a request finishes when its fetch ends.
-"""
+"""Requests handed to the engine and not finished: a fetch ends first (the
+politeness gap starts), the request finishes once the engine no longer holds
+it, after its callbacks' requests were enqueued (a page done has its
+outlinks). Without an engine it finishes when its fetch ends."""
 
 from __future__ import annotations
 

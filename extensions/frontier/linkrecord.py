@@ -1,16 +1,7 @@
-"""Recording the link graph: every fetched page's outlinks, by URL fingerprint.
-
-With ``LINKGRAPH_RECORD`` the frontier writes into ``store.links``: a
-judged page (its final URL) gets its accepted outlinks (after the URL and
-trap filters, before the URL-seen test, also for duplicates and with AOPIC
-off), and a redirect gets its ``Location`` as its one outlink. Ids are the
-URL database's keys (the fingerprints admission files URLs under); each
-list goes with the page's URL and its targets' canonical URLs (the ones
-fingerprinted), for stores that name the graph without URL rows. On
-SQLite the lists go into the store's open transaction with the page's
-other writes; on Redis into this process's link segments, flushed at each
-checkpoint.
-"""
+"""Recording the link graph (``LINKGRAPH_RECORD``): each judged page's
+accepted outlinks (after URL and trap filters, before URL-seen), a
+redirect's ``Location`` as its one outlink, by URL-table fingerprint, with
+the page's and targets' canonical URLs, into ``store.links``."""
 
 from __future__ import annotations
 
@@ -34,9 +25,8 @@ class LinkRecorder:
         self.links, self.stats, self.enabled = links, stats, enabled
 
     def page_done(self, page: PageVerdict, source: int) -> list[int] | None:
-        """Record the page's outlinks under ``source`` (the fingerprint of its
-        final URL); return their fingerprints (one per link of ``page.links``,
-        for AOPIC's credit step), None when off."""
+        """Record the page's outlinks under ``source`` (its final URL's fingerprint);
+        their fingerprints, one per link (for AOPIC), None when off."""
         if not self.enabled:
             return None
         fingerprints = [canonical_fingerprint(link) for link in page.links]
@@ -60,9 +50,8 @@ class LinkRecorder:
         self.stats.inc_value("linkgraph/redirects")
 
     def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
-        """``source``'s outlinks, each once, replacing an earlier list
-        (``url``, ``target_urls``: the source's and one per target, for
-        stores that keep them)."""
+        """``source``'s outlinks, each once, replacing an earlier list; ``url`` and
+        ``target_urls`` (one per target) for stores that keep them."""
         self.links.record(source, targets, url, target_urls)  # the table drops repeats
         self.stats.inc_value("linkgraph/pages")
         self.stats.inc_value("linkgraph/edges", len(set(targets)))

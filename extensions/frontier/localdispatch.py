@@ -1,31 +1,16 @@
 """Mercator's host dispatch in one process: front queues, back queues, host heap.
 
-A new URL goes to its level's front queue (:mod:`.queues`); free back
-queues, one host each, are refilled from them by a biased selector
-(:class:`.queues.BackQueues`); the host heap (:mod:`.hostheap`) yields due hosts, best
-head URL first, and an emptied back queue is refilled at once. A held
-origin's URLs are parked (:mod:`.holds`); when the hold ends one goes out
-as a probe and, if fetched, the rest follow. Held work alone for
-``FRONTIER_IDLE_CLOSE`` seconds is deferred, so a finite crawl ends.
+New URLs go to their level's front queue; free back queues (one host each)
+are refilled by a biased selector; the host heap yields due hosts. A held
+origin's URLs are parked (:mod:`.holds`) and released through one probe;
+held work alone for ``FRONTIER_IDLE_CLOSE`` seconds is deferred.
 
-Invariants the frontier's durability rests on:
-
-* The URL table is authoritative: a queued or in-flight row holds all that
-is needed to rebuild its request; the queue tables only give order.
-* All changes go into one store transaction, committed before a request is
-handed out (``FRONTIER_WRITE_AHEAD``) or at each checkpoint; a crash
-returns to the last commit, where rows, cash and queues agree.
-* After a crash the dispatch refills the front queues from every
-queued or in-flight row, in discovery order, at its stored level.
-* A clean close spills the buffers, requeues what is in flight, records
-the queue counts and sets ``clean``; the next open only restores the back
-queues, or rebuilds if the queue counts changed.
-* A URL is done only after the engine has finished with its response, so a
-page committed as done has its outlinks committed too.
-* The Bloom filter is written after each commit with a tag stored in the
-store's meta; a filter with another tag, or none, is rebuilt from the URL
-table (it is only a pre-filter).
-"""
+Durability: the URL table is authoritative (queues only give order); all
+changes share one store transaction committed before a hand-out
+(``FRONTIER_WRITE_AHEAD``) or at checkpoints. After a crash the front queues
+are refilled from the queued and in-flight rows; after a clean close the
+saved back queues are restored unless the queue counts changed. The Bloom
+filter is rebuilt when its tag does not match the store's."""
 
 from __future__ import annotations
 
@@ -274,9 +259,8 @@ class LocalDispatch:
 
     # -- dispatch --------------------------------------------------------------
     def next_request(self, now: float) -> Request | None:
-        """The best URL of the hosts whose politeness allows a fetch now: due hosts
-        wait in a second heap by their head URL's level (:func:`ready_order`),
-        so priorities hold across hosts ready at once."""
+        """The best URL of the hosts politeness allows now: due hosts are ordered by
+        their head URL's level (:func:`ready_order`), so priorities hold across hosts."""
         if self.parts.holds.held:
             self._release_holds(now)
         self._refill()

@@ -1,11 +1,6 @@
-"""The frontier's plain values, grouped by what they configure.
-
-:class:`FrontierOptions` holds policy numbers (each from a ``FRONTIER_*``
-setting), :class:`Runtime` clocks, timers and the engine's hooks (fakes in
-tests). :func:`frontier_arguments` sorts flat keyword values into them.
-The defaults are a directly driven frontier's; a crawl's come from
-:mod:`extensions.defaults`.
-"""
+"""The frontier's plain values: :class:`FrontierOptions` (``FRONTIER_*``
+policy numbers) and :class:`Runtime` (clocks, timers, engine hooks), sorted
+by :func:`frontier_arguments`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The page's verdict, handed to the frontier by the last item pipeline
-through :meth:`Frontier.page_done <extensions.frontier.scheduler.Frontier.page_done>`,
-and the requests built for its outlinks (:func:`link_request`).
-"""
+"""The page's verdict, handed to the frontier's ``page_done``, and its outlinks' requests."""
 
 from __future__ import annotations
 

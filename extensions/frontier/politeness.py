@@ -1,13 +1,7 @@
-"""Politeness arithmetic, in Mercator's sense: per host, at most ``limit``
-fetches in flight, and the next fetch waits until the END of the previous one
-plus a gap::
-
-gap = max(DOWNLOAD_DELAY (or the DOWNLOAD_SLOTS delay), robots.txt Crawl-delay,
-the host's widened delay, FRONTIER_POLITENESS_FACTOR x last fetch's duration)
-
-End-to-start (Scrapy's delay is start-to-start), so a slow host gets more
-room. Pure: no Scrapy, no clock; callers pass times.
-"""
+"""Politeness arithmetic (Mercator): per host at most ``limit`` fetches in
+flight; the next waits until the END of the previous one plus
+``max(DOWNLOAD_DELAY or slot delay, Crawl-delay, widened delay,
+FRONTIER_POLITENESS_FACTOR x last fetch's duration)``. Pure: callers pass times."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Prioritisers: map a request to a front-queue level, 0 (lowest) .. K-1.
-
-A small pure class behind ``FRONTIER_PRIORITIZER``, built with ``levels=K``.
-"""
+"""Prioritisers (``FRONTIER_PRIORITIZER``): a request to a front-queue level 0..levels-1."""
 
 from __future__ import annotations
 
@@ -50,10 +47,9 @@ class FlatPrioritizer:
 
 
 class CashPrioritizer:
-    """AOPIC: URLs with more cash go to higher levels (the default):
-    ``level = clamp(levels // 2 + floor(log2(cash / mean)) + priority // priority_step)``;
-    no cash is the bottom, and a URL without ``aopic_cash`` in its meta gets
-    the :class:`DepthPrioritizer`'s level."""
+    """AOPIC (the default): ``clamp(levels // 2 + floor(log2(cash / mean)) +
+    priority // priority_step)``; no cash is level 0, no ``aopic_cash`` meta the
+    depth level."""
 
     def __init__(self, levels: int = 8, priority_step: int = 1) -> None:
         if levels < 1 or priority_step < 1:

@@ -1,16 +1,7 @@
-"""Mercator's queues: disk-backed FIFO queues, the front queues with their
-biased selector, and the back queues.
-
-:class:`BufferedQueue` is Mercator's FIFO subqueue: bounded head and tail
-buffers in memory, the middle in the store as fingerprints. A push goes
-straight to the head while the store and tail are empty, so a small crawl
-never touches the queue table. :class:`BiasedSelector` picks the front
-queue that refills a back queue by smooth weighted round-robin (none starves).
-:class:`BackQueues` are a bounded number of FIFO queues, each holding one
-host's URLs; Mercator's refill takes a URL from the front queue the selector
-picks and appends it to its host's back queue, or makes a free queue that
-host's. "Host" is the politeness key (:class:`.dispatch.HostKey`).
-"""
+"""Mercator's queues: :class:`BufferedQueue` (FIFO with head and tail buffers
+in memory, the middle in the store), :class:`BiasedSelector` (smooth weighted
+round-robin over front queues) and :class:`BackQueues` (one politeness key
+each, refilled from the front queues)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""Continuous crawling in the frontier: fetched pages come back when due.
-
-With ``REVISIT_ENABLED`` the frontier composes one :class:`RevisitSchedule`:
-after each fetch it moves the URL's history (``store.revisits``) on by
-:mod:`extensions.revisit.policy` (a ``304`` gets the page's stored outlinks
-back as its links); it puts due URLs back through the host dispatch, ahead
-of new URLs, flagged ``FLAG_REVISIT`` so their requests carry the stored
-validators, at most ``REVISIT_MAX_SHARE`` of the fetches while new URLs
-wait; and it keeps the crawl open while anything is scheduled. Due times
-are wall-clock, so a resumed crawl keeps them.
-"""
+"""Continuous crawling (``REVISIT_ENABLED``): after each fetch the URL's
+history moves on by :mod:`extensions.revisit.policy`; due URLs come back
+ahead of new ones, flagged ``FLAG_REVISIT``, at most ``REVISIT_MAX_SHARE``
+of fetches while new URLs wait. Due times are wall-clock (kept on resume)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""The Mercator URL frontier as Scrapy's scheduler.
-
-``SCHEDULER = "extensions.frontier.scheduler.Frontier"``: a thin scheduler
-over URL-seen, the store, the prioritiser and one host dispatch (front
-queues, back queues and host heap in :mod:`.localdispatch`, or a shared
-one from a backend; chosen in :mod:`.config`). Other components reach it
-only through signals (:mod:`extensions.signals`). The URL table is
-authoritative: a clean close resumes, and after ``kill -9`` the queues are
-rebuilt from the URL rows (:mod:`.localdispatch`).
-"""
+"""The Mercator URL frontier as Scrapy's scheduler
+(``SCHEDULER = "extensions.frontier.scheduler.Frontier"``): URL-seen, the
+store, the prioritiser and one host dispatch; others reach it through
+signals. The URL table is authoritative, so a crawl resumes after a clean
+close or a ``kill -9``."""
 
 from __future__ import annotations
 
@@ -87,10 +82,8 @@ class WakeUpTimer:
 
 
 class WriteAhead:
-    """Runs ``commit`` before the next poll for I/O, once however often asked
-    (``FRONTIER_WRITE_AHEAD``): no request is written to a socket before the
-    reactor polls again, so one commit per turn (``call_soon``) is as safe as
-    one per request; without ``call_soon`` the commit runs at once."""
+    """Runs ``commit`` once before the reactor's next I/O poll, however often
+    asked (``FRONTIER_WRITE_AHEAD``); at once without ``call_soon``."""
 
     def __init__(self, commit: Callable[[], None], call_soon: Callable[[Callable[[], None]], Any] | None) -> None:
         self.commit = commit
@@ -246,15 +239,16 @@ class Frontier(BaseScheduler):
         return self.dispatch.has_pending() or bool(self.revisits and self.revisits.pending(self.wall_clock()))
 
     def enqueue_request(self, request: Request, credit: tuple[float, float] | None = None) -> bool:
-        """URL-seen test, prioritiser, dispatch; never raises on a request Scrapy
-        accepts (a project's REQUEST_FINGERPRINTER_CLASS may: FingerprinterError). ``dont_filter`` bypasses URL-seen, except for a start request's
-        first copy in this run. A URL with no host (``data:``) is handed out
-        unfiled, first, without politeness. ``credit``: the AOPIC credit its
-        page gave it (cash, dividend)."""
+        """URL-seen test, prioritiser, dispatch; ``dont_filter`` bypasses URL-seen
+        except for a start request's first copy. A URL without a host is handed
+        out first, unfiled. ``credit``: its page's AOPIC (cash, dividend). Raises
+        only FingerprinterError (a project's fingerprinter)."""
         try:
             fp, host = url_fingerprint(request.url, request.method, request.body, request)
-        except ValueError:
-            return self._unfiled(request)
+        except ValueError:  # no host to be polite to (``data:``): handed out as it is
+            self.unfiled.append(request)
+            self.note("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
+            return True
         admission = self.admission
         bypass = request.dont_filter and not admission.first_seed_copy(request, fp)
         if not bypass and admission.known(fp):
@@ -306,12 +300,6 @@ class Frontier(BaseScheduler):
             self.write_ahead.request()
         return request
 
-    def _unfiled(self, request: Request) -> bool:
-        """A URL with no host to be polite to (``data:``), or not canonical: handed out as it is."""
-        self.unfiled.append(request)
-        self.note("unfiled", "Request %s cannot be filed by host; handed out unfiled", request)
-        return True
-
     def _arm_timer(self, now: float) -> None:
         due = self.dispatch.next_due(now)
         if self.revisits is not None:  # or the next URL due again, if earlier
@@ -319,11 +307,9 @@ class Frontier(BaseScheduler):
         self.wakeup.arm(due, now)
 
     def request_of(self, entry: Entry, cash: float | None = None) -> Request | None:
-        """The request for a dequeued entry (the dispatch's hand-out), or None when
-        it must not be fetched now (excluded while queued, a memory-only request
-        gone, a row that cannot be decoded: both marked failed). Counts AOPIC's
-        Lambda crawls; a re-visit carries its validators. ``cash``: the entry's
-        AOPIC cash if known already (else read)."""
+        """The request of a dequeued entry, or None when it must not be fetched now
+        (excluded, memory-only and gone, undecodable: the last two marked failed).
+        A re-visit carries its validators; ``cash``: the entry's, if known."""
         fp = entry.fingerprint
         if fp in self.excluded:
             self.excluded.discard(fp)
@@ -402,11 +388,9 @@ class Frontier(BaseScheduler):
 
     # -- the page's verdict (the last item pipeline) ---------------------------
     def page_done(self, page: PageVerdict) -> PageDone | Deferred[PageDone]:
-        """The one entry point for a judged page (the last item pipeline): records
-        its outlinks, moves AOPIC cash and credits outlinks, stores its
-        content-seen group, and files the outlinks to follow. Returns the page's
-        history; a shared dispatch with a worker thread returns a Deferred that
-        fires once the links are filed."""
+        """The one entry point for a judged page: records its outlinks, pays AOPIC,
+        stores its content-seen group and files the outlinks. Returns the history
+        (a Deferred, firing once the links are filed, with a worker thread)."""
         fp, source = page_fingerprints(page)  # the requested and the final URL's, once
         if page.content_group is not None:
             self.store.groups.set_content_group(fp, page.content_group, page.duplicate)
@@ -424,9 +408,8 @@ class Frontier(BaseScheduler):
         return self._follow(page, done)
 
     def _follow(self, page: PageVerdict, done: PageDone) -> PageDone:
-        """File the page's outlinks as Scrapy's Depth and Referer middlewares would
-        build them, announced with ``request_scheduled`` (``request_dropped`` if
-        refused); links filed lately are skipped."""
+        """File the outlinks as Scrapy's Depth and Referer middlewares would, with
+        ``request_scheduled`` (``request_dropped`` if refused); lately filed links skipped."""
         links = done.links if done.links is not None else page.links  # a 304: the stored ones
         if not page.follow:
             self.stats.inc_value("links/not_followed_duplicate", len(links))
@@ -487,9 +470,8 @@ class Frontier(BaseScheduler):
             self.dispatch.reschedule(host)
 
     def politeness_widened(self, origin: str, delay: float) -> None:
-        """Signal handler: ``origin``'s host waits at least ``delay`` seconds
-        between fetches from now on, in this crawl (the store keeps it: a
-        resume and every process sharing the store learn it)."""
+        """Signal handler: ``origin``'s host waits at least ``delay`` seconds between
+        fetches for the rest of the crawl (kept in the store for resumes and peers)."""
         host = self.hostkey.of_request(Request(origin + "/"))
         self.politeness.widen(host, delay)
         self.store.hosts.set_widened(host, self.politeness.widened[host])

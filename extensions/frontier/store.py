@@ -1,15 +1,9 @@
-"""The frontier's storage seams, split by concern as Frontera split them.
+"""The frontier's storage seams, one narrow protocol per concern (as Frontera).
 
-The frontier keeps only fixed-size buffers in memory and talks to storage
-through the narrow protocols below. The :class:`URLTable` is authoritative:
-its key set is the exact URL-seen set, and the :class:`RequestQueues` of
-fingerprints can always be rebuilt from its ``queued``/``inflight`` rows.
-A :class:`FrontierStore` hands out one table object per concern
-(``store.urls``, ``store.cash`` ...) and owns the lifecycle: open (raising
-:class:`FrontierStoreError` naming the file), checkpoint, close (clean or
-not), and ``clean``, whether the previous run closed cleanly.
-Implementations live in :mod:`extensions.backends`.
-"""
+The :class:`URLTable` is authoritative: its keys are the exact URL-seen set
+and :class:`RequestQueues` can be rebuilt from its queued and in-flight
+rows. A :class:`FrontierStore` hands out the tables and owns open (raising
+:class:`FrontierStoreError`), checkpoint, close and ``clean``."""
 
 from __future__ import annotations
 
@@ -212,16 +206,12 @@ class ContentGroups(Protocol):
 
 @runtime_checkable
 class LinkTable(Protocol):
-    """Per fetched page (its fingerprint), its accepted outlinks' fingerprints
-    in the order found, each once. SQLite writes a list with the page's other
-    changes; Redis appends it to this process's segment files
-    (:mod:`extensions.linkgraph.segmentlinks`), flushed at every checkpoint."""
+    """Per fetched page (fingerprint), its accepted outlinks' fingerprints in
+    the order found, each once."""
 
     def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
-        """``source``'s outlinks (duplicates dropped, first kept); replaces
-        any earlier list of ``source`` (a re-fetch). ``url`` and
-        ``target_urls`` (one per target): the URLs, kept by stores that name
-        the graph's nodes without URL rows."""
+        """``source``'s outlinks (first of duplicates kept), replacing an earlier
+        list; ``url`` and ``target_urls`` (one per target) for stores that name nodes."""
 
     def targets_of(self, source: int) -> list[int] | None:
         """``source``'s recorded outlinks, None if it has no list."""
@@ -269,9 +259,8 @@ NOT_SCHEDULED = math.inf
 
 @runtime_checkable
 class RevisitTable(Protocol):
-    """Per-URL re-visit records and their due order (``store.revisits``), written
-    with the store's other changes. ``due`` is a finite wall-clock time or
-    :data:`NOT_SCHEDULED` (taken, or given up)."""
+    """Per-URL re-visit records and their due order, written with the store's other
+    changes; ``due`` is a wall-clock time or :data:`NOT_SCHEDULED`."""
 
     def get(self, fingerprints: Sequence[int]) -> dict[int, RevisitRecord]:
         """The records of the known ``fingerprints``."""
@@ -281,9 +270,8 @@ class RevisitTable(Protocol):
         a finite ``due`` puts it in the due order, ``math.inf`` takes it out."""
 
     def take_due(self, now: float, limit: int) -> list[RevisitRecord]:
-        """Up to ``limit`` records with ``due <= now``, earliest first, each
-        atomically set to not scheduled (no two processes take the same record);
-        returned as they were when taken. The caller :meth:`put` s them again."""
+        """Up to ``limit`` records due at ``now``, earliest first, each atomically set
+        not scheduled (taken once across processes), as they were; the caller puts them again."""
 
     def next_due(self) -> float | None:
         """The earliest finite due time, None if nothing is scheduled."""
@@ -341,9 +329,8 @@ class URLCensus(Protocol):
     """Read-only summaries of the URL table for tools; it may scan every row."""
 
     def census(self, hosts: int, errors: int, since: float) -> Census:
-        """Up to ``hosts`` busiest hosts, up to ``errors`` newest failed
-        rows and as many newest refused or excluded rows, and fetch times
-        (``since``: a wall time)."""
+        """Up to ``hosts`` busiest hosts, ``errors`` newest failed rows and as many
+        refused or excluded ones, and fetch times since ``since`` (wall time)."""
 
 
 @runtime_checkable
@@ -393,10 +380,9 @@ class FrontierStore(Protocol):
 
 @runtime_checkable
 class WriteAheadStore(Protocol):
-    """A store cheap enough to commit on every scheduler call (SQLite: a WAL
-    append). With ``FRONTIER_WRITE_AHEAD`` the frontier commits before it
-    hands out a request, so after a kill the in-flight rows are exactly the
-    requests that may have been fetched and not finished."""
+    """A store cheap enough to commit before every hand-out
+    (``FRONTIER_WRITE_AHEAD``): after a kill the in-flight rows are exactly the
+    requests that may have been fetched."""
 
     def commit(self, before: Callable[[], None] | None = None) -> bool:
         """If anything changed since the last commit: run ``before`` (into the

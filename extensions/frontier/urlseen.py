@@ -1,10 +1,6 @@
-"""The URL-seen test, as in Mercator: a cache of popular fingerprints
-(:class:`LRUCache`, a hit is a duplicate without a disk access), an optional
-Bloom pre-filter (:class:`BloomSeen`: "maybe seen" counts as a duplicate, so
-a false positive loses a new URL; saved at each checkpoint and rebuilt if
-its tag does not match the store), then the URL table's ``insert_new``, the
-exact answer.
-"""
+"""The URL-seen test (Mercator): an LRU of popular fingerprints, an optional
+Bloom pre-filter (a false positive loses a new URL; rebuilt when its tag does
+not match the store), then the URL table's exact ``insert_new``."""
 
 from __future__ import annotations
 

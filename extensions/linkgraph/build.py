@@ -1,25 +1,12 @@
-"""Build the compressed link graph from the recorded edges of a crawl.
+"""Build the compressed link graph from the outlinks a crawl recorded (``store.links``).
 
-The frontier records each fetched page's outlinks by URL fingerprint in its
-store (``store.links``). A build reads every recorded list, names the
-fingerprints by URL (the link table's own names where it keeps them, as
-link segments do; otherwise the URL database's rows), numbers the URLs so that
-close URLs get close ids (:func:`node_order`), and writes, into one
-directory (``JOBDIR/linkgraph`` for a crawl with a job directory):
-
-* ``graph.*``: the out-links as a BVGraph (:mod:`.bvgraph`), ``graph-t.*``
-  the transposed graph (in-links);
-* ``urls.txt`` (one URL per node id) with ``urls.offsets.npy`` (where each
-  line starts), ``fingerprints.npy`` and ``fingerprint_ids.npy`` (sorted
-  fingerprints and their node ids: a URL's id by binary search);
-* ``build.json``: sizes, bits per link, build time, and what it was built
-  from (the number of recorded pages, so a query can tell a stale build).
-
-A target without a name (named by rows: a link the URL-seen test's Bloom
-filter took for known, or one refused before it got a row; named by the
-table: one recorded without its URL) is left out with its edges, counted
-(``unresolved_targets``).
-"""
+Fingerprints are named by URL (the link table's names, else the URL rows),
+numbered by :func:`node_order`, and written into one directory
+(``JOBDIR/linkgraph`` by default): ``graph.*`` and ``graph-t.*`` (out- and
+in-links, :mod:`.bvgraph`), ``urls.txt`` with ``urls.offsets.npy``,
+``fingerprints.npy`` with ``fingerprint_ids.npy`` (sorted, for lookup), and
+``build.json`` (:class:`BuildReport`). Targets without a URL are left out
+with their edges and counted (``unresolved_targets``)."""
 
 from __future__ import annotations
 
@@ -48,16 +35,9 @@ _NUMBER = re.compile(r"\d+")
 
 
 def order_key(url: str) -> tuple[str, int, str, str]:
-    """The sort key of ``url`` that gives close URLs close node ids.
-
-    WebGraph's compression feeds on locality (Boldi and Vigna, WWW 2004): ids
-    in the order of a key that groups a host's pages and sorts its URLs make
-    the gaps between successor ids small and put similar lists within the
-    reference window. The key is the host with its labels reversed
-    (``org.python.docs``: a site's subdomains together), the port, the path and
-    query with numbers compared as numbers (``p/9.html`` before ``p/10.html``:
-    numbered pages become intervals), then the scheme; unparsable URLs sort by
-    their text, after every host."""
+    """The sort key that gives close URLs close node ids (WebGraph's locality):
+    reversed host labels, port, path and query with numbers compared as numbers,
+    scheme; unparsable URLs sort by their text after every host."""
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -177,9 +157,8 @@ def _ids(named: np.ndarray, node_of_named: np.ndarray, fingerprints: np.ndarray)
 
 def _aopic_spearman(store: Any, pages: np.ndarray, nodes: np.ndarray, resolved: np.ndarray,
                     scores: np.ndarray) -> tuple[float | None, int]:
-    """Spearman's rho between the fetched pages' AOPIC history (the cash
-    they were credited, Abiteboul et al.'s importance estimate) and their
-    PageRank; None without AOPIC rows."""
+    """Spearman's rho between the fetched pages' AOPIC history (their importance
+    estimate) and their PageRank; None without AOPIC rows."""
     fingerprints = pages.tolist()
     history = {fp: row[1] for fp, row in _batched(store.cash.get_cash, fingerprints).items()}
     keep = [i for i, fp in enumerate(fingerprints) if resolved[i] and fp in history]

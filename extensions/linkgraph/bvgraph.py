@@ -1,29 +1,17 @@
-"""BVGraph: Boldi and Vigna's compressed adjacency lists, in WebGraph's format
-(written here; read with webgraph-rs, PyPI ``webgraph``).
+"""BVGraph: Boldi and Vigna's compressed adjacency lists in WebGraph's format
+(read with webgraph-rs). A graph ``B`` is four files:
 
-A graph ``B`` is four files, as the Java WebGraph and webgraph-rs write them:
-
-- ``B.graph``: one bit stream, node after node. Node ``x`` is: its outdegree
-  (gamma); if it is not zero, a reference ``r`` (unary; ``0`` = none) to one
-  of the previous ``window`` lists; if ``r > 0``, copy blocks over the list of
-  ``x - r`` (block count, then block lengths, gamma; blocks alternate copy and
-  skip, the first may be empty, the last is implicit); then, for the arcs not
-  copied ("extra" arcs), the runs of at least ``min_interval`` consecutive
-  ids as intervals (count, then left ends as gaps and lengths, gamma), and
-  the remaining residuals as gaps (zeta_k), the first one relative to ``x``
-  with its sign folded (:func:`~.codes.int2nat_array`).
-- ``B.offsets``: ``nodes + 1`` gamma-coded gaps between the bit positions at
-  which the lists start.
-- ``B.properties``: a Java properties file (``graphclass``, ``nodes``,
-  ``arcs``, the compression parameters).
+- ``B.graph``: per node, its outdegree (gamma); then a reference ``r``
+  (unary, 0 = none) to one of the previous ``window`` lists and copy blocks
+  over it (count and lengths, gamma); then the other arcs as intervals of at
+  least ``min_interval`` ids (gamma) and residual gaps (zeta_k, the first
+  relative to the node, sign folded).
+- ``B.offsets``: ``nodes + 1`` gamma-coded gaps between list starts.
+- ``B.properties``: Java properties (class, nodes, arcs, parameters).
 - ``B.ef``: the offsets as webgraph-rs maps them (:mod:`.webgraph_ef`).
 
-References are chosen greedily per node, as WebGraph does: the candidate
-among the previous ``window`` non-empty lists whose encoding takes the fewest
-bits, skipping those already at the end of a chain of ``max_ref_count``
-references, so decoding a list never follows more than ``max_ref_count``
-references.
-"""
+References are chosen greedily (fewest bits), never chaining more than
+``max_ref_count`` deep."""
 
 from __future__ import annotations
 
@@ -39,10 +27,8 @@ _BATCH_NODES = 1 << 17
 
 
 class Adjacency(NamedTuple):
-    """Successor lists in CSR form: ``targets[offsets[i]:offsets[i + 1]]``.
-
-    Each list is sorted and has no duplicates; ids are in ``[0, num_nodes)``.
-    """
+    """Successor lists in CSR form: ``targets[offsets[i]:offsets[i + 1]]``,
+    each sorted, no duplicates, ids in ``[0, num_nodes)``."""
 
     offsets: np.ndarray
     targets: np.ndarray
@@ -128,11 +114,8 @@ def _runs(breaks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _code_blocks(codes: _Codes, ref_node: np.ndarray, in_current: np.ndarray, dist: int) -> None:
-    """Copy blocks of nodes ``y + dist`` that copy from ``y``.
-
-    ``ref_node``/``in_current``: the arcs of the referenced lists, and whether
-    each is also a successor of the referencing node.
-    """
+    """Copy blocks of nodes ``y + dist`` copying from ``y``: ``ref_node`` the
+    referenced lists' arcs, ``in_current`` whether each is also a successor."""
     if len(ref_node) == 0:
         return
     brk = np.ones(len(ref_node), dtype=bool)
@@ -227,11 +210,8 @@ class _Batch:
 
 def _code_candidate(batch: _Batch, dist: int, min_interval: int, zeta_k: int,
                     codes: _Codes | None = None, select: np.ndarray | None = None) -> _Codes:
-    """Codes (blocks, intervals, residuals) of the batch's lists referencing ``dist`` back.
-
-    ``select``: per node of the batch, whether it is coded with this reference
-    (None: all of them, to price the candidate).
-    """
+    """Codes of the batch's lists referencing ``dist`` back; ``select``: which
+    nodes use this reference (None: all, to price the candidate)."""
     codes = codes if codes is not None else _Codes()
     node, target = batch.node[batch.cur:], batch.target[batch.cur:]
     if select is not None:
@@ -298,12 +278,8 @@ def _code_batch(batch: _Batch, chosen: np.ndarray, window: int, min_interval: in
 
 def write_bvgraph(basename: Path, graph: Adjacency, *, window: int = 7, max_ref_count: int = 3,
                   min_interval: int = 4, zeta_k: int = 3) -> GraphSize:
-    """Compress ``graph`` into ``basename.graph``, ``.offsets``, ``.properties``.
-
-    Also writes ``basename.ef``, the Elias-Fano offsets webgraph-rs loads
-    (see :mod:`.webgraph_ef`). ``min_interval`` 0 disables intervals,
-    ``window`` 0 disables references.
-    """
+    """Compress ``graph`` into ``basename.graph``, ``.offsets``, ``.properties``
+    and ``.ef``; ``min_interval`` 0 disables intervals, ``window`` 0 references."""
     from .webgraph_ef import ef_bytes  # a sibling module, imported late to keep this one readable
 
     if min_interval and min_interval < 2:

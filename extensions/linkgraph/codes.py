@@ -1,15 +1,8 @@
-"""Instantaneous codes and bit streams, as WebGraph writes them.
+"""Instantaneous codes (unary, gamma, zeta_k) and MSB-first bit streams, as WebGraph writes them.
 
-Bits are written MSB-first (big-endian, WebGraph's ``OutputBitStream``).
-Unary ``x`` is ``x`` zeros and a one; gamma and zeta_k are the codes
-of Boldi and Vigna ("The WebGraph Framework II: Codes for the World-Wide
-Web", and ``dsi-bitstream``), all for naturals (``x >= 0``).
-
-Every code here starts with zeros and a one, so one code is one
-``(value, length)`` pair: ``length`` bits holding ``value`` with its leading
-zeros. Writers build arrays of such pairs (numpy, vectorised) and
-:class:`BitPacker` packs them.
-"""
+Every code is one ``(value, length)`` pair: ``length`` bits holding ``value``
+with its leading zeros; writers build numpy arrays of pairs and
+:class:`BitPacker` packs them."""
 
 from __future__ import annotations
 
@@ -61,11 +54,8 @@ def int2nat_array(x: np.ndarray) -> np.ndarray:
 
 
 class BitPacker:
-    """Packs ``(value, length)`` code arrays MSB-first into bytes, in chunks.
-
-    Lengths may exceed 64 (the extra leading bits are zeros); values must fit
-    in 64 bits. ``bits`` counts the bits written so far.
-    """
+    """Packs ``(value, length)`` code arrays MSB-first into bytes; lengths may
+    exceed 64 (leading zeros), values fit in 64 bits; ``bits`` counts bits written."""
 
     def __init__(self) -> None:
         self.chunks: list[bytes] = []

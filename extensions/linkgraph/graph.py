@@ -1,11 +1,6 @@
-"""The connectivity server's queries over a built link graph.
-
-:class:`LinkGraph` opens what :mod:`.build` wrote and answers "which URLs
-does this URL point to" (the graph) and "which URLs point to it" (the
-transposed graph), each by decoding one compressed list with webgraph-rs. A URL is found
-by its fingerprint, computed as the frontier does (canonicalised first),
-so any spelling of a URL the crawl met finds its node.
-"""
+"""The connectivity server's queries over a built link graph: a URL's
+out-links and in-links, each by decoding one list with webgraph-rs; a URL
+is found by its canonical fingerprint, so any spelling of it finds its node."""
 
 from __future__ import annotations
 

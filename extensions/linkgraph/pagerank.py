@@ -1,15 +1,6 @@
-"""PageRank on the crawled link graph, and Spearman's rank correlation.
-
-PageRank (Brin and Page) by power iteration: ``x <- d * (x over out-links)
-+ (1 - d) / n + d * (dangling mass) / n``, a page without out-links
-spreading its score over every page (the usual fix, so scores sum to 1).
-One iteration is one pass over the arcs (``numpy.bincount`` of the
-targets weighted by the sources' share).
-
-Spearman's rho is Pearson's correlation of the ranks, ties given their
-average rank: what the literature compares AOPIC's history with PageRank
-by (Abiteboul, Preda and Cobena, WWW 2003).
-"""
+"""PageRank by power iteration (dangling mass spread over every page, so
+scores sum to 1), and Spearman's rank correlation (ties get their average
+rank), with which AOPIC's history is compared to PageRank."""
 
 from __future__ import annotations
 
@@ -31,9 +22,8 @@ class PageRank:
 
 def pagerank(offsets: np.ndarray, targets: np.ndarray, *, damping: float = DAMPING,
              tolerance: float = 1e-10, max_iterations: int = 200) -> PageRank:
-    """PageRank of the graph whose node ``i`` links to
-    ``targets[offsets[i]:offsets[i + 1]]``; stops when an iteration changes
-    the scores by less than ``tolerance`` (L1) or after ``max_iterations``."""
+    """PageRank of the CSR graph (``targets[offsets[i]:offsets[i + 1]]``), until an
+    iteration moves the scores by less than ``tolerance`` (L1) or ``max_iterations``."""
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping!r}")
     nodes = len(offsets) - 1

@@ -1,38 +1,21 @@
-"""Link segments: each crawler process's outlink records, appended to compressed files of its own.
+"""Link segments: each process's outlink records, appended to compressed files of its own.
 
-A segment file is ``links-<host>-<pid>-<start>-<sequence>.seg`` in the
-segments directory (local, or shared by every process of a crawl): the name
-carries the writing process's identity, so two processes never write one
-file. A file is the magic :data:`MAGIC` (format 2), then frames::
+A file ``links-<host>-<pid>-<start>-<sequence>.seg`` (one writer per name)
+is :data:`MAGIC`, then frames::
 
     b"LGF1"  <u32 payload bytes> <u32 CRC-32 of the payload> <u32 records>
     payload: the next piece of the file's one zlib stream, ended by a sync flush
 
-so a frame decodes after the file's earlier frames and shares their 32 KiB
-of history (a host's repeated links compress across frames). A record, in
-the stream: ``<q source fingerprint> <d wall time> <I URL bytes> <I targets>
-<I target URL bytes>``, the source URL (UTF-8), the targets' fingerprints as
-little-endian int64, then the targets' URLs (UTF-8, one per target, joined
-by newlines; none recorded: zero bytes).
+A record: ``<q source fingerprint> <d wall time> <I URL bytes> <I targets>
+<I target URL bytes>``, the source URL, the targets' fingerprints as int64,
+the targets' URLs joined by newlines (or nothing).
 
-Durability: :meth:`SegmentWriter.flush` hands a whole frame to the kernel
-with one ``write`` (no fsync), so a SIGKILL loses only records not yet
-flushed and never an earlier frame. A frame that is cut short or fails its
-CRC (a write torn by a power loss, or one still being written as it is read)
-ends its file for the reader: it and what follows are skipped and counted
-(:class:`SegmentScan`). Of several records of one source (a re-fetch), the
-latest by wall time wins (:func:`latest_records`).
-
-:class:`SegmentLinkTable` is a store's ``links`` kept in these files, not
-in its memory (the frontier's :class:`~extensions.frontier.store.LinkTable`):
-:meth:`record` appends to this process's own files; the reads
-(:meth:`scan`, :meth:`sources`, :meth:`targets_of`) see every process's
-records in the directory, a source's latest record winning, and this
-process's pending ones (they are flushed first). The owner flushes at its
-checkpoints and closes it with the store. Records carry their source's and
-their targets' URLs, so :meth:`node_urls` names every node of the graph
-without the URL database.
-"""
+:meth:`SegmentWriter.flush` writes a whole frame with one ``write`` (no
+fsync): a SIGKILL loses only unflushed records. A torn or corrupt frame ends
+its file for readers, counted in :class:`SegmentScan`. Of several records of
+one source, the latest by wall time wins. :class:`SegmentLinkTable` is a
+store's ``links`` in these files: it records into this process's files and
+reads every process's (its own pending records flushed first)."""
 
 from __future__ import annotations
 
@@ -99,10 +82,8 @@ def encode_record(source: int, when: float, url: str, targets: Sequence[int],
 
 
 class SegmentWriter:
-    """Appends records to this process's segment files in ``directory``:
-    a frame is written when ``block_bytes`` of records are pending or at
-    :meth:`flush`, a new file begun once one reaches ``segment_bytes``.
-    Thread-safe (the frontier may record and checkpoint on different threads)."""
+    """Appends records to this process's segment files (thread-safe): a frame per
+    ``block_bytes`` pending or :meth:`flush`, a new file past ``segment_bytes``."""
 
     def __init__(self, directory: Path, *, identity: str | None = None, segment_bytes: int = 64 << 20,
                  block_bytes: int = 256 << 10, level: int = 6) -> None:
@@ -282,15 +263,6 @@ def latest_records(directory: Path, scan: SegmentScan | None = None) -> dict[int
     return latest
 
 
-def delete_segments(directory: Path) -> int:
-    """Delete every segment file in ``directory``; how many."""
-    deleted = 0
-    for path in segment_files(directory):
-        path.unlink(missing_ok=True)
-        deleted += 1
-    return deleted
-
-
 #: seconds a file's mtime may trail the wall time of a record it holds (a coarse kernel clock)
 MTIME_SLACK = 1.0
 
@@ -334,8 +306,7 @@ class SegmentLinkTable:
             yield rows[start:start + batch]
 
     def node_urls(self) -> dict[int, str]:
-        """The URL of every node of the recorded graph: each target by the
-        canonical URL it was recorded with, a source not named so by its own
+        """Every node's URL: a target's as recorded, a source not named so by its own
         (canonicalised); nodes recorded without a URL are left out."""
         latest = self._latest()
         names: dict[int, str] = {}
@@ -368,7 +339,10 @@ class SegmentLinkTable:
     def delete(self) -> int:
         """Delete every process's segment files (the crawl's end without persistence)."""
         self.abandon()
-        return delete_segments(self.directory)
+        paths = segment_files(self.directory)
+        for path in paths:
+            path.unlink(missing_ok=True)
+        return len(paths)
 
     def _latest(self) -> dict[int, SegmentRecord]:
         """Every source's latest record; the previous read's while no file changed."""

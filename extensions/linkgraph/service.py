@@ -1,12 +1,6 @@
-"""Where a crawl's link graph lives, and keeping it up to date.
-
-The graph of a crawl with ``JOBDIR`` lives in ``JOBDIR/linkgraph``;
-``LINKGRAPH_DIR`` names another place (a shared crawl without a job
-directory needs it, or gets its backend's place: ``.scrapy/linkgraph/<prefix>``
-in the project for Redis).
-A build is redone when the crawl has recorded more pages than the build
-read, or when asked.
-"""
+"""Where a crawl's link graph lives (``LINKGRAPH_DIR``, else
+``JOBDIR/linkgraph``, else the backend's place), rebuilt when the crawl has
+recorded more pages than the build read, or when asked."""
 
 from __future__ import annotations
 

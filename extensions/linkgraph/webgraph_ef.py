@@ -1,16 +1,10 @@
-"""The ``.ef`` file webgraph-rs loads for random access: Elias-Fano offsets.
+"""The ``.ef`` file webgraph-rs maps for random access: the offsets as an
+Elias-Fano sequence, written here so graphs load without a Rust toolchain.
 
-webgraph-rs (and PyPI ``webgraph``, its Python binding) does not read the
-gamma-coded ``.offsets`` at load time: it maps ``basename.ef``, the offsets
-as an Elias-Fano sequence with a select index, serialised with ``epserde``.
-Its CLI builds the file (``webgraph build ef``); so that our graphs load
-without a Rust toolchain, this module writes the same bytes.
-
-The layout is ``sux`` 0.15's ``EliasFano<u64, SelectAdaptConst<BitVec<Box<
+Layout: ``sux`` 0.15's ``EliasFano<u64, SelectAdaptConst<BitVec<Box<
 [usize]>>, Box<[usize]>, 11, 3>, BitFieldVecU<Box<[u64]>>>`` under an
-``epserde`` 0.13 header (format version 2.0); the two header hashes are
-constants of that Rust type, as PyPI ``webgraph`` 0.2.0 (:mod:`.graph`'s reader) expects them.
-"""
+``epserde`` 0.13 header (format 2.0); the header hashes are the constants
+PyPI ``webgraph`` 0.2.0 expects."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The archive's own index for revisit records: payload digest -> the first
-record holding that payload, and URI -> the URI's latest capture.
-
-:class:`SqliteArchiveIndex`: ``JOBDIR/warc-archive.sqlite3`` (a temporary
-file without ``JOBDIR``), tables ``digests`` (digest -> uri, date, record
-id; the first stays) and ``captures`` (uri -> digest, date, record id; the
-latest stays), each addition committed after its record is on disk. The
-crawl's backend hands out the index that goes with its state.
-"""
+"""The archive's index for revisit records (:class:`SqliteArchiveIndex`,
+``JOBDIR/warc-archive.sqlite3``): payload digest -> its first record, URI ->
+its latest capture, each addition committed once its record is on disk."""
 
 from __future__ import annotations
 
@@ -32,9 +26,8 @@ class ArchiveIndex(Protocol):
         ``uri`` (None for a key not given or not known), in one look-up."""
 
     def add(self, capture: Capture, original: bool, latest: bool) -> None:
-        """Remember a record written: ``original``: it holds its payload (the
-        first such record of a digest stays); ``latest``: the newest capture
-        of its URI."""
+        """Remember a written record: ``original``, it holds its payload (a digest's
+        first stays); ``latest``, the newest capture of its URI."""
 
     def close(self) -> None:
         """Keep what was added and let go of the store."""

@@ -1,11 +1,7 @@
-"""CDXJ index lines for WARC records, as pywb reads them: ``SURT-key
-timestamp {json}``, sorted, one ``.cdxj`` file next to each WARC file.
-
-Fields in pywb's order (``cdx-indexer --cdxj``): ``url``, ``mime``,
-``status``, ``digest``, ``length``, ``offset``, ``filename``. Indexed:
-``response`` and ``revisit`` records, except 304 answers (a replay of a 304
-is an empty page).
-"""
+"""CDXJ index lines as pywb reads them (``SURT-key timestamp {json}``, sorted,
+a ``.cdxj`` beside each WARC): ``url``, ``mime``, ``status``, ``digest``,
+``length``, ``offset``, ``filename`` of ``response`` and ``revisit``
+records, 304 answers left out."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Which record a download becomes: a full response, or a revisit (pure).
-
-* ``IDENTICAL``: the payload's digest was archived before, and the payload is
-  longer than the header fields the revisit adds (:func:`revisit_overhead`);
-* ``NOT_MODIFIED``: a 304 for a URL whose earlier capture the archive knows;
-* ``RESPONSE``: anything else.
-"""
+"""Which record a download becomes (pure): ``IDENTICAL`` (payload archived
+before and longer than a revisit's :func:`revisit_overhead`),
+``NOT_MODIFIED`` (a 304 for a URL the archive holds) or ``RESPONSE``."""
 
 from __future__ import annotations
 

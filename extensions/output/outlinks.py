@@ -1,8 +1,6 @@
-"""An item pipeline that announces each page's outlinks (signal
-``page_outlinks``) for the WARC writer's ``metadata`` records; placed after
-the trap filter, so the links are those the frontier gets. Off unless
-``WARC_DIR`` and ``WARC_OUTLINKS``.
-"""
+"""An item pipeline after the trap filter that announces each page's outlinks
+(``page_outlinks``) for the WARC ``metadata`` records; needs ``WARC_DIR`` and
+``WARC_OUTLINKS``."""
 
 from __future__ import annotations
 

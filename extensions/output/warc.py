@@ -1,22 +1,11 @@
-"""WARC output: every download as WARC 1.1 records, revisits for what the
-archive already holds, a CDXJ index next to the files.
+"""WARC output: every download as WARC 1.1 records, with a CDXJ index.
 
-:class:`WarcWriter` listens to ``response_downloaded`` (before any middleware
-decompresses the body: records hold the bytes as served, and are on disk
-before the frontier marks the URL done). Per download a ``request`` record
-and its answer's: a ``revisit`` when the archive index knows the payload or,
-for a 304, the URL (``WARC_REVISITS``), a ``response`` otherwise; with
-``WARC_OUTLINKS`` a ``metadata`` record per page. At start, files a killed
-crawl left ``.open`` are recovered. A failed write is logged once, counted
-and undone; the crawl goes on.
-
-Stats: ``warc/files``, ``warc/records``, ``warc/bytes``,
-``warc/revisit/identical``, ``warc/revisit/not_modified``,
-``warc/revisit/payload_bytes_saved`` (payload bytes the revisits did not
-store, before compression), ``warc/metadata``, ``warc/cdxj_lines``,
-``warc/recovered_files``, ``warc/recovered_bytes_cut``, ``warc/errors``,
-``warc/archive_index_errors``.
-"""
+:class:`WarcWriter` listens to ``response_downloaded`` (bytes as served, on
+disk before the frontier marks the URL done) and writes a ``request`` record
+and a ``revisit`` (``WARC_REVISITS``: payload or, for a 304, URL known) or a
+``response``; with ``WARC_OUTLINKS`` a ``metadata`` record per page. Files a
+killed crawl left ``.open`` are recovered at start. A failed write is
+logged once, counted and undone. Stats ``warc/*``."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""A rotating series of WARC files in one directory, and the recovery of
-files a killed process left open.
-
-Files are ``{prefix}-{YYYYmmddHHMMSS}-{serial:05d}-{pid}.warc.gz``, one gzip
-member a record, a ``warcinfo`` record first, ``.open`` while written
-(unbuffered, under an exclusive ``flock``); a file past ``max_size`` is
-closed after the write. Closing writes the sorted ``name.cdxj`` index first,
-so a closed WARC file always has its index. :func:`recover_open_files` cuts
-each ``.open`` file no live process holds back to its last whole record.
-"""
+"""A rotating series of WARC files, and recovery of those a killed process
+left open: ``{prefix}-{YYYYmmddHHMMSS}-{serial:05d}-{pid}.warc.gz``, one gzip
+member a record, ``.open`` while written under an exclusive ``flock``,
+rotated past ``max_size``; its sorted ``.cdxj`` is written before a file is
+closed. :func:`recover_open_files` cuts an orphan back to its last whole record."""
 
 from __future__ import annotations
 
@@ -36,9 +31,8 @@ Build = Callable[[str], list[Any]]
 
 
 class WarcFiles:
-    """The rotating files; a failed :meth:`write` is undone and re-raised,
-    so every file stays a sequence of whole records. Counts ``warc/files``,
-    ``warc/records`` and ``warc/cdxj_lines`` in ``stats``."""
+    """The rotating files; a failed :meth:`write` is undone and re-raised (whole
+    records only). Counts ``warc/files``, ``warc/records``, ``warc/cdxj_lines``."""
 
     def __init__(self, directory: Path, prefix: str, max_size: int, warcinfo: Build, stats: Any,
                  cdxj: bool = False, clock: Callable[[], float] = time.time) -> None:

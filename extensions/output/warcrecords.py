@@ -1,9 +1,5 @@
-"""WARC 1.1 records of a fetch, built with warcio: ``response`` (body as
-served, payload digest computed once), ``revisit`` (headers only, referring
-to the original), ``request`` (as sent, concurrent to its answer),
-``metadata`` (Heritrix's ``via``/``hopsFromSeed``/``outlink`` fields) and
-``warcinfo``.
-"""
+"""WARC 1.1 records of a fetch, built with warcio: ``response``, ``revisit``,
+``request``, ``metadata`` (Heritrix's fields) and ``warcinfo``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The content-seen test's data, computed in the spider's processing stage.
-
-Not a ``PROCESSING_MODULES`` entry: the ``web`` spider puts
-:meth:`ContentFeatureExtractor.extract`'s result on the item's
-``content_features`` field, which the content-seen pipeline judges and
-removes. An HTML page's text comes from its one parse.
-"""
+"""The content-seen test's data, computed in the spider (the item's
+``content_features``, judged and removed by the content-seen pipeline)."""
 
 from __future__ import annotations
 

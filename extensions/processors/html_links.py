@@ -1,15 +1,11 @@
-"""Link extraction for HTML: the processing module that feeds the frontier.
+"""Link extraction for HTML, the processing module that feeds the frontier.
 
-Links come from ``a``/``area``/``link`` (``href``; a ``link`` only with
-``rel`` next, prev or alternate) and ``frame``/``iframe`` (``src``), resolved
-against the first ``<base href>``, canonicalised with
-:func:`extensions.urls.canonical.canonicalize` and deduplicated in document
-order. ``rel=nofollow`` links, and all links of a page whose ``<meta
-name=robots>`` says nofollow, are skipped unless ``LINKS_IGNORE_NOFOLLOW``.
-At most ``PROCESSING_MAX_PARSE_BYTES`` are read and ``LINKS_MAX_PER_PAGE``
-distinct hrefs kept. Stats: ``links/nofollow``, ``links/invalid``,
-``links/capped``, ``processors/truncated/HtmlLinkExtractor``.
-"""
+``a``/``area``/``link`` (``href``; ``link`` only with rel next, prev or
+alternate) and ``frame``/``iframe`` (``src``), resolved against the first
+``<base href>``, canonicalised, deduplicated in document order; nofollow
+links (``rel`` or ``<meta name=robots>``) skipped unless
+``LINKS_IGNORE_NOFOLLOW``; bounded by ``PROCESSING_MAX_PARSE_BYTES`` and
+``LINKS_MAX_PER_PAGE``. Stats ``links/*``."""
 
 from __future__ import annotations
 
@@ -40,9 +36,8 @@ _NO_RELS: frozenset[str] = frozenset()
 
 
 class LinkScan:
-    """A scan target collecting, in one pass, the first ``<base href>`` and
-    each followable ``href`` (fragment cut) with the number of elements
-    carrying it; ``done`` once it holds ``max_links`` of them."""
+    """Scan target collecting the first ``<base href>`` and each followable ``href``
+    (fragment cut) with its element count; ``done`` at ``max_links`` of them."""
 
     def __init__(self, max_links: int, ignore_nofollow: bool) -> None:
         self.max_links = max_links

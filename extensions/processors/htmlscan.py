@@ -1,10 +1,6 @@
-"""A bounded, streaming pass over an HTML document for the HTML processors.
-
-:func:`scan_html` feeds a target (lxml's parser target: ``start(tag,
-attrib)``) the elements of the first ``max_bytes`` of the body, decoded as
-parsel does, through libxml2's push parser, without building a tree; a
-target that has seen enough sets ``done``.
-"""
+""":func:`scan_html`: a bounded streaming pass (libxml2's push parser, no
+tree) feeding an lxml parser target the elements of the first ``max_bytes``
+of the body, decoded as parsel does; a target sets ``done`` to stop."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Image statistics: format and dimensions read from the file header.
-
-A processing module for ``image/*``: GIF, PNG and JPEG dimensions from their
-headers, without decoding; anything else, truncated or corrupt yields
-``{"format": None}`` and counts ``images/unparsed``. Never raises.
-"""
+"""Image statistics (``image/*``): GIF, PNG and JPEG format and dimensions
+from the header; otherwise ``{"format": None}`` and ``images/unparsed``.
+Never raises."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""One parse of an HTML page, shared by everything that reads it.
-
-Link extraction, tag counting and the content-seen test's visible text read
-the tree :func:`extensions.contentseen.text.text_tree` builds, once per
-response (a one-page memo keyed weakly by the response). Each reader sees
-what its own :func:`~extensions.processors.htmlscan.scan_html` would see;
-where the two could differ (NULs, a parse stopped at libxml2's limits) the
-page is not ``exact`` and the processors scan.
-"""
+"""One parse of an HTML page (:func:`extensions.contentseen.text.text_tree`),
+memoised per response, shared by link extraction, tag counting and the
+content-seen text; where it could differ from a scan the page is not
+``exact`` and the processors scan."""
 
 from __future__ import annotations
 
@@ -36,12 +31,8 @@ _TAG = attrgetter("tag")
 
 
 class ParsedPage:
-    """What the HTML processors and the content-seen test read of one page.
-
-    ``exact``: ``tags`` and ``link_elements`` (the tree's elements, read
-    through ``tag`` and ``get``) are what a scan of the same bytes sees (when
-    False they are empty); ``text`` is None unless asked for.
-    """
+    """What the HTML processors and content-seen read of one page; ``exact``: ``tags``
+    and ``link_elements`` match a scan (else empty); ``text`` None unless asked for."""
 
     __slots__ = ("exact", "link_elements", "read_bytes", "tags", "text", "truncated", "__weakref__")
 

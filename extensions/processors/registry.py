@@ -1,12 +1,7 @@
-"""Processing modules chosen by MIME type (Mercator's processing modules).
-
-``PROCESSING_MODULES`` maps a MIME pattern (exact or fnmatch-style) to class
-paths, each built once per crawl; a document's processors are the exact
-match's, then every matching wildcard's, in setting order, without
-duplicates. A processor returns fields for the item's ``processed`` dict
-(``"links"``: canonical URLs to follow); one that raises is logged once and
-counted (``processors/errors/<ClassName>``).
-"""
+"""Processing modules by MIME type (``PROCESSING_MODULES``: exact or fnmatch
+pattern -> class paths, exact match first, then wildcards in order). A
+processor returns fields of the item's ``processed`` (``"links"`` to follow);
+one that raises is logged once and counted (``processors/errors/<Class>``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Tag counting: Mercator's example of a statistics-gathering processor.
-
-Counts the elements of the first ``PROCESSING_MAX_PARSE_BYTES`` of an HTML
-document by tag name (documents cut: ``processors/truncated/TagCounter``);
-only the ``TAG_COUNTER_MAX_TAGS`` most common tags are reported.
-"""
+"""Tag counting, Mercator's statistics processor: elements of the first
+``PROCESSING_MAX_PARSE_BYTES`` by tag, the ``TAG_COUNTER_MAX_TAGS`` commonest."""
 
 from __future__ import annotations
 

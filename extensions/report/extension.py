@@ -1,13 +1,8 @@
-"""The crawl report extension: ``REPORT_DIR/index.html`` with PNG plots.
-
-:class:`CrawlReport` samples the crawl every ``REPORT_INTERVAL`` seconds
-and at ``spider_closed``, counting from signals pages and bytes per host
-(robots.txt fetches left out; a bounded tally) and documents by MIME type,
-depth and novelty; the rest comes from ``crawler.stats``. A snapshot is
-taken on the reactor thread; the plots and HTML are drawn in a worker
-thread, one refresh at a time (a tick that finds one drawing is skipped,
-``report/skipped``); the crawl's close waits for the last refresh.
-"""
+"""The crawl report extension: ``REPORT_DIR/index.html`` with PNG plots,
+sampled every ``REPORT_INTERVAL`` seconds and at close (pages and bytes per
+host, documents by MIME type, depth and novelty, and the stats). Drawn in a
+worker thread one refresh at a time (a busy tick: ``report/skipped``); the
+close waits for the last one."""
 
 from __future__ import annotations
 

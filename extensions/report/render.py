@@ -1,10 +1,6 @@
-"""The report's files: ``index.html`` and PNG plots beside it.
-
-:func:`write_report` writes every file of a :class:`Snapshot` atomically
-(temporary file, then ``os.replace``). The page works offline (inline CSS,
-no scripts). Plots use matplotlib's object API on the Agg canvas, so a
-render may run in a worker thread. Every text in the HTML is escaped.
-"""
+"""The report's files, written atomically: an offline ``index.html`` (inline
+CSS, no scripts, all text escaped) and PNG plots (matplotlib's Agg canvas,
+safe in a worker thread)."""
 
 from __future__ import annotations
 
@@ -52,8 +48,7 @@ class Snapshot:
 
 
 def write_report(directory: Path, snapshot: Snapshot) -> list[Path]:
-    """Write the plots, then ``index.html`` (last: it links the plots).
-    Returns the paths written."""
+    """Write the plots, then ``index.html`` (it links them); the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
     plots = {
         "rates.png": plot_rates(snapshot.series),

@@ -1,11 +1,6 @@
-"""What the report plots: stats sampled over time, and bounded tallies.
-
-:class:`StatsSeries` keeps at most ``max_samples`` samples of cumulative
-counters and gauges; when full, every other sample is dropped (the first
-and newest kept), and rates between neighbours stay exact averages.
-:class:`BoundedTally` counts keys in at most ``max_keys`` entries; when
-full, the smaller half goes into ``other``.
-"""
+"""What the report plots: :class:`StatsSeries` (at most ``max_samples``;
+when full every other dropped, first and newest kept) and
+:class:`BoundedTally` (at most ``max_keys``; the smaller half into ``other``)."""
 
 from __future__ import annotations
 
@@ -38,13 +33,8 @@ class StatsSeries:
         values = {key: _number(stats.get(key)) for key in self.keys}
         self.samples.append(Sample(elapsed, values))
         self.taken += 1
-        if len(self.samples) > self.max_samples:
-            self._thin()
-
-    def _thin(self) -> None:
-        newest = self.samples[-1]
-        kept = self.samples[:-1:2]  # every other one, from the first
-        self.samples = kept + [newest]
+        if len(self.samples) > self.max_samples:  # every other one from the first, and the newest
+            self.samples = self.samples[:-1:2] + [self.samples[-1]]
 
     def times(self) -> list[float]:
         return [sample.elapsed for sample in self.samples]
@@ -75,15 +65,10 @@ class BoundedTally:
 
     def add(self, key: str, count: int = 1) -> None:
         self.counts[key] += count
-        if len(self.counts) > self.max_keys:
-            self._prune()
-
-    def _prune(self) -> None:
-        # keep the busier half: a key seen once must not push out a busy host
-        ranked = self.counts.most_common()
-        keep = ranked[: self.max_keys // 2]
-        self.other += sum(count for _, count in ranked[self.max_keys // 2:])
-        self.counts = Counter(dict(keep))
+        if len(self.counts) > self.max_keys:  # keep the busier half: a key seen once must not push out a busy host
+            ranked = self.counts.most_common()
+            self.other += sum(count for _, count in ranked[self.max_keys // 2:])
+            self.counts = Counter(dict(ranked[: self.max_keys // 2]))
 
     def most_common(self, n: int | None = None) -> list[tuple[str, int]]:
         return self.counts.most_common(n)

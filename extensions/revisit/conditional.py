@@ -1,16 +1,10 @@
-"""Conditional GET for re-visits (RFC 9110 sections 13.1.1, 13.1.3 and 15.4.5).
+"""Conditional GET for re-visits (RFC 9110 13.1.1, 13.1.3, 15.4.5).
 
-A re-visit request carries its page's last validators in its meta,
-``revisit_validators = {"etag": str | None, "last_modified": str | None}``.
-:class:`ConditionalGetMiddleware` (order 800: after the header-setting
-middlewares, before ``DownloaderStats`` and ``HttpCacheMiddleware``) sends
-them as ``If-None-Match`` and ``If-Modified-Since``, the bytes the server
-sent, unless the request has that header already. It sets ``dont_cache`` on
-every re-visit (the HTTP cache would answer it or hide the 304) and lets a
-304 through ``HttpErrorMiddleware``. Both sides test a validator the same
-way (:func:`clean_etag`, :func:`clean_last_modified`); a malformed one is
-ignored and counted, never sent.
-"""
+:class:`ConditionalGetMiddleware` (order 800) sends a re-visit's
+``revisit_validators`` meta (``etag``, ``last_modified``) as
+``If-None-Match`` and ``If-Modified-Since`` unless already set, sets
+``dont_cache`` on every re-visit and lets a 304 through
+``HttpErrorMiddleware``. A malformed validator is ignored and counted."""
 
 from __future__ import annotations
 
@@ -36,9 +30,8 @@ ETAG, LAST_MODIFIED = b"ETag", b"Last-Modified"
 
 
 def clean_etag(value: Any) -> str | None:
-    """An entity tag fit to send back (unquoted tags are kept), or None if it
-    cannot be one header line's text (not a string, empty, too long, control
-    characters or beyond Latin-1)."""
+    """An entity tag fit to send back (unquoted kept), or None if it cannot be one
+    header line's text (not a string, empty, too long, controls, beyond Latin-1)."""
     if not isinstance(value, str):
         return None
     value = value.strip(" \t")

@@ -1,20 +1,11 @@
-"""Change-rate arithmetic of Cho and Garcia-Molina (pure, no I/O).
+"""Change-rate arithmetic of Cho and Garcia-Molina (pure).
 
-A page changes by a Poisson process of rate ``lambda``. Estimator (2003):
-X changes in n visits over mean interval I give
-``lambda = -log((n - X + 0.5) / (n + 0.5)) / I``; with no change seen,
-half a change is assumed (``r = log(1 + 0.5/n)``) so the interval grows
-with each quiet visit instead of jumping to the longest. Freshness-optimal
-interval (2003): every page gets the same marginal gain ``mu`` (seconds),
-``1 - (1 + x) exp(-x) = mu * lambda`` with ``x = lambda * I``; a page with
-``mu * lambda >= 1`` is best left alone (infinite interval).
-
-The crawl's freshness and age (:func:`crawl_freshness`): expected values
-under the Poisson model with each URL's estimated rate: a copy fetched ``t``
-seconds ago is fresh with probability ``exp(-lambda t)`` and its expected age
-is ``t - (1 - exp(-lambda t)) / lambda``. A URL visited once takes the pooled
-crawl-wide rate; gone and never-fetched records are left out.
-"""
+Rate (Poisson, 2003): X changes in n visits over mean interval I give
+``lambda = -log((n - X + 0.5) / (n + 0.5)) / I``. Freshness-optimal interval:
+``1 - (1 + x) exp(-x) = mu * lambda`` with ``x = lambda * I`` (infinite when
+``mu * lambda >= 1``). A copy fetched ``t`` seconds ago is fresh with
+probability ``exp(-lambda t)``, expected age ``t - (1 - exp(-lambda t)) / lambda``;
+a URL visited once takes the pooled rate."""
 
 from __future__ import annotations
 
@@ -62,10 +53,8 @@ def _solve_gain(u: float) -> float:
 
 
 def optimal_interval(rate: float, mu: float) -> float:
-    """The freshness-optimal re-visit interval (seconds) of a page changing
-    at ``rate`` per second, for the budget's marginal gain ``mu`` (seconds).
-    ``math.inf`` when the page is not worth re-visiting (``mu * rate >= 1``)
-    or never changes."""
+    """The freshness-optimal interval (seconds) for a page changing at ``rate``
+    per second and marginal gain ``mu``; ``math.inf`` if never worth it."""
     u = mu * rate
     if rate <= 0 or u >= 1:
         return math.inf
@@ -92,9 +81,8 @@ SHORTEST_INTERVAL_MU = _shortest_ratio()
 
 
 def change_rate(visits: int, changes: int, observed: float) -> float | None:
-    """Changes per second estimated from ``visits`` fetches spread over
-    ``observed`` seconds (first to last fetch) of which ``changes`` found the
-    page changed. None before a second visit (nothing observed yet)."""
+    """Changes per second from ``visits`` fetches over ``observed`` seconds, of
+    which ``changes`` found the page changed; None before a second visit."""
     intervals = visits - 1
     if intervals < 1 or observed <= 0:
         return None

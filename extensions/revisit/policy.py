@@ -1,20 +1,13 @@
-"""When a fetched URL is due again: :class:`RevisitPolicy`.
+"""When a fetched URL is due again: :class:`RevisitPolicy` (pure: the caller
+passes time and outcome and stores the record returned).
 
-Pure: the caller passes the time and the visit's outcome and stores the
-record it gets back. Schedules: ``"estimate"`` (the default) estimates the
-page's change rate from its history and gives it the freshness-optimal
-interval, with ``mu`` set so the shortest interval is ``initial`` (until a
-second visit: ``initial``); ``"adaptive"`` (StormCrawler/Nutch) multiplies
-the interval by ``1 - decrease`` on a change, ``1 + increase`` otherwise.
-Intervals are clamped to ``[minimum, maximum]``.
-
-Outcomes: a 2xx is a visit (changed or not, :meth:`RevisitPolicy.changed`);
-a 304 is an unchanged visit; a 404/410 after a 200 confirms the page gone
-(re-checked at ``min(interval, initial)``, never due again after
-``gone_after`` in a row), and before any 200 is gone at once; a 2xx or 304
-revives a gone page. Other statuses carry no evidence: due again after the
-current interval, history untouched.
-"""
+Schedules: ``"estimate"`` (default) gives the freshness-optimal interval for
+the estimated change rate (``mu`` such that the shortest is ``initial``);
+``"adaptive"`` multiplies by ``1 - decrease`` on a change, ``1 + increase``
+otherwise; clamped to ``[minimum, maximum]``. A 2xx is a visit, a 304 an
+unchanged one; 404/410 after a 200 is re-checked at ``min(interval,
+initial)`` and given up after ``gone_after``, before any 200 gone at once;
+other statuses leave the history untouched."""
 
 from __future__ import annotations
 

@@ -1,17 +1,14 @@
-"""robots.txt exclusion as a downloader middleware, by RFC 9309.
+"""robots.txt exclusion by RFC 9309, in place of Scrapy's ``RobotsTxtMiddleware``
+(same ``ROBOTSTXT_OBEY``).
 
-Replaces Scrapy's ``RobotsTxtMiddleware`` under the same ``ROBOTSTXT_OBEY``:
-a 5xx or network error (``RETRY_EXCEPTIONS``) holds the origin
-(``origin_held``) and retries with exponential back-off, deferring it for
-the run (``origin_deferred``) after ``ROBOTSTXT_RETRY_TIMES`` and treating
-it as having no robots.txt after ``ROBOTSTXT_UNREACHABLE_PERIOD``; parsed
-rules live in a bounded, expiring LRU; ``robots_rules_parsed`` carries the
-Crawl-delay to the frontier, which answers with the wait before the host's
-next fetch; an excluded URL is announced with ``request_excluded``;
-``Sitemap:`` lines are recorded and, with ``ROBOTSTXT_SITEMAP_SEEDS``,
-scheduled. One fetch per origin serves every waiting request. Without the
-frontier, a request for an unreachable origin is dropped and counted.
-"""
+One fetch per origin serves every waiting request; parsed rules live in a
+bounded, expiring LRU. A 5xx or network error holds the origin
+(``origin_held``) and retries with back-off, deferring it after
+``ROBOTSTXT_RETRY_TIMES`` and treating it as open after
+``ROBOTSTXT_UNREACHABLE_PERIOD``. ``robots_rules_parsed`` carries the
+Crawl-delay to the frontier; an excluded URL is announced with
+``request_excluded``; ``Sitemap:`` lines are recorded (and scheduled with
+``ROBOTSTXT_SITEMAP_SEEDS``)."""
 
 from __future__ import annotations
 
@@ -106,15 +103,12 @@ class RobotsMiddleware:
         if rules.kind is Kind.UNREACHABLE:
             self._hold(origin, rules, request)
         if not rules.allowed(request.url):
-            self._exclude(request)
+            self.stats.inc_value("robotstxt/forbidden")
+            logger.debug("Forbidden by robots.txt: %s", request)
+            self.crawler.signals.send_catch_log(request_excluded, request=request, reason="robotstxt")
+            raise IgnoreRequest("Forbidden by robots.txt")
         if fetched:
             await self._polite_pause(origin)
-
-    def _exclude(self, request: Request) -> None:
-        self.stats.inc_value("robotstxt/forbidden")
-        logger.debug("Forbidden by robots.txt: %s", request)
-        self.crawler.signals.send_catch_log(request_excluded, request=request, reason="robotstxt")
-        raise IgnoreRequest("Forbidden by robots.txt")
 
     def _hold(self, origin: str, rules: RobotsRules, request: Request) -> None:
         """The robots.txt is unreachable: hold the origin (the frontier parks its

@@ -1,25 +1,15 @@
-"""What one host's robots.txt says, by RFC 9309 (the Robots Exclusion Protocol).
+"""What one host's robots.txt says, by RFC 9309. Pure: the middleware fetches.
 
-Pure, no I/O: the middleware fetches, this module decides. Status rules
-(2.3.1): 2xx parse the body; 4xx or more than five redirects: no
-restrictions; 5xx or a network error: everything disallowed for now. The
-body is cut at 500 KiB (2.5) at a line end, a UTF-8 BOM (or its start) is
-dropped, and a body that is not text counts as an empty file.
+Status (2.3.1): 2xx parse the body; 4xx or over five redirects: no
+restrictions; 5xx or network error: everything disallowed for now. The body
+is cut at 500 KiB on a line end, a UTF-8 BOM dropped, non-text read as empty.
 
-Protego parses; :func:`prepare` first rewrites the text where Protego reads
-RFC 9309 differently, keeping only the groups for our token (ours, else
-``*``): a ``user-agent`` line names the first word of its value, matched
-equal ignoring case (not as a prefix); only ``allow``/``disallow`` lines
-end a run of user-agent lines (2.2.4), other records met among them are
-moved after them; a Disallow with a query gets its :func:`slash_twins`.
-
-A URL (as requested) is fetched only if two readings of 2.2.2 both allow
-it: Protego's (escapes of unreserved characters decoded on both sides), and
-the plain one of Google's reference parser (octets compared as written,
-lines cut at :data:`GOOGLE_MAX_LINE` bytes), run as Protego over rules and
-URL with each ``%`` written ``%25``. Where they disagree, not fetching is
-the polite side.
-"""
+Protego parses, after :func:`prepare` keeps only our token's groups (ours,
+else ``*``) with RFC 9309's reading: a user-agent's first word matched
+equal ignoring case, only allow/disallow lines end a user-agent run, a
+Disallow with a query gets its :func:`slash_twins`. A URL is fetched only
+if both Protego's reading and Google's (octets as written, lines cut at
+:data:`GOOGLE_MAX_LINE`) allow it."""
 
 from __future__ import annotations
 
@@ -226,9 +216,8 @@ def kind_of_status(status: int) -> Kind:
 
 @dataclass
 class RobotsRules:
-    """One origin's robots.txt verdicts and how long they hold: ``expires`` (the
-    middleware's clock) is the TTL, or for an unreachable file the next retry;
-    ``unreachable_since`` survives retries."""
+    """One origin's robots.txt verdicts until ``expires`` (the TTL, or for an
+    unreachable file the next retry); ``unreachable_since`` survives retries."""
 
     kind: Kind
     token: str

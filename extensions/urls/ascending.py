@@ -1,8 +1,5 @@
-"""Path-ascending crawling: from a fetched URL, also its ancestor directories.
-
-``http://a.test/x/y/page.html`` -> ``http://a.test/x/y/``, ``http://a.test/x/``,
-``http://a.test/`` (Cothey's path-ascending crawler; ``LINKS_PATH_ASCENDING``).
-"""
+"""Path-ascending crawling (``LINKS_PATH_ASCENDING``): a fetched URL's
+ancestor directories, ``http://a.test/x/y/p.html`` -> ``/x/y/``, ``/x/``, ``/``."""
 
 from __future__ import annotations
 

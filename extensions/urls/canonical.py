@@ -1,18 +1,10 @@
-"""Canonical URLs and link resolution: one spelling per document.
+"""Canonical URLs and link resolution.
 
-:func:`canonicalize`: the URL as given, made sendable (w3lib's
-``safe_url_string``) and normalised only where RFC 3986 section 6.2.2 says
-two spellings are one URI (case of scheme and host, dot segments, hex case
-of escapes, default port, empty userinfo, fragment dropped); the query is
-kept as written, since servers and robots.txt rules see it so. URLs no
-crawler can fetch raise :class:`InvalidURL`.
-
-:func:`url_key`: the URL-seen identity of a canonical URL (w3lib's
-``canonicalize_url``: query sorted, escapes normalised).
-
-:func:`resolve` and :class:`Resolver`: an ``href`` made absolute (``urljoin``
-after the browsers' whitespace clean-up), cached.
-"""
+:func:`canonicalize`: the URL made sendable and normalised only where RFC
+3986 6.2.2 says two spellings are one URI (the query kept as written);
+:class:`InvalidURL` for URLs no crawler can fetch. :func:`url_key`: the
+URL-seen identity (w3lib's ``canonicalize_url``). :func:`resolve` and
+:class:`Resolver`: an ``href`` made absolute, cached."""
 
 from __future__ import annotations
 
@@ -53,12 +45,8 @@ class InvalidURL(ValueError):
 
 
 def canonicalize(url: str, encoding: str | None = None) -> str:
-    """The canonical form of an absolute URL; :class:`InvalidURL` if none.
-
-    ``encoding`` is the page's, for non-ASCII query strings (what a browser
-    sends); the path is always UTF-8. Idempotent: a canonical URL is its own
-    canonical form.
-    """
+    """The canonical form of an absolute URL (idempotent); :class:`InvalidURL`
+    if none. ``encoding``: the page's, for non-ASCII queries."""
     # ASCII encodes alike in every ASCII-compatible encoding: one cache entry for both callers
     if encoding in _ASCII_COMPATIBLE and url.isascii():
         encoding = None
@@ -177,10 +165,8 @@ def _is_ipv6(host: str, netloc: str) -> bool:
 
 
 def resolve(base: str, href: str) -> str:
-    """``href`` made absolute against ``base`` (RFC 3986 section 5.2), after
-    the browsers' clean-up (C0 controls and spaces stripped, tabs/newlines
-    removed, http(s) backslashes before the query as slashes). Not canonical;
-    :class:`InvalidURL` if the reference cannot be parsed."""
+    """``href`` made absolute against ``base`` (RFC 3986 5.2) after the browsers'
+    whitespace and backslash clean-up; not canonical; :class:`InvalidURL` if unparsable."""
     return Resolver(base).resolve(href)
 
 

@@ -1,8 +1,5 @@
-"""Mercator's URL filter: which discovered URLs may enter the frontier.
-
-Built-in tests cheapest first, then an optional ``URL_FILTER_CLASS`` with
-``allows(url) -> bool``; refusals are counted as ``urlfilter/filtered/<reason>``.
-"""
+"""Mercator's URL filter: built-in tests cheapest first, then an optional
+``URL_FILTER_CLASS`` (``allows(url) -> bool``); refusals ``urlfilter/filtered/<reason>``."""
 
 from __future__ import annotations
 
@@ -101,9 +98,8 @@ class UrlFilter:
 
     def check(self, url: str, depth: int, stats: Any = None,
               refused: list[tuple[str, str]] | None = None) -> bool:
-        """True if ``url`` may be crawled; a refusal is counted in ``stats``
-        and, unless it is for depth (a shorter path may still find the URL),
-        appended to ``refused`` as ``(url, "filter/<reason>")``."""
+        """True if ``url`` may be crawled; a refusal is counted and, unless for depth
+        (a shorter path may find it), appended to ``refused`` as ``(url, "filter/<reason>")``."""
         why = self.reason(url, depth)
         if why is None:
             return True

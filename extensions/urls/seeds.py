@@ -46,9 +46,8 @@ def _looks_like_path(argument: str) -> bool:
 
 
 def iter_seed_lines(argument: str) -> Iterator[str]:
-    """Yield the seed URLs of a seeds file (one a line, ``#`` comments) or a
-    comma-separated list; :class:`SeedsError` for an argument that looks like
-    a file name but is no file."""
+    """The seed URLs of a seeds file (one a line, ``#`` comments) or a comma-separated
+    list; :class:`SeedsError` for a file name that is no file."""
     argument = argument.strip()
     if not argument:
         raise SeedsError("seeds: empty argument; give a file or comma-separated URLs")

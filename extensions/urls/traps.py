@@ -1,22 +1,14 @@
-"""Trap signals read off a page's links: session ids, calendars, descents.
+"""Trap signals read off a page's links, cut per page by :class:`TrapFilter`
+(an item pipeline before the link scheduler); state in per-process LRUs of
+``URL_FILTER_TRAP_MEMORY`` entries.
 
-AOPIC starves a trap only slowly, so :class:`TrapFilter` (an item pipeline
-before the link scheduler) cuts the commonest ones per page:
-
-* **Session ids**: a token-shaped value that one page puts in the same place
-  (query argument, ``;name=`` parameter, path segment) of most of its
-  same-host links is *suspected* (``urlfilter/session_suspected``); it is
-  *proven* (``urlfilter/session_params``) only when the server changed the
-  value (the page's own URL or an earlier fetch had another), and then
-  removed from, or pinned in, the host's later links
-  (``urlfilter/session_stripped``).
-* **Calendars**: each host and URL template (the URL with its date taken
-  out) gets at most ``URL_FILTER_MAX_DATES`` dates (``urlfilter/filtered/calendar``).
-* **Descents**: more than ``URL_FILTER_MAX_DESCENT`` links in a row each
-  below its page's directory are refused (``urlfilter/filtered/descent``).
-
-State lives in LRU maps of ``URL_FILTER_TRAP_MEMORY`` entries, per process.
-"""
+* Session ids: a token in the same place of most same-host links is
+  suspected (``urlfilter/session_suspected``), proven when the server changed
+  it (``urlfilter/session_params``), then stripped or pinned in the host's
+  later links (``urlfilter/session_stripped``).
+* Calendars: at most ``URL_FILTER_MAX_DATES`` dates per host and URL template.
+* Descents: more than ``URL_FILTER_MAX_DESCENT`` links in a row below their
+  page's directory are refused."""
 
 from __future__ import annotations
 
@@ -110,10 +102,8 @@ class TrapSignals:
 
     def filter(self, page_url: str, links: Iterable[str],
                refused: list[tuple[str, str]] | None = None) -> list[str]:
-        """The links of the page at ``page_url`` that survive the trap tests;
-        calendar refusals are appended to ``refused`` as ``(url,
-        "trap/calendar")`` (not descents: another path may reach the URL
-        in fewer steps)."""
+        """The page's links that survive the trap tests; calendar refusals appended
+        to ``refused`` as ``(url, "trap/calendar")``."""
         split = [(url, *netloc_path(url)) for url in links]  # each link split once
         page_host, page_path = netloc_path(page_url)
         if self.session_min_links:

@@ -1,9 +1,6 @@
-"""A bounded write-through memory of the URL statuses and cash rows the
-SQLite store touched lately, so the frontier's repeated single-row reads are
-dict look-ups. It holds only what the store's open transaction holds
-(:meth:`RowCache.within`; cleared on a failed commit or a bulk update) and
-starts again empty at ``bound`` entries.
-"""
+"""A bounded write-through memory of URL statuses and cash rows the SQLite
+store touched lately, holding only what its open transaction holds (cleared
+on a failed commit or a bulk update, reset at ``bound`` entries)."""
 
 from __future__ import annotations
 

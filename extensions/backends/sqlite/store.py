@@ -1,15 +1,10 @@
-"""The frontier's embedded store: one SQLite file (stdlib ``sqlite3``).
+"""The frontier's embedded store: one SQLite file, ``JOBDIR/frontier.sqlite3``.
 
-``JOBDIR/frontier.sqlite3`` (without ``JOBDIR`` a temporary directory), WAL,
-``synchronous=NORMAL``, one open transaction committed at each checkpoint
-and, with ``FRONTIER_WRITE_AHEAD``, before each request is handed out: after
-``kill -9`` the file holds the last commit. Readable while a crawl runs
-(``SELECT status, COUNT(*) FROM urls_readable GROUP BY status``). The
-``urls`` row (:data:`_SCHEMA`) is authoritative: the queues are rebuilt
-from it after a crash. ``queue_items`` holds the order of each front/back queue; ``meta`` the
-schema version, ``clean`` and the queue counts; the other tables are
-:mod:`.tables`'.
-"""
+WAL, ``synchronous=NORMAL``, one open transaction committed at each
+checkpoint (and before each hand-out with ``FRONTIER_WRITE_AHEAD``);
+readable while a crawl runs (``urls_readable``). The ``urls`` rows are
+authoritative; ``queue_items`` holds the queues' order, ``meta`` the schema
+version, ``clean`` and the queue counts."""
 
 from __future__ import annotations
 
@@ -83,9 +78,8 @@ _SCHEMA = REVISITS_SCHEMA + _SCHEMA  # the view reads the revisits table
 
 
 class SQLiteStore:
-    """The tables of :mod:`.tables` (and links, re-visits, census) on one
-    connection and one open transaction, which this object opens, commits
-    and closes; the tables share its row cache."""
+    """The tables of :mod:`.tables` on one connection and open transaction, which
+    this object opens, commits and closes; the tables share its row cache."""
 
     def __init__(self, path: str | Path, cache_mb: int = 8, max_mb: float | None = None) -> None:
         self.path = Path(path)
@@ -177,10 +171,7 @@ class SQLiteStore:
         self._committed_changes = db.total_changes
 
     def commit(self, before: Callable[[], None] | None = None) -> bool:
-        """Commit if anything changed since the last commit; return whether
-        it did. ``before`` runs first, into the same transaction (state kept
-        in memory that must agree with the rows, e.g. AOPIC's Lambda). Cheap
-        when nothing changed, so it can run on every scheduler call."""
+        """Commit (``before`` first, in the same transaction) if anything changed; whether it did."""
         if self._require().total_changes == self._committed_changes:
             return False
         if before is not None:

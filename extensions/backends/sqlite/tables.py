@@ -1,9 +1,5 @@
-"""The SQLite store's tables (protocols of :mod:`extensions.frontier.store`),
-all on the store's one connection and open transaction, so a page's status,
-cash, group, outlinks, re-visit record and queue moves commit together (the
-``revisits`` table's partial indexes hold only scheduled and gone rows); the
-census reads only (aggregate queries, read-only friendly).
-"""
+"""The SQLite store's tables, all on its one connection and transaction, so a
+page's status, cash, group, outlinks, re-visit record and queue moves commit together."""
 
 from __future__ import annotations
 
