@@ -29,7 +29,7 @@ from crawler.items import PageItem
 from extensions.contentseen.exact import ContentSeen, ContentStoreError
 from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
 from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
-from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
+from extensions.backends.redis.nearindex import RedisNearDuplicateIndex, bucket_entries
 from extensions.contentseen.resemblance import exact_resemblance, near_features
 from extensions.contentseen.simhash import shingle_set, simhash
 from extensions.contentseen.text import visible_text
@@ -268,6 +268,9 @@ def test_keys_spread_over_the_three_masters_and_no_partition_is_hot(redis_cluste
             keys = list(client.scan_iter(match=pattern))
             if kind == "near_table":  # packed sets: members of the geometry's width in each bucket
                 sizes = [sum(len(value) // near.geometry.width for field, value in client.hgetall(key).items()
+                             if field != b"D") for key in keys]
+            elif kind == "near_docs":  # packed maps: entries in each bucket
+                sizes = [sum(len(bucket_entries(value)) for field, value in client.hgetall(key).items()
                              if field != b"D") for key in keys]
             else:
                 sizes = [client.hlen(key) for key in keys]

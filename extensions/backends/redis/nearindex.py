@@ -11,11 +11,13 @@ exact URL-seen set keeps fingerprints (an extendible hash of sorted
 fixed-width members, ``lua/include/fpset.lua``). A look-up reads the members
 with the query's key in each table in one round trip and the records of the
 candidates within the distance in a second one, only when there are some.
-A document's record is packed: varint id, group, sketch length, the sketch
-(its ascending values as gaps, :func:`pack_sketch`), then the URL (varint
-length + 1, the URL) or, when the page's content fingerprint is known, a
-zero and the fingerprint: the exact set holds the URL, read for a match
-only. Document ids are reserved in blocks per process: ties between equally
+A document's record sits under its simhash in the documents' partition
+(the simhash's top 8 bits), a packed map of many records a Redis string
+(``lua/include/nearmap.lua``): varint id, the group as the difference from
+the id, the sketch (:func:`pack_sketch`: 16-bit values and their gaps), then
+the URL (varint length + 1, the URL) or, when the page's content fingerprint
+is known, a zero and the fingerprint: the exact set holds the URL, read for
+a match only. Document ids are reserved in blocks per process: ties between equally
 close matches go to the smallest id, and two near-duplicates judged at once
 by two processes may both start a group.
 """
@@ -40,6 +42,7 @@ from extensions.backends.redis.contentseen import (
 from extensions.backends.redis.rows import read_varint
 from extensions.backends.redis.scripts import lua
 from extensions.contentseen.exact import ContentStoreError
+from extensions.contentseen.resemblance import SKETCH_VALUE_BITS, sketch_shift
 from extensions.contentseen.nearindex import (
     DEFAULT_MIN_RESEMBLANCE,
     TABLE_SHIFT,
@@ -51,11 +54,13 @@ from extensions.contentseen.nearindex import (
 
 TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key (more past 32 bits)
 TABLE_BUCKET = 256  # members of a table partition's bucket before it splits
+DOC_BUCKET = 2048  # bytes of a documents' partition's bucket before it splits
 ID_BLOCK = 1024  # document ids reserved per INCRBY
 _TOP_BITS = 24  # a member's first 3 bytes: the table key below the partition
 
 #: the scripts: lua/near_*.lua (each says its KEYS, ARGV and answer)
 APPEND_RECORD, ADD, READ = lua("near_append_record"), lua("near_add"), lua("near_read")
+RECORDS = lua("near_records")
 
 
 def varint(value: int) -> bytes:
@@ -68,60 +73,73 @@ def varint(value: int) -> bytes:
     return bytes(out)
 
 
-_RAW = 0xFF  # a sketch kept as it came (not ascending uint32 values)
+_EMPTY, _RAW = 0xFE, 0xFF  # no sketch; a sketch kept as it came (not ascending uint32 values)
+_FIRST = (SKETCH_VALUE_BITS + 7) // 8  # bytes of a packed sketch's first value
 
 
 def pack_sketch(sketch: bytes) -> bytes:
-    """A sketch of ascending big-endian uint32 values as its first value and
-    the gaps between them, each in the widest gap's bits (any other bytes as they are)."""
+    """A sketch of ascending big-endian uint32 values without the low
+    :func:`~extensions.contentseen.resemblance.sketch_shift` bits of its
+    largest: the shift, the count, the gaps' width, the first value, then the
+    gaps between the values in that width (any other bytes as they are)."""
+    if not sketch:
+        return bytes((_EMPTY,))
     count = len(sketch) // 4
-    if len(sketch) % 4 or count < 2:
-        return bytes((_RAW,)) + sketch
-    values = struct.unpack(f">{count}I", sketch)
-    gaps = [later - earlier for earlier, later in pairwise(values)]
-    if min(gaps) < 0:
-        return bytes((_RAW,)) + sketch
-    width = max(gaps).bit_length()
+    values = struct.unpack(f">{count}I", sketch) if len(sketch) % 4 == 0 else ()
+    if not values or any(later < earlier for earlier, later in pairwise(values)):
+        return bytes((_RAW,)) + varint(len(sketch)) + sketch
+    shift = sketch_shift(values[-1])
+    kept = [value >> shift for value in values]
+    gaps = [later - earlier for earlier, later in pairwise(kept)]
+    width = max(gaps, default=0).bit_length()
     packed = 0
     for gap in reversed(gaps):
         packed = packed << width | gap
-    return bytes((width,)) + sketch[:4] + packed.to_bytes(((count - 1) * width + 7) // 8, "little")
+    return b"".join((bytes((shift,)), varint(count), bytes((width,)), kept[0].to_bytes(_FIRST, "big"),
+                     packed.to_bytes(((count - 1) * width + 7) // 8, "little")))
 
 
-def unpack_sketch(data: bytes, offset: int, length: int) -> tuple[bytes, int]:
-    """The sketch of ``length`` bytes packed at ``offset``, and the offset after it."""
+def unpack_sketch(data: bytes, offset: int) -> tuple[bytes, int]:
+    """The sketch packed at ``offset`` (its values without the bits
+    :func:`pack_sketch` dropped: the same resemblance to any other), and the offset after it."""
+    shift = data[offset]
+    if shift == _EMPTY:
+        return b"", offset + 1
+    length, offset = read_varint(data, offset + 1)
+    if shift == _RAW:
+        return data[offset:offset + length], offset + length
     width = data[offset]
     offset += 1
-    if width == _RAW:
-        return data[offset:offset + length], offset + length
-    count = length // 4
-    size = ((count - 1) * width + 7) // 8
-    value = int.from_bytes(data[offset:offset + 4], "big")
-    packed = int.from_bytes(data[offset + 4:offset + 4 + size], "little")
-    values, mask = [value], (1 << width) - 1
-    for _ in range(count - 1):
+    value = int.from_bytes(data[offset:offset + _FIRST], "big")
+    offset += _FIRST
+    size = ((length - 1) * width + 7) // 8
+    packed = int.from_bytes(data[offset:offset + size], "little")
+    values, mask = [value << shift], (1 << width) - 1
+    for _ in range(length - 1):
         value += packed & mask
         packed >>= width
-        values.append(value)
-    return struct.pack(f">{count}I", *values), offset + 4 + size
+        values.append(value << shift)
+    return struct.pack(f">{length}I", *values), offset + size
 
 
 def pack_record(doc_id: int, group_id: int, sketch: bytes, url: bytes | int) -> bytes:
-    """A document's record in its simhash's field; ``url`` its URL, or its
-    content fingerprint (the exact set's field holding the URL)."""
-    packed = pack_sketch(sketch) if sketch else b""
+    """A document's record under its simhash: its id, its group (as the
+    difference, zigzag), the sketch, then ``url``: its URL, or its content
+    fingerprint (the exact set's field holding the URL)."""
+    delta = doc_id - group_id
     where = b"\0" + pack64(url) if isinstance(url, int) else varint(len(url) + 1) + url
-    return b"".join((varint(doc_id), varint(group_id), varint(len(sketch)), packed, where))
+    return b"".join((varint(doc_id), varint(delta << 1 if delta >= 0 else (-delta << 1) - 1),
+                     pack_sketch(sketch), where))
 
 
 def unpack_records(data: bytes) -> list[tuple[int, int, bytes, bytes | int]]:
-    """Every ``(doc_id, group_id, sketch, url or content fingerprint)`` of one simhash's field."""
+    """Every ``(doc_id, group_id, sketch, url or content fingerprint)`` of one simhash's records."""
     records, offset = [], 0
     while offset < len(data):
         doc_id, offset = read_varint(data, offset)
-        group_id, offset = read_varint(data, offset)
-        length, offset = read_varint(data, offset)
-        sketch, offset = unpack_sketch(data, offset, length) if length else (b"", offset)
+        delta, offset = read_varint(data, offset)
+        group_id = doc_id - (delta >> 1 if not delta & 1 else -((delta + 1) >> 1))
+        sketch, offset = unpack_sketch(data, offset)
         length, offset = read_varint(data, offset)
         if length:
             records.append((doc_id, group_id, sketch, data[offset:offset + length - 1]))
@@ -130,6 +148,21 @@ def unpack_records(data: bytes) -> list[tuple[int, int, bytes, bytes | int]]:
             records.append((doc_id, group_id, sketch, unpack64(data, offset)))
             offset += 8
     return records
+
+
+def bucket_entries(bucket: bytes) -> list[tuple[bytes, bytes]]:
+    """Every ``(member, records)`` of one bucket of a documents' partition."""
+    entries, offset = [], 0
+    while offset < len(bucket):
+        length, start = read_varint(bucket, offset + 7)
+        entries.append((bucket[offset:offset + 7], bucket[start:start + length]))
+        offset = start + length
+    return entries
+
+
+def doc_member(simhash: int) -> bytes:
+    """A simhash's member in its documents' partition: its low 56 bits (the top 8 name the partition)."""
+    return (simhash & (1 << 56) - 1).to_bytes(7, "big")
 
 
 class TableGeometry:
@@ -349,11 +382,11 @@ class RedisNearDuplicateIndex(RedisContentPart):
         if not within:
             return [], extra_answers
         # every record within the distance: the closest may not resemble the query
-        records = yield [("HGET", self.keys.near_doc(other), pack64(other)) for other in within]
+        records = yield [self.records_read(other) for other in within]
         matches: list[Match] = []
         for (other, distance), record in zip(within.items(), records):
             # None: another process's table write arrived before its record
-            matches += self._resembling_matches(record or b"", distance, sketch)
+            matches += self._resembling_matches(record[0] or b"", distance, sketch)
         matches.sort(key=lambda found: (found.distance, found.doc_id))
         if closest and matches:
             matches = [found for found in matches if found.distance == matches[0].distance]
@@ -364,6 +397,10 @@ class RedisNearDuplicateIndex(RedisContentPart):
             matches = [found if not isinstance(found.url, int) else found._replace(url=named[found.doc_id])
                        for found in matches if not isinstance(found.url, int) or found.doc_id in named]
         return matches, extra_answers
+
+    def records_read(self, simhash: int) -> tuple[Any, ...]:
+        """The command reading the records stored under ``simhash`` (answers a list of one: bytes or None)."""
+        return ("EVAL", RECORDS, 1, self.keys.near_doc(simhash), doc_member(simhash))
 
     def _resembling_matches(self, records: bytes, distance: int, sketch: bytes | None) -> list[Match]:
         """The documents of one simhash's records that resemble ``sketch``."""
@@ -385,7 +422,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
     def _store(self, simhash: int, doc_id: int, group_id: int, url: str | int, sketch: bytes | None) -> None:
         """Buffer the record, then the table members (a reader skips a member without its record)."""
         self.counters["stored"] += 1
-        self.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), pack64(simhash),
+        self.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), DOC_BUCKET, doc_member(simhash),
                    pack_record(doc_id, group_id, sketch or b"", url if isinstance(url, int) else encode_url(url)))
         places = self._places(simhash)
         head = (TABLE_BUCKET, self.geometry.width)
