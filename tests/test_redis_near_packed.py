@@ -31,9 +31,14 @@ from extensions.backends.redis.nearindex import (
 )
 from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
-from extensions.contentseen.resemblance import SKETCH_SIZE, near_features, resemblance, sketch_shift
-from testweb.redisserver import RedisServer, unique_prefix
+from extensions.contentseen.resemblance import (
+    SKETCH_SIZE,
+    near_features,
+    resemblance,
+    sketch_shift,
+)
 from tests.redis_helpers import open_near
+from testweb.redisserver import RedisServer, unique_prefix
 
 
 @pytest.mark.parametrize(("distance", "blocks"), [(3, 5), (2, 8), (4, 5), (2, 4), (3, 6), (5, 8)])

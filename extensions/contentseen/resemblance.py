@@ -16,7 +16,12 @@ from typing import Final, NamedTuple
 
 import numpy as np
 
-from extensions.contentseen.simhash import DEFAULT_SHINGLE_WORDS, shingle_sets, simhash_of, sorted_unique
+from extensions.contentseen.simhash import (
+    DEFAULT_SHINGLE_WORDS,
+    shingle_sets,
+    simhash_of,
+    sorted_unique,
+)
 
 SKETCH_SIZE: Final = 64
 #: significant bits of a sketch's largest value that a comparison keeps

@@ -42,7 +42,6 @@ from extensions.backends.redis.contentseen import (
 from extensions.backends.redis.rows import read_varint
 from extensions.backends.redis.scripts import lua
 from extensions.contentseen.exact import ContentStoreError
-from extensions.contentseen.resemblance import SKETCH_VALUE_BITS, sketch_shift
 from extensions.contentseen.nearindex import (
     DEFAULT_MIN_RESEMBLANCE,
     TABLE_SHIFT,
@@ -51,6 +50,7 @@ from extensions.contentseen.nearindex import (
     near_verdict,
     resembling,
 )
+from extensions.contentseen.resemblance import SKETCH_VALUE_BITS, sketch_shift
 
 TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key (more past 32 bits)
 TABLE_BUCKET = 256  # members of a table partition's bucket before it splits
