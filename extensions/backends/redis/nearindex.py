@@ -14,7 +14,7 @@ candidates within the distance in a second one, only when there are some.
 A document's record sits under its simhash in the documents' partition
 (the simhash's top 8 bits), a packed map of many records a Redis string
 (``lua/include/nearmap.lua``): varint id, the group as the difference from
-the id, the sketch (:func:`pack_sketch`: 16-bit values and their gaps), then
+the id, the sketch (:func:`pack_sketch`: 16-bit values, their gaps Rice-coded), then
 the URL (varint length + 1, the URL) or, when the page's content fingerprint
 is known, a zero and the fingerprint: the exact set holds the URL, read for
 a match only. Document ids are reserved in blocks per process: ties between equally
@@ -77,11 +77,40 @@ _EMPTY, _RAW = 0xFE, 0xFF  # no sketch; a sketch kept as it came (not ascending 
 _FIRST = (SKETCH_VALUE_BITS + 7) // 8  # bytes of a packed sketch's first value
 
 
+def rice_code(gaps: list[int]) -> tuple[int, bytes]:
+    """``gaps`` as Rice codes (Golomb with a power of two: the quotient in
+    unary, then ``k`` low bits; bits low first), with the ``k`` that takes fewest bits."""
+    guess = (sum(gaps) // max(len(gaps), 1)).bit_length()  # the best is near log2 of the mean
+    k = min(range(max(guess - 2, 0), min(guess + 1, SKETCH_VALUE_BITS) + 1),
+            key=lambda bits: sum(gap >> bits for gap in gaps) + len(gaps) * bits)
+    packed, at, low = 0, 0, (1 << k) - 1
+    for gap in gaps:
+        ones = gap >> k
+        packed |= ((1 << ones) - 1) << at  # then a zero
+        at += ones + 1
+        packed |= (gap & low) << at
+        at += k
+    return k, packed.to_bytes((at + 7) // 8, "little")
+
+
+def rice_decode(data: bytes, offset: int, count: int, k: int) -> tuple[list[int], int]:
+    """``count`` gaps Rice-coded at ``offset`` with ``k`` low bits, and the offset after them."""
+    end = offset + (count * (SKETCH_VALUE_BITS + 1) + 7) // 8  # at most: every gap below 2^bits
+    packed, at, gaps, low = int.from_bytes(data[offset:end], "little"), 0, [], (1 << k) - 1
+    for _ in range(count):
+        ones = (packed ^ (packed + 1)).bit_length() - 1  # trailing ones
+        packed >>= ones + 1
+        gaps.append(ones << k | packed & low)
+        packed >>= k
+        at += ones + 1 + k
+    return gaps, offset + (at + 7) // 8
+
+
 def pack_sketch(sketch: bytes) -> bytes:
     """A sketch of ascending big-endian uint32 values without the low
     :func:`~extensions.contentseen.resemblance.sketch_shift` bits of its
-    largest: the shift, the count, the gaps' width, the first value, then the
-    gaps between the values in that width (any other bytes as they are)."""
+    largest: the shift, the count, the first value, the Rice parameter, then
+    the gaps between the values (:func:`rice_code`; any other bytes as they are)."""
     if not sketch:
         return bytes((_EMPTY,))
     count = len(sketch) // 4
@@ -90,13 +119,8 @@ def pack_sketch(sketch: bytes) -> bytes:
         return bytes((_RAW,)) + varint(len(sketch)) + sketch
     shift = sketch_shift(values[-1])
     kept = [value >> shift for value in values]
-    gaps = [later - earlier for earlier, later in pairwise(kept)]
-    width = max(gaps, default=0).bit_length()
-    packed = 0
-    for gap in reversed(gaps):
-        packed = packed << width | gap
-    return b"".join((bytes((shift,)), varint(count), bytes((width,)), kept[0].to_bytes(_FIRST, "big"),
-                     packed.to_bytes(((count - 1) * width + 7) // 8, "little")))
+    k, gaps = rice_code([later - earlier for earlier, later in pairwise(kept)])
+    return b"".join((bytes((shift,)), varint(count), kept[0].to_bytes(_FIRST, "big"), bytes((k,)), gaps))
 
 
 def unpack_sketch(data: bytes, offset: int) -> tuple[bytes, int]:
@@ -105,21 +129,16 @@ def unpack_sketch(data: bytes, offset: int) -> tuple[bytes, int]:
     shift = data[offset]
     if shift == _EMPTY:
         return b"", offset + 1
-    length, offset = read_varint(data, offset + 1)
+    count, offset = read_varint(data, offset + 1)
     if shift == _RAW:
-        return data[offset:offset + length], offset + length
-    width = data[offset]
-    offset += 1
+        return data[offset:offset + count], offset + count
     value = int.from_bytes(data[offset:offset + _FIRST], "big")
-    offset += _FIRST
-    size = ((length - 1) * width + 7) // 8
-    packed = int.from_bytes(data[offset:offset + size], "little")
-    values, mask = [value << shift], (1 << width) - 1
-    for _ in range(length - 1):
-        value += packed & mask
-        packed >>= width
+    gaps, offset = rice_decode(data, offset + _FIRST + 1, count - 1, data[offset + _FIRST])
+    values = [value << shift]
+    for gap in gaps:
+        value += gap
         values.append(value << shift)
-    return struct.pack(f">{length}I", *values), offset + size
+    return struct.pack(f">{count}I", *values), offset
 
 
 def pack_record(doc_id: int, group_id: int, sketch: bytes, url: bytes | int) -> bytes:
