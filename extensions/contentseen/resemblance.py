@@ -55,23 +55,24 @@ def near_features(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> Near
     return NearFeatures(simhash_of(candidate), sketch_of(hashes), len(hashes))
 
 
-def sketch_shift(largest: int) -> int:
+def sketch_shift(largest: int, bits: int = SKETCH_VALUE_BITS) -> int:
     """The low bits a sketch whose largest value is ``largest`` may drop:
     every comparison drops at least as many."""
-    return max(0, largest.bit_length() - SKETCH_VALUE_BITS)
+    return max(0, largest.bit_length() - bits)
 
 
-def resemblance(first: bytes, second: bytes, size: int = SKETCH_SIZE) -> float:
+def resemblance(first: bytes, second: bytes, size: int = SKETCH_SIZE, bits: int = SKETCH_VALUE_BITS) -> float:
     """Estimated resemblance of two pages from their sketches (0.0 .. 1.0).
 
     Both sketches must come from :func:`sketch_of` with the same ``size``;
     an empty sketch resembles nothing. Values are compared without the low
-    :func:`sketch_shift` bits of the larger sketch's largest value.
+    :func:`sketch_shift` bits of the larger sketch's largest value (``bits``:
+    the significant bits kept).
     """
     ours = np.frombuffer(first, dtype=_BIG_U32)
     theirs = np.frombuffer(second, dtype=_BIG_U32)
     if len(ours) and len(theirs):
-        shift = np.uint32(sketch_shift(int(max(ours.max(), theirs.max()))))
+        shift = np.uint32(sketch_shift(int(max(ours.max(), theirs.max())), bits))
         if shift:
             ours, theirs = sorted_unique(ours >> shift), sorted_unique(theirs >> shift)
     union = sorted_unique(np.concatenate((ours, theirs)))[:size]

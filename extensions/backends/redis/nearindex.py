@@ -77,11 +77,11 @@ _EMPTY, _RAW = 0xFE, 0xFF  # no sketch; a sketch kept as it came (not ascending 
 _FIRST = (SKETCH_VALUE_BITS + 7) // 8  # bytes of a packed sketch's first value
 
 
-def rice_code(gaps: list[int]) -> tuple[int, bytes]:
+def rice_code(gaps: list[int], bits: int = SKETCH_VALUE_BITS) -> tuple[int, bytes]:
     """``gaps`` as Rice codes (Golomb with a power of two: the quotient in
     unary, then ``k`` low bits; bits low first), with the ``k`` that takes fewest bits."""
     guess = (sum(gaps) // max(len(gaps), 1)).bit_length()  # the best is near log2 of the mean
-    k = min(range(max(guess - 2, 0), min(guess + 1, SKETCH_VALUE_BITS) + 1),
+    k = min(range(max(guess - 2, 0), min(guess + 1, bits) + 1),
             key=lambda bits: sum(gap >> bits for gap in gaps) + len(gaps) * bits)
     packed, at, low = 0, 0, (1 << k) - 1
     for gap in gaps:
@@ -106,21 +106,22 @@ def rice_decode(data: bytes, offset: int, count: int, k: int) -> tuple[list[int]
     return gaps, offset + (at + 7) // 8
 
 
-def pack_sketch(sketch: bytes) -> bytes:
+def pack_sketch(sketch: bytes, bits: int = SKETCH_VALUE_BITS) -> bytes:
     """A sketch of ascending big-endian uint32 values without the low
     :func:`~extensions.contentseen.resemblance.sketch_shift` bits of its
     largest: the shift, the count, the first value, the Rice parameter, then
-    the gaps between the values (:func:`rice_code`; any other bytes as they are)."""
+    the gaps between the values (:func:`rice_code`; any other bytes as they
+    are). ``bits`` other than the default: a size to compare, not for :func:`unpack_sketch`."""
     if not sketch:
         return bytes((_EMPTY,))
     count = len(sketch) // 4
     values = struct.unpack(f">{count}I", sketch) if len(sketch) % 4 == 0 else ()
     if not values or any(later < earlier for earlier, later in pairwise(values)):
         return bytes((_RAW,)) + varint(len(sketch)) + sketch
-    shift = sketch_shift(values[-1])
+    shift = sketch_shift(values[-1], bits)
     kept = [value >> shift for value in values]
-    k, gaps = rice_code([later - earlier for earlier, later in pairwise(kept)])
-    return b"".join((bytes((shift,)), varint(count), kept[0].to_bytes(_FIRST, "big"), bytes((k,)), gaps))
+    k, gaps = rice_code([later - earlier for earlier, later in pairwise(kept)], bits)
+    return b"".join((bytes((shift,)), varint(count), kept[0].to_bytes((bits + 7) // 8, "big"), bytes((k,)), gaps))
 
 
 def unpack_sketch(data: bytes, offset: int) -> tuple[bytes, int]:
