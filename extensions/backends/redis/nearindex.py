@@ -80,8 +80,8 @@ _FIRST = (SKETCH_VALUE_BITS + 7) // 8  # bytes of a packed sketch's first value
 def rice_code(gaps: list[int], bits: int = SKETCH_VALUE_BITS) -> tuple[int, bytes]:
     """``gaps`` as Rice codes (Golomb with a power of two: the quotient in
     unary, then ``k`` low bits; bits low first), with the ``k`` that takes fewest bits."""
-    guess = (sum(gaps) // max(len(gaps), 1)).bit_length()  # the best is near log2 of the mean
-    k = min(range(max(guess - 2, 0), min(guess + 1, bits) + 1),
+    guess = (sum(gaps) // max(len(gaps), 1)).bit_length()  # the best is 0 to 2 below the mean's bit length
+    k = min(range(max(guess - 2, 0), min(guess, bits) + 1),
             key=lambda bits: sum(gap >> bits for gap in gaps) + len(gaps) * bits)
     packed, at, low = 0, 0, (1 << k) - 1
     for gap in gaps:
