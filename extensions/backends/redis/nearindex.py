@@ -82,7 +82,7 @@ def rice_code(gaps: list[int], bits: int = SKETCH_VALUE_BITS) -> tuple[int, byte
     unary, then ``k`` low bits; bits low first), with the ``k`` that takes fewest bits."""
     guess = (sum(gaps) // max(len(gaps), 1)).bit_length()  # the best is 0 to 2 below the mean's bit length
     k = min(range(max(guess - 2, 0), min(guess, bits) + 1),
-            key=lambda bits: sum(gap >> bits for gap in gaps) + len(gaps) * bits)
+            key=lambda width: sum(gap >> width for gap in gaps) + len(gaps) * width)
     packed, at, low = 0, 0, (1 << k) - 1
     for gap in gaps:
         ones = gap >> k
