@@ -55,6 +55,7 @@ from extensions.contentseen.resemblance import SKETCH_VALUE_BITS, sketch_shift
 TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key (more past 32 bits)
 TABLE_BUCKET = 256  # members of a table partition's bucket before it splits
 DOC_BUCKET = 2048  # bytes of a documents' partition's bucket before it splits
+DOC_MEMBER = 7  # bytes of a simhash's member in its documents' partition (lua/include/nearmap.lua's NEAR_WIDTH)
 ID_BLOCK = 1024  # document ids reserved per INCRBY
 _TOP_BITS = 24  # a member's first 3 bytes: the table key below the partition
 
@@ -174,15 +175,15 @@ def bucket_entries(bucket: bytes) -> list[tuple[bytes, bytes]]:
     """Every ``(member, records)`` of one bucket of a documents' partition."""
     entries, offset = [], 0
     while offset < len(bucket):
-        length, start = read_varint(bucket, offset + 7)
-        entries.append((bucket[offset:offset + 7], bucket[start:start + length]))
+        length, start = read_varint(bucket, offset + DOC_MEMBER)
+        entries.append((bucket[offset:offset + DOC_MEMBER], bucket[start:start + length]))
         offset = start + length
     return entries
 
 
 def doc_member(simhash: int) -> bytes:
     """A simhash's member in its documents' partition: its low 56 bits (the top 8 name the partition)."""
-    return (simhash & (1 << 56) - 1).to_bytes(7, "big")
+    return (simhash & (1 << 8 * DOC_MEMBER) - 1).to_bytes(DOC_MEMBER, "big")
 
 
 class TableGeometry:
