@@ -24,25 +24,30 @@ from redis.retry import Retry
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
-from testweb.neardup_truth import split_url
 from crawler.items import PageItem
-from extensions.contentseen.exact import ContentSeen, ContentStoreError
-from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
+from extensions.backends.redis.connection import connect
 from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
-from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
+from extensions.backends.redis.nearindex import RedisNearDuplicateIndex, bucket_entries
+from extensions.backends.redis.store import RedisStore
+from extensions.contentseen.exact import ContentSeen, ContentStoreError
+from extensions.contentseen.features import content_features
+from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
 from extensions.contentseen.resemblance import exact_resemblance, near_features
 from extensions.contentseen.simhash import shingle_set, simhash
 from extensions.contentseen.text import visible_text
-from extensions.contentseen.features import content_features
 from extensions.pipelines.contentseen import ContentSeenPipeline
-from extensions.backends.redis.store import RedisStore
-from extensions.backends.redis.connection import connect
 from tests.conftest import fetched_urls
-from testweb.redisserver import RedisClusterServers, RedisServer, free_port, unique_prefix
+from tests.redis_helpers import open_exact, open_near
 from tests.test_contentseen_nearindex import assert_near_is_exact, flip, planted_web
 from tests.test_distributed import crawl_settings, crawlers, wait_all
 from tests.test_frontier_e2e import fetched_urls_of
-from tests.redis_helpers import open_exact, open_near
+from testweb.neardup_truth import split_url
+from testweb.redisserver import (
+    RedisClusterServers,
+    RedisServer,
+    free_port,
+    unique_prefix,
+)
 
 
 class Sets:
@@ -269,6 +274,9 @@ def test_keys_spread_over_the_three_masters_and_no_partition_is_hot(redis_cluste
             if kind == "near_table":  # packed sets: members of the geometry's width in each bucket
                 sizes = [sum(len(value) // near.geometry.width for field, value in client.hgetall(key).items()
                              if field != b"D") for key in keys]
+            elif kind == "near_docs":  # packed maps: entries in each bucket
+                sizes = [sum(len(bucket_entries(value)) for field, value in client.hgetall(key).items()
+                             if field != b"D") for key in keys]
             else:
                 sizes = [client.hlen(key) for key in keys]
             assert sum(sizes) == entries, kind
@@ -327,7 +335,7 @@ def test_round_trips_per_page(redis_url: str) -> None:
     pipeline.open_spider()
     store = pipeline.sets.store
     rng = random.Random(14)
-    vocabulary = "alpha beta gamma delta river mountain copper violet orbit signal amber garden".split()
+    vocabulary = ["alpha", "beta", "gamma", "delta", "river", "mountain", "copper", "violet", "orbit", "signal", "amber", "garden"]
     words = [rng.choice(vocabulary) + str(rng.randrange(50)) for _ in range(400)]
     html = _html
 

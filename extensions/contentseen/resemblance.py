@@ -4,7 +4,10 @@ A simhash candidate is a near-duplicate only when the estimated Jaccard
 similarity of the pages' distinct word 3-shingle sets reaches a threshold.
 Sketch: the :data:`SKETCH_SIZE` smallest distinct top-32-bit shingle hash
 values, big-endian ``uint32`` (a page with fewer shingles keeps them all, so
-short pages get the exact value).
+short pages get the exact value). Two sketches are compared at
+:data:`SKETCH_VALUE_BITS` significant bits of the larger of their largest
+values: a store may keep each value to its own sketch's precision
+(:func:`sketch_shift`) and give the same estimates.
 """
 
 from __future__ import annotations
@@ -13,9 +16,16 @@ from typing import Final, NamedTuple
 
 import numpy as np
 
-from extensions.contentseen.simhash import DEFAULT_SHINGLE_WORDS, shingle_sets, simhash_of, sorted_unique
+from extensions.contentseen.simhash import (
+    DEFAULT_SHINGLE_WORDS,
+    shingle_sets,
+    simhash_of,
+    sorted_unique,
+)
 
 SKETCH_SIZE: Final = 64
+#: significant bits of a sketch's largest value that a comparison keeps
+SKETCH_VALUE_BITS: Final = 16
 _BIG_U32 = np.dtype(">u4")
 _SHIFT32 = np.uint64(32)
 
@@ -45,14 +55,26 @@ def near_features(text: str, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> Near
     return NearFeatures(simhash_of(candidate), sketch_of(hashes), len(hashes))
 
 
-def resemblance(first: bytes, second: bytes, size: int = SKETCH_SIZE) -> float:
+def sketch_shift(largest: int, bits: int = SKETCH_VALUE_BITS) -> int:
+    """The low bits a sketch whose largest value is ``largest`` may drop:
+    every comparison drops at least as many."""
+    return max(0, largest.bit_length() - bits)
+
+
+def resemblance(first: bytes, second: bytes, size: int = SKETCH_SIZE, bits: int = SKETCH_VALUE_BITS) -> float:
     """Estimated resemblance of two pages from their sketches (0.0 .. 1.0).
 
     Both sketches must come from :func:`sketch_of` with the same ``size``;
-    an empty sketch resembles nothing.
+    an empty sketch resembles nothing. Values are compared without the low
+    :func:`sketch_shift` bits of the larger sketch's largest value (``bits``:
+    the significant bits kept).
     """
     ours = np.frombuffer(first, dtype=_BIG_U32)
     theirs = np.frombuffer(second, dtype=_BIG_U32)
+    if len(ours) and len(theirs):
+        shift = np.uint32(sketch_shift(int(max(ours.max(), theirs.max())), bits))
+        if shift:
+            ours, theirs = sorted_unique(ours >> shift), sorted_unique(theirs >> shift)
     union = sorted_unique(np.concatenate((ours, theirs)))[:size]
     if len(union) == 0:
         return 0.0

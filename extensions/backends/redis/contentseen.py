@@ -3,10 +3,11 @@
 Keys (``P`` is ``FRONTIER_REDIS_PREFIX``)::
 
     P:contentseen:{X}:exact       hash  fingerprint (8 bytes, big-endian) -> first URL
-    P:contentseen:{X}:near_docs   hash  simhash (8 bytes) -> records of the documents
-                                        with it: varint doc id, group id and sketch
-                                        length, the sketch (256 bytes at most),
-                                        varint URL length, the first URL
+    P:contentseen:{Z}:near_docs   hash  the records of the documents whose simhash's
+                                        top 8 bits are Z, packed: buckets of entries
+                                        (the simhash's other 56 bits, its records:
+                                        doc id, group, sketch, the content fingerprint
+                                        or URL; extensions/backends/redis/nearindex.py)
     P:contentseen:{tN-Y}:near_table  hash  permuted table N's partition Y (its key's
                                         top 8 bits): the simhashes stored, as a
                                         packed set of 8-byte members (the key's
@@ -15,8 +16,9 @@ Keys (``P`` is ``FRONTIER_REDIS_PREFIX``)::
     P:contentseen:meta            hash  schema, distance, blocks (the index layout)
     P:contentseen:near_ids        int   document ids, reserved in blocks
 
-``X`` is the top 12 bits of the fingerprint or simhash, ``Y`` the top 8 bits
-of the table's key: Redis Cluster hash tags. First writer wins across
+``X`` is the top 12 bits of the fingerprint (3 hex digits), ``Z`` the top 8
+bits of the simhash (2 hex digits), ``Y`` the top 8 bits of the table's key:
+Redis Cluster hash tags. First writer wins across
 processes (``HSETNX``). A :class:`RedisContentStore` buffers writes on the
 crawler's shared connection; they go with the next read. With
 ``persist=False`` the keys are deleted at close by the crawl's last process
@@ -46,8 +48,9 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = "3"  # 3: packed near_table sets and near_docs records
-PARTITION_BITS = 12  # exact and document partitions: the top 12 bits (3 hex digits)
+SCHEMA_VERSION = "4"  # 4: near_docs records packed in buckets, 16-bit sketch values
+PARTITION_BITS = 12  # exact set partitions: the top 12 bits (3 hex digits)
+DOC_PARTITION_BITS = 8  # near-duplicate document partitions: the top 8 bits (2 hex digits)
 HEARTBEAT_TTL = 60.0  # seconds a process counts as alive without renewing
 _U64 = struct.Struct(">Q")
 _TEXT = ("utf-8", "surrogatepass")
@@ -87,7 +90,7 @@ class ContentKeys:
         return f"{self.base}:{{{fingerprint >> (64 - PARTITION_BITS):03x}}}:exact"
 
     def near_doc(self, simhash: int) -> str:
-        return f"{self.base}:{{{simhash >> (64 - PARTITION_BITS):03x}}}:near_docs"
+        return f"{self.base}:{{{simhash >> (64 - DOC_PARTITION_BITS):02x}}}:near_docs"
 
     def near_table(self, table: int, partition: int) -> str:
         return f"{self.base}:{{t{table}-{partition:02x}}}:near_table"

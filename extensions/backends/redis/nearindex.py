@@ -11,11 +11,13 @@ exact URL-seen set keeps fingerprints (an extendible hash of sorted
 fixed-width members, ``lua/include/fpset.lua``). A look-up reads the members
 with the query's key in each table in one round trip and the records of the
 candidates within the distance in a second one, only when there are some.
-A document's record is packed: varint id, group, sketch length, the sketch
-(its ascending values as gaps, :func:`pack_sketch`), then the URL (varint
-length + 1, the URL) or, when the page's content fingerprint is known, a
-zero and the fingerprint: the exact set holds the URL, read for a match
-only. Document ids are reserved in blocks per process: ties between equally
+A document's record sits under its simhash in the documents' partition
+(the simhash's top 8 bits), a packed map of many records a Redis string
+(``lua/include/nearmap.lua``): varint id, the group as the difference from
+the id, the sketch (:func:`pack_sketch`: 16-bit values, their gaps Rice-coded), then
+the URL (varint length + 1, the URL) or, when the page's content fingerprint
+is known, a zero and the fingerprint: the exact set holds the URL, read for
+a match only. Document ids are reserved in blocks per process: ties between equally
 close matches go to the smallest id, and two near-duplicates judged at once
 by two processes may both start a group.
 """
@@ -48,14 +50,18 @@ from extensions.contentseen.nearindex import (
     near_verdict,
     resembling,
 )
+from extensions.contentseen.resemblance import SKETCH_VALUE_BITS, sketch_shift
 
 TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key (more past 32 bits)
 TABLE_BUCKET = 256  # members of a table partition's bucket before it splits
+DOC_BUCKET = 2048  # bytes of a documents' partition's bucket before it splits
+DOC_MEMBER = 7  # bytes of a simhash's member in its documents' partition (lua/include/nearmap.lua's NEAR_WIDTH)
 ID_BLOCK = 1024  # document ids reserved per INCRBY
 _TOP_BITS = 24  # a member's first 3 bytes: the table key below the partition
 
 #: the scripts: lua/near_*.lua (each says its KEYS, ARGV and answer)
 APPEND_RECORD, ADD, READ = lua("near_append_record"), lua("near_add"), lua("near_read")
+RECORDS = lua("near_records")
 
 
 def varint(value: int) -> bytes:
@@ -68,60 +74,93 @@ def varint(value: int) -> bytes:
     return bytes(out)
 
 
-_RAW = 0xFF  # a sketch kept as it came (not ascending uint32 values)
+_EMPTY, _RAW = 0xFE, 0xFF  # no sketch; a sketch kept as it came (not ascending uint32 values)
+_FIRST = (SKETCH_VALUE_BITS + 7) // 8  # bytes of a packed sketch's first value
 
 
-def pack_sketch(sketch: bytes) -> bytes:
-    """A sketch of ascending big-endian uint32 values as its first value and
-    the gaps between them, each in the widest gap's bits (any other bytes as they are)."""
+def rice_code(gaps: list[int], bits: int = SKETCH_VALUE_BITS) -> tuple[int, bytes]:
+    """``gaps`` as Rice codes (Golomb with a power of two: the quotient in
+    unary, then ``k`` low bits; bits low first), with the ``k`` that takes fewest bits."""
+    guess = (sum(gaps) // max(len(gaps), 1)).bit_length()  # the best is 0 to 2 below the mean's bit length
+    k = min(range(max(guess - 2, 0), min(guess, bits) + 1),
+            key=lambda width: sum(gap >> width for gap in gaps) + len(gaps) * width)
+    packed, at, low = 0, 0, (1 << k) - 1
+    for gap in gaps:
+        ones = gap >> k
+        packed |= ((1 << ones) - 1) << at  # then a zero
+        at += ones + 1
+        packed |= (gap & low) << at
+        at += k
+    return k, packed.to_bytes((at + 7) // 8, "little")
+
+
+def rice_decode(data: bytes, offset: int, count: int, k: int) -> tuple[list[int], int]:
+    """``count`` gaps Rice-coded at ``offset`` with ``k`` low bits, and the offset after them."""
+    end = offset + (count * (SKETCH_VALUE_BITS + 1) + 7) // 8  # at most: every gap below 2^bits
+    packed, at, gaps, low = int.from_bytes(data[offset:end], "little"), 0, [], (1 << k) - 1
+    for _ in range(count):
+        ones = (packed ^ (packed + 1)).bit_length() - 1  # trailing ones
+        packed >>= ones + 1
+        gaps.append(ones << k | packed & low)
+        packed >>= k
+        at += ones + 1 + k
+    return gaps, offset + (at + 7) // 8
+
+
+def pack_sketch(sketch: bytes, bits: int = SKETCH_VALUE_BITS) -> bytes:
+    """A sketch of ascending big-endian uint32 values without the low
+    :func:`~extensions.contentseen.resemblance.sketch_shift` bits of its
+    largest: the shift, the count, the first value, the Rice parameter, then
+    the gaps between the values (:func:`rice_code`; any other bytes as they
+    are). ``bits`` other than the default: a size to compare, not for :func:`unpack_sketch`."""
+    if not sketch:
+        return bytes((_EMPTY,))
     count = len(sketch) // 4
-    if len(sketch) % 4 or count < 2:
-        return bytes((_RAW,)) + sketch
-    values = struct.unpack(f">{count}I", sketch)
-    gaps = [later - earlier for earlier, later in pairwise(values)]
-    if min(gaps) < 0:
-        return bytes((_RAW,)) + sketch
-    width = max(gaps).bit_length()
-    packed = 0
-    for gap in reversed(gaps):
-        packed = packed << width | gap
-    return bytes((width,)) + sketch[:4] + packed.to_bytes(((count - 1) * width + 7) // 8, "little")
+    values = struct.unpack(f">{count}I", sketch) if len(sketch) % 4 == 0 else ()
+    if not values or any(later < earlier for earlier, later in pairwise(values)):
+        return bytes((_RAW,)) + varint(len(sketch)) + sketch
+    shift = sketch_shift(values[-1], bits)
+    kept = [value >> shift for value in values]
+    k, gaps = rice_code([later - earlier for earlier, later in pairwise(kept)], bits)
+    return b"".join((bytes((shift,)), varint(count), kept[0].to_bytes((bits + 7) // 8, "big"), bytes((k,)), gaps))
 
 
-def unpack_sketch(data: bytes, offset: int, length: int) -> tuple[bytes, int]:
-    """The sketch of ``length`` bytes packed at ``offset``, and the offset after it."""
-    width = data[offset]
-    offset += 1
-    if width == _RAW:
-        return data[offset:offset + length], offset + length
-    count = length // 4
-    size = ((count - 1) * width + 7) // 8
-    value = int.from_bytes(data[offset:offset + 4], "big")
-    packed = int.from_bytes(data[offset + 4:offset + 4 + size], "little")
-    values, mask = [value], (1 << width) - 1
-    for _ in range(count - 1):
-        value += packed & mask
-        packed >>= width
-        values.append(value)
-    return struct.pack(f">{count}I", *values), offset + 4 + size
+def unpack_sketch(data: bytes, offset: int) -> tuple[bytes, int]:
+    """The sketch packed at ``offset`` (its values without the bits
+    :func:`pack_sketch` dropped: the same resemblance to any other), and the offset after it."""
+    shift = data[offset]
+    if shift == _EMPTY:
+        return b"", offset + 1
+    count, offset = read_varint(data, offset + 1)
+    if shift == _RAW:
+        return data[offset:offset + count], offset + count
+    value = int.from_bytes(data[offset:offset + _FIRST], "big")
+    gaps, offset = rice_decode(data, offset + _FIRST + 1, count - 1, data[offset + _FIRST])
+    values = [value << shift]
+    for gap in gaps:
+        value += gap
+        values.append(value << shift)
+    return struct.pack(f">{count}I", *values), offset
 
 
 def pack_record(doc_id: int, group_id: int, sketch: bytes, url: bytes | int) -> bytes:
-    """A document's record in its simhash's field; ``url`` its URL, or its
-    content fingerprint (the exact set's field holding the URL)."""
-    packed = pack_sketch(sketch) if sketch else b""
+    """A document's record under its simhash: its id, its group (as the
+    difference, zigzag), the sketch, then ``url``: its URL, or its content
+    fingerprint (the exact set's field holding the URL)."""
+    delta = doc_id - group_id
     where = b"\0" + pack64(url) if isinstance(url, int) else varint(len(url) + 1) + url
-    return b"".join((varint(doc_id), varint(group_id), varint(len(sketch)), packed, where))
+    return b"".join((varint(doc_id), varint(delta << 1 if delta >= 0 else (-delta << 1) - 1),
+                     pack_sketch(sketch), where))
 
 
 def unpack_records(data: bytes) -> list[tuple[int, int, bytes, bytes | int]]:
-    """Every ``(doc_id, group_id, sketch, url or content fingerprint)`` of one simhash's field."""
+    """Every ``(doc_id, group_id, sketch, url or content fingerprint)`` of one simhash's records."""
     records, offset = [], 0
     while offset < len(data):
         doc_id, offset = read_varint(data, offset)
-        group_id, offset = read_varint(data, offset)
-        length, offset = read_varint(data, offset)
-        sketch, offset = unpack_sketch(data, offset, length) if length else (b"", offset)
+        delta, offset = read_varint(data, offset)
+        group_id = doc_id - (delta >> 1 if not delta & 1 else -((delta + 1) >> 1))
+        sketch, offset = unpack_sketch(data, offset)
         length, offset = read_varint(data, offset)
         if length:
             records.append((doc_id, group_id, sketch, data[offset:offset + length - 1]))
@@ -130,6 +169,21 @@ def unpack_records(data: bytes) -> list[tuple[int, int, bytes, bytes | int]]:
             records.append((doc_id, group_id, sketch, unpack64(data, offset)))
             offset += 8
     return records
+
+
+def bucket_entries(bucket: bytes) -> list[tuple[bytes, bytes]]:
+    """Every ``(member, records)`` of one bucket of a documents' partition."""
+    entries, offset = [], 0
+    while offset < len(bucket):
+        length, start = read_varint(bucket, offset + DOC_MEMBER)
+        entries.append((bucket[offset:offset + DOC_MEMBER], bucket[start:start + length]))
+        offset = start + length
+    return entries
+
+
+def doc_member(simhash: int) -> bytes:
+    """A simhash's member in its documents' partition: its low 56 bits (the top 8 name the partition)."""
+    return (simhash & (1 << 8 * DOC_MEMBER) - 1).to_bytes(DOC_MEMBER, "big")
 
 
 class TableGeometry:
@@ -349,11 +403,11 @@ class RedisNearDuplicateIndex(RedisContentPart):
         if not within:
             return [], extra_answers
         # every record within the distance: the closest may not resemble the query
-        records = yield [("HGET", self.keys.near_doc(other), pack64(other)) for other in within]
+        records = yield [self.records_read(other) for other in within]
         matches: list[Match] = []
         for (other, distance), record in zip(within.items(), records):
             # None: another process's table write arrived before its record
-            matches += self._resembling_matches(record or b"", distance, sketch)
+            matches += self._resembling_matches(record[0] or b"", distance, sketch)
         matches.sort(key=lambda found: (found.distance, found.doc_id))
         if closest and matches:
             matches = [found for found in matches if found.distance == matches[0].distance]
@@ -364,6 +418,10 @@ class RedisNearDuplicateIndex(RedisContentPart):
             matches = [found if not isinstance(found.url, int) else found._replace(url=named[found.doc_id])
                        for found in matches if not isinstance(found.url, int) or found.doc_id in named]
         return matches, extra_answers
+
+    def records_read(self, simhash: int) -> tuple[Any, ...]:
+        """The command reading the records stored under ``simhash`` (answers a list of one: bytes or None)."""
+        return ("EVAL", RECORDS, 1, self.keys.near_doc(simhash), doc_member(simhash))
 
     def _resembling_matches(self, records: bytes, distance: int, sketch: bytes | None) -> list[Match]:
         """The documents of one simhash's records that resemble ``sketch``."""
@@ -385,7 +443,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
     def _store(self, simhash: int, doc_id: int, group_id: int, url: str | int, sketch: bytes | None) -> None:
         """Buffer the record, then the table members (a reader skips a member without its record)."""
         self.counters["stored"] += 1
-        self.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), pack64(simhash),
+        self.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), DOC_BUCKET, doc_member(simhash),
                    pack_record(doc_id, group_id, sketch or b"", url if isinstance(url, int) else encode_url(url)))
         places = self._places(simhash)
         head = (TABLE_BUCKET, self.geometry.width)

@@ -1,5 +1,6 @@
 -- Append a document's record to those stored under its simhash. KEYS: the
--- documents' partition; ARGV: the simhash field (8 bytes), the record.
-local v = redis.call('HGET', KEYS[1], ARGV[1]) or ''
-redis.call('HSET', KEYS[1], ARGV[1], v .. ARGV[2])
-return #v
+-- simhash's partition (a nearmap); ARGV: a bucket's size (bytes before a
+-- split), the member (the simhash's low 56 bits, 7 bytes), the record.
+-- Returns the length of the records it had.
+--- @include "nearmap"
+return near_append(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
