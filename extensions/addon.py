@@ -57,6 +57,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "extensions.logfloor.LogLevelFloor": 500,
         # startup objects frozen, larger collector generations (GC_TUNING_ENABLED)
         "extensions.collector.CollectorTuning": 500,
+        # free C heap memory back to the kernel every HEAP_TRIM_INTERVAL (glibc only)
+        "extensions.heaptrim.HeapTrim": 500,
         "extensions.output.warc.WarcWriter": 500,
         # seeds pushed to Redis (FRONTIER_BACKEND = "redis" only)
         "extensions.backends.redis.seeds.RedisSeeds": 500,

@@ -191,6 +191,12 @@ GC_FREEZE = True  # gc.freeze() when the engine starts: later collections skip s
 GC_THRESHOLD = [10000, 10, 10]  # gc.set_threshold() for the crawl (Python's default: 700, 10, 10)
 
 
+# --- Heap trim (extensions.heaptrim) ---------------------------------------
+# glibc's malloc_trim(0) at an interval: free memory of the C heaps back to the kernel.
+HEAP_TRIM_ENABLED = True
+HEAP_TRIM_INTERVAL = 30.0  # seconds between trims
+
+
 # --- Progress report (extensions.progress) ----------------------------------
 LOGSTATS_INTERVAL = 0  # ProgressReporter replaces Scrapy's LogStats
 PROGRESS_HOSTS_EXACT = 10_000  # hosts counted exactly up to this many, estimated beyond (~1 %; bounded memory)
