@@ -26,9 +26,9 @@ local function fp_member(fp)
   fpmap_members[fp] = member
   return member
 end
--- the record at (1-based) at: its value's first and last byte
-local function fpmap_record(bucket, at)
-  local length, scale, i = 0, 1, at + 5
+-- the record at (1-based) at, its member width bytes (5 unless given): its value's first and last byte
+local function fpmap_record(bucket, at, width)
+  local length, scale, i = 0, 1, at + (width or 5)
   while true do
     local byte = string.byte(bucket, i)
     i = i + 1
@@ -46,22 +46,23 @@ local function fpmap_length(n)
   bytes[#bytes + 1] = string.char(n)
   return table.concat(bytes)
 end
--- where member's record is in bucket: its first byte, its value's first and
--- last (nil: absent). string.find proposes where the member occurs; a walk
--- over the records' lengths (one byte each below 128) confirms a record
--- starts there. The last answer is kept (a read then a write of one row).
+-- where member's record is in bucket (records of members as wide as it):
+-- its first byte, its value's first and last (nil: absent). string.find
+-- proposes where the member occurs; a walk over the records' lengths (one
+-- byte each below 128) confirms a record starts there. The last answer is
+-- kept (a read then a write of one row).
 local found_bucket, found_member, found_at, found_first, found_last
 local function fpmap_find(bucket, member)
   if found_bucket == bucket and found_member == member then return found_at, found_first, found_last end
-  local at = 1
+  local at, width = 1, #member
   local hit = string.find(bucket, member, 1, true)
   while hit do
     while at < hit do
-      local length = string.byte(bucket, at + 5)
-      if length < 128 then at = at + 6 + length else local _, last = fpmap_record(bucket, at) at = last + 1 end
+      local length = string.byte(bucket, at + width)
+      if length < 128 then at = at + width + 1 + length else local _, last = fpmap_record(bucket, at, width) at = last + 1 end
     end
     if at == hit then
-      local first, last = fpmap_record(bucket, at)
+      local first, last = fpmap_record(bucket, at, width)
       found_bucket, found_member, found_at, found_first, found_last = bucket, member, at, first, last
       return at, first, last
     end
@@ -76,10 +77,11 @@ local function fpmap_get(key, fp)
   if at then return string.sub(bucket, first, last) end
   return nil
 end
-local function fpmap_split(key, field, d, bucket)
+-- a bucket past its size in two on its next bit (members width bytes, 5 unless given)
+local function fpmap_split(key, field, d, bucket, width)
   local halves, at = {{}, {}}, 1
   while at <= #bucket do
-    local _, last = fpmap_record(bucket, at)
+    local _, last = fpmap_record(bucket, at, width)
     local half = halves[math.floor(fp_top(bucket, at) / 2 ^ (23 - d)) % 2 + 1]
     half[#half + 1] = string.sub(bucket, at, last)
     at = last + 1
