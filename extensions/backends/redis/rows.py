@@ -124,22 +124,22 @@ def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = Non
         out = bytearray(STATUS_BYTE[status] + _FETCHED.pack(fetched))
     else:
         out = bytearray((STATUS_BYTE[status][0] + UNFETCHED,))
-    host = _netloc(entry.url, entry.host.encode(*_TEXT))
-    _varint(out, len(host) * 2 + (len(host) > len(entry.host.encode(*_TEXT))))
-    out += host
+    url, host = entry.url.encode(*_TEXT), entry.host.encode(*_TEXT)
+    netloc = _netloc(url, host)
+    _varint(out, len(netloc) * 2 + (netloc is not host))
+    out += netloc
     priority = entry.priority * 2 if entry.priority >= 0 else -entry.priority * 2 - 1
     for number in (seq, entry.level, priority, entry.depth, entry.flags):
         _varint(out, number)
-    for text in (entry.url, entry.referer):
-        _put(out, text, host)
+    for text in (url, entry.referer):
+        _put(out, text, netloc)
     _put(out, entry.extra)
     _put(out, entry.blob)
     return bytes(out)
 
 
-def _netloc(url: str, host: bytes) -> bytes:
-    """``host``, with ``:PORT`` if ``url`` names a port right after it."""
-    value = url.encode(*_TEXT)
+def _netloc(value: bytes, host: bytes) -> bytes:
+    """``host`` (itself), or with ``:PORT`` if the URL ``value`` names a port right after it."""
     for prefix in _URL_FORMS[1:]:
         at = len(prefix) + len(host)
         if value.startswith(prefix) and value.startswith(host, len(prefix)) and value[at:at + 1] == b":":
