@@ -5,7 +5,7 @@ through the synthetic web's variants and a 40-rule file typical of large
 sites), then times ``--decisions`` allow/deny decisions over random URLs of
 random cached hosts, exactly as each middleware makes them per request:
 
-* ours: ``LRUCache.get(origin)`` (the middleware's cache) + expiry check + ``RobotsRules.allowed``;
+* ours: ``TwoGenerationCache.get(origin)`` (the middleware's cache) + expiry check + ``RobotsRules.allowed``;
 * stock: Scrapy's ``RobotsTxtMiddleware`` path, ``dict[netloc]`` +
   ``ProtegoRobotParser.allowed(url, user_agent)``.
 
@@ -23,13 +23,14 @@ import random
 import statistics
 import time
 import tracemalloc
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from scrapy.robotstxt import ProtegoRobotParser
 
-from testweb.model import WebConfig, robots_page
-from extensions.frontier.urlseen import LRUCache
 from extensions.robots.rules import RobotsRules, decode_body, product_token
+from extensions.urls.recent import TwoGenerationCache
+from testweb.model import WebConfig, robots_page
 
 USER_AGENT = "webcrawler/0.1 (+https://github.com/webcrawler/webcrawler)"
 VARIANTS = ("private", "groups", "allow", "strict", "crawl-delay", "empty")
@@ -49,9 +50,9 @@ def origins(hosts: int) -> list[str]:
     return [f"http://h{i:05d}.test" for i in range(hosts)]
 
 
-def build_ours(hosts: list[str], texts: list[bytes]) -> LRUCache:
+def build_ours(hosts: list[str], texts: list[bytes]) -> TwoGenerationCache:
     token = product_token(None, USER_AGENT)
-    cache = LRUCache(len(hosts))
+    cache = TwoGenerationCache(len(hosts))
     for i, origin in enumerate(hosts):
         text = decode_body(texts[i % len(texts)], "text/plain")
         cache.add(origin, RobotsRules.parse(text, token, expires=float("inf")))
@@ -76,7 +77,7 @@ def measure_memory(build: Callable[[], Any], hosts: int) -> float:
     return (after - before) / hosts
 
 
-def time_ours(cache: LRUCache, urls: list[tuple[str, str]]) -> float:
+def time_ours(cache: TwoGenerationCache, urls: list[tuple[str, str]]) -> float:
     now = time.monotonic()
     allowed = 0
     started = time.perf_counter()

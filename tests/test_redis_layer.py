@@ -110,7 +110,11 @@ def test_every_lua_file_is_a_script_the_redis_backend_loads() -> None:
     Entry(-8, "https://a.test:8443/x?y", "a.test", priority=-5, depth=300, referer="https://a.test/", flags=3,
           extra='{"k": 1}', blob=b"\x00\xff"),
     Entry(9, "http://b.test", "other.test", referer="http://b.test/z"),
-], ids=["other-referer", "https-port-same-host-referer", "url-not-of-its-host"])
+    Entry(12, "https://c.test/a", "c.test", referer="http://d.test/b"),
+    Entry(13, "https://c.test/a", "c.test", referer="https://"),
+    Entry(14, "ftp://c.test/a", "c.test", referer="ftp://d.test/b"),
+], ids=["other-referer", "https-port-same-host-referer", "url-not-of-its-host", "referer-of-another-scheme",
+        "referer-the-scheme-alone", "not-http"])
 @pytest.mark.parametrize("fetched", [1234.5, None], ids=["fetched", "never-fetched"])
 def test_the_lua_row_accessors_read_what_pack_row_wrote(redis_server: RedisServer, entry: Entry,
                                                         fetched: float | None) -> None:
@@ -131,6 +135,41 @@ def test_the_lua_row_accessors_read_what_pack_row_wrote(redis_server: RedisServe
     assert unpack_entry(entry.fingerprint, changed) == entry
     assert row_head(changed) == (Status.QUEUED, fetched, 42, entry.level)
     client.close()
+
+
+def test_a_row_leaves_out_the_fields_that_are_zero_or_none_and_reads_back_whole(redis_server: RedisServer) -> None:
+    """Each of seq, level, priority, depth, flags, referer, extra and blob
+    (bit 0 .. 7 of ``present``) set or left at 0 / None: the row holds one
+    byte for the eight and only the fields set; Python and the scripts read
+    every combination back."""
+    values = {"level": 3, "priority": -2, "depth": 300, "flags": 5, "referer": "http://q.test/r",
+              "extra": '{"k": 1}', "blob": b"\x01"}
+    bare = pack_row(Entry(11, "http://q.test/path", "q.test"), Status.QUEUED, 0)
+    assert len(bare) == 1 + 1 + len("q.test") + 1 + 1 + len("/path")  # status, host, present, url
+    client = redis.Redis.from_url(redis_server.url)
+    rows, entries = [], []
+    for present in range(256):
+        chosen = {name: value for bit, (name, value) in enumerate(values.items(), 1) if present >> bit & 1}
+        entry = Entry(11, "http://q.test/path", "q.test", **chosen)
+        seq = 99 if present & 1 else 0
+        row = pack_row(entry, Status.QUEUED, seq)
+        assert (len(row) > len(bare)) == bool(present), present
+        assert unpack_entry(11, row) == entry and row_head(row)[2] == seq, present
+        rows.append(row)
+        entries.append(entry)
+    urls = client.eval(source("include/rows") + """
+      local out = {}
+      for i = 1, #ARGV do out[i] = row_url(ARGV[i]) end
+      return out""", 0, *rows)
+    assert [url.decode() for url in urls] == [entry.url for entry in entries]
+    client.close()
+
+
+def test_a_referer_of_another_host_is_kept_without_the_scheme_it_shares_with_the_url() -> None:
+    entry = Entry(15, "https://a.test/x", "a.test", referer="https://b.test/page")
+    row = pack_row(entry, Status.QUEUED, 0)
+    assert b"https" not in row and b"b.test/page" in row
+    assert unpack_entry(15, row) == entry
 
 
 @pytest.mark.parametrize("fetched", [1234.5, None], ids=["fetched", "never-fetched"])

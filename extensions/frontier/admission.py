@@ -13,8 +13,9 @@ import mmh3
 from scrapy import Request
 
 from extensions.frontier.fingerprint import URL_BITS, url_fingerprint
-from extensions.frontier.urlseen import LRUCache, URLSeen
 from extensions.frontier.store import Entry, FrontierStore, Status
+from extensions.frontier.urlseen import URLSeen
+from extensions.urls.recent import TwoGenerationCache
 
 logger = logging.getLogger("extensions.frontier.scheduler")  # the frontier's one log name
 
@@ -36,7 +37,7 @@ class Admission:
         self.excluded: set[int] = set()  # excluded while queued: skip at dequeue
         self.seeds_this_run: set[int] = set()
         self.deferred_reasons: dict[str, str] = {}
-        self.host_counts = LRUCache(HOST_COUNTS)  # host -> its URLs known, over the store's counts
+        self.host_counts = TwoGenerationCache(HOST_COUNTS)  # host -> its URLs known, over the store's counts
 
     # -- before filing -------------------------------------------------------------
     def known(self, fp: int) -> bool:

@@ -33,8 +33,8 @@ from extensions.frontier.page import PageDone, PageVerdict, link_request, page_f
 from extensions.frontier.politeness import INFINITY, Politeness
 from extensions.frontier.prioritizer import DepthPrioritizer, Prioritizer
 from extensions.frontier.revisits import RevisitSchedule
-from extensions.frontier.urlseen import BloomSeen, LRUCache, URLSeen
-from extensions.urls.recent import RecentLinks
+from extensions.frontier.urlseen import BloomSeen, URLSeen
+from extensions.urls.recent import RecentLinks, TwoGenerationCache
 from extensions.signals import host_assigned, origin_deferred, origin_held, politeness_widened, request_excluded, robots_rules_parsed, urls_refused
 from extensions.frontier.store import FLAG_MEMORY, Entry, FrontierStore, FrontierStoreError, Status
 
@@ -140,7 +140,7 @@ class Frontier(BaseScheduler):
         self.write_ahead = WriteAhead(self._write_ahead, runtime.call_soon)  # FRONTIER_WRITE_AHEAD
         self.inflight = InFlightTable(self.politeness, runtime.in_progress)
         self.spider: Spider | None = None
-        self._known_hosts = LRUCache(4096)
+        self._known_hosts = TwoGenerationCache(4096)
         self._loop: Any = None
         self._checkpoints = 0
         self._logged: set[str] = set()  # noisy events logged once (see note)

@@ -1,51 +1,17 @@
-"""The URL-seen test (Mercator): an LRU of popular fingerprints, an optional
+"""The URL-seen test (Mercator): a cache of popular fingerprints (two generations), an optional
 Bloom pre-filter (a false positive loses a new URL; rebuilt when its tag does
 not match the store), then the URL table's exact ``insert_new``."""
 
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from pybloom_live import ScalableBloomFilter
 
 from extensions.frontier.store import Entry, SeenSet, URLTable
-
-
-class LRUCache:
-    """A bounded mapping (a set through :meth:`hit` and :meth:`add`), least
-    recently used evicted first; ``evictions`` counts them."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = max(0, int(capacity))
-        self._items: OrderedDict[Any, Any] = OrderedDict()
-        self.evictions = 0
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def hit(self, key: object) -> bool:
-        """Whether ``key`` is cached (refreshing it)."""
-        if key in self._items:
-            self._items.move_to_end(key)
-            return True
-        return False
-
-    def get(self, key: object) -> Any:
-        """``key``'s value (refreshing it), None if not cached."""
-        return self._items[key] if self.hit(key) else None
-
-    def add(self, key: object, value: Any = None) -> None:
-        if not self.capacity:
-            return
-        self._items[key] = value
-        self._items.move_to_end(key)
-        if len(self._items) > self.capacity:
-            self._items.popitem(last=False)
-            self.evictions += 1
+from extensions.urls.recent import TwoGenerationCache
 
 
 class BloomSeen:
@@ -107,7 +73,7 @@ class URLSeen:
 
     def __init__(self, urls: URLTable, cache_size: int, prefilter: SeenSet | None = None) -> None:
         self.urls = urls
-        self.cache = LRUCache(cache_size)
+        self.cache = TwoGenerationCache(cache_size)
         self.prefilter = prefilter
 
     def known(self, fingerprint: int) -> bool:

@@ -31,7 +31,7 @@ from extensions.robots.rules import Kind, RobotsRules, decode_body, kind_of_stat
 from extensions.signals import origin_deferred, origin_held, request_excluded, robots_rules_parsed
 from extensions import defaults
 from extensions.defaults import checked
-from extensions.frontier.urlseen import LRUCache
+from extensions.urls.recent import TwoGenerationCache
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -59,7 +59,7 @@ class RobotsMiddleware:
         self.clock = clock
         self.token = product_token(settings.get("ROBOTSTXT_USER_AGENT"), settings.get("USER_AGENT"))
         #: origin -> its RobotsRules
-        self.cache = LRUCache(checked(settings, "ROBOTSTXT_CACHE_SIZE", lambda value: value >= 1, "at least 1", int))
+        self.cache = TwoGenerationCache(checked(settings, "ROBOTSTXT_CACHE_SIZE", lambda value: value >= 1, "at least 1", int))
         self.ttl = settings.getfloat("ROBOTSTXT_CACHE_TTL", defaults.ROBOTSTXT_CACHE_TTL)
         self.max_size = settings.getint("ROBOTSTXT_MAX_SIZE", defaults.ROBOTSTXT_MAX_SIZE)
         self.max_redirects = settings.getint("ROBOTSTXT_MAX_REDIRECTS", defaults.ROBOTSTXT_MAX_REDIRECTS)

@@ -1,26 +1,89 @@
-"""Links the spider yielded recently: a cheap URL-seen cache before the
-frontier's exact test. A link is held back only if it was passed on at the
-same or a smaller depth."""
+"""What a process saw recently, in bounded memory: a two-generation cache,
+and the spider's links yielded lately (a cheap URL-seen cache before the
+frontier's exact test; a link is held back only if it was passed on at the
+same or a smaller depth)."""
 
 from __future__ import annotations
 
-from scrapy.utils.datatypes import LocalCache
+from collections.abc import Hashable
+from typing import Any
 
 
-class RecentLinks(LocalCache[str, int]):
-    """Bounded LRU of canonical URL -> the least depth it was passed on at."""
+class TwoGenerationCache:
+    """A bounded mapping (a set through :meth:`hit` and :meth:`add`), least
+    recently used forgotten first, by generations (segmented LRU): new and
+    refreshed keys go to the young generation; when it holds half of
+    ``capacity`` it becomes the old one and the old one is dropped
+    (``evictions`` counts what goes). At most ``capacity`` keys are held, and
+    a key is kept while fewer than ``capacity // 2`` newer keys have come;
+    two plain dicts, so a key costs its dict slot (no linked list as in an
+    OrderedDict)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(0, int(capacity))
+        self._half = max(1, self.capacity // 2)
+        self._young: dict[Hashable, Any] = {}
+        self._old: dict[Hashable, Any] = {}
+        self.evictions = 0
+
+    def __len__(self) -> int:
+        return len(self._young) + len(self._old)
+
+    def __contains__(self, key: Hashable) -> bool:
+        """Whether ``key`` is cached (without refreshing it)."""
+        return key in self._young or key in self._old
+
+    def _put(self, key: Hashable, value: Any) -> None:
+        if len(self._young) >= self._half:
+            self.evictions += len(self._old)
+            self._old, self._young = self._young, {}
+            if self.capacity < 2:  # no room for an old generation
+                self.evictions += len(self._old)
+                self._old = {}
+        self._young[key] = value
+
+    def hit(self, key: Hashable) -> bool:
+        """Whether ``key`` is cached (refreshing it)."""
+        if key in self._young:
+            return True
+        if key in self._old:
+            self._put(key, self._old.pop(key))
+            return True
+        return False
+
+    def get(self, key: Hashable) -> Any:
+        """``key``'s value (refreshing it), None if not cached."""
+        return self._young[key] if self.hit(key) else None
+
+    def add(self, key: Hashable, value: Any = None) -> None:
+        if not self.capacity:
+            return
+        if key in self._young:
+            self._young[key] = value
+            return
+        self._old.pop(key, None)
+        self._put(key, value)
+
+
+class RecentLinks:
+    """Canonical URL -> the least depth it was passed on at, for the last
+    ``size`` links or so (:class:`TwoGenerationCache`). Keyed by the URL's
+    64-bit hash: a collision, about one lookup in 2^48 at the default size,
+    holds a new link back until it is found again."""
 
     def __init__(self, size: int) -> None:
         if size < 0:
             raise ValueError(f"LINKS_RECENT_CACHE_SIZE must be >= 0, got {size!r}")
-        super().__init__(size)
+        self.cache = TwoGenerationCache(size)
+
+    def __len__(self) -> int:
+        return len(self.cache)
 
     def fresh(self, url: str, depth: int) -> bool:
         """True if ``url`` at ``depth`` must be passed on (and remember it)."""
-        known = self.get(url)
-        if known is not None:
-            self.move_to_end(url)
-            if known <= depth:
-                return False
-        self[url] = depth
+        key = hash(url)
+        known = self.cache.get(key)
+        if known is not None and known <= depth:
+            return False
+        self.cache.add(key, depth)
         return True

@@ -10,12 +10,15 @@ Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``; a
     fetched  8 bytes  big-endian double, unix time the last fetch ended
     host     varint length * 2 + 1 if a port follows, then the host in UTF-8 and
              ``:PORT`` if the URL names one after its host
+    present  1 byte   which of the eight fields below are in the row (bit i: the
+                      i-th of seq .. blob); a field left out is 0 or None
     seq, level, priority (zigzag: 0, -1, 1 ... as 0, 1, 2 ...), depth, flags: varints
              (seq, the discovery order, is 0 in rows the host leases file: their
              back queues' lists keep the order)
-    url, referer, extra, blob: a varint, 0 for None, else length * 4 + form + 1,
-             then the bytes after what the form leaves out: 0 nothing,
-             1 ``http://HOST[:PORT]``, 2 ``https://HOST[:PORT]`` (as in the host field)
+    url, referer, extra, blob: a varint, length * 4 + form + 1, then the bytes
+             after what the form leaves out: 0 nothing, 1 ``http://HOST[:PORT]``,
+             2 ``https://HOST[:PORT]`` (as in the host field), 3 (a Referer of
+             another host) the URL's ``http://`` or ``https://``; the URL is always there
 
 A cash row (a URL's value in the fpmap ``P:{T}:cash``), big-endian: its
 cash settled at dividend 0, ``u`` (double; its cash at dividend ``D`` is
@@ -97,25 +100,31 @@ def read_varint(data: bytes, offset: int) -> tuple[int, int]:
     return value | data[offset] << shift, offset + 1
 
 
-def _put(out: bytearray, text: str | bytes | None, host: bytes = b"") -> None:
-    if text is None:
-        return out.append(0)
+def _put(out: bytearray, text: str | bytes, host: bytes = b"", scheme: bytes = b"") -> None:
     value, form = text.encode(*_TEXT) if isinstance(text, str) else text, 0
     for number in (1, 2) if host else ():
         if value.startswith(_URL_FORMS[number]) and value.startswith(host, len(_URL_FORMS[number])):
             value, form = value[len(_URL_FORMS[number]) + len(host):], number
             break
+    else:
+        if scheme and value.startswith(scheme):
+            value, form = value[len(scheme):], 3
     _varint(out, len(value) * 4 + form + 1)
     out += value
 
 
-def _get(row: bytes, offset: int, host: bytes = b"") -> tuple[bytes | None, int]:
+def _get(row: bytes, offset: int, host: bytes = b"", scheme: bytes = b"") -> tuple[bytes, int]:
     code, offset = read_varint(row, offset)
-    if not code:
-        return None, offset
     end = offset + ((code - 1) >> 2)
     form = (code - 1) & 3
+    if form == 3:
+        return scheme + row[offset:end], end
     return (_URL_FORMS[form] + host if form else b"") + row[offset:end], end
+
+
+def _scheme(url: bytes) -> bytes:
+    """The form-3 prefix of a text in a row of ``url``: the URL's ``http://`` or ``https://``."""
+    return next((prefix for prefix in _URL_FORMS[1:] if url.startswith(prefix)), b"")
 
 
 def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = None) -> bytes:
@@ -129,12 +138,23 @@ def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = Non
     _varint(out, len(netloc) * 2 + (netloc is not host))
     out += netloc
     priority = entry.priority * 2 if entry.priority >= 0 else -entry.priority * 2 - 1
-    for number in (seq, entry.level, priority, entry.depth, entry.flags):
-        _varint(out, number)
-    for text in (url, entry.referer):
-        _put(out, text, netloc)
-    _put(out, entry.extra)
-    _put(out, entry.blob)
+    numbers = (seq, entry.level, priority, entry.depth, entry.flags)
+    texts = (entry.referer, entry.extra, entry.blob)
+    present = 0
+    for bit, value in enumerate(numbers):
+        present |= bool(value) << bit
+    for bit, value in enumerate(texts, 5):
+        present |= (value is not None) << bit
+    out.append(present)
+    for number in numbers:
+        if number:
+            _varint(out, number)
+    _put(out, url, netloc)
+    if entry.referer is not None:
+        _put(out, entry.referer, netloc, _scheme(url))
+    for text in texts[1:]:
+        if text is not None:
+            _put(out, text)
     return bytes(out)
 
 
@@ -167,25 +187,32 @@ def _host_at(row: bytes) -> int:
     return _STATUS.size if row[0] >= STATUS_BYTE[Status.QUEUED][0] + UNFETCHED else HOST_AT
 
 
-def _fields(row: bytes) -> tuple[bytes, bytes, list[int], int]:
-    """The host, with its port if the row has one, the five numbers and the offset of the URL."""
+def _fields(row: bytes) -> tuple[bytes, bytes, list[int], int, int]:
+    """The host, with its port if the row has one, the five numbers, the
+    present byte and the offset of the URL."""
     code, start = read_varint(row, _host_at(row))
     netloc = row[start:start + (code >> 1)]
-    numbers, offset = [], start + (code >> 1)
-    for _ in range(5):
-        number, offset = read_varint(row, offset)
-        numbers.append(number)
-    return netloc.rpartition(b":")[0] if code & 1 else netloc, netloc, numbers, offset
+    offset = start + (code >> 1)
+    present, offset = row[offset], offset + 1
+    numbers = [0] * 5
+    for bit in range(5):
+        if present >> bit & 1:
+            numbers[bit], offset = read_varint(row, offset)
+    return netloc.rpartition(b":")[0] if code & 1 else netloc, netloc, numbers, present, offset
 
 
 def unpack_entry(fingerprint: int, row: bytes) -> Entry:
     """The entry of a URL row."""
-    host, netloc, (_, level, priority, depth, flags), offset = _fields(row)
+    host, netloc, (_, level, priority, depth, flags), present, offset = _fields(row)
     url, offset = _get(row, offset, netloc)
-    referer, offset = _get(row, offset, netloc)
-    extra, offset = _get(row, offset)
-    blob, _ = _get(row, offset)
-    return Entry(fingerprint, url.decode(*_TEXT), host.decode(*_TEXT), level,  # type: ignore[union-attr]
+    texts: list[bytes | None] = []
+    for bit, (base, scheme) in zip((5, 6, 7), ((netloc, _scheme(url)), (b"", b""), (b"", b""))):
+        text = None
+        if present >> bit & 1:
+            text, offset = _get(row, offset, base, scheme)
+        texts.append(text)
+    referer, extra, blob = texts
+    return Entry(fingerprint, url.decode(*_TEXT), host.decode(*_TEXT), level,
                  -(priority + 1) // 2 if priority & 1 else priority // 2, depth,
                  None if referer is None else referer.decode(*_TEXT), flags,
                  None if extra is None else extra.decode(*_TEXT), blob)

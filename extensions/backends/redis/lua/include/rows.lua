@@ -1,4 +1,4 @@
--- A URL row's parts: status byte, fetch time, host, URL (the layout and the $
+-- A URL row's parts: status byte, fetch time, host, present byte, numbers, URL (the layout and the $
 -- values are extensions/backends/redis/rows.py's). Scripts change only status and fetch time.
 local S_QUEUED, S_INFLIGHT, S_DONE, S_FAILED = '$S_QUEUED', '$S_INFLIGHT', '$S_DONE', '$S_FAILED'
 local S_EXCLUDED, S_DEFERRED, S_REFUSED = '$S_EXCLUDED', '$S_DEFERRED', '$S_REFUSED'
@@ -95,7 +95,12 @@ end
 local URL_FORMS = {[0] = '', [1] = 'http://', [2] = 'https://'}
 local function row_url(row)
   local _, at, host = row_host(row)
-  for _ = 1, 5 do _, at = row_varint(row, at) end  -- seq, level, priority, depth, flags
+  local present = string.byte(row, at)  -- bit i: the i-th of seq, level, priority, depth, flags is there
+  at = at + 1
+  for _ = 1, 5 do
+    if present % 2 == 1 then _, at = row_varint(row, at) end
+    present = math.floor(present / 2)
+  end
   local code, first = row_varint(row, at)
   local form, length = (code - 1) % 4, math.floor((code - 1) / 4)
   local kept = string.sub(row, first, first + length - 1)
