@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Self
 
 from extensions.contentseen.fingerprint import to_signed64
+from extensions.contentseen.sets import ExactSet
 
 SCHEMA_VERSION = "1"
 
@@ -117,7 +118,7 @@ class SQLiteSet:
         self.close()
 
 
-class ContentSeen(SQLiteSet):
+class ContentSeen(SQLiteSet, ExactSet):
     """The set of content fingerprints seen, each with the first URL it came from.
 
     :meth:`add_or_get` sees every fingerprint added in this run or (after
@@ -162,11 +163,6 @@ class ContentSeen(SQLiteSet):
         if first != url:
             self.counters["duplicates"] += 1
         return first
-
-    def duplicate_of(self, fingerprint: int, url: str) -> str | None:
-        """:meth:`add_or_get`, as the item field: the first URL, or None if ``url`` is it."""
-        first = self.add_or_get(fingerprint, url)
-        return None if first == url else first
 
     def get(self, fingerprint: int) -> str | None:
         """The first URL recorded for ``fingerprint``, without recording anything."""

@@ -25,7 +25,16 @@ class ContentOptions:
 
 
 class ExactSet(Protocol):
-    def duplicate_of(self, fingerprint: int, url: str) -> str | None: ...
+    """Content fingerprint -> the first URL it came from; a set subclassing
+    this gets :meth:`duplicate_of` from its ``add_or_get``."""
+
+    def add_or_get(self, fingerprint: int, url: str) -> str: ...
+
+    def duplicate_of(self, fingerprint: int, url: str) -> str | None:
+        """:meth:`add_or_get`, as the item field: the first URL, or None if ``url`` is it."""
+        first = self.add_or_get(fingerprint, url)
+        return None if first == url else first
+
     def flush(self) -> None: ...
     def close(self) -> None: ...
     def stats(self) -> dict[str, Any]: ...

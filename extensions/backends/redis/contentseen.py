@@ -43,6 +43,7 @@ from extensions.backends.redis.connection import (
 from extensions.backends.redis.keys import Keys, glob_escape
 from extensions.backends.redis.registry import ProcessRegistry, registry_of
 from extensions.contentseen.exact import ContentStoreError
+from extensions.contentseen.sets import ExactSet
 
 logger = logging.getLogger(__name__)
 
@@ -282,7 +283,7 @@ class RedisContentPart:
             return done.value
 
 
-class RedisContentSeen(RedisContentPart):
+class RedisContentSeen(RedisContentPart, ExactSet):
     """The exact content-seen set, shared by every process of a crawl: the
     promises of :class:`~extensions.contentseen.exact.ContentSeen`."""
 
@@ -309,11 +310,6 @@ class RedisContentSeen(RedisContentPart):
         if found != url:
             self.counters["duplicates"] += 1
         return found
-
-    def duplicate_of(self, fingerprint: int, url: str) -> str | None:
-        """:meth:`add_or_get`, as the item field: the first URL, or None if ``url`` is it."""
-        first = self.add_or_get(fingerprint, url)
-        return None if first == url else first
 
     def get(self, fingerprint: int) -> str | None:
         """The first URL recorded for ``fingerprint``, without recording anything."""
