@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+_MISSING = object()
+
 
 class TwoGenerationCache:
     """A bounded mapping (a set through :meth:`hit` and :meth:`add`), least
@@ -53,7 +55,14 @@ class TwoGenerationCache:
 
     def get(self, key: Hashable) -> Any:
         """``key``'s value (refreshing it), None if not cached."""
-        return self._young[key] if self.hit(key) else None
+        value = self._young.get(key, _MISSING)
+        if value is not _MISSING:
+            return value
+        if key in self._old:
+            value = self._old.pop(key)
+            self._put(key, value)
+            return value
+        return None
 
     def add(self, key: Hashable, value: Any = None) -> None:
         if not self.capacity:

@@ -205,13 +205,13 @@ def unpack_entry(fingerprint: int, row: bytes) -> Entry:
     """The entry of a URL row."""
     host, netloc, (_, level, priority, depth, flags), present, offset = _fields(row)
     url, offset = _get(row, offset, netloc)
-    texts: list[bytes | None] = []
-    for bit, (base, scheme) in zip((5, 6, 7), ((netloc, _scheme(url)), (b"", b""), (b"", b""))):
-        text = None
-        if present >> bit & 1:
-            text, offset = _get(row, offset, base, scheme)
-        texts.append(text)
-    referer, extra, blob = texts
+    referer = extra = blob = None
+    if present & 32:
+        referer, offset = _get(row, offset, netloc, _scheme(url))
+    if present & 64:
+        extra, offset = _get(row, offset)
+    if present & 128:
+        blob, offset = _get(row, offset)
     return Entry(fingerprint, url.decode(*_TEXT), host.decode(*_TEXT), level,
                  -(priority + 1) // 2 if priority & 1 else priority // 2, depth,
                  None if referer is None else referer.decode(*_TEXT), flags,
