@@ -138,8 +138,8 @@ def run_exact(url: str, prefix: str, count: int, hosts: int, per_page: int) -> N
     def send() -> None:
         commands = [command for fp, address in chunk for command in exact.add_commands(fp, address)]
         answers = exact.store.call(*commands)
-        for number, (_, address) in enumerate(chunk):
-            exact.first_url(answers[2 * number:2 * number + 2], address)
+        for answer, (_, address) in zip(answers, chunk):
+            exact.first_url([answer], address)
         chunk.clear()
 
     for page in pages(count, hosts, per_page):

@@ -184,7 +184,7 @@ def test_keys_of_the_previous_layout_are_refused(redis_server: RedisServer) -> N
         client.hset(ContentKeys(prefix).meta, mapping={"schema": "3", "distance": "3", "blocks": "5"})
     finally:
         client.close()
-    with pytest.raises(ContentStoreError, match=r"written in layout 3, this release reads layout 4 only.*"
+    with pytest.raises(ContentStoreError, match=r"written in layout 3, this release reads layout 5 only.*"
                                                 r"SCHEDULER_FLUSH_ON_START"):
         open_near(redis_server.url, prefix)
 
@@ -279,26 +279,31 @@ def test_a_documents_record_takes_about_a_hundred_bytes_of_redis(redis_server: R
     assert held / documents < 135, held / documents  # the layout of schema 3: about 325
 
 
-def test_a_crawl_on_content_seen_keys_of_layout_3_stops_at_start_naming_how_to_go_on(
-    start_web: Any, tmp_path: Path, redis_server: RedisServer,
+@pytest.mark.parametrize("layout", ["3", "4"])
+def test_a_crawl_on_content_seen_keys_of_an_older_layout_stops_at_start_naming_how_to_go_on(
+    start_web: Any, tmp_path: Path, redis_server: RedisServer, layout: str,
 ) -> None:
     """Content-seen keys of layout 3 (a hash field of records per simhash,
-    32-bit sketch values) are never misread: a real crawl on them stops at
+    32-bit sketch values) or 4 (the exact set a hash field per fingerprint
+    in 4,096 partitions) are never misread: a real crawl on them stops at
     start, says how to go on, fetches no page and leaves them as they were."""
     prefix = unique_prefix()
     keys = ContentKeys(prefix)
-    simhash = 0x0F0F_F0F0_AAAA_5555
+    value = 0x0F0F_F0F0_AAAA_5555
     client = redis.Redis.from_url(redis_server.url)
-    client.hset(keys.meta, mapping={"schema": "3", "distance": "3", "blocks": "5"})
-    client.hset(f"{keys.base}:{{{simhash >> 52:03x}}}:near_docs", pack64(simhash),
-                b"\x01\x01\x80\x02" + bytes(200) + b"\x00" + pack64(7))
+    client.hset(keys.meta, mapping={"schema": layout, "distance": "3", "blocks": "5"})
+    if layout == "3":
+        client.hset(f"{keys.base}:{{{value >> 52:03x}}}:near_docs", pack64(value),
+                    b"\x01\x01\x80\x02" + bytes(200) + b"\x00" + pack64(7))
+    else:
+        client.hset(f"{keys.base}:{{{value >> 52:03x}}}:exact", pack64(value), b"http://a.test/")
     before = {key: client.dump(key) for key in client.keys(f"{keys.base}:*")}
     web = start_web(hosts=2, pages=2, links=1)
     result = run_web_crawl(tmp_path / "crawl", str(web.seeds_file), settings={
         "DNS_HOSTS": web.hosts_file, "FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url,
         "FRONTIER_REDIS_PREFIX": prefix, "SCHEDULER_PERSIST": True}, timeout=120)
     assert result.returncode != 0
-    assert "written in layout 3, this release reads layout 4 only" in result.log, result.log[-3000:]
+    assert f"written in layout {layout}, this release reads layout 5 only" in result.log, result.log[-3000:]
     assert "SCHEDULER_FLUSH_ON_START=True" in result.log and "FRONTIER_REDIS_PREFIX" in result.log
     assert not [entry for entry in web.entries() if entry.path != "/robots.txt"]
     assert {key: client.dump(key) for key in client.keys(f"{keys.base}:*")} == before

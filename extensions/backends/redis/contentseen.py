@@ -2,7 +2,10 @@
 
 Keys (``P`` is ``FRONTIER_REDIS_PREFIX``)::
 
-    P:contentseen:{X}:exact       hash  fingerprint (8 bytes, big-endian) -> first URL
+    P:contentseen:{X}:exact       hash  the first URL of each content fingerprint whose
+                                        top 8 bits are X, packed as the documents' records
+                                        are (the fingerprint's other 56 bits, the URL;
+                                        lua/include/nearmap.lua)
     P:contentseen:{Z}:near_docs   hash  the records of the documents whose simhash's
                                         top 8 bits are Z, packed: buckets of entries
                                         (the simhash's other 56 bits, its records:
@@ -16,10 +19,9 @@ Keys (``P`` is ``FRONTIER_REDIS_PREFIX``)::
     P:contentseen:meta            hash  schema, distance, blocks (the index layout)
     P:contentseen:near_ids        int   document ids, reserved in blocks
 
-``X`` is the top 12 bits of the fingerprint (3 hex digits), ``Z`` the top 8
-bits of the simhash (2 hex digits), ``Y`` the top 8 bits of the table's key:
-Redis Cluster hash tags. First writer wins across
-processes (``HSETNX``). A :class:`RedisContentStore` buffers writes on the
+``X`` is the top 8 bits of the fingerprint and ``Z`` of the simhash (2 hex
+digits), ``Y`` the top 8 bits of the table's key: Redis Cluster hash tags.
+First writer wins across processes (a script adds a URL only where none is). A :class:`RedisContentStore` buffers writes on the
 crawler's shared connection; they go with the next read. With
 ``persist=False`` the keys are deleted at close by the crawl's last process
 only, behind the registry's closing fence (a process joining meanwhile waits:
@@ -42,6 +44,7 @@ from extensions.backends.redis.connection import (
 )
 from extensions.backends.redis.keys import Keys, glob_escape
 from extensions.backends.redis.registry import ProcessRegistry, registry_of
+from extensions.backends.redis.scripts import lua
 from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.sets import ExactSet
 
@@ -49,11 +52,14 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = "4"  # 4: near_docs records packed in buckets, 16-bit sketch values
-PARTITION_BITS = 12  # exact set partitions: the top 12 bits (3 hex digits)
-DOC_PARTITION_BITS = 8  # near-duplicate document partitions: the top 8 bits (2 hex digits)
+SCHEMA_VERSION = "5"  # 4: near_docs records packed in buckets, 16-bit sketch values; 5: the exact set packed
+PARTITION_BITS = 8  # exact set and near-duplicate document partitions: the top 8 bits (2 hex digits)
+MEMBER_BYTES = 7  # a fingerprint's or simhash's member in its partition: its other 56 bits
+BUCKET_BYTES = 2048  # bytes of a packed partition's bucket before it splits
 HEARTBEAT_TTL = 60.0  # seconds a process counts as alive without renewing
 _U64 = struct.Struct(">Q")
+#: the scripts: lua/exact_add.lua, lua/near_records.lua (each says its KEYS, ARGV and answer)
+ADD, READ = lua("exact_add"), lua("near_records")
 _TEXT = ("utf-8", "surrogatepass")
 
 def pack64(value: int) -> bytes:
@@ -63,6 +69,16 @@ def pack64(value: int) -> bytes:
 
 def unpack64(data: bytes, offset: int = 0) -> int:
     return _U64.unpack_from(data, offset)[0]
+
+
+def member_of(value: int) -> bytes:
+    """A fingerprint's or simhash's member in its partition: its low 56 bits (the top 8 name the partition)."""
+    return (value & (1 << 8 * MEMBER_BYTES) - 1).to_bytes(MEMBER_BYTES, "big")
+
+
+def read_first_url(keys: ContentKeys, fingerprint: int) -> tuple[Any, ...]:
+    """The command reading the exact set's first URL of ``fingerprint`` (answers a list of one: bytes or None)."""
+    return ("EVAL", READ, 1, keys.exact(fingerprint), member_of(fingerprint))
 
 
 def encode_url(url: str) -> bytes:
@@ -88,10 +104,10 @@ class ContentKeys:
         self.singles = (self.meta, self.ids)
 
     def exact(self, fingerprint: int) -> str:
-        return f"{self.base}:{{{fingerprint >> (64 - PARTITION_BITS):03x}}}:exact"
+        return f"{self.base}:{{{fingerprint >> (64 - PARTITION_BITS):02x}}}:exact"
 
     def near_doc(self, simhash: int) -> str:
-        return f"{self.base}:{{{simhash >> (64 - DOC_PARTITION_BITS):02x}}}:near_docs"
+        return f"{self.base}:{{{simhash >> (64 - PARTITION_BITS):02x}}}:near_docs"
 
     def near_table(self, table: int, partition: int) -> str:
         return f"{self.base}:{{t{table}-{partition:02x}}}:near_table"
@@ -296,14 +312,14 @@ class RedisContentSeen(RedisContentPart, ExactSet):
         return self.first_url(self._call(*self.add_commands(fingerprint, url)), url)
 
     def add_commands(self, fingerprint: int, url: str) -> list[tuple[Any, ...]]:
-        """The round trip of :meth:`add_or_get`: ``HSETNX`` and ``HGET``."""
-        key, field = self.store.keys.exact(fingerprint), pack64(fingerprint)
-        return [("HSETNX", key, field, encode_url(url)), ("HGET", key, field)]
+        """The round trip of :meth:`add_or_get` (one command)."""
+        return [("EVAL", ADD, 1, self.store.keys.exact(fingerprint), BUCKET_BYTES, member_of(fingerprint),
+                 encode_url(url))]
 
     def first_url(self, answers: list[Any], url: str) -> str:
         """:meth:`add_or_get`'s result from the answers to :meth:`add_commands`."""
-        added, first = answers
-        if added:
+        first = answers[0]
+        if first is None:
             self.counters["added"] += 1
             return url
         found = decode_url(first)
@@ -314,7 +330,7 @@ class RedisContentSeen(RedisContentPart, ExactSet):
     def get(self, fingerprint: int) -> str | None:
         """The first URL recorded for ``fingerprint``, without recording anything."""
         self.counters["lookups"] += 1
-        found = self._call(("HGET", self.store.keys.exact(fingerprint), pack64(fingerprint)))[0]
+        found = self._call(read_first_url(self.store.keys, fingerprint))[0][0]
         return None if found is None else decode_url(found)
 
     def stats(self) -> dict[str, int]:

@@ -85,8 +85,8 @@ class AsyncRedisContentSeen:
     # -- answers, on the reactor thread -------------------------------------------------
     def _answered(self, page: _Page, answers: list[Any]) -> None:
         try:
-            first = self.exact.first_url(answers[:2], page.url)
-            values = self.near.candidate_values(answers[2:]) if page.near is not None else []  # type: ignore[union-attr]
+            first = self.exact.first_url(answers[:1], page.url)
+            values = self.near.candidate_values(answers[1:]) if page.near is not None else []  # type: ignore[union-attr]
         except Exception as err:  # noqa: BLE001 - a bad answer fails this page only
             self._failed(page, err)
             return

@@ -30,13 +30,17 @@ from itertools import pairwise
 from typing import Any
 
 from extensions.backends.redis.contentseen import (
+    BUCKET_BYTES,
+    MEMBER_BYTES,
     SCHEMA_VERSION,
     RedisContentPart,
     RedisContentStore,
     Steps,
     decode_url,
     encode_url,
+    member_of,
     pack64,
+    read_first_url,
     unpack64,
 )
 from extensions.backends.redis.rows import read_varint
@@ -54,8 +58,8 @@ from extensions.contentseen.resemblance import SKETCH_VALUE_BITS, sketch_shift
 
 TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key (more past 32 bits)
 TABLE_BUCKET = 256  # members of a table partition's bucket before it splits
-DOC_BUCKET = 2048  # bytes of a documents' partition's bucket before it splits
-DOC_MEMBER = 7  # bytes of a simhash's member in its documents' partition (lua/include/nearmap.lua's NEAR_WIDTH)
+DOC_BUCKET = BUCKET_BYTES  # bytes of a documents' partition's bucket before it splits
+DOC_MEMBER = MEMBER_BYTES  # bytes of a simhash's member in its documents' partition (lua/include/nearmap.lua's NEAR_WIDTH)
 ID_BLOCK = 1024  # document ids reserved per INCRBY
 _TOP_BITS = 24  # a member's first 3 bytes: the table key below the partition
 
@@ -181,9 +185,7 @@ def bucket_entries(bucket: bytes) -> list[tuple[bytes, bytes]]:
     return entries
 
 
-def doc_member(simhash: int) -> bytes:
-    """A simhash's member in its documents' partition: its low 56 bits (the top 8 name the partition)."""
-    return (simhash & (1 << 8 * DOC_MEMBER) - 1).to_bytes(DOC_MEMBER, "big")
+doc_member = member_of  # a simhash's member in its documents' partition
 
 
 class TableGeometry:
@@ -413,8 +415,8 @@ class RedisNearDuplicateIndex(RedisContentPart):
             matches = [found for found in matches if found.distance == matches[0].distance]
         referred = [found for found in matches if isinstance(found.url, int)]
         if referred and named:  # their URLs are in the exact set
-            urls = yield [("HGET", self.keys.exact(found.url), pack64(found.url)) for found in referred]
-            named = {found.doc_id: decode_url(url) for found, url in zip(referred, urls) if url is not None}
+            urls = yield [read_first_url(self.keys, found.url) for found in referred]
+            named = {found.doc_id: decode_url(url[0]) for found, url in zip(referred, urls) if url[0] is not None}
             matches = [found if not isinstance(found.url, int) else found._replace(url=named[found.doc_id])
                        for found in matches if not isinstance(found.url, int) or found.doc_id in named]
         return matches, extra_answers
