@@ -18,11 +18,11 @@ from extensions.frontier.holds import OriginHolds
 from extensions.frontier.inflight import InFlightTable
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.urlseen import URLSeen
-from extensions.frontier.store import FrontierStore
+from extensions.frontier.store import Entry, FrontierStore
 from extensions.urls.split import host_of as url_host
 
 if TYPE_CHECKING:
-    from extensions.frontier.scheduler import Frontier, WakeUpTimer
+    from extensions.frontier.scheduler import WakeUpTimer
 
 #: subtracted from a rate-limited host's order: ahead of every level
 RATE_LIMITED_FIRST = 1 << 20
@@ -66,6 +66,19 @@ class HostKey:
         return self.key(self.host_of(request), explicit)
 
 
+class Handout(Protocol):
+    """What a host dispatch asks of the frontier about the URLs it hands out."""
+
+    def request_of(self, entry: Entry, cash: float | None = None) -> Request | None:
+        """A dequeued entry's request, or None when it must not be fetched now."""
+
+    def note(self, key: str, message: str, *args: Any) -> None:
+        """A noisy event: logged once, then counted."""
+
+    def host_assigned(self, host: str) -> None:
+        """``host`` got a queue in this process (the ``host_assigned`` signal)."""
+
+
 @dataclass(eq=False)
 class FrontierParts:
     """What the frontier shares with its host-dispatch strategy."""
@@ -81,9 +94,7 @@ class FrontierParts:
     hostkey: HostKey
     ledger: AOPICLedger | None
     idle_close: float
-    #: request_of(entry, cash): a dequeued entry's request, or None; note(key, message, *args):
-    #: a noisy event, logged once, then counted; host_assigned(host): a host got a queue here
-    frontier: Frontier
+    handout: Handout
     admission: Admission  # rows refused or deferred
     wakeup: WakeUpTimer  # wakes the engine at a due time
     #: a store failure outside a scheduler call (None: raise it)

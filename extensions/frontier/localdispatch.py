@@ -255,7 +255,7 @@ class LocalDispatch:
         if self.parts.ledger is not None and self.stale_copy(entry.fingerprint):
             self.parts.stats.inc_value("frontier/stale_copies")
             return None
-        return self.parts.frontier.request_of(entry, None)
+        return self.parts.handout.request_of(entry, None)
 
     # -- dispatch --------------------------------------------------------------
     def next_request(self, now: float) -> Request | None:
@@ -305,7 +305,7 @@ class LocalDispatch:
         assigned = self.back.refill(self.front, self.refill_budget, self._key_of)
         for host in assigned:
             self.reschedule(host)
-            self.parts.frontier.host_assigned(host)
+            self.parts.handout.host_assigned(host)
         self.parts.stats.set_value("frontier/back_queues", self.back.in_use())
 
     def next_due(self, now: float) -> float | None:

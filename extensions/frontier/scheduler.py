@@ -155,7 +155,7 @@ class Frontier(BaseScheduler):
             store=store, politeness=self.politeness, holds=self.holds, inflight=self.inflight,
             stats=self.stats, clock=self.clock, wall_clock=self.wall_clock,
             seen=self.seen, hostkey=self.hostkey, ledger=ledger, idle_close=options.idle_close,
-            frontier=self, admission=self.admission, wakeup=self.wakeup, on_store_error=runtime.on_store_error,
+            handout=self, admission=self.admission, wakeup=self.wakeup, on_store_error=runtime.on_store_error,
             memory_only=self.memory_only)
         self.dispatch.bind(self.parts)
         self.ledger = ledger

@@ -338,7 +338,7 @@ class SharedDispatch:
             held.queued += parts.holds.state_of(entry.url) == "held"  # back in its queue
             self.reschedule(host)
             return None
-        request = parts.frontier.request_of(entry, cash)
+        request = parts.handout.request_of(entry, cash)
         if request is None:
             if self.worker is not None:  # its status (excluded, failed) first: the store buffers it
                 self.store.connection.flush()
@@ -572,7 +572,7 @@ class SharedDispatch:
                 stats.inc_value("frontier/recovered", got.recovered)
                 logger.info("Took over %s from an expired lease: %d in-flight URL(s) back in its queue",
                             got.host, got.recovered)
-            parts.frontier.host_assigned(got.host)
+            parts.handout.host_assigned(got.host)
         stats.inc_value("frontier/heap_polls")
         stats.inc_value("frontier/leases_acquired", len(acquired))
         stats.set_value("frontier/back_queues", len(self.held))
@@ -684,7 +684,7 @@ class SharedDispatch:
 
     def lost(self, host: str) -> None:
         self.drop(host)
-        self.parts.frontier.note("leases_lost", "Lease on %s taken over by another process (this one "
+        self.parts.handout.note("leases_lost", "Lease on %s taken over by another process (this one "
                                  "stalled longer than FRONTIER_LEASE_TTL)", host)
 
     def repair_inflight(self) -> None:
