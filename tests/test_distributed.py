@@ -31,6 +31,7 @@ from extensions.backends.redis.bloom import BloomLayout
 from tests.redis_helpers import RedisBloom
 from extensions.backends.redis.fpset import RedisFingerprintSet
 from extensions.backends.redis.keys import Keys
+from extensions.backends.redis.leases import queued_fingerprint
 from tests.conftest import fetched_urls
 from testweb.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
 from testweb.model import canonical_url
@@ -335,7 +336,7 @@ def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
     for pattern in (f"{keys.prefix}:{{*}}:bq:*", f"{keys.prefix}:{{*}}:inflight:*"):
         for key in client.scan_iter(match=pattern):
             found = client.lrange(key, 0, -1) if b":bq:" in key else client.zrange(key, 0, -1)
-            for fp in {int(item.split()[0]) for item in found}:
+            for fp in {queued_fingerprint(key, item) if b":bq:" in key else int(item) for item in found}:
                 row = rows_of(tag_of(fp)).get(member(fp))
                 if row is not None and canonical_url(unpack_entry(fp, row).url) in fetched:
                     pending += 1

@@ -85,16 +85,18 @@ def test_a_promoted_url_goes_first_and_is_handed_out_once(pair: Any) -> None:
 
 
 def test_a_queued_url_costs_a_list_entry_not_a_sorted_set_member(pair: Any) -> None:
-    """A host's back queue is a list per level: MEMORY USAGE of its keys
-    stays near the fingerprint's own bytes (a sorted set of this many
-    members takes about 90 bytes each)."""
+    """A host's back queue is a list per level of 5-byte members: MEMORY
+    USAGE of its keys stays near the member's own bytes (a sorted set of
+    this many members takes about 90 bytes each, a decimal fingerprint 10),
+    and the list gives the URLs' fingerprints back in order."""
     a, _, _ = pair
     urls = [f"http://h1.test/page/{n}" for n in range(2000)]
     for start in range(0, len(urls), 500):
         enqueue(a, *urls[start:start + 500])
     keys = (a.keys.back("h1.test"), a.keys.back_list("h1.test", "0"))
     size = sum(a.store.call(("MEMORY", "USAGE", key, "SAMPLES", "0"))[0] for key in keys)
-    assert len(a.queued("h1.test")) == 2000 and size / 2000 < 16, size / 2000
+    fingerprints = [url_fingerprint(url)[0] for url in urls]
+    assert a.queued("h1.test") == fingerprints and size / 2000 < 8.5, size / 2000
 
 
 def _same_tag_hosts() -> tuple[str, str]:

@@ -4,6 +4,7 @@ content-seen sets alike. Real redis-server (single and cluster)."""
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from extensions.backends.redis.rows import (
 )
 from extensions.backends.redis.scripts import source
 from extensions.backends.redis.store import RedisStore
+from extensions.contentseen.fingerprint import to_signed64
 from extensions.frontier.scheduler import Frontier
 from extensions.frontier.store import Entry, Status
 from extensions.pipelines.contentseen import ContentSeenPipeline
@@ -187,6 +189,28 @@ def test_a_port_after_the_host_is_kept_once_with_the_host(redis_server: RedisSer
       return {row_host(row), row_url(row)}
     """, 0, row)
     assert (host.decode(), url.decode()) == ("p.test", entry.url)
+    client.close()
+
+
+def test_a_back_queue_list_keeps_a_fingerprint_as_its_member_and_gives_it_back_in_decimal(
+        redis_server: RedisServer) -> None:
+    """A level's list holds the 5-byte member (lua/include/backq.lua); the
+    list's tag gives back the top 24 bits: every fingerprint comes back as
+    the signed decimal it went in as, at the edges of both halves and the sign too."""
+    rng = random.Random(3)
+    tags = [0, 1, 0x7FFFFF, 0x800000, 0x800001, 0xFFFFFF, *(rng.getrandbits(24) for _ in range(40))]
+    lows = [0, 1, (1 << 40) - 1, 1 << 39, *(rng.getrandbits(40) for _ in range(10))]
+    values = [to_signed64(tag << 40 | low) for tag in tags for low in lows]
+    client = redis.Redis.from_url(redis_server.url)
+    script = source("include/backq", LEVEL_SPAN=1 << 40, PARKED=1 << 52) + """
+      local out = {}
+      for i = 2, #ARGV do out[#out + 1] = bq_fp(ARGV[1], fp_member(ARGV[i])) end
+      return out
+    """
+    for tag in tags:
+        chosen = [value for value in values if (value >> 40) & 0xFFFFFF == tag]
+        back = f"web:{{{tag:06x}}}:back:h.test"
+        assert client.eval(script, 0, back, *map(str, chosen)) == [str(value).encode() for value in chosen]
     client.close()
 
 

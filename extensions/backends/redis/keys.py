@@ -33,7 +33,8 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:{T}:back:HOST   hash  the host's shared back queue: URLs queued (n), per
                       level (lLEVEL) and parked (p), in the lists
     P:{T}:bq:HOST:L   list  its queued fingerprints of level L, in discovery order,
-                      and (L = p) its parked ones, "fingerprint level"
+                      each its low 40 bits (5 bytes), and (L = p) its parked
+                      ones, "fingerprint level"
                       (extensions/backends/redis/lua/include/backq.lua)
     P:{T}:inflight:HOST zset the host's fingerprints handed to a crawler, not
                       finished, scored by level

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from extensions.backends.redis.fpmap import fingerprint_of
 from extensions.backends.redis.keys import FINISHED_FIELD, host_tag
 from extensions.backends.redis.rows import (
     STATUS_BYTE,
@@ -135,6 +136,13 @@ class Poll:
     hosts: int  # hosts on the heap (with work, held or not)
     due: list[tuple[str, bytes]]  # (host, score) due now, shuffled
     wait: float | None  # seconds until the earliest entry is due (None: heap empty)
+
+
+def queued_fingerprint(key: str | bytes, item: bytes) -> int:
+    """The fingerprint of an item of the back-queue list ``key``: a level's
+    member (lua/include/backq.lua) or a parked ``"fingerprint level"``."""
+    key = key.encode() if isinstance(key, str) else key
+    return int(item.split()[0]) if key.endswith(b":p") else fingerprint_of(key, item)
 
 
 class HostLeases:
@@ -326,8 +334,9 @@ class HostLeases:
         directory = self.io.call(("HGETALL", self.keys.back(host)))[0]
         levels = sorted((int(field[1:]) for field in directory if field.startswith(b"l")), reverse=True)
         names = [*map(str, levels), "p"]
-        found = self.io.call(*[("LRANGE", self.keys.back_list(host, name), 0, -1) for name in names])
-        return [int(item.split()[0]) for items in found for item in items]
+        lists = [self.keys.back_list(host, name) for name in names]
+        found = self.io.call(*[("LRANGE", key, 0, -1) for key in lists])
+        return [queued_fingerprint(key, item) for key, items in zip(lists, found) for item in items]
 
     def inflight_of(self, hosts: list[str]) -> dict[str, list[int]]:
         """The fingerprints in each host's in-flight set, in one round trip."""

@@ -6,8 +6,7 @@ local key = bq_key(KEYS[1], 'p')
 local entries = redis.call('LRANGE', key, 0, -1)
 for i = #entries, 1, -1 do
   local fp, level = string.match(entries[i], '^(%S+) (%S+)$')
-  redis.call('LPUSH', bq_key(KEYS[1], level), fp)
-  redis.call('HINCRBY', KEYS[1], 'l' .. level, 1)
+  bq_push(KEYS[1], level, fp, true)
 end
 if #entries > 0 then
   redis.call('DEL', key)

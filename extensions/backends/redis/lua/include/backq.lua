@@ -1,5 +1,6 @@
 -- A host's back queue: one FIFO list of fingerprints per front-queue level
--- (P:{T}:bq:HOST:LEVEL, discovery order), one of parked URLs (their origin
+-- (P:{T}:bq:HOST:LEVEL, discovery order; each as its 5-byte member of
+-- fpmap.lua, the tag T its top 24 bits), one of parked URLs (their origin
 -- held: "fingerprint level", P:{T}:bq:HOST:p), and their directory, the
 -- hash P:{T}:back:HOST (the key scripts are given): each list's length,
 -- lLEVEL or p (a field goes when its list empties, the hash with the last).
@@ -7,7 +8,24 @@
 -- meanwhile, or a copy left behind by a promotion or a forced requeue):
 -- takers skip it.
 --- @include "now"
+--- @include "fpmap"
 local function bq_key(dir, level) return (string.gsub(dir, '}:back:', '}:bq:', 1)) .. ':' .. level end
+-- the signed decimal fingerprint of a list's member under the tag of dir
+local function bq_fp(dir, member)
+  local tag = tonumber(string.match(dir, '{(%x+)}'), 16)
+  local b1, b2, b3, b4, b5 = string.byte(member, 1, 5)
+  local low, sign = (((b1 * 256 + b2) * 256 + b3) * 256 + b4) * 256 + b5, ''
+  if tag >= 8388608 then  -- negative: 2^64 minus the unsigned value
+    sign, tag, low = '-', 16777215 - tag, 1099511627776 - low
+    if low == 1099511627776 then tag, low = tag + 1, 0 end
+  end
+  -- tag * 2^40 + low in decimal, exact in doubles: 2^40 = 109951 * 10^7 + 1627776
+  local below = tag * 1627776 + low
+  local above = tag * 109951 + math.floor(below / 10000000)
+  below = below % 10000000
+  if above > 0 then return string.format('%s%.0f%07d', sign, above, below) end
+  return string.format('%s%d', sign, below)
+end
 -- the highest level with URLs (nil: none), how many are parked, how many queued in all
 local function bq_state(dir)
   local all = redis.call('HGETALL', dir)
@@ -41,7 +59,7 @@ local function bq_head(dir)
 end
 -- a URL into its level's list (at its head with front), or parked
 local function bq_push(dir, level, fp, front)
-  redis.call(front and 'LPUSH' or 'RPUSH', bq_key(dir, level), fp)
+  redis.call(front and 'LPUSH' or 'RPUSH', bq_key(dir, level), fp_member(fp))
   redis.call('HINCRBY', dir, 'l' .. level, 1)
 end
 local function bq_park(dir, level, fp)
@@ -55,12 +73,12 @@ local function bq_taken(dir, field)
 end
 -- the head of a level's list, out; and how many that level has left
 local function bq_pop(dir, level)
-  local fp = redis.call('LPOP', bq_key(dir, level))
-  if not fp then  -- the count was wrong: forget it
+  local member = redis.call('LPOP', bq_key(dir, level))
+  if not member then  -- the count was wrong: forget it
     redis.call('HDEL', dir, 'l' .. level)
     return false, 0
   end
-  return fp, bq_taken(dir, 'l' .. level)
+  return bq_fp(dir, member), bq_taken(dir, 'l' .. level)
 end
 -- a parked entry out ("fingerprint level")
 local function bq_unpark_one(dir, entry)
