@@ -167,10 +167,21 @@ def test_a_row_leaves_out_the_fields_that_are_zero_or_none_and_reads_back_whole(
     client.close()
 
 
-def test_a_referer_of_another_host_is_kept_without_the_scheme_it_shares_with_the_url() -> None:
-    entry = Entry(15, "https://a.test/x", "a.test", referer="https://b.test/page")
+@pytest.mark.parametrize(("url", "referer", "kept"), [
+    ("https://a.test/x", "https://b.test/page", b"b.test/page"),
+    ("http://a.test/docs/3.11/library/os.html", "http://a.test/docs/3.11/library/index.html", b"index.html"),
+    ("http://a.test/docs/a", "http://a.test/docs/a", b""),
+    ("http://a.test/docs/a", "http://a.test/docs/a?b", b"?b"),
+    ("http://a.test/x", "ftp://a.test/x", b"ftp://a.test/x"),
+    ("http://a.test/é/1", "http://a.test/é/2", b"2"),
+], ids=["other-host", "same-directory", "the-url-itself", "the-url-and-more", "nothing-shared", "utf-8"])
+def test_a_referer_is_kept_without_the_first_bytes_it_shares_with_the_url(url: str, referer: str,
+                                                                          kept: bytes) -> None:
+    """A Referer is stored as how many first bytes it shares with its URL and
+    the rest: only the rest's bytes are in the row, and it reads back whole."""
+    entry = Entry(15, url, "a.test", referer=referer)
     row = pack_row(entry, Status.QUEUED, 0)
-    assert b"https" not in row and b"b.test/page" in row
+    assert row.endswith(kept) and len(row) == len(pack_row(Entry(15, url, "a.test"), Status.QUEUED, 0)) + 2 + len(kept)
     assert unpack_entry(15, row) == entry
 
 

@@ -203,7 +203,7 @@ def test_a_crawl_written_by_an_earlier_layout_is_refused_naming_how_to_start_ove
     ones kept; 2: URL and cash rows in fixed-width fields; 3: cash rows in
     the buckets of one hash per tag; 4: back queues in sorted sets; 5: every
     row with its host; 6: every row with its zero fields; 7: back-queue lists
-    of decimal fingerprints) are never misread:
+    of decimal fingerprints, a Referer by its form) are never misread:
     a real crawl on them stops at start, says how to go on, and leaves them
     as they were."""
     prefix = unique_prefix()

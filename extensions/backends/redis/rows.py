@@ -15,10 +15,11 @@ Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``; a
     seq, level, priority (zigzag: 0, -1, 1 ... as 0, 1, 2 ...), depth, flags: varints
              (seq, the discovery order, is 0 in rows the host leases file: their
              back queues' lists keep the order)
-    url, referer, extra, blob: a varint, length * 4 + form + 1, then the bytes
+    url, extra, blob: a varint, length * 4 + form + 1, then the bytes
              after what the form leaves out: 0 nothing, 1 ``http://HOST[:PORT]``,
-             2 ``https://HOST[:PORT]`` (as in the host field), 3 (a Referer of
-             another host) the URL's ``http://`` or ``https://``; the URL is always there
+             2 ``https://HOST[:PORT]`` (as in the host field); the URL is always there
+    referer  how many first bytes it shares with the URL, then the length of the
+             rest and the rest (two varints, then the bytes)
 
 A cash row (a URL's value in the fpmap ``P:{T}:cash``), big-endian: its
 cash settled at dividend 0, ``u`` (double; its cash at dividend ``D`` is
@@ -37,6 +38,7 @@ only a row's status and fetch time in place.
 from __future__ import annotations
 
 import struct
+from os.path import commonprefix
 
 from extensions.frontier.store import Entry, Status
 
@@ -100,31 +102,35 @@ def read_varint(data: bytes, offset: int) -> tuple[int, int]:
     return value | data[offset] << shift, offset + 1
 
 
-def _put(out: bytearray, text: str | bytes, host: bytes = b"", scheme: bytes = b"") -> None:
+def _put(out: bytearray, text: str | bytes, host: bytes = b"") -> None:
     value, form = text.encode(*_TEXT) if isinstance(text, str) else text, 0
     for number in (1, 2) if host else ():
         if value.startswith(_URL_FORMS[number]) and value.startswith(host, len(_URL_FORMS[number])):
             value, form = value[len(_URL_FORMS[number]) + len(host):], number
             break
-    else:
-        if scheme and value.startswith(scheme):
-            value, form = value[len(scheme):], 3
     _varint(out, len(value) * 4 + form + 1)
     out += value
 
 
-def _get(row: bytes, offset: int, host: bytes = b"", scheme: bytes = b"") -> tuple[bytes, int]:
+def _get(row: bytes, offset: int, host: bytes = b"") -> tuple[bytes, int]:
     code, offset = read_varint(row, offset)
     end = offset + ((code - 1) >> 2)
     form = (code - 1) & 3
-    if form == 3:
-        return scheme + row[offset:end], end
     return (_URL_FORMS[form] + host if form else b"") + row[offset:end], end
 
 
-def _scheme(url: bytes) -> bytes:
-    """The form-3 prefix of a text in a row of ``url``: the URL's ``http://`` or ``https://``."""
-    return next((prefix for prefix in _URL_FORMS[1:] if url.startswith(prefix)), b"")
+def _put_referer(out: bytearray, referer: str, url: bytes) -> None:
+    value = referer.encode(*_TEXT)
+    shared = len(commonprefix((value, url)))
+    _varint(out, shared)
+    _varint(out, len(value) - shared)
+    out += value[shared:]
+
+
+def _get_referer(row: bytes, offset: int, url: bytes) -> tuple[bytes, int]:
+    shared, offset = read_varint(row, offset)
+    length, offset = read_varint(row, offset)
+    return url[:shared] + row[offset:offset + length], offset + length
 
 
 def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = None) -> bytes:
@@ -151,7 +157,7 @@ def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = Non
             _varint(out, number)
     _put(out, url, netloc)
     if entry.referer is not None:
-        _put(out, entry.referer, netloc, _scheme(url))
+        _put_referer(out, entry.referer, url)
     for text in texts[1:]:
         if text is not None:
             _put(out, text)
@@ -207,7 +213,7 @@ def unpack_entry(fingerprint: int, row: bytes) -> Entry:
     url, offset = _get(row, offset, netloc)
     referer = extra = blob = None
     if present & 32:
-        referer, offset = _get(row, offset, netloc, _scheme(url))
+        referer, offset = _get_referer(row, offset, url)
     if present & 64:
         extra, offset = _get(row, offset)
     if present & 128:
