@@ -107,6 +107,27 @@ def test_a_cash_row_costs_far_less_than_a_hash_field_each(redis_server: RedisSer
     store.close()
 
 
+def test_a_content_group_costs_its_varint_and_member_not_a_hash_field(redis_server: RedisServer) -> None:
+    """20,000 pages' content groups of one tag, read back exactly, cost
+    what Redis reports as under 12 bytes a page (a decimal field and a
+    "group,duplicate" value in a hash of that many fields took about 100)."""
+    store = opened(redis_server.url)
+    rng = random.Random(12)
+    fps = signed_fingerprints(rng, 1, 20_000)[:20_000]
+    groups = {fp: (rng.randrange(1 << 20), bool(rng.getrandbits(1))) for fp in fps}
+    for fp, (group, duplicate) in groups.items():
+        store.groups.set_content_group(fp, group, duplicate)
+    store.checkpoint()
+    assert all(store.groups.content_group(fp) == group for fp, (group, _) in list(groups.items())[:500])
+    key = store.keys.groups(tag_of(fps[0]))
+    size = store.call(("MEMORY", "USAGE", key, "SAMPLES", "0"))[0]
+    assert size / len(fps) < 12, size / len(fps)
+    with pytest.raises(ValueError, match="document id"):
+        store.groups.set_content_group(fps[0], -1, False)
+    store.delete_crawl()
+    store.close()
+
+
 def test_a_queued_url_row_costs_little_more_than_its_url_and_referer(redis_server: RedisServer) -> None:
     """5,000 queued URLs of one host, each with a Referer of another host:
     the tag's packed rows take, by Redis' own count, under 60 bytes a row

@@ -20,7 +20,8 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:{T}:cash        hash  AOPIC's cash row per fingerprint (settled at dividend 0, rows.py):
                       the directory (D, N) of the bucket hashes P:{T}:cash:d:p
                       (extensions/backends/redis/fpmap.py, HashMaps)
-    P:{T}:groups      hash  fingerprint -> "group_id,duplicate" (content-seen)
+    P:{T}:groups      hash  content-seen group per fingerprint (group id * 2 +
+                      duplicate, a varint), an fpmap as the URL rows
     P:{T}:revisit     hash  fingerprint of a fetched URL -> its re-visit record
                       (packed, without its due time; extensions/backends/redis/revisits.py)
     P:{revisit-N}:due zset  fingerprint -> due time (+inf: not scheduled), in shards
@@ -76,7 +77,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "8"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists; 6: a row leaves out its tag's host; 7: a row leaves out its fields that are 0 or None; 8: back-queue lists of 5-byte members, a Referer without the bytes it shares with its URL
+SCHEMA_VERSION = "8"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists; 6: a row leaves out its tag's host; 7: a row leaves out its fields that are 0 or None; 8: back-queue lists of 5-byte members, a Referer without the bytes it shares with its URL, content groups in fpmaps
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",
@@ -167,6 +168,7 @@ class Keys:
         self.seen_pattern = f"{literal}:{{*}}:seen"
         self.known = f"{prefix}:known"
         self.cash_pattern = f"{literal}:{{*}}:cash"
+        self.groups_pattern = f"{literal}:{{*}}:groups"
         self.revisit_pattern = f"{literal}:{{*}}:revisit"
         self.queue_pattern = f"{glob_escape(self.queue_prefix)}*"
         self.back_pattern = f"{literal}:{{*}}:back:*"

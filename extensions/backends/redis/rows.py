@@ -86,7 +86,8 @@ LUA_PARAMETERS = {
 }
 
 
-def _varint(out: bytearray, value: int) -> None:
+def write_varint(out: bytearray, value: int) -> None:
+    """Append ``value`` (>= 0) as a varint."""
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
@@ -108,7 +109,7 @@ def _put(out: bytearray, text: str | bytes, host: bytes = b"") -> None:
         if value.startswith(_URL_FORMS[number]) and value.startswith(host, len(_URL_FORMS[number])):
             value, form = value[len(_URL_FORMS[number]) + len(host):], number
             break
-    _varint(out, len(value) * 4 + form + 1)
+    write_varint(out, len(value) * 4 + form + 1)
     out += value
 
 
@@ -122,8 +123,8 @@ def _get(row: bytes, offset: int, host: bytes = b"") -> tuple[bytes, int]:
 def _put_referer(out: bytearray, referer: str, url: bytes) -> None:
     value = referer.encode(*_TEXT)
     shared = len(commonprefix((value, url)))
-    _varint(out, shared)
-    _varint(out, len(value) - shared)
+    write_varint(out, shared)
+    write_varint(out, len(value) - shared)
     out += value[shared:]
 
 
@@ -141,7 +142,7 @@ def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = Non
         out = bytearray((STATUS_BYTE[status][0] + UNFETCHED,))
     url, host = entry.url.encode(*_TEXT), entry.host.encode(*_TEXT)
     netloc = _netloc(url, host)
-    _varint(out, len(netloc) * 2 + (netloc is not host))
+    write_varint(out, len(netloc) * 2 + (netloc is not host))
     out += netloc
     priority = entry.priority * 2 if entry.priority >= 0 else -entry.priority * 2 - 1
     numbers = (seq, entry.level, priority, entry.depth, entry.flags)
@@ -154,7 +155,7 @@ def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = Non
     out.append(present)
     for number in numbers:
         if number:
-            _varint(out, number)
+            write_varint(out, number)
     _put(out, url, netloc)
     if entry.referer is not None:
         _put_referer(out, entry.referer, url)

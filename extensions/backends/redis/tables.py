@@ -24,11 +24,13 @@ from extensions.backends.redis.rows import (
     fetched_bytes,
     pack_cash,
     pack_row,
+    read_varint,
     row_head,
     row_status,
     tag_of,
     unpack_cash,
     unpack_entry,
+    write_varint,
 )
 from extensions.backends.redis.scripts import lua
 from extensions.frontier.store import Entry, Status
@@ -340,15 +342,19 @@ class RedisCashTable:
 
 
 class RedisContentGroups:
-    """Content-seen verdicts in ``P:{T}:groups``: fingerprint -> ``"group_id,duplicate"``."""
+    """Content-seen verdicts in the fpmaps ``P:{T}:groups``: fingerprint ->
+    ``group_id * 2 + duplicate`` as a varint."""
 
     def __init__(self, keys: Keys, connection: Connection) -> None:
-        self.keys, self._connection = keys, connection
+        self.maps = FingerprintMaps(keys.groups, keys.groups_pattern, connection, ROW_BUCKET_BYTES)
 
     def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
-        self._connection().write("HSET", self.keys.groups(tag_of(fingerprint)), fingerprint,
-                                 f"{group_id},{int(duplicate)}")
+        if group_id < 0:
+            raise ValueError(f"a content group is a document id (>= 0), not {group_id}")
+        value = bytearray()
+        write_varint(value, group_id * 2 + duplicate)
+        self.maps.put([(fingerprint, bytes(value))])
 
     def content_group(self, fingerprint: int) -> int | None:
-        value = self._connection().call(("HGET", self.keys.groups(tag_of(fingerprint)), fingerprint))[0]
-        return None if value is None else int(value.split(b",")[0])
+        value = self.maps.get([fingerprint]).get(fingerprint)
+        return None if value is None else read_varint(value, 0)[0] >> 1
