@@ -1,11 +1,8 @@
 """One Scrapy add-on that switches on every webcrawler component.
 
-``extensions.addon.WebcrawlerAddon`` in ``ADDONS`` applies
-:mod:`extensions.defaults` at ``addon`` priority (``settings.py`` and ``-s``
-still win) and adds our components only where the project has not placed
-them itself (an order of ``None`` disables one). It checks at start that
-``LINKS_IN_ITEMS`` and ``ITEM_PIPELINES`` agree, so a crawl never silently
-follows no links.
+It applies :mod:`extensions.defaults` at ``addon`` priority and adds our
+components where the project has not placed them (an order of ``None``
+disables one).
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The content-seen test as an item pipeline: exact duplicates and
 near-duplicates of documents already fetched under another URL.
 
-Runs before :class:`~extensions.pipelines.links.LinkScheduler`, on the
-item's ``content_features`` (removed here), and sets ``fingerprint`` and
-``duplicate_of`` (the first URL with it), ``simhash`` and
-``near_duplicate_of`` (the closest earlier document within
-``CONTENTSEEN_NEAR_DISTANCE`` reaching ``CONTENTSEEN_NEAR_MIN_RESEMBLANCE``;
-pages under ``CONTENTSEEN_NEAR_MIN_SHINGLES`` are not judged), and the
-internal ``content_group`` (None when not judged). The sets come from the
-backend (``CONTENTSEEN_BACKEND``); one that answers off the reactor thread
-makes ``process_item`` return a coroutine, with the same verdicts.
+Reads the item's ``content_features`` (removed here) and sets ``fingerprint``,
+``duplicate_of``, ``simhash``, ``near_duplicate_of`` and the internal
+``content_group`` (None when not judged). The sets come from
+``CONTENTSEEN_BACKEND``.
 """
 
 from __future__ import annotations

@@ -6,12 +6,9 @@ Every crawler process watches ``REDIS_START_URLS_KEY`` (default
     redis-cli -u redis://host:6379/0 lpush web:start_urls https://example.org/
 
 An entry is a URL or a JSON object ``{"url": ..., "meta": {...}}``, popped
-atomically (each reaches one process) every ``REDIS_START_URLS_POLL_INTERVAL``
-seconds and when the spider is idle; invalid entries are counted
-(``seeds/redis_invalid``). A process started without ``-a seeds`` closes
-after ``MAX_IDLE_TIME_BEFORE_CLOSE`` seconds with nothing to do (never when
-0); one started with seeds ends when the crawl is done, unless that setting
-is above 0.
+atomically every ``REDIS_START_URLS_POLL_INTERVAL`` seconds and when the
+spider is idle. A process started without seeds closes after
+``MAX_IDLE_TIME_BEFORE_CLOSE`` idle seconds (never when 0).
 """
 
 from __future__ import annotations
