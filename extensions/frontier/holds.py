@@ -84,8 +84,7 @@ class OriginHolds:
         return True
 
     def release_due(self, now: float) -> list[Entry]:
-        """Holds whose time has come: one parked URL of each as a probe (the hold
-        stays, untimed, until :meth:`release`); an empty hold just ends."""
+        """Holds whose time has come: one parked URL of each as a probe."""
         probes: list[Entry] = []
         for origin in [o for o, hold in self.held.items() if hold.until <= now]:
             hold = self.held[origin]
@@ -108,8 +107,7 @@ class OriginHolds:
         return [] if hold is None else list(hold.parked.values())
 
     def defer_all_held(self, prefix: str) -> dict[str, tuple[str, list[Entry]]]:
-        """Defer every held origin (the crawl has nothing else left to do):
-        origin -> (reason, its parked URLs)."""
+        """Defer every held origin: origin -> (reason, its parked URLs)."""
         out = {}
         for origin in list(self.held):
             reason = f"{prefix}: {self.held[origin].reason}"
