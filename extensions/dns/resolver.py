@@ -243,9 +243,7 @@ class NameserverQuerier:
 
 @implementer(IResolverSimple)
 class CachingResolver:
-    """Hosts file, TTL cache, single-flight queries, address policy. Stats
-    ``dns/lookups``, ``dns/cache_hits``, ``dns/queries``, ``dns/failures[/<reason>]``,
-    ``dns/lookup_time_mean_ms``, ``dns/lookup_time_p99_ms``."""
+    """Hosts file, TTL cache, single-flight queries, address policy; stats ``dns/*``."""
 
     def __init__(self, reactor: Any, querier: NameserverQuerier, cache: DnsCache,
                  hosts: HostsTable | None = None, policy: AddressPolicy | None = None,

@@ -63,9 +63,8 @@ def product_token(robots_user_agent: str | None, user_agent: str | None) -> str:
 
 @lru_cache(maxsize=1024)  # asked per decision with our token: a dict hit
 def agent_key(value: str) -> str:
-    """The product token a ``user-agent`` line names, as groups are compared:
-    ``*``, or the first word without its version, lower-case, a ``*`` inside
-    dropped as Protego does (``FOO BAR`` -> ``foo``, ``Foo/1.0`` -> ``foo``)."""
+    """The product token a ``user-agent`` line names, as groups are compared
+    (``FOO BAR`` -> ``foo``, ``Foo/1.0`` -> ``foo``, ``*`` stays)."""
     value = value.strip()
     if value == "*" or (value.startswith("*") and value[1].isspace()):
         return "*"  # Google reads "* anything" as the global group too
@@ -154,9 +153,7 @@ def plain_escape(pattern: str) -> str:
 
 
 def plain_rules(prepared: str) -> str | None:
-    """The plain (Google) reading of ``prepared``: rule values through
-    :func:`plain_escape`, lines cut at :data:`GOOGLE_MAX_LINE` bytes; None
-    when it would compare as ``prepared`` does."""
+    """The plain (Google) reading of ``prepared``; None when it compares the same."""
     out, differs = [], False
     for line in prepared.splitlines():
         if len(line) > GOOGLE_MAX_LINE // 4 and len(encoded := line.encode("utf-8")) > GOOGLE_MAX_LINE:
@@ -171,8 +168,7 @@ def plain_rules(prepared: str) -> str | None:
 
 
 def _close_agents(out: list[str], agents: set[str], key: str, held: list[str]) -> bool:
-    """Write the group's user-agent line and its held records if the group
-    concerns us; whether it does."""
+    """Write the group's records if the group concerns us; whether it does."""
     mine = key in agents
     if mine:
         out.append(f"User-agent: {key}")

@@ -226,8 +226,7 @@ class Resolver:
 
 @lru_cache(maxsize=RESOLVE_CACHE_SIZE)
 def _join(bscheme: str, bnetloc: str, base_dir: str | None, url: str) -> str | None:
-    """``urljoin(base, url)`` for a base with this scheme, netloc and
-    directory (CPython 3.11's algorithm); None where the result would read the
+    """``urljoin(base, url)`` (CPython 3.11's algorithm); None where it would read the
     base's path, params or query (left to ``urljoin``)."""
     scheme, netloc, path, params, query, fragment = urlparse(url, bscheme)
     if scheme != bscheme or scheme not in uses_relative:

@@ -249,7 +249,7 @@ class RedisConnection:
     def _execute(self) -> list[Any]:
         commands, self._commands = self._commands, []
         results = self._send(self._pipe, commands)
-        missing = [i for i, result in enumerate(results) if _noscript(result)]
+        missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
         if missing:
             self.script_reloads += 1
             logger.warning("Redis at %s lost its scripts (restart, fail-over or SCRIPT FLUSH): "
@@ -326,7 +326,3 @@ class RedisConnection:
         self.round_trips += len(sections)
         self._waited(time.perf_counter() - started, len(sections))
         return sum(int(section["used_memory_dataset"]) for section in sections), len(sections)
-
-
-def _noscript(result: Any) -> bool:
-    return isinstance(result, NoScriptError)

@@ -185,16 +185,12 @@ class HostLeases:
         self.store.counters.count_known(sum(added))
         return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
 
-    def list_host(self, host: str, wait: float, ver: bytes | str) -> None:
-        """Put ``host`` on the heap, then confirm it (unconfirmed after a crash: listed again)."""
-        commands, confirm = self._list_commands(host, wait, ver)
-        self.io.submit(commands, None, follow=confirm)
-
     def _listing(self, host: str, answer: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
         needs, wait, ver = answer[1], answer[5], answer[6]
         return self._list_commands(host, wait / 1000.0, ver) if needs else None
 
     def _list_commands(self, host: str, wait: float, ver: bytes | str) -> tuple[list[tuple[Any, ...]], Any]:
+        """Put ``host`` on the heap, then confirm it (unconfirmed after a crash: listed again)."""
         return ([("EVAL", LIST, 1, self.heap(host), self._now(), int(wait * 1000), host,
                   repr(self.rng.random() * 0.999))],
                 lambda _: ([("EVAL", CONFIRM, 1, self.keys.lease(host), ver)], None))
@@ -352,7 +348,8 @@ class HostLeases:
             if answer[0] != 1:
                 continue
             if self.io.call(("ZSCORE", self.heap(host), host))[0] is None:
-                self.list_host(host, answer[2] / 1000.0, answer[1])
+                commands, confirm = self._list_commands(host, answer[2] / 1000.0, answer[1])
+                self.io.submit(commands, None, follow=confirm)
                 listed += 1
         return listed
 

@@ -24,6 +24,7 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 from twisted.internet import task
 
 from extensions import defaults
+from extensions.defaults import checked
 from extensions.backends import backend_class
 from extensions.backends.redis.backend import RedisBackend
 
@@ -80,15 +81,9 @@ class RedisSeeds:
         spider = crawler.spider
         name = getattr(spider, "name", "web")
         key = settings.get("REDIS_START_URLS_KEY", defaults.REDIS_START_URLS_KEY) % {"name": name}
-        batch_size = settings.getint("REDIS_START_URLS_BATCH_SIZE", defaults.REDIS_START_URLS_BATCH_SIZE)
-        poll_interval = settings.getfloat("REDIS_START_URLS_POLL_INTERVAL", defaults.REDIS_START_URLS_POLL_INTERVAL)
-        max_idle = settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE", defaults.MAX_IDLE_TIME_BEFORE_CLOSE)
-        for setting, value, ok in (("REDIS_START_URLS_BATCH_SIZE", batch_size, batch_size > 0),
-                                   ("REDIS_START_URLS_POLL_INTERVAL", poll_interval, poll_interval > 0),
-                                   ("MAX_IDLE_TIME_BEFORE_CLOSE", max_idle, max_idle >= 0)):
-            if not ok:
-                raise ValueError(f"{setting} must be {'>= 0' if setting.startswith('MAX') else '> 0'}, "
-                                 f"not {value!r}")
+        batch_size = checked(settings, "REDIS_START_URLS_BATCH_SIZE", lambda value: value > 0, "> 0", int)
+        poll_interval = checked(settings, "REDIS_START_URLS_POLL_INTERVAL", lambda value: value > 0, "> 0")
+        max_idle = checked(settings, "MAX_IDLE_TIME_BEFORE_CLOSE", lambda value: value >= 0, ">= 0")
         # imported here: an SQLite crawl does not import redis
         from extensions.backends.redis.factory import redis_connection  # noqa: PLC0415
         from redis.exceptions import RedisError  # noqa: PLC0415

@@ -109,7 +109,7 @@ class RedisStore:
                 "began it, or start it over (SCHEDULER_FLUSH_ON_START=True deletes its keys) or under "
                 "another FRONTIER_REDIS_PREFIX")
         self._check_seen_backend()
-        self.clean = clean != b"0" or not self._has_rows()
+        self.clean = clean != b"0" or next(self.scan(self.keys.urls_pattern), None) is None
         self.write("HSET", self.keys.meta, "schema", SCHEMA_VERSION, "clean", "0")
         if schema is None:  # a new crawl: the baseline of its memory use
             self.write("HSETNX", self.keys.meta, "memory_base", self.connection.used_memory()[0])
@@ -245,6 +245,3 @@ class RedisStore:
     def _flush(self) -> None:
         if self._attached:
             self.connection.flush()
-
-    def _has_rows(self) -> bool:
-        return next(self.scan(self.keys.urls_pattern), None) is not None
