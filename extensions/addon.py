@@ -94,8 +94,7 @@ class WebcrawlerAddon:
 
 
 def placed_components(settings: BaseSettings, setting: str) -> set[Any]:
-    """The components (classes) the project placed in the component
-    dictionary ``setting`` itself, at any order, None included."""
+    """The components the project placed in ``setting`` itself, None included."""
     return {load_object(key) if isinstance(key, str) else key for key in settings.getdict(setting)}
 
 
@@ -103,8 +102,7 @@ LINK_SCHEDULER = "extensions.pipelines.links.LinkScheduler"
 
 
 def check_links_in_items(settings: BaseSettings) -> None:
-    """ValueError, naming both settings, when ``LINKS_IN_ITEMS`` and the
-    presence of the link-scheduling pipeline in ``ITEM_PIPELINES`` disagree."""
+    """ValueError when ``LINKS_IN_ITEMS`` and ``ITEM_PIPELINES`` disagree."""
     enabled = _enabled(settings, "ITEM_PIPELINES", load_object(LINK_SCHEDULER))
     in_items = settings.getbool("LINKS_IN_ITEMS", defaults.LINKS_IN_ITEMS)
     if in_items and not enabled:

@@ -85,8 +85,7 @@ class ContentSeenPipeline:
             self._loop.start(self.flush_interval, now=False)
 
     def process_item(self, item: Any) -> Any:
-        """The verdicts on ``item`` from its ``content_features``; the item, or a
-        coroutine that returns it once an off-reactor verdict is in."""
+        """The verdicts on ``item``; the item, or a coroutine that returns it."""
         features: ContentFeatures | None = item.pop("content_features", None)
         item["content_group"] = None
         if features is None or self.exact is None:
