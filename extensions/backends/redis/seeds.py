@@ -37,8 +37,7 @@ ACTIVITY_STATS = ("response_received_count", "scheduler/enqueued", "seeds/redis_
 
 
 def parse_entry(raw: bytes | str) -> tuple[str, dict[str, Any]]:
-    """The URL and meta of one pushed entry: a URL or a JSON object with
-    ``url`` (and optionally ``meta``). Raises ValueError otherwise."""
+    """The URL and meta of one pushed entry; ValueError if it is neither a URL nor such JSON."""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     text = text.strip()
     if text.startswith("{"):
@@ -133,8 +132,7 @@ class RedisSeeds:
         return scheduled
 
     def request_for(self, raw: bytes | str) -> Request | None:
-        """A seed request for one entry, or None (counted) when it is
-        invalid or the URL filter refuses it."""
+        """A seed request for one entry, or None (counted) when it is invalid or filtered."""
         stats = self.crawler.stats
         try:
             url, meta = parse_entry(raw)

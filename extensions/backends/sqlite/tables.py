@@ -29,8 +29,7 @@ def rows_in(db: sqlite3.Connection, sql: str, fingerprints: Sequence[int]) -> It
 
 
 def pack_targets(targets: Sequence[int]) -> bytes:
-    """A page's outlinks as one value: ``targets`` without repeats (first
-    kept), in the order found, as little-endian signed 64-bit integers."""
+    """A page's outlinks as one value: ``targets`` without repeats, as little-endian int64."""
     return np.array(list(dict.fromkeys(targets)), dtype=_PACKED).tobytes()
 
 
@@ -385,8 +384,7 @@ def _revisit_record(row: Sequence) -> RevisitRecord:
 
 
 class SQLiteRevisitTable:
-    """The ``revisits`` table on the SQLite store's connection: one row per
-    fetched URL, written with the page's ``done``."""
+    """The ``revisits`` table: one row per fetched URL, written with the page's ``done``."""
 
     def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
         self._connection = connection
