@@ -1,10 +1,6 @@
-"""A caching asynchronous resolver (``TWISTED_DNS_RESOLVER``).
-
-A lookup is answered by the ``DNS_HOSTS`` file, the TTL-honouring LRU cache
-(negative answers too), the query in flight for the name, or a new
-``twisted.names`` query to ``DNS_NAMESERVERS``; every address passes the
-address policy (also against rebinding); failures are :class:`DnsLookupError`.
-Scrapy builds it before add-ons run, so settings fall back to :mod:`extensions.defaults`."""
+"""A caching asynchronous resolver (``TWISTED_DNS_RESOLVER``): the ``DNS_HOSTS``
+file, a TTL-honouring LRU cache, one query in flight per name to
+``DNS_NAMESERVERS``; every address passes the address policy."""
 
 from __future__ import annotations
 
@@ -88,8 +84,7 @@ class CacheEntry(NamedTuple):
 
 
 class DnsCache(LocalCache[str, CacheEntry]):
-    """LRU of at most ``size`` names (0: caches nothing), each an address or
-    a negative answer until its TTL runs out on the caller's clock."""
+    """LRU of at most ``size`` names, each an address or a negative answer until its TTL."""
 
     def __init__(self, size: int) -> None:
         if size < 0:

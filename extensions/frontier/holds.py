@@ -52,8 +52,7 @@ class OriginHolds:
         return bool(self.held or self.deferred)
 
     def hold(self, origin: str, until: float, reason: str, wait_out: bool | None = None) -> None:
-        """No URL of ``origin`` before ``until``; ``wait_out``: the crawl waits for
-        it to end (None: keep the current hold's flag)."""
+        """No URL of ``origin`` before ``until``; ``wait_out``: the crawl waits for it to end."""
         current = self.held.get(origin)
         if current is None:
             self.held[origin] = Hold(until, reason, wait_out=bool(wait_out))
@@ -67,8 +66,7 @@ class OriginHolds:
         return any(hold.wait_out and hold.until < INFINITY for hold in self.held.values())
 
     def state_of(self, url: str, revisit: bool = False) -> str | None:
-        """``"held"``, ``"deferred"`` or None for the origin of ``url``; a
-        ``revisit`` passes a deferral that stops exploration only."""
+        """``"held"``, ``"deferred"`` or None for the origin of ``url``."""
         origin = origin_of(url)
         reason = self.deferred.get(origin)
         if reason is not None and not (revisit and reason in EXPLORATION_ONLY):

@@ -37,8 +37,7 @@ class BufferedQueue:
             self.flush()
 
     def push_front(self, entry: Entry, behind: Callable[[Entry], bool] | None = None) -> None:
-        """``entry`` first in the queue, or after the leading entries of the
-        head buffer that ``behind`` accepts."""
+        """``entry`` first in the queue, or after the head entries ``behind`` accepts."""
         position = 0
         if behind is not None:
             while position < len(self.head) and behind(self.head[position]):

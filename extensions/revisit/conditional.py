@@ -30,8 +30,7 @@ ETAG, LAST_MODIFIED = b"ETag", b"Last-Modified"
 
 
 def clean_etag(value: Any) -> str | None:
-    """An entity tag fit to send back (unquoted kept), or None if it cannot be one
-    header line's text (not a string, empty, too long, controls, beyond Latin-1)."""
+    """An entity tag fit to send back, or None."""
     if not isinstance(value, str):
         return None
     value = value.strip(" \t")
@@ -49,8 +48,7 @@ def clean_last_modified(value: Any) -> str | None:
 
 
 def response_validators(headers: Headers, stats: Any) -> tuple[str | None, str | None]:
-    """``(etag, last_modified)`` of a response's headers, None where absent or
-    malformed (a malformed one is counted)."""
+    """``(etag, last_modified)`` of a response's headers, None where absent or malformed."""
     found: list[str | None] = []
     for name, clean, key in ((ETAG, clean_etag, "etag"), (LAST_MODIFIED, clean_last_modified, "last_modified")):
         values = set(headers.getlist(name))

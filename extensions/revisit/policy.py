@@ -67,8 +67,7 @@ class RevisitPolicy:
         etag: str | None = None,
         last_modified: str | None = None,
     ) -> RevisitRecord:
-        """The record after a fetch of its URL answered at ``now``
-        (``not_modified``: a 304; ``content``, ``etag``, ``last_modified``: of a 2xx)."""
+        """The record after a fetch of its URL answered at ``now``."""
         not_modified = not_modified or status == 304
         if (not_modified or 200 <= status < 300) and record.visits == 0:
             return record._replace(
@@ -88,8 +87,7 @@ class RevisitPolicy:
 
     def changed(self, record: RevisitRecord, content: int | None, etag: str | None,
                 last_modified: str | None) -> bool:
-        """Whether a 200 found the page changed: the content fingerprints, else
-        the validators; with no evidence, changed."""
+        """Whether a 200 found the page changed (with no evidence, changed)."""
         if content is not None and record.content is not None:
             return content != record.content
         if etag and record.etag:
@@ -99,8 +97,7 @@ class RevisitPolicy:
         return True
 
     def next_interval(self, record: RevisitRecord, changed: bool) -> float:
-        """The interval after a visit, from the record already updated by it
-        (``changed``: what that visit found)."""
+        """The interval after a visit, from the record already updated by it."""
         if self.schedule == "adaptive":
             factor = (1 - self.decrease) if changed else (1 + self.increase)
             return self._clamp(record.interval * factor)

@@ -73,8 +73,7 @@ def agent_key(value: str) -> str:
 
 
 def _record(line: str) -> tuple[str, str, str] | None:
-    """(kind, field, value) of a line as Protego reads it (kind ``agent``,
-    ``rule``, ``site`` or ``other``); None for a blank line."""
+    """(kind, field, value) of a line as Protego reads it; None for a blank line."""
     content = line.split("#", 1)[0].strip()
     if not content:
         return None
@@ -94,8 +93,7 @@ def _record(line: str) -> tuple[str, str, str] | None:
 
 
 def prepare(text: str, token: str) -> str:
-    """``text`` rewritten so that Protego groups and matches as RFC 9309 says
-    (see the module docstring), with only the groups that apply to ``token``."""
+    """``text`` rewritten so that Protego reads it as RFC 9309 says, for ``token``."""
     records = [(line, record) for line in text.splitlines()
                if (record := _record(line)) is not None]
     key = agent_key(token)
@@ -186,8 +184,7 @@ def is_text(content_type: str | None, body: bytes) -> bool:
 
 
 def decode_body(body: bytes, content_type: str | None = None, max_size: int = MAX_BODY) -> str:
-    """The text to parse: at most ``max_size`` bytes cut at a line end (never a
-    rule half-read), BOM dropped, non-text empty."""
+    """The text to parse: at most ``max_size`` bytes cut at a line end, BOM dropped."""
     if not is_text(content_type, body):
         return ""
     for size in (3, 2, 1):  # a BOM, or the start of one (Google skips those too)

@@ -45,8 +45,7 @@ class InvalidURL(ValueError):
 
 
 def canonicalize(url: str, encoding: str | None = None) -> str:
-    """The canonical form of an absolute URL (idempotent); :class:`InvalidURL`
-    if none. ``encoding``: the page's, for non-ASCII queries."""
+    """The canonical form of an absolute URL (idempotent); :class:`InvalidURL` if none."""
     # ASCII encodes alike in every ASCII-compatible encoding: one cache entry for both callers
     if encoding in _ASCII_COMPATIBLE and url.isascii():
         encoding = None
@@ -165,8 +164,7 @@ def _is_ipv6(host: str, netloc: str) -> bool:
 
 
 def resolve(base: str, href: str) -> str:
-    """``href`` made absolute against ``base`` (RFC 3986 5.2) after the browsers'
-    whitespace and backslash clean-up; not canonical; :class:`InvalidURL` if unparsable."""
+    """``href`` made absolute against ``base`` (not canonical); :class:`InvalidURL` if unparsable."""
     return Resolver(base).resolve(href)
 
 
