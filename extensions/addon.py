@@ -75,7 +75,6 @@ REPLACEMENTS: dict[str, str] = {
 
 
 def default_settings() -> dict[str, Any]:
-    """Every upper-case name of :mod:`extensions.defaults` with its value."""
     return {name: getattr(defaults, name) for name in dir(defaults) if name.isupper()}
 
 

@@ -54,7 +54,6 @@ class CircuitBreaker:
         self.origins: dict[str, OriginState] = {}
 
     def succeeded(self, origin: str) -> None:
-        """A response came back: the origin's breaker is closed."""
         self.origins.pop(origin, None)
 
     def failed(self, origin: str, now: float) -> tuple[str, float]:

@@ -1,10 +1,6 @@
-"""The C allocator's free memory given back to the kernel during a crawl.
-
-Every ``HEAP_TRIM_INTERVAL`` seconds :class:`HeapTrim` calls glibc's
-``malloc_trim(0)`` (glibc returns memory only from a heap's top). Not
-configured without glibc or with ``HEAP_TRIM_ENABLED`` off. Stats:
-``heap/trims``, ``heap/released_bytes``.
-"""
+"""Every ``HEAP_TRIM_INTERVAL`` seconds :class:`HeapTrim` calls glibc's
+``malloc_trim(0)``, so memory a crawl freed goes back to the kernel. Not
+configured without glibc or with ``HEAP_TRIM_ENABLED`` off. Stats ``heap/*``."""
 
 from __future__ import annotations
 

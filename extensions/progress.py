@@ -52,7 +52,6 @@ def error_count(stats: dict[str, Any], server_errors: int) -> int:
 
 
 def outcomes(stats: dict[str, Any]) -> dict[str, int]:
-    """The crawl's decisions by kind (:data:`OUTCOMES`)."""
     return {name: int(stats.get(key, 0)) for name, key in OUTCOMES.items()}
 
 

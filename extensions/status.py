@@ -121,7 +121,6 @@ def when(at: float | None) -> str:
 
 
 def render(status: CrawlStatus) -> str:
-    """The snapshot as one screen of text."""
     return "\n".join(_header(status) + _hosts(status) + _origins(status) + _revisits(status)
                      + _errors(status) + _refusals(status)) + "\n"
 
@@ -194,5 +193,4 @@ def _refusals(status: CrawlStatus) -> list[str]:
 
 
 def _short(text: str, width: int = 100) -> str:
-    """``text`` cut to ``width`` characters (a screen line; the JSON keeps it whole)."""
     return text if len(text) <= width else text[:width - 3] + "..."

@@ -142,7 +142,6 @@ class TtlBounds(NamedTuple):
     negative: float = defaults.DNS_NEGATIVE_TTL
 
     def clamp(self, ttl: float) -> float:
-        """``ttl`` kept inside [minimum, maximum]."""
         return min(max(ttl, self.minimum), self.maximum)
 
 

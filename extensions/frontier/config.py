@@ -89,7 +89,6 @@ def policy_from_settings(settings: Any) -> RevisitPolicy:
 
 
 def max_share_from_settings(settings: Any) -> float:
-    """``REVISIT_MAX_SHARE``, a share in [0, 1]."""
     return checked(settings, "REVISIT_MAX_SHARE", lambda value: 0 <= value <= 1, "between 0 and 1")
 
 

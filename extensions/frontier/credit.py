@@ -87,7 +87,6 @@ class AOPICCredit:
         return credit, rising_links(links, changes, self.ledger.mean_cash(), self.prioritizer.level)
 
     def level_of(self, entry: Entry, cash: float) -> int:
-        """The level ``entry`` earns with ``cash``."""
         return self.prioritizer.level(entry.priority, entry.depth,
                                       {"aopic_cash": cash, "aopic_mean": self.ledger.mean_cash()})
 

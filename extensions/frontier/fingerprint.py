@@ -71,7 +71,6 @@ def fingerprint(key: str, host: str) -> int:
 
 
 def _with_host(host: str, low: int) -> int:
-    """The signed fingerprint of ``low`` (40 bits) under ``host``'s 24."""
     return to_signed64((host_hash(host) << URL_BITS) | low)
 
 

@@ -118,5 +118,4 @@ class OriginHolds:
         return None if due == INFINITY else due
 
     def parked(self) -> int:
-        """How many URLs wait for a hold to end."""
         return sum(len(hold.parked) for hold in self.held.values())

@@ -47,7 +47,6 @@ class InFlightTable(dict[Request, InFlight]):
         return records
 
     def engine_tracks(self) -> bool:
-        """Whether an engine tells when it is done with a request."""
         return self.in_progress() is not None
 
     def gone(self) -> list[Request]:

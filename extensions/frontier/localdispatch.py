@@ -153,7 +153,6 @@ class LocalDispatch:
 
     # -- queue state -----------------------------------------------------------
     def __len__(self) -> int:
-        """Requests queued for this process (plus the unfiled ones)."""
         return len(self.front) + len(self.back) + len(self.parts.unfiled)
 
     def has_pending(self) -> bool:
@@ -187,7 +186,6 @@ class LocalDispatch:
         return set(self.back.queue_of)
 
     def in_memory(self) -> int:
-        """Entries in the queues' memory buffers."""
         return self.front.in_memory() + self.back.in_memory()
 
     def queued_by_level(self) -> dict[int, int]:
@@ -283,7 +281,6 @@ class LocalDispatch:
             self.heap.place(host, self.parts.politeness.ready_at(host))
 
     def scheduled(self, host: str) -> bool:
-        """Whether ``host`` is on the host heap."""
         return host in self.heap
 
     def _refill(self) -> None:

@@ -53,7 +53,6 @@ class Politeness:
         self.hosts: dict[str, HostState] = {}
 
     def limit(self, host: str) -> int:
-        """How many fetches of ``host`` may be in flight at once."""
         return int(self.slots.get(host, {}).get("concurrency", self.concurrency))
 
     def gap(self, host: str, last_duration: float) -> float:
@@ -105,7 +104,6 @@ class Politeness:
         return state
 
     def started(self, host: str, now: float) -> None:
-        """A fetch of ``host`` was handed to the downloader at ``now``."""
         self._state(host).in_flight += 1
 
     def finished(self, host: str, end: float, duration: float) -> float:

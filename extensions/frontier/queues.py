@@ -103,7 +103,6 @@ class BiasedSelector:
 
     @classmethod
     def linear(cls, levels: int) -> BiasedSelector:
-        """Level i weighs i + 1."""
         return cls(range(1, levels + 1))
 
     def select(self, available: Sequence[bool]) -> int | None:

@@ -225,7 +225,6 @@ class Frontier(BaseScheduler):
         return len(self.dispatch)
 
     def has_pending_requests(self) -> bool:
-        """Work to hand out, or a URL due again."""
         return self.dispatch.has_pending() or bool(self.revisits and self.revisits.pending(self.wall_clock()))
 
     def enqueue_request(self, request: Request, credit: tuple[float, float] | None = None) -> bool:
@@ -432,7 +431,6 @@ class Frontier(BaseScheduler):
         return True
 
     def host_assigned(self, host: str) -> None:
-        """The dispatch gave ``host`` a queue here."""
         if self.send is not None:
             self.send(host_assigned, host=host)
 
@@ -534,5 +532,4 @@ class Frontier(BaseScheduler):
         return False
 
     def entries_in_memory(self) -> int:
-        """Request entries the frontier holds in memory."""
         return self.dispatch.in_memory() + len(self.inflight) + len(self.memory_only)

@@ -317,7 +317,6 @@ class SegmentLinkTable:
         return names
 
     def flush(self) -> None:
-        """Write this process's pending records."""
         if self.writer is not None:
             self.writer.flush()
 

@@ -1,11 +1,8 @@
 """Host yield as an item pipeline: a host's share of the crawl follows what it yields.
 
-A host's yield is the share of new pages (2xx, no duplicate) among its last
-``HOST_YIELD_WINDOW`` judged pages; it becomes the item's ``credit_share``
-(AOPIC passes on only that share of the page's cash). Below
-``HOST_YIELD_THRESHOLD`` the host's origins are deferred for this run
-(``origin_deferred``). State is per process, in memory.
-"""
+A host's yield, the share of new pages among its last ``HOST_YIELD_WINDOW``,
+becomes the item's ``credit_share`` (AOPIC passes on that share of its cash);
+below ``HOST_YIELD_THRESHOLD`` its origins are deferred for this run."""
 
 from __future__ import annotations
 

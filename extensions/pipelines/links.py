@@ -1,11 +1,6 @@
-"""The last item pipeline: a page's outlinks are filed only after the
-verdicts on the page are in.
-
-The ``web`` spider puts its links in the item; this pipeline hands the judged
-page to :meth:`Frontier.page_done <extensions.frontier.scheduler.Frontier.page_done>`,
-which credits and files them; the page's AOPIC history becomes ``importance``.
-Under another scheduler the links go through ``engine.crawl``.
-"""
+"""The last item pipeline: a page's outlinks are filed once its verdicts are in,
+through :meth:`Frontier.page_done <extensions.frontier.scheduler.Frontier.page_done>`
+(under another scheduler through ``engine.crawl``)."""
 
 from __future__ import annotations
 

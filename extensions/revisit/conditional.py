@@ -1,10 +1,6 @@
-"""Conditional GET for re-visits (RFC 9110 13.1.1, 13.1.3, 15.4.5).
-
-:class:`ConditionalGetMiddleware` (order 800) sends a re-visit's
-``revisit_validators`` meta (``etag``, ``last_modified``) as
-``If-None-Match`` and ``If-Modified-Since`` unless already set, sets
-``dont_cache`` on every re-visit and lets a 304 through
-``HttpErrorMiddleware``. A malformed validator is ignored and counted."""
+"""Conditional GET for re-visits (RFC 9110 13.1.1, 13.1.3, 15.4.5):
+:class:`ConditionalGetMiddleware` (order 800) sends a re-visit's validators
+as ``If-None-Match`` and ``If-Modified-Since`` and lets a 304 through."""
 
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
 """When a fetched URL is due again: :class:`RevisitPolicy` (pure: the caller
 passes time and outcome and stores the record returned).
 
-Schedules: ``"estimate"`` (default) gives the freshness-optimal interval for
-the estimated change rate (``mu`` such that the shortest is ``initial``);
-``"adaptive"`` multiplies by ``1 - decrease`` on a change, ``1 + increase``
-otherwise; clamped to ``[minimum, maximum]``. A 2xx is a visit, a 304 an
-unchanged one; 404/410 after a 200 is re-checked at ``min(interval,
-initial)`` and given up after ``gone_after``, before any 200 gone at once;
-other statuses leave the history untouched."""
+Schedules: ``"estimate"`` (default, the freshness-optimal interval for the
+estimated change rate) or ``"adaptive"`` (shorter after a change, longer
+otherwise), clamped to ``[minimum, maximum]``. A page answering 404/410 is
+given up after ``gone_after`` answers."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """What one host's robots.txt says, by RFC 9309. Pure: the middleware fetches.
 
-Status (2.3.1): 2xx parse the body; 4xx or over five redirects: no
-restrictions; 5xx or network error: everything disallowed for now. The body
-is cut at 500 KiB on a line end, a UTF-8 BOM dropped, non-text read as empty.
-
-Protego parses, after :func:`prepare` keeps only our token's groups (ours,
-else ``*``) with RFC 9309's reading: a user-agent's first word matched
-equal ignoring case, only allow/disallow lines end a user-agent run, a
-Disallow with a query gets its :func:`slash_twins`. A URL is fetched only
-if both Protego's reading and Google's (octets as written, lines cut at
-:data:`GOOGLE_MAX_LINE`) allow it."""
+2xx: the body's rules (its first 500 KiB); 4xx: no restrictions; 5xx or a
+network error: everything disallowed for now. Protego parses after
+:func:`prepare` rewrites the file to RFC 9309's reading; a URL is fetched
+only if both Protego's reading and Google's allow it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""Canonical URLs and link resolution.
-
-:func:`canonicalize`: the URL made sendable and normalised only where RFC
-3986 6.2.2 says two spellings are one URI (the query kept as written);
-:class:`InvalidURL` for URLs no crawler can fetch. :func:`url_key`: the
-URL-seen identity (w3lib's ``canonicalize_url``). :func:`resolve` and
-:class:`Resolver`: an ``href`` made absolute, cached."""
+"""Canonical URLs and link resolution: :func:`canonicalize` (normalised only
+where RFC 3986 6.2.2 says two spellings are one URI; :class:`InvalidURL` for
+URLs no crawler can fetch), :func:`url_key` (the URL-seen identity) and
+:func:`resolve` (an ``href`` made absolute)."""
 
 from __future__ import annotations
 

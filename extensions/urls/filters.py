@@ -131,7 +131,6 @@ class UrlFilter:
 
 
 def non_negative_int(settings: Any, name: str) -> int:
-    """Setting ``name`` (default: :mod:`extensions.defaults`'); ValueError naming it if not an int >= 0."""
     return defaults.checked(settings, name, lambda value: value >= 0, "an integer >= 0", int)
 
 

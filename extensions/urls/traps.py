@@ -1,11 +1,8 @@
-"""Trap signals read off a page's links, cut per page by :class:`TrapFilter`
-(an item pipeline before the link scheduler); state in per-process LRUs of
-``URL_FILTER_TRAP_MEMORY`` entries.
+"""Trap signals read off a page's links, cut per page by :class:`TrapFilter`;
+state in per-process LRUs of ``URL_FILTER_TRAP_MEMORY`` entries.
 
-* Session ids: a token in the same place of most same-host links is
-  suspected (``urlfilter/session_suspected``), proven when the server changed
-  it (``urlfilter/session_params``), then stripped or pinned in the host's
-  later links (``urlfilter/session_stripped``).
+* Session ids: a token in the same place of most same-host links, proven when
+  the server changed it, is stripped or pinned in the host's later links.
 * Calendars: at most ``URL_FILTER_MAX_DATES`` dates per host and URL template.
 * Descents: more than ``URL_FILTER_MAX_DESCENT`` links in a row below their
   page's directory are refused."""

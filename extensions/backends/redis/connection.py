@@ -217,7 +217,6 @@ class RedisConnection:
         return True
 
     def pending(self) -> int:
-        """Commands buffered."""
         return len(self._commands)
 
     def take_buffered(self) -> list[tuple[Any, ...]]:

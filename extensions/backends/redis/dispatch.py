@@ -1,12 +1,9 @@
 """Host dispatch shared by several crawler processes through Redis host leases.
 
-This process holds a few hosts under a lease (:mod:`.leases`), serves them
-politely from a local host heap, and takes more from the shared heap when
-none may fetch now; every third of ``FRONTIER_LEASE_TTL`` it renews them.
-Per-page lease commands go through one FIFO (:mod:`.worker`), so a page's
-FINISH reaches Redis after the ENQUEUEs of its links; a host whose take is
-on its way is off the heap and counted in flight.
-"""
+This process serves a few leased hosts (:mod:`.leases`) politely from a local
+host heap and takes more from the shared heap when none may fetch now. Lease
+commands go through one FIFO (:mod:`.worker`), so a page's FINISH reaches
+Redis after the ENQUEUEs of its links."""
 
 from __future__ import annotations
 

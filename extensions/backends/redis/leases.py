@@ -1,13 +1,9 @@
 """Host leases in Redis: several crawler processes share one polite frontier.
 
-Per host, under its hash tag (keys in :mod:`extensions.backends.redis.keys`):
-its back queue scored by :func:`queue_score`, its in-flight set and its lease
-hash (owner, expiry, ``next`` fetch time). The host heap holds every host
-with work, so an empty heap means the crawl is over; a killed process's
-leases expire and the next acquirer requeues its in-flight URLs. Held
-origins (``P:{holds}:origins``) and the last active time are crawl-wide;
-an idle crawl defers every held origin. Scripts read the server's clock.
-"""
+Per host (keys in :mod:`.keys`): its back queue scored by :func:`queue_score`,
+its in-flight set and its lease (owner, expiry, next fetch time). The host
+heap holds every host with work: empty, the crawl is over. A lapsed lease's
+in-flight URLs go back to their queue. Scripts read the server's clock."""
 
 from __future__ import annotations
 
@@ -60,7 +56,6 @@ def parked_score(score: float) -> float:
 
 
 def is_parked(score: bytes | str | float | None) -> bool:
-    """Whether a back-queue score is a parked URL's."""
     return score not in (None, b"", "") and PARK_FLOOR <= float(score) < float("inf")
 
 
@@ -72,7 +67,6 @@ def level_of_score(score: bytes | str | float | None) -> int:
 
 
 def head_score(score: bytes | str | None) -> float:
-    """A back queue's head score as a number (infinity: empty queue)."""
     return float("inf") if score in (None, b"", "") else float(score)
 
 

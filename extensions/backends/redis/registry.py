@@ -108,13 +108,11 @@ class ProcessRegistry:
         return int(self.connection.call(self.heartbeat_command(now))[0])
 
     def others_alive(self, now: str = "") -> int:
-        """How many other processes are alive."""
         return int(self.connection.call(("EVAL", OTHERS, 1, self.key, now, self.owner, "0"))[0])
 
     def leave(self, ttl: float | None, now: str = "", fence: bool = False) -> int:
-        """A component joined with ``ttl`` is gone; how many other processes are alive
-        (a fence counts as one). With ``fence``, when none is, this process fences the
-        crawl in the same step: delete its keys, then :meth:`unfence`."""
+        """A component joined with ``ttl`` is gone; how many other processes are alive. With
+        ``fence``, when none is, this process fences the crawl: delete its keys, then :meth:`unfence`."""
         if ttl in self._ttls:
             self._ttls.remove(ttl)
         last = "0" if self._ttls else "1"

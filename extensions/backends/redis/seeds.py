@@ -5,11 +5,7 @@ Every crawler process watches ``REDIS_START_URLS_KEY`` (default
 
     redis-cli -u redis://host:6379/0 lpush web:start_urls https://example.org/
 
-An entry is a URL or a JSON object ``{"url": ..., "meta": {...}}``, popped
-atomically every ``REDIS_START_URLS_POLL_INTERVAL`` seconds and when the
-spider is idle. A process started without seeds closes after
-``MAX_IDLE_TIME_BEFORE_CLOSE`` idle seconds (never when 0).
-"""
+An entry is a URL or a JSON object ``{"url": ..., "meta": {...}}``, popped atomically."""
 
 from __future__ import annotations
 

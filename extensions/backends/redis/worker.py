@@ -1,11 +1,6 @@
 """Redis round trips off the reactor thread: one worker thread, its own
 connection, commands in FIFO order, answers back on the reactor thread.
-
-A channel has :meth:`~RedisWorker.write` (no answer), :meth:`~RedisWorker.submit`
-(a callback gets the answers on the reactor thread) and :meth:`~RedisWorker.call`
-(the caller waits). :class:`DirectIO` is the same channel without a thread.
-A failed job raises in ``call``, or goes to ``on_error`` and its ``failed``.
-"""
+:class:`DirectIO` is the same channel without a thread."""
 
 from __future__ import annotations
 

@@ -204,5 +204,4 @@ class SQLiteStore:
         self._require().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def memory_usage(self) -> tuple[int, int] | None:
-        """Not measured for an embedded store."""
         return None

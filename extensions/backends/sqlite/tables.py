@@ -34,7 +34,6 @@ def pack_targets(targets: Sequence[int]) -> bytes:
 
 
 def unpack_targets(blob: bytes) -> list[int]:
-    """The fingerprints :func:`pack_targets` packed."""
     return np.frombuffer(blob, dtype=_PACKED).tolist()
 
 
@@ -101,7 +100,6 @@ class SQLiteURLTable:
         self._seq = 0
 
     def load(self) -> None:
-        """Read the discovery counter from the file (at open)."""
         self._seq = self._connection().execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0]
 
     def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
@@ -208,7 +206,6 @@ class SQLiteHostTable:
         self._host_count = 0
 
     def load(self) -> None:
-        """Read the host count from the file (at open)."""
         self._host_count = self._connection().execute("SELECT COUNT(*) FROM hosts").fetchone()[0]
 
     def add_hosts(self, hosts: Iterable[str], now: float | None = None) -> int:
