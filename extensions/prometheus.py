@@ -128,8 +128,7 @@ def is_number(value: object) -> bool:
 
 
 class CrawlStatsCollector(Collector):
-    """Metric families from ``snapshot()`` of the crawler's stats at each scrape
-    (called on the server's thread); ``process`` labels crawl-wide gauges."""
+    """Metric families from ``snapshot()`` of the crawler's stats at each scrape."""
 
     def __init__(self, snapshot: Callable[[], Mapping[str, Any]], process: str) -> None:
         self.snapshot = snapshot
@@ -179,8 +178,7 @@ class CrawlStatsCollector(Collector):
 
 
 class MetricsServer:
-    """prometheus-client's HTTP server on ``host:port`` in a daemon thread;
-    :meth:`start` raises :class:`OSError` naming ``METRICS_PORT`` if it cannot listen."""
+    """prometheus-client's HTTP server on ``host:port`` in a daemon thread."""
 
     def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
         self.registry, self.host, self.port = registry, host, port

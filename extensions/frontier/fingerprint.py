@@ -32,8 +32,7 @@ class FingerprinterError(Exception):
 
 
 def use_fingerprinter(fingerprinter: Any, fingerprinter_class: Any = None) -> None:
-    """Key URLs by ``fingerprinter``, or by the canonical URL when its class is
-    Scrapy's default or None. Process-wide: every part of a crawl keys alike."""
+    """Key URLs by ``fingerprinter`` (None or Scrapy's default: the canonical URL), process-wide."""
     global _project
     if fingerprinter_class is not None and load_object(fingerprinter_class) is RequestFingerprinter:
         fingerprinter = None

@@ -1,8 +1,5 @@
 """The URL table summed up for an operator, on Redis
-(:class:`~extensions.frontier.store.URLCensus`): one pass over every URL
-row, then the busiest hosts' next fetch time and the origins held now.
-Reads only; trimmed rows count through their hosts' counters.
-"""
+(:class:`~extensions.frontier.store.URLCensus`); reads only."""
 
 from __future__ import annotations
 
