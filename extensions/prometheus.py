@@ -33,8 +33,7 @@ class Single:
 
 @dataclass(frozen=True)
 class Labelled:
-    """Every stat under ``prefix`` (but ``gauges``) as one metric labelled by the
-    rest of its key (or ``rename(rest)``); values of one label are added."""
+    """Every stat under ``prefix`` (but ``gauges``) as one metric labelled by the rest of its key."""
 
     name: str
     kind: str

@@ -186,8 +186,7 @@ def follow_chain(name: str, answers: Iterable[dns.RRHeader]) -> tuple[Answer | N
 
 
 class NameserverQuerier:
-    """Asks nameservers for a name's A record within ``timeout``, in ``retries + 1``
-    rounds over every nameserver; ``on_query`` once per question."""
+    """Asks nameservers for a name's A record within ``timeout``, ``retries + 1`` rounds."""
 
     def __init__(self, client_resolver: client.Resolver, timeout: float, retries: int,
                  on_query: Callable[[], None] = lambda: None):

@@ -42,8 +42,7 @@ def _non_negative(settings: Any, name: str) -> float:
 
 
 def _engine_hooks(crawler: Crawler) -> dict[str, Any]:
-    """Wake-up, in-progress view and error handling through the engine (its
-    ``_slot.nextcall.schedule()``, as its own downloads do)."""
+    """Wake-up, in-progress view and error handling through the engine."""
 
     def engine() -> Any:
         try:

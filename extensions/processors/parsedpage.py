@@ -29,8 +29,7 @@ _TAG = attrgetter("tag")
 
 
 class ParsedPage:
-    """What the HTML processors and content-seen read of one page; ``exact``: ``tags``
-    and ``link_elements`` match a scan (else empty); ``text`` None unless asked for."""
+    """What the HTML processors and content-seen read of one page (``exact``: as a scan reads it)."""
 
     __slots__ = ("exact", "link_elements", "read_bytes", "tags", "text", "truncated", "__weakref__")
 

@@ -203,8 +203,7 @@ def kind_of_status(status: int) -> Kind:
 
 @dataclass
 class RobotsRules:
-    """One origin's robots.txt verdicts until ``expires`` (the TTL, or for an
-    unreachable file the next retry); ``unreachable_since`` survives retries."""
+    """One origin's robots.txt verdicts until ``expires``."""
 
     kind: Kind
     token: str

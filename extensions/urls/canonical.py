@@ -265,8 +265,7 @@ SESSION_PARAMS = ("jsessionid", "phpsessid", "aspsessionid", "sessionid", "sessi
 
 
 def strip_params(url: str, names: frozenset[str]) -> str:
-    """``url`` without the query arguments named in ``names`` (compared case-
-    insensitively) and without a ``;jsessionid=...`` path parameter."""
+    """``url`` without the query arguments ``names`` (any case) and ``;jsessionid=...``."""
     base, question, query = url.partition("?")
     semicolon = base.find(";")
     if semicolon >= 0 and base[semicolon + 1:].lower().startswith(tuple(names)):

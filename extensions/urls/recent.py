@@ -68,8 +68,7 @@ class TwoGenerationCache:
 
 
 class RecentLinks:
-    """Canonical URL (by 64-bit hash) -> the least depth it was passed on at,
-    for the last ``size`` links or so."""
+    """Canonical URL (by 64-bit hash) -> the least depth it was passed on at."""
 
     def __init__(self, size: int) -> None:
         if size < 0:

@@ -79,8 +79,7 @@ class _Lru(LocalCache):  # type: ignore[type-arg]
 
 
 class TrapSignals:
-    """The three trap tests over one page's links; pure. :meth:`filter`
-    returns the links to keep and counts what it did in :attr:`counts`."""
+    """The three trap tests over one page's links; pure."""
 
     def __init__(self, max_dates: int = 12, max_descent: int = 8, session_min_links: int = 3,
                  memory: int = 65536) -> None:
@@ -99,8 +98,7 @@ class TrapSignals:
 
     def filter(self, page_url: str, links: Iterable[str],
                refused: list[tuple[str, str]] | None = None) -> list[str]:
-        """The page's links that survive the trap tests; calendar refusals appended
-        to ``refused`` as ``(url, "trap/calendar")``."""
+        """The page's links that survive the trap tests; calendar refusals appended to ``refused``."""
         split = [(url, *netloc_path(url)) for url in links]  # each link split once
         page_host, page_path = netloc_path(page_url)
         if self.session_min_links:

@@ -70,8 +70,7 @@ class ProcessRegistry:
         self._ttls.append(ttl)
 
     def enter(self, ttl: float | None = None, now: str = "") -> None:
-        """Make this process a member before it touches the crawl's keys, waiting up to
-        ``wait`` seconds for another's closing fence; :class:`CrawlClosingError` after."""
+        """Make this process a member before it touches the crawl's keys (waiting out a closing fence)."""
         if not self.entered:
             self._enter(self._ttls + ([] if ttl is None else [ttl]), now)
         if ttl is not None:
@@ -129,8 +128,7 @@ class ProcessRegistry:
         return bool(self.connection.call(("EVAL", FENCE, 1, self.fence, self.owner, "0"))[0])
 
     def delete(self, patterns: Iterable[str], singles: Iterable[str], batch: int = 1024) -> int:
-        """Unlink every key matching ``patterns``, then ``singles``, renewing the fence
-        each batch; how many matched."""
+        """Unlink every key matching ``patterns``, then ``singles``; how many matched."""
         renew = ("EVAL", FENCE, 1, self.fence, self.owner, self.fence_ms)
         deleted = 0
         for pattern in patterns:

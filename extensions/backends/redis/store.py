@@ -55,14 +55,12 @@ def recorded_layout(description: str) -> SeenLayout | None:
 
 
 def segments_directory(prefix: str, directory: str | Path | None = None) -> Path:
-    """Where the crawl of ``prefix`` keeps its link segments on disk (default
-    ``.scrapy/linksegments/<prefix>``)."""
+    """Where the crawl of ``prefix`` keeps its link segments on disk."""
     return Path(directory) if directory else Path(data_path(f"linksegments/{prefix}"))
 
 
 class RedisStore:
-    """The store's tables over one connection, and its lifecycle. ``seen``: the
-    URL-seen layout (None: the rows are the set; default: the crawl's)."""
+    """The store's tables over one connection, and its lifecycle (``seen``: the URL-seen layout)."""
 
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
                  flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,

@@ -245,8 +245,7 @@ def running_reactor() -> Any:
 def start_worker(store: Any, deliver: Callable[[Callable[[], None]], Any], on_error: Callable[[Exception], None],
                  purpose: str = "the shared frontier's worker thread",
                  error: type[Exception] = FrontierStoreError) -> RedisWorker:
-    """A running worker with its own connection to ``store``'s Redis; ``error`` naming
-    ``purpose`` if Redis is not there."""
+    """A running worker with its own connection to ``store``'s Redis."""
     connection = RedisConnection(store.url, retries=store.retries, timeout=store.timeout)
     connection.attach(purpose, error)
     worker = RedisWorker(connection, deliver, on_error)
