@@ -1,11 +1,8 @@
 """One Scrapy add-on that switches on every webcrawler component.
 
-``extensions.addon.WebcrawlerAddon`` in ``ADDONS`` applies
-:mod:`extensions.defaults` at ``addon`` priority (``settings.py`` and ``-s``
-still win) and adds our components only where the project has not placed
-them itself (an order of ``None`` disables one). It checks at start that
-``LINKS_IN_ITEMS`` and ``ITEM_PIPELINES`` agree, so a crawl never silently
-follows no links.
+It applies :mod:`extensions.defaults` at ``addon`` priority and adds our
+components where the project has not placed them (an order of ``None``
+disables one).
 """
 
 from __future__ import annotations
@@ -78,7 +75,6 @@ REPLACEMENTS: dict[str, str] = {
 
 
 def default_settings() -> dict[str, Any]:
-    """Every upper-case name of :mod:`extensions.defaults` with its value."""
     return {name: getattr(defaults, name) for name in dir(defaults) if name.isupper()}
 
 
@@ -97,8 +93,7 @@ class WebcrawlerAddon:
 
 
 def placed_components(settings: BaseSettings, setting: str) -> set[Any]:
-    """The components (classes) the project placed in the component
-    dictionary ``setting`` itself, at any order, None included."""
+    """The components the project placed in ``setting`` itself, None included."""
     return {load_object(key) if isinstance(key, str) else key for key in settings.getdict(setting)}
 
 
@@ -106,8 +101,7 @@ LINK_SCHEDULER = "extensions.pipelines.links.LinkScheduler"
 
 
 def check_links_in_items(settings: BaseSettings) -> None:
-    """ValueError, naming both settings, when ``LINKS_IN_ITEMS`` and the
-    presence of the link-scheduling pipeline in ``ITEM_PIPELINES`` disagree."""
+    """ValueError when ``LINKS_IN_ITEMS`` and ``ITEM_PIPELINES`` disagree."""
     enabled = _enabled(settings, "ITEM_PIPELINES", load_object(LINK_SCHEDULER))
     in_items = settings.getbool("LINKS_IN_ITEMS", defaults.LINKS_IN_ITEMS)
     if in_items and not enabled:

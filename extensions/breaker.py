@@ -1,11 +1,8 @@
 """A per-origin circuit breaker, as a downloader middleware.
 
 After ``CIRCUIT_BREAKER_FAILURES`` consecutive connection failures an origin
-is held (``origin_held``) for ``CIRCUIT_BREAKER_RETRY_DELAY`` seconds,
-doubling per failed probe up to ``CIRCUIT_BREAKER_RETRY_MAX_DELAY``; any
-response to the probe closes the breaker; after
-``CIRCUIT_BREAKER_RETRY_TIMES`` failed probes the origin is deferred for the
-run (``origin_deferred``). robots.txt fetches are left to their middleware."""
+is held (``origin_held``), with back-off per failed probe, and deferred
+(``origin_deferred``) after ``CIRCUIT_BREAKER_RETRY_TIMES`` of them."""
 
 from __future__ import annotations
 
@@ -44,8 +41,7 @@ ORIGINS_KEPT = 10_000
 
 
 class CircuitBreaker:
-    """The breaker's arithmetic per origin, pure (times passed in); remembers at
-    most :data:`ORIGINS_KEPT` failing origins plus the open ones."""
+    """The breaker's arithmetic per origin, pure; remembers :data:`ORIGINS_KEPT` origins."""
 
     def __init__(self, failures: int, retry_delay: float, max_delay: float, retry_times: int) -> None:
         if failures < 1 or retry_delay < 0 or max_delay < 0 or retry_times < 0:
@@ -58,7 +54,6 @@ class CircuitBreaker:
         self.origins: dict[str, OriginState] = {}
 
     def succeeded(self, origin: str) -> None:
-        """A response came back: the origin's breaker is closed."""
         self.origins.pop(origin, None)
 
     def failed(self, origin: str, now: float) -> tuple[str, float]:

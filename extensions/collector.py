@@ -20,8 +20,7 @@ _COLLECTIONS = ("gc/collections/0", "gc/collections/1", "gc/collections/2")
 
 
 def parse_threshold(value: Any) -> tuple[int, int, int]:
-    """``GC_THRESHOLD`` (a list, tuple or ``"a,b,c"`` string of three
-    positive integers) as a tuple; ValueError naming the setting otherwise."""
+    """``GC_THRESHOLD`` as a tuple of three positive integers; ValueError otherwise."""
     items: Sequence[Any] = value.split(",") if isinstance(value, str) else value
     try:
         numbers = tuple(int(item) for item in items)

@@ -13,8 +13,7 @@ from typing import Any
 
 
 def with_defaults(settings: Any, prefix: str) -> Any:
-    """A copy of ``settings`` with this module's ``prefix*`` defaults filled
-    in where unset, so a component also works without the add-on."""
+    """A copy of ``settings`` with this module's ``prefix*`` defaults filled in where unset."""
     settings = settings.copy()
     settings.frozen = False
     for name, value in globals().items():

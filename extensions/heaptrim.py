@@ -1,15 +1,6 @@
-"""The C allocator's free memory given back to the kernel during a crawl.
-
-glibc's malloc keeps what a crawl frees (response bodies, parse trees,
-buffers of every size) in its heaps for reuse and returns memory to the
-kernel only from a heap's top, so over a long crawl the resident set drifts
-up with memory that is free but kept. Every ``HEAP_TRIM_INTERVAL`` seconds
-:class:`HeapTrim` calls glibc's ``malloc_trim(0)``, which releases the
-free pages of every arena. Not configured where the C library has no
-``malloc_trim`` (not glibc) or with ``HEAP_TRIM_ENABLED`` off. Stats:
-``heap/trims``, ``heap/released_bytes`` (the resident set before each trim
-less after it, summed).
-"""
+"""Every ``HEAP_TRIM_INTERVAL`` seconds :class:`HeapTrim` calls glibc's
+``malloc_trim(0)``, so memory a crawl freed goes back to the kernel. Not
+configured without glibc or with ``HEAP_TRIM_ENABLED`` off. Stats ``heap/*``."""
 
 from __future__ import annotations
 

@@ -37,8 +37,7 @@ def spells_ascii_as_bytes(encoding: str) -> bool:
 
 
 def may_declare_refresh(response: HtmlResponse) -> bool:
-    """False only if ``response`` surely declares no meta refresh that
-    Scrapy's middleware would follow (module docstring)."""
+    """False only if ``response`` surely declares no meta refresh Scrapy would follow."""
     if not spells_ascii_as_bytes(response.encoding):
         return True
     return response.body[:SCAN_BYTES].lower().find(b"refresh") >= 0

@@ -26,8 +26,7 @@ logger = logging.getLogger(__name__)
 
 
 class MetricsExporter:
-    """Serves the metrics from creation (a port in use fails the crawl at start)
-    to ``spider_closed``; off (NotConfigured) when ``METRICS_PORT`` is 0."""
+    """Serves the metrics until ``spider_closed``; NotConfigured when ``METRICS_PORT`` is 0."""
 
     def __init__(self, server: MetricsServer) -> None:
         self.server = server

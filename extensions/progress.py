@@ -2,13 +2,9 @@
 
 Every ``PROGRESS_INTERVAL`` seconds::
 
-Progress: 1234 pages (56.7 pages/s, 60.1 overall), queue 789, 42 hosts, 3 errors
+    Progress: 1234 pages (56.7 pages/s, 60.1 overall), queue 789, 42 hosts, 3 errors
 
-and a summary at ``spider_closed`` (and a JSON ``PROGRESS_REPORT_FILE``).
-Pages: responses less robots.txt fetches; hosts: distinct host names
-(:class:`DistinctCounter`); errors: failed fetches less ``IgnoreRequest``
-refusals, plus 5xx pages not obeyed as pushback; outcomes: :data:`OUTCOMES`;
-duplicates: the sum of :data:`DUPLICATE_STATS`; queue: the scheduler's ``len()`` or null."""
+and a summary at ``spider_closed`` (and a JSON ``PROGRESS_REPORT_FILE``)."""
 
 from __future__ import annotations
 
@@ -56,7 +52,6 @@ def error_count(stats: dict[str, Any], server_errors: int) -> int:
 
 
 def outcomes(stats: dict[str, Any]) -> dict[str, int]:
-    """The crawl's decisions by kind (:data:`OUTCOMES`)."""
     return {name: int(stats.get(key, 0)) for name, key in OUTCOMES.items()}
 
 

@@ -33,8 +33,7 @@ class Single:
 
 @dataclass(frozen=True)
 class Labelled:
-    """Every stat under ``prefix`` (but ``gauges``) as one metric labelled by the
-    rest of its key (or ``rename(rest)``); values of one label are added."""
+    """Every stat under ``prefix`` (but ``gauges``) as one metric labelled by the rest of its key."""
 
     name: str
     kind: str
@@ -128,8 +127,7 @@ def is_number(value: object) -> bool:
 
 
 class CrawlStatsCollector(Collector):
-    """Metric families from ``snapshot()`` of the crawler's stats at each scrape
-    (called on the server's thread); ``process`` labels crawl-wide gauges."""
+    """Metric families from ``snapshot()`` of the crawler's stats at each scrape."""
 
     def __init__(self, snapshot: Callable[[], Mapping[str, Any]], process: str) -> None:
         self.snapshot = snapshot
@@ -179,8 +177,7 @@ class CrawlStatsCollector(Collector):
 
 
 class MetricsServer:
-    """prometheus-client's HTTP server on ``host:port`` in a daemon thread;
-    :meth:`start` raises :class:`OSError` naming ``METRICS_PORT`` if it cannot listen."""
+    """prometheus-client's HTTP server on ``host:port`` in a daemon thread."""
 
     def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
         self.registry, self.host, self.port = registry, host, port

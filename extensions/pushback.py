@@ -1,12 +1,9 @@
 """Sites that push back are obeyed (429, 503), as a downloader middleware
 before ``RetryMiddleware`` (a pushback spends no retry).
 
-A ``PUSHBACK_STATUSES`` answer holds its origin (``origin_held``) for its
-``Retry-After`` or an exponential back-off from ``PUSHBACK_BACKOFF_DELAY``
-(at most ``PUSHBACK_MAX_DELAY``); after ``PUSHBACK_WIDEN_AFTER`` URLs of a
-host pushed back its delay widens (``politeness_widened``); a URL's answer
-goes to the spider after ``PUSHBACK_MAX_PER_URL`` in a row, and the origin
-is deferred after ``PUSHBACK_RETRY_TIMES`` (``origin_deferred``)."""
+A pushback holds its origin (``origin_held``) for its ``Retry-After`` or a
+back-off; repeated ones widen the host's delay (``politeness_widened``) and
+at last defer the origin (``origin_deferred``)."""
 
 from __future__ import annotations
 
@@ -84,8 +81,7 @@ class Verdict:
 
 
 class PushbackPolicy:
-    """The pushback arithmetic, per origin, URL and host: pure, times passed in.
-    A host's delay widens with the URLs that pushed back, not one URL's repeats."""
+    """The pushback arithmetic, per origin, URL and host: pure, times passed in."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -94,8 +90,7 @@ class PushbackPolicy:
         self.host_urls: dict[str, int] = {}  # host -> URLs that pushed back in this crawl
 
     def pushed_back(self, origin: str, host: str, url: str, header: str | None, now: float) -> Verdict | None:
-        """A pushback of ``url`` with that ``Retry-After`` at wall time ``now``; None once
-        the URL had its ``max_per_url`` pushbacks (hand the answer on)."""
+        """A pushback of ``url`` at wall time ``now``; None once the URL had ``max_per_url``."""
         limits = self.limits
         repeats = self.by_url.get(url, 0) + 1
         if repeats > limits.max_per_url:

@@ -109,8 +109,7 @@ def hosts_table(path: str | None, system: bool) -> HostsTable:
 
 
 class StatsSink:
-    """Counts resolver events in the stats of the crawlers it serves, found at
-    count time (Scrapy builds the resolver before crawlers have stats)."""
+    """Counts resolver events in the stats of the crawlers it serves, found at count time."""
 
     def __init__(self, owner: Any = None):
         self.owner = owner

@@ -1,7 +1,4 @@
-"""The status of a crawl read from its store opened read-only
-(``scrapy crawlstatus``): rates from the URL rows' latest fetch times and the
-``PROGRESS_REPORT_FILE``; hosts, errors and refusals from ``store.census``;
-held origins where the store keeps them (else None)."""
+"""The status of a crawl read from its store opened read-only (``scrapy crawlstatus``)."""
 
 from __future__ import annotations
 
@@ -46,8 +43,7 @@ class CrawlStatus:
 
 def collect(store: FrontierStore, hosts: int = 10, errors: int = 5, report_file: Path | None = None,
             now: float | None = None) -> CrawlStatus:
-    """A snapshot of the open ``store`` (only read): the ``hosts`` busiest hosts, the
-    ``errors`` newest errors and refusals, ``report_file``'s headline."""
+    """A snapshot of the open ``store`` (only read)."""
     now = time.time() if now is None else now
     counts = store.urls.count_by_status()
     census = store.census.census(hosts, errors, now - RECENT_SECONDS)
@@ -79,8 +75,7 @@ def _notes(origins: dict[str, tuple[str, float | None]]) -> list[dict[str, Any]]
 
 
 def _held(store: FrontierStore, held: dict[str, tuple[str, float]] | None) -> list[dict[str, Any]] | None:
-    """Held origins: the shared store's (with ends), else the ``held_origins`` meta
-    a single-process frontier wrote (reasons only); None if neither."""
+    """Held origins: the shared store's, else the single-process frontier's meta; or None."""
     if held is None:
         try:
             written = json.loads(store.get_meta(HELD_META) or "null")
@@ -126,7 +121,6 @@ def when(at: float | None) -> str:
 
 
 def render(status: CrawlStatus) -> str:
-    """The snapshot as one screen of text."""
     return "\n".join(_header(status) + _hosts(status) + _origins(status) + _revisits(status)
                      + _errors(status) + _refusals(status)) + "\n"
 
@@ -199,5 +193,4 @@ def _refusals(status: CrawlStatus) -> list[str]:
 
 
 def _short(text: str, width: int = 100) -> str:
-    """``text`` cut to ``width`` characters (a screen line; the JSON keeps it whole)."""
     return text if len(text) <= width else text[:width - 3] + "..."

@@ -1,10 +1,6 @@
-"""Store backends, one package each, chosen by class path as Scrapy chooses
-its components: ``FRONTIER_BACKEND`` (a class path or ``memory``, ``sqlite``,
-``redis``) and ``CONTENTSEEN_BACKEND`` (the same, or ``auto``: the
-frontier's). One instance per crawler (``from_crawler``), or
-``for_reading(settings)`` for tools. The only module outside the backend
-packages that names them.
-"""
+"""Store backends, one package each, chosen by class path as Scrapy chooses its
+components: ``FRONTIER_BACKEND`` and ``CONTENTSEEN_BACKEND`` (a class path, an
+alias, or ``auto``: the frontier's). The only module outside them that names them."""
 
 from __future__ import annotations
 
@@ -34,15 +30,13 @@ ALIASES = {
 
 
 class Backend(Protocol):
-    """What a backend hands out: separate parts, each with the narrow
-    interface the algorithm that uses it declares."""
+    """What a backend hands out: separate parts, each with its narrow interface."""
 
     #: A running crawl may push seeds into the backend (no ``-a seeds`` needed).
     takes_pushed_seeds: bool
 
     def frontier_store(self) -> tuple[FrontierStore, Path | None, Path | None]:
-        """The frontier's store (not yet opened), the directory of the
-        crawl's local files (None: none), and a directory to remove at close."""
+        """The frontier's store (not yet opened), its local directory, a directory to remove at close."""
 
     def url_filter(self) -> BloomSeen | None:
         """An in-process URL-seen Bloom filter in front of the store, or None."""
@@ -51,8 +45,7 @@ class Backend(Protocol):
         """AOPIC's ledger over ``store``."""
 
     def host_dispatch(self, front_queues: int, back_queues: int) -> HostDispatch | None:
-        """A host dispatch shared with other processes, or None: the
-        frontier's local one."""
+        """A host dispatch shared with other processes, or None: the frontier's local one."""
 
     def content_sets(self, options: ContentOptions) -> ContentSets:
         """The content-seen sets (not yet opened)."""
@@ -64,13 +57,11 @@ class Backend(Protocol):
         """The kept crawl's store, opened to read only (the crawl may be running)."""
 
     def data_directory(self, name: str) -> Path | None:
-        """Where tools keep their files ``name`` for a crawl without
-        ``JOBDIR`` (None: such a crawl keeps nothing to derive them from)."""
+        """Where tools keep their files ``name`` for a crawl without ``JOBDIR`` (None: nowhere)."""
 
 
 def backend_class(settings: Any, name: str = "FRONTIER_BACKEND") -> type:
-    """The class a backend setting names (an alias or a class path);
-    ValueError naming the setting if it names none."""
+    """The class a backend setting names; ValueError naming the setting if none."""
     value = settings.get(name) or getattr(defaults, name)
     if name == "CONTENTSEEN_BACKEND" and value == "auto":
         return backend_class(settings)
@@ -87,8 +78,7 @@ _BUILT: weakref.WeakKeyDictionary[Any, dict[type, Any]] = weakref.WeakKeyDiction
 
 
 def crawl_backend(crawler: Crawler, name: str = "FRONTIER_BACKEND") -> Backend:
-    """The crawler's backend that ``name`` chooses: one instance per class
-    and crawler, so every component of the crawl shares it."""
+    """The crawler's backend that ``name`` chooses: one instance per class and crawler."""
     cls = backend_class(crawler.settings, name)
     built = _BUILT.setdefault(crawler, {})
     if cls not in built:
@@ -102,6 +92,5 @@ def reading_backend(settings: Any) -> Backend:
 
 
 def read_only_store(settings: Any) -> FrontierStore:
-    """The store of the kept crawl ``settings`` name, opened to read only;
-    ValueError if they name none, FrontierStoreError if it is not there."""
+    """The store of the kept crawl ``settings`` name, opened to read only."""
     return reading_backend(settings).read_only_store()

@@ -17,12 +17,10 @@ def setting(settings: Any, name: str) -> Any:
 
 
 def number_setting(settings: Any, name: str, minimum: float, kind: type = float) -> Any:
-    """A number setting (with our default), checked against ``minimum``."""
     return defaults.checked(settings, name, lambda value: value >= minimum, f"a number >= {minimum}", kind)
 
 
 def flag_setting(settings: Any, name: str) -> bool:
-    """A boolean setting with our default."""
     return settings.getbool(name, getattr(defaults, name))
 
 

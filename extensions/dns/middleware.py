@@ -1,6 +1,5 @@
-"""The address policy before any fetch, and DNS prefetch: each request's host
-is resolved (a literal IP judged directly) and a non-public address or a
-failed lookup is refused with an ``IgnoreRequest`` naming host and reason;
+"""The address policy before any fetch, and DNS prefetch: a request whose host
+resolves to a refused address, or not at all, is refused with an ``IgnoreRequest``;
 ``host_assigned`` starts a host's lookup early. Stats ``dns/*``."""
 
 from __future__ import annotations

@@ -83,8 +83,7 @@ def parse_networks(value: Iterable[str], setting: str = "ALLOWED_ADDRESS_NETWORK
 
 
 def policy_from_settings(settings: Any) -> AddressPolicy:
-    """The policy ``ALLOW_PRIVATE_ADDRESSES`` and ``ALLOWED_ADDRESS_NETWORKS``
-    (a list or a comma-separated string) ask for."""
+    """The policy ``ALLOW_PRIVATE_ADDRESSES`` and ``ALLOWED_ADDRESS_NETWORKS`` ask for."""
     networks = [text for text in settings.getlist("ALLOWED_ADDRESS_NETWORKS") if text.strip()]
     return AddressPolicy(settings.getbool("ALLOW_PRIVATE_ADDRESSES", defaults.ALLOW_PRIVATE_ADDRESSES), parse_networks(networks))
 

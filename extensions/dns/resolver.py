@@ -1,10 +1,6 @@
-"""A caching asynchronous resolver (``TWISTED_DNS_RESOLVER``).
-
-A lookup is answered by the ``DNS_HOSTS`` file, the TTL-honouring LRU cache
-(negative answers too), the query in flight for the name, or a new
-``twisted.names`` query to ``DNS_NAMESERVERS``; every address passes the
-address policy (also against rebinding); failures are :class:`DnsLookupError`.
-Scrapy builds it before add-ons run, so settings fall back to :mod:`extensions.defaults`."""
+"""A caching asynchronous resolver (``TWISTED_DNS_RESOLVER``): the ``DNS_HOSTS``
+file, a TTL-honouring LRU cache, one query in flight per name to
+``DNS_NAMESERVERS``; every address passes the address policy."""
 
 from __future__ import annotations
 
@@ -88,8 +84,7 @@ class CacheEntry(NamedTuple):
 
 
 class DnsCache(LocalCache[str, CacheEntry]):
-    """LRU of at most ``size`` names (0: caches nothing), each an address or
-    a negative answer until its TTL runs out on the caller's clock."""
+    """LRU of at most ``size`` names, each an address or a negative answer until its TTL."""
 
     def __init__(self, size: int) -> None:
         if size < 0:
@@ -147,7 +142,6 @@ class TtlBounds(NamedTuple):
     negative: float = defaults.DNS_NEGATIVE_TTL
 
     def clamp(self, ttl: float) -> float:
-        """``ttl`` kept inside [minimum, maximum]."""
         return min(max(ttl, self.minimum), self.maximum)
 
 
@@ -192,8 +186,7 @@ def follow_chain(name: str, answers: Iterable[dns.RRHeader]) -> tuple[Answer | N
 
 
 class NameserverQuerier:
-    """Asks nameservers for a name's A record within ``timeout``, in ``retries + 1``
-    rounds over every nameserver; ``on_query`` once per question."""
+    """Asks nameservers for a name's A record within ``timeout``, ``retries + 1`` rounds."""
 
     def __init__(self, client_resolver: client.Resolver, timeout: float, retries: int,
                  on_query: Callable[[], None] = lambda: None):
@@ -243,9 +236,7 @@ class NameserverQuerier:
 
 @implementer(IResolverSimple)
 class CachingResolver:
-    """Hosts file, TTL cache, single-flight queries, address policy. Stats
-    ``dns/lookups``, ``dns/cache_hits``, ``dns/queries``, ``dns/failures[/<reason>]``,
-    ``dns/lookup_time_mean_ms``, ``dns/lookup_time_p99_ms``."""
+    """Hosts file, TTL cache, single-flight queries, address policy; stats ``dns/*``."""
 
     def __init__(self, reactor: Any, querier: NameserverQuerier, cache: DnsCache,
                  hosts: HostsTable | None = None, policy: AddressPolicy | None = None,

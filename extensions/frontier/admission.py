@@ -1,6 +1,5 @@
-"""Admission: the URL-seen test with its ``dont_filter`` and per-host budget
-(``FRONTIER_HOST_BUDGET``) rules, and the rows of URLs refused, excluded or
-deferred."""
+"""Admission: the URL-seen test with its ``dont_filter`` and host budget rules,
+and the rows of URLs refused, excluded or deferred."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ HOST_COUNTS = 65536
 
 
 class Admission:
-    """The URL-seen test, ``dont_filter`` copies, the host budget, and the
-    rows of URLs refused, excluded or deferred."""
+    """The URL-seen test's rules and the rows it writes."""
 
     def __init__(self, store: FrontierStore, seen: URLSeen, stats: Any, wall_clock: Callable[[], float],
                  memory_only: dict[int, Request], host_budget: int = 0, record_refusals: bool = True) -> None:
@@ -47,15 +45,13 @@ class Admission:
         return hit or self.seen.prefiltered(fp)
 
     def first_seed_copy(self, request: Request, fp: int) -> bool:
-        """A start request not yet seen in this run goes through the URL-seen
-        test even with ``dont_filter``: an earlier run may have fetched it."""
+        """Whether a start request is new in this run (it is tested even with ``dont_filter``)."""
         if not request.meta.get("is_start_request") or "retry_times" in request.meta:
             return False
         return fp not in self.seeds_this_run
 
     def distinct_copy(self, fp: int) -> int:
-        """The fingerprint a ``dont_filter`` request is filed under: its own, or a
-        copy's (same host bits) when that URL is queued already."""
+        """The fingerprint a ``dont_filter`` request is filed under (a copy's if queued)."""
         copy, salt = fp, 0
         while self.store.urls.status_of(copy) == Status.QUEUED or copy in self.memory_only:
             salt += 1
@@ -65,8 +61,7 @@ class Admission:
         return copy
 
     def over_budget(self, entry: Entry) -> bool:
-        """Whether ``entry`` is over its host's ``host_budget`` (a trap defence): a new
-        URL is refused (row written), a known one a duplicate; counted."""
+        """Whether ``entry`` is over its host's budget (a new URL refused, counted)."""
         if not self.host_budget:
             return False
         count = self._host_count(entry)
@@ -95,8 +90,7 @@ class Admission:
 
     # -- URLs kept out -----------------------------------------------------------------
     def refuse(self, refusals: Sequence[tuple[str, str]]) -> None:
-        """Each unknown ``(url, reason)`` gets a row with status ``refused``
-        (if refusals are recorded), so the URL database says why it was never fetched."""
+        """Each unknown ``(url, reason)`` gets a ``refused`` row (if refusals are recorded)."""
         if not self.record_refusals:
             return
         now = self.wall_clock()
@@ -109,8 +103,7 @@ class Admission:
                 self.record_refused(Entry(fp, url, host), reason, now)
 
     def record_refused(self, entry: Entry, reason: str, now: float, known: bool = False) -> None:
-        """Write ``entry``'s row as refused, the reason in ``extra``: a new row, or
-        with ``known`` its row rewritten (handed out, then refused)."""
+        """Write ``entry``'s row as refused, the reason in ``extra``."""
         row = entry._replace(extra=json.dumps({"refused": reason}))
         if known:
             self.store.urls.requeue(row, now)
@@ -120,8 +113,7 @@ class Admission:
         self.stats.inc_value("frontier/refused")
 
     def mark_excluded(self, url: str, handed_out: bool = False) -> None:
-        """``url`` must not be fetched: skipped at dequeue if queued, never enqueued
-        if unknown; ``handed_out``: its row is in flight."""
+        """``url`` must not be fetched; ``handed_out``: its row is in flight."""
         fp, host = url_fingerprint(url)
         status = Status.INFLIGHT if handed_out else self.store.urls.status_of(fp)
         if status is None:

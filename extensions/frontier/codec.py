@@ -1,6 +1,5 @@
 """Requests to compact store entries and back: a plain GET as columns plus a
-short JSON ``extra``, anything else as a pickled ``request.to_dict``, a
-request that cannot be serialised (a lambda callback) flagged ``FLAG_MEMORY``."""
+short JSON ``extra``, anything else pickled; an unserialisable one ``FLAG_MEMORY``."""
 
 from __future__ import annotations
 

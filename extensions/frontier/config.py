@@ -1,7 +1,5 @@
 """Settings to :class:`~extensions.frontier.scheduler.Frontier` arguments, for
-``Frontier.from_crawler`` only: reads settings, resolves class paths, composes
-the store and host dispatch from ``FRONTIER_BACKEND``; an invalid value fails
-at start naming the setting and its value."""
+``Frontier.from_crawler`` only; an invalid value fails at start naming it."""
 
 from __future__ import annotations
 
@@ -44,9 +42,7 @@ def _non_negative(settings: Any, name: str) -> float:
 
 
 def _engine_hooks(crawler: Crawler) -> dict[str, Any]:
-    """Wake-up, in-progress view and error handling through the engine; Scrapy
-    has no public "poll the scheduler again", so this uses the engine's
-    ``_slot.nextcall.schedule()`` as its own downloads do."""
+    """Wake-up, in-progress view and error handling through the engine."""
 
     def engine() -> Any:
         try:
@@ -92,13 +88,11 @@ def policy_from_settings(settings: Any) -> RevisitPolicy:
 
 
 def max_share_from_settings(settings: Any) -> float:
-    """``REVISIT_MAX_SHARE``, a share in [0, 1]."""
     return checked(settings, "REVISIT_MAX_SHARE", lambda value: 0 <= value <= 1, "between 0 and 1")
 
 
 def call_soon(func: Callable[[], None]) -> None:
-    """Run ``func`` on the reactor thread before the reactor next polls for I/O
-    (asyncio's ``call_soon``; Twisted's ``callLater(0)`` runs before ``doIteration``)."""
+    """Run ``func`` on the reactor thread before the reactor next polls for I/O."""
     if is_asyncio_available():
         asyncio.get_event_loop().call_soon(func)
     else:

@@ -23,8 +23,7 @@ if TYPE_CHECKING:
 
 
 class AOPICCredit:
-    """Cash-based levels over one ledger, and its credit steps applied to the
-    queues: page payments, grants, promotions, OPIC revisits."""
+    """Cash-based levels over one ledger, and its credit steps applied to the queues."""
 
     def __init__(self, ledger: AOPICLedger, prioritizer: Prioritizer, store: FrontierStore, dispatch: HostDispatch,
                  stats: Any, memory_only: Mapping[int, Request], revisits: int = 0) -> None:
@@ -34,11 +33,8 @@ class AOPICCredit:
 
     def page_done(self, page: PageVerdict, fingerprint: int, fingerprints: list[int] | None = None,
                   stored: list[str] | None = None) -> PageDone | Deferred[PageDone]:
-        """Pay the page's cash: its history, the tax and the uncredited share to
-        Lambda, the rest to its outlinks (none if not followed); raise queued
-        outlinks' levels. Returns the history and each outlink's credit (a Deferred
-        when paid through a worker); ``stored`` are a 304's outlinks, ``fingerprints``
-        the outlinks' if known."""
+        """Pay the page's cash to Lambda and its outlinks, raising queued outlinks' levels;
+        the history and each outlink's credit (maybe a Deferred). ``stored``: a 304's outlinks."""
         links = page.links if page.follow else []
         if fingerprints is None or not page.follow:
             fingerprints = [canonical_fingerprint(link) for link in links]
@@ -63,9 +59,7 @@ class AOPICCredit:
 
     def _paid(self, fp: int, links: list[str], fingerprints: list[int], paid: Paid,
               entries: dict[int, Entry] | None, selected: bool = False) -> PageDone:
-        """The payment applied to the queues: promotions (the outlinks' rows:
-        ``entries`` if read with the cash; ``selected``: the rows of the rising
-        ones only, as judged where Redis answered), the OPIC revisit."""
+        """The payment applied to the queues: promotions, the OPIC revisit."""
         credit, rising = self._rising(fingerprints, paid.changes) if fingerprints and paid.changes else ({}, [])
         if selected:
             rising = list(entries or ())
@@ -93,13 +87,11 @@ class AOPICCredit:
         return credit, rising_links(links, changes, self.ledger.mean_cash(), self.prioritizer.level)
 
     def level_of(self, entry: Entry, cash: float) -> int:
-        """The level ``entry`` earns with ``cash``."""
         return self.prioritizer.level(entry.priority, entry.depth,
                                       {"aopic_cash": cash, "aopic_mean": self.ledger.mean_cash()})
 
     def cash_meta(self, request: Request, fp: int, credit: tuple[float, float] | None) -> Mapping[str, Any]:
-        """What the prioritiser sees for a new request: its cash (a seed: the initial
-        cash; ``credit``: its page's plus dividends since), else its meta."""
+        """What the prioritiser sees for a new request: its cash, else its meta."""
         ledger = self.ledger
         if request.meta.get("is_start_request") and not ledger.cash_of(fp):
             ledger.seed(fp)
@@ -113,8 +105,7 @@ class AOPICCredit:
 
     def _promote(self, fingerprints: list[int], credit: dict[int, tuple[float, float]],
                  known: dict[int, Entry] | None) -> None:
-        """Queued URLs whose cash crossed a level move up (their rows: ``known``
-        if read with the cash, else from the store)."""
+        """Queued URLs whose cash crossed a level move up."""
         rows = self.store.urls.get_many(fingerprints) if known is None else \
             {fp: known[fp] for fp in fingerprints if fp in known}
         for fp, entry in rows.items():
@@ -124,8 +115,7 @@ class AOPICCredit:
                 self.stats.inc_value("aopic/promoted")
 
     def _revisit(self, fp: int) -> None:
-        """OPIC revisits pages: back into the frontier at the level its cash
-        (none, just after the fetch) earns; credits move it up as they come."""
+        """OPIC revisits pages: back into the frontier at the level its cash earns."""
         entry = self.store.urls.get_many([fp]).get(fp)
         if entry is None or fp in self.memory_only:
             return

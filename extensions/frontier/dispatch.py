@@ -30,8 +30,7 @@ RATE_LIMITED_FIRST = 1 << 20
 
 def ready_order(level: int, rate_limited: bool) -> float:
     """A due host's order among those ready at once (lowest first): its head URL's
-    level, except that a host whose gap exceeds the common delay goes first (it
-    takes one fetch per gap, so it cannot crowd others out)."""
+    level; a host whose gap exceeds the common delay goes first."""
     return -level - (RATE_LIMITED_FIRST if rate_limited else 0)
 
 
@@ -39,9 +38,8 @@ DOWNLOAD_SLOT = "download_slot"  # scrapy.core.downloader.Downloader.DOWNLOAD_SL
 
 
 class HostKey:
-    """Politeness keys, exactly Scrapy's downloader slot keys: the
-    ``download_slot`` meta, else the host, or its IP when ``per_ip``
-    (``CONCURRENT_REQUESTS_PER_IP``), mapped when the URL reaches a back queue."""
+    """Politeness keys, exactly Scrapy's downloader slot keys (``download_slot``
+    meta, else the host, or its IP when ``per_ip``)."""
 
     def __init__(self, per_ip: bool = False) -> None:
         self.per_ip = per_ip

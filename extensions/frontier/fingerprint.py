@@ -32,8 +32,7 @@ class FingerprinterError(Exception):
 
 
 def use_fingerprinter(fingerprinter: Any, fingerprinter_class: Any = None) -> None:
-    """Key URLs by ``fingerprinter``, or by the canonical URL when its class is
-    Scrapy's default or None. Process-wide: every part of a crawl keys alike."""
+    """Key URLs by ``fingerprinter`` (None or Scrapy's default: the canonical URL), process-wide."""
     global _project
     if fingerprinter_class is not None and load_object(fingerprinter_class) is RequestFingerprinter:
         fingerprinter = None
@@ -42,8 +41,7 @@ def use_fingerprinter(fingerprinter: Any, fingerprinter_class: Any = None) -> No
 
 
 def use_project_fingerprinter(settings: Any) -> None:
-    """:func:`use_fingerprinter` with the project's class, for a command that
-    reads a crawl without crawling it (``scrapy linkgraph``)."""
+    """:func:`use_fingerprinter` with the project's class, for a command that reads a crawl."""
     from scrapy import Spider  # noqa: PLC0415 - a command's, not a crawl's
     from scrapy.crawler import Crawler  # noqa: PLC0415
     from scrapy.utils.misc import build_from_crawler  # noqa: PLC0415
@@ -72,15 +70,12 @@ def fingerprint(key: str, host: str) -> int:
 
 
 def _with_host(host: str, low: int) -> int:
-    """The signed fingerprint of ``low`` (40 bits) under ``host``'s 24."""
     return to_signed64((host_hash(host) << URL_BITS) | low)
 
 
 def url_fingerprint(url: str, method: str = "GET", body: bytes = b"",
                     request: Request | None = None) -> tuple[int, str]:
-    """``(fingerprint, host)`` of a URL as requested (lower-case canonical host;
-    a non-GET method or a body fingerprints differently). Raises ValueError (no
-    host) or FingerprinterError (the project's fingerprinter failed)."""
+    """``(fingerprint, host)`` of a URL as requested; ValueError (no host) or FingerprinterError."""
     # a project's fingerprinter sees every request, a host-less one too, as with Scrapy's scheduler
     low = _project_low_bits(request) if _project is not None and request is not None else None
     canonical = canonicalize(url)
@@ -97,8 +92,7 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"",
 
 @lru_cache(maxsize=FINGERPRINT_CACHE_SIZE)
 def canonical_fingerprint(canonical_url: str) -> int:
-    """:func:`url_fingerprint` of a GET of an already canonical URL (an extracted
-    link), cached: a site's navigation links recur on each page."""
+    """:func:`url_fingerprint` of a GET of an already canonical URL, cached."""
     if _project is not None:
         return _with_host(host_of(canonical_url), _project_low_bits(Request(canonical_url)))
     return fingerprint(url_key(canonical_url), host_of(canonical_url))

@@ -43,8 +43,7 @@ class DictStats:
 
 
 def update_gauges(frontier: Frontier) -> None:
-    """Queue sizes (``frontier/level/<n>`` too), held origins, the URL-seen
-    cache's hit rate, the ledger's totals, store memory per URL, URLs by status."""
+    """Queue sizes, held origins, cache hit rate, ledger totals, store memory, URLs by status."""
     stats, store, dispatch, held = frontier.stats, frontier.store, frontier.dispatch, frontier.holds.held
     inflight, bloom, ledger = len(frontier.inflight), frontier.bloom, frontier.ledger
     stats.set_value("frontier/back_queues", len(dispatch.hosts_in_use()))
@@ -82,8 +81,7 @@ def update_gauges(frontier: Frontier) -> None:
 
 def status_gauges(stats: Any, store: FrontierStore, clock: Callable[[], float] = time.time,
                   force: bool = False) -> None:
-    """``frontier/urls/<status>`` with ``frontier/urls_counted_at`` and
-    ``frontier/urls_count_seconds``; skipped while the last count is recent for its cost."""
+    """``frontier/urls/<status>``, skipped while the last count is recent for its cost."""
     started = clock()
     counted_at = stats.get_value("frontier/urls_counted_at")
     if not force and counted_at is not None and \

@@ -52,8 +52,7 @@ class OriginHolds:
         return bool(self.held or self.deferred)
 
     def hold(self, origin: str, until: float, reason: str, wait_out: bool | None = None) -> None:
-        """No URL of ``origin`` before ``until``; ``wait_out``: the crawl waits for
-        it to end (None: keep the current hold's flag)."""
+        """No URL of ``origin`` before ``until``; ``wait_out``: the crawl waits for it to end."""
         current = self.held.get(origin)
         if current is None:
             self.held[origin] = Hold(until, reason, wait_out=bool(wait_out))
@@ -67,8 +66,7 @@ class OriginHolds:
         return any(hold.wait_out and hold.until < INFINITY for hold in self.held.values())
 
     def state_of(self, url: str, revisit: bool = False) -> str | None:
-        """``"held"``, ``"deferred"`` or None for the origin of ``url``; a
-        ``revisit`` passes a deferral that stops exploration only."""
+        """``"held"``, ``"deferred"`` or None for the origin of ``url``."""
         origin = origin_of(url)
         reason = self.deferred.get(origin)
         if reason is not None and not (revisit and reason in EXPLORATION_ONLY):
@@ -84,8 +82,7 @@ class OriginHolds:
         return True
 
     def release_due(self, now: float) -> list[Entry]:
-        """Holds whose time has come: one parked URL of each as a probe (the hold
-        stays, untimed, until :meth:`release`); an empty hold just ends."""
+        """Holds whose time has come: one parked URL of each as a probe."""
         probes: list[Entry] = []
         for origin in [o for o, hold in self.held.items() if hold.until <= now]:
             hold = self.held[origin]
@@ -108,8 +105,7 @@ class OriginHolds:
         return [] if hold is None else list(hold.parked.values())
 
     def defer_all_held(self, prefix: str) -> dict[str, tuple[str, list[Entry]]]:
-        """Defer every held origin (the crawl has nothing else left to do):
-        origin -> (reason, its parked URLs)."""
+        """Defer every held origin: origin -> (reason, its parked URLs)."""
         out = {}
         for origin in list(self.held):
             reason = f"{prefix}: {self.held[origin].reason}"
@@ -122,5 +118,4 @@ class OriginHolds:
         return None if due == INFINITY else due
 
     def parked(self) -> int:
-        """How many URLs wait for a hold to end."""
         return sum(len(hold.parked) for hold in self.held.values())

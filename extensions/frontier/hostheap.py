@@ -64,8 +64,7 @@ class HostHeap:
     def serve_due(self, now: float, order: Callable[[str], Any], serve: Callable[[str], T | None],
                   ready_at: Callable[[str], float], reschedule: Callable[[str], None],
                   more: Callable[[], bool] = lambda: True) -> T | None:
-        """Serve the hosts due at ``now`` best first (by ``order``; None: dropped),
-        skipping rescheduled ones, until ``serve`` gives a result or ``more()`` is false."""
+        """Serve the hosts due at ``now`` best first until ``serve`` gives a result or ``more()`` is false."""
         ready = self._ready
         while (host := self.pop_due(now)) is not None:
             key = order(host)

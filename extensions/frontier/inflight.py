@@ -47,12 +47,10 @@ class InFlightTable(dict[Request, InFlight]):
         return records
 
     def engine_tracks(self) -> bool:
-        """Whether an engine tells when it is done with a request."""
         return self.in_progress() is not None
 
     def gone(self) -> list[Request]:
-        """Requests the engine no longer holds (finished, or refused by a
-        downloader middleware before they reached the downloader)."""
+        """Requests the engine no longer holds."""
         in_progress = self.in_progress()
         if in_progress is None or not self:
             return []
@@ -64,8 +62,7 @@ class InFlightTable(dict[Request, InFlight]):
         return [request for request in self if request in gone]
 
     def release(self, record: InFlight, now: float, duration: float | None) -> bool:
-        """The fetch of ``record`` ended: its host's gap starts (once);
-        whether this was the first end seen."""
+        """The fetch of ``record`` ended; whether this was the first end seen."""
         if record.released:
             return False
         record.released = True
@@ -74,8 +71,7 @@ class InFlightTable(dict[Request, InFlight]):
         return True
 
     def free_unfetched(self, record: InFlight) -> bool:
-        """``record`` will not be fetched (robots.txt): its host is free at
-        once, with no gap; whether it was still holding the host."""
+        """``record`` will not be fetched: its host is free at once; whether it held it."""
         if record.released:
             return False
         record.released = True

@@ -1,7 +1,5 @@
-"""Recording the link graph (``LINKGRAPH_RECORD``): each judged page's
-accepted outlinks (after URL and trap filters, before URL-seen), a
-redirect's ``Location`` as its one outlink, by URL-table fingerprint, with
-the page's and targets' canonical URLs, into ``store.links``."""
+"""Recording the link graph (``LINKGRAPH_RECORD``): each judged page's accepted
+outlinks and a redirect's ``Location``, by fingerprint and URL, into ``store.links``."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ class LinkRecorder:
         self.links, self.stats, self.enabled = links, stats, enabled
 
     def page_done(self, page: PageVerdict, source: int) -> list[int] | None:
-        """Record the page's outlinks under ``source`` (its final URL's fingerprint);
-        their fingerprints, one per link (for AOPIC), None when off."""
+        """Record the page's outlinks under ``source``; their fingerprints (None when off)."""
         if not self.enabled:
             return None
         fingerprints = [canonical_fingerprint(link) for link in page.links]
@@ -35,8 +32,7 @@ class LinkRecorder:
         return fingerprints
 
     def redirected(self, url: str, status: int, location: bytes | None, base: str) -> None:
-        """A fetch of ``url`` answered ``status``: if a redirect, record its
-        one outlink, ``location`` resolved against ``base`` (the response's URL)."""
+        """A fetch of ``url`` answered ``status``: a redirect's one outlink is recorded."""
         if not self.enabled or status not in REDIRECT_STATUSES or not location:
             return
         try:
@@ -50,8 +46,7 @@ class LinkRecorder:
         self.stats.inc_value("linkgraph/redirects")
 
     def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
-        """``source``'s outlinks, each once, replacing an earlier list; ``url`` and
-        ``target_urls`` (one per target) for stores that keep them."""
+        """``source``'s outlinks, each once, replacing an earlier list."""
         self.links.record(source, targets, url, target_urls)  # the table drops repeats
         self.stats.inc_value("linkgraph/pages")
         self.stats.inc_value("linkgraph/edges", len(set(targets)))

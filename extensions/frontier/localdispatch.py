@@ -1,16 +1,9 @@
 """Mercator's host dispatch in one process: front queues, back queues, host heap.
 
-New URLs go to their level's front queue; free back queues (one host each)
-are refilled by a biased selector; the host heap yields due hosts. A held
-origin's URLs are parked (:mod:`.holds`) and released through one probe;
-held work alone for ``FRONTIER_IDLE_CLOSE`` seconds is deferred.
-
-Durability: the URL table is authoritative (queues only give order); all
-changes share one store transaction committed before a hand-out
-(``FRONTIER_WRITE_AHEAD``) or at checkpoints. After a crash the front queues
-are refilled from the queued and in-flight rows; after a clean close the
-saved back queues are restored unless the queue counts changed. The Bloom
-filter is rebuilt when its tag does not match the store's."""
+A held origin's URLs are parked (:mod:`.holds`) and released through one
+probe. The URL table is authoritative: after a crash the front queues are
+refilled from its queued and in-flight rows; after a clean close the saved
+back queues are restored unless the queue counts changed."""
 
 from __future__ import annotations
 
@@ -49,7 +42,6 @@ class LocalDispatch:
         self._idle_since: float | None = None
 
     def bind(self, parts: FrontierParts) -> None:
-        """Take the frontier's parts (called once, by the frontier)."""
         self.parts = parts
         self.store = parts.store
         self.front = FrontQueues(parts.store, self.levels, self.queue_buffer, self.selector)
@@ -161,12 +153,10 @@ class LocalDispatch:
 
     # -- queue state -----------------------------------------------------------
     def __len__(self) -> int:
-        """Requests queued for this process (plus the unfiled ones)."""
         return len(self.front) + len(self.back) + len(self.parts.unfiled)
 
     def has_pending(self) -> bool:
-        """Work to hand out; URLs parked by held origins count only until nothing
-        else was left for ``idle_close`` seconds, then they are deferred."""
+        """Work to hand out; parked URLs alone for ``idle_close`` seconds are deferred."""
         holds = self.parts.holds
         if not holds.held:
             return len(self) > 0
@@ -184,7 +174,7 @@ class LocalDispatch:
         return len(self) > 0
 
     def _busy(self) -> bool:
-        """Work other than the probes of held origins: queued, unfiled or in flight."""
+        """Work other than the probes of held origins."""
         if self.parts.unfiled:
             return True
         inflight = {record.entry.fingerprint for record in self.parts.inflight.values()}
@@ -196,7 +186,6 @@ class LocalDispatch:
         return set(self.back.queue_of)
 
     def in_memory(self) -> int:
-        """Entries in the queues' memory buffers."""
         return self.front.in_memory() + self.back.in_memory()
 
     def queued_by_level(self) -> dict[int, int]:
@@ -212,8 +201,7 @@ class LocalDispatch:
 
     # -- enqueue ---------------------------------------------------------------
     def enqueue(self, entry: Entry, bypass: bool) -> bool:
-        """Write the URL row (the URL-seen test's insert) and append the entry
-        to its level's front queue; a ``bypass`` copy rewrites its row."""
+        """Insert the URL row (the URL-seen test) and push to its front queue."""
         now = self.parts.wall_clock()
         if bypass:
             self.store.urls.requeue(entry, now)
@@ -236,8 +224,7 @@ class LocalDispatch:
         return True
 
     def revisit(self, entry: Entry, level: int) -> None:
-        """A page queued again at ``level``; a re-visit (``FLAG_REVISIT``) whose host
-        has a back queue goes to its head, after the re-visits already there."""
+        """A page queued again at ``level`` (a re-visit to its host's back queue, if any)."""
         again = entry._replace(level=level)
         self.store.urls.requeue(again, self.parts.wall_clock())
         host = self._key_of(again)
@@ -247,8 +234,7 @@ class LocalDispatch:
             self.front.push(again)
 
     def stale_copy(self, fingerprint: int) -> bool:
-        """AOPIC promotions leave a stale copy in a lower queue: only the
-        first copy of a still-queued URL is fetched."""
+        """Whether this copy is stale (an AOPIC promotion fetched the other)."""
         return self.store.urls.status_of(fingerprint) != Status.QUEUED
 
     def _request_of(self, entry: Entry) -> Request | None:
@@ -259,8 +245,7 @@ class LocalDispatch:
 
     # -- dispatch --------------------------------------------------------------
     def next_request(self, now: float) -> Request | None:
-        """The best URL of the hosts politeness allows now: due hosts are ordered by
-        their head URL's level (:func:`ready_order`), so priorities hold across hosts."""
+        """The best URL of the hosts politeness allows now (:func:`ready_order`)."""
         if self.parts.holds.held:
             self._release_holds(now)
         self._refill()
@@ -296,7 +281,6 @@ class LocalDispatch:
             self.heap.place(host, self.parts.politeness.ready_at(host))
 
     def scheduled(self, host: str) -> bool:
-        """Whether ``host`` is on the host heap."""
         return host in self.heap
 
     def _refill(self) -> None:
@@ -309,8 +293,7 @@ class LocalDispatch:
         self.parts.stats.set_value("frontier/back_queues", self.back.in_use())
 
     def next_due(self, now: float) -> float | None:
-        """The earliest due host (now when a refill ran out of budget), or
-        the end of the first hold."""
+        """The earliest due host, or the end of the first hold."""
         due = self.heap.next_time()
         if self.back.free and len(self.front):
             due = now
@@ -345,8 +328,7 @@ class LocalDispatch:
 
     def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
         """Park or defer ``entry`` if its origin is held or deferred (a probe goes
-        through); whether it was kept back. ``refused``: a hold refused it in
-        flight; if that hold has ended, it goes back to the front queues."""
+        through); ``refused``: a hold refused it in flight."""
         parts = self.parts
         state = parts.holds.state_of(entry.url, bool(entry.flags & FLAG_REVISIT))
         if state is None and refused:
@@ -379,8 +361,7 @@ class LocalDispatch:
             self.parts.stats.inc_value("frontier/hold_probes")
 
     def _probe_ended(self, entry: Entry) -> None:
-        """A probe was fetched (or failed without a new hold): the rest of
-        its origin's parked URLs go back to the front queues."""
+        """A probe ended without a new hold: its origin's parked URLs are queued again."""
         self._probes.discard(entry.fingerprint)
         for parked in self.parts.holds.release(origin_of(entry.url)):
             self.front.push(parked)

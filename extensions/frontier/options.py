@@ -52,8 +52,7 @@ RUNTIME = frozenset(field.name for field in fields(Runtime))
 
 
 def frontier_arguments(**values: Any) -> dict[str, Any]:
-    """Flat keyword values (a part, an option or a runtime value by name) as
-    ``Frontier.__init__``'s keyword arguments; an unknown name is a TypeError."""
+    """Flat keyword values as ``Frontier.__init__``'s keyword arguments; unknown: TypeError."""
     unknown = set(values) - OPTIONS - RUNTIME - set(PARTS)
     if unknown:
         raise TypeError(f"unknown frontier arguments: {', '.join(sorted(unknown))}")

@@ -29,8 +29,7 @@ class PageVerdict:
 
 @dataclass(frozen=True, slots=True)
 class PageDone:
-    """The page's AOPIC history (its importance), each outlink's credit
-    (its cash then, the ledger's dividend then) and, for a 304, its stored outlinks."""
+    """The page's AOPIC history, each outlink's credit and, for a 304, its stored outlinks."""
 
     history: float = 0.0
     credit: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -38,8 +37,7 @@ class PageDone:
 
 
 def page_fingerprints(page: PageVerdict) -> tuple[int, int]:
-    """Fingerprints of the URL the page was requested as (its cash, its content
-    group) and of its final URL after redirects (its links' source)."""
+    """Fingerprints of the URL the page was requested as and of its final URL."""
     requested, _ = url_fingerprint(page.url)
     if not page.final_url or page.final_url == page.url:
         return requested, requested
@@ -47,6 +45,5 @@ def page_fingerprints(page: PageVerdict) -> tuple[int, int]:
 
 
 def link_request(url: str, depth: int, referer: str | None) -> Request:
-    """The request for an outlink found at ``depth - 1``, as Scrapy's Depth and
-    Referer middlewares would build it (Referer: the page's final URL)."""
+    """The request for an outlink, as Scrapy's Depth and Referer middlewares would build it."""
     return Request(url, meta={"depth": depth}, headers={"Referer": referer} if referer else None)

@@ -53,7 +53,6 @@ class Politeness:
         self.hosts: dict[str, HostState] = {}
 
     def limit(self, host: str) -> int:
-        """How many fetches of ``host`` may be in flight at once."""
         return int(self.slots.get(host, {}).get("concurrency", self.concurrency))
 
     def gap(self, host: str, last_duration: float) -> float:
@@ -64,14 +63,12 @@ class Politeness:
         return politeness_gap(delay, self.crawl_delays.get(host), self.factor, last_duration)
 
     def rate_limited(self, host: str) -> bool:
-        """Whether ``host`` must wait longer between fetches than hosts in general:
-        it takes one fetch per gap, so the frontier serves it as soon as it may."""
+        """Whether ``host`` must wait longer between fetches than hosts in general."""
         state = self.hosts.get(host)
         return self.gap(host, 0.0 if state is None else state.last_duration) > self.delay
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None:
-        """Record (None: forget) a host's robots.txt Crawl-delay; a longer one also
-        pushes its next-allowed time."""
+        """Record (None: forget) a host's robots.txt Crawl-delay."""
         if seconds is None or seconds <= 0:
             self.crawl_delays.pop(host, None)
             return
@@ -79,8 +76,7 @@ class Politeness:
         self._push(host)
 
     def widen(self, host: str, seconds: float) -> None:
-        """``host`` waits at least ``seconds`` between fetches from now on (a wider
-        delay already set stays); its next-allowed time is pushed too."""
+        """``host`` waits at least ``seconds`` between fetches from now on."""
         if seconds <= self.widened.get(host, 0.0):
             return
         self.widened[host] = float(seconds)
@@ -108,12 +104,10 @@ class Politeness:
         return state
 
     def started(self, host: str, now: float) -> None:
-        """A fetch of ``host`` was handed to the downloader at ``now``."""
         self._state(host).in_flight += 1
 
     def finished(self, host: str, end: float, duration: float) -> float:
-        """A fetch of ``host`` ended at ``end`` after ``duration`` seconds;
-        return the host's new next-allowed time."""
+        """A fetch of ``host`` ended; the host's new next-allowed time."""
         state = self._state(host)
         state.in_flight = max(0, state.in_flight - 1)
         state.last_duration = duration
@@ -122,8 +116,7 @@ class Politeness:
         return state.next_allowed
 
     def observed(self, host: str, end: float, duration: float) -> None:
-        """A fetch of ``host`` we did not schedule (robots.txt) ended: it
-        counts for the gap but not for the in-flight limit."""
+        """A fetch we did not schedule ended: it counts for the gap only."""
         state = self.hosts.get(host)
         if state is not None:
             state.last_duration, state.last_end = duration, end

@@ -37,8 +37,7 @@ class BufferedQueue:
             self.flush()
 
     def push_front(self, entry: Entry, behind: Callable[[Entry], bool] | None = None) -> None:
-        """``entry`` first in the queue, or after the leading entries of the
-        head buffer that ``behind`` accepts."""
+        """``entry`` first in the queue, or after the head entries ``behind`` accepts."""
         position = 0
         if behind is not None:
             while position < len(self.head) and behind(self.head[position]):
@@ -78,8 +77,7 @@ class BufferedQueue:
             self.tail = []
 
     def spill(self) -> None:
-        """Put both buffers back into the store (clean close): the head
-        buffer at the front, the tail at the back."""
+        """Put both buffers back into the store (clean close)."""
         self.store.queues.push_front(self.name, [entry.fingerprint for entry in self.head])
         self.head.clear()
         self.flush()
@@ -105,8 +103,6 @@ class BiasedSelector:
 
     @classmethod
     def linear(cls, levels: int) -> BiasedSelector:
-        """Level i weighs i + 1: the top level of 8 comes 8 times as often
-        as the bottom one."""
         return cls(range(1, levels + 1))
 
     def select(self, available: Sequence[bool]) -> int | None:
@@ -216,8 +212,7 @@ class BackQueues:
     def refill(
         self, front: FrontQueues, budget: int, key_of: Callable[[Entry], str]
     ) -> list[str]:
-        """Fill free back queues from the front, moving at most ``budget`` entries;
-        return the hosts that got a queue."""
+        """Fill free back queues (at most ``budget`` entries); the hosts that got one."""
         assigned: list[str] = []
         moved = 0
         while self.free and moved < budget:
@@ -233,8 +228,7 @@ class BackQueues:
         return assigned
 
     def restore(self, key_of: Callable[[Entry], str]) -> list[str]:
-        """After a clean reopen: rebuild the host table from the first entry
-        of each non-empty back queue; return the hosts."""
+        """After a clean reopen: the host table from each back queue's first entry."""
         hosts = []
         for index, queue in enumerate(self.queues):
             entry = queue.peek()

@@ -43,8 +43,7 @@ class RevisitSchedule:
 
     # -- after a fetch -----------------------------------------------------------
     def page_done(self, page: PageVerdict, fingerprint: int, now: float) -> PageVerdict:
-        """Move the history of the page's final URL (``fingerprint``) on; a
-        ``304``'s verdict comes back with the page's stored outlinks as its links."""
+        """Move the page's history on; a 304's verdict comes back with its stored outlinks."""
         before = self.store.revisits.get([fingerprint]).get(fingerprint) or self.policy.first(fingerprint, now)
         after = self.policy.after_visit(before, now, not_modified=page.not_modified, status=page.status,
                                         content=page.content, etag=page.etag, last_modified=page.last_modified)
@@ -57,8 +56,7 @@ class RevisitSchedule:
         return page
 
     def redirected(self, url: str, now: float) -> None:
-        """A redirect answered ``url``: it is due again after its interval all the
-        same, so a changed Location leads to the new target."""
+        """A redirect answered ``url``: due again after its interval all the same."""
         fingerprint, _ = url_fingerprint(url)
         before = self.store.revisits.get([fingerprint]).get(fingerprint) or self.policy.first(fingerprint, now)
         self.store.revisits.put([self.policy.after_visit(before, now, status=301)])
@@ -79,8 +77,7 @@ class RevisitSchedule:
 
     # -- due URLs back into the frontier -------------------------------------------
     def pump(self, now: float, queued: int) -> int:
-        """Put due URLs back, within the share of fetches re-visits may take
-        while ``queued`` requests wait; how many."""
+        """Put due URLs back within the re-visits' share of fetches; how many."""
         if now >= self._gauges_due:
             self.gauges(now)
         due = self.next_due(now)
@@ -104,9 +101,7 @@ class RevisitSchedule:
         return len(records)
 
     def _allowance(self, queued: int) -> int:
-        """How many URLs may come back now: a batch when nothing new waits, else as
-        many as keep re-visits within ``max_share`` of the fetches (never negative
-        for re-visits queued by an earlier run)."""
+        """How many URLs may come back now (a batch when nothing new waits)."""
         waiting_revisits = max(0, self.released - self.handed)
         if queued - waiting_revisits <= 0 or self.max_share >= 1.0:
             return self.batch
@@ -114,8 +109,7 @@ class RevisitSchedule:
         return min(self.batch, int(ratio * (self.new_handed + 1)) - self.released)
 
     def handed_out(self, entry: Entry) -> dict[str, Any] | None:
-        """A request for ``entry`` goes to the engine: count it; a re-visit's
-        validators for its meta (None: not a re-visit, or none stored)."""
+        """A request for ``entry`` goes to the engine; a re-visit's validators, or None."""
         if not entry.flags & FLAG_REVISIT:
             self.new_handed += 1
             return None
@@ -126,15 +120,13 @@ class RevisitSchedule:
         return {"etag": record.etag, "last_modified": record.last_modified}
 
     def next_due(self, now: float) -> float | None:
-        """The earliest due time of a scheduled URL (re-read from the store
-        at most every :data:`NEXT_DUE_REFRESH` seconds)."""
+        """The earliest due time (re-read at most every :data:`NEXT_DUE_REFRESH` seconds)."""
         if now - self._read_at >= NEXT_DUE_REFRESH:
             self._next_due, self._read_at = self.store.revisits.next_due(), now
         return self._next_due
 
     def wake_at(self, due: float | None, now: float, wall_now: float) -> float | None:
-        """The earlier of ``due`` (the dispatch's, on the monotonic clock
-        ``now``) and the next re-visit (wall-clock, converted)."""
+        """The earlier of ``due`` (monotonic) and the next re-visit (wall-clock, converted)."""
         wall_due = self.next_due(wall_now)
         if wall_due is None:
             return due
@@ -142,8 +134,7 @@ class RevisitSchedule:
         return revisit_due if due is None else min(due, revisit_due)
 
     def gauges(self, now: float) -> None:
-        """Stats of the schedule: scheduled, due now, gone, and estimated
-        freshness and age over the first :data:`GAUGES_SAMPLE` records."""
+        """Stats of the schedule, freshness and age over :data:`GAUGES_SAMPLE` records."""
         started = time.perf_counter()
         counts = self.store.revisits.counts()
         self.stats.set_value("revisit/scheduled", counts.scheduled)

@@ -1,8 +1,5 @@
-"""The Mercator URL frontier as Scrapy's scheduler
-(``SCHEDULER = "extensions.frontier.scheduler.Frontier"``): URL-seen, the
-store, the prioritiser and one host dispatch; others reach it through
-signals. The URL table is authoritative, so a crawl resumes after a clean
-close or a ``kill -9``."""
+"""The Mercator URL frontier as Scrapy's scheduler: URL-seen, the store, the
+prioritiser and one host dispatch; others reach it through signals."""
 
 from __future__ import annotations
 
@@ -46,8 +43,7 @@ logger = logging.getLogger(__name__)
 
 
 class WakeUpTimer:
-    """Wakes the engine when the first host is due (it asks the scheduler only
-    on events and a heartbeat): at most one pending call, an earlier one replaces it."""
+    """Wakes the engine when the first host is due: at most one pending call."""
 
     def __init__(self, call_later: Callable[..., Any] | None, wake: Callable[[], None] | None,
                  stats: Any) -> None:
@@ -56,8 +52,7 @@ class WakeUpTimer:
         self.due = INFINITY  # when the pending timer fires (inf: none pending)
 
     def arm(self, due: float | None, now: float) -> None:
-        """Wake the engine at ``due`` (None: nothing to wait for), unless a
-        timer at or before that time is pending already."""
+        """Wake the engine at ``due`` (None: never) unless an earlier timer is pending."""
         if due is None or self.call_later is None or self.wake is None:
             return
         due = max(due, now)
@@ -82,8 +77,7 @@ class WakeUpTimer:
 
 
 class WriteAhead:
-    """Runs ``commit`` once before the reactor's next I/O poll, however often
-    asked (``FRONTIER_WRITE_AHEAD``); at once without ``call_soon``."""
+    """Runs ``commit`` once before the reactor's next I/O poll, however often asked."""
 
     def __init__(self, commit: Callable[[], None], call_soon: Callable[[Callable[[], None]], Any] | None) -> None:
         self.commit = commit
@@ -91,7 +85,6 @@ class WriteAhead:
         self.due = False
 
     def request(self) -> None:
-        """A request is being handed out: commit before the reactor polls again."""
         if self.call_soon is None:
             self.commit()
         elif not self.due:
@@ -104,7 +97,6 @@ class WriteAhead:
             self.commit()
 
     def cancel(self) -> None:
-        """The store is closing (and commits itself): a commit still due is dropped."""
         self.due = False
 
 
@@ -125,7 +117,6 @@ class Frontier(BaseScheduler):
         options: FrontierOptions = FrontierOptions(),
         runtime: Runtime = Runtime(),
     ) -> None:
-        """The parts (default: local dispatch, depth prioritiser) and plain values (:mod:`.options`)."""
         self.store = store
         self.dispatch: HostDispatch = dispatch if dispatch is not None else LocalDispatch()
         self.prioritizer = prioritizer or DepthPrioritizer(self.dispatch.levels)
@@ -190,8 +181,7 @@ class Frontier(BaseScheduler):
 
     # -- Scrapy's scheduler interface ----------------------------------------
     def open(self, spider: Spider | None) -> None:
-        """Open the store (raising FrontierStoreError naming the file),
-        resume or rebuild, start checkpointing."""
+        """Open the store, resume or rebuild, start checkpointing."""
         self.spider = spider
         self.store.open()
         self.dispatch.open()
@@ -235,14 +225,11 @@ class Frontier(BaseScheduler):
         return len(self.dispatch)
 
     def has_pending_requests(self) -> bool:
-        """Work to hand out (the dispatch's: held origins, other processes), or a URL due again."""
         return self.dispatch.has_pending() or bool(self.revisits and self.revisits.pending(self.wall_clock()))
 
     def enqueue_request(self, request: Request, credit: tuple[float, float] | None = None) -> bool:
-        """URL-seen test, prioritiser, dispatch; ``dont_filter`` bypasses URL-seen
-        except for a start request's first copy. A URL without a host is handed
-        out first, unfiled. ``credit``: its page's AOPIC (cash, dividend). Raises
-        only FingerprinterError (a project's fingerprinter)."""
+        """URL-seen test, prioritiser, dispatch; ``dont_filter`` bypasses URL-seen except
+        for a start request's first copy. ``credit``: its page's AOPIC (cash, dividend)."""
         try:
             fp, host = url_fingerprint(request.url, request.method, request.body, request)
         except ValueError:  # no host to be polite to (``data:``): handed out as it is
@@ -282,8 +269,7 @@ class Frontier(BaseScheduler):
         return True
 
     def next_request(self) -> Request | None:
-        """The best URL of the hosts whose politeness allows a fetch now
-        (an unfiled request first); if none is due, arm the wake-up timer."""
+        """The best URL politeness allows now; if none, arm the wake-up timer."""
         if self.unfiled:
             self.stats.inc_value("frontier/dequeued")
             return self.unfiled.popleft()
@@ -307,9 +293,8 @@ class Frontier(BaseScheduler):
         self.wakeup.arm(due, now)
 
     def request_of(self, entry: Entry, cash: float | None = None) -> Request | None:
-        """The request of a dequeued entry, or None when it must not be fetched now
-        (excluded, memory-only and gone, undecodable: the last two marked failed).
-        A re-visit carries its validators; ``cash``: the entry's, if known."""
+        """The request of a dequeued entry, or None when it must not be fetched
+        (lost or undecodable ones marked failed); ``cash``: the entry's, if known."""
         fp = entry.fingerprint
         if fp in self.excluded:
             self.excluded.discard(fp)
@@ -338,7 +323,7 @@ class Frontier(BaseScheduler):
 
     # -- fetch end -------------------------------------------------------------
     def fetch_finished(self, request: Request, duration: float | None = None, ok: bool = True) -> None:
-        """A fetch of a request we handed out ended (also for tests and benchmarks)."""
+        """A fetch of a request we handed out ended."""
         record = self.inflight.get(request)
         if record is not None:
             record.ok = record.ok or ok
@@ -376,7 +361,6 @@ class Frontier(BaseScheduler):
             self._finish(request)
 
     def _sweep(self) -> None:
-        """Finish requests the engine no longer holds."""
         for request in self.inflight.gone():
             self._release(request, None)
             self._finish(request)
@@ -389,8 +373,7 @@ class Frontier(BaseScheduler):
     # -- the page's verdict (the last item pipeline) ---------------------------
     def page_done(self, page: PageVerdict) -> PageDone | Deferred[PageDone]:
         """The one entry point for a judged page: records its outlinks, pays AOPIC,
-        stores its content-seen group and files the outlinks. Returns the history
-        (a Deferred, firing once the links are filed, with a worker thread)."""
+        stores its group and files the outlinks; the history (maybe a Deferred)."""
         fp, source = page_fingerprints(page)  # the requested and the final URL's, once
         if page.content_group is not None:
             self.store.groups.set_content_group(fp, page.content_group, page.duplicate)
@@ -408,8 +391,7 @@ class Frontier(BaseScheduler):
         return self._follow(page, done)
 
     def _follow(self, page: PageVerdict, done: PageDone) -> PageDone:
-        """File the outlinks as Scrapy's Depth and Referer middlewares would, with
-        ``request_scheduled`` (``request_dropped`` if refused); lately filed links skipped."""
+        """File the outlinks as Scrapy's Depth and Referer middlewares would."""
         links = done.links if done.links is not None else page.links  # a 304: the stored ones
         if not page.follow:
             self.stats.inc_value("links/not_followed_duplicate", len(links))
@@ -432,15 +414,14 @@ class Frontier(BaseScheduler):
         return done
 
     def note(self, key: str, message: str, *args: Any) -> None:
-        """A noisy event: ``frontier/<key>`` counted every time, the first case of each key logged."""
+        """A noisy event: ``frontier/<key>`` counted, the first of each key logged."""
         self.stats.inc_value(f"frontier/{key}")
         if key not in self._logged:
             self._logged.add(key)
             logger.warning(message + " (further cases only counted in frontier/%s)", *args, key)
 
     def _scheduled(self, request: Request) -> bool:
-        """``request_scheduled`` for a link filed here, as ``engine.crawl`` sends it:
-        whether no receiver refused ``request`` (IgnoreRequest)."""
+        """``request_scheduled`` as ``engine.crawl`` sends it; whether nobody refused."""
         if self.send is None:
             return True
         for _, result in self.send(signals.request_scheduled, request=request, spider=self.spider,
@@ -450,40 +431,34 @@ class Frontier(BaseScheduler):
         return True
 
     def host_assigned(self, host: str) -> None:
-        """The dispatch gave ``host`` a queue here: ``host_assigned`` (a DNS prefetch)."""
         if self.send is not None:
             self.send(host_assigned, host=host)
 
     # -- signals from robots.txt and other components -----------------------------
     def robots_rules_parsed(self, origin: str, crawl_delay: float | None) -> float:
-        """Signal handler: ``origin``'s robots.txt Crawl-delay (None: none) becomes its host's;
-        the seconds until the host may be fetched again (the robots.txt fetch counts for the gap)."""
+        """``origin``'s Crawl-delay becomes its host's; seconds until the host may be fetched."""
         host = self.hostkey.of_request(Request(origin + "/"))
         self.set_crawl_delay(host, crawl_delay)
         return self.politeness.wait(host, self.clock())
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None:
-        """The robots.txt Crawl-delay of a host (None to forget it)."""
         self.politeness.set_crawl_delay(host, seconds)
         self.store.hosts.set_crawl_delay(host, seconds if seconds and seconds > 0 else None)
         if self.dispatch.scheduled(host):
             self.dispatch.reschedule(host)
 
     def politeness_widened(self, origin: str, delay: float) -> None:
-        """Signal handler: ``origin``'s host waits at least ``delay`` seconds between
-        fetches for the rest of the crawl (kept in the store for resumes and peers)."""
+        """``origin``'s host waits at least ``delay`` seconds between fetches (stored)."""
         host = self.hostkey.of_request(Request(origin + "/"))
         self.politeness.widen(host, delay)
         self.store.hosts.set_widened(host, self.politeness.widened[host])
 
     def _learn_widened(self) -> None:
-        """Widened delays the store knows (a previous run's, other processes')."""
         for host, delay in self.store.hosts.widened().items():
             self.politeness.widen(host, delay)
 
     def request_excluded(self, request: Request, reason: str) -> None:
-        """Signal handler: a handed-out request must not be fetched (robots.txt):
-        mark it excluded and free its host without a politeness gap."""
+        """A handed-out request must not be fetched: excluded, its host freed without a gap."""
         record = self.inflight.get(request)
         self.admission.mark_excluded(request.url, handed_out=record is not None)
         if record is not None:
@@ -492,8 +467,7 @@ class Frontier(BaseScheduler):
                 self.dispatch.reschedule(record.host)
 
     def origin_held(self, origin: str, delay: float, reason: str, request: Request | None = None, wait_out: bool = False) -> None:
-        """Signal handler: park ``origin``'s URLs for ``delay`` seconds (``wait_out``: see the signal); ``request``,
-        refused for it, comes back to its queue whenever its refusal is seen (even after the hold ended), never failed."""
+        """Park ``origin``'s URLs for ``delay`` seconds; ``request``, refused for it, is requeued."""
         if (record := self.inflight.get(request)) is not None:  # refused, not fetched (a 429's response neither)
             record.held, record.ok = True, False
         self.holds.hold(origin, self.clock() + max(0.0, delay), reason, wait_out)
@@ -502,13 +476,11 @@ class Frontier(BaseScheduler):
         self.dispatch.origin_held(origin, delay, reason)
 
     def origin_deferred(self, origin: str, reason: str) -> None:
-        """Signal handler: ``origin``'s URLs are deferred for this run."""
         self.admission.defer(self.holds.defer(origin, reason), origin, reason)
         self.dispatch.origin_deferred(origin)
 
     def urls_refused(self, refusals: Sequence[tuple[str, str]], request: Request | None = None) -> None:
-        """Signal handler: each ``(url, reason)`` will not be crawled: an unknown URL
-        gets a ``refused`` row; ``request``, if handed out, ends refused, not failed."""
+        """Each ``(url, reason)`` will not be crawled; ``request``, if handed out, ends refused."""
         record = self.inflight.get(request)
         if record is not None:
             record.refused = refusals[0][1] if refusals else "refused"
@@ -517,7 +489,6 @@ class Frontier(BaseScheduler):
 
     # -- checkpoints ---------------------------------------------------------------
     def checkpoint(self) -> None:
-        """Commit everything so far (and save the Bloom filter)."""
         try:
             if self.ledger is not None:
                 self.ledger.save()
@@ -532,7 +503,6 @@ class Frontier(BaseScheduler):
         self.dispatch.checkpoint()
 
     def _write_ahead(self) -> None:
-        """Commit what changed before it can be fetched (see :class:`WriteAhead`)."""
         try:
             self.store.commit(self.ledger.save if self.ledger is not None else None)
         except FrontierStoreError as err:
@@ -546,8 +516,7 @@ class Frontier(BaseScheduler):
         self.runtime.on_store_error(err)
 
     def _save_bloom(self) -> None:
-        """Commit the store with a new tag of the Bloom filter in its meta, then
-        write the filter (a filter with another tag is rebuilt at open)."""
+        """Commit the store with a new Bloom tag, then write the filter with it."""
         self._checkpoints += 1
         tag, bloom, path = f"{self._checkpoints}-{self.wall_clock():.6f}", self.bloom, self.bloom_path
         write = bloom is not None and path is not None and (bloom.dirty or not path.exists())
@@ -563,5 +532,4 @@ class Frontier(BaseScheduler):
         return False
 
     def entries_in_memory(self) -> int:
-        """Request entries the frontier holds in memory (buffers + in flight)."""
         return self.dispatch.in_memory() + len(self.inflight) + len(self.memory_only)

@@ -1,9 +1,7 @@
 """The frontier's storage seams, one narrow protocol per concern (as Frontera).
 
-The :class:`URLTable` is authoritative: its keys are the exact URL-seen set
-and :class:`RequestQueues` can be rebuilt from its queued and in-flight
-rows. A :class:`FrontierStore` hands out the tables and owns open (raising
-:class:`FrontierStoreError`), checkpoint, close and ``clean``."""
+The :class:`URLTable` is authoritative: the queues can be rebuilt from its
+queued and in-flight rows. A :class:`FrontierStore` hands out the tables."""
 
 from __future__ import annotations
 
@@ -14,8 +12,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 
 class FrontierStoreError(RuntimeError):
-    """The store cannot be opened or written (corrupt file, full disk, wrong
-    schema); raised at start, the message names the file."""
+    """The store cannot be opened or written; the message names the file."""
 
 
 class Status(IntEnum):
@@ -42,8 +39,7 @@ FLAG_REVISIT = 16  # queued again by the re-visit schedule (its request carries 
 
 
 class Entry(NamedTuple):
-    """One URL as the frontier stores it: compact fields for a GET with the
-    default callback, ``blob`` for the rest; ``level`` is its front queue."""
+    """One URL as the frontier stores it; ``level`` is its front queue."""
 
     fingerprint: int
     url: str
@@ -82,8 +78,7 @@ class URLTable(Protocol):
     """Every known URL by fingerprint; authoritative for resume."""
 
     def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
-        """Add-if-new: insert each entry whose fingerprint is unknown with
-        status queued; return, per entry, whether it was new."""
+        """Insert each unknown entry as queued; per entry, whether it was new."""
 
     def requeue(self, entry: Entry, now: float) -> None:
         """Insert or overwrite ``entry`` with status queued (``dont_filter``)."""
@@ -98,22 +93,19 @@ class URLTable(Protocol):
         now: float | None = None,
         only_from: Status | None = None,
     ) -> None:
-        """Set the status (and, given ``now``, the last-fetched time); with
-        ``only_from``, only rows currently in that status change."""
+        """Set the status (and fetch time ``now``); ``only_from``: only rows in that status."""
 
     def status_of(self, fingerprint: int) -> Status | None:
         """The status of one URL, None if unknown."""
 
     def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
-        """``(fingerprint, level)`` of every queued or in-flight URL, in
-        discovery order (to rebuild the queues)."""
+        """``(fingerprint, level)`` of every queued or in-flight URL, in discovery order."""
 
     def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
         """``(fingerprint, level)`` of every known URL (to rebuild a Bloom filter)."""
 
     def count_host(self, fingerprint: int, host: str) -> int:
-        """How many URLs of ``host`` are known; ``fingerprint`` is any of its
-        URLs' (their shared high bits make this a range scan)."""
+        """How many URLs of ``host`` are known (``fingerprint``: any of them)."""
 
     def requeue_inflight(self) -> int:
         """Every in-flight URL back to queued; return how many."""
@@ -122,8 +114,7 @@ class URLTable(Protocol):
         """How many URLs in each status."""
 
     def take_deferred(self) -> list[int]:
-        """Every deferred URL back to queued (a resume retries them);
-        return their fingerprints."""
+        """Every deferred URL back to queued; their fingerprints."""
 
 
 @runtime_checkable
@@ -171,8 +162,7 @@ class HostTable(Protocol):
 
 @runtime_checkable
 class CashTable(Protocol):
-    """AOPIC's per-URL cash, history and dividend mark (see
-    :mod:`extensions.aopic.ledger`); rows exist only for URLs given cash."""
+    """AOPIC's per-URL cash, history and dividend mark (rows only for URLs given cash)."""
 
     def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float, int]]:
         """``(cash, history, mark, visits)`` of the known ``fingerprints``."""
@@ -188,14 +178,12 @@ class CashTable(Protocol):
 
     def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
             dict[int, tuple[float, float, float, int]], dict[int, Entry] | None]:
-        """:meth:`get_cash` and, where reading both at once saves a round trip (a
-        networked store), :meth:`URLTable.get_many` of the same URLs; else None."""
+        """:meth:`get_cash`, and the URLs' entries where one round trip reads both (else None)."""
 
 
 @runtime_checkable
 class ContentGroups(Protocol):
-    """The content-seen test's verdict per URL: its similar-content group
-    and whether it was a duplicate (``content_groups`` in SQLite)."""
+    """The content-seen test's verdict per URL: its group and whether it was a duplicate."""
 
     def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
         """Record the URL's group (buffered until the next checkpoint)."""
@@ -206,12 +194,10 @@ class ContentGroups(Protocol):
 
 @runtime_checkable
 class LinkTable(Protocol):
-    """Per fetched page (fingerprint), its accepted outlinks' fingerprints in
-    the order found, each once."""
+    """Per fetched page, its accepted outlinks' fingerprints in order, each once."""
 
     def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
-        """``source``'s outlinks (first of duplicates kept), replacing an earlier
-        list; ``url`` and ``target_urls`` (one per target) for stores that name nodes."""
+        """``source``'s outlinks, replacing an earlier list; URLs for stores that name nodes."""
 
     def targets_of(self, source: int) -> list[int] | None:
         """``source``'s recorded outlinks, None if it has no list."""
@@ -220,12 +206,10 @@ class LinkTable(Protocol):
         """How many pages have a recorded list."""
 
     def scan(self, batch: int = 10_000) -> Iterator[list[tuple[int, list[int]]]]:
-        """Every recorded ``(source, targets)``, in lists of up to ``batch``,
-        each source once (for the graph builder; no order promised)."""
+        """Every recorded ``(source, targets)`` once, in lists of up to ``batch``."""
 
     def node_urls(self) -> dict[int, str] | None:
-        """The URL of every source and target of the recorded lists, by
-        fingerprint; None when the store names them through its URL table."""
+        """The URL of every recorded node by fingerprint; None: see the URL table."""
 
 
 class RevisitRecord(NamedTuple):
@@ -259,19 +243,16 @@ NOT_SCHEDULED = math.inf
 
 @runtime_checkable
 class RevisitTable(Protocol):
-    """Per-URL re-visit records and their due order, written with the store's other
-    changes; ``due`` is a wall-clock time or :data:`NOT_SCHEDULED`."""
+    """Per-URL re-visit records and their due order (wall-clock, or :data:`NOT_SCHEDULED`)."""
 
     def get(self, fingerprints: Sequence[int]) -> dict[int, RevisitRecord]:
         """The records of the known ``fingerprints``."""
 
     def put(self, records: Sequence[RevisitRecord]) -> None:
-        """Insert or replace each record (the last of a fingerprint wins);
-        a finite ``due`` puts it in the due order, ``math.inf`` takes it out."""
+        """Insert or replace each record (the last of a fingerprint wins)."""
 
     def take_due(self, now: float, limit: int) -> list[RevisitRecord]:
-        """Up to ``limit`` records due at ``now``, earliest first, each atomically set
-        not scheduled (taken once across processes), as they were; the caller puts them again."""
+        """Up to ``limit`` records due at ``now``, earliest first, atomically unscheduled."""
 
     def next_due(self) -> float | None:
         """The earliest finite due time, None if nothing is scheduled."""
@@ -280,12 +261,10 @@ class RevisitTable(Protocol):
         """How many records have ``due <= now``."""
 
     def counts(self) -> RevisitCounts:
-        """Records, scheduled records and gone records (for stats; it may
-        scan the table: call it at stats intervals, not per page)."""
+        """Records, scheduled and gone (may scan the table: not per page)."""
 
     def scan(self, batch: int = 10_000) -> Iterator[list[RevisitRecord]]:
-        """Every record, in lists of up to ``batch``, each once (for
-        freshness estimates and reports; no order promised)."""
+        """Every record once, in lists of up to ``batch``."""
 
 
 class HostLoad(NamedTuple):
@@ -329,14 +308,12 @@ class URLCensus(Protocol):
     """Read-only summaries of the URL table for tools; it may scan every row."""
 
     def census(self, hosts: int, errors: int, since: float) -> Census:
-        """Up to ``hosts`` busiest hosts, ``errors`` newest failed rows and as many
-        refused or excluded ones, and fetch times since ``since`` (wall time)."""
+        """The ``hosts`` busiest hosts, ``errors`` newest errors and refusals, fetches since ``since``."""
 
 
 @runtime_checkable
 class FrontierStore(Protocol):
-    """One table object per concern plus the lifecycle; every store implements
-    all of it (callers never probe for a method)."""
+    """One table object per concern plus the lifecycle; every store implements all of it."""
 
     queues: RequestQueues
     urls: URLTable
@@ -346,13 +323,11 @@ class FrontierStore(Protocol):
     links: LinkTable
     revisits: RevisitTable
     census: URLCensus
-    #: Whether the previous run closed cleanly (False on a fresh store with
-    #: no data is fine: there is nothing to rebuild).
+    #: Whether the previous run closed cleanly.
     clean: bool
     #: Where the store lives (a file name, a Redis URL), for messages.
     location: str
-    #: Requests sent to a networked store so far (0 for an embedded one),
-    #: for ``frontier/store_round_trips``.
+    #: Requests sent to a networked store so far (0 for an embedded one).
     round_trips: int
 
     def open(self) -> None:
@@ -374,16 +349,12 @@ class FrontierStore(Protocol):
         """Release without writing anything more (a simulated crash)."""
 
     def memory_usage(self) -> tuple[int, int] | None:
-        """``(bytes, URLs)`` the crawl's URL database takes in a server's
-        memory (Redis), None where that is not measured (embedded stores)."""
+        """``(bytes, URLs)`` of the crawl in a server's memory; None where not measured."""
 
 
 @runtime_checkable
 class WriteAheadStore(Protocol):
-    """A store cheap enough to commit before every hand-out
-    (``FRONTIER_WRITE_AHEAD``): after a kill the in-flight rows are exactly the
-    requests that may have been fetched."""
+    """A store cheap enough to commit before every hand-out (``FRONTIER_WRITE_AHEAD``)."""
 
     def commit(self, before: Callable[[], None] | None = None) -> bool:
-        """If anything changed since the last commit: run ``before`` (into the
-        same transaction), commit, return True; else return False."""
+        """If anything changed: run ``before``, commit, return True; else False."""

@@ -77,8 +77,7 @@ class URLSeen:
         self.prefilter = prefilter
 
     def known(self, fingerprint: int) -> bool:
-        """True when the fingerprint is certainly (cache) or probably
-        (Bloom) seen, without a disk access; False means 'ask the table'."""
+        """True when the fingerprint is surely (cache) or probably (Bloom) seen; False: ask the table."""
         return self.cache.hit(fingerprint) or self.prefiltered(fingerprint)
 
     def prefiltered(self, fingerprint: int) -> bool:

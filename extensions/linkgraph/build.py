@@ -1,12 +1,9 @@
 """Build the compressed link graph from the outlinks a crawl recorded (``store.links``).
 
-Fingerprints are named by URL (the link table's names, else the URL rows),
-numbered by :func:`node_order`, and written into one directory
-(``JOBDIR/linkgraph`` by default): ``graph.*`` and ``graph-t.*`` (out- and
-in-links, :mod:`.bvgraph`), ``urls.txt`` with ``urls.offsets.npy``,
-``fingerprints.npy`` with ``fingerprint_ids.npy`` (sorted, for lookup), and
-``build.json`` (:class:`BuildReport`). Targets without a URL are left out
-with their edges and counted (``unresolved_targets``)."""
+Written into one directory (``JOBDIR/linkgraph`` by default): ``graph.*`` and
+``graph-t.*`` (:mod:`.bvgraph`), ``urls.txt`` with ``urls.offsets.npy``,
+``fingerprints.npy`` with ``fingerprint_ids.npy``, and ``build.json``
+(:class:`BuildReport`). Targets without a URL are left out and counted."""
 
 from __future__ import annotations
 
@@ -35,9 +32,7 @@ _NUMBER = re.compile(r"\d+")
 
 
 def order_key(url: str) -> tuple[str, int, str, str]:
-    """The sort key that gives close URLs close node ids (WebGraph's locality):
-    reversed host labels, port, path and query with numbers compared as numbers,
-    scheme; unparsable URLs sort by their text after every host."""
+    """The sort key that gives close URLs close node ids (WebGraph's locality)."""
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -53,8 +48,7 @@ def order_key(url: str) -> tuple[str, int, str, str]:
 
 
 def node_order(urls: Sequence[str]) -> np.ndarray:
-    """``order[i]``: the position of ``urls[order[i]]`` is node id ``i``
-    (a permutation of ``range(len(urls))``)."""
+    """``order[i]``: the position of ``urls[order[i]]`` is node id ``i``."""
     return np.array(sorted(range(len(urls)), key=lambda i: order_key(urls[i])), dtype=np.int64)
 
 
@@ -78,8 +72,7 @@ class BuildReport:
 
 
 def read_lists(store: Any, batch: int = 10_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every recorded list as arrays: each page's fingerprint, its outlink
-    count, and all outlinks' fingerprints concatenated in page order."""
+    """Every recorded list as arrays: sources, outlink counts, outlinks concatenated."""
     pages: list[int] = []
     counts: list[int] = []
     chunks: list[np.ndarray] = []
@@ -102,8 +95,7 @@ def _batched(read: Callable[[list[int]], dict[int, Any]], keys: list[int]) -> di
 
 def build_link_graph(store: Any, directory: Path, *, batch: int = 10_000,
                      clock: Callable[[], float] = time.monotonic) -> BuildReport:
-    """Build the graph of every list recorded in ``store`` into ``directory``
-    (files replaced as a whole: written under temporary names, then moved)."""
+    """Build the graph of every list recorded in ``store`` into ``directory`` (replaced whole)."""
     started = clock()
     pages, counts, flat = read_lists(store, batch)
     known = np.unique(np.concatenate([pages, flat]))
@@ -157,8 +149,7 @@ def _ids(named: np.ndarray, node_of_named: np.ndarray, fingerprints: np.ndarray)
 
 def _aopic_spearman(store: Any, pages: np.ndarray, nodes: np.ndarray, resolved: np.ndarray,
                     scores: np.ndarray) -> tuple[float | None, int]:
-    """Spearman's rho between the fetched pages' AOPIC history (their importance
-    estimate) and their PageRank; None without AOPIC rows."""
+    """Spearman's rho between AOPIC history and PageRank; None without AOPIC rows."""
     fingerprints = pages.tolist()
     history = {fp: row[1] for fp, row in _batched(store.cash.get_cash, fingerprints).items()}
     keep = [i for i, fp in enumerate(fingerprints) if resolved[i] and fp in history]
@@ -178,8 +169,7 @@ def _write_urls(directory: Path, urls: Iterable[str]) -> None:
 
 
 def _replace(staging: Path, directory: Path) -> None:
-    """Move every built file into ``directory`` (each rename atomic), the
-    report last and removed first: files without a report are no build."""
+    """Move every built file into ``directory``, the report last (no report: no build)."""
     (directory / REPORT).unlink(missing_ok=True)
     for path in staging.iterdir():
         if path.name != REPORT:

@@ -210,8 +210,7 @@ class _Batch:
 
 def _code_candidate(batch: _Batch, dist: int, min_interval: int, zeta_k: int,
                     codes: _Codes | None = None, select: np.ndarray | None = None) -> _Codes:
-    """Codes of the batch's lists referencing ``dist`` back; ``select``: which
-    nodes use this reference (None: all, to price the candidate)."""
+    """Codes of the batch's lists referencing ``dist`` back (``select``: the nodes using it)."""
     codes = codes if codes is not None else _Codes()
     node, target = batch.node[batch.cur:], batch.target[batch.cur:]
     if select is not None:
@@ -278,8 +277,7 @@ def _code_batch(batch: _Batch, chosen: np.ndarray, window: int, min_interval: in
 
 def write_bvgraph(basename: Path, graph: Adjacency, *, window: int = 7, max_ref_count: int = 3,
                   min_interval: int = 4, zeta_k: int = 3) -> GraphSize:
-    """Compress ``graph`` into ``basename.graph``, ``.offsets``, ``.properties``
-    and ``.ef``; ``min_interval`` 0 disables intervals, ``window`` 0 references."""
+    """Compress ``graph`` into ``basename.graph``, ``.offsets``, ``.properties`` and ``.ef``."""
     from .webgraph_ef import ef_bytes  # a sibling module, imported late to keep this one readable
 
     if min_interval and min_interval < 2:

@@ -54,8 +54,7 @@ def int2nat_array(x: np.ndarray) -> np.ndarray:
 
 
 class BitPacker:
-    """Packs ``(value, length)`` code arrays MSB-first into bytes; lengths may
-    exceed 64 (leading zeros), values fit in 64 bits; ``bits`` counts bits written."""
+    """Packs ``(value, length)`` code arrays MSB-first into bytes; ``bits`` counts bits written."""
 
     def __init__(self) -> None:
         self.chunks: list[bytes] = []

@@ -22,8 +22,7 @@ class PageRank:
 
 def pagerank(offsets: np.ndarray, targets: np.ndarray, *, damping: float = DAMPING,
              tolerance: float = 1e-10, max_iterations: int = 200) -> PageRank:
-    """PageRank of the CSR graph (``targets[offsets[i]:offsets[i + 1]]``), until an
-    iteration moves the scores by less than ``tolerance`` (L1) or ``max_iterations``."""
+    """PageRank of the CSR graph, until an iteration moves the scores by less than ``tolerance``."""
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping!r}")
     nodes = len(offsets) - 1
@@ -58,8 +57,7 @@ def ranks(values: np.ndarray) -> np.ndarray:
 
 
 def spearman(first: np.ndarray, second: np.ndarray) -> float:
-    """Spearman's rho of two equally long samples (NaN if either is constant
-    or shorter than 2)."""
+    """Spearman's rho of two equally long samples (NaN if either is constant or short)."""
     if len(first) != len(second):
         raise ValueError(f"samples differ in length: {len(first)} and {len(second)}")
     if len(first) < 2:

@@ -82,8 +82,7 @@ def encode_record(source: int, when: float, url: str, targets: Sequence[int],
 
 
 class SegmentWriter:
-    """Appends records to this process's segment files (thread-safe): a frame per
-    ``block_bytes`` pending or :meth:`flush`, a new file past ``segment_bytes``."""
+    """Appends records to this process's segment files (thread-safe)."""
 
     def __init__(self, directory: Path, *, identity: str | None = None, segment_bytes: int = 64 << 20,
                  block_bytes: int = 256 << 10, level: int = 6) -> None:
@@ -191,8 +190,7 @@ def segment_files(directory: Path) -> list[Path]:
 
 
 def read_segment(path: Path, scan: SegmentScan) -> Iterator[SegmentRecord]:
-    """The records of one file, up to a torn tail (counted in ``scan``); none
-    if it is gone (a crawl's keys deleted meanwhile)."""
+    """The records of one file, up to a torn tail; none if it is gone."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -268,8 +266,7 @@ MTIME_SLACK = 1.0
 
 
 class SegmentLinkTable:
-    """A link table in ``directory``, written by a :class:`SegmentWriter`
-    (made at the first record, so a reader writes nothing)."""
+    """A link table in ``directory`` (its writer made at the first record)."""
 
     def __init__(self, directory: Path, *, segment_bytes: int = 64 << 20, block_bytes: int = 256 << 10,
                  clock: Callable[[], float] = time.time) -> None:
@@ -306,8 +303,7 @@ class SegmentLinkTable:
             yield rows[start:start + batch]
 
     def node_urls(self) -> dict[int, str]:
-        """Every node's URL: a target's as recorded, a source not named so by its own
-        (canonicalised); nodes recorded without a URL are left out."""
+        """Every recorded node's URL, canonicalised where a source was not named."""
         latest = self._latest()
         names: dict[int, str] = {}
         for record in latest.values():
@@ -321,7 +317,6 @@ class SegmentLinkTable:
         return names
 
     def flush(self) -> None:
-        """Write this process's pending records."""
         if self.writer is not None:
             self.writer.flush()
 

@@ -28,8 +28,7 @@ def graph_directory(settings: Any) -> Path:
 
 
 def up_to_date_graph(settings: Any, rebuild: bool = False) -> LinkGraph:
-    """The crawl's graph, built first if there is none, it is stale or
-    ``rebuild``; the crawl's store is opened read-only."""
+    """The crawl's graph, built first if missing, stale or ``rebuild``."""
     directory = graph_directory(settings)
     report = read_report(directory)
     store = read_only_store(settings)

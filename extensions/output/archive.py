@@ -22,12 +22,10 @@ class ArchiveIndex(Protocol):
     """What the WARC writer asks and tells the archive index."""
 
     def find(self, digest: str | None, uri: str | None) -> tuple[Capture | None, Capture | None]:
-        """The first record with payload ``digest`` and the latest capture of
-        ``uri`` (None for a key not given or not known), in one look-up."""
+        """The first record with payload ``digest`` and the latest capture of ``uri``, in one look-up."""
 
     def add(self, capture: Capture, original: bool, latest: bool) -> None:
-        """Remember a written record: ``original``, it holds its payload (a digest's
-        first stays); ``latest``, the newest capture of its URI."""
+        """Remember a written record (a digest's first stays; ``latest``: its URI's newest)."""
 
     def close(self) -> None:
         """Keep what was added and let go of the store."""

@@ -30,8 +30,7 @@ def index_path(warc_path: Path) -> Path:
 
 
 def index_line(record: Any, offset: int, length: int, filename: str) -> bytes | None:
-    """The CDXJ line of ``record`` (a warcio record) stored at ``offset``
-    with ``length`` bytes in ``filename``; None for a record not indexed."""
+    """The CDXJ line of ``record`` at ``offset`` in ``filename``; None if not indexed."""
     import surt  # noqa: PLC0415 - only crawls that index pay for its import
 
     if record.rec_type not in INDEXED_TYPES:
@@ -72,8 +71,7 @@ def index_warc(path: Path, filename: str | None = None) -> list[bytes]:
 
 
 def write_index(path: Path, lines: Iterable[bytes]) -> Path:
-    """``lines`` sorted (bytewise, as ``LC_ALL=C sort``) into ``path``,
-    replaced atomically."""
+    """``lines`` sorted bytewise into ``path``, replaced atomically."""
     partial = path.with_name(path.name + ".tmp")
     with open(partial, "wb") as out:
         out.writelines(sorted(lines))

@@ -14,8 +14,7 @@ PROFILE_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modif
 
 @dataclass(frozen=True, slots=True)
 class Capture:
-    """One archived record: what a revisit refers to (``digest`` as in
-    ``WARC-Payload-Digest``; ``record_id`` None when unknown)."""
+    """One archived record: what a revisit refers to."""
 
     uri: str
     date: str
@@ -52,8 +51,7 @@ def revisit_overhead(kind: RecordKind, original: Capture) -> int:
 
 def record_kind(status: int, payload_length: int, same_payload: Capture | None,
                 same_uri: Capture | None) -> tuple[RecordKind, Capture | None]:
-    """The kind of record for a download and the capture it refers to, given
-    the archive's first record with its digest and latest capture of its URI."""
+    """The kind of record for a download and the capture it refers to."""
     if status == NOT_MODIFIED_STATUS:
         if same_uri is not None:
             return RecordKind.NOT_MODIFIED, same_uri
@@ -64,8 +62,7 @@ def record_kind(status: int, payload_length: int, same_payload: Capture | None,
 
 
 def lookups_needed(status: int, payload_length: int) -> tuple[bool, bool]:
-    """Whether a download needs the digest look-up and the URI look-up: a
-    revisit is possible only for a payload at all, or for a 304."""
+    """Whether a download needs the digest look-up and the URI look-up."""
     if status == NOT_MODIFIED_STATUS:
         return False, True
     return payload_length > 0, False

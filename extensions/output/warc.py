@@ -1,10 +1,8 @@
 """WARC output: every download as WARC 1.1 records, with a CDXJ index.
 
-:class:`WarcWriter` listens to ``response_downloaded`` (bytes as served, on
-disk before the frontier marks the URL done) and writes a ``request`` record
-and a ``revisit`` (``WARC_REVISITS``: payload or, for a 304, URL known) or a
-``response``; with ``WARC_OUTLINKS`` a ``metadata`` record per page. Files a
-killed crawl left ``.open`` are recovered at start. A failed write is
+:class:`WarcWriter` writes each ``response_downloaded`` as a ``request`` and a
+``response`` or ``revisit`` record (and a ``metadata`` record with
+``WARC_OUTLINKS``) before the frontier marks the URL done. A failed write is
 logged once, counted and undone. Stats ``warc/*``."""
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""A rotating series of WARC files, and recovery of those a killed process
-left open: ``{prefix}-{YYYYmmddHHMMSS}-{serial:05d}-{pid}.warc.gz``, one gzip
-member a record, ``.open`` while written under an exclusive ``flock``,
-rotated past ``max_size``; its sorted ``.cdxj`` is written before a file is
-closed. :func:`recover_open_files` cuts an orphan back to its last whole record."""
+"""A rotating series of WARC files
+(``{prefix}-{YYYYmmddHHMMSS}-{serial:05d}-{pid}.warc.gz``, one gzip member a
+record, ``.open`` while written under a ``flock``), each with its ``.cdxj``,
+and recovery of those a killed process left open."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ Build = Callable[[str], list[Any]]
 
 
 class WarcFiles:
-    """The rotating files; a failed :meth:`write` is undone and re-raised (whole
-    records only). Counts ``warc/files``, ``warc/records``, ``warc/cdxj_lines``."""
+    """The rotating files; a failed :meth:`write` is undone and re-raised."""
 
     def __init__(self, directory: Path, prefix: str, max_size: int, warcinfo: Build, stats: Any,
                  cdxj: bool = False, clock: Callable[[], float] = time.time) -> None:
@@ -120,8 +118,7 @@ class WarcFiles:
 
 
 def _create_locked(path: Path) -> BinaryIO:
-    """A new file at ``path``, locked before it carries its name (recovery
-    never sees an unlocked ``.open`` file)."""
+    """A new file at ``path``, locked before it carries its name."""
     partial = path.with_name(path.name + ".tmp")
     stream = open(partial, "xb", buffering=0)  # noqa: SIM115 - the caller closes it
     try:
@@ -135,8 +132,7 @@ def _create_locked(path: Path) -> BinaryIO:
 
 
 def complete_length(path: Path) -> int:
-    """Bytes of ``path`` up to the end of its last complete gzip member (a
-    member cut short or corrupt ends the count)."""
+    """Bytes of ``path`` up to the end of its last complete gzip member."""
     complete = position = 0
     decompressor = zlib.decompressobj(31)
     with open(path, "rb") as stream:
@@ -168,8 +164,7 @@ class Recovered:
 
 
 def recover_open_files(directory: Path, prefix: str, cdxj: bool) -> list[Recovered]:
-    """Close every ``prefix-*.warc.gz.open`` file of ``directory`` that no
-    live process holds; one without a whole record is deleted."""
+    """Close every orphaned ``.open`` file of ``directory``; one without a whole record is deleted."""
     recovered = []
     for path in sorted(directory.glob(f"{prefix}-*.warc.gz{OPEN_SUFFIX}")):
         try:

@@ -1,15 +1,10 @@
 """The content-seen test as an item pipeline: exact duplicates and
 near-duplicates of documents already fetched under another URL.
 
-Runs before :class:`~extensions.pipelines.links.LinkScheduler`, on the
-item's ``content_features`` (removed here), and sets ``fingerprint`` and
-``duplicate_of`` (the first URL with it), ``simhash`` and
-``near_duplicate_of`` (the closest earlier document within
-``CONTENTSEEN_NEAR_DISTANCE`` reaching ``CONTENTSEEN_NEAR_MIN_RESEMBLANCE``;
-pages under ``CONTENTSEEN_NEAR_MIN_SHINGLES`` are not judged), and the
-internal ``content_group`` (None when not judged). The sets come from the
-backend (``CONTENTSEEN_BACKEND``); one that answers off the reactor thread
-makes ``process_item`` return a coroutine, with the same verdicts.
+Reads the item's ``content_features`` (removed here) and sets ``fingerprint``,
+``duplicate_of``, ``simhash``, ``near_duplicate_of`` and the internal
+``content_group`` (None when not judged). The sets come from
+``CONTENTSEEN_BACKEND``.
 """
 
 from __future__ import annotations
@@ -90,8 +85,7 @@ class ContentSeenPipeline:
             self._loop.start(self.flush_interval, now=False)
 
     def process_item(self, item: Any) -> Any:
-        """The verdicts on ``item`` from its ``content_features``; the item, or a
-        coroutine that returns it once an off-reactor verdict is in."""
+        """The verdicts on ``item``; the item, or a coroutine that returns it."""
         features: ContentFeatures | None = item.pop("content_features", None)
         item["content_group"] = None
         if features is None or self.exact is None:

@@ -1,19 +1,8 @@
 """Host yield as an item pipeline: a host's share of the crawl follows what it yields.
 
-After the content-seen test and before the link scheduler, each page of a
-host is judged ``NEW`` (a 2xx neither an exact nor a near duplicate),
-``OLD`` (a duplicate) or ``ERROR`` (4xx/5xx); pages that say nothing about
-the host's content (a 304, a 1xx/3xx, an unjudged 2xx) are not counted. A
-host's yield is the share of ``NEW`` among its last ``HOST_YIELD_WINDOW``
-pages; the window starts full of imaginary new pages, errors stay out of it
-but a window of errors in a row empties it. The item's internal
-``credit_share`` is that yield (AOPIC passes on only that share of the
-page's cash); once it falls below ``HOST_YIELD_THRESHOLD`` the host is
-stopped: ``origin_deferred(origin, "low-yield")`` for each of its origins,
-for this run (its exploration: a continuous crawl still re-visits its
-fetched pages). :class:`HostYield` is the arithmetic (no Scrapy, no clock;
-hosts in an LRU of ``HOST_YIELD_MAX_HOSTS``); state is per process, in memory.
-"""
+A host's yield, the share of new pages among its last ``HOST_YIELD_WINDOW``,
+becomes the item's ``credit_share`` (AOPIC passes on that share of its cash);
+below ``HOST_YIELD_THRESHOLD`` its origins are deferred for this run."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """The last item pipeline: internal fields never reach a feed.
 
-A field declared ``scrapy.Field(internal=True)`` carries data from the
-spider to the pipelines; this pipeline (order 1000) removes whatever is
-left of them. One that names its ``consumer`` and is still here was never
-consumed (a misconfiguration: ``links`` left means no links followed):
-logged once per field as an error naming the consumer, and counted
-(``items/unconsumed/<field>``).
+It removes what is left of fields declared ``scrapy.Field(internal=True)``;
+one still here that names its ``consumer`` is logged once as an error and
+counted (``items/unconsumed/<field>``).
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""The last item pipeline: a page's outlinks are filed only after the
-verdicts on the page are in.
-
-Requests a callback yields reach the scheduler before the item reaches the
-pipelines, too early for a content-seen verdict (Mercator: a duplicate's
-links are not followed). So the ``web`` spider puts its links in the item,
-the pipelines before this one judge the page, and this one hands it to
-:meth:`Frontier.page_done <extensions.frontier.scheduler.Frontier.page_done>`,
-which credits and files the links; the page's AOPIC history becomes the
-item's ``importance``, and ``links`` and ``content_group`` leave the item.
-A Deferred answer (a shared frontier's worker) makes this return a
-coroutine. Under another scheduler the links go through ``engine.crawl``.
-"""
+"""The last item pipeline: a page's outlinks are filed once its verdicts are in,
+through :meth:`Frontier.page_done <extensions.frontier.scheduler.Frontier.page_done>`
+(under another scheduler through ``engine.crawl``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Link extraction for HTML, the processing module that feeds the frontier.
-
-``a``/``area``/``link`` (``href``; ``link`` only with rel next, prev or
-alternate) and ``frame``/``iframe`` (``src``), resolved against the first
-``<base href>``, canonicalised, deduplicated in document order; nofollow
-links (``rel`` or ``<meta name=robots>``) skipped unless
-``LINKS_IGNORE_NOFOLLOW``; bounded by ``PROCESSING_MAX_PARSE_BYTES`` and
-``LINKS_MAX_PER_PAGE``. Stats ``links/*``."""
+"""Link extraction for HTML, the processing module that feeds the frontier:
+``a``, ``area``, ``link`` (rel next, prev, alternate), ``frame`` and ``iframe``
+targets against the first ``<base href>``, canonicalised, deduplicated in
+document order, nofollow skipped unless ``LINKS_IGNORE_NOFOLLOW``. Stats ``links/*``."""
 
 from __future__ import annotations
 
@@ -36,8 +32,7 @@ _NO_RELS: frozenset[str] = frozenset()
 
 
 class LinkScan:
-    """Scan target collecting the first ``<base href>`` and each followable ``href``
-    (fragment cut) with its element count; ``done`` at ``max_links`` of them."""
+    """Scan target collecting the first ``<base href>`` and each followable ``href``."""
 
     def __init__(self, max_links: int, ignore_nofollow: bool) -> None:
         self.max_links = max_links

@@ -26,8 +26,7 @@ class ScanTarget(Protocol):
 
 
 def scan_html(body: bytes, encoding: str | None, target: ScanTarget, max_bytes: int) -> bool:
-    """Feed the start tags of ``body[:max_bytes]`` to ``target``; True if the
-    body is longer and the target never said ``done``. Never raises on bad HTML."""
+    """Feed the start tags of ``body[:max_bytes]`` to ``target``; True if the body was cut."""
     decoder = codecs.getincrementaldecoder(codec_name(encoding))("replace")
     parser = etree.HTMLParser(target=_Target(target), encoding="utf-8", recover=True, no_network=True,
                               remove_comments=True, remove_pis=True, huge_tree=True)

@@ -1,7 +1,5 @@
-"""One parse of an HTML page (:func:`extensions.contentseen.text.text_tree`),
-memoised per response, shared by link extraction, tag counting and the
-content-seen text; where it could differ from a scan the page is not
-``exact`` and the processors scan."""
+"""One parse of an HTML page, memoised per response, shared by link extraction,
+tag counting and the content-seen text (``exact`` False: the processors scan)."""
 
 from __future__ import annotations
 
@@ -31,8 +29,7 @@ _TAG = attrgetter("tag")
 
 
 class ParsedPage:
-    """What the HTML processors and content-seen read of one page; ``exact``: ``tags``
-    and ``link_elements`` match a scan (else empty); ``text`` None unless asked for."""
+    """What the HTML processors and content-seen read of one page (``exact``: as a scan reads it)."""
 
     __slots__ = ("exact", "link_elements", "read_bytes", "tags", "text", "truncated", "__weakref__")
 
@@ -46,8 +43,7 @@ class ParsedPage:
         self.text = text
 
     def replay(self, target: ScanTarget) -> None:
-        """Feed the link elements to ``target`` as a scan would, until it is
-        done (an element stands for its attributes: it has their ``get``)."""
+        """Feed the link elements to ``target`` as a scan would, until it is done."""
         start = target.start
         for element in self.link_elements:
             if target.done:
@@ -56,8 +52,7 @@ class ParsedPage:
 
 
 def parse_page(body: bytes, encoding: str | None, max_bytes: int, text: bool = True) -> ParsedPage:
-    """Parse ``body[:max_bytes]`` once: tag counts, link elements and
-    (with ``text``) the visible text. Never raises on bad input."""
+    """Parse ``body[:max_bytes]`` once: tag counts, link elements, visible text if asked."""
     read = body[:max_bytes] if len(body) > max_bytes else body
     root, complete = text_tree(read, encoding)
     tags: Counter[str] = Counter()
@@ -76,8 +71,7 @@ _LAST: LocalWeakReferencedCache[Response, ParsedPage] = LocalWeakReferencedCache
 
 
 def parsed_page(response: Response, max_bytes: int, text: bool = False) -> ParsedPage | None:
-    """The parse of ``response``'s first ``max_bytes``, made once per response;
-    None (stream it) for a document over :data:`TREE_MAX_BYTES` read without ``text``."""
+    """The parse of ``response``'s first ``max_bytes``, once; None: stream it."""
     body = response.body
     read_bytes = min(len(body), max_bytes)
     page = _LAST[response]

@@ -1,7 +1,6 @@
 """Processing modules by MIME type (``PROCESSING_MODULES``: exact or fnmatch
-pattern -> class paths, exact match first, then wildcards in order). A
-processor returns fields of the item's ``processed`` (``"links"`` to follow);
-one that raises is logged once and counted (``processors/errors/<Class>``)."""
+pattern -> class paths). A processor returns fields of the item's
+``processed``; one that raises is logged once and counted."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The crawl report extension: ``REPORT_DIR/index.html`` with PNG plots,
-sampled every ``REPORT_INTERVAL`` seconds and at close (pages and bytes per
-host, documents by MIME type, depth and novelty, and the stats). Drawn in a
-worker thread one refresh at a time (a busy tick: ``report/skipped``); the
-close waits for the last one."""
+"""The crawl report extension: ``REPORT_DIR/index.html`` with PNG plots, sampled
+every ``REPORT_INTERVAL`` seconds and at close, drawn in a worker thread."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The report's files, written atomically: an offline ``index.html`` (inline
-CSS, no scripts, all text escaped) and PNG plots (matplotlib's Agg canvas,
-safe in a worker thread)."""
+"""The report's files, written atomically: an offline ``index.html`` and PNG
+plots (matplotlib's Agg canvas, safe in a worker thread)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What the report plots: :class:`StatsSeries` (at most ``max_samples``;
-when full every other dropped, first and newest kept) and
-:class:`BoundedTally` (at most ``max_keys``; the smaller half into ``other``)."""
+"""What the report plots: :class:`StatsSeries` (at most ``max_samples``) and
+:class:`BoundedTally` (at most ``max_keys``; the rest into ``other``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Conditional GET for re-visits (RFC 9110 13.1.1, 13.1.3, 15.4.5).
-
-:class:`ConditionalGetMiddleware` (order 800) sends a re-visit's
-``revisit_validators`` meta (``etag``, ``last_modified``) as
-``If-None-Match`` and ``If-Modified-Since`` unless already set, sets
-``dont_cache`` on every re-visit and lets a 304 through
-``HttpErrorMiddleware``. A malformed validator is ignored and counted."""
+"""Conditional GET for re-visits (RFC 9110 13.1.1, 13.1.3, 15.4.5):
+:class:`ConditionalGetMiddleware` (order 800) sends a re-visit's validators
+as ``If-None-Match`` and ``If-Modified-Since`` and lets a 304 through."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ ETAG, LAST_MODIFIED = b"ETag", b"Last-Modified"
 
 
 def clean_etag(value: Any) -> str | None:
-    """An entity tag fit to send back (unquoted kept), or None if it cannot be one
-    header line's text (not a string, empty, too long, controls, beyond Latin-1)."""
+    """An entity tag fit to send back, or None."""
     if not isinstance(value, str):
         return None
     value = value.strip(" \t")
@@ -49,8 +44,7 @@ def clean_last_modified(value: Any) -> str | None:
 
 
 def response_validators(headers: Headers, stats: Any) -> tuple[str | None, str | None]:
-    """``(etag, last_modified)`` of a response's headers, None where absent or
-    malformed (a malformed one is counted)."""
+    """``(etag, last_modified)`` of a response's headers, None where absent or malformed."""
     found: list[str | None] = []
     for name, clean, key in ((ETAG, clean_etag, "etag"), (LAST_MODIFIED, clean_last_modified, "last_modified")):
         values = set(headers.getlist(name))

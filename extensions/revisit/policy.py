@@ -1,13 +1,10 @@
 """When a fetched URL is due again: :class:`RevisitPolicy` (pure: the caller
 passes time and outcome and stores the record returned).
 
-Schedules: ``"estimate"`` (default) gives the freshness-optimal interval for
-the estimated change rate (``mu`` such that the shortest is ``initial``);
-``"adaptive"`` multiplies by ``1 - decrease`` on a change, ``1 + increase``
-otherwise; clamped to ``[minimum, maximum]``. A 2xx is a visit, a 304 an
-unchanged one; 404/410 after a 200 is re-checked at ``min(interval,
-initial)`` and given up after ``gone_after``, before any 200 gone at once;
-other statuses leave the history untouched."""
+Schedules: ``"estimate"`` (default, the freshness-optimal interval for the
+estimated change rate) or ``"adaptive"`` (shorter after a change, longer
+otherwise), clamped to ``[minimum, maximum]``. A page answering 404/410 is
+given up after ``gone_after`` answers."""
 
 from __future__ import annotations
 
@@ -67,8 +64,7 @@ class RevisitPolicy:
         etag: str | None = None,
         last_modified: str | None = None,
     ) -> RevisitRecord:
-        """The record after a fetch of its URL answered at ``now``
-        (``not_modified``: a 304; ``content``, ``etag``, ``last_modified``: of a 2xx)."""
+        """The record after a fetch of its URL answered at ``now``."""
         not_modified = not_modified or status == 304
         if (not_modified or 200 <= status < 300) and record.visits == 0:
             return record._replace(
@@ -88,8 +84,7 @@ class RevisitPolicy:
 
     def changed(self, record: RevisitRecord, content: int | None, etag: str | None,
                 last_modified: str | None) -> bool:
-        """Whether a 200 found the page changed: the content fingerprints, else
-        the validators; with no evidence, changed."""
+        """Whether a 200 found the page changed (with no evidence, changed)."""
         if content is not None and record.content is not None:
             return content != record.content
         if etag and record.etag:
@@ -99,8 +94,7 @@ class RevisitPolicy:
         return True
 
     def next_interval(self, record: RevisitRecord, changed: bool) -> float:
-        """The interval after a visit, from the record already updated by it
-        (``changed``: what that visit found)."""
+        """The interval after a visit, from the record already updated by it."""
         if self.schedule == "adaptive":
             factor = (1 - self.decrease) if changed else (1 + self.increase)
             return self._clamp(record.interval * factor)

@@ -2,13 +2,9 @@
 (same ``ROBOTSTXT_OBEY``).
 
 One fetch per origin serves every waiting request; parsed rules live in a
-bounded, expiring LRU. A 5xx or network error holds the origin
-(``origin_held``) and retries with back-off, deferring it after
-``ROBOTSTXT_RETRY_TIMES`` and treating it as open after
-``ROBOTSTXT_UNREACHABLE_PERIOD``. ``robots_rules_parsed`` carries the
-Crawl-delay to the frontier; an excluded URL is announced with
-``request_excluded``; ``Sitemap:`` lines are recorded (and scheduled with
-``ROBOTSTXT_SITEMAP_SEEDS``)."""
+bounded, expiring LRU. An unreachable robots.txt holds the origin and is
+retried with back-off. Signals: ``robots_rules_parsed`` (the Crawl-delay),
+``request_excluded``, ``origin_held``, ``origin_deferred``."""
 
 from __future__ import annotations
 
@@ -111,8 +107,7 @@ class RobotsMiddleware:
             await self._polite_pause(origin)
 
     def _hold(self, origin: str, rules: RobotsRules, request: Request) -> None:
-        """The robots.txt is unreachable: hold the origin (the frontier parks its
-        URLs and gets ``request`` back) or, after the last retry, defer it."""
+        """The robots.txt is unreachable: hold the origin or, after the last retry, defer it."""
         if rules.failures > self.retry_times:
             reason = f"robots.txt unreachable after {rules.failures} tries ({self.unreachable_reasons.pop(origin, 'unknown')})"
             self.deferred[origin] = reason
@@ -209,8 +204,7 @@ class RobotsMiddleware:
             return RobotsRules(Kind.UNAVAILABLE, self.token, now + self.ttl, status=status)
 
     def _unreachable(self, origin: str, previous: RobotsRules | None, reason: str) -> RobotsRules:
-        """Disallow for now and retry with exponential back-off, until the
-        host has been unreachable for ``ROBOTSTXT_UNREACHABLE_PERIOD``."""
+        """Disallow for now and retry with back-off, up to ``ROBOTSTXT_UNREACHABLE_PERIOD``."""
         now = self.clock()
         self.unreachable_reasons[origin] = reason
         since = previous.unreachable_since if previous is not None else None

@@ -1,15 +1,9 @@
 """What one host's robots.txt says, by RFC 9309. Pure: the middleware fetches.
 
-Status (2.3.1): 2xx parse the body; 4xx or over five redirects: no
-restrictions; 5xx or network error: everything disallowed for now. The body
-is cut at 500 KiB on a line end, a UTF-8 BOM dropped, non-text read as empty.
-
-Protego parses, after :func:`prepare` keeps only our token's groups (ours,
-else ``*``) with RFC 9309's reading: a user-agent's first word matched
-equal ignoring case, only allow/disallow lines end a user-agent run, a
-Disallow with a query gets its :func:`slash_twins`. A URL is fetched only
-if both Protego's reading and Google's (octets as written, lines cut at
-:data:`GOOGLE_MAX_LINE`) allow it."""
+2xx: the body's rules (its first 500 KiB); 4xx: no restrictions; 5xx or a
+network error: everything disallowed for now. Protego parses after
+:func:`prepare` rewrites the file to RFC 9309's reading; a URL is fetched
+only if both Protego's reading and Google's allow it."""
 
 from __future__ import annotations
 
@@ -63,9 +57,8 @@ def product_token(robots_user_agent: str | None, user_agent: str | None) -> str:
 
 @lru_cache(maxsize=1024)  # asked per decision with our token: a dict hit
 def agent_key(value: str) -> str:
-    """The product token a ``user-agent`` line names, as groups are compared:
-    ``*``, or the first word without its version, lower-case, a ``*`` inside
-    dropped as Protego does (``FOO BAR`` -> ``foo``, ``Foo/1.0`` -> ``foo``)."""
+    """The product token a ``user-agent`` line names, as groups are compared
+    (``FOO BAR`` -> ``foo``, ``Foo/1.0`` -> ``foo``, ``*`` stays)."""
     value = value.strip()
     if value == "*" or (value.startswith("*") and value[1].isspace()):
         return "*"  # Google reads "* anything" as the global group too
@@ -74,8 +67,7 @@ def agent_key(value: str) -> str:
 
 
 def _record(line: str) -> tuple[str, str, str] | None:
-    """(kind, field, value) of a line as Protego reads it (kind ``agent``,
-    ``rule``, ``site`` or ``other``); None for a blank line."""
+    """(kind, field, value) of a line as Protego reads it; None for a blank line."""
     content = line.split("#", 1)[0].strip()
     if not content:
         return None
@@ -95,8 +87,7 @@ def _record(line: str) -> tuple[str, str, str] | None:
 
 
 def prepare(text: str, token: str) -> str:
-    """``text`` rewritten so that Protego groups and matches as RFC 9309 says
-    (see the module docstring), with only the groups that apply to ``token``."""
+    """``text`` rewritten so that Protego reads it as RFC 9309 says, for ``token``."""
     records = [(line, record) for line in text.splitlines()
                if (record := _record(line)) is not None]
     key = agent_key(token)
@@ -154,9 +145,7 @@ def plain_escape(pattern: str) -> str:
 
 
 def plain_rules(prepared: str) -> str | None:
-    """The plain (Google) reading of ``prepared``: rule values through
-    :func:`plain_escape`, lines cut at :data:`GOOGLE_MAX_LINE` bytes; None
-    when it would compare as ``prepared`` does."""
+    """The plain (Google) reading of ``prepared``; None when it compares the same."""
     out, differs = [], False
     for line in prepared.splitlines():
         if len(line) > GOOGLE_MAX_LINE // 4 and len(encoded := line.encode("utf-8")) > GOOGLE_MAX_LINE:
@@ -171,8 +160,7 @@ def plain_rules(prepared: str) -> str | None:
 
 
 def _close_agents(out: list[str], agents: set[str], key: str, held: list[str]) -> bool:
-    """Write the group's user-agent line and its held records if the group
-    concerns us; whether it does."""
+    """Write the group's records if the group concerns us; whether it does."""
     mine = key in agents
     if mine:
         out.append(f"User-agent: {key}")
@@ -190,8 +178,7 @@ def is_text(content_type: str | None, body: bytes) -> bool:
 
 
 def decode_body(body: bytes, content_type: str | None = None, max_size: int = MAX_BODY) -> str:
-    """The text to parse: at most ``max_size`` bytes cut at a line end (never a
-    rule half-read), BOM dropped, non-text empty."""
+    """The text to parse: at most ``max_size`` bytes cut at a line end, BOM dropped."""
     if not is_text(content_type, body):
         return ""
     for size in (3, 2, 1):  # a BOM, or the start of one (Google skips those too)
@@ -216,8 +203,7 @@ def kind_of_status(status: int) -> Kind:
 
 @dataclass
 class RobotsRules:
-    """One origin's robots.txt verdicts until ``expires`` (the TTL, or for an
-    unreachable file the next retry); ``unreachable_since`` survives retries."""
+    """One origin's robots.txt verdicts until ``expires``."""
 
     kind: Kind
     token: str

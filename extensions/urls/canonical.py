@@ -1,10 +1,7 @@
-"""Canonical URLs and link resolution.
-
-:func:`canonicalize`: the URL made sendable and normalised only where RFC
-3986 6.2.2 says two spellings are one URI (the query kept as written);
-:class:`InvalidURL` for URLs no crawler can fetch. :func:`url_key`: the
-URL-seen identity (w3lib's ``canonicalize_url``). :func:`resolve` and
-:class:`Resolver`: an ``href`` made absolute, cached."""
+"""Canonical URLs and link resolution: :func:`canonicalize` (normalised only
+where RFC 3986 6.2.2 says two spellings are one URI; :class:`InvalidURL` for
+URLs no crawler can fetch), :func:`url_key` (the URL-seen identity) and
+:func:`resolve` (an ``href`` made absolute)."""
 
 from __future__ import annotations
 
@@ -45,8 +42,7 @@ class InvalidURL(ValueError):
 
 
 def canonicalize(url: str, encoding: str | None = None) -> str:
-    """The canonical form of an absolute URL (idempotent); :class:`InvalidURL`
-    if none. ``encoding``: the page's, for non-ASCII queries."""
+    """The canonical form of an absolute URL (idempotent); :class:`InvalidURL` if none."""
     # ASCII encodes alike in every ASCII-compatible encoding: one cache entry for both callers
     if encoding in _ASCII_COMPATIBLE and url.isascii():
         encoding = None
@@ -165,8 +161,7 @@ def _is_ipv6(host: str, netloc: str) -> bool:
 
 
 def resolve(base: str, href: str) -> str:
-    """``href`` made absolute against ``base`` (RFC 3986 5.2) after the browsers'
-    whitespace and backslash clean-up; not canonical; :class:`InvalidURL` if unparsable."""
+    """``href`` made absolute against ``base`` (not canonical); :class:`InvalidURL` if unparsable."""
     return Resolver(base).resolve(href)
 
 
@@ -226,8 +221,7 @@ class Resolver:
 
 @lru_cache(maxsize=RESOLVE_CACHE_SIZE)
 def _join(bscheme: str, bnetloc: str, base_dir: str | None, url: str) -> str | None:
-    """``urljoin(base, url)`` for a base with this scheme, netloc and
-    directory (CPython 3.11's algorithm); None where the result would read the
+    """``urljoin(base, url)`` (CPython 3.11's algorithm); None where it would read the
     base's path, params or query (left to ``urljoin``)."""
     scheme, netloc, path, params, query, fragment = urlparse(url, bscheme)
     if scheme != bscheme or scheme not in uses_relative:
@@ -271,8 +265,7 @@ SESSION_PARAMS = ("jsessionid", "phpsessid", "aspsessionid", "sessionid", "sessi
 
 
 def strip_params(url: str, names: frozenset[str]) -> str:
-    """``url`` without the query arguments named in ``names`` (compared case-
-    insensitively) and without a ``;jsessionid=...`` path parameter."""
+    """``url`` without the query arguments ``names`` (any case) and ``;jsessionid=...``."""
     base, question, query = url.partition("?")
     semicolon = base.find(";")
     if semicolon >= 0 and base[semicolon + 1:].lower().startswith(tuple(names)):

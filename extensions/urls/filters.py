@@ -24,8 +24,7 @@ class UserUrlFilter(Protocol):
 
 
 class UrlFilter:
-    """Decides whether a canonical URL (lower-case scheme and host, no
-    fragment) at a given link depth may be crawled."""
+    """Decides whether a canonical URL at a given link depth may be crawled."""
 
     def __init__(
         self,
@@ -98,8 +97,7 @@ class UrlFilter:
 
     def check(self, url: str, depth: int, stats: Any = None,
               refused: list[tuple[str, str]] | None = None) -> bool:
-        """True if ``url`` may be crawled; a refusal is counted and, unless for depth
-        (a shorter path may find it), appended to ``refused`` as ``(url, "filter/<reason>")``."""
+        """True if ``url`` may be crawled; a refusal (but for depth) is appended to ``refused``."""
         why = self.reason(url, depth)
         if why is None:
             return True
@@ -111,8 +109,7 @@ class UrlFilter:
 
     @staticmethod
     def _repeats(after_scheme: str) -> int:
-        """How often the most repeated path segment occurs (a trap's
-        ``/a/b/a/b/a/b/`` or ``/x/x/x/``); cheap when the path is short."""
+        """How often the most repeated path segment occurs."""
         path = after_scheme.partition("?")[0]
         slash = path.find("/")
         if slash < 0 or path.count("/", slash) < 3:
@@ -134,7 +131,6 @@ class UrlFilter:
 
 
 def non_negative_int(settings: Any, name: str) -> int:
-    """Setting ``name`` (default: :mod:`extensions.defaults`'); ValueError naming it if not an int >= 0."""
     return defaults.checked(settings, name, lambda value: value >= 0, "an integer >= 0", int)
 
 

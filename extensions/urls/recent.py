@@ -1,7 +1,5 @@
 """What a process saw recently, in bounded memory: a two-generation cache,
-and the spider's links yielded lately (a cheap URL-seen cache before the
-frontier's exact test; a link is held back only if it was passed on at the
-same or a smaller depth)."""
+and the links passed on lately (a cheap cache before the exact URL-seen test)."""
 
 from __future__ import annotations
 
@@ -12,14 +10,9 @@ _MISSING = object()
 
 
 class TwoGenerationCache:
-    """A bounded mapping (a set through :meth:`hit` and :meth:`add`), least
-    recently used forgotten first, by generations (segmented LRU): new and
-    refreshed keys go to the young generation; when it holds half of
-    ``capacity`` it becomes the old one and the old one is dropped
-    (``evictions`` counts what goes). At most ``capacity`` keys are held, and
-    a key is kept while fewer than ``capacity // 2`` newer keys have come;
-    two plain dicts, so a key costs its dict slot (no linked list as in an
-    OrderedDict)."""
+    """A bounded mapping (a set through :meth:`hit` and :meth:`add`) in two
+    generations: at most ``capacity`` keys; a key is kept while fewer than
+    ``capacity // 2`` newer keys have come (``evictions`` counts what goes)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = max(0, int(capacity))
@@ -75,10 +68,7 @@ class TwoGenerationCache:
 
 
 class RecentLinks:
-    """Canonical URL -> the least depth it was passed on at, for the last
-    ``size`` links or so (:class:`TwoGenerationCache`). Keyed by the URL's
-    64-bit hash: a collision, about one lookup in 2^48 at the default size,
-    holds a new link back until it is found again."""
+    """Canonical URL (by 64-bit hash) -> the least depth it was passed on at."""
 
     def __init__(self, size: int) -> None:
         if size < 0:

@@ -21,8 +21,7 @@ _FILE_SUFFIXES = frozenset({"cfg", "conf", "csv", "gz", "json", "jsonl", "list",
 
 
 def with_scheme(seed: str) -> str:
-    """``seed`` with ``http://`` added when it has no scheme (``//h/`` ->
-    ``http://h/``), as browsers do; otherwise unchanged."""
+    """``seed`` with ``http://`` added when it has no scheme, as browsers do."""
     if "://" in seed or _SCHEME.match(seed):
         return seed
     return "http:" + seed if seed.startswith("//") else "http://" + seed
@@ -46,8 +45,7 @@ def _looks_like_path(argument: str) -> bool:
 
 
 def iter_seed_lines(argument: str) -> Iterator[str]:
-    """The seed URLs of a seeds file (one a line, ``#`` comments) or a comma-separated
-    list; :class:`SeedsError` for a file name that is no file."""
+    """The seed URLs of a seeds file or a comma-separated list."""
     argument = argument.strip()
     if not argument:
         raise SeedsError("seeds: empty argument; give a file or comma-separated URLs")

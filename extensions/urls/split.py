@@ -1,6 +1,5 @@
-"""The parts of an http(s) URL the per-link tests need: one regular
-expression for the common case, ``urlsplit`` (whose answers these always
-are) for anything else."""
+"""The parts of an http(s) URL the per-link tests need: one regular expression
+for the common case, ``urlsplit`` for anything else (with the same answers)."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ def netloc_path(url: str) -> tuple[str, str]:
 
 
 def host_of(url: str) -> str:
-    """``(urlsplit(url).hostname or "").lower()``: the lower-case host
-    without userinfo, port or brackets; raises as ``urlsplit`` raises."""
+    """``(urlsplit(url).hostname or "").lower()``; raises as ``urlsplit`` raises."""
     match = _HTTP.fullmatch(url)
     if match is not None and match.group(1).isascii():
         return match.group(1).rpartition("@")[2].partition(":")[0].lower()

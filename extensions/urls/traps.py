@@ -1,11 +1,8 @@
-"""Trap signals read off a page's links, cut per page by :class:`TrapFilter`
-(an item pipeline before the link scheduler); state in per-process LRUs of
-``URL_FILTER_TRAP_MEMORY`` entries.
+"""Trap signals read off a page's links, cut per page by :class:`TrapFilter`;
+state in per-process LRUs of ``URL_FILTER_TRAP_MEMORY`` entries.
 
-* Session ids: a token in the same place of most same-host links is
-  suspected (``urlfilter/session_suspected``), proven when the server changed
-  it (``urlfilter/session_params``), then stripped or pinned in the host's
-  later links (``urlfilter/session_stripped``).
+* Session ids: a token in the same place of most same-host links, proven when
+  the server changed it, is stripped or pinned in the host's later links.
 * Calendars: at most ``URL_FILTER_MAX_DATES`` dates per host and URL template.
 * Descents: more than ``URL_FILTER_MAX_DESCENT`` links in a row below their
   page's directory are refused."""
@@ -82,8 +79,7 @@ class _Lru(LocalCache):  # type: ignore[type-arg]
 
 
 class TrapSignals:
-    """The three trap tests over one page's links; pure. :meth:`filter`
-    returns the links to keep and counts what it did in :attr:`counts`."""
+    """The three trap tests over one page's links; pure."""
 
     def __init__(self, max_dates: int = 12, max_descent: int = 8, session_min_links: int = 3,
                  memory: int = 65536) -> None:
@@ -102,8 +98,7 @@ class TrapSignals:
 
     def filter(self, page_url: str, links: Iterable[str],
                refused: list[tuple[str, str]] | None = None) -> list[str]:
-        """The page's links that survive the trap tests; calendar refusals appended
-        to ``refused`` as ``(url, "trap/calendar")``."""
+        """The page's links that survive the trap tests; calendar refusals appended to ``refused``."""
         split = [(url, *netloc_path(url)) for url in links]  # each link split once
         page_host, page_path = netloc_path(page_url)
         if self.session_min_links:

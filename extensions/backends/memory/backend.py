@@ -15,8 +15,7 @@ if TYPE_CHECKING:
 
 
 class MemoryStore(SQLiteStore):
-    """:class:`SQLiteStore` in memory; a close keeps the data for the next open
-    of the same object (a later frontier on it resumes, as from a clean close)."""
+    """:class:`SQLiteStore` in memory; a close keeps the data for the next open of this object."""
 
     def __init__(self) -> None:
         super().__init__(":memory:")

@@ -1,13 +1,5 @@
 """The URL table summed up for an operator, on Redis
-(:class:`~extensions.frontier.store.URLCensus`): one pass over every URL
-row, then the busiest hosts' next fetch time (``next`` of their lease) and
-the origins held now. Reads only, so a running crawl is not disturbed.
-Where finished rows are trimmed their counts in ``host_urls`` are added
-(per host done and last fetch; fetches in all), though not to the recent
-fetches nor the lists of errors. A refused row keeps its reason in
-``extra`` (:func:`~extensions.frontier.census.reason_of`); refusals and
-exclusions are listed apart from errors.
-"""
+(:class:`~extensions.frontier.store.URLCensus`); reads only."""
 
 from __future__ import annotations
 

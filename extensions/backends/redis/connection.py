@@ -57,8 +57,7 @@ class LoggingRetry(Retry):
 
 
 def connect(url: str, timeout: float, retry: Retry) -> Any:
-    """A client for ``url``: a cluster client if the server is a cluster node.
-    Raises redis' errors (or ValueError) when it cannot connect."""
+    """A client for ``url``: a cluster client if the server is a cluster node."""
     options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
     probe = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **options)
     db = probe.connection_pool.connection_kwargs.get("db", 0)
@@ -80,8 +79,7 @@ def connect(url: str, timeout: float, retry: Retry) -> Any:
 
 
 class RedisLayerError(FrontierStoreError):
-    """Redis failed (after the retries) or refused a command; the message
-    names the server (password hidden)."""
+    """Redis failed (after the retries) or refused a command; the message names the server."""
 
 
 #: every script's source -> its SHA1 (what EVALSHA names it by)
@@ -89,8 +87,7 @@ _SHAS: dict[str, str] = {}
 
 
 def sha_of(source: str) -> str:
-    """The SHA1 Redis gives ``source``, registered on first use (every
-    connection loads it once and sends ``("EVAL", source, ...)`` as EVALSHA)."""
+    """The SHA1 Redis gives ``source``, registered on first use."""
     sha = _SHAS.get(source)
     if sha is None:
         sha = _SHAS[source] = hashlib.sha1(source.encode()).hexdigest()  # noqa: S324 - Redis' own name
@@ -98,14 +95,10 @@ def sha_of(source: str) -> str:
 
 
 class RedisConnection:
-    """One client and one non-transactional pipeline to one Redis, shared by
-    a crawler's Redis components. :meth:`call` sends every buffered write
-    before its own commands, in order; :meth:`write` buffers (sent with the
-    next call, or when ``batch`` commands wait). A server that lost its
-    scripts (NOSCRIPT) gets them again and the refused commands are resent
-    (after the rest of their pipeline). Errors: :class:`RedisLayerError`
-    after the retries. The last user to :meth:`detach` closes. Not thread-safe.
-    """
+    """One client and one non-transactional pipeline to one Redis, shared by a
+    crawler's Redis components: :meth:`write` buffers, :meth:`call` sends the
+    buffer and its own commands in order. Scripts a server lost are loaded and
+    their commands resent. Not thread-safe."""
 
     def __init__(self, url: str, *, retries: int = 6, timeout: float | None = 10.0, batch: int = 1024) -> None:
         self.url, self.location = url, redact(url)
@@ -224,7 +217,6 @@ class RedisConnection:
         return True
 
     def pending(self) -> int:
-        """Commands buffered."""
         return len(self._commands)
 
     def take_buffered(self) -> list[tuple[Any, ...]]:
@@ -249,7 +241,7 @@ class RedisConnection:
     def _execute(self) -> list[Any]:
         commands, self._commands = self._commands, []
         results = self._send(self._pipe, commands)
-        missing = [i for i, result in enumerate(results) if _noscript(result)]
+        missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
         if missing:
             self.script_reloads += 1
             logger.warning("Redis at %s lost its scripts (restart, fail-over or SCRIPT FLUSH): "
@@ -326,7 +318,3 @@ class RedisConnection:
         self.round_trips += len(sections)
         self._waited(time.perf_counter() - started, len(sections))
         return sum(int(section["used_memory_dataset"]) for section in sections), len(sections)
-
-
-def _noscript(result: Any) -> bool:
-    return isinstance(result, NoScriptError)

@@ -1,21 +1,9 @@
 """Host dispatch shared by several crawler processes through Redis host leases.
 
-This process holds a few hosts under a lease (:mod:`.leases`), serves them
-with the usual politeness from a local host heap, and takes more from the
-shared host heap when none of its hosts may fetch now. Every third of
-``FRONTIER_LEASE_TTL`` it renews its leases, repairs what a retried call left
-in flight, gives back hosts it is too late or too busy to serve, shares the
-crawl-wide holds and the idle close (:mod:`.leases`) and its stats.
-
-In a crawl the per-page lease commands (enqueues, takes, finishes,
-put-backs, polls, acquisitions, idle releases) go through one worker thread
-(:mod:`.worker`), in one FIFO, so a page's FINISH reaches Redis after the
-ENQUEUEs of its links. A host whose take or release is on its way is off the
-heap and counted in flight, so politeness is unchanged. Renewals and
-hand-backs stay synchronous calls through the same FIFO. Without the worker
-every command is answered at once (:class:`~.worker.DirectIO`) through the
-same code.
-"""
+This process serves a few leased hosts (:mod:`.leases`) politely from a local
+host heap and takes more from the shared heap when none may fetch now. Lease
+commands go through one FIFO (:mod:`.worker`), so a page's FINISH reaches
+Redis after the ENQUEUEs of its links."""
 
 from __future__ import annotations
 
@@ -63,8 +51,6 @@ SETTLE_ROUNDS = 4  # waits for the worker's answers (and what they send) in has_
 
 @dataclass(slots=True)
 class HeldHost:
-    """A host this process holds a lease on."""
-
     queued: int  # its back-queue length at our last look
     head: float  # back-queue score of its best queued URL (inf: none)
     heap_score: float  # the lease expiry we last put on the heap (ms)
@@ -75,7 +61,6 @@ class HeldHost:
 
     @property
     def parked(self) -> bool:
-        """Its queue holds only URLs a hold keeps back (look again at ``parked_until``)."""
         return self.parked_until > 0.0
 
 
@@ -155,7 +140,7 @@ class SharedDispatch:
             self._lease_loop.start(self.lease_ttl / 3, now=False)
 
     def _heap_shards(self) -> int:
-        """Fixed for the crawl at its first open (stored in the meta hash)."""
+        """Fixed for the crawl at its first open."""
         default = CLUSTER_HEAP_SHARDS if self.store.cluster else 1
         self.store.call(("HSETNX", self.store.keys.meta, "heap_shards", default))
         return int(self.store.get_meta("heap_shards") or default)
@@ -179,8 +164,7 @@ class SharedDispatch:
         self.adopt_holds()  # the report lists what other processes deferred too
 
     def leave(self, reason: str) -> None:
-        """Add this process's stats to the crawl's, leave; the crawl's keys
-        are deleted (``SCHEDULER_PERSIST`` off) only by the last process."""
+        """Add this process's stats to the crawl's, leave; the last one out deletes the keys."""
         self.share_stats()
         totals = self.leases.stats_totals()
         for name in ("frontier/done", "frontier/failed", "frontier/enqueued", "frontier/dequeued",
@@ -209,8 +193,7 @@ class SharedDispatch:
         return sum(held.queued for held in self.held.values()) + len(self.parts.unfiled)
 
     def has_pending(self) -> bool:
-        """Work anywhere in the crawl: held hosts, requests in flight here,
-        or hosts on the shared heap (checked at most every poll interval)."""
+        """Work anywhere in the crawl (the shared heap checked at most every poll interval)."""
         if self.held or self.parts.inflight or self.parts.unfiled:
             return True
         # wait for what is on the worker's way (an enqueue may list a host, a
@@ -234,21 +217,17 @@ class SharedDispatch:
         return set(self.held)
 
     def in_memory(self) -> int:
-        """Nothing buffered: the queues are in Redis."""
         return 0
 
     def queued_by_level(self) -> dict[int, int]:
-        """None: no front queues; each host's queue orders its URLs by level."""
         return {}
 
     def host_of(self, request: Request, host: str) -> str:
-        """The URL's host name (``download_slot`` meta is a single-process feature)."""
         return host
 
     # -- enqueue -----------------------------------------------------------------
     def enqueue(self, entry: Entry, bypass: bool) -> bool:
-        """The URL-seen test and the host's shared back queue, in one script
-        (True until the worker thread answers)."""
+        """The URL-seen test and the host's back queue in one script (True until answered)."""
         self.parts.seen.remember(entry.fingerprint)
         answered: list[bool] = []
         late = False
@@ -258,7 +237,6 @@ class SharedDispatch:
         return answered[0] if answered else True
 
     def promote(self, entry: Entry, level: int) -> bool:
-        """Move a queued URL up its host's queue (its row stays as it is)."""
         if level <= entry.level:
             return False
         self.leases.requeue(entry.host, entry.fingerprint, level)
@@ -269,8 +247,7 @@ class SharedDispatch:
 
     # -- dispatch --------------------------------------------------------------
     def next_request(self, now: float) -> Request | None:
-        """The best URL among the held hosts that may be fetched now; if there
-        is none, take more hosts from the shared heap first."""
+        """The best URL of the held hosts that may fetch now, polling the shared heap if none."""
         if self.parts.holds.held:
             self.end_holds(now)
         request = self.hand_out(now)
@@ -281,13 +258,12 @@ class SharedDispatch:
         return request
 
     def _dispatch_ready(self, now: float) -> Request | None:
-        """Dispatch from the best due held host that may fetch (:meth:`HostHeap.serve_due`)."""
         politeness = self.parts.politeness
         return self.heap.serve_due(now, self._ready_order, lambda host: self._dispatch(host, now),
                                    politeness.ready_at, self.reschedule, lambda: self.busy < TAKES_AHEAD)
 
     def _ready_order(self, host: str) -> tuple[float, bool] | None:
-        """:func:`ready_order` by the head of its queue, retried hosts first; None: given away meanwhile."""
+        """:func:`ready_order`, retried hosts first; None: given away meanwhile."""
         held = self.held.get(host)
         if held is None:
             return None
@@ -299,8 +275,7 @@ class SharedDispatch:
         return max(1, -(-(self.heap_hosts or 0) // self.alive))
 
     def _dispatch(self, host: str, now: float) -> Request | None:
-        """Take ``host``'s best URL: answered at once without a worker thread,
-        else later (:meth:`hand_out` gives the engine its request)."""
+        """Take ``host``'s best URL (:meth:`hand_out` hands it to the engine when answered)."""
         if host not in self.held or self.held[host].taking:
             return None
         self._send(host)
@@ -309,7 +284,6 @@ class SharedDispatch:
         return self.hand_out(now)
 
     def use_taken(self, host: str, taken: Taken, now: float) -> Request | None:
-        """What a take of ``host`` found: the request to fetch, or None."""
         held, parts = self.held[host], self.parts
         if taken.skipped:
             parts.stats.inc_value("frontier/stale_entries", taken.skipped)
@@ -361,7 +335,6 @@ class SharedDispatch:
         return host in self.heap
 
     def next_due(self, now: float) -> float | None:
-        """The first held host's due time, or the next poll while there is room."""
         if self.arrived:
             return now
         due = self.heap.next_time()
@@ -419,18 +392,15 @@ class SharedDispatch:
 
     # -- held and deferred origins, crawl-wide (leases.py) ----------------------
     def origin_held(self, origin: str, delay: float, reason: str) -> None:
-        """The hold is shared: every process keeps the origin's URLs back until it ends."""
         if self.leases is not None:
             self.leases.hold(origin, delay, reason)
 
     def origin_deferred(self, origin: str) -> None:
-        """A host parked for the origin is served again at once."""
         self.serve_parked(self.parts.clock(), {host_of_origin(origin)})
 
     def _kept_back(self, entry: Entry, inflight: bool = False, refused: bool = False) -> bool:
-        """Whether a hold keeps ``entry`` back: a held origin's URL goes back
-        to its queue parked, a deferred one's is finished as deferred.
-        ``refused``: a hold refused it in flight (ended: it just goes back)."""
+        """Whether a hold keeps ``entry`` back (parked if held, finished if deferred);
+        ``refused``: a hold refused it in flight."""
         parts = self.parts
         state = parts.holds.state_of(entry.url, bool(entry.flags & FLAG_REVISIT))
         if state is None and refused:
@@ -453,14 +423,12 @@ class SharedDispatch:
         return True
 
     def held_origins(self, host: str) -> list[str]:
-        """The held origins of ``host`` (their URLs are parked as they are met)."""
         if not self.parts.holds.held:
             return []
         return [origin for origin in self.parts.holds.held if host_of_origin(origin) == host]
 
     def park(self, host: str, now: float) -> None:
-        """Only held origins' URLs are queued for ``host``: look again when the
-        first of its holds ends, and at least once a lease TTL."""
+        """Look at ``host`` again when its first hold ends, at least once a lease TTL."""
         ends = [self.parts.holds.held[origin].until for origin in self.held_origins(host)]
         until = min([*ends, now + self.lease_ttl])
         self.held[host].parked_until = max(until, now + self.poll_interval)
@@ -468,7 +436,6 @@ class SharedDispatch:
 
     # -- the worker thread ---------------------------------------------------------
     def timing(self) -> dict[str, float]:
-        """``redis/*`` stats: the store's connection and the worker's, added."""
         timing = self.store.connection.timing()
         if self.worker is not None:
             for name, value in self.worker.timing().items():
@@ -476,17 +443,14 @@ class SharedDispatch:
         return timing
 
     def failures(self) -> int:
-        """Failed Redis calls so far (retried), the worker's included."""
         worker = 0 if self.worker is None else self.worker.connection.failures
         return self.store.failures + worker
 
     def idle(self) -> bool:
-        """Whether nothing sent through the worker is still on its way."""
         return self.worker is None or self.worker.idle()
 
     def settle(self, rounds: int = SETTLE_ROUNDS) -> bool:
-        """Wait (the reactor too) for the worker's answers and their callbacks,
-        which may send more, up to ``rounds`` times; whether nothing is left."""
+        """Wait for the worker's answers and their callbacks (up to ``rounds``); whether nothing is left."""
         for _ in range(rounds):
             if self.idle():
                 return True
@@ -497,18 +461,15 @@ class SharedDispatch:
         return self.idle()
 
     def pending(self) -> bool:
-        """Whether a take or release is on its way, or a take answered and not handed out."""
         return bool(self.arrived or self.busy)
 
     def _failed(self, err: Exception, message: str = "The shared frontier's Redis commands failed: %s") -> None:
-        """Redis commands failed after their retries (the worker's, or the upkeep's)."""
         logger.error(message, err)
         if self.parts.on_store_error is not None:
             self.parts.on_store_error(err)
 
     def _enqueued(self, entry: Any, bypass: bool, result: Any, late: bool = False) -> bool:
-        """Redis' answer to an enqueue; whether the URL was new. ``late``: it
-        was counted as new already, a duplicate is counted now."""
+        """Whether the URL was new; ``late``: counted as new already."""
         host, parts = entry.host, self.parts
         if not result.new and not bypass:
             if late:
@@ -531,9 +492,8 @@ class SharedDispatch:
         return True
 
     def poll_heap(self, now: float) -> bool:
-        """Take due hosts from the shared heap if there is room; whether any
-        came at once (never through the worker). At or above its share a
-        process takes one host per poll, so idle processes get new hosts first."""
+        """Take due hosts from the shared heap (one per poll at or above this
+        process's share); whether any came at once."""
         held = self.held
         room = min(self.max_hosts - len(held), POLL_BATCH if len(held) < self.share() else 1)
         if room <= 0 or now < self.next_poll or self.polling:
@@ -554,7 +514,6 @@ class SharedDispatch:
         return len(held) > before
 
     def _acquired(self, poll: Poll, acquired: list[Acquired], now: float) -> None:
-        """The hosts a poll acquired are held here."""
         parts = self.parts
         self.polling = False
         if self.worker is not None:  # answered later
@@ -584,7 +543,6 @@ class SharedDispatch:
 
     # -- takes -------------------------------------------------------------------
     def _send(self, host: str) -> Any:
-        """Mark ``host`` busy (off the heap, one more in flight)."""
         held = self.held[host]
         held.taking, held.inflight = True, held.inflight + 1
         self.busy += 1
@@ -592,7 +550,7 @@ class SharedDispatch:
         return held
 
     def _answered(self, host: str) -> Any:
-        """``host``'s take or release is answered: not busy any more; its HeldHost, if still held."""
+        """``host``'s take or release is answered; its HeldHost, if still held."""
         self.busy -= 1
         held = self.held.get(host)
         if held is not None:
@@ -611,7 +569,6 @@ class SharedDispatch:
             self.reschedule(host)
 
     def hand_out(self, now: float) -> Request | None:
-        """A request from the answered takes, in the order they were sent."""
         while self.arrived:
             host, taken = self.arrived.popleft()
             held = self.held.get(host)
@@ -627,7 +584,6 @@ class SharedDispatch:
 
     # -- idle releases and polls ---------------------------------------------------
     def release_idle(self, host: str) -> None:
-        """Give back a host whose queue looked empty, unless work came meanwhile."""
         wait = self.wait(host)
         held = self._send(host)
 
@@ -646,7 +602,6 @@ class SharedDispatch:
         self.leases.release(host, wait, True, held.heap_score, released, lambda err: self._busy_failed(host))
 
     def _wake(self) -> None:
-        """Wake the engine at the dispatch's next due time (now, after the worker's answer)."""
         if self.worker is None:  # answered at once, inside the engine's own call
             return
         now = self.parts.clock()
@@ -657,9 +612,7 @@ class SharedDispatch:
 
     # -- periodic upkeep, every third of FRONTIER_LEASE_TTL ---------------------------
     def renew(self) -> None:
-        """Extend every held lease (with the host's politeness state), repair
-        what a retried call left in flight, give back hosts this process is
-        too late or too busy to serve, share holds, beat the heart."""
+        """Extend the leases, repair in-flight sets, give back late or excess hosts, share holds."""
         trips = self.timing()["redis/reactor_round_trips"]
         try:
             waits = {host: self.wait(host) for host in self.held}
@@ -688,9 +641,7 @@ class SharedDispatch:
                                  "stalled longer than FRONTIER_LEASE_TTL)", host)
 
     def repair_inflight(self) -> None:
-        """After a failed Redis call was retried (a take may have run twice):
-        put back every URL in a held host's in-flight set that this process
-        is not fetching."""
+        """After a retried Redis call: put back in-flight URLs this process is not fetching."""
         mine: dict[str, set[int]] = {}
         for record in self.parts.inflight.values():
             mine.setdefault(record.host, set()).add(record.entry.fingerprint)
@@ -711,8 +662,7 @@ class SharedDispatch:
         logger.warning("%d URL(s) left in flight by a retried Redis call went back to their queues", len(lost))
 
     def fetching(self) -> set[str]:
-        """Hosts with a request of ours in flight (held counts miss one taken
-        under an earlier lease)."""
+        """Hosts with a request of ours in flight (under this lease or an earlier one)."""
         return {record.host for record in self.parts.inflight.values()}
 
     def give_away_late(self) -> None:
@@ -724,8 +674,7 @@ class SharedDispatch:
                 self._give_back(host, "frontier/leases_given_away")
 
     def rebalance(self) -> None:
-        """Holding more than one host above its share while other processes
-        run, give the excess back (none with a fetch in flight)."""
+        """Give back hosts held above this process's share plus one (none fetching)."""
         excess = len(self.held) - self.share() - 1
         if self.alive < 2 or excess <= 0:
             return
@@ -760,8 +709,7 @@ class SharedDispatch:
 
     # -- crawl-wide holds, shared at each renewal ---------------------------------------
     def busy_here(self) -> bool:
-        """Work here that no hold keeps back (unfiled, in flight, or queued for
-        a held host not parked), or a pushback's pause waited out."""
+        """Work here that no hold keeps back, or a pushback's pause waited out."""
         parts = self.parts
         if parts.unfiled or parts.holds.waiting_out() or any(
                 held.queued and not held.parked for held in self.held.values()):
@@ -770,9 +718,7 @@ class SharedDispatch:
                    for record in parts.inflight.values())
 
     def share_holds(self) -> None:
-        """Mark the crawl active if this process is busy; else, once no process
-        was for the idle bound, defer every origin held anywhere (the idle
-        close); then adopt the crawl's holds and deferrals."""
+        """Mark the crawl active, or after the idle bound defer every held origin; adopt the crawl's holds."""
         parts = self.parts
         found = {}
         if self.busy_here():
@@ -787,8 +733,7 @@ class SharedDispatch:
         self.adopt_holds(unpark=bool(found))
 
     def adopt_holds(self, unpark: bool = False) -> None:
-        """Hold and defer here what any process held or deferred; hosts parked
-        by an origin deferred now are served again at once."""
+        """Hold and defer here what any process held or deferred."""
         parts = self.parts
         now = parts.clock()
         for origin, (left, reason) in self.leases.held().items():
@@ -803,8 +748,7 @@ class SharedDispatch:
             self.serve_parked(now)
 
     def retry_deferred(self) -> None:
-        """The first process of a run puts the URLs the run before deferred
-        back in their hosts' queues at the top level."""
+        """The first process of a run requeues the previous run's deferred URLs at the top level."""
         if not self.leases.take_deferrals():
             return
         fingerprints = self.store.urls.take_deferred()
@@ -819,8 +763,7 @@ class SharedDispatch:
         logger.info("Retrying %d URLs deferred by the previous run first", len(fingerprints))
 
     def end_holds(self, now: float) -> None:
-        """End the holds due; the parked URLs of the hosts held here go back
-        to their places in the queues."""
+        """End the holds due and unpark their hosts held here."""
         holds = self.parts.holds
         due = holds.next_release()
         if due is None or due > now:
@@ -843,8 +786,7 @@ class SharedDispatch:
         self.parts.wakeup.arm(self.next_due(now), now)
 
     def serve_parked(self, now: float, hosts: set[str] | None = None) -> None:
-        """Parked hosts (of ``hosts``, default all) are due again: their held
-        origins were deferred."""
+        """Parked hosts (of ``hosts``, default all) are due again."""
         parked = [host for host, held in self.held.items()
                   if held.parked and (hosts is None or host in hosts)]
         for host in parked:

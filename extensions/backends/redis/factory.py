@@ -1,8 +1,5 @@
-"""Settings to the Redis stores, imported only on the Redis path. The one
-reader of the Redis settings (:func:`redis_settings`); every Redis component
-of a crawler shares its one connection (:func:`redis_connection`). Invalid
-values raise ``ValueError`` naming the setting and its value.
-"""
+"""Settings to the Redis stores, imported only on the Redis path; every Redis
+component of a crawler shares its one connection (:func:`redis_connection`)."""
 
 from __future__ import annotations
 
@@ -63,8 +60,7 @@ _CONNECTIONS: weakref.WeakKeyDictionary[Any, RedisConnection] = weakref.WeakKeyD
 
 
 def redis_connection(crawler: Crawler) -> RedisConnection:
-    """The crawler's one Redis connection (made on first use, opened by its
-    first user): every Redis component of the crawler shares it."""
+    """The crawler's one Redis connection, shared by every Redis component."""
     connection = _CONNECTIONS.get(crawler)
     if connection is None:
         config = redis_settings(crawler.settings)
@@ -74,9 +70,7 @@ def redis_connection(crawler: Crawler) -> RedisConnection:
 
 
 def link_segments(settings: Any, prefix: str) -> SegmentLinkTable:
-    """The crawl's link table, in segment files each process appends to
-    (``LINKGRAPH_SEGMENTS_DIR``: shared by the processes started in one
-    project; name a shared path for processes on several machines)."""
+    """The crawl's link table, in segment files each process appends to (``LINKGRAPH_SEGMENTS_DIR``)."""
     return SegmentLinkTable(segments_directory(prefix, setting(settings, "LINKGRAPH_SEGMENTS_DIR")),
                             segment_bytes=number_setting(settings, "LINKGRAPH_SEGMENT_BYTES", 1, int),
                             block_bytes=number_setting(settings, "LINKGRAPH_SEGMENT_BLOCK_BYTES", 1, int))
@@ -103,9 +97,7 @@ def read_only_redis_store(settings: Any) -> RedisStore:
 
 
 def redis_content_sets(crawler: Crawler, options: ContentOptions) -> ContentSets:
-    """The content-seen sets in the crawl's Redis, shared by its processes;
-    with ``options.io_thread`` and a running reactor their round trips go
-    through a worker thread of their own."""
+    """The content-seen sets in the crawl's Redis (``options.io_thread``: through a worker thread)."""
     config = redis_settings(crawler.settings)
     store = RedisContentStore(
         config.url, config.prefix, persist=config.persist, flush_on_start=config.flush_on_start,

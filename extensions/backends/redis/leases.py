@@ -1,33 +1,9 @@
 """Host leases in Redis: several crawler processes share one polite frontier.
 
-Per host, under its hash tag ``{T}`` (so every script touches one slot; keys
-in :mod:`extensions.backends.redis.keys`): its back queue ``P:{T}:back:HOST``
-scored by :func:`queue_score`, its in-flight set, and its lease hash (owner,
-expiry, ``next`` fetch time, ``listed``, ``ver``). :data:`ENQUEUE` adds a URL's
-row and queue entry in one script (a URL is never known without being
-queued); :data:`TAKE` moves the best URL of an origin not held to the
-in-flight set and parks held origins' URLs behind the others
-(:func:`parked_score`); :data:`FINISH` ends it.
-
-The host heap ``P:{heap-N}:heap`` holds every host with work, scored by when
-another process may look at it, so an empty heap means the crawl is over.
-A process :data:`ACQUIRE`\\ s due hosts, :data:`RENEW`\\ s its leases every
-third of the TTL and :data:`RELEASE`\\ s them; the politeness state
-(``next``) travels with the lease. A killed process's leases expire and the
-next acquirer puts its in-flight URLs back in the queue. Listing a host
-after an enqueue spans two slots: :data:`CONFIRM` marks it done, and
-:meth:`HostLeases.sweep_orphans` lists any host left off the heap.
-
-Held origins and the idle close, crawl-wide: ``P:{holds}:origins`` maps
-each origin held to ``"until reason"`` (server ms; the latest hold wins),
-read by every process with its renewals; ``P:{holds}:active`` is the last
-time some process had work no hold keeps back. Once ``active`` is older than
-the idle bound, one process takes every held origin atomically
-(:data:`IDLE_DEFER`) and records them as deferrals; the first process of the
-next run takes the deferral table (:data:`TAKE_ALL`).
-
-Scripts read the server's clock (``TIME``); tests inject one.
-"""
+Per host (keys in :mod:`.keys`): its back queue scored by :func:`queue_score`,
+its in-flight set and its lease (owner, expiry, next fetch time). The host
+heap holds every host with work: empty, the crawl is over. A lapsed lease's
+in-flight URLs go back to their queue. Scripts read the server's clock."""
 
 from __future__ import annotations
 
@@ -76,13 +52,11 @@ def queue_score(level: int, seq: int) -> float:
 
 
 def parked_score(score: float) -> float:
-    """Where a held origin's URL waits: behind every URL not parked, in the
-    same order among the parked (:data:`UNPARK` subtracts it again)."""
+    """Where a held origin's URL waits: behind every URL not parked."""
     return score + PARKED
 
 
 def is_parked(score: bytes | str | float | None) -> bool:
-    """Whether a back-queue score is a parked URL's."""
     return score not in (None, b"", "") and PARK_FLOOR <= float(score) < float("inf")
 
 
@@ -94,7 +68,6 @@ def level_of_score(score: bytes | str | float | None) -> int:
 
 
 def head_score(score: bytes | str | None) -> float:
-    """A back queue's head score as a number (infinity: empty queue)."""
     return float("inf") if score in (None, b"", "") else float(score)
 
 
@@ -146,12 +119,8 @@ def queued_fingerprint(key: str | bytes, item: bytes) -> int:
 
 
 class HostLeases:
-    """The Redis side of the multi-process frontier on an open
-    :class:`~extensions.backends.redis.store.RedisStore`. Every command goes
-    through :attr:`io`: the store's pipeline, or a worker thread's. Methods
-    that take ``then`` return nothing and hand their outcome to it later
-    (at once on a :class:`DirectIO` channel); ``clock`` (seconds) replaces
-    the server's in tests."""
+    """The Redis side of the multi-process frontier; every command goes through
+    :attr:`io`. Methods given ``then`` hand their outcome to it (maybe later)."""
 
     def __init__(self, store: Any, owner: str, ttl: float, shards: int,
                  clock: Callable[[], float] | None = None, rng: random.Random | None = None) -> None:
@@ -184,9 +153,8 @@ class HostLeases:
     # -- enqueue -------------------------------------------------------------
     def enqueue(self, host: str, entries: Sequence[Entry], force: bool = False,
                 then: Callable[[list[Enqueued]], None] | None = None) -> list[Enqueued] | None:
-        """File URLs of one host (add-if-new, or requeue with ``force``) and
-        put the host on the heap if it is not there; per entry, whether it was
-        new, to ``then`` and returned if answered at once (else None)."""
+        """File URLs of one host (add-if-new, or requeue with ``force``) and list the
+        host; per entry whether it was new, to ``then`` and returned if answered at once."""
         if not entries:
             return []
         found: list[list[Enqueued]] = []
@@ -219,26 +187,17 @@ class HostLeases:
         self.store.counters.count_known(sum(added))
         return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
 
-    def list_host(self, host: str, wait: float, ver: bytes | str) -> None:
-        """Put ``host`` on the heap, then, once Redis acknowledged it, confirm
-        it in ``{T}`` (a crash in between leaves it unconfirmed: listed again)."""
-        commands, confirm = self._list_commands(host, wait, ver)
-        self.io.submit(commands, None, follow=confirm)
-
     def _listing(self, host: str, answer: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
-        """After an ENQUEUE's answer, on the worker thread: the host's listing
-        if it needs one (a process that sees the heap empty ends)."""
         needs, wait, ver = answer[1], answer[5], answer[6]
         return self._list_commands(host, wait / 1000.0, ver) if needs else None
 
     def _list_commands(self, host: str, wait: float, ver: bytes | str) -> tuple[list[tuple[Any, ...]], Any]:
-        """LIST, and the CONFIRM that follows its answer."""
+        """Put ``host`` on the heap, then confirm it (unconfirmed after a crash: listed again)."""
         return ([("EVAL", LIST, 1, self.heap(host), self._now(), int(wait * 1000), host,
                   repr(self.rng.random() * 0.999))],
                 lambda _: ([("EVAL", CONFIRM, 1, self.keys.lease(host), ver)], None))
 
     def requeue(self, host: str, fingerprint: int, level: int) -> None:
-        """File a queued URL again at a higher level (an AOPIC promotion)."""
         self.io.write("EVAL", PROMOTE, 2, self.keys.back(host), self.keys.urls(host_tag(host)), fingerprint, level)
 
     # -- the host heap -------------------------------------------------------
@@ -287,8 +246,7 @@ class HostLeases:
 
     def take(self, host: str, held: Sequence[str] = (), then: Callable[[Taken], None] | None = None,
              failed: Callable[[Exception], None] | None = None, max_skip: int = 64) -> Taken:
-        """The best queued URL of a held host whose origin is not in ``held``
-        (its held origins, whose URLs met on the way are parked), now in flight."""
+        """The best queued URL of an origin not in ``held`` (met ones parked), now in flight."""
         command = ("EVAL", TAKE, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
                    self._now(), self.owner, max_skip, self.ttl_ms, *held)
         return self._ask([command], lambda answers: self._taken(answers[0]), then, failed)
@@ -310,14 +268,12 @@ class HostLeases:
                      unpack_cash(cash) if cash else None, int(parked))
 
     def unpark(self, host: str) -> tuple[int, float]:
-        """Every parked URL of ``host`` back in its place in the queue; how
-        many, and the queue's head score now."""
+        """Unpark every URL of ``host``; how many, and the queue's head score now."""
         count, head = self.io.call(("EVAL", UNPARK, 1, self.keys.back(host)))[0]
         return int(count), head_score(head)
 
     def finish(self, host: str, fingerprint: int, status: Status | None, fetched: float | None = None) -> None:
-        """A handed-out URL is finished (buffered): out of the in-flight set,
-        its row to ``status``; after a take-over, only if it is still ours."""
+        """A handed-out URL is finished (buffered), if it is still ours."""
         lease, _, inflight, urls = self._host_keys(host)
         if self.store.urls.trims and status is not Status.DEFERRED:  # a deferred row stays, for a resume
             self.io.write("EVAL", FINISH, 4, inflight, urls, lease, self.keys.host_urls(host_tag(host)),
@@ -329,8 +285,7 @@ class HostLeases:
                       b"" if fetched is None else fetched_bytes(fetched), fingerprint, self.owner)
 
     def queued(self, host: str) -> list[int]:
-        """The fingerprints in ``host``'s back queue in taking order (levels
-        high to low, then parked), copies of promoted URLs included."""
+        """The fingerprints in ``host``'s back queue in taking order, promoted copies included."""
         directory = self.io.call(("HGETALL", self.keys.back(host)))[0]
         levels = sorted((int(field[1:]) for field in directory if field.startswith(b"l")), reverse=True)
         names = [*map(str, levels), "p"]
@@ -339,16 +294,13 @@ class HostLeases:
         return [queued_fingerprint(key, item) for key, items in zip(lists, found) for item in items]
 
     def inflight_of(self, hosts: list[str]) -> dict[str, list[int]]:
-        """The fingerprints in each host's in-flight set, in one round trip."""
         if not hosts:
             return {}
         answers = self.io.call(*[("ZRANGE", self.keys.inflight(host), 0, -1) for host in hosts])
         return {host: [int(fp) for fp in found] for host, found in zip(hosts, answers)}
 
     def put_back(self, host: str, fingerprint: int, level: int, parked: bool = False) -> float:
-        """A handed-out URL goes back to its host's queue (buffered), behind
-        every unparked URL if ``parked``; not after a take-over, which put it
-        back already. Returns the score it gets."""
+        """A handed-out URL back to its queue (buffered; ``parked``: behind the others); its score."""
         lease, back, inflight, urls = self._host_keys(host)
         seq = self.store.counters.sequence_numbers(1)[0]
         score = queue_score(level, seq)
@@ -360,9 +312,8 @@ class HostLeases:
     def release(self, host: str, wait: float, idle_only: bool, heap_score: float | None,
                 then: Callable[[tuple[int, int, float]], None] | None = None,
                 failed: Callable[[Exception], None] | None = None) -> tuple[int, int, float]:
-        """Give ``host`` back (``idle_only``: only if it has no work), its
-        next fetch ``wait`` seconds from now. Returns ``(state, queued,
-        head score)``: state 0 kept (it has work), 1 released, -1 not ours."""
+        """Give ``host`` back (``idle_only``: if it has no work); ``(state, queued, head score)``,
+        state 0 kept, 1 released, -1 not ours."""
         command = ("EVAL", RELEASE, 4, *self._host_keys(host), self._now(), self.owner,
                    int(wait * 1000), "1" if idle_only else "0")
         return self._ask([command], lambda answers: self._released(host, heap_score, answers[0]), then, failed)
@@ -378,8 +329,7 @@ class HostLeases:
         return (1 if state in (1, 2) else -1), 0, float("inf")
 
     def renew(self, waits: dict[str, float]) -> dict[str, int]:
-        """Extend the leases of held hosts (``host -> seconds to its next
-        fetch``); return ``host -> new expiry`` (ms), -1 where the lease was lost."""
+        """Extend the leases (``host -> seconds to its next fetch``); ``host -> expiry`` ms, -1: lost."""
         if not waits:
             return {}
         hosts = list(waits)
@@ -392,8 +342,7 @@ class HostLeases:
 
     # -- repairs -------------------------------------------------------------
     def sweep_orphans(self) -> int:
-        """List every host with work, no live owner and no heap entry (left
-        by a process killed between enqueue and listing); return how many."""
+        """List every host with work, no live owner and no heap entry; how many."""
         listed = 0
         for key in list(self.store.scan(self.keys.back_pattern)):
             host = self.keys.host_of_back(key)
@@ -402,13 +351,13 @@ class HostLeases:
             if answer[0] != 1:
                 continue
             if self.io.call(("ZSCORE", self.heap(host), host))[0] is None:
-                self.list_host(host, answer[2] / 1000.0, answer[1])
+                commands, confirm = self._list_commands(host, answer[2] / 1000.0, answer[1])
+                self.io.submit(commands, None, follow=confirm)
                 listed += 1
         return listed
 
     # -- held origins and the idle close, crawl-wide (on the store's pipeline) ------
     def hold(self, origin: str, delay: float, reason: str) -> None:
-        """``origin`` is held for ``delay`` seconds, crawl-wide (buffered)."""
         self.store.write("EVAL", HOLD, 1, self.keys.held_origins, self._now(), origin,
                          int(max(0.0, delay) * 1000), reason.replace("\n", " "))
 
@@ -417,12 +366,10 @@ class HostLeases:
         return _triples(self.store.call(("EVAL", HELD, 1, self.keys.held_origins, self._now()))[0])
 
     def mark_active(self) -> None:
-        """This process has work no hold keeps back (buffered)."""
         self.store.write("EVAL", ACTIVE, 1, self.keys.active, self._now())
 
     def defer_idle(self, idle: float) -> dict[str, tuple[float, str]]:
-        """If no process was active for ``idle`` seconds, take the held origins
-        for the caller to defer; else nothing."""
+        """The held origins to defer if no process was active for ``idle`` seconds."""
         return _triples(self.store.call(("EVAL", IDLE_DEFER, 2, self.keys.held_origins, self.keys.active,
                                          self._now(), int(idle * 1000)))[0])
 
@@ -433,7 +380,6 @@ class HostLeases:
 
     # -- processes and stats -------------------------------------------------
     def others_alive(self) -> int:
-        """Processes of the crawl alive now (before this one's heartbeat: others)."""
         return self.store.registry.others_alive(self._now())
 
     def heartbeat(self, ttl: float) -> int:
@@ -444,12 +390,11 @@ class HostLeases:
         return self.store.registry.heartbeat(self._now())
 
     def leave(self) -> int:
-        """The frontier of this process is gone; how many other processes are alive."""
+        """How many other processes are alive."""
         joined, self._joined = self._joined, None
         return self.store.registry.leave(joined if joined is not None else self.ttl_ms / 1000, self._now())
 
     def add_stats(self, deltas: Iterable[tuple[str, float]]) -> None:
-        """Add this process's stat changes to the crawl's totals (buffered)."""
         for name, delta in deltas:
             if isinstance(delta, int):
                 self.io.write("HINCRBY", self.keys.stats, name, delta)
@@ -457,11 +402,9 @@ class HostLeases:
                 self.io.write("HINCRBYFLOAT", self.keys.stats, name, repr(float(delta)))
 
     def set_stat(self, name: str, value: float) -> None:
-        """Record a crawl-wide measurement (the latest wins; buffered)."""
         self.io.write("HSET", self.keys.stats, name, repr(value) if isinstance(value, float) else value)
 
     def stats_totals(self) -> dict[str, float]:
-        """Stats summed over every process of the crawl."""
         found = self.io.call(("HGETALL", self.keys.stats))[0]
         return {name.decode(): _number(value) for name, value in found.items()}
 

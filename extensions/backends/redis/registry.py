@@ -1,23 +1,10 @@
 """The crawler processes of one crawl on Redis: who is alive, who is last,
 and the closing fence.
 
-``P:processes`` maps each process's id to its heartbeat's expiry (server
-ms). Every Redis component of a process uses its connection's one
-:class:`ProcessRegistry`; a component that deletes the crawl's keys at
-close does so only when :meth:`ProcessRegistry.leave` with ``fence`` says
-no other process is alive. A killed process counts as gone once its expiry
-passes.
-
-The closing fence (``{P:processes}:closing``, the deleter's id, with a TTL
-renewed after every batch the deleter unlinks) makes "last one out deletes"
-safe against a process joining meanwhile: the leave that finds no other
-process alive fences the crawl in the same script, and :meth:`enter` (a
-process becoming a member, before it reads or writes any key) is refused
-while another process's fence stands; it waits for the deletion to end
-(bounded), then joins the crawl anew. The fence stands until the deleting
-process's last component has left (its other components' keys are deleted
-inside it too: :meth:`ProcessRegistry.unfence` lifts it only then); a killed
-deleter's fence expires.
+``P:processes`` maps each process's id to its heartbeat's expiry (server ms).
+The last process out deletes the crawl's keys behind a closing fence
+(``{P:processes}:closing``, with a TTL): a process entering meanwhile waits
+for the deletion to end, then joins anew; a killed deleter's fence expires.
 """
 
 from __future__ import annotations
@@ -57,17 +44,14 @@ def process_id() -> str:
 
 
 def closing_key(processes: str) -> str:
-    """The closing fence of the registry ``processes``: in its Cluster slot
-    (hash tag), outside every pattern the crawl's keys are deleted by."""
+    """The closing fence of ``processes``: in its slot, outside every deleted pattern."""
     return f"{{{processes}}}:closing"
 
 
 class ProcessRegistry:
-    """This process's membership in ``P:processes``: components :meth:`join`
-    (or :meth:`enter`) with the heartbeat TTL they renew within (the shortest
-    counts) and :meth:`leave`. ``now``: milliseconds as text, ``""`` for the
-    server's clock. ``wait``, ``fence_ttl``: seconds; ``sleep`` and ``clock``
-    (seconds) pace a refused :meth:`enter`."""
+    """This process's membership in ``P:processes``: components :meth:`join` (or
+    :meth:`enter`) with their heartbeat TTL (the shortest counts) and :meth:`leave`.
+    ``now``: milliseconds as text, ``""`` for the server's clock."""
 
     def __init__(self, connection: RedisConnection, key: str, owner: str | None = None, *,
                  wait: float = ENTER_WAIT, fence_ttl: float = FENCE_TTL,
@@ -82,16 +66,11 @@ class ProcessRegistry:
         self.deleted_batch: Callable[[int], None] = lambda deleted: None
 
     def join(self, ttl: float) -> None:
-        """One more component of this process, renewing within ``ttl`` seconds
-        (a member on the server from its next heartbeat)."""
+        """One more component, renewing within ``ttl`` seconds (a member from its next heartbeat)."""
         self._ttls.append(ttl)
 
     def enter(self, ttl: float | None = None, now: str = "") -> None:
-        """Make this process a member now, before it touches the crawl's keys
-        (then :meth:`join` ``ttl``, if given).
-        While another process's closing fence stands, wait for it to go (at
-        most ``wait`` seconds, tries doubling apart), then join the crawl
-        anew; :class:`CrawlClosingError` if it is still there."""
+        """Make this process a member before it touches the crawl's keys (waiting out a closing fence)."""
         if not self.entered:
             self._enter(self._ttls + ([] if ttl is None else [ttl]), now)
         if ttl is not None:
@@ -120,7 +99,6 @@ class ProcessRegistry:
             "once it is done, or choose another FRONTIER_REDIS_PREFIX")
 
     def heartbeat_command(self, now: str = "") -> tuple[Any, ...]:
-        """The heartbeat as a command, to ride on a pipeline (answer: alive count)."""
         ttl = min(self._ttls, default=DEFAULT_TTL)  # alive this long after a heartbeat: the shortest joined
         return ("EVAL", HEARTBEAT, 2, self.key, self.fence, now, self.owner, int(ttl * 1000), self.fence_ms)
 
@@ -129,16 +107,11 @@ class ProcessRegistry:
         return int(self.connection.call(self.heartbeat_command(now))[0])
 
     def others_alive(self, now: str = "") -> int:
-        """How many other processes are alive."""
         return int(self.connection.call(("EVAL", OTHERS, 1, self.key, now, self.owner, "0"))[0])
 
     def leave(self, ttl: float | None, now: str = "", fence: bool = False) -> int:
-        """A component joined with ``ttl`` is gone (None: no component, the
-        process only); the last one takes the entry out. How many other
-        processes are alive; another process's fence counts as one. With
-        ``fence``, when none is, the crawl is fenced closing for this process
-        in the same step (0 returned): delete its keys (:meth:`delete`). A
-        closing component calls :meth:`unfence` after its leave, fenced or not."""
+        """A component joined with ``ttl`` is gone; how many other processes are alive. With
+        ``fence``, when none is, this process fences the crawl: delete its keys, then :meth:`unfence`."""
         if ttl in self._ttls:
             self._ttls.remove(ttl)
         last = "0" if self._ttls else "1"
@@ -149,17 +122,13 @@ class ProcessRegistry:
                                          fence_ms))[0])
 
     def unfence(self) -> bool:
-        """Lift this process's closing fence, if it holds one, once no
-        component of it is left (until then its other components close inside
-        the fence, renewed by the heartbeat); whether it was lifted."""
+        """Lift this process's closing fence once no component is left; whether it was."""
         if self._ttls:
             return False
         return bool(self.connection.call(("EVAL", FENCE, 1, self.fence, self.owner, "0"))[0])
 
     def delete(self, patterns: Iterable[str], singles: Iterable[str], batch: int = 1024) -> int:
-        """Unlink every key matching ``patterns`` (SCAN over every master),
-        ``batch`` keys a round trip, then ``singles``; how many matched. The
-        closing fence, if this process holds it, is renewed with every batch."""
+        """Unlink every key matching ``patterns``, then ``singles``; how many matched."""
         renew = ("EVAL", FENCE, 1, self.fence, self.owner, self.fence_ms)
         deleted = 0
         for pattern in patterns:

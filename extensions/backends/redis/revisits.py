@@ -1,14 +1,10 @@
 """Per-URL re-visit history in Redis: the RevisitTable of
 :class:`~extensions.backends.redis.store.RedisStore`.
 
-A record (without its due time, :func:`pack_record`) lives in
-``P:{T}:revisit`` next to the URL's row; its due time in the due-order shard
-``P:{revisit-N}:due`` (``N = host hash % shards``; :data:`CLUSTER_SHARDS` on a
-cluster, recorded in ``P:meta``), which is the authority for ``due``.
-:data:`TAKE` pops one shard's due entries atomically and retry-safely
-(``P:{revisit-N}:taken``). The record's HSET is buffered before its ZADD, so
-after a crash a record may lack its due entry, never the reverse.
-"""
+A record lives in ``P:{T}:revisit`` next to the URL's row; its due time in
+the due-order shard ``P:{revisit-N}:due``, the authority for ``due``. The
+record is written before its due entry: after a crash a record may lack it,
+never the reverse."""
 
 from __future__ import annotations
 
@@ -43,8 +39,7 @@ TAKE = lua("revisit_take")
 
 
 def _http_date(text: str) -> int | None:
-    """``text`` as unix seconds if it is an IMF-fixdate that formats back to
-    exactly ``text`` (the usual Last-Modified), else None."""
+    """``text`` as unix seconds if it is an IMF-fixdate that formats back to it, else None."""
     if len(text) != 29 or not text.endswith(" GMT"):
         return None
     parsed = parsedate(text)
@@ -64,10 +59,7 @@ def _exact_float32(value: float) -> bool:
 
 
 def pack_record(record: RevisitRecord) -> bytes:
-    """Every field but the fingerprint and ``due``: flags and the three times,
-    the interval (float32 when exact), the counters (bytes when under 256;
-    else ``visits`` and ``changes`` in 32 bits, ``gone`` in 16), the content
-    fingerprint, Last-Modified (4 bytes when an exact HTTP date), the ETag."""
+    """Every field of ``record`` but the fingerprint and ``due``, packed small."""
     flags, tail = 0, []
     if _exact_float32(record.interval):
         flags |= _FLOAT_INTERVAL
@@ -133,8 +125,7 @@ def _pairs(answer: list[Any]) -> list[tuple[int, float]]:
 
 
 class RedisRevisitTable:
-    """The re-visit table over the store's connection (``writable``: whether
-    the store may write)."""
+    """The re-visit table over the store's connection."""
 
     def __init__(self, keys: Keys, connection: Callable[[], RedisConnection],
                  writable: Callable[[], bool]) -> None:
@@ -263,8 +254,7 @@ class RedisRevisitTable:
         return [unpack_record(fp, dues[fp], value) for fp, value in packed]
 
     def _due_reads(self, fingerprints: list[int]) -> tuple[list[Command], Callable[[list[Any]], dict[int, float]]]:
-        """The ZMSCORE reads of the due times of ``fingerprints``, and their
-        answers as ``fingerprint -> due`` (inf: none)."""
+        """The ZMSCORE reads of the due times, and their answers as ``fingerprint -> due``."""
         by_shard = group_by_tag(fingerprints, lambda fp: str(self._shard(fp)))
 
         def dues(answers: list[Any]) -> dict[int, float]:

@@ -1,11 +1,7 @@
-"""Every Lua script of the Redis backend: the files in ``lua/``, each saying
-its KEYS, ARGV and answer in its first comment. :func:`lua` reads one and
-registers it (a connection loads it once and calls it by SHA). A line
-``--- @include "NAME"`` is replaced by ``lua/include/NAME.lua`` (once per
-script); ``$NAME`` by the parameter ``NAME`` (the row layout's
-:data:`~extensions.backends.redis.rows.LUA_PARAMETERS` and the caller's; a
-missing one is an error at import). Read through :mod:`importlib.resources`.
-"""
+"""Every Lua script of the Redis backend: the files in ``lua/``, each saying its
+KEYS, ARGV and answer in its first comment. :func:`lua` reads one, with its
+``--- @include "NAME"`` lines and ``$NAME`` parameters filled in, and
+registers it (called by SHA)."""
 
 from __future__ import annotations
 

@@ -5,14 +5,7 @@ Every crawler process watches ``REDIS_START_URLS_KEY`` (default
 
     redis-cli -u redis://host:6379/0 lpush web:start_urls https://example.org/
 
-An entry is a URL or a JSON object ``{"url": ..., "meta": {...}}``, popped
-atomically (each reaches one process) every ``REDIS_START_URLS_POLL_INTERVAL``
-seconds and when the spider is idle; invalid entries are counted
-(``seeds/redis_invalid``). A process started without ``-a seeds`` closes
-after ``MAX_IDLE_TIME_BEFORE_CLOSE`` seconds with nothing to do (never when
-0); one started with seeds ends when the crawl is done, unless that setting
-is above 0.
-"""
+An entry is a URL or a JSON object ``{"url": ..., "meta": {...}}``, popped atomically."""
 
 from __future__ import annotations
 
@@ -27,6 +20,7 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 from twisted.internet import task
 
 from extensions import defaults
+from extensions.defaults import checked
 from extensions.backends import backend_class
 from extensions.backends.redis.backend import RedisBackend
 
@@ -39,8 +33,7 @@ ACTIVITY_STATS = ("response_received_count", "scheduler/enqueued", "seeds/redis_
 
 
 def parse_entry(raw: bytes | str) -> tuple[str, dict[str, Any]]:
-    """The URL and meta of one pushed entry: a URL or a JSON object with
-    ``url`` (and optionally ``meta``). Raises ValueError otherwise."""
+    """The URL and meta of one pushed entry; ValueError if it is neither a URL nor such JSON."""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     text = text.strip()
     if text.startswith("{"):
@@ -83,15 +76,9 @@ class RedisSeeds:
         spider = crawler.spider
         name = getattr(spider, "name", "web")
         key = settings.get("REDIS_START_URLS_KEY", defaults.REDIS_START_URLS_KEY) % {"name": name}
-        batch_size = settings.getint("REDIS_START_URLS_BATCH_SIZE", defaults.REDIS_START_URLS_BATCH_SIZE)
-        poll_interval = settings.getfloat("REDIS_START_URLS_POLL_INTERVAL", defaults.REDIS_START_URLS_POLL_INTERVAL)
-        max_idle = settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE", defaults.MAX_IDLE_TIME_BEFORE_CLOSE)
-        for setting, value, ok in (("REDIS_START_URLS_BATCH_SIZE", batch_size, batch_size > 0),
-                                   ("REDIS_START_URLS_POLL_INTERVAL", poll_interval, poll_interval > 0),
-                                   ("MAX_IDLE_TIME_BEFORE_CLOSE", max_idle, max_idle >= 0)):
-            if not ok:
-                raise ValueError(f"{setting} must be {'>= 0' if setting.startswith('MAX') else '> 0'}, "
-                                 f"not {value!r}")
+        batch_size = checked(settings, "REDIS_START_URLS_BATCH_SIZE", lambda value: value > 0, "> 0", int)
+        poll_interval = checked(settings, "REDIS_START_URLS_POLL_INTERVAL", lambda value: value > 0, "> 0")
+        max_idle = checked(settings, "MAX_IDLE_TIME_BEFORE_CLOSE", lambda value: value >= 0, ">= 0")
         # imported here: an SQLite crawl does not import redis
         from extensions.backends.redis.factory import redis_connection  # noqa: PLC0415
         from redis.exceptions import RedisError  # noqa: PLC0415
@@ -141,8 +128,7 @@ class RedisSeeds:
         return scheduled
 
     def request_for(self, raw: bytes | str) -> Request | None:
-        """A seed request for one entry, or None (counted) when it is
-        invalid or the URL filter refuses it."""
+        """A seed request for one entry, or None (counted) when it is invalid or filtered."""
         stats = self.crawler.stats
         try:
             url, meta = parse_entry(raw)

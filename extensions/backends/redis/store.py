@@ -1,21 +1,11 @@
 """The frontier's store in Redis, a single instance or a Redis Cluster.
 
-Keys: :mod:`extensions.backends.redis.keys`; rows:
-:mod:`extensions.backends.redis.rows`; tables:
-:mod:`extensions.backends.redis.tables`. Writes whose answer nobody needs
-wait in the crawler's one connection's pipeline; the next read sends them
-first, so reads see every earlier write. The URL-seen set
-(:mod:`extensions.backends.redis.fpset`, exact, a crawl's default, or
-:mod:`extensions.backends.redis.bloom`) is tested inside the script that
-inserts a URL's row; a row then lives only while its URL is queued or in
-flight (unless ``keep_rows``: re-visits need them); finished rows are
-counted by status. A crawl keeps the URL-seen layout it began with (``seen``
-in ``P:meta``). After a crash the store holds a prefix of the command stream
-(``clean`` in ``P:meta`` is ``0`` while a crawl runs). ``persist=False``
-(``SCHEDULER_PERSIST`` off) deletes the crawl's keys at a clean close if no
-other process is alive, behind the registry's closing fence
-(:mod:`extensions.backends.redis.registry`; a process opening meanwhile
-waits for the deletion to end), ``flush_on_start`` at open.
+Writes wait in the connection's pipeline; the next read sends them first.
+With a URL-seen set (``seen`` in ``P:meta``, kept for the crawl) a row lives
+only while its URL is queued or in flight (unless ``keep_rows``). After a
+crash the store holds a prefix of the command stream (``clean`` is ``0``
+while a crawl runs). ``persist=False`` deletes the crawl's keys at close
+when no other process is alive (:mod:`.registry`).
 """
 
 from __future__ import annotations
@@ -50,8 +40,7 @@ logger = logging.getLogger(__name__)
 
 
 def recorded_layout(description: str) -> SeenLayout | None:
-    """The URL-seen layout a crawl's meta hash records (the layout's
-    ``describe()``); None for ``rows``. ValueError for anything else."""
+    """The URL-seen layout a crawl records (``describe()``); None for ``rows``."""
     kind, *values = description.split()
     try:
         if kind == "fpset" and len(values) == 1:
@@ -66,18 +55,12 @@ def recorded_layout(description: str) -> SeenLayout | None:
 
 
 def segments_directory(prefix: str, directory: str | Path | None = None) -> Path:
-    """Where the crawl of ``prefix`` keeps its link segments (on disk, not in
-    Redis; flushed at the store's checkpoints, deleted with its keys):
-    ``directory``, or the project's ``.scrapy/linksegments/<prefix>``."""
+    """Where the crawl of ``prefix`` keeps its link segments on disk."""
     return Path(directory) if directory else Path(data_path(f"linksegments/{prefix}"))
 
 
 class RedisStore:
-    """The store's tables over one connection, and its lifecycle. With
-    ``seen`` the URL-seen set is that set and finished rows are trimmed
-    unless ``keep_rows``; with None the rows are the set; by default the
-    layout the crawl recorded, else None. Without ``connection`` the store
-    opens one of its own to ``url``."""
+    """The store's tables over one connection, and its lifecycle (``seen``: the URL-seen layout)."""
 
     def __init__(self, url: str, prefix: str = "web", *, persist: bool = True,
                  flush_on_start: bool = False, retries: int = 6, timeout: float | None = 10.0,
@@ -124,7 +107,7 @@ class RedisStore:
                 "began it, or start it over (SCHEDULER_FLUSH_ON_START=True deletes its keys) or under "
                 "another FRONTIER_REDIS_PREFIX")
         self._check_seen_backend()
-        self.clean = clean != b"0" or not self._has_rows()
+        self.clean = clean != b"0" or next(self.scan(self.keys.urls_pattern), None) is None
         self.write("HSET", self.keys.meta, "schema", SCHEMA_VERSION, "clean", "0")
         if schema is None:  # a new crawl: the baseline of its memory use
             self.write("HSETNX", self.keys.meta, "memory_base", self.connection.used_memory()[0])
@@ -143,8 +126,7 @@ class RedisStore:
             self._adopt(recorded)
 
     def _check_seen_backend(self) -> None:
-        """A crawl keeps the URL-seen layout it began with; a store made
-        without one (``seen="recorded"``: tools, tests) takes the crawl's."""
+        """A crawl keeps the URL-seen layout it began with."""
         wanted = "rows" if self.seen is None else self.seen.describe()
         recorded = self._call(("HSETNX", self.keys.meta, "seen", wanted), ("HGET", self.keys.meta, "seen"))[1]
         if self._asked == "recorded" and recorded.decode() != wanted:
@@ -158,7 +140,6 @@ class RedisStore:
                 "FRONTIER_REDIS_BLOOM_ERROR_RATE, or choose another FRONTIER_REDIS_PREFIX")
 
     def _adopt(self, recorded: str) -> None:
-        """Test URLs against the layout the crawl recorded."""
         self.seen = recorded_layout(recorded)
         self.urls.use(self.seen, self.keep_rows)
 
@@ -193,7 +174,6 @@ class RedisStore:
             self.connection.close()
 
     def _refuse(self) -> None:
-        """Leave the crawl's processes and drop the connection (a refused open)."""
         self.registry.leave(None)
         self.abandon()
 
@@ -215,9 +195,7 @@ class RedisStore:
 
     # -- memory (for stats) --------------------------------------------------------
     def memory_usage(self) -> tuple[int, int] | None:
-        """``(bytes, URLs)``, crawl-wide: ``used_memory_dataset`` over every
-        master less its value when the crawl began, and the URLs known; None
-        without that baseline."""
+        """``(bytes, URLs)``, crawl-wide, above the memory used when the crawl began."""
         self.counters.add_known()
         commands: list[tuple[Any, ...]] = [("GET", self.keys.known), ("HGET", self.keys.meta, "memory_base")]
         if not self.cluster:
@@ -231,7 +209,6 @@ class RedisStore:
     # -- the pipeline (the crawler's shared connection) ----------------------------
     @property
     def registry(self) -> ProcessRegistry:
-        """The crawl's process registry on this store's connection."""
         return registry_of(self.connection, self.keys.processes)
 
     @property
@@ -239,20 +216,16 @@ class RedisStore:
         return self.connection.round_trips
 
     def call(self, *commands: tuple[Any, ...]) -> list[Any]:
-        """Send the buffered writes and ``commands``; the answers to ``commands``."""
         return self._call(*commands) if commands else self._flush() or []
 
     def write(self, *command: Any) -> None:
-        """Buffer a command whose answer nobody needs (sent with the next call)."""
         self._require().write(*command)
 
     def scan(self, pattern: str) -> Iterator[bytes]:
-        """Every key matching ``pattern`` (a SCAN over every master)."""
         return self._require().scan(pattern)
 
     @property
     def failures(self) -> int:
-        """Failed Redis calls so far (each retried: a command may have run twice)."""
         return self.connection.failures
 
     @property
@@ -270,6 +243,3 @@ class RedisStore:
     def _flush(self) -> None:
         if self._attached:
             self.connection.flush()
-
-    def _has_rows(self) -> bool:
-        return next(self.scan(self.keys.urls_pattern), None) is not None

@@ -1,17 +1,6 @@
 """Redis round trips off the reactor thread: one worker thread, its own
 connection, commands in FIFO order, answers back on the reactor thread.
-
-A channel has three calls: :meth:`RedisWorker.write` (no answer needed),
-:meth:`RedisWorker.submit` (a callback gets the answers later, on the
-reactor thread) and :meth:`RedisWorker.call` (the caller waits; the
-callbacks of earlier jobs run first). The thread sends every job queued
-since its last round trip in one pipeline; one thread and one queue keep
-the order of every command, so a page's ``FINISH`` reaches Redis after the
-enqueues of its links. :class:`DirectIO` is the same channel without a
-thread (tools, tests, no running reactor). A job that fails after the
-connection's retries raises in :meth:`call`, or goes to ``on_error`` and its
-``failed`` callback on the reactor thread.
-"""
+:class:`DirectIO` is the same channel without a thread."""
 
 from __future__ import annotations
 
@@ -83,8 +72,7 @@ class _Job:
 
 
 class RedisWorker:
-    """The channel through a worker thread. ``deliver`` runs a function on
-    the reactor thread; ``on_error`` hears failures of jobs nobody waits for."""
+    """The channel through a worker thread; ``deliver`` runs a function on the reactor thread."""
 
     def __init__(self, connection: RedisConnection, deliver: Callable[[Callable[[], None]], Any],
                  on_error: Callable[[Exception], None]) -> None:
@@ -106,13 +94,11 @@ class RedisWorker:
 
     def submit(self, commands: Sequence[Command], then: Callable[[list[Any]], None] | None,
                failed: Callable[[Exception], None] | None = None, follow: Follow | None = None) -> None:
-        """``then`` gets the answers on the reactor thread; ``follow`` runs on
-        the worker thread and what it returns is sent in the next round trip."""
+        """``follow`` runs on the worker thread; what it returns is sent next."""
         self._queue(_Job(commands, then, failed, follow=follow))
 
     def call(self, *commands: Command) -> list[Any]:
-        """The answers to ``commands`` after everything queued before them;
-        the callbacks of earlier jobs run first."""
+        """The answers to ``commands`` after everything queued before them."""
         job = _Job(commands, waits=True)
         started = time.perf_counter()
         self._queue(job)
@@ -125,12 +111,10 @@ class RedisWorker:
         return job.answers
 
     def drain(self) -> None:
-        """Wait until every queued job is answered and its callback has run."""
         if self._running:
             self.call()
 
     def idle(self) -> bool:
-        """Whether every job sent is finished, its callback run."""
         return self._outstanding == 0
 
     # -- lifecycle ---------------------------------------------------------------
@@ -152,8 +136,7 @@ class RedisWorker:
         self.connection.detach()
 
     def timing(self) -> dict[str, float]:
-        """``redis/*`` stats: the worker connection's, the reactor's waits in
-        :meth:`call`, the jobs carried."""
+        """``redis/*`` stats of the worker."""
         timing = self.connection.timing()
         timing["redis/reactor_round_trips"] = self.reactor_calls
         timing["redis/reactor_wait_seconds"] = round(self.reactor_seconds, 6)
@@ -203,7 +186,6 @@ class RedisWorker:
         self._finish(batch, error)
 
     def _chain(self, batch: list[_Job]) -> None:
-        """Queue, first, what follows from the answers."""
         chained = []
         for job in batch:
             try:
@@ -234,7 +216,6 @@ class RedisWorker:
             self.deliver(self.run_callbacks)
 
     def run_callbacks(self) -> None:
-        """On the reactor thread: the callbacks of the answered jobs, in order."""
         self._delivery_scheduled = False
         reported: Exception | None = None
         while self._answered:
@@ -264,9 +245,7 @@ def running_reactor() -> Any:
 def start_worker(store: Any, deliver: Callable[[Callable[[], None]], Any], on_error: Callable[[Exception], None],
                  purpose: str = "the shared frontier's worker thread",
                  error: type[Exception] = FrontierStoreError) -> RedisWorker:
-    """A running worker with a connection of its own to ``store``'s Redis
-    (``url``, ``retries``, ``timeout``); raises ``error`` naming ``purpose``
-    if Redis is not there."""
+    """A running worker with its own connection to ``store``'s Redis."""
     connection = RedisConnection(store.url, retries=store.retries, timeout=store.timeout)
     connection.attach(purpose, error)
     worker = RedisWorker(connection, deliver, on_error)

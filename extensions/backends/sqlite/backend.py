@@ -31,8 +31,7 @@ CONTENTSEEN_DB_NAME = "contentseen.sqlite3"
 
 
 def local_content_sets(directory: Path | None, options: ContentOptions) -> ContentSets:
-    """The content-seen sets in this process's SQLite files in ``directory``
-    (None: a temporary one, removed at close), opened by ``open``."""
+    """The content-seen sets in this process's SQLite files in ``directory`` (None: temporary)."""
     temporary = None if directory else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
     path = (directory or temporary) / CONTENTSEEN_DB_NAME  # type: ignore[operator]
 

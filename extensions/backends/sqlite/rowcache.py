@@ -28,8 +28,7 @@ class RowCache:
         self.cash.clear()
 
     def within(self, db: sqlite3.Connection) -> RowCache | None:
-        """This cache if ``db`` is inside its own open transaction; else
-        (the rows may have changed under it) None, the cache emptied."""
+        """This cache if ``db`` is inside its own open transaction; else None, the cache emptied."""
         if db.in_transaction:
             return self
         self.clear()
@@ -48,8 +47,7 @@ class RowCache:
         return status
 
     def wrote_status(self, fingerprints: Iterable[int], status: int, only_from: int | None) -> None:
-        """An UPDATE set ``status`` on these rows (those whose status was
-        ``only_from``, if given); only remembered rows change."""
+        """An UPDATE set ``status`` on these rows (``only_from``: those in that status)."""
         statuses = self.statuses
         for fp in fingerprints:
             old = statuses.get(fp)

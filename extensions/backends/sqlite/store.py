@@ -1,10 +1,8 @@
 """The frontier's embedded store: one SQLite file, ``JOBDIR/frontier.sqlite3``.
 
-WAL, ``synchronous=NORMAL``, one open transaction committed at each
-checkpoint (and before each hand-out with ``FRONTIER_WRITE_AHEAD``);
-readable while a crawl runs (``urls_readable``). The ``urls`` rows are
-authoritative; ``queue_items`` holds the queues' order, ``meta`` the schema
-version, ``clean`` and the queue counts."""
+WAL, one open transaction committed at each checkpoint (and before each
+hand-out with ``FRONTIER_WRITE_AHEAD``); the ``urls`` rows are authoritative,
+``queue_items`` holds the queues' order, ``meta`` the schema and ``clean``."""
 
 from __future__ import annotations
 
@@ -78,8 +76,7 @@ _SCHEMA = REVISITS_SCHEMA + _SCHEMA  # the view reads the revisits table
 
 
 class SQLiteStore:
-    """The tables of :mod:`.tables` on one connection and open transaction, which
-    this object opens, commits and closes; the tables share its row cache."""
+    """The tables of :mod:`.tables` on one connection and open transaction."""
 
     def __init__(self, path: str | Path, cache_mb: int = 8, max_mb: float | None = None) -> None:
         self.path = Path(path)
@@ -122,8 +119,7 @@ class SQLiteStore:
             ) from err
 
     def open_read_only(self) -> None:
-        """Open an existing database to read it, a running crawl's too:
-        nothing is written, :meth:`close` only closes."""
+        """Open an existing database to read it, a running crawl's too."""
         if not self.path.is_file():
             raise FrontierStoreError(f"no frontier database at {self.location} (check JOBDIR)")
         try:
@@ -208,5 +204,4 @@ class SQLiteStore:
         self._require().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def memory_usage(self) -> tuple[int, int] | None:
-        """Not measured for an embedded store."""
         return None

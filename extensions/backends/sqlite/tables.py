@@ -29,13 +29,11 @@ def rows_in(db: sqlite3.Connection, sql: str, fingerprints: Sequence[int]) -> It
 
 
 def pack_targets(targets: Sequence[int]) -> bytes:
-    """A page's outlinks as one value: ``targets`` without repeats (first
-    kept), in the order found, as little-endian signed 64-bit integers."""
+    """A page's outlinks as one value: ``targets`` without repeats, as little-endian int64."""
     return np.array(list(dict.fromkeys(targets)), dtype=_PACKED).tobytes()
 
 
 def unpack_targets(blob: bytes) -> list[int]:
-    """The fingerprints :func:`pack_targets` packed."""
     return np.frombuffer(blob, dtype=_PACKED).tolist()
 
 
@@ -102,7 +100,6 @@ class SQLiteURLTable:
         self._seq = 0
 
     def load(self) -> None:
-        """Read the discovery counter from the file (at open)."""
         self._seq = self._connection().execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0]
 
     def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
@@ -209,7 +206,6 @@ class SQLiteHostTable:
         self._host_count = 0
 
     def load(self) -> None:
-        """Read the host count from the file (at open)."""
         self._host_count = self._connection().execute("SELECT COUNT(*) FROM hosts").fetchone()[0]
 
     def add_hosts(self, hosts: Iterable[str], now: float | None = None) -> int:
@@ -385,8 +381,7 @@ def _revisit_record(row: Sequence) -> RevisitRecord:
 
 
 class SQLiteRevisitTable:
-    """The ``revisits`` table on the SQLite store's connection: one row per
-    fetched URL, written with the page's ``done``."""
+    """The ``revisits`` table: one row per fetched URL, written with the page's ``done``."""
 
     def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
         self._connection = connection
