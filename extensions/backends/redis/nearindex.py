@@ -43,7 +43,7 @@ from extensions.backends.redis.contentseen import (
     read_first_url,
     unpack64,
 )
-from extensions.backends.redis.rows import read_varint
+from extensions.backends.redis.rows import read_varint, varint
 from extensions.backends.redis.scripts import lua
 from extensions.contentseen.exact import ContentStoreError
 from extensions.contentseen.nearindex import (
@@ -66,16 +66,6 @@ _TOP_BITS = 24  # a member's first 3 bytes: the table key below the partition
 #: the scripts: lua/near_*.lua (each says its KEYS, ARGV and answer)
 APPEND_RECORD, ADD, READ = lua("near_append_record"), lua("near_add"), lua("near_read")
 RECORDS = lua("near_records")
-
-
-def varint(value: int) -> bytes:
-    """A non-negative integer as LEB128 (7 bits a byte, low first)."""
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 _EMPTY, _RAW = 0xFE, 0xFF  # no sketch; a sketch kept as it came (not ascending uint32 values)

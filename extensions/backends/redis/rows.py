@@ -94,6 +94,13 @@ def write_varint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
+def varint(value: int) -> bytes:
+    """``value`` (>= 0) as a varint."""
+    out = bytearray()
+    write_varint(out, value)
+    return bytes(out)
+
+
 def read_varint(data: bytes, offset: int) -> tuple[int, int]:
     """The varint at ``offset`` and the offset after it."""
     value = shift = 0

@@ -30,7 +30,7 @@ from extensions.backends.redis.rows import (
     tag_of,
     unpack_cash,
     unpack_entry,
-    write_varint,
+    varint,
 )
 from extensions.backends.redis.scripts import lua
 from extensions.frontier.store import Entry, Status
@@ -351,9 +351,7 @@ class RedisContentGroups:
     def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
         if group_id < 0:
             raise ValueError(f"a content group is a document id (>= 0), not {group_id}")
-        value = bytearray()
-        write_varint(value, group_id * 2 + duplicate)
-        self.maps.put([(fingerprint, bytes(value))])
+        self.maps.put([(fingerprint, varint(group_id * 2 + duplicate))])
 
     def content_group(self, fingerprint: int) -> int | None:
         value = self.maps.get([fingerprint]).get(fingerprint)
