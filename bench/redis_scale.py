@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import redis
@@ -52,7 +52,7 @@ from extensions.contentseen.nearindex import BlockLayout
 from extensions.contentseen.resemblance import SKETCH_SIZE
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.store import Entry, Status
-from testweb.redisserver import RedisClusterServers, RedisServer
+from testweb.redisserver import RedisClusterServers, RedisServer, set_config
 
 VARIANTS = ("urlseen", "frontier", "aopic", "exact", "near", "all")
 BATCH = 5_000  # URLs per pipelined batch
@@ -206,8 +206,10 @@ def measure(variant: str, url: str, clients: list[redis.Redis], count: int, host
     return grown, seconds, by_kind(clients, "web") if variant in ("aopic", "all") else []
 
 
-def single(variant: str, count: int, hosts: int, per_page: int) -> tuple[list[int], float, list[Counter[str]]]:
+def single(variant: str, count: int, hosts: int, per_page: int,
+           config: Sequence[str] = ()) -> tuple[list[int], float, list[Counter[str]]]:
     with tempfile.TemporaryDirectory(prefix="redis-scale-") as directory, RedisServer(Path(directory)) as server:
+        set_config(server.url, config)
         client = redis.Redis.from_url(server.url)
         try:
             return measure(variant, server.url, [client], count, hosts, per_page)
@@ -236,6 +238,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="known URLs per fetched page (the wide web's crawls: 9 to 11)")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--cluster", action="store_true", help="also 'all' on a 3-master cluster")
+    parser.add_argument("--redis-config", action="append", default=[],
+                        help="NAME=VALUE set in redis-server (CONFIG SET) before the run (repeatable; not the cluster's)")
     args = parser.parse_args(argv)
     hosts = args.hosts or max(100, args.urls // 1_000)
     chosen = [variant for variant in args.variants.split(",") if variant]
@@ -249,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---:|---:|---:|")
     kinds: dict[str, Counter[str]] = {}
     for variant in chosen:
-        grown, seconds, sizes = single(variant, args.urls, hosts, args.known_per_page)
+        grown, seconds, sizes = single(variant, args.urls, hosts, args.known_per_page, args.redis_config)
         if sizes:
             kinds[variant] = sum(sizes, Counter())
         pages_count = max(args.urls // args.known_per_page, 1)

@@ -47,12 +47,12 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bench.page_memory import probe_path
 from testweb import WebConfig, start_testweb
-from testweb.redisserver import RedisServer
+from testweb.redisserver import RedisServer, set_config
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
@@ -90,13 +90,15 @@ def crawl(checkout: Path, web, probe_dir: Path, workdir: Path, marks: tuple[int,
 
 
 @contextlib.contextmanager
-def backend_settings(backend: str, directory: Path) -> Iterator[tuple[list[str], RedisServer | None]]:
+def backend_settings(backend: str, directory: Path,
+                     config: Sequence[str] = ()) -> Iterator[tuple[list[str], RedisServer | None]]:
     """The ``-s`` arguments of the store under test and its ``redis-server``
-    (a fresh one for redis, None for sqlite)."""
+    (a fresh one for redis, ``config`` NAME=VALUE items set in it; None for sqlite)."""
     if backend == "sqlite":
         yield [], None
         return
     with RedisServer(directory) as server:
+        set_config(server.url, config)
         yield ["-s", "FRONTIER_BACKEND=redis", "-s", f"REDIS_URL={server.url}", "-s", "MEMPROBE_REDIS_KEYS=True"], server
 
 
@@ -191,6 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-rss", action="store_true", help="only the traced crawls")
     parser.add_argument("--timeout", type=float, default=3600.0)
     parser.add_argument("-s", dest="settings", action="append", default=[], help="NAME=VALUE for every crawl")
+    parser.add_argument("--redis-config", action="append", default=[],
+                        help="NAME=VALUE set in redis-server (CONFIG SET) before the crawl (repeatable)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     marks = tuple(int(mark) for mark in args.marks.split(","))
@@ -212,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
             runs += [(name, args.frames) for name in traced]
             for name, frames in runs:
                 workdir = scratch / f"{name}-{'traced' if frames else 'rss'}"
-                with backend_settings(args.backend, scratch / f"{workdir.name}-redis") as (store, server):
+                with backend_settings(args.backend, scratch / f"{workdir.name}-redis", args.redis_config) as (store, server):
                     records = crawl(Path(checkouts[name]), web, probe_dir, workdir, marks,
                                     args.concurrency, frames, not frames, args.timeout, extra + store)
                     if server is not None and not frames:

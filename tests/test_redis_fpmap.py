@@ -2,8 +2,8 @@
 URL rows in fpmaps, AOPIC's cash rows in hashmaps) on real ``redis-server``
 processes: exact against a Python dict through bucket splits and
 overwrites, signed fingerprints mapped to the members Python computes, a
-tag's map in its rows' slot on a cluster, every cash bucket a listpack, and
-fewer bytes per value than a hash field each. Whole crawls over it: the
+tag's map in its rows' slot on a cluster, every cash bucket a listpack (a
+small map's in its directory), and fewer bytes per value than a hash field each. Whole crawls over it: the
 AOPIC tests on Redis, ``tests/test_store_conformance.py``."""
 
 from __future__ import annotations
@@ -81,8 +81,39 @@ def test_cash_rows_read_back_exactly_through_splits_and_overwrites(
         client = redis.Redis.from_url(redis_server.url)
         assert {client.object("encoding", key) for key in buckets} == {b"listpack"}
         assert max(client.hlen(key) for key in buckets) <= CASH_BUCKET_FIELDS + 1  # split past it, '' kept
-        assert sum(client.hlen(key) - 1 for key in buckets) == sum(int(client.hget(key, "N")) for key in keys)
+        in_directories = sum(len(field) == 5 for key in keys for field in client.hkeys(key))  # maps never split
+        assert sum(client.hlen(key) - 1 for key in buckets) + in_directories == sum(
+            int(client.hget(key, "N")) for key in keys)
         client.close()
+    store.delete_crawl()
+    store.close()
+
+
+def test_a_small_cash_map_is_one_key_until_its_first_split(redis_server: RedisServer) -> None:
+    """A tag's first cash rows sit in its directory hash beside N (one key
+    a host of few URLs: a second key cost about 90 bytes a host); past
+    CASH_BUCKET_FIELDS rows the directory splits into bucket keys and keeps
+    only D and N; every row reads back exactly before and after."""
+    store = opened(redis_server.url)
+    client = redis.Redis.from_url(redis_server.url)
+    fps = signed_fingerprints(random.Random(13), 1, 400)[:400]
+    key = store.keys.cash(tag_of(fps[0]))
+    small = fps[:CASH_BUCKET_FIELDS]
+    store.cash.put_cash([(fp, i + 0.5, 0.0, 0.0, 0) for i, fp in enumerate(small)])
+    store.checkpoint()
+    assert list(store.scan(key + ":*")) == []
+    assert client.hlen(key) == len(small) + 1 and client.hget(key, "N") == str(len(small)).encode()
+    assert client.object("encoding", key) == b"listpack"
+    assert store.cash.get_cash(small) == {fp: (i + 0.5, 0.0, 0.0, 0) for i, fp in enumerate(small)}
+    assert dict(store.cash.maps.items()).keys() == set(small)
+    store.cash.put_cash([(fp, i + 0.25, 1.0, 0.0, 1) for i, fp in enumerate(fps)])
+    store.checkpoint()
+    buckets = list(store.scan(key + ":*"))
+    assert len(buckets) >= 2
+    assert sorted(client.hkeys(key)) == [b"D", b"N"]
+    assert store.cash.get_cash(fps) == {fp: (i + 0.25, 1.0, 0.0, 1) for i, fp in enumerate(fps)}
+    assert store.cash.cash_count() == len(fps) and dict(store.cash.maps.items()).keys() == set(fps)
+    client.close()
     store.delete_crawl()
     store.close()
 

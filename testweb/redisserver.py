@@ -29,6 +29,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from testweb.waiting import NoProgress, wait_until
@@ -81,6 +82,21 @@ def _bindable(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def set_config(url: str, items: Sequence[str]) -> None:
+    """``CONFIG SET`` each ``NAME=VALUE`` of ``items`` in the server at ``url``."""
+    if not items:
+        return
+    import redis  # noqa: PLC0415 - only the benches that set a config need it
+
+    client = redis.Redis.from_url(url)
+    try:
+        for item in items:
+            name, _, value = item.partition("=")
+            client.config_set(name, value)
+    finally:
+        client.close()
 
 
 class RedisServer:

@@ -15,7 +15,8 @@ credit): the same extendible hash with each bucket a Redis hash of its own,
 ``P:{T}:cash:d:p`` (field: the 5-byte member; value: the value; field ``''``
 keeps an emptied bucket), kept under Redis' listpack limit of 128 fields, so
 Redis reads and writes one value in place (a member and a short value cost
-about their bytes and four more); ``P:{T}:cash`` holds ``D`` and ``N``.
+about their bytes and four more); ``P:{T}:cash`` holds ``D`` and ``N`` and,
+until it first splits, the first bucket's members (a small map is one key).
 Scripts: ``lua/include/hashmap.lua`` (the Lua side of AOPIC reads and writes
 cash rows there too).
 """
@@ -134,7 +135,8 @@ class HashMaps(FingerprintMaps):
 
     def items(self, batch: int = 1000) -> Iterator[tuple[int, bytes]]:
         connection = self._connection()
-        for key in connection.scan(self.pattern + ":*"):
-            for member, value in connection.hscan(key, batch):
-                if member:
-                    yield fingerprint_of(key, member), value
+        for pattern in (self.pattern, self.pattern + ":*"):  # the directories (first buckets), the buckets
+            for key in connection.scan(pattern):
+                for member, value in connection.hscan(key, batch):
+                    if len(member) == MEMBER_BITS // 8:  # not '', D or N
+                        yield fingerprint_of(key, member), value

@@ -18,7 +18,8 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
                       the tags {T} it serves (FRONTIER_SEEN_BACKEND "bloom",
                       see extensions/backends/redis/bloom.py)
     P:{T}:cash        hash  AOPIC's cash row per fingerprint (settled at dividend 0, rows.py):
-                      the directory (D, N) of the bucket hashes P:{T}:cash:d:p
+                      the directory (D, N) of the bucket hashes P:{T}:cash:d:p, and
+                      the first bucket's rows until it splits
                       (extensions/backends/redis/fpmap.py, HashMaps)
     P:{T}:groups      hash  content-seen group per fingerprint (group id * 2 +
                       duplicate, a varint), an fpmap as the URL rows
@@ -77,7 +78,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "8"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists; 6: a row leaves out its tag's host; 7: a row leaves out its fields that are 0 or None; 8: back-queue lists of 5-byte members, a Referer without the bytes it shares with its URL, content groups in fpmaps
+SCHEMA_VERSION = "9"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists; 6: a row leaves out its tag's host; 7: a row leaves out its fields that are 0 or None; 8: back-queue lists of 5-byte members, a Referer without the bytes it shares with its URL, content groups in fpmaps; 9: a cash map's first bucket in its directory hash
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",

@@ -3,14 +3,17 @@
 -- at key holds 'D' (the deepest bucket's depth) and 'N' (how many values);
 -- the bucket of the members whose top d bits are p is the hash key:d:p
 -- (field: the 5-byte member; value: the value; the field '' keeps an emptied
--- bucket). A bucket past max fields splits in two on its next bit, so every
--- bucket stays a listpack (Redis' hash-max-listpack-entries, 128) and Redis
--- itself finds, reads and writes a value.
+-- bucket), and the first bucket (depth 0, every member) is the directory
+-- itself, its members beside 'N': a small map is one key. A bucket past max
+-- members splits in two on its next bit, so every bucket stays a listpack
+-- (Redis' hash-max-listpack-entries, 128) and Redis itself finds, reads and
+-- writes a value.
 --- @include "fpmap"
 -- fpset_cached(key) keeps D, whether each bucket key exists and (#bucket) its field count, per script
 local hashmap_dir = fpset_cached
 -- the key of the bucket at depth d of a member's top 24 bits
 local function hashmap_name(key, d, top)
+  if d == 0 then return key end
   return key .. ':' .. d .. ':' .. math.floor(top / 2 ^ (24 - d))
 end
 -- the bucket key of a member's top 24 bits, its depth, and whether it exists
@@ -25,7 +28,7 @@ local function hashmap_bucket(key, top)
     end
     if there then return bucket, d, true end
   end
-  return key .. ':0:0', 0, false
+  return key, 0, false
 end
 -- a member's value (nil: none): a value in a bucket of the deepest depth costs one HGET
 local function hashmap_get_member(key, member)
@@ -51,15 +54,21 @@ end
 local function hashmap_split(key, bucket, d, top)
   local halves = {{'', ''}, {'', ''}}
   local all = redis.call('HGETALL', bucket)
+  local members = {}
   for i = 1, #all, 2 do
-    if all[i] ~= '' then
+    if #all[i] == 5 then  -- not '', nor the directory's D and N
+      members[#members + 1] = all[i]
       local half = halves[math.floor(fp_top(all[i], 1) / 2 ^ (23 - d)) % 2 + 1]
       half[#half + 1] = all[i]
       half[#half + 1] = all[i + 1]
     end
   end
   local cached = hashmap_dir(key)
-  redis.call('DEL', bucket)
+  if d == 0 then
+    redis.call('HDEL', key, unpack(members))
+  else
+    redis.call('DEL', bucket)
+  end
   cached[bucket] = false
   cached['#' .. bucket] = nil
   for b = 0, 1 do
@@ -78,7 +87,7 @@ local function hashmap_set_member(key, max, member, value)
   local top = fp_top(member, 1)
   local bucket, d, there = hashmap_bucket(key, top)
   if not there then
-    redis.call('HSET', bucket, '', '')
+    if d > 0 then redis.call('HSET', bucket, '', '') end
     hashmap_dir(key)[bucket] = true
   end
   local new = redis.call('HSET', bucket, member, value)
@@ -87,7 +96,7 @@ local function hashmap_set_member(key, max, member, value)
     if d < 24 then  -- the bucket's field count, read once per script
       local cached = hashmap_dir(key)
       local size = cached['#' .. bucket]
-      if size then size = size + 1 else size = redis.call('HLEN', bucket) end
+      if size then size = size + 1 else size = redis.call('HLEN', bucket) - (d == 0 and 1 or 0) end  -- N beside the first bucket's members
       cached['#' .. bucket] = size
       if size > tonumber(max) then hashmap_split(key, bucket, d, top) end
     end
