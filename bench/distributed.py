@@ -67,7 +67,7 @@ import redis
 from bench.crawl_vs_scrapy import ROOT, SCRAPY, compile_bytecode, pages_and_seconds
 from testweb import WebConfig, start_testweb
 from testweb.delayproxy import DelayProxy, round_trip
-from testweb.redisserver import RedisServer
+from testweb.redisserver import RedisServer, set_config
 
 
 @dataclass
@@ -364,6 +364,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="also print redis-server's time by command and Lua script (SLOWLOG)")
     parser.add_argument("--remote-rtt-ms", type=float, default=2.0,
                         help="round trip to Redis of the redis-remote variants (a delaying proxy)")
+    parser.add_argument("--redis-config", action="append", default=[],
+                        help="NAME=VALUE set in redis-server (CONFIG SET) before the runs (repeatable)")
     args = parser.parse_args(argv)
     args.measured_rtt = 0.0
     variants = VARIANTS if not args.variants else tuple(
@@ -383,6 +385,7 @@ def main(argv: list[str] | None = None) -> None:
                 DelayProxy("127.0.0.1", int(server.url.rsplit(":", 1)[1].split("/")[0]),
                            args.remote_rtt_ms / 2000) as proxy:
             remote_url = f"redis://127.0.0.1:{proxy.port}/0"
+            set_config(server.url, args.redis_config)
             args.measured_rtt = round_trip(remote_url)
             print(f"Redis round trip: loopback {round_trip(server.url) * 1000:.3f} ms, redis-remote "
                   f"{args.measured_rtt * 1000:.3f} ms (median PING)", file=sys.stderr)
