@@ -115,7 +115,7 @@ def assert_nothing_left(url: str, prefix: str, truth_size: int, bloom: BloomLayo
     counts = store.urls.count_by_status()
     assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0, counts
     assert counts.get(Status.DONE, 0) + counts.get(Status.FAILED, 0) >= truth_size
-    assert not list(store.scan(store.keys.back_pattern))
+    assert not list(store.scan(store.keys.back_lists_pattern))  # every back-queue list empty
     assert not list(store.scan(store.keys.urls_pattern))
     seen_set = RedisFingerprintSet(store, store.seen) if bloom is None else RedisBloom(store, bloom)
     assert seen_set.count() >= truth_size
@@ -266,10 +266,12 @@ def busy_hosts_of(client: Any, keys: Keys, pid: int) -> list[str]:
     """Hosts whose lease the crawl process ``pid`` holds while one of their
     URLs is in flight and another is queued (it cannot give them back soon)."""
     busy = []
-    for key in client.scan_iter(match=keys.back_pattern):
-        host = keys.host_of_back(key)
+    for key in client.scan_iter(match=keys.lease_pattern):
+        host = keys.host_of_lease(key)
         owner = client.hget(keys.lease(host), "owner")
-        inflight, queued = client.zcard(keys.inflight(host)), sum(map(int, client.hvals(keys.back(host))))
+        queued = sum(int(count) for field, count in client.hgetall(keys.back(host)).items()
+                     if field == b"p" or field[:1] == b"l" and field[1:].isdigit())
+        inflight = client.zcard(keys.inflight(host))
         if owner is not None and owner.decode().rsplit(":", 2)[1] == str(pid) and inflight and queued:
             busy.append(host)
     return busy

@@ -81,7 +81,9 @@ def test_a_promoted_url_goes_first_and_is_handed_out_once(pair: Any) -> None:
     assert [a.take("h1.test").entry.url for _ in range(2)] == ["http://h1.test/x", "http://h1.test/y"]
     last = a.take("h1.test")
     assert (last.state, last.skipped) == ("empty", 1)
-    assert not a.store.call(("EXISTS", a.keys.back("h1.test"), a.keys.back_list("h1.test", "0")))[0]
+    assert not a.store.call(("EXISTS", a.keys.back_list("h1.test", "0")))[0]
+    lease_fields = set(a.store.call(("HKEYS", a.keys.back("h1.test")))[0])  # the directory's fields went
+    assert lease_fields and not [f for f in lease_fields if f == b"p" or f[:1] == b"l" and f[1:].isdigit()]
 
 
 def test_a_queued_url_costs_a_list_entry_not_a_sorted_set_member(pair: Any) -> None:

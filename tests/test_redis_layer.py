@@ -220,7 +220,7 @@ def test_a_back_queue_list_keeps_a_fingerprint_as_its_member_and_gives_it_back_i
     """
     for tag in tags:
         chosen = [value for value in values if (value >> 40) & 0xFFFFFF == tag]
-        back = f"web:{{{tag:06x}}}:back:h.test"
+        back = f"web:{{{tag:06x}}}:lease:h.test"
         assert client.eval(script, 0, back, *map(str, chosen)) == [str(value).encode() for value in chosen]
     client.close()
 

@@ -141,7 +141,7 @@ def test_two_processes_with_the_worker_hand_out_every_url_once(kind: str, clock:
     store = RedisStore(url, prefix)
     store.open()
     try:
-        assert not list(store.scan(store.keys.back_pattern))
+        assert not list(store.scan(store.keys.back_lists_pattern))  # every back-queue list empty
         assert store.urls.count_by_status().get(Status.DONE, 0) == len(urls)
     finally:
         store.close()

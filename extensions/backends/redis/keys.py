@@ -31,9 +31,9 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
     P:{aopic}:ledger  hash  AOPIC's shared scalars: lambda, dividend, put_in,
                       rows, crawls (extensions/backends/redis/ledger.py)
     P:{T}:lease:HOST  hash  a host's lease and politeness state, shared by
-                      several crawler processes (owner, expires, next, listed, ver)
-    P:{T}:back:HOST   hash  the host's shared back queue: URLs queued (n), per
-                      level (lLEVEL) and parked (p), in the lists
+                      several crawler processes (owner, expires, next, listed, ver),
+                      and its back queue's directory: URLs queued per level
+                      (lLEVEL) and parked (p), in the lists
     P:{T}:bq:HOST:L   list  its queued fingerprints of level L, in discovery order,
                       each its low 40 bits (5 bytes), and (L = p) its parked
                       ones, "fingerprint level"
@@ -78,7 +78,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "9"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists; 6: a row leaves out its tag's host; 7: a row leaves out its fields that are 0 or None; 8: back-queue lists of 5-byte members, a Referer without the bytes it shares with its URL, content groups in fpmaps; 9: a cash map's first bucket in its directory hash
+SCHEMA_VERSION = "9"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists; 6: a row leaves out its tag's host; 7: a row leaves out its fields that are 0 or None; 8: back-queue lists of 5-byte members, a Referer without the bytes it shares with its URL, content groups in fpmaps; 9: a cash map's first bucket in its directory hash, a back queue's directory in its host's lease hash
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",
@@ -172,7 +172,8 @@ class Keys:
         self.groups_pattern = f"{literal}:{{*}}:groups"
         self.revisit_pattern = f"{literal}:{{*}}:revisit"
         self.queue_pattern = f"{glob_escape(self.queue_prefix)}*"
-        self.back_pattern = f"{literal}:{{*}}:back:*"
+        self.lease_pattern = f"{literal}:{{*}}:lease:*"
+        self.back_lists_pattern = f"{literal}:{{*}}:bq:*"
         self.processes = f"{prefix}:processes"
         self.stats = f"{prefix}:stats"
         self.ledger = f"{prefix}:{{aopic}}:ledger"
@@ -217,7 +218,8 @@ class Keys:
         return f"{self.prefix}:{{{host_tag(host)}}}:lease:{host}"
 
     def back(self, host: str) -> str:
-        return f"{self.prefix}:{{{host_tag(host)}}}:back:{host}"
+        """The host's back-queue directory: its lease hash (the fields differ)."""
+        return self.lease(host)
 
     def back_list(self, host: str, level: str) -> str:
         """One list of :meth:`back` (a level's, or ``p``: the parked)."""
@@ -226,10 +228,10 @@ class Keys:
     def inflight(self, host: str) -> str:
         return f"{self.prefix}:{{{host_tag(host)}}}:inflight:{host}"
 
-    def host_of_back(self, key: bytes | str) -> str:
-        """The host of a :meth:`back` key."""
+    def host_of_lease(self, key: bytes | str) -> str:
+        """The host of a :meth:`lease` key."""
         key = key.decode() if isinstance(key, bytes) else key
-        return key.split("}:back:", 1)[1]
+        return key.split("}:lease:", 1)[1]
 
     def host_heap(self, shard: int) -> str:
         return f"{self.prefix}:{{heap-{shard}}}:heap"

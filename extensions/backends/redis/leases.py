@@ -289,7 +289,8 @@ class HostLeases:
     def queued(self, host: str) -> list[int]:
         """The fingerprints in ``host``'s back queue in taking order, promoted copies included."""
         directory = self.io.call(("HGETALL", self.keys.back(host)))[0]
-        levels = sorted((int(field[1:]) for field in directory if field.startswith(b"l")), reverse=True)
+        levels = sorted((int(field[1:]) for field in directory if field[:1] == b"l" and field[1:].isdigit()),
+                        reverse=True)
         names = [*map(str, levels), "p"]
         lists = [self.keys.back_list(host, name) for name in names]
         found = self.io.call(*[("LRANGE", key, 0, -1) for key in lists])
@@ -346,8 +347,8 @@ class HostLeases:
     def sweep_orphans(self) -> int:
         """List every host with work, no live owner and no heap entry; how many."""
         listed = 0
-        for key in list(self.store.scan(self.keys.back_pattern)):
-            host = self.keys.host_of_back(key)
+        for key in list(self.store.scan(self.keys.lease_pattern)):
+            host = self.keys.host_of_lease(key)
             lease, back, inflight, _ = self._host_keys(host)
             answer = self.io.call(("EVAL", ORPHAN, 3, lease, back, inflight, self._now()))[0]
             if answer[0] != 1:

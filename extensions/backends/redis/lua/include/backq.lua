@@ -1,15 +1,16 @@
 -- A host's back queue: one FIFO list of fingerprints per front-queue level
 -- (P:{T}:bq:HOST:LEVEL, discovery order; each as its 5-byte member of
 -- fpmap.lua, the tag T its top 24 bits), one of parked URLs (their origin
--- held: "fingerprint level", P:{T}:bq:HOST:p), and their directory, the
--- hash P:{T}:back:HOST (the key scripts are given): each list's length,
--- lLEVEL or p (a field goes when its list empties, the hash with the last).
+-- held: "fingerprint level", P:{T}:bq:HOST:p), and their directory, fields
+-- of the host's lease hash P:{T}:lease:HOST (the key scripts are given as
+-- the back queue's): each list's length, lLEVEL or p (a field goes when its
+-- list empties); the lease's own fields are not the directory's.
 -- A list may hold a fingerprint whose row is no longer queued (finished
 -- meanwhile, or a copy left behind by a promotion or a forced requeue):
 -- takers skip it.
 --- @include "now"
 --- @include "fpmap"
-local function bq_key(dir, level) return (string.gsub(dir, '}:back:', '}:bq:', 1)) .. ':' .. level end
+local function bq_key(dir, level) return (string.gsub(dir, '}:lease:', '}:bq:', 1)) .. ':' .. level end
 -- the signed decimal fingerprint of a list's member under the tag of dir
 local function bq_fp(dir, member)
   local tag = tonumber(string.match(dir, '{(%x+)}'), 16)
@@ -31,12 +32,13 @@ local function bq_state(dir)
   local all = redis.call('HGETALL', dir)
   local top, parked, total = nil, 0, 0
   for i = 1, #all, 2 do
-    local field, count = all[i], tonumber(all[i + 1])
-    total = total + count
+    local field = all[i]
     if field == 'p' then
-      parked = count
-    else
+      parked = tonumber(all[i + 1])
+      total = total + parked
+    elseif string.find(field, '^l%d+$') then
       local level = tonumber(string.sub(field, 2))
+      total = total + tonumber(all[i + 1])
       if not top or level > top then top = level end
     end
   end
