@@ -29,7 +29,7 @@ from extensions.backends.redis.scripts import source
 from extensions.backends.redis.store import RedisStore
 from extensions.contentseen.fingerprint import to_signed64
 from extensions.frontier.scheduler import Frontier
-from extensions.frontier.store import Entry, Status
+from extensions.frontier.store import FLAG_HAS_DEPTH, Entry, Status
 from extensions.pipelines.contentseen import ContentSeenPipeline
 from tests.redis_helpers import DistributedFrontier, crawler_process
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
@@ -141,18 +141,18 @@ def test_the_lua_row_accessors_read_what_pack_row_wrote(redis_server: RedisServe
 
 def test_a_row_leaves_out_the_fields_that_are_zero_or_none_and_reads_back_whole(redis_server: RedisServer) -> None:
     """Each of seq, level, priority, depth, flags, referer, extra and blob
-    (bit 0 .. 7 of ``present``) set or left at 0 / None: the row holds one
-    byte for the eight and only the fields set; Python and the scripts read
-    every combination back."""
-    values = {"level": 3, "priority": -2, "depth": 300, "flags": 5, "referer": "http://q.test/r",
+    (bit 0 .. 7 of ``present``) set or left at 0 / None (flags: at a link's
+    usual FLAG_HAS_DEPTH): the row holds one byte for the eight and only the
+    fields set; Python and the scripts read every combination back."""
+    values = {"level": 3, "priority": -2, "depth": 300, "flags": 5 | FLAG_HAS_DEPTH, "referer": "http://q.test/r",
               "extra": '{"k": 1}', "blob": b"\x01"}
-    bare = pack_row(Entry(11, "http://q.test/path", "q.test"), Status.QUEUED, 0)
+    bare = pack_row(Entry(11, "http://q.test/path", "q.test", flags=FLAG_HAS_DEPTH), Status.QUEUED, 0)
     assert len(bare) == 1 + 1 + len("q.test") + 1 + 1 + len("/path")  # status, host, present, url
     client = redis.Redis.from_url(redis_server.url)
     rows, entries = [], []
     for present in range(256):
         chosen = {name: value for bit, (name, value) in enumerate(values.items(), 1) if present >> bit & 1}
-        entry = Entry(11, "http://q.test/path", "q.test", **chosen)
+        entry = Entry(11, "http://q.test/path", "q.test", **{"flags": FLAG_HAS_DEPTH, **chosen})
         seq = 99 if present & 1 else 0
         row = pack_row(entry, Status.QUEUED, seq)
         assert (len(row) > len(bare)) == bool(present), present

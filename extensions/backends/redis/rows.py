@@ -14,7 +14,8 @@ Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``; a
                       i-th of seq .. blob); a field left out is 0 or None
     seq, level, priority (zigzag: 0, -1, 1 ... as 0, 1, 2 ...), depth, flags: varints
              (seq, the discovery order, is 0 in rows the host leases file: their
-             back queues' lists keep the order)
+             back queues' lists keep the order; flags with FLAG_HAS_DEPTH flipped,
+             so a link's usual flags are 0)
     url, extra, blob: a varint, length * 4 + form + 1, then the bytes
              after what the form leaves out: 0 nothing, 1 ``http://HOST[:PORT]``,
              2 ``https://HOST[:PORT]`` (as in the host field); the URL is always there
@@ -40,7 +41,7 @@ from __future__ import annotations
 import struct
 from os.path import commonprefix
 
-from extensions.frontier.store import Entry, Status
+from extensions.frontier.store import FLAG_HAS_DEPTH, Entry, Status
 
 
 def tag_of(fingerprint: int) -> str:
@@ -152,7 +153,7 @@ def pack_row(entry: Entry, status: Status, seq: int, fetched: float | None = Non
     write_varint(out, len(netloc) * 2 + (netloc is not host))
     out += netloc
     priority = entry.priority * 2 if entry.priority >= 0 else -entry.priority * 2 - 1
-    numbers = (seq, entry.level, priority, entry.depth, entry.flags)
+    numbers = (seq, entry.level, priority, entry.depth, entry.flags ^ FLAG_HAS_DEPTH)
     texts = (entry.referer, entry.extra, entry.blob)
     present = 0
     for bit, value in enumerate(numbers):
@@ -228,7 +229,7 @@ def unpack_entry(fingerprint: int, row: bytes) -> Entry:
         blob, offset = _get(row, offset)
     return Entry(fingerprint, url.decode(*_TEXT), host.decode(*_TEXT), level,
                  -(priority + 1) // 2 if priority & 1 else priority // 2, depth,
-                 None if referer is None else referer.decode(*_TEXT), flags,
+                 None if referer is None else referer.decode(*_TEXT), flags ^ FLAG_HAS_DEPTH,
                  None if extra is None else extra.decode(*_TEXT), blob)
 
 
