@@ -31,7 +31,7 @@ from extensions.backends.redis.bloom import BloomLayout
 from tests.redis_helpers import RedisBloom
 from extensions.backends.redis.fpset import RedisFingerprintSet
 from extensions.backends.redis.keys import Keys
-from extensions.backends.redis.leases import queued_fingerprint
+from extensions.backends.redis.leases import back_queue_counts, queued_fingerprint
 from tests.conftest import fetched_urls
 from testweb.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
 from testweb.model import canonical_url
@@ -269,8 +269,7 @@ def busy_hosts_of(client: Any, keys: Keys, pid: int) -> list[str]:
     for key in client.scan_iter(match=keys.lease_pattern):
         host = keys.host_of_lease(key)
         owner = client.hget(keys.lease(host), "owner")
-        queued = sum(int(count) for field, count in client.hgetall(keys.back(host)).items()
-                     if field == b"p" or field[:1] == b"l" and field[1:].isdigit())
+        queued = sum(back_queue_counts(client.hgetall(keys.back(host))).values())
         inflight = client.zcard(keys.inflight(host))
         if owner is not None and owner.decode().rsplit(":", 2)[1] == str(pid) and inflight and queued:
             busy.append(host)

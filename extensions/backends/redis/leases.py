@@ -113,6 +113,13 @@ class Poll:
     wait: float | None  # seconds until the earliest entry is due (None: heap empty)
 
 
+def back_queue_counts(lease: dict[bytes, bytes]) -> dict[bytes, int]:
+    """A back queue's directory among its host's lease fields: list name
+    (``b"0"``, ``b"1"`` ... a level, ``b"p"`` the parked) -> its length."""
+    return {field[1:] if field != b"p" else field: int(count) for field, count in lease.items()
+            if field == b"p" or field[:1] == b"l" and field[1:].isdigit()}
+
+
 def queued_fingerprint(key: str | bytes, item: bytes) -> int:
     """The fingerprint of an item of the back-queue list ``key``: a level's
     member (lua/include/backq.lua) or a parked ``"fingerprint level"``."""
@@ -288,9 +295,8 @@ class HostLeases:
 
     def queued(self, host: str) -> list[int]:
         """The fingerprints in ``host``'s back queue in taking order, promoted copies included."""
-        directory = self.io.call(("HGETALL", self.keys.back(host)))[0]
-        levels = sorted((int(field[1:]) for field in directory if field[:1] == b"l" and field[1:].isdigit()),
-                        reverse=True)
+        directory = back_queue_counts(self.io.call(("HGETALL", self.keys.back(host)))[0])
+        levels = sorted((int(name) for name in directory if name != b"p"), reverse=True)
         names = [*map(str, levels), "p"]
         lists = [self.keys.back_list(host, name) for name in names]
         found = self.io.call(*[("LRANGE", key, 0, -1) for key in lists])

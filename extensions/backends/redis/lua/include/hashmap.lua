@@ -56,7 +56,7 @@ local function hashmap_split(key, bucket, d, top)
   local all = redis.call('HGETALL', bucket)
   local members = {}
   for i = 1, #all, 2 do
-    if #all[i] == 5 then  -- not '', nor the directory's D and N
+    if #all[i] == FP_WIDTH then  -- not '', nor the directory's D and N
       members[#members + 1] = all[i]
       local half = halves[math.floor(fp_top(all[i], 1) / 2 ^ (23 - d)) % 2 + 1]
       half[#half + 1] = all[i]
