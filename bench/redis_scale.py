@@ -42,12 +42,14 @@ from pathlib import Path
 import redis
 from redis.cluster import RedisCluster
 
+from extensions import defaults
 from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
 from extensions.backends.redis.fpset import FingerprintSetLayout, RedisFingerprintSet
 from extensions.backends.redis.leases import HostLeases
 from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.tail import STRING_BYTES, Tail
 from extensions.contentseen.nearindex import BlockLayout
 from extensions.contentseen.resemblance import SKETCH_SIZE
 from extensions.frontier.fingerprint import url_fingerprint
@@ -85,7 +87,8 @@ def run_frontier(url: str, prefix: str, count: int, hosts: int, per_page: int, c
     one in ``per_page`` (lease, take, finish as done, release), cash rows if ``cash``."""
     store = RedisStore(url, prefix, seen=FingerprintSetLayout())
     store.open()
-    leases = HostLeases(store, "bench", ttl=600.0, shards=4)
+    leases = HostLeases(store, "bench", ttl=600.0, shards=4, window=defaults.FRONTIER_REDIS_QUEUE_WINDOW)
+    store.urls.tails = True
     ledger = SharedLedger(store) if cash else None
     if ledger is not None:
         ledger.load()
@@ -98,6 +101,13 @@ def run_frontier(url: str, prefix: str, count: int, hosts: int, per_page: int, c
         answers = store.call(*[leases._enqueue_command(host, entries, False) for host, entries in by_host.items()])
         for answer in answers:
             leases._enqueued(answer)
+        # as the enqueuer does: a host's tail records past STRING_BYTES into its newest block
+        full = [host for host, answer in zip(by_host, answers) if answer[7] >= STRING_BYTES]
+        reads = store.call(*[("GET", store.keys.tail(host)) for host in full]) if full else []
+        rewrites = [leases._rewrite_command(host, read, Tail.parse(read).compacted(), b"")
+                    for host, read in zip(full, reads) if read]
+        if rewrites:
+            store.call(*rewrites)
         if ledger is not None:  # the batch's URLs get cash (one cash script, as a page's outlinks)
             ledger._run(None, [fp for fp, _, _ in batch], 0, 1.0, "put")
         fetches = len(batch) // per_page

@@ -244,6 +244,7 @@ FRONTIER_REDIS_BLOOM_CAPACITY = 10_000_000  # URLs the shared Bloom filter is si
 FRONTIER_REDIS_BLOOM_ERROR_RATE = 0.001  # new URLs taken for seen (never crawled), at most
 FRONTIER_REDIS_IO_THREAD = True  # distributed: the per-page Redis commands in a worker thread (the reactor does not wait)
 FRONTIER_REDIS_PREFIX = "web"  # keys web:... (one crawl per prefix; see extensions/backends/redis/keys.py)
+FRONTIER_REDIS_QUEUE_WINDOW = 4  # distributed: queued URLs a host keeps in its back queue; past them new ones wait compressed in its tail (0: no tail)
 FRONTIER_REDIS_RETRIES = 6  # a failing Redis call is retried this often (back-off to 2 s), each logged
 FRONTIER_REDIS_TIMEOUT = 10.0  # seconds to connect and per command
 FRONTIER_REFILL_BUDGET = 1024  # front-to-back moves per scheduler call

@@ -43,15 +43,16 @@ def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
 class DistributedFrontier(Frontier):
     """A :class:`Frontier` composed with the shared dispatch from plain
     values; the other keywords as
-    :func:`~extensions.frontier.options.frontier_arguments` takes them."""
+    :func:`~extensions.frontier.options.frontier_arguments` takes them. A
+    host's window is 2 URLs: the rest of its queue goes through its tail."""
 
     def __init__(self, store: Any, *, lease_ttl: float = 10.0, poll_interval: float = 0.1,
                  max_lateness: float = 1.0, lease_clock: Callable[[], float] | None = None,
                  owner: str | None = None, front_queues: int = 8, back_queues: int = 48,
-                 io_thread: bool = False, **values: Any) -> None:
+                 io_thread: bool = False, window: int = 2, **values: Any) -> None:
         dispatch = SharedDispatch(front_queues, back_queues, lease_ttl=lease_ttl, poll_interval=poll_interval,
                                   max_lateness=max_lateness, lease_clock=lease_clock, owner=owner,
-                                  io_thread=io_thread)
+                                  io_thread=io_thread, window=window)
         values.pop("queue_buffer", None)  # local back queues only
         values["ledger"] = shared_ledger(values.get("ledger"), store)
         super().__init__(store, dispatch, **frontier_arguments(**values))

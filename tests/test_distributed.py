@@ -55,7 +55,9 @@ def crawl_settings(web: Any, url: str, prefix: str, **extra: Any) -> dict[str, A
         "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": DEPTH, "CONCURRENT_REQUESTS": 64,
         "DOWNLOAD_DELAY": DELAY, "CONTENTSEEN_ENABLED": False,  # the truth follows copies' links
         "FRONTIER_BACKEND": "redis", "REDIS_URL": url, "FRONTIER_REDIS_PREFIX": prefix,
-        "SCHEDULER_PERSIST": True, "FRONTIER_LEASE_TTL": TTL, **extra,
+        "SCHEDULER_PERSIST": True, "FRONTIER_LEASE_TTL": TTL,
+        "FRONTIER_REDIS_QUEUE_WINDOW": 2,  # a host's other queued URLs wait in its tail
+        **extra,
     }
 
 
@@ -116,6 +118,7 @@ def assert_nothing_left(url: str, prefix: str, truth_size: int, bloom: BloomLayo
     assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0, counts
     assert counts.get(Status.DONE, 0) + counts.get(Status.FAILED, 0) >= truth_size
     assert not list(store.scan(store.keys.back_lists_pattern))  # every back-queue list empty
+    assert not list(store.scan(store.keys.tails_pattern))  # and every tail
     assert not list(store.scan(store.keys.urls_pattern))
     seen_set = RedisFingerprintSet(store, store.seen) if bloom is None else RedisBloom(store, bloom)
     assert seen_set.count() >= truth_size
@@ -183,6 +186,8 @@ def test_three_processes_fetch_exactly_the_ground_truth(three_on_one_redis: Any)
     assert_ground_truth(web)
     assert not repeats_other_than_retries(web)
     assert_nothing_left(url, prefix, len(web.truth(depth_limit=DEPTH).regular))
+    # hosts' queues went through their tails (a window of 2 URLs)
+    assert sum(result.stats.get("frontier/tail_refilled", 0) for result in results) > 0
 
 
 def test_every_process_does_part_of_the_work(three_on_one_redis: Any) -> None:

@@ -21,6 +21,8 @@ from extensions.backends.redis.leases import (
 )
 from extensions.frontier.store import Entry, Status
 from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.fpset import FingerprintSetLayout
+from extensions.backends.redis.tail import Tail
 from testweb.redisserver import shared_cluster, shared_server, unique_prefix
 
 TTL = 10.0
@@ -438,3 +440,70 @@ def test_a_parked_url_stays_parked_through_a_promotion_and_a_take_over(pair: Any
     assert b.take("h1.test", ["https://h1.test"]).state == "held"
     b.put_back("h1.test", taken.entry.fingerprint, 0, parked=True)
     assert b.store.urls.status_of(taken.entry.fingerprint) == Status.QUEUED
+
+
+@pytest.fixture(params=["single", "cluster"])
+def windowed(request: pytest.FixtureRequest) -> Iterator[HostLeases]:
+    """A process whose hosts keep 2 URLs in their back queue (the rest in their tail),
+    on a store with the exact URL-seen set (the tail needs one)."""
+    url = shared_cluster().url if request.param == "cluster" else shared_server().url
+    store = RedisStore(url, unique_prefix(), seen=FingerprintSetLayout())
+    store.open()
+    store.urls.tails = True
+    yield HostLeases(store, "A", TTL, 4, FakeClock(), window=2)
+    store.close()
+
+
+def tail_bytes(leases: HostLeases, host: str) -> int:
+    return leases.store.call(("MEMORY", "USAGE", leases.keys.tail(host), "SAMPLES", "0"))[0] or 0
+
+
+def test_a_queue_past_its_window_waits_compressed_in_its_tail_and_comes_back_in_order(windowed: Any) -> None:
+    """Past 2 queued URLs a host's new URLs get no row and no list entry: they
+    go to its tail, which the enqueuer compresses into blocks (far below a
+    row's bytes a URL); a duplicate of a tail URL is still not new; the
+    readers of rows find tail URLs queued; takes hand out every URL once, in
+    discovery order, refilling the window from the tail; nothing is left."""
+    a = windowed
+    urls = [f"http://h1.test/section/page-{n}.html" for n in range(300)]
+    for start in range(0, len(urls), 50):
+        assert enqueue(a, *urls[start:start + 50]) == [True] * 50
+    assert enqueue(a, urls[0], urls[-1]) == [False, False]
+    lease = a.store.call(("HGETALL", a.keys.lease("h1.test")))[0]
+    assert back_queue_counts(lease) == {b"0": 2} and int(lease[b"t"]) == 298
+    assert Tail.parse(a.store.call(("GET", a.keys.tail("h1.test")))[0]).blocks
+    assert tail_bytes(a, "h1.test") / 298 < 16, tail_bytes(a, "h1.test") / 298
+    fingerprints = [entry(url).fingerprint for url in urls]
+    assert a.queued("h1.test") == fingerprints
+    assert a.store.urls.status_of(fingerprints[200]) == Status.QUEUED
+    assert a.store.urls.get_many([fingerprints[250]])[fingerprints[250]].url == urls[250]
+    assert a.store.urls.count_by_status()[Status.QUEUED] == 300
+    a.acquire(a.poll(10).due)
+    taken, refilled = [], 0
+    for _ in range(300):
+        got = a.take("h1.test")
+        assert got.state == "taken", got
+        refilled += got.refilled
+        taken.append(got.entry.url)
+        a.finish("h1.test", got.entry.fingerprint, Status.DONE, 1.0)
+    assert taken == urls and refilled == 298
+    assert a.take("h1.test").state == "empty"
+    assert not list(a.store.scan(a.keys.tails_pattern))
+    assert b"t" not in a.store.call(("HGETALL", a.keys.lease("h1.test")))[0]
+
+
+def test_a_refill_from_a_block_another_process_changed_does_nothing(windowed: Any) -> None:
+    """Two processes may read a host's oldest block at once: the refill whose
+    block is no longer the oldest changes nothing (no URL moved twice)."""
+    a = windowed
+    urls = [f"http://h2.test/p/{n}" for n in range(100)]
+    enqueue(a, *urls)
+    enqueue(a, "http://h2.test/last")  # an enqueue once the records pass STRING_BYTES compacts them
+    read = a.store.call(("GET", a.keys.tail("h2.test")))[0]
+    assert Tail.parse(read).blocks
+    stale = a._refill_command("h2.test", read[:-1] + bytes([read[-1] ^ 1]))  # what another reader saw
+    before = a.store.call(("HGETALL", a.keys.lease("h2.test")), ("GET", a.keys.tail("h2.test")))
+    assert a.store.call(stale)[0] == -1
+    assert a.store.call(("HGETALL", a.keys.lease("h2.test")), ("GET", a.keys.tail("h2.test"))) == before
+    assert a.store.call(a._refill_command("h2.test", read))[0] == 2  # a window's worth
+    assert back_queue_counts(a.store.call(("HGETALL", a.keys.lease("h2.test")))[0]) == {b"0": 4}

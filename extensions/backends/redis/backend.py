@@ -82,7 +82,9 @@ class RedisBackend:
         return SharedDispatch(front_queues, back_queues, lease_ttl=lease["FRONTIER_LEASE_TTL"],
                               max_lateness=lease["FRONTIER_LEASE_MAX_LATENESS"],
                               poll_interval=lease["FRONTIER_LEASE_POLL_INTERVAL"],
-                              io_thread=settings.getbool("FRONTIER_REDIS_IO_THREAD", defaults.FRONTIER_REDIS_IO_THREAD))
+                              io_thread=settings.getbool("FRONTIER_REDIS_IO_THREAD", defaults.FRONTIER_REDIS_IO_THREAD),
+                              window=settings.getint("FRONTIER_REDIS_QUEUE_WINDOW",
+                                                     defaults.FRONTIER_REDIS_QUEUE_WINDOW))
 
     def content_sets(self, options: ContentOptions) -> ContentSets:
         from extensions.backends.redis.factory import redis_content_sets  # noqa: PLC0415

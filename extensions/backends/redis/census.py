@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.fpmap import FingerprintMaps
 from extensions.backends.redis.keys import Keys
 from extensions.backends.redis.rows import row_head, unpack_entry
+from extensions.backends.redis.tables import RedisURLTable
 from extensions.frontier.census import reason_of
 from extensions.frontier.store import Census, HostLoad, Status, URLEvent
 
@@ -30,9 +30,9 @@ class _HostSum:
 class RedisCensus:
     """The census over the store's connection."""
 
-    def __init__(self, keys: Keys, connection: Callable[[], RedisConnection], rows: FingerprintMaps,
+    def __init__(self, keys: Keys, connection: Callable[[], RedisConnection], urls: RedisURLTable,
                  clock: Callable[[], float] = time.time) -> None:
-        self.keys, self._connection, self.clock, self.rows = keys, connection, clock, rows
+        self.keys, self._connection, self.clock, self.urls = keys, connection, clock, urls
 
     def census(self, hosts: int, errors: int, since: float) -> Census:
         sums: dict[str, _HostSum] = {}
@@ -40,7 +40,7 @@ class RedisCensus:
         failed: Kept = []
         refused: Kept = []
         recent = 0
-        for fingerprint, row in self.rows.items():
+        for fingerprint, row in self.urls.all_rows():
             status, at, seq, _ = row_head(row)
             entry = unpack_entry(fingerprint, row)
             host = sums.get(entry.host) or sums.setdefault(entry.host, _HostSum())

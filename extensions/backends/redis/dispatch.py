@@ -72,7 +72,7 @@ class SharedDispatch:
     def __init__(self, levels: int = 8, max_hosts: int = 48, *, lease_ttl: float = 10.0,
                  poll_interval: float = 0.1, max_lateness: float = 1.0,
                  lease_clock: Callable[[], float] | None = None, owner: str | None = None,
-                 io_thread: bool = False) -> None:
+                 io_thread: bool = False, window: int = 0) -> None:
         if levels > MAX_LEVELS:
             raise ValueError(f"FRONTIER_FRONT_QUEUES must be <= {MAX_LEVELS} with FRONTIER_BACKEND=redis, "
                              f"got {levels}")
@@ -82,7 +82,7 @@ class SharedDispatch:
         self.levels, self.max_hosts = levels, max_hosts
         self.lease_ttl, self.poll_interval, self.max_lateness = lease_ttl, poll_interval, max_lateness
         self.lease_clock = lease_clock
-        self.io_thread = io_thread
+        self.io_thread, self.window = io_thread, window
         self.io = self  # the StoreIO of the frontier: worker and settle()
         self.worker: RedisWorker | None = None
         #: answered takes, waiting for next_request: (host, what the take found)
@@ -119,7 +119,10 @@ class SharedDispatch:
                 f"{self.store.location} holds a single-process frontier's queues: resume it with "
                 "FRONTIER_DISTRIBUTED=False, or choose another FRONTIER_REDIS_PREFIX")
         self.leases = HostLeases(self.store, self.owner, self.lease_ttl, self._heap_shards(),
-                                 clock=self.lease_clock)
+                                 clock=self.lease_clock, window=self.window)
+        if self.window:  # readers of the rows read the tails too (meta "tails")
+            self.store.set_meta("tails", "1")
+            self.store.urls.tails = True
 
     def resume(self) -> None:
         if not self.leases.others_alive():
@@ -289,6 +292,8 @@ class SharedDispatch:
             parts.stats.inc_value("frontier/stale_entries", taken.skipped)
         if taken.parked:
             parts.stats.inc_value("frontier/parked", taken.parked)
+        if taken.refilled:
+            parts.stats.inc_value("frontier/tail_refilled", taken.refilled)
         if taken.state == "lost":
             self.lost(host)
             return None

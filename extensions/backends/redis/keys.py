@@ -38,6 +38,9 @@ host tag, six hex digits: the top 24 bits of a fingerprint, which
                       each its low 40 bits (5 bytes), and (L = p) its parked
                       ones, "fingerprint level"
                       (extensions/backends/redis/lua/include/backq.lua)
+    P:{T}:tail:HOST   str   the host's queued URLs past its window (FRONTIER_REDIS_QUEUE_WINDOW):
+                      compressed blocks, then records appended
+                      (extensions/backends/redis/tail.py)
     P:{T}:inflight:HOST zset the host's fingerprints handed to a crawler, not
                       finished, scored by level
     P:{heap-N}:heap   zset  host -> when another process may next look at it (the
@@ -78,7 +81,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "9"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists; 6: a row leaves out its tag's host; 7: a row leaves out its fields that are 0 or None; 8: back-queue lists of 5-byte members, a Referer without the bytes it shares with its URL, content groups in fpmaps; 9: a cash map's first bucket in its directory hash, a back queue's directory in its host's lease hash, a row's flags with FLAG_HAS_DEPTH flipped
+SCHEMA_VERSION = "10"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists; 6: a row leaves out its tag's host; 7: a row leaves out its fields that are 0 or None; 8: back-queue lists of 5-byte members, a Referer without the bytes it shares with its URL, content groups in fpmaps; 9: a cash map's first bucket in its directory hash, a back queue's directory in its host's lease hash, a row's flags with FLAG_HAS_DEPTH flipped; 10: a host's queued URLs past its window in its tail
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",
@@ -174,6 +177,7 @@ class Keys:
         self.queue_pattern = f"{glob_escape(self.queue_prefix)}*"
         self.lease_pattern = f"{literal}:{{*}}:lease:*"
         self.back_lists_pattern = f"{literal}:{{*}}:bq:*"
+        self.tails_pattern = f"{literal}:{{*}}:tail:*"
         self.processes = f"{prefix}:processes"
         self.stats = f"{prefix}:stats"
         self.ledger = f"{prefix}:{{aopic}}:ledger"
@@ -225,8 +229,17 @@ class Keys:
         """One list of :meth:`back` (a level's, or ``p``: the parked)."""
         return f"{self.prefix}:{{{host_tag(host)}}}:bq:{host}:{level}"
 
+    def tail(self, host: str) -> str:
+        """The host's tail: records past its window, appended."""
+        return f"{self.prefix}:{{{host_tag(host)}}}:tail:{host}"
+
     def inflight(self, host: str) -> str:
         return f"{self.prefix}:{{{host_tag(host)}}}:inflight:{host}"
+
+    def host_of_tail(self, key: bytes | str) -> str:
+        """The host of a :meth:`tail` key."""
+        key = key.decode() if isinstance(key, bytes) else key
+        return key.split("}:tail:", 1)[1]
 
     def host_of_lease(self, key: bytes | str) -> str:
         """The host of a :meth:`lease` key."""

@@ -9,6 +9,7 @@ crawl-wide (``P:{holds}:*``). Scripts read the server's clock."""
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -24,10 +25,12 @@ from extensions.backends.redis.rows import (
     unpack_entry,
 )
 from extensions.backends.redis.scripts import lua
+from extensions.backends.redis.tail import STRING_BYTES, Tail, tail_records
 from extensions.backends.redis.worker import DirectIO
 from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Entry, Status
 
+MAX_REFILLS = 8  # refills of an empty window one take tries (its URLs may all be parked)
 LEVEL_SPAN = float(1 << 40)  # discovery numbers stay below this
 # A parked URL (its origin held) scores PARKED above its place, behind every
 # unparked URL: exact in a double while levels stay below MAX_LEVELS.
@@ -43,6 +46,7 @@ LIST, ORPHAN, POLL = lua("lease_list"), lua("lease_orphan", **_BACKQ), lua("leas
 PROMOTE, PUT_BACK = lua("lease_promote", **_BACKQ), lua("lease_put_back", **_BACKQ)
 RELEASE, RENEW = lua("lease_release", **_BACKQ), lua("lease_renew")
 TAKE, UNPARK = lua("lease_take", **_BACKQ), lua("lease_unpark", **_BACKQ)
+REWRITE = lua("tail_rewrite", **_BACKQ)
 #: lua/hold_*.lua
 HOLD, ACTIVE, HELD = lua("hold_hold"), lua("hold_active"), lua("hold_held")
 IDLE_DEFER, TAKE_ALL = lua("hold_idle_defer"), lua("hold_take_all")
@@ -104,6 +108,7 @@ class Taken:
     skipped: int = 0
     cash: tuple[float, float, float, int] | None = None  # the URL's AOPIC cash row, if any
     parked: int = 0  # held origins' URLs moved behind the others on the way
+    refilled: int = 0  # URLs moved from the host's tail into its window first
 
 
 @dataclass(slots=True)
@@ -132,9 +137,13 @@ class HostLeases:
     :attr:`io`. Methods given ``then`` hand their outcome to it (maybe later)."""
 
     def __init__(self, store: Any, owner: str, ttl: float, shards: int,
-                 clock: Callable[[], float] | None = None, rng: random.Random | None = None) -> None:
+                 clock: Callable[[], float] | None = None, rng: random.Random | None = None,
+                 window: int = 0) -> None:
         if shards < 1:
             raise ValueError(f"the host heap needs >= 1 shard, got {shards!r}")
+        if window < 0:
+            raise ValueError(f"FRONTIER_REDIS_QUEUE_WINDOW must be >= 0, got {window!r}")
+        self.window = window  # URLs a host's back queue holds before new ones go to its tail (0: no tail)
         self.store, self.keys = store, store.keys
         self.owner, self.ttl_ms, self.shards = owner, int(ttl * 1000), shards
         self.clock, self.rng = clock, rng or random.Random()
@@ -173,7 +182,7 @@ class HostLeases:
             if then is not None:
                 then(found[0])
         self.io.submit([self._enqueue_command(host, entries, force)], answered,
-                       follow=lambda answers: self._listing(host, answers[0]))
+                       follow=lambda answers: self._after_enqueue(host, answers[0]))
         return found[0] if found else None
 
     def _enqueue_command(self, host: str, entries: Sequence[Entry], force: bool) -> tuple[Any, ...]:
@@ -186,19 +195,49 @@ class HostLeases:
         keys, tag = self.keys, host_tag(host)
         lease, back, inflight, urls = self._host_keys(host)
         script_keys = [urls, keys.host_urls(tag), back, inflight, lease]
-        head_args = [self._now(), self.owner, "1" if force else "0", host]
+        head_args = [self._now(), self.owner, "1" if force else "0", host, self.window]
         if seen is None:
             return ("EVAL", ENQUEUE, 5, *script_keys, *head_args, *args)
         return ("EVAL", ENQUEUE, 6, *script_keys, seen.key(keys, tag), *head_args, *seen.args(), *args)
 
     def _enqueued(self, answer: list[Any]) -> list[Enqueued]:
-        added, needs, mine, queued, head, _, _ = answer
+        added, needs, mine, queued, head, _, _, _ = answer
         self.store.counters.count_known(sum(added))
         return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
 
     def _listing(self, host: str, answer: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
         needs, wait, ver = answer[1], answer[5], answer[6]
         return self._list_commands(host, wait / 1000.0, ver) if needs else None
+
+    def _after_enqueue(self, host: str, answer: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
+        """The listing, and the tail read once its appended records pass
+        :data:`~extensions.backends.redis.tail.STRING_BYTES` (then compacted)."""
+        listing = self._listing(host, answer)
+        if answer[7] < STRING_BYTES:
+            return listing
+        commands, confirm = listing or ([], None)
+
+        def compact(found: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
+            follows = confirm(found[:-1])[0] if confirm is not None else []
+            tail = Tail.parse(found[-1])
+            if len(tail.records) >= STRING_BYTES:
+                follows.append(self._rewrite_command(host, found[-1], tail.compacted(), b""))
+            return (follows, None) if follows else None
+        return [*commands, ("GET", self.keys.tail(host))], compact
+
+    def _rewrite_command(self, host: str, read: bytes, tail: Tail, records: bytes) -> tuple[Any, ...]:
+        """``read`` (the tail string's first bytes) replaced by ``tail``; ``records`` into the window."""
+        return ("EVAL", REWRITE, 2, self.keys.lease(host), self.keys.urls(host_tag(host)), len(read),
+                hashlib.sha1(read).hexdigest(), tail.encode() or b"\0", records)
+
+    def _refill_command(self, host: str, read: bytes | None) -> tuple[Any, ...]:
+        """Refill ``host``'s window with a window's worth of the tail string ``read``."""
+        records, rest = Tail.parse(read).take(max(self.window, 1))
+        return self._rewrite_command(host, read or b"", rest, records)
+
+    def tail_records(self, host: str) -> list[tuple[int, int, bytes]]:
+        """``(fingerprint, level, row)`` of every URL in ``host``'s tail, oldest first."""
+        return list(tail_records(host_tag(host), self.io.call(("GET", self.keys.tail(host)))[0]))
 
     def _list_commands(self, host: str, wait: float, ver: bytes | str) -> tuple[list[tuple[Any, ...]], Any]:
         """Put ``host`` on the heap, then confirm it (unconfirmed after a crash: listed again)."""
@@ -258,18 +297,55 @@ class HostLeases:
         """The best queued URL of an origin not in ``held`` (met ones parked), now in flight."""
         command = ("EVAL", TAKE, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
                    self._now(), self.owner, max_skip, self.ttl_ms, *held)
-        return self._ask([command], lambda answers: self._taken(answers[0]), then, failed)
+        read = ("GET", self.keys.tail(host))
+        before = [0, 0, 0]  # skipped, parked, refilled by the takes that found the window empty
+        if then is None:  # an empty window with a tail: refill it, then take again
+            answer = self.io.call(command)[0]
+            for _ in range(MAX_REFILLS):
+                if answer[0] != 4:
+                    break
+                _add_counts(before, answer, self.io.call(self._refill_command(host, self.io.call(read)[0]))[0])
+                answer = self.io.call(command)[0]
+            return self._taken(answer, before)
+        ends: list[Any] = []  # the answer handed to then (decided on io's thread, before then runs)
+
+        def refill(answers: list[Any]) -> tuple[Any, ...] | None:
+            answer = answers[0]
+            if answer[0] != 4 or len(ends) >= MAX_REFILLS:
+                ends.append(answers)
+                return None
+            ends.append(None)
+
+            def again(moved: list[Any]) -> tuple[Any, ...]:
+                _add_counts(before, answer, moved[0])
+                return [command], refill, answered, failed
+            return [read], lambda found: ([self._refill_command(host, found[0])], again, None, failed), None, failed
+
+        def answered(answers: list[Any]) -> None:
+            if ends and ends[-1] is answers:
+                then(self._taken(answers[0], before))
+        self.io.submit([command], answered, failed, follow=refill)
+        return None
 
     @staticmethod
-    def _taken(answer: list[Any]) -> Taken:
+    def _taken(answer: list[Any], before: Sequence[int] = (0, 0, 0)) -> Taken:
+        """The take's answer, with the skipped, parked and refilled counts of the takes
+        before it that found the window empty (``before``)."""
+        taken = HostLeases._answer(answer)
+        taken.skipped, taken.parked, taken.refilled = (
+            taken.skipped + before[0], taken.parked + before[1], before[2])
+        return taken
+
+    @staticmethod
+    def _answer(answer: list[Any]) -> Taken:
         state = answer[0]
         if state == -1:
             return Taken("lost")
         if state == 0:
             return Taken("empty", skipped=int(answer[1]), parked=int(answer[2]))
-        if state in (2, 3):
+        if state in (2, 3, 4):  # 4: the window still empty after a refill (another process's meanwhile)
             _, skipped, parked, queued, head = answer
-            return Taken("stale" if state == 2 else "held", None, int(queued), head_score(head), int(skipped),
+            return Taken("held" if state == 3 else "stale", None, int(queued), head_score(head), int(skipped),
                          parked=int(parked))
         _, fp, row, queued, head, skipped, cash, parked = answer
         fingerprint = int(fp)
@@ -294,13 +370,15 @@ class HostLeases:
                       b"" if fetched is None else fetched_bytes(fetched), fingerprint, self.owner)
 
     def queued(self, host: str) -> list[int]:
-        """The fingerprints in ``host``'s back queue in taking order, promoted copies included."""
+        """The fingerprints in ``host``'s back queue in taking order, promoted copies included,
+        then those of its tail."""
         directory = back_queue_counts(self.io.call(("HGETALL", self.keys.back(host)))[0])
         levels = sorted((int(name) for name in directory if name != b"p"), reverse=True)
         names = [*map(str, levels), "p"]
         lists = [self.keys.back_list(host, name) for name in names]
         found = self.io.call(*[("LRANGE", key, 0, -1) for key in lists])
-        return [queued_fingerprint(key, item) for key, items in zip(lists, found) for item in items]
+        return [*(queued_fingerprint(key, item) for key, items in zip(lists, found) for item in items),
+                *(fingerprint for fingerprint, _, _ in self.tail_records(host))]
 
     def inflight_of(self, hosts: list[str]) -> dict[str, list[int]]:
         if not hosts:
@@ -416,6 +494,13 @@ class HostLeases:
     def stats_totals(self) -> dict[str, float]:
         found = self.io.call(("HGETALL", self.keys.stats))[0]
         return {name.decode(): _number(value) for name, value in found.items()}
+
+
+def _add_counts(counts: list[int], answer: list[Any], moved: int) -> None:
+    """A take's skipped and parked counts, and the URLs a refill moved, into ``counts``."""
+    counts[0] += int(answer[1])
+    counts[1] += int(answer[2])
+    counts[2] += max(0, int(moved))
 
 
 def _triples(answer: list[Any]) -> dict[str, tuple[float, str]]:

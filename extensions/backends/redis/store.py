@@ -85,7 +85,7 @@ class RedisStore:
         self.groups = RedisContentGroups(self.keys, self._require)
         self.links = links or SegmentLinkTable(segments_directory(prefix))  # on disk, not in Redis
         self.revisits = RedisRevisitTable(self.keys, self._require, lambda: not self.read_only)
-        self.census = RedisCensus(self.keys, self._require, self.urls.rows)  # reads only
+        self.census = RedisCensus(self.keys, self._require, self.urls)  # reads only
 
     # -- lifecycle -------------------------------------------------------------
     def open(self) -> None:
@@ -98,7 +98,9 @@ class RedisStore:
         except FrontierStoreError:
             self.abandon()
             raise
-        schema, clean = self._call(("HGET", self.keys.meta, "schema"), ("HGET", self.keys.meta, "clean"))
+        schema, clean, tails = self._call(("HGET", self.keys.meta, "schema"), ("HGET", self.keys.meta, "clean"),
+                                          ("HGET", self.keys.meta, "tails"))
+        self.urls.tails = tails == b"1"
         if schema is not None and schema.decode() != SCHEMA_VERSION:
             self._refuse()
             raise FrontierStoreError(
@@ -121,6 +123,7 @@ class RedisStore:
         if self.get_meta("schema") is None:
             self.abandon()
             raise FrontierStoreError(f"no crawl at {self.location} (check REDIS_URL and FRONTIER_REDIS_PREFIX)")
+        self.urls.tails = self.get_meta("tails") == "1"
         recorded = self.get_meta("seen")
         if self._asked == "recorded" and recorded is not None:
             self._adopt(recorded)

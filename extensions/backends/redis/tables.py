@@ -16,7 +16,7 @@ from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.fpmap import FingerprintMaps, HashMaps, URLRowMaps
 from extensions.backends.redis.fpset import FingerprintSetLayout
-from extensions.backends.redis.keys import FINISHED_FIELD, Keys, group_by_tag, positions_by, scatter
+from extensions.backends.redis.keys import FINISHED_FIELD, Keys, group_by_tag, host_tag, positions_by, scatter
 from extensions.backends.redis.rows import (
     CASH_BUCKET_FIELDS,
     ROW_BUCKET_BYTES,
@@ -33,6 +33,7 @@ from extensions.backends.redis.rows import (
     varint,
 )
 from extensions.backends.redis.scripts import lua
+from extensions.backends.redis.tail import tail_records
 from extensions.frontier.store import Entry, Status
 
 Connection = Callable[[], RedisConnection]
@@ -138,11 +139,41 @@ class RedisURLTable:
         self.keys, self._connection = keys, connection
         self.counters = counters
         self.rows = URLRowMaps(keys.urls, keys.urls_pattern, connection, ROW_BUCKET_BYTES)
+        self.tails = False  # hosts keep queued URLs in tails (meta "tails": the shared dispatch's window)
         self.use(seen, keep_rows)
 
     def use(self, seen: SeenLayout | None, keep_rows: bool) -> None:
         """Test URLs against ``seen`` from now on (the store adopts its crawl's layout at open)."""
         self.seen, self.trims = seen, seen is not None and not keep_rows
+
+    def tail_rows(self, hosts: Iterable[str]) -> Iterator[tuple[int, bytes]]:
+        """``(fingerprint, row)`` of the URLs in the tails of ``hosts`` (lua/include/tail.lua)."""
+        connection, hosts = self._connection(), list(dict.fromkeys(hosts))
+        for start in range(0, len(hosts), 100):
+            batch = hosts[start:start + 100]
+            answers = connection.call(*[("GET", self.keys.tail(host)) for host in batch])
+            for host, data in zip(batch, answers):
+                for fp, _, row in tail_records(host_tag(host), data):
+                    yield fp, row
+
+    def _tail_hosts(self, tags: Iterable[str] | None = None) -> list[str]:
+        """The hosts with a tail (of ``tags``; None: of every tag)."""
+        if tags is None:
+            keys = self._connection().scan(self.keys.tails_pattern)
+            return [self.keys.host_of_tail(key) for key in keys]
+        tags = list(tags)
+        found = self._connection().call(*[("HKEYS", self.keys.host_urls(tag)) for tag in tags])
+        return [field.decode() for fields in found for field in fields if b"#" not in field]
+
+    def _with_tails(self, rows: dict[int, bytes], fingerprints: Sequence[int]) -> dict[int, bytes]:
+        """``rows`` and, with tails, the rows of ``fingerprints`` found in them."""
+        missing = {fp for fp in fingerprints if fp not in rows}
+        if not self.tails or not missing:
+            return rows
+        for fp, row in self.tail_rows(self._tail_hosts({tag_of(fp) for fp in missing})):
+            if fp in missing:
+                rows.setdefault(fp, row)
+        return rows
 
     def insert_new(self, entries: Sequence[Entry], now: float) -> list[bool]:
         if not entries:
@@ -180,7 +211,8 @@ class RedisURLTable:
     def get_many(self, fingerprints: Sequence[int]) -> dict[int, Entry]:
         if not fingerprints:
             return {}
-        return {fp: unpack_entry(fp, row) for fp, row in self.rows.get(fingerprints).items()}
+        rows = self._with_tails(self.rows.get(fingerprints), fingerprints)
+        return {fp: unpack_entry(fp, row) for fp, row in rows.items()}
 
     def set_status(self, fingerprints: Iterable[int], status: Status,
                    now: float | None = None, only_from: Status | None = None) -> None:
@@ -195,15 +227,18 @@ class RedisURLTable:
                 connection.write("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[status], guard, fetched, *fps)
 
     def status_of(self, fingerprint: int) -> Status | None:
-        row = self.rows.get([fingerprint]).get(fingerprint)
+        row = self._with_tails(self.rows.get([fingerprint]), [fingerprint]).get(fingerprint)
         return None if row is None else row_status(row)
 
-    def _rows(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, bytes]]:
-        return self.rows.items(max(1, batch // 16))
+    def all_rows(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, bytes]]:
+        """Every row: the URL rows, then the tails' (a URL requeued by force while in its tail: twice)."""
+        yield from self.rows.items(max(1, batch // 16))
+        if self.tails:
+            yield from self.tail_rows(self._tail_hosts())
 
     def iter_pending(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, int]]:
         seqs, fps, levels = array("q"), array("q"), array("q")
-        for fp, row in self._rows(batch):
+        for fp, row in self.all_rows(batch):
             status, _, seq, level = row_head(row)
             if status in _PENDING:
                 seqs.append(seq)
@@ -213,7 +248,7 @@ class RedisURLTable:
             yield fps[index], levels[index]
 
     def iter_all(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, int]]:
-        for fp, row in self._rows(batch):
+        for fp, row in self.all_rows(batch):
             yield fp, row_head(row)[3]
 
     def count_host(self, fingerprint: int, host: str) -> int:
@@ -228,7 +263,7 @@ class RedisURLTable:
 
     def _back_to_queued(self, status: Status) -> tuple[list[int], int]:
         """Every row in ``status`` back to queued: their fingerprints, how many changed."""
-        found = [fp for fp, row in self._rows() if row_status(row) == status]
+        found = [fp for fp, row in self.all_rows() if row_status(row) == status]
         changed = 0
         for start in range(0, len(found), SCAN_BATCH):
             by_tag = group_by_tag(found[start:start + SCAN_BATCH], tag_of)
@@ -239,7 +274,7 @@ class RedisURLTable:
 
     def count_by_status(self) -> dict[Status, int]:
         """Rows by status, plus the rows trimmed in each finished status."""
-        counts = Counter(row_status(row) for _, row in self._rows())
+        counts = Counter(row_status(row) for _, row in self.all_rows())
         connection, fields = self._connection(), list(FINISHED_FIELD.values())
         keys = list(connection.scan(self.keys.host_urls_pattern))
         for start in range(0, len(keys), 1000):

@@ -8,9 +8,11 @@
 -- (lease lost), {0, skipped, parked} (queue empty), {2, skipped, parked,
 -- back-queue length, head score} (only stale or held entries so far, more to
 -- look at), {3, skipped, parked, back-queue length, head score} (only held
--- origins' URLs are queued), or {1, fingerprint, row, back-queue length,
--- head score, skipped, AOPIC cash row or false, parked} (the cash row saves
--- the dispatch a round trip: same hash tag).
+-- origins' URLs are queued), {4, skipped, parked, back-queue length, head
+-- score} (the window is empty, its tail is not: refill it, include/tail.lua),
+-- or {1, fingerprint, row, back-queue length, head score, skipped, AOPIC
+-- cash row or false, parked} (the cash row saves the dispatch a round trip:
+-- same hash tag).
 --- @include "rows"
 --- @include "hashmap"
 --- @include "backq"
@@ -30,10 +32,10 @@ end
 local function take(fp, row, level)
   row_put(KEYS[4], fp, row_with_status(row, S_INFLIGHT))
   redis.call('ZADD', KEYS[3], level, fp)
-  local top, waiting, queued = bq_state(KEYS[2])
-  return {1, fp, row, queued, bq_head_of(top, waiting), skipped, hashmap_get(KEYS[5], fp) or false, parked}
+  local top, waiting, queued, tail = bq_state(KEYS[2])
+  return {1, fp, row, queued, bq_head_of(top, waiting, tail), skipped, hashmap_get(KEYS[5], fp) or false, parked}
 end
-local top, waiting, queued = bq_state(KEYS[2])
+local top, waiting, queued, tail = bq_state(KEYS[2])
 while top and looked < most do
   looked = looked + 1
   local fp, left = bq_pop(KEYS[2], top)
@@ -46,8 +48,9 @@ while top and looked < most do
   elseif fp then
     return take(fp, row, top)
   end
-  if left <= 0 then top, waiting = bq_state(KEYS[2]) end
+  if left <= 0 then top, waiting, queued, tail = bq_state(KEYS[2]) end
 end
+if not top and tail > 0 then return {4, skipped, parked, queued, bq_head_of(top, waiting, tail)} end
 local all_held = false
 if not top and waiting > 0 and looked < most then
   -- only parked URLs: the first whose origin is no longer held (else: held)
@@ -65,7 +68,7 @@ if not top and waiting > 0 and looked < most then
     end
   end
 end
-top, waiting, queued = bq_state(KEYS[2])
+top, waiting, queued, tail = bq_state(KEYS[2])
 if queued == 0 then return {0, skipped, parked} end
-if not top and all_held then return {3, skipped, parked, queued, bq_head_of(top, waiting)} end
-return {2, skipped, parked, queued, bq_head_of(top, waiting)}
+if not top and all_held then return {3, skipped, parked, queued, bq_head_of(top, waiting, tail)} end
+return {2, skipped, parked, queued, bq_head_of(top, waiting, tail)}

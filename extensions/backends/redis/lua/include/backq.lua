@@ -4,7 +4,8 @@
 -- held: "fingerprint level", P:{T}:bq:HOST:p), and their directory, fields
 -- of the host's lease hash P:{T}:lease:HOST (the key scripts are given as
 -- the back queue's): each list's length, lLEVEL or p (a field goes when its
--- list empties); the lease's own fields are not the directory's.
+-- list empties), and t: how many URLs wait in the host's tail
+-- (include/tail.lua); the lease's own fields are not the directory's.
 -- A list may hold a fingerprint whose row is no longer queued (finished
 -- meanwhile, or a copy left behind by a promotion or a forced requeue):
 -- takers skip it.
@@ -27,22 +28,26 @@ local function bq_fp(dir, member)
   if above > 0 then return string.format('%s%.0f%07d', sign, above, below) end
   return string.format('%s%d', sign, below)
 end
--- the highest level with URLs (nil: none), how many are parked, how many queued in all
+-- the highest level with URLs (nil: none), how many are parked, how many
+-- queued in all (the tail's included), how many in the tail
 local function bq_state(dir)
   local all = redis.call('HGETALL', dir)
-  local top, parked, total = nil, 0, 0
+  local top, parked, total, tail = nil, 0, 0, 0
   for i = 1, #all, 2 do
     local field = all[i]
     if field == 'p' then
       parked = tonumber(all[i + 1])
       total = total + parked
+    elseif field == 't' then
+      tail = tonumber(all[i + 1])
+      total = total + tail
     elseif string.find(field, '^l%d+$') then
       local level = tonumber(string.sub(field, 2))
       total = total + tonumber(all[i + 1])
       if not top or level > top then top = level end
     end
   end
-  return top, parked, total
+  return top, parked, total, tail
 end
 local function bq_len(dir)
   local _, _, total = bq_state(dir)

@@ -1,0 +1,113 @@
+"""A host's tail in Redis: its queued URLs past its window, without a row or
+a back-queue entry of their own (Mercator's back-queue file; the scripts:
+``lua/include/tail.lua``). Pure: no I/O.
+
+The string ``P:{T}:tail:HOST``::
+
+    header   varint   bytes of the blocks that follow it
+    blocks   each a varint length, then raw deflate of records
+    records  appended by the enqueue script, one after another: member (5
+             bytes), level (varint), row length (varint), row
+
+Oldest first: the blocks, then the records. The lease's field ``t`` counts
+the URLs of both. The crawler process that sees the records pass
+:data:`STRING_BYTES` merges them into the newest block; the lease holder
+refills an empty window with a window's worth from the oldest block.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from extensions.backends.redis.rows import read_varint, varint
+
+STRING_BYTES = 384  # appended records past this go into the newest block
+BLOCK_BYTES = 4096  # a block's records at most (before compression)
+MEMBER = 5  # bytes of a record's member (fpmap.py's)
+
+
+@dataclass(slots=True)
+class Tail:
+    """A tail string parsed: its blocks (compressed) and its appended records."""
+
+    blocks: list[bytes] = field(default_factory=list)
+    records: bytes = b""
+
+    @classmethod
+    def parse(cls, data: bytes | None) -> Tail:
+        if not data:
+            return cls()
+        end, at = read_varint(data, 0)
+        end += at
+        blocks = []
+        while at < end:
+            length, at = read_varint(data, at)
+            blocks.append(data[at:at + length])
+            at += length
+        return cls(blocks, data[end:])
+
+    def encode(self) -> bytes:
+        """The string (``b""`` for an empty tail)."""
+        if not self.blocks and not self.records:
+            return b""
+        packed = b"".join(varint(len(block)) + block for block in self.blocks)
+        return varint(len(packed)) + packed + self.records
+
+    def compacted(self) -> Tail:
+        """The records merged into the newest block (a new one past :data:`BLOCK_BYTES`)."""
+        if not self.records:
+            return self
+        newest = unpack_block(self.blocks[-1]) if self.blocks else None
+        if newest is None or len(newest) + len(self.records) > BLOCK_BYTES:
+            return Tail([*self.blocks, pack_block(self.records)])
+        return Tail([*self.blocks[:-1], pack_block(newest + self.records)])
+
+    def take(self, count: int) -> tuple[bytes, Tail]:
+        """The first ``count`` records (as appended: the scripts' form) and the tail without them."""
+        if not self.blocks:
+            cut = record_end(self.records, count)
+            return self.records[:cut], Tail([], self.records[cut:])
+        oldest = unpack_block(self.blocks[0])
+        cut = record_end(oldest, count)
+        rest = [pack_block(oldest[cut:])] if cut < len(oldest) else []
+        return oldest[:cut], Tail([*rest, *self.blocks[1:]], self.records)
+
+    def all_records(self) -> bytes:
+        return b"".join(map(unpack_block, self.blocks)) + self.records
+
+
+def record_end(data: bytes, count: int) -> int:
+    """Where the first ``count`` records of ``data`` end (all of them: its length)."""
+    at = 0
+    for _ in range(count):
+        if at >= len(data):
+            break
+        _, at = read_varint(data, at + MEMBER)
+        length, at = read_varint(data, at)
+        at += length
+    return at
+
+
+def pack_block(records: bytes) -> bytes:
+    """Records as a block (raw deflate)."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return packer.compress(records) + packer.flush()
+
+
+def unpack_block(block: bytes) -> bytes:
+    """A block's records."""
+    return zlib.decompress(block, -15)
+
+
+def tail_records(tag: str, data: bytes | None) -> Iterator[tuple[int, int, bytes]]:
+    """``(fingerprint, level, row)`` of every URL of the tail string ``data``, oldest first;
+    ``tag`` the host's."""
+    records, high, at = Tail.parse(data).all_records(), int(tag, 16) << 40, 0
+    while at < len(records):
+        fingerprint = high | int.from_bytes(records[at:at + MEMBER], "big")
+        level, at = read_varint(records, at + MEMBER)
+        length, at = read_varint(records, at)
+        yield fingerprint - (1 << 64) if fingerprint >= 1 << 63 else fingerprint, level, records[at:at + length]
+        at += length
