@@ -1,25 +1,13 @@
 """The near-duplicate index in Redis, shared by every crawler process of a crawl.
 
-The look-up, answers and groups of
-:class:`~extensions.contentseen.nearindex.NearDuplicateIndex` (permuted
-tables of :class:`BlockLayout`), stored in Redis (keys:
-:mod:`extensions.backends.redis.contentseen`). A table's key splits into its
-top 8 bits (the partition ``{tN-Y}``) and the rest; a stored simhash is a
-member of the partition's packed set (:class:`TableGeometry`: the rest of
-the key in 3 bytes, then the simhash's bits outside the key), kept as the
-exact URL-seen set keeps fingerprints (an extendible hash of sorted
-fixed-width members, ``lua/include/fpset.lua``). A look-up reads the members
-with the query's key in each table in one round trip and the records of the
-candidates within the distance in a second one, only when there are some.
-A document's record sits under its simhash in the documents' partition
-(the simhash's top 8 bits), a packed map of many records a Redis string
-(``lua/include/nearmap.lua``): varint id, the group as the difference from
-the id, the sketch (:func:`pack_sketch`: 16-bit values, their gaps Rice-coded), then
-the URL (varint length + 1, the URL) or, when the page's content fingerprint
-is known, a zero and the fingerprint: the exact set holds the URL, read for
-a match only. Document ids are reserved in blocks per process: ties between equally
-close matches go to the smallest id, and two near-duplicates judged at once
-by two processes may both start a group.
+:class:`~extensions.contentseen.nearindex.NearDuplicateIndex`'s look-up,
+answers and groups over permuted tables (:class:`BlockLayout`) stored in
+Redis (keys and record layout: :mod:`extensions.backends.redis.contentseen`,
+``lua/include/fpset.lua``, ``lua/include/nearmap.lua``). A look-up is one
+round trip for the tables' members and, only when some are within the
+distance, a second for their records. Document ids are reserved in blocks
+per process: ties between equally close matches go to the smallest id, and
+two near-duplicates judged at once by two processes may both start a group.
 """
 
 from __future__ import annotations
