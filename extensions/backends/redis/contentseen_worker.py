@@ -1,14 +1,11 @@
 """The content-seen test in Redis without the reactor waiting for Redis.
 
-:class:`AsyncRedisContentSeen` sends the commands of
-:class:`~extensions.backends.redis.contentseen.RedisContentSeen` and
-:class:`~extensions.backends.redis.nearindex.RedisNearDuplicateIndex`
-through a :class:`~extensions.backends.redis.worker.RedisWorker` of its own
-and answers each page with a Deferred of its
-:class:`~extensions.contentseen.verdict.Verdict`: the verdicts of the
-synchronous sets, the near-duplicate decisions taken one page at a time in
-the order asked. A failed round trip fails its page's Deferred with
-:class:`~extensions.contentseen.exact.ContentStoreError`; later pages go on.
+:class:`AsyncRedisContentSeen` sends the synchronous sets' commands through
+a :class:`~extensions.backends.redis.worker.RedisWorker` of its own and
+answers each page with a Deferred of its
+:class:`~extensions.contentseen.verdict.Verdict`, near-duplicate decisions
+taken one page at a time in the order asked. A failed round trip fails its
+page's Deferred with :class:`~extensions.contentseen.exact.ContentStoreError`.
 """
 
 from __future__ import annotations
