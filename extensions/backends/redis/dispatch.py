@@ -104,6 +104,7 @@ class SharedDispatch:
         self._failures_seen = 0  # the store's failed calls at the last in-flight repair
         self._pushed: dict[str, float] = {}  # stats shared so far
         self.upkeep_round_trips = 0  # stat redis/upkeep_reactor_round_trips
+        self._refilled_ahead = 0  # leases.refilled_ahead counted in the stats so far
 
     def bind(self, parts: FrontierParts) -> None:
         self.parts = parts
@@ -292,8 +293,10 @@ class SharedDispatch:
             parts.stats.inc_value("frontier/stale_entries", taken.skipped)
         if taken.parked:
             parts.stats.inc_value("frontier/parked", taken.parked)
-        if taken.refilled:
-            parts.stats.inc_value("frontier/tail_refilled", taken.refilled)
+        ahead = self.leases.refilled_ahead
+        refilled, self._refilled_ahead = taken.refilled + ahead - self._refilled_ahead, ahead
+        if refilled:
+            parts.stats.inc_value("frontier/tail_refilled", refilled)
         if taken.state == "lost":
             self.lost(host)
             return None

@@ -144,6 +144,7 @@ class HostLeases:
         if window < 0:
             raise ValueError(f"FRONTIER_REDIS_QUEUE_WINDOW must be >= 0, got {window!r}")
         self.window = window  # URLs a host's back queue holds before new ones go to its tail (0: no tail)
+        self.refilled_ahead = 0  # URLs moved from tails into windows after a take, before they emptied
         self.store, self.keys = store, store.keys
         self.owner, self.ttl_ms, self.shards = owner, int(ttl * 1000), shards
         self.clock, self.rng = clock, rng or random.Random()
@@ -306,6 +307,8 @@ class HostLeases:
                     break
                 _add_counts(before, answer, self.io.call(self._refill_command(host, self.io.call(read)[0]))[0])
                 answer = self.io.call(command)[0]
+            if self._refill_ahead(answer):
+                self._count_ahead(self.io.call(self._refill_command(host, self.io.call(read)[0])))
             return self._taken(answer, before)
         ends: list[Any] = []  # the answer handed to then (decided on io's thread, before then runs)
 
@@ -313,6 +316,8 @@ class HostLeases:
             answer = answers[0]
             if answer[0] != 4 or len(ends) >= MAX_REFILLS:
                 ends.append(answers)
+                if self._refill_ahead(answer):  # off the take's path: the next take finds URLs
+                    return [read], lambda found: ([self._refill_command(host, found[0])], self._count_ahead)
                 return None
             ends.append(None)
 
@@ -326,6 +331,14 @@ class HostLeases:
                 then(self._taken(answers[0], before))
         self.io.submit([command], answered, failed, follow=refill)
         return None
+
+    def _refill_ahead(self, answer: list[Any]) -> bool:
+        """Whether a take's answer left the window at half of it or less with a tail behind it."""
+        return answer[0] == 1 and len(answer) > 8 and int(answer[8]) > 0 and \
+            int(answer[3]) - int(answer[8]) <= self.window // 2
+
+    def _count_ahead(self, answers: list[Any]) -> None:
+        self.refilled_ahead += max(0, int(answers[0]))
 
     @staticmethod
     def _taken(answer: list[Any], before: Sequence[int] = (0, 0, 0)) -> Taken:
@@ -347,7 +360,7 @@ class HostLeases:
             _, skipped, parked, queued, head = answer
             return Taken("held" if state == 3 else "stale", None, int(queued), head_score(head), int(skipped),
                          parked=int(parked))
-        _, fp, row, queued, head, skipped, cash, parked = answer
+        _, fp, row, queued, head, skipped, cash, parked, *_ = answer
         fingerprint = int(fp)
         return Taken("taken", unpack_entry(fingerprint, row), int(queued), head_score(head), int(skipped),
                      unpack_cash(cash) if cash else None, int(parked))

@@ -11,8 +11,8 @@
 -- origins' URLs are queued), {4, skipped, parked, back-queue length, head
 -- score} (the window is empty, its tail is not: refill it, include/tail.lua),
 -- or {1, fingerprint, row, back-queue length, head score, skipped, AOPIC
--- cash row or false, parked} (the cash row saves the dispatch a round trip:
--- same hash tag).
+-- cash row or false, parked, URLs in the tail} (the cash row saves the
+-- dispatch a round trip: same hash tag).
 --- @include "rows"
 --- @include "hashmap"
 --- @include "backq"
@@ -33,7 +33,8 @@ local function take(fp, row, level)
   row_put(KEYS[4], fp, row_with_status(row, S_INFLIGHT))
   redis.call('ZADD', KEYS[3], level, fp)
   local top, waiting, queued, tail = bq_state(KEYS[2])
-  return {1, fp, row, queued, bq_head_of(top, waiting, tail), skipped, hashmap_get(KEYS[5], fp) or false, parked}
+  return {1, fp, row, queued, bq_head_of(top, waiting, tail), skipped, hashmap_get(KEYS[5], fp) or false, parked,
+          tail}
 end
 local top, waiting, queued, tail = bq_state(KEYS[2])
 while top and looked < most do
