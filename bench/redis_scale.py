@@ -49,7 +49,7 @@ from extensions.backends.redis.leases import HostLeases
 from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.store import RedisStore
-from extensions.backends.redis.tail import STRING_BYTES, Tail
+from extensions.backends.redis.tail import STRING_BYTES
 from extensions.contentseen.nearindex import BlockLayout
 from extensions.contentseen.resemblance import SKETCH_SIZE
 from extensions.frontier.fingerprint import url_fingerprint
@@ -104,8 +104,8 @@ def run_frontier(url: str, prefix: str, count: int, hosts: int, per_page: int, c
         # as the enqueuer does: a host's tail records past STRING_BYTES into its newest block
         full = [host for host, answer in zip(by_host, answers) if answer[7] >= STRING_BYTES]
         reads = store.call(*[("GET", store.keys.tail(host)) for host in full]) if full else []
-        rewrites = [leases._rewrite_command(host, read, Tail.parse(read).compacted(), b"")
-                    for host, read in zip(full, reads) if read]
+        rewrites = [command for host, read in zip(full, reads)
+                    if (command := leases.compact_command(host, read)) is not None]
         if rewrites:
             store.call(*rewrites)
         if ledger is not None:  # the batch's URLs get cash (one cash script, as a page's outlinks)

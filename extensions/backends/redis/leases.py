@@ -25,7 +25,7 @@ from extensions.backends.redis.rows import (
     unpack_entry,
 )
 from extensions.backends.redis.scripts import lua
-from extensions.backends.redis.tail import STRING_BYTES, Tail, tail_records
+from extensions.backends.redis.tail import STRING_BYTES, Tail
 from extensions.backends.redis.worker import DirectIO
 from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Entry, Status
@@ -220,11 +220,18 @@ class HostLeases:
 
         def compact(found: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
             follows = confirm(found[:-1])[0] if confirm is not None else []
-            tail = Tail.parse(found[-1])
-            if len(tail.records) >= STRING_BYTES:
-                follows.append(self._rewrite_command(host, found[-1], tail.compacted(), b""))
+            command = self.compact_command(host, found[-1])
+            follows += [command] if command is not None else []
             return (follows, None) if follows else None
         return [*commands, ("GET", self.keys.tail(host))], compact
+
+    def compact_command(self, host: str, read: bytes | None) -> tuple[Any, ...] | None:
+        """The tail string ``read``'s appended records into its newest block, if they
+        are past :data:`~extensions.backends.redis.tail.STRING_BYTES`."""
+        tail = Tail.parse(read)
+        if read is None or len(tail.records) < STRING_BYTES:
+            return None
+        return self._rewrite_command(host, read, tail.compacted(), b"")
 
     def _rewrite_command(self, host: str, read: bytes, tail: Tail, records: bytes) -> tuple[Any, ...]:
         """``read`` (the tail string's first bytes) replaced by ``tail``; ``records`` into the window."""
@@ -235,10 +242,6 @@ class HostLeases:
         """Refill ``host``'s window with a window's worth of the tail string ``read``."""
         records, rest = Tail.parse(read).take(max(self.window, 1))
         return self._rewrite_command(host, read or b"", rest, records)
-
-    def tail_records(self, host: str) -> list[tuple[int, int, bytes]]:
-        """``(fingerprint, level, row)`` of every URL in ``host``'s tail, oldest first."""
-        return list(tail_records(host_tag(host), self.io.call(("GET", self.keys.tail(host)))[0]))
 
     def _list_commands(self, host: str, wait: float, ver: bytes | str) -> tuple[list[tuple[Any, ...]], Any]:
         """Put ``host`` on the heap, then confirm it (unconfirmed after a crash: listed again)."""
@@ -334,8 +337,7 @@ class HostLeases:
 
     def _refill_ahead(self, answer: list[Any]) -> bool:
         """Whether a take's answer left the window at half of it or less with a tail behind it."""
-        return answer[0] == 1 and len(answer) > 8 and int(answer[8]) > 0 and \
-            int(answer[3]) - int(answer[8]) <= self.window // 2
+        return answer[0] == 1 and int(answer[8]) > 0 and int(answer[3]) - int(answer[8]) <= self.window // 2
 
     def _count_ahead(self, answers: list[Any]) -> None:
         self.refilled_ahead += max(0, int(answers[0]))
@@ -391,7 +393,7 @@ class HostLeases:
         lists = [self.keys.back_list(host, name) for name in names]
         found = self.io.call(*[("LRANGE", key, 0, -1) for key in lists])
         return [*(queued_fingerprint(key, item) for key, items in zip(lists, found) for item in items),
-                *(fingerprint for fingerprint, _, _ in self.tail_records(host))]
+                *(fingerprint for fingerprint, _ in self.store.urls.tail_rows([host]))]
 
     def inflight_of(self, hosts: list[str]) -> dict[str, list[int]]:
         if not hosts:

@@ -263,7 +263,8 @@ class RedisURLTable:
 
     def _back_to_queued(self, status: Status) -> tuple[list[int], int]:
         """Every row in ``status`` back to queued: their fingerprints, how many changed."""
-        found = [fp for fp, row in self.all_rows() if row_status(row) == status]
+        rows = self.rows.items(max(1, SCAN_BATCH // 16))  # not the tails': their URLs are all queued
+        found = [fp for fp, row in rows if row_status(row) == status]
         changed = 0
         for start in range(0, len(found), SCAN_BATCH):
             by_tag = group_by_tag(found[start:start + SCAN_BATCH], tag_of)

@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from extensions.backends.redis.fpmap import fingerprint_of
 from extensions.backends.redis.rows import read_varint, varint
 
 STRING_BYTES = 384  # appended records past this go into the newest block
@@ -78,16 +79,22 @@ class Tail:
         return b"".join(map(unpack_block, self.blocks)) + self.records
 
 
+def _records(data: bytes) -> Iterator[tuple[int, int, int, int]]:
+    """Each record of ``data``: where it starts, its level, where its row starts and ends."""
+    at = 0
+    while at < len(data):
+        level, row = read_varint(data, at + MEMBER)
+        length, row = read_varint(data, row)
+        yield at, level, row, row + length
+        at = row + length
+
+
 def record_end(data: bytes, count: int) -> int:
     """Where the first ``count`` records of ``data`` end (all of them: its length)."""
-    at = 0
-    for _ in range(count):
-        if at >= len(data):
-            break
-        _, at = read_varint(data, at + MEMBER)
-        length, at = read_varint(data, at)
-        at += length
-    return at
+    for number, (at, _, _, _) in enumerate(_records(data)):
+        if number == count:
+            return at
+    return len(data)
 
 
 def pack_block(records: bytes) -> bytes:
@@ -104,10 +111,6 @@ def unpack_block(block: bytes) -> bytes:
 def tail_records(tag: str, data: bytes | None) -> Iterator[tuple[int, int, bytes]]:
     """``(fingerprint, level, row)`` of every URL of the tail string ``data``, oldest first;
     ``tag`` the host's."""
-    records, high, at = Tail.parse(data).all_records(), int(tag, 16) << 40, 0
-    while at < len(records):
-        fingerprint = high | int.from_bytes(records[at:at + MEMBER], "big")
-        level, at = read_varint(records, at + MEMBER)
-        length, at = read_varint(records, at)
-        yield fingerprint - (1 << 64) if fingerprint >= 1 << 63 else fingerprint, level, records[at:at + length]
-        at += length
+    records, key = Tail.parse(data).all_records(), f"{{{tag}}}".encode()
+    for at, level, row, end in _records(records):
+        yield fingerprint_of(key, records[at:at + MEMBER]), level, records[row:end]

@@ -17,10 +17,14 @@
 --- @include "tail"
 local first, stride = rows_from(6, 6)
 local added = {}
-local top, parked, queued, tail = bq_state(KEYS[3])
 local window = tonumber(ARGV[5])
 if #KEYS < 6 then window = 0 end  -- the URL rows are the URL-seen set: every URL needs its row
-local in_window, records = queued - tail, {}
+local in_window, tail, records = 0, 0, {}
+if window > 0 then
+  local _, _, queued
+  _, _, queued, tail = bq_state(KEYS[3])
+  in_window = queued - tail
+end
 for i = first, #ARGV, stride do
   local new = 0
   if new_to_seen(6, 6, i) or ARGV[3] == '1' then
@@ -50,6 +54,7 @@ end
 tail_flush(KEYS[3], records)
 local now = now_ms(ARGV[1])
 local st = redis.call('HMGET', KEYS[5], 'owner', 'expires', 'listed', 'next', 'ver')
+local top, parked, queued
 top, parked, queued, tail = bq_state(KEYS[3])
 local needs = 0
 if st[3] ~= '1' and queued + redis.call('ZCARD', KEYS[4]) > 0 then needs = 1 end
