@@ -182,7 +182,8 @@ def test_every_reachable_allowed_page_is_fetched(crawl: RealWebCrawl) -> None:
 def test_a_crawl_on_redis_ends_by_itself_having_fetched_every_reachable_page(
         realweb: RealWeb, truth: Truth, redis_server: Any, tmp_path: Path) -> None:
     """The same real sites with the Redis frontier (its packed URL rows, cash
-    hashmaps, URL-seen set and content-seen index), default components."""
+    hashmaps, URL-seen set, the hosts' compressed tails and content-seen
+    index), default components."""
     before = len(realweb.entries())
     result, ended, seconds = run_bounded(tmp_path / "redis-crawl", realweb, {
         "FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url, "FRONTIER_REDIS_PREFIX": "realweb"})
@@ -190,6 +191,7 @@ def test_a_crawl_on_redis_ends_by_itself_having_fetched_every_reachable_page(
     crawl = RealWebCrawl(realweb, result, truth, entries, ended, seconds)
     assert ended and result.returncode == 0, crawl.summary() + "\n" + result.log[-1500:]
     assert_every_reachable_page_fetched(crawl)
+    assert result.stats.get("frontier/tail_refilled", 0) > 0  # the sites' queues went through their tails
 
 
 def test_no_request_robots_txt_disallows(crawl: RealWebCrawl) -> None:
