@@ -195,7 +195,7 @@ _LAYOUT_2_ROW = (b"0" + bytes(8) + (7).to_bytes(8, "big") + bytes(24) + (14).to_
                  + (6).to_bytes(4, "big") + b"h.test" + b"\xff\xff\xff\xff" * 3)
 
 
-@pytest.mark.parametrize("layout", ["1", "2", "3", "4", "5", "6", "7", "8", "9"])
+@pytest.mark.parametrize("layout", ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"])
 def test_a_crawl_written_by_an_earlier_layout_is_refused_naming_how_to_start_over(
     start_web: Any, tmp_path: Path, redis_server: RedisServer, layout: str,
 ) -> None:
@@ -218,7 +218,7 @@ def test_a_crawl_written_by_an_earlier_layout_is_refused_naming_how_to_start_ove
         "DNS_HOSTS": web.hosts_file, "FRONTIER_BACKEND": "redis", "REDIS_URL": redis_server.url,
         "FRONTIER_REDIS_PREFIX": prefix, "SCHEDULER_PERSIST": True}, timeout=120)
     assert result.returncode != 0
-    assert f"written in layout {layout}, this release reads layout 10" in result.log, result.log[-3000:]
+    assert f"written in layout {layout}, this release reads layout 11" in result.log, result.log[-3000:]
     assert "SCHEDULER_FLUSH_ON_START=True" in result.log and "FRONTIER_REDIS_PREFIX" in result.log
     assert not [e for e in web.entries() if e.path != "/robots.txt"]
     assert {key: client.dump(key) for key in client.keys(f"{prefix}:*")} == before

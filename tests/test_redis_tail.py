@@ -6,8 +6,21 @@ from __future__ import annotations
 
 import random
 
-from extensions.backends.redis.rows import varint
-from extensions.backends.redis.tail import BLOCK_BYTES, Tail, pack_block, record_end, tail_records, unpack_block
+from extensions.backends.redis.fpset import member
+from extensions.backends.redis.keys import host_tag
+from extensions.backends.redis.rows import pack_row, varint
+from extensions.backends.redis.tail import (
+    BLOCK_BYTES,
+    Tail,
+    pack_block,
+    record_code,
+    record_end,
+    tail_records,
+    unpack_block,
+    with_members,
+)
+from extensions.frontier.fingerprint import url_fingerprint
+from extensions.frontier.store import Entry, Status
 
 
 def records(count: int, seed: int = 1, level: int = 2) -> bytes:
@@ -15,7 +28,7 @@ def records(count: int, seed: int = 1, level: int = 2) -> bytes:
     out = b""
     for _ in range(count):
         row = b"@!h1.test(\x04*/p/%d.html\x08\x1ah2.test/p/%d.html" % (rng.randrange(1000), rng.randrange(1000))
-        out += rng.randbytes(5) + varint(level) + varint(len(row)) + row
+        out += varint(level * 2 + 1) + rng.randbytes(5) + varint(len(row)) + row
     return out
 
 
@@ -61,8 +74,25 @@ def test_a_refill_takes_the_oldest_records_first() -> None:
 
 
 def test_records_give_their_fingerprints_under_the_hosts_tag() -> None:
-    data = b"\x00" + b"\x12\x34\x56\x78\x9a" + varint(3) + varint(2) + b"ab"
+    data = b"\x00" + varint(3 * 2 + 1) + b"\x12\x34\x56\x78\x9a" + varint(2) + b"ab"
     [(fingerprint, level, row)] = tail_records("ffffff", data)
     assert fingerprint == (0xFFFFFF << 40 | 0x123456789A) - (1 << 64) and (level, row) == (3, b"ab")
     [(fingerprint, _, _)] = tail_records("00abcd", data)
     assert fingerprint == 0x00ABCD << 40 | 0x123456789A
+
+
+def test_a_record_leaves_out_a_member_its_url_gives_back() -> None:
+    url = "http://h1.test/p/7.html"
+    fp, host = url_fingerprint(url)
+    entry = Entry(fp, url, host, level=3, referer="http://h1.test/p/6.html")
+    copy = fp ^ 1  # a dont_filter copy's: not the URL's own
+    rows = [(fp, record_code(fp, url, 3)), (copy, record_code(copy, url, 3))]
+    assert [code for _, code in rows] == [6, 7]
+    data = b"".join(varint(code) + (member(fp) if code & 1 else b"") + varint(len(row)) + row
+                    for fp, code in rows for row in [pack_row(entry._replace(fingerprint=fp), Status.QUEUED, 0)])
+    assert len(data) == 2 * len(pack_row(entry, Status.QUEUED, 0)) + 2 * 2 + 5
+    tag = host_tag(host)
+    assert [(found, level) for found, level, _ in tail_records(tag, b"\x00" + data)] == [(fp, 3), (copy, 3)]
+    scripts = with_members(tag, data)  # the refill script reads every member: the first's put back
+    assert scripts == varint(7) + member(fp) + data[1:]
+    assert [(found, level) for found, level, _ in tail_records(tag, b"\x00" + scripts)] == [(fp, 3), (copy, 3)]

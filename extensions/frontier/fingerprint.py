@@ -90,6 +90,12 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"",
     return canonical_fingerprint(canonical), host  # a new link's: cached by the link recorder
 
 
+def default_fingerprint(url: str) -> int:
+    """The fingerprint of a GET of ``url`` without a project's fingerprinter."""
+    canonical = canonicalize(url)
+    return fingerprint(url_key(canonical), host_of(canonical))
+
+
 @lru_cache(maxsize=FINGERPRINT_CACHE_SIZE)
 def canonical_fingerprint(canonical_url: str) -> int:
     """:func:`url_fingerprint` of a GET of an already canonical URL, cached."""

@@ -25,7 +25,7 @@ from extensions.backends.redis.rows import (
     unpack_entry,
 )
 from extensions.backends.redis.scripts import lua
-from extensions.backends.redis.tail import STRING_BYTES, Tail
+from extensions.backends.redis.tail import STRING_BYTES, Tail, record_code, with_members
 from extensions.backends.redis.worker import DirectIO
 from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Entry, Status
@@ -190,7 +190,8 @@ class HostLeases:
         seen = self.store.seen
         args: list[Any] = []
         for entry in entries:  # no discovery number: the back queue's lists keep the order
-            args += [entry.fingerprint, pack_row(entry, Status.QUEUED, 0), entry.level]
+            args += [entry.fingerprint, pack_row(entry, Status.QUEUED, 0),
+                     record_code(entry.fingerprint, entry.url, entry.level) if self.window else entry.level * 2]
             if seen is not None:
                 args += seen.member_args(entry.fingerprint)
         keys, tag = self.keys, host_tag(host)
@@ -241,7 +242,7 @@ class HostLeases:
     def _refill_command(self, host: str, read: bytes | None) -> tuple[Any, ...]:
         """Refill ``host``'s window with a window's worth of the tail string ``read``."""
         records, rest = Tail.parse(read).take(max(self.window, 1))
-        return self._rewrite_command(host, read or b"", rest, records)
+        return self._rewrite_command(host, read or b"", rest, with_members(host_tag(host), records))
 
     def _list_commands(self, host: str, wait: float, ver: bytes | str) -> tuple[list[tuple[Any, ...]], Any]:
         """Put ``host`` on the heap, then confirm it (unconfirmed after a crash: listed again)."""

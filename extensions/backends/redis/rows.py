@@ -233,6 +233,12 @@ def unpack_entry(fingerprint: int, row: bytes) -> Entry:
                  None if extra is None else extra.decode(*_TEXT), blob)
 
 
+def row_url(row: bytes) -> str:
+    """The URL of a row, without decoding the rest."""
+    _, netloc, _, _, offset = _fields(row)
+    return _get(row, offset, netloc)[0].decode(*_TEXT)
+
+
 def row_head(row: bytes) -> tuple[Status, float | None, int, int]:
     """``(status, fetched, seq, level)`` without decoding the entry."""
     fetched = _FETCHED.unpack_from(row, _STATUS.size)[0] if _host_at(row) == HOST_AT else 0.0

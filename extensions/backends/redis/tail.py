@@ -6,8 +6,11 @@ The string ``P:{T}:tail:HOST``::
 
     header   varint   bytes of the blocks that follow it
     blocks   each a varint length, then raw deflate of records
-    records  appended by the enqueue script, one after another: member (5
-             bytes), level (varint), row length (varint), row
+    records  appended by the enqueue script, one after another: code (varint:
+             level * 2, + 1 if a member follows), member (5 bytes; left out
+             when the fingerprint is its URL's default one,
+             :func:`~extensions.frontier.fingerprint.default_fingerprint`),
+             row length (varint), row
 
 Oldest first: the blocks, then the records. The lease's field ``t`` counts
 the URLs of both. The crawler process that sees the records pass
@@ -22,7 +25,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from extensions.backends.redis.fpmap import fingerprint_of
-from extensions.backends.redis.rows import read_varint, varint
+from extensions.backends.redis.fpset import member as member_of
+from extensions.backends.redis.rows import read_varint, row_url, varint
+from extensions.frontier.fingerprint import default_fingerprint
 
 STRING_BYTES = 384  # appended records past this go into the newest block
 BLOCK_BYTES = 4096  # a block's records at most (before compression)
@@ -79,22 +84,44 @@ class Tail:
         return b"".join(map(unpack_block, self.blocks)) + self.records
 
 
-def _records(data: bytes) -> Iterator[tuple[int, int, int, int]]:
-    """Each record of ``data``: where it starts, its level, where its row starts and ends."""
+def record_code(fingerprint: int, url: str, level: int) -> int:
+    """A record's code: its level, and whether it needs its member (the fingerprint is not ``url``'s default)."""
+    return level * 2 + (default_fingerprint(url) != fingerprint)
+
+
+def _records(data: bytes) -> Iterator[tuple[int, int, bytes | None, int, int]]:
+    """Each record of ``data``: where it starts, its level, its member (None:
+    left out), where its row starts and ends."""
     at = 0
     while at < len(data):
-        level, row = read_varint(data, at + MEMBER)
+        code, row = read_varint(data, at)
+        member = None
+        if code & 1:
+            member, row = data[row:row + MEMBER], row + MEMBER
         length, row = read_varint(data, row)
-        yield at, level, row, row + length
+        yield at, code >> 1, member, row, row + length
         at = row + length
 
 
 def record_end(data: bytes, count: int) -> int:
     """Where the first ``count`` records of ``data`` end (all of them: its length)."""
-    for number, (at, _, _, _) in enumerate(_records(data)):
+    for number, (at, _, _, _, _) in enumerate(_records(data)):
         if number == count:
             return at
     return len(data)
+
+
+def _fingerprint(key: bytes, member: bytes | None, row: bytes) -> int:
+    return fingerprint_of(key, member) if member is not None else default_fingerprint(row_url(row))
+
+
+def with_members(tag: str, records: bytes) -> bytes:
+    """``records`` as the refill script takes them: each with its member."""
+    key, out = f"{{{tag}}}".encode(), []
+    for _, level, member, row, end in _records(records):
+        out += [varint(level * 2 + 1), member or member_of(_fingerprint(key, member, records[row:end])),
+                varint(end - row), records[row:end]]
+    return b"".join(out)
 
 
 def pack_block(records: bytes) -> bytes:
@@ -112,5 +139,5 @@ def tail_records(tag: str, data: bytes | None) -> Iterator[tuple[int, int, bytes
     """``(fingerprint, level, row)`` of every URL of the tail string ``data``, oldest first;
     ``tag`` the host's."""
     records, key = Tail.parse(data).all_records(), f"{{{tag}}}".encode()
-    for at, level, row, end in _records(records):
-        yield fingerprint_of(key, records[at:at + MEMBER]), level, records[row:end]
+    for _, level, member, row, end in _records(records):
+        yield _fingerprint(key, member, records[row:end]), level, records[row:end]

@@ -4,10 +4,11 @@
 -- (include/tail.lua: no row, no list entry) while the host's window holds
 -- window URLs or more, or its tail any. KEYS: urls, host_urls, back,
 -- inflight, lease. ARGV: now, me, force, host, window (0: no tail), then
--- fingerprint, row, level per URL. With a URL-seen set (the URL is new if
+-- fingerprint, row, code per URL (level * 2, + 1 if its tail record keeps
+-- its member: include/tail.lua). With a URL-seen set (the URL is new if
 -- the set says so; a forced one is added to it too): KEYS: then the set;
 -- ARGV: now, me, force, host, window, the set's kind and two parameters,
--- then fingerprint, row, level and the set's own per URL
+-- then fingerprint, row, code and the set's own per URL
 -- (include/seen.lua). Returns {added per URL, needs listing, held by me,
 -- back-queue length, head score, ms to next fetch, ver, bytes of the records
 -- appended to the tail}.
@@ -26,10 +27,11 @@ if window > 0 then
   in_window = queued - tail
 end
 for i = first, #ARGV, stride do
-  local new = 0
+  local new, code = 0, tonumber(ARGV[i + 2])
+  local level = math.floor(code / 2)
   if new_to_seen(6, 6, i) or ARGV[3] == '1' then
     if ARGV[3] ~= '1' and window > 0 and (in_window >= window or tail > 0) then
-      tail_append(records, ARGV[i], ARGV[i + 2], ARGV[i + 1])
+      tail_append(records, ARGV[i], code, ARGV[i + 1])
       tail = tail + 1
       new = 2
     else
@@ -38,7 +40,7 @@ for i = first, #ARGV, stride do
   end
   if new == 1 then
     redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
-    bq_push(KEYS[3], ARGV[i + 2], ARGV[i])
+    bq_push(KEYS[3], level, ARGV[i])
     in_window = in_window + 1
   elseif new == 2 then
     redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
@@ -47,7 +49,7 @@ for i = first, #ARGV, stride do
     local old = row_get(KEYS[1], ARGV[i])
     local row = ARGV[i + 1]
     row_put(KEYS[1], ARGV[i], row_with(row_status(row), row_fetched(old), row))
-    bq_push(KEYS[3], ARGV[i + 2], ARGV[i])
+    bq_push(KEYS[3], level, ARGV[i])
   end
   added[#added + 1] = new
 end

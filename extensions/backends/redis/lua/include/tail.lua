@@ -8,8 +8,11 @@
 local function tail_key(dir) return (string.gsub(dir, '}:lease:', '}:tail:', 1)) end
 -- records to append, then tail_flush writes them (one SET: APPEND would
 -- leave the string room to grow, up to its size again)
-local function tail_append(records, fp, level, row)
-  records[#records + 1] = fp_member(fp) .. fpmap_length(tonumber(level)) .. fpmap_length(#row) .. row
+-- (code: the level * 2, + 1 if the record keeps its member)
+local function tail_append(records, fp, code, row)
+  local member = ''
+  if code % 2 == 1 then member = fp_member(fp) end
+  records[#records + 1] = fpmap_length(code) .. member .. fpmap_length(#row) .. row
 end
 local function tail_flush(dir, records)
   if #records == 0 then return end
@@ -25,15 +28,16 @@ local function tail_appended(dir)
   local blocks, at = row_varint(head, 1)
   return redis.call('STRLEN', key) - (at - 1) - blocks
 end
--- the records of blob into the window: a row added where none is, then its
--- list entry; t lowered by the records read. How many were moved.
+-- the records of blob (each with its member) into the window: a row added
+-- where none is, then its list entry; t lowered by the records read. How
+-- many were moved.
 local function tail_refill(dir, urls, blob)
   local at, read, moved = 1, 0, 0
   while at <= #blob do
-    local member = string.sub(blob, at, at + 4)
-    local level, length
-    level, at = row_varint(blob, at + 5)
-    length, at = row_varint(blob, at)
+    local code, length
+    code, at = row_varint(blob, at)
+    local level, member = math.floor(code / 2), string.sub(blob, at, at + 4)
+    length, at = row_varint(blob, at + 5)
     local fp = bq_fp(dir, member)
     read = read + 1
     if row_add(urls, fp, string.sub(blob, at, at + length - 1)) == 1 then
