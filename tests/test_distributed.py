@@ -339,10 +339,15 @@ def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
             buckets = [bucket for field, bucket in stored.items() if b":" in field]
             tags[tag] = {m: expand_row(row, stored.get(b"H")) for bucket in buckets for m, row in records(bucket)}
         return tags[tag]
-    for pattern in (f"{keys.prefix}:{{*}}:bq:*", f"{keys.prefix}:{{*}}:inflight:*"):
+    for pattern in (f"{keys.prefix}:{{*}}:bq:*", f"{keys.prefix}:{{*}}:lease:*", f"{keys.prefix}:{{*}}:inflight:*"):
         for key in client.scan_iter(match=pattern):
-            found = client.lrange(key, 0, -1) if b":bq:" in key else client.zrange(key, 0, -1)
-            for fp in {queued_fingerprint(key, item) if b":bq:" in key else int(item) for item in found}:
+            if b":lease:" in key:  # a level's first members sit in the lease hash (lua/include/backq.lua)
+                inline = b"".join(value for field, value in client.hgetall(key).items()
+                                  if field[:1] == b"l" and field[1:].isdigit())
+                found = [inline[at:at + 5] for at in range(0, len(inline), 5)]
+            else:
+                found = client.lrange(key, 0, -1) if b":bq:" in key else client.zrange(key, 0, -1)
+            for fp in {int(item) if b":inflight:" in key else queued_fingerprint(key, item) for item in found}:
                 row = rows_of(tag_of(fp)).get(member(fp))
                 if row is not None and canonical_url(unpack_entry(fp, row).url) in fetched:
                     pending += 1

@@ -96,10 +96,10 @@ def test_a_promoted_url_goes_first_and_is_handed_out_once(pair: Any) -> None:
 
 
 def test_a_queued_url_costs_a_list_entry_not_a_sorted_set_member(pair: Any) -> None:
-    """A host's back queue is a list per level of 5-byte members: MEMORY
-    USAGE of its keys stays near the member's own bytes (a sorted set of
-    this many members takes about 90 bytes each, a decimal fingerprint 10),
-    and the list gives the URLs' fingerprints back in order."""
+    """A host's back queue is 5-byte members per level (the lease hash's
+    first, then a list): MEMORY USAGE of its keys stays near the member's
+    own bytes (a sorted set of this many members takes about 90 bytes each,
+    a decimal fingerprint 10), and they give the URLs' fingerprints back in order."""
     a, _, _ = pair
     urls = [f"http://h1.test/page/{n}" for n in range(2000)]
     for start in range(0, len(urls), 500):
@@ -203,6 +203,33 @@ def test_a_lapsed_lease_gives_its_in_flight_urls_to_the_next_owner(pair: Any) ->
     assert b.store.urls.status_of(first.fingerprint) == Status.QUEUED
     assert {b.take("h1.test").entry.url for _ in range(2)} == {"http://h1.test/x", "http://h1.test/y"}
     assert a.take("h1.test").state == "lost"
+
+
+def test_a_short_level_queue_sits_in_the_lease_hash_and_a_long_one_goes_on_in_its_list(pair: Any) -> None:
+    """A level's first 12 members are a field of the host's lease hash (no
+    key of their own; the hash stays a listpack); past them the level's list
+    takes the rest. Takes keep the discovery order across the two, with the
+    in-flight URLs a take-over puts back at the head."""
+    a, b, clock = pair
+    urls = [f"http://h1.test/p/{n}" for n in range(15)]
+    enqueue(a, *urls[:12])
+    lease, list_key = a.keys.lease("h1.test"), a.keys.back_list("h1.test", "0")
+    assert a.store.call(("EXISTS", list_key), ("OBJECT", "ENCODING", lease)) == [0, b"listpack"]
+    enqueue(a, *urls[12:])
+    assert a.store.call(("LLEN", list_key))[0] == 3
+    assert back_queue_counts(a.store.call(("HGETALL", lease))[0]) == {b"0": 15}
+    assert a.queued("h1.test") == [entry(url).fingerprint for url in urls]
+    a.acquire(a.poll(10).due)
+    assert [a.take("h1.test").entry.url for _ in range(2)] == urls[:2]  # A is killed with both in flight
+    clock.advance(TTL + 0.5)
+    assert [g.recovered for g in b.acquire(b.poll(10).due)] == [2]
+    queued = b.queued("h1.test")  # the in-flight URLs first (in the in-flight set's order)
+    assert set(queued[:2]) == {entry(url).fingerprint for url in urls[:2]}
+    assert queued[2:] == [entry(url).fingerprint for url in urls[2:]]
+    taken = [b.take("h1.test").entry.url for _ in range(15)]
+    assert set(taken[:2]) == set(urls[:2]) and taken[2:] == urls[2:]
+    assert b.take("h1.test").state == "empty"
+    assert a.store.call(("EXISTS", list_key))[0] == 0 and not back_queue_counts(a.store.call(("HGETALL", lease))[0])
 
 
 def stall_and_take_over(pair: Any) -> tuple[Entry, Entry]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from extensions.backends.redis.rows import (
     unpack_entry,
 )
 from extensions.backends.redis.scripts import lua
-from extensions.backends.redis.tail import STRING_BYTES, Tail, record_code, with_members
+from extensions.backends.redis.tail import MEMBER, STRING_BYTES, Tail, record_code, with_members
 from extensions.backends.redis.worker import DirectIO
 from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Entry, Status
@@ -119,10 +120,15 @@ class Poll:
 
 
 def back_queue_counts(lease: dict[bytes, bytes]) -> dict[bytes, int]:
-    """A back queue's directory among its host's lease fields: list name
-    (``b"0"``, ``b"1"`` ... a level, ``b"p"`` the parked) -> its length."""
-    return {field[1:] if field != b"p" else field: int(count) for field, count in lease.items()
-            if field == b"p" or field[:1] == b"l" and field[1:].isdigit()}
+    """A back queue's directory among its host's lease fields (lua/include/backq.lua):
+    queue name (``b"0"``, ``b"1"`` ... a level, ``b"p"`` the parked) -> its length."""
+    counts: Counter[bytes] = Counter()
+    for field, value in lease.items():
+        if field == b"p":
+            counts[field] += int(value)
+        elif field[:1] in (b"l", b"o") and field[1:].isdigit():
+            counts[field[1:]] += len(value) // MEMBER if field[:1] == b"l" else int(value)
+    return dict(counts)
 
 
 def queued_fingerprint(key: str | bytes, item: bytes) -> int:
@@ -388,12 +394,13 @@ class HostLeases:
     def queued(self, host: str) -> list[int]:
         """The fingerprints in ``host``'s back queue in taking order, promoted copies included,
         then those of its tail."""
-        directory = back_queue_counts(self.io.call(("HGETALL", self.keys.back(host)))[0])
-        levels = sorted((int(name) for name in directory if name != b"p"), reverse=True)
-        names = [*map(str, levels), "p"]
-        lists = [self.keys.back_list(host, name) for name in names]
+        lease = self.io.call(("HGETALL", self.keys.back(host)))[0]
+        levels = sorted((int(name) for name in back_queue_counts(lease) if name != b"p"), reverse=True)
+        lists = [self.keys.back_list(host, name) for name in [*map(str, levels), "p"]]
         found = self.io.call(*[("LRANGE", key, 0, -1) for key in lists])
-        return [*(queued_fingerprint(key, item) for key, items in zip(lists, found) for item in items),
+        inline = [lease.get(b"l%d" % level, b"") for level in levels] + [b""]
+        return [*(queued_fingerprint(key, item) for key, members, items in zip(lists, inline, found)
+                  for item in [*(members[at:at + MEMBER] for at in range(0, len(members), MEMBER)), *items]),
                 *(fingerprint for fingerprint, _ in self.store.urls.tail_rows([host]))]
 
     def inflight_of(self, hosts: list[str]) -> dict[str, list[int]]:

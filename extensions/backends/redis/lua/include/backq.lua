@@ -1,12 +1,14 @@
--- A host's back queue: one FIFO list of fingerprints per front-queue level
--- (P:{T}:bq:HOST:LEVEL, discovery order; each as its 5-byte member of
--- fpmap.lua, the tag T its top 24 bits), one of parked URLs (their origin
--- held: "fingerprint level", P:{T}:bq:HOST:p), and their directory, fields
--- of the host's lease hash P:{T}:lease:HOST (the key scripts are given as
--- the back queue's): each list's length, lLEVEL or p (a field goes when its
--- list empties), and t: how many URLs wait in the host's tail
--- (include/tail.lua); the lease's own fields are not the directory's.
--- A list may hold a fingerprint whose row is no longer queued (finished
+-- A host's back queue: one FIFO queue of fingerprints per front-queue level
+-- (discovery order; each as its 5-byte member of fpmap.lua, the tag T its
+-- top 24 bits), one list of parked URLs (their origin held: "fingerprint
+-- level", P:{T}:bq:HOST:p), and their directory, in the host's lease hash
+-- P:{T}:lease:HOST (the key scripts are given as the back queue's). A
+-- level's queue is the field lLEVEL, its first members (BQ_INLINE bytes at
+-- most: the hash stays a listpack), then, past them, the list
+-- P:{T}:bq:HOST:LEVEL, whose length is the field oLEVEL; p is the parked
+-- list's length and t how many URLs wait in the host's tail
+-- (include/tail.lua); the lease's own fields are not the directory's. A
+-- queue may hold a fingerprint whose row is no longer queued (finished
 -- meanwhile, or a copy left behind by a promotion or a forced requeue):
 -- takers skip it.
 --- @include "now"
@@ -28,6 +30,7 @@ local function bq_fp(dir, member)
   if above > 0 then return string.format('%s%.0f%07d', sign, above, below) end
   return string.format('%s%d', sign, below)
 end
+local BQ_INLINE = 60  -- bytes of a level's members in the lease hash (Redis keeps a listpack to 64)
 -- the highest level with URLs (nil: none), how many are parked, how many
 -- queued in all (the tail's included), how many in the tail
 local function bq_state(dir)
@@ -41,9 +44,9 @@ local function bq_state(dir)
     elseif field == 't' then
       tail = tonumber(all[i + 1])
       total = total + tail
-    elseif string.find(field, '^l%d+$') then
+    elseif string.find(field, '^[lo]%d+$') then
       local level = tonumber(string.sub(field, 2))
-      total = total + tonumber(all[i + 1])
+      if string.byte(field, 1) == 108 then total = total + #all[i + 1] / 5 else total = total + tonumber(all[i + 1]) end
       if not top or level > top then top = level end
     end
   end
@@ -64,31 +67,55 @@ local function bq_head(dir)
   local top, parked = bq_state(dir)
   return bq_head_of(top, parked)
 end
--- a URL into its level's list (at its head with front), or parked
+-- a level's members in the hash and its list's length
+local function bq_level(dir, level)
+  local got = redis.call('HMGET', dir, 'l' .. level, 'o' .. level)
+  return got[1] or '', tonumber(got[2] or '0')
+end
+local function bq_save(dir, level, inline, spilled)
+  if inline == '' then redis.call('HDEL', dir, 'l' .. level) else redis.call('HSET', dir, 'l' .. level, inline) end
+  if spilled > 0 then redis.call('HSET', dir, 'o' .. level, spilled) else redis.call('HDEL', dir, 'o' .. level) end
+end
+-- a URL into its level's queue (at its head with front)
 local function bq_push(dir, level, fp, front)
-  redis.call(front and 'LPUSH' or 'RPUSH', bq_key(dir, level), fp_member(fp))
-  redis.call('HINCRBY', dir, 'l' .. level, 1)
+  local member = fp_member(fp)
+  local inline, spilled = bq_level(dir, level)
+  if front then
+    inline = member .. inline
+    if #inline > BQ_INLINE then  -- the last member in the hash moves to the list's head
+      redis.call('LPUSH', bq_key(dir, level), string.sub(inline, -5))
+      inline, spilled = string.sub(inline, 1, -6), spilled + 1
+    end
+  elseif spilled > 0 or #inline >= BQ_INLINE then
+    redis.call('RPUSH', bq_key(dir, level), member)
+    spilled = spilled + 1
+  else
+    inline = inline .. member
+  end
+  bq_save(dir, level, inline, spilled)
+end
+-- the head of a level's queue, out (false: none); and how many that level has left
+local function bq_pop(dir, level)
+  local inline, spilled = bq_level(dir, level)
+  if spilled > 0 and #inline < BQ_INLINE then  -- the hash's members first come from the list
+    local want = math.min(spilled, (BQ_INLINE - #inline) / 5)
+    local moved = redis.call('LPOP', bq_key(dir, level), want) or {}
+    inline, spilled = inline .. table.concat(moved), spilled - want
+    if #moved < want then spilled = 0 end  -- the list was shorter: its count was wrong
+  end
+  if inline == '' then
+    bq_save(dir, level, '', 0)
+    return false, 0
+  end
+  bq_save(dir, level, string.sub(inline, 6), spilled)
+  return bq_fp(dir, string.sub(inline, 1, 5)), (#inline - 5) / 5 + spilled
 end
 local function bq_park(dir, level, fp)
   redis.call('RPUSH', bq_key(dir, 'p'), fp .. ' ' .. level)
   redis.call('HINCRBY', dir, 'p', 1)
 end
-local function bq_taken(dir, field)
-  local left = redis.call('HINCRBY', dir, field, -1)
-  if left <= 0 then redis.call('HDEL', dir, field) end
-  return left
-end
--- the head of a level's list, out; and how many that level has left
-local function bq_pop(dir, level)
-  local member = redis.call('LPOP', bq_key(dir, level))
-  if not member then  -- the count was wrong: forget it
-    redis.call('HDEL', dir, 'l' .. level)
-    return false, 0
-  end
-  return bq_fp(dir, member), bq_taken(dir, 'l' .. level)
-end
 -- a parked entry out ("fingerprint level")
 local function bq_unpark_one(dir, entry)
   redis.call('LREM', bq_key(dir, 'p'), 1, entry)
-  bq_taken(dir, 'p')
+  if redis.call('HINCRBY', dir, 'p', -1) <= 0 then redis.call('HDEL', dir, 'p') end
 end
