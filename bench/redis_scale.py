@@ -187,8 +187,8 @@ def run_variant(variant: str, url: str, prefix: str, count: int, hosts: int, per
 def kind_of(key: bytes) -> str:
     """A key's kind: ``contentseen/near_table``, ``urls``, ``queue`` ..."""
     text = key.decode(errors="replace")
-    if ":contentseen:" in text:
-        return "contentseen/" + text.rsplit(":", 1)[1]
+    if ":contentseen:" in text:  # a map's or set's buckets (key:d:p) go with it
+        return "contentseen/" + (text.split("}:", 1)[1].split(":", 1)[0] if "}:" in text else text.rsplit(":", 1)[1])
     if "}:" in text:
         return text.split("}:", 1)[1].split(":", 1)[0]
     return text.split(":", 2)[1] if text.count(":") else text

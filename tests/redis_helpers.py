@@ -4,6 +4,7 @@ the content-seen sets on connections of their own."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -121,3 +122,12 @@ def crawler_process(url: str, prefix: str) -> tuple[DistributedFrontier, RedisCo
     frontier.open(None)
     seen = RedisContentSeen(RedisContentStore(url, prefix, persist=False, connection=connection))
     return frontier, seen
+
+
+def map_buckets(client: Any, key: str | bytes) -> dict[tuple[int, int], bytes]:
+    """The buckets of one extendible-hash set or map (``lua/include/fpset.lua``: the
+    strings ``key:d:p``), by ``(d, p)``."""
+    key = key.encode() if isinstance(key, str) else key
+    pattern = re.sub(rb"([*?\[\]\\])", rb"\\\1", key) + b":*"
+    return {tuple(map(int, name[len(key) + 1:].split(b":"))): client.get(name)  # type: ignore[misc]
+            for name in client.scan_iter(match=pattern)}

@@ -180,13 +180,17 @@ def test_a_missing_jobdir_is_a_clear_error(tmp_path: Path) -> None:
 
 def redis_counts(url: str, prefix: str) -> dict[str, int]:
     """URLs by status, read with redis-py directly: the rows of URLs not
-    finished (a row's first byte is its status digit, see rows.py) and the
+    finished (in the URL-row maps' buckets, see fpmap.py and rows.py) and the
     counts of finished ones, whose rows went (``#done``... in ``host_urls``)."""
     import redis  # noqa: PLC0415
+
+    from extensions.backends.redis.fpmap import records  # noqa: PLC0415
+    from extensions.backends.redis.rows import expand_row, row_status  # noqa: PLC0415
     client = redis.Redis.from_url(url)
     counts: Counter[int] = Counter()
-    for key in client.scan_iter(match=f"{prefix}:{{*}}:urls", count=1000):
-        counts.update(int(chr(row[0])) for row in client.hvals(key))
+    for key in client.scan_iter(match=f"{prefix}:{{*}}:urls:*", count=1000):  # the row maps' buckets
+        host = client.hget(key.rsplit(b":", 2)[0], "H")
+        counts.update(int(row_status(expand_row(row, host))) for _, row in records(client.get(key)))
     finished = {"#done": Status.DONE, "#failed": Status.FAILED, "#excluded": Status.EXCLUDED,
                 "#refused": Status.REFUSED}
     for key in client.scan_iter(match=f"{prefix}:{{*}}:host_urls", count=1000):

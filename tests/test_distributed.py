@@ -328,6 +328,7 @@ def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
     take-over): killing their fetcher now could fetch them a third time."""
     from extensions.backends.redis.fpmap import records
     from extensions.backends.redis.fpset import member
+    from tests.redis_helpers import map_buckets
     from extensions.backends.redis.rows import expand_row, tag_of, unpack_entry
     from testweb.model import canonical_url
 
@@ -335,9 +336,9 @@ def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
 
     def rows_of(tag: str) -> dict[bytes, bytes]:  # the tag's fpmap (fpmap.py): member -> row
         if tag not in tags:
-            stored = client.hgetall(keys.urls(tag))
-            buckets = [bucket for field, bucket in stored.items() if b":" in field]
-            tags[tag] = {m: expand_row(row, stored.get(b"H")) for bucket in buckets for m, row in records(bucket)}
+            host = client.hget(keys.urls(tag), "H")
+            buckets = map_buckets(client, keys.urls(tag)).values()
+            tags[tag] = {m: expand_row(row, host) for bucket in buckets for m, row in records(bucket)}
         return tags[tag]
     for pattern in (f"{keys.prefix}:{{*}}:bq:*", f"{keys.prefix}:{{*}}:lease:*", f"{keys.prefix}:{{*}}:inflight:*"):
         for key in client.scan_iter(match=pattern):

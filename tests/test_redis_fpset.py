@@ -16,7 +16,9 @@ import redis
 from redis.crc import key_slot
 
 from extensions.backends.redis.fpset import FingerprintSetLayout, RedisFingerprintSet, member
+from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.store import RedisStore
+from tests.redis_helpers import map_buckets
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
 
 
@@ -32,9 +34,6 @@ def fingerprints(rng: random.Random, tags: int, count: int) -> list[int]:
     return [(rng.choice(tag_values) << 40) | rng.getrandbits(40) for _ in range(count)]
 
 
-def buckets(client: Any, key: bytes) -> dict[tuple[int, int], bytes]:
-    return {tuple(map(int, field.split(b":"))): value  # type: ignore[misc]
-            for field, value in client.hgetall(key).items() if field != b"D"}
 
 
 @pytest.mark.parametrize("topology", ["single", "cluster"])
@@ -71,8 +70,8 @@ def test_buckets_cover_their_prefixes_sorted_and_bounded(redis_server: RedisServ
     fps = fingerprints(rng, 1, 4000)
     seen_set.add_if_new(fps)
     client = redis.Redis.from_url(redis_server.url)
-    [key] = seen_set.keys()
-    table = buckets(client, key)
+    key = store.keys.seen(tag_of(fps[0]))
+    table = map_buckets(client, key)
     depth = int(client.hget(key, "D"))
     assert depth == max(d for d, _ in table) and depth >= 8  # 4,000 / 16 members: 250+ buckets
     covered = 0.0
@@ -129,11 +128,11 @@ def test_members_of_any_width_are_kept_sorted_bytewise_and_exact(redis_server: R
              for a in client.eval(script, 1, "width-test", 16, *members[start:start + 300])]
     seen: set[bytes] = set()
     assert added == [0 if m in seen or seen.add(m) else 1 for m in members]  # type: ignore[func-returns-value]
-    table = buckets(client, b"width-test")
+    table = map_buckets(client, b"width-test")
     for value in table.values():
         found = [value[i:i + width] for i in range(0, len(value), width)]
         assert found == sorted(found)
     assert sorted(m for value in table.values() for m in (value[i:i + width] for i in range(0, len(value), width))) == \
         sorted(seen)
-    client.delete("width-test")
+    client.delete("width-test", *(f"width-test:{d}:{p}" for d, p in table))
     client.close()

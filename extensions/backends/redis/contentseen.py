@@ -99,8 +99,9 @@ class ContentKeys:
         self.ids = f"{self.base}:near_ids"
         self.processes = Keys(prefix).processes  # the crawl's process registry; checks the prefix
         literal = glob_escape(self.base)
-        #: what deleting the content-seen sets removes
-        self.patterns = tuple(f"{literal}:{{*}}:{kind}" for kind in ("exact", "near_docs", "near_table"))
+        #: what deleting the content-seen sets removes: the maps' and sets' directories and buckets
+        self.patterns = tuple(f"{literal}:{{*}}:{kind}{buckets}" for kind in ("exact", "near_docs", "near_table")
+                              for buckets in ("", ":*"))
         self.singles = (self.meta, self.ids)
 
     def exact(self, fingerprint: int) -> str:

@@ -1,11 +1,11 @@
 """A value per fingerprint, packed per host tag: the Redis store's fpmap and hashmap.
 
-fpmap: one hash per tag (``P:{T}:urls``: URL rows), an extendible hash
-table like :mod:`extensions.backends.redis.fpset`'s: field ``d:p`` holds the
+fpmap: one map per tag (``P:{T}:urls``: URL rows), an extendible hash
+table like :mod:`extensions.backends.redis.fpset`'s: the string ``P:{T}:urls:d:p`` holds the
 records of the members whose top ``d`` bits are ``p`` (a record: the 5-byte
 member, the fingerprint's 40 bits below its tag; the value's length, a
-varint; the value; in no order), ``D`` the deepest ``d``, ``N`` how many
-records (the key goes with its last record). A
+varint; the value; in no order); the hash ``P:{T}:urls`` holds ``D``, the deepest ``d``, and ``N``, how many
+records (the map goes with its last record). A
 bucket past ``bucket_size`` bytes splits in two on its next bit, so a value costs
 its bytes and six more, plus a bucket's overhead shared by tens of records.
 Scripts: ``lua/include/fpmap.lua``.
@@ -102,14 +102,21 @@ class FingerprintMaps:
         keys = self._keys()
         return sum(int(n or 0) for n in self._connection().call(*[("HGET", key, "N") for key in keys])) if keys else 0
 
+    def buckets(self, batch: int = 1000) -> Iterator[tuple[bytes, bytes]]:
+        """``(directory key, bucket)`` of every tag's map (a SCAN of the bucket keys)."""
+        connection = self._connection()
+        keys = list(connection.scan(self.pattern + ":*"))
+        for start in range(0, len(keys), batch):
+            chunk = keys[start:start + batch]
+            for key, bucket in zip(chunk, connection.call(*[("GET", key) for key in chunk])):
+                if bucket:
+                    yield key.rsplit(b":", 2)[0], bucket
+
     def items(self, batch: int = 1000) -> Iterator[tuple[int, bytes]]:
         """Every ``(fingerprint, value)`` of every tag's map (a SCAN)."""
-        connection = self._connection()
-        for key in self._keys():
-            for field, bucket in connection.hscan(key, batch):
-                if b":" in field:
-                    for member, value in records(bucket):
-                        yield fingerprint_of(key, member), value
+        for key, bucket in self.buckets(batch):
+            for member, value in records(bucket):
+                yield fingerprint_of(key, member), value
 
 
 class URLRowMaps(FingerprintMaps):
@@ -119,13 +126,12 @@ class URLRowMaps(FingerprintMaps):
     GET, PUT = ROW_GET, ROW_PUT
 
     def items(self, batch: int = 1000) -> Iterator[tuple[int, bytes]]:
-        connection = self._connection()
-        for key in self._keys():
-            host = connection.call(("HGET", key, "H"))[0]
-            for field, bucket in connection.hscan(key, batch):
-                if b":" in field:
-                    for member, value in records(bucket):
-                        yield fingerprint_of(key, member), expand_row(value, host)
+        hosts: dict[bytes, bytes | None] = {}
+        for key, bucket in self.buckets(batch):
+            if key not in hosts:
+                hosts[key] = self._connection().call(("HGET", key, "H"))[0]
+            for member, value in records(bucket):
+                yield fingerprint_of(key, member), expand_row(value, hosts[key])
 
 
 class HashMaps(FingerprintMaps):

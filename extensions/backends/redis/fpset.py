@@ -1,6 +1,6 @@
 """The exact URL-seen set of the Redis store: fingerprints packed five bytes apiece.
 
-``FRONTIER_SEEN_BACKEND = "exact"`` on Redis. One hash per host tag,
+``FRONTIER_SEEN_BACKEND = "exact"`` on Redis. One set per host tag,
 ``P:{T}:seen``, in the slot of the tag's URL rows, so the test-and-set runs
 inside the script that inserts a URL's row (``fpset_add`` of
 ``lua/include/fpset.lua``): one round trip, atomic with the insert, on a
@@ -8,9 +8,10 @@ single Redis as on a cluster. The tag is the fingerprint's top 24 bits; a
 member is its other 40 bits, big-endian, so the set is exact: two URLs are
 one member only if their 64-bit fingerprints are equal.
 
-The hash is an extendible hash table (Fagin et al. 1979): field ``d:p``
-holds, as one string of sorted members, the members whose top ``d`` bits
-are ``p``; field ``D`` is the deepest ``d``. A bucket past
+The set is an extendible hash table (Fagin et al. 1979): the string
+``P:{T}:seen:d:p`` holds, as one string of sorted members, the members whose
+top ``d`` bits are ``p``; field ``D`` of the hash ``P:{T}:seen`` is the
+deepest ``d`` (a set never split is one string). A bucket past
 :attr:`FingerprintSetLayout.bucket` members splits in two on its next bit,
 so a host of any size costs five bytes a URL and a bucket's overhead
 (tens of bytes) per ``bucket / 2`` to ``bucket`` URLs, and no insert
@@ -83,8 +84,9 @@ class RedisFingerprintSet:
         return scatter(by_tag, answers, len(fingerprints))
 
     def keys(self) -> list[bytes]:
-        """Every tag's set (a SCAN)."""
-        return list(self.store.scan(self.store.keys.seen_pattern))
+        """Every tag's set's keys: its buckets, and its directory once split (a SCAN)."""
+        pattern = self.store.keys.seen_pattern
+        return [*self.store.scan(pattern), *self.store.scan(pattern + ":*")]
 
     def size_bytes(self) -> int:
         """Redis' own ``MEMORY USAGE`` of every tag's set (a SCAN: for reports, not per page)."""
@@ -93,7 +95,6 @@ class RedisFingerprintSet:
 
     def count(self) -> int:
         """Members over every tag's set."""
-        total = 0
-        for fields in self.store.call(*[("HGETALL", key) for key in self.keys()]):
-            total += sum(len(value) // 5 for field, value in fields.items() if field != b"D")
-        return total
+        buckets = list(self.store.scan(self.store.keys.seen_pattern + ":*"))
+        return sum(len(bucket or b"") // 5 for bucket in self.store.call(*[("GET", key) for key in buckets])) \
+            if buckets else 0

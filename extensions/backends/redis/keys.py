@@ -81,7 +81,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "11"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists; 6: a row leaves out its tag's host; 7: a row leaves out its fields that are 0 or None; 8: back-queue lists of 5-byte members, a Referer without the bytes it shares with its URL, content groups in fpmaps; 9: a cash map's first bucket in its directory hash, a back queue's directory in its host's lease hash, a row's flags with FLAG_HAS_DEPTH flipped; 10: a host's queued URLs past its window in its tail; 11: a tail record without the member its URL gives, a back queue's first members per level in its host's lease hash
+SCHEMA_VERSION = "11"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists; 6: a row leaves out its tag's host; 7: a row leaves out its fields that are 0 or None; 8: back-queue lists of 5-byte members, a Referer without the bytes it shares with its URL, content groups in fpmaps; 9: a cash map's first bucket in its directory hash, a back queue's directory in its host's lease hash, a row's flags with FLAG_HAS_DEPTH flipped; 10: a host's queued URLs past its window in its tail; 11: a tail record without the member its URL gives, a back queue's first members per level in its host's lease hash, an extendible-hash set's or map's buckets in strings of their own
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",

@@ -1,11 +1,11 @@
 -- fpmap: a value per fingerprint of one host tag, packed (layout:
--- extensions/backends/redis/fpmap.py). The hash at key is an extendible hash
--- table as fpset.lua's (field 'D' the deepest bucket's depth, 'd:p' the
--- bucket of the members whose top d bits are p) whose buckets hold records:
--- a 5-byte member, the value's length (a varint: 7 bits a byte, low first,
--- the high bit set on all but the last), the value, in no order; field 'N'
--- counts the records, and the key goes with its last record. A bucket past
--- max bytes splits in two on its next bit.
+-- extensions/backends/redis/fpmap.py). An extendible hash table as
+-- fpset.lua's (the string key:d:p the bucket of the members whose top d bits
+-- are p, field 'D' of the hash at key the deepest bucket's depth) whose
+-- buckets hold records: a 5-byte member, the value's length (a varint: 7
+-- bits a byte, low first, the high bit set on all but the last), the value,
+-- in no order; the hash's field 'N' counts the records, and the map goes
+-- with its last record. A bucket past max bytes splits in two on its next bit.
 --- @include "fpset"
 -- the member of a fingerprint given in decimal (signed 64-bit): its low 40
 -- bits, big-endian. Exact in doubles: the digits above the last 12 are
@@ -117,8 +117,7 @@ local function fpmap_del(key, fp)
   local at, _, last = fpmap_find(bucket, member)
   if not at then return 0 end
   if redis.call('HINCRBY', key, 'N', -1) <= 0 then
-    redis.call('DEL', key)
-    fpset_cache[key] = nil
+    fpset_delete(key)
   else
     fpset_write(key, field, string.sub(bucket, 1, at - 1) .. string.sub(bucket, last + 1))
   end

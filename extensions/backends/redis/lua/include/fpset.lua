@@ -1,10 +1,12 @@
 -- fpset_add(key, max, member): adds a URL to the exact URL-seen set of its
--- host tag: 1 if it was new, 0 if seen. The set is the hash at key (one per
--- tag, in the tag's slot), an extendible hash table (Fagin et al. 1979):
--- field 'D' is the deepest bucket's depth; field 'd:p' is the bucket of the
--- members whose top d bits are p, a string of sorted 5-byte members (the
--- fingerprint's 40 bits below its host tag, big-endian). A bucket past max
--- members splits in two on its next bit. Layout: extensions/backends/redis/fpset.py.
+-- host tag: 1 if it was new, 0 if seen. The set is an extendible hash table
+-- (Fagin et al. 1979) of one host tag, in the tag's slot: the string
+-- key:d:p is the bucket of the members whose top d bits are p, a string of
+-- sorted 5-byte members (the fingerprint's 40 bits below its host tag,
+-- big-endian); the hash at key holds 'D', the deepest bucket's depth, once
+-- the first bucket split (a small set is one string, a small map one
+-- listpack hash and one string). A bucket past max members splits in two
+-- on its next bit. Layout: extensions/backends/redis/fpset.py.
 -- fpset_add_width takes members of width bytes (at least 3: the top 3 name
 -- the bucket), for other sets of fixed-width members (the near-duplicate tables: extensions/backends/redis/nearindex.py).
 local FP_WIDTH = 5
@@ -14,20 +16,23 @@ local function fp_top(s, at)  -- the top 24 bits, which name the bucket
 end
 -- The buckets a script has read or written, per key ({depth = D, [field] =
 -- bucket or false}): a script reads a bucket from Redis once. Every write to
--- a set's or map's hash goes through fpset_write (or clears the key's entry).
+-- a set's or map's buckets goes through fpset_write (or clears the key's entry).
 local fpset_cache = {}
 local function fpset_cached(key)
   local cached = fpset_cache[key]
-  if not cached then  -- a map never split has D unset and one bucket, 0:0: one read
-    local found = redis.call('HMGET', key, 'D', '0:0')
-    cached = {depth = tonumber(found[1] or '0')}
-    if cached.depth == 0 then cached['0:0'] = found[2] end
+  if not cached then  -- a set never split has one bucket, 0:0, and no D: one read
+    local first = redis.call('GET', key .. ':0:0')
+    if first then
+      cached = {depth = 0, ['0:0'] = first}
+    else
+      cached = {depth = tonumber(redis.call('HGET', key, 'D') or '0')}
+    end
     fpset_cache[key] = cached
   end
   return cached
 end
 local function fpset_write(key, field, bucket)
-  redis.call('HSET', key, field, bucket)
+  redis.call('SET', key .. ':' .. field, bucket)
   fpset_cached(key)[field] = bucket
 end
 local function fpset_bucket(key, top)
@@ -36,12 +41,25 @@ local function fpset_bucket(key, top)
     local field = d .. ':' .. math.floor(top / 2 ^ (24 - d))
     local bucket = cached[field]
     if bucket == nil then
-      bucket = redis.call('HGET', key, field) or false
+      bucket = redis.call('GET', key .. ':' .. field) or false
       cached[field] = bucket
     end
     if bucket then return field, d, bucket end
   end
   return '0:0', 0, ''
+end
+-- delete a map: its directory and every bucket (under the one at depth d, prefix p)
+local function fpset_delete(key, d, p)
+  d, p = d or 0, p or 0
+  local cached = fpset_cached(key)
+  if redis.call('DEL', key .. ':' .. d .. ':' .. p) == 0 and d < cached.depth then
+    fpset_delete(key, d + 1, p * 2)
+    fpset_delete(key, d + 1, p * 2 + 1)
+  end
+  if d == 0 then
+    redis.call('DEL', key)
+    fpset_cache[key] = nil
+  end
 end
 -- the member of width bytes (at most 11) at s[at] as three numbers that
 -- compare in its order: its top 3 bytes, the next 5, the rest
@@ -76,7 +94,7 @@ end
 local function fpset_store_halves(key, field, d, halves)
   local prefix = tonumber(string.sub(field, #tostring(d) + 2))
   local cached = fpset_cached(key)
-  redis.call('HDEL', key, field)
+  redis.call('DEL', key .. ':' .. field)
   cached[field] = false
   fpset_write(key, (d + 1) .. ':' .. (prefix * 2), table.concat(halves[1]))
   fpset_write(key, (d + 1) .. ':' .. (prefix * 2 + 1), table.concat(halves[2]))

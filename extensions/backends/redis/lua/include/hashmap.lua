@@ -9,8 +9,15 @@
 -- (Redis' hash-max-listpack-entries, 128) and Redis itself finds, reads and
 -- writes a value.
 --- @include "fpmap"
--- fpset_cached(key) keeps D, whether each bucket key exists and (#bucket) its field count, per script
-local hashmap_dir = fpset_cached
+-- per script: D, whether each bucket key exists and (#bucket) its field count
+local function hashmap_dir(key)
+  local cached = fpset_cache[key]
+  if not cached then
+    cached = {depth = tonumber(redis.call('HGET', key, 'D') or '0')}
+    fpset_cache[key] = cached
+  end
+  return cached
+end
 -- the key of the bucket at depth d of a member's top 24 bits
 local function hashmap_name(key, d, top)
   if d == 0 then return key end

@@ -1,8 +1,8 @@
 -- nearmap: the records of the near-duplicate documents of one simhash
--- partition, packed (layout: extensions/backends/redis/nearindex.py). The
--- hash at key is an extendible hash table as fpset.lua's (field 'D' the
--- deepest bucket's depth, 'd:p' the bucket of the members whose top d bits
--- are p) whose buckets hold entries: a 7-byte member (the simhash's low 56
+-- partition, packed (layout: extensions/backends/redis/nearindex.py): an
+-- extendible hash table as fpset.lua's (the string key:d:p the bucket of
+-- the members whose top d bits are p, field 'D' of the hash at key the
+-- deepest bucket's depth) whose buckets hold entries: a 7-byte member (the simhash's low 56
 -- bits, big-endian), the value's length (a varint: 7 bits a byte, low first,
 -- the high bit set on all but the last), the value (the records of the
 -- documents with that simhash), in no order. A bucket past max bytes splits
