@@ -230,6 +230,6 @@ def test_bloom_mode_takes_less_redis_memory_per_url_than_exact_rows(tmp_path: Pa
     bloom = _memory_per_url(tmp_path / "bloom", BloomLayout(1_000_000, 0.001))
     assert exact["frontier/redis_known_urls"] == 5000
     assert bloom["frontier/redis_known_urls"] >= 4990  # a false positive is not known
-    assert exact["frontier/redis_bytes_per_url"] > 40  # the rows, kept (packed: fpmap.py)
+    assert exact["frontier/redis_bytes_per_url"] > 30  # the rows, kept (packed: fpmap.py)
     assert bloom["frontier/redis_bytes_per_url"] < exact["frontier/redis_bytes_per_url"] / 3
     assert bloom["frontier/redis_memory_bytes"] < exact["frontier/redis_memory_bytes"] / 3
