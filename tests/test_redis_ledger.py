@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 import struct
 
+import pytest
+
 from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.store import RedisStore
 from extensions.frontier.fingerprint import url_fingerprint
@@ -43,7 +45,7 @@ def exact_totals(ledger: SharedLedger) -> tuple[float, float, float, float]:
     return totals.cash + totals.unpaid, totals.lambda_cash, totals.conserved, totals.put_in
 
 
-def test_the_scripts_write_8_byte_rows_never_fetched_and_24_fetched(redis_server: RedisServer) -> None:
+def test_the_scripts_write_4_byte_rows_never_fetched_and_24_fetched(redis_server: RedisServer) -> None:
     ledger = ledger_on(redis_server.url, unique_prefix())
     for seed in ("a", "b"):
         assert ledger.seed(fp(seed)) == (0.0, 1.0, False)
@@ -57,12 +59,29 @@ def test_the_scripts_write_8_byte_rows_never_fetched_and_24_fetched(redis_server
     paid, _ = ledger.distribute(fp("b"), [fp("f")])  # 1.125: 0.5625 to Lambda and to f
     assert (paid.cash, paid.changes) == (1.125, [(0.0, 0.5625, False)])
     rows = raw(ledger, "a", "b", "c", "e", "f")
-    assert rows["c"] == rows["e"] == struct.pack(">d", 0.25)  # u: the cash at dividend 0
-    assert rows["f"] == struct.pack(">d", 0.5625 - 0.125)  # created at D = 0.125
+    assert rows["c"] == rows["e"] == struct.pack(">f", 0.25)  # u: the cash at dividend 0
+    assert rows["f"] == struct.pack(">f", 0.5625 - 0.125)  # created at D = 0.125
     assert rows["a"] == struct.pack(">ddq", -0.0, 1.0, 1) and rows["b"] == struct.pack(">ddq", -0.125, 1.125, 1)
-    assert {len(value) for value in rows.values()} == {8, 24}
+    assert {len(value) for value in rows.values()} == {4, 24}
     assert [ledger.cash_of(fp(name)) for name in "abcef"] == [0.125, 0.0, 0.375, 0.375, 0.5625]
     assert exact_totals(ledger) == (1.4375, 0.5625, 2.0, 2.0)
+    ledger.store.delete_crawl()
+    ledger.store.close()
+
+
+def test_what_single_precision_rounds_off_a_credit_goes_to_lambda(redis_server: RedisServer) -> None:
+    """A third of 0.5 is not a float: each credited row keeps it rounded,
+    Lambda gets the difference, and the cash is conserved as exactly as
+    doubles add (a row written by Python keeps its double)."""
+    ledger = ledger_on(redis_server.url, unique_prefix())
+    ledger.seed(fp("a"))
+    paid, _ = ledger.distribute(fp("a"), [fp("c"), fp("d"), fp("e")])
+    third = struct.unpack(">f", struct.pack(">f", 0.5 / 3))[0]
+    assert third != 0.5 / 3 and [after for _, after, _ in paid.changes] == [0.5 / 3] * 3
+    assert {ledger.cash_of(fp(name)) for name in "cde"} == {third}
+    cash, lam, conserved, put_in = exact_totals(ledger)
+    assert lam == pytest.approx(0.5 + 3 * (0.5 / 3 - third), abs=1e-15) and lam != 0.5
+    assert conserved == pytest.approx(put_in, abs=1e-15) and cash + lam == pytest.approx(1.0, abs=1e-15)
     ledger.store.delete_crawl()
     ledger.store.close()
 
@@ -100,7 +119,7 @@ def test_a_stale_dividend_on_a_cluster_takes_less_and_leaves_the_rest_in_the_row
     assert c.cash_of(fp("g")) == 0.0625  # all of it still in the row
     assert raw(c, "g")["g"] == struct.pack(">ddq", -0.0625, 0.0, 1)
     assert raw(c, "t")["t"] == struct.pack(">ddq", -0.0, 1.0, 1)  # settled at a's d = 0
-    assert {len(value) for value in raw(c, "u", "v", "f").values()} == {8}
+    assert {len(value) for value in raw(c, "u", "v", "f").values()} == {4}
     # rows: s, t 0.125 each, u, v 0.375, f 0.625, g 0.0625; Lambda 0.375; put in 2.0625
     assert exact_totals(c) == (1.6875, 0.375, 2.0625, 2.0625)
     c.store.delete_crawl()

@@ -178,7 +178,8 @@ class SharedLedger(AOPICLedger):
                     taken, _, new, _ = _decode(answers[at])
                     to_lambda = float(answers[at][4])
                 self._update(found[-1])
-                changes, tag_new, put_in = _merge_credits(by_tag, found[:-1], len(credits))
+                changes, tag_new, put_in, rounded = _merge_credits(by_tag, found[:-1], len(credits))
+                to_lambda += rounded
                 entries = rows_of(answers[at + len(first):])
             except Exception as err:  # noqa: BLE001 - the page's pipeline must end
                 failed(err)
@@ -264,16 +265,18 @@ def _raise(err: Exception) -> None:
     raise err
 
 
-def _merge_credits(by_tag: dict[str, list[int]], answers: list[Any], count: int) -> tuple[list[Change], int, float]:
-    """The per-slot credit answers as one change per credit, new rows and cash put in."""
+def _merge_credits(by_tag: dict[str, list[int]], answers: list[Any],
+                   count: int) -> tuple[list[Change], int, float, float]:
+    """The per-slot credit answers as one change per credit, new rows, cash
+    put in, and cash to Lambda (what the rows' rounding took)."""
     changes: list[Change] = [(0.0, 0.0, False)] * count
-    new, put_in = 0, 0.0
+    new, put_in, to_lambda = 0, 0.0, 0.0
     for positions, answer in zip(by_tag.values(), answers):
         _, tag_changes, tag_new, tag_put_in = _decode(answer)
-        new, put_in = new + tag_new, put_in + tag_put_in
+        new, put_in, to_lambda = new + tag_new, put_in + tag_put_in, to_lambda + float(answer[4])
         for p, change in zip(positions, tag_changes):
             changes[p] = change
-    return changes, new, put_in
+    return changes, new, put_in, to_lambda
 
 
 def _decode(answer: list[Any]) -> tuple[Taken, list[Change], int, float]:

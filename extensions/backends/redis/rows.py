@@ -22,12 +22,14 @@ Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``; a
     referer  how many first bytes it shares with the URL, then the length of the
              rest and the rest (two varints, then the bytes)
 
-A cash row (a URL's value in the fpmap ``P:{T}:cash``), big-endian: its
+A cash row (a URL's value in the hashmap ``P:{T}:cash``), big-endian: its
 cash settled at dividend 0, ``u`` (double; its cash at dividend ``D`` is
 ``u + D``), then, once fetched, history (double) and visits (int64): 8 or
-24 bytes. Rows with a mark (the older forms, and rows Python writes with a
+24 bytes. The credit script writes a row never fetched as ``u`` in single
+precision (4 bytes; what rounding takes goes to Lambda, so the cash is
+conserved). Rows with a mark (the older forms, and rows Python writes with a
 mark other than 0) are cash, mark (16 bytes) or cash, history, mark, visits
-(32 bytes); every reader takes the four lengths.
+(32 bytes); every reader takes the five lengths.
 
 Scripts read rows only through ``lua/include/rows.lua`` (which stores a
 row without its host when it is the tag's, and puts it back when read:
@@ -55,6 +57,7 @@ _CASH = struct.Struct(">dddq")  # cash, history, mark, visits
 _CASH_SHORT = struct.Struct(">dd")  # a row never fetched: cash, mark
 _CASH_SETTLED = struct.Struct(">ddq")  # settled at mark 0: u, history, visits
 _CASH_SETTLED_SHORT = struct.Struct(">d")  # a row never fetched settled at mark 0: u
+_CASH_CREDITED = struct.Struct(">f")  # the same as the credit script writes it: u in single precision
 HOST_AT = _STATUS.size + _FETCHED.size  # byte offset of a fetched row's host (its length first)
 UNFETCHED = 16  # added to the status byte of a row never fetched (no fetch time)
 ELIDED = 32  # added to the status byte of a stored row whose host is its tag's (left out)
@@ -82,6 +85,8 @@ LUA_PARAMETERS = {
     "CASH_SETTLED_SHORT_FORMAT": _CASH_SETTLED_SHORT.format,
     "CASH_SETTLED_SIZE": _CASH_SETTLED.size,
     "CASH_SETTLED_SHORT_SIZE": _CASH_SETTLED_SHORT.size,
+    "CASH_CREDITED_FORMAT": _CASH_CREDITED.format,
+    "CASH_CREDITED_SIZE": _CASH_CREDITED.size,
     "CASH_BUCKET_FIELDS": CASH_BUCKET_FIELDS,
     "ROW_BUCKET_BYTES": ROW_BUCKET_BYTES,
 }
@@ -265,9 +270,11 @@ def pack_cash(cash: float, history: float, mark: float, visits: int) -> bytes:
 
 
 def unpack_cash(value: bytes) -> tuple[float, float, float, int]:
-    """``(cash, history, mark, visits)`` of a row of any of the four forms
+    """``(cash, history, mark, visits)`` of a row of any of the five forms
     (its cash at dividend ``D``: ``cash + D - mark``)."""
     size = len(value)
+    if size == _CASH_CREDITED.size:
+        return _CASH_CREDITED.unpack(value)[0], 0.0, 0.0, 0
     if size == _CASH_SETTLED_SHORT.size:
         return _CASH_SETTLED_SHORT.unpack(value)[0], 0.0, 0.0, 0
     if size == _CASH_SETTLED.size:
@@ -278,4 +285,4 @@ def unpack_cash(value: bytes) -> tuple[float, float, float, int]:
         return cash, 0.0, mark, 0
     if size == _CASH.size:
         return _CASH.unpack(value)  # type: ignore[return-value]
-    raise ValueError(f"a cash row of {size} bytes (8, 16, 24 or 32 expected)")
+    raise ValueError(f"a cash row of {size} bytes (4, 8, 16, 24 or 32 expected)")

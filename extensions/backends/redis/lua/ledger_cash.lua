@@ -12,7 +12,8 @@
 -- a stale d (lower than the ledger's D) it takes less than the row holds
 -- and the difference, D - d, stays in the row. Returns {cash taken, history, visits,
 -- share, to Lambda, new rows, cash put in, per credit before, after (doubles)
--- and existed (a byte) packed big-endian in one string, ledger state or {}}.
+-- and existed (a byte) packed big-endian in one string, ledger state or {}};
+-- to Lambda includes what rounding the credited rows took (include/cash.lua).
 --- @include "ledger"
 local shared = ARGV[1] == '1'
 local s
@@ -41,7 +42,7 @@ end
 local amount = share
 if ARGV[7] ~= '' then amount = tonumber(ARGV[7]) end
 local mode = ARGV[8]
-local credits = {}
+local credits, rounded = {}, 0
 for i = 9, #ARGV, 2 do
   local key, fp = KEYS[tonumber(ARGV[i])], ARGV[i + 1]
   local row = cash_get(key, fp)
@@ -53,10 +54,11 @@ for i = 9, #ARGV, 2 do
     after = before + amount
     if mode ~= '' then put_in = put_in + amount end
     if existed == 0 then new = new + 1 end
-    cash_put(key, fp, u + amount, hist, vis)
+    rounded = rounded + cash_put(key, fp, u + amount, hist, vis)
   end
   credits[#credits + 1] = struct.pack('>ddB', before, after, existed)
 end
+to_lambda = to_lambda + rounded  -- what the credited rows' rounding took
 local ledger = {}
 if shared then
   s.lambda, s.rows, s.put_in = s.lambda + to_lambda, s.rows + new, s.put_in + put_in

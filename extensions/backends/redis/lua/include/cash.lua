@@ -1,16 +1,19 @@
 -- A cash row as {u, history, visits} in a tag's cash hashmap, u its cash
 -- settled at dividend 0 (its cash at dividend D is u + D; format:
 -- extensions/backends/redis/rows.py). Rows are written settled: u alone
--- (8 bytes) until fetched, then u, history, visits (24); rows with a mark
+-- in single precision (4 bytes; cash_put answers what rounding took, for
+-- Lambda) until fetched, then u, history, visits (24); u alone in double
+-- precision (8) is read too; rows with a mark
 -- (16 or 32 bytes: cash, mark or cash, history, mark, visits) are read as
--- u = cash - mark. By member (5 bytes, fpmap.py's) with cash_get and
--- cash_put, by fingerprint in decimal with get and put.
+-- u = cash - mark. By member (5 bytes, fpmap.py's).
 --- @include "hashmap"
 local function cash_get(map, member)
   local packed = hashmap_get_member(map, member)
   if not packed then return nil end
   local size = #packed
-  if size == $CASH_SETTLED_SHORT_SIZE then
+  if size == $CASH_CREDITED_SIZE then
+    return {struct.unpack('$CASH_CREDITED_FORMAT', packed), 0, 0}
+  elseif size == $CASH_SETTLED_SHORT_SIZE then
     return {struct.unpack('$CASH_SETTLED_SHORT_FORMAT', packed), 0, 0}
   elseif size == $CASH_SETTLED_SIZE then
     local u, h, v = struct.unpack('$CASH_SETTLED_FORMAT', packed)
@@ -22,12 +25,13 @@ local function cash_get(map, member)
   local c, h, m, v = struct.unpack('$CASH_FORMAT', packed)
   return {c - m, h, v}
 end
+-- (answers the cash rounding took: u minus the u kept)
 local function cash_put(map, member, u, h, v)
   if h == 0 and v == 0 then
-    hashmap_set_member(map, $CASH_BUCKET_FIELDS, member, struct.pack('$CASH_SETTLED_SHORT_FORMAT', u))
-  else
-    hashmap_set_member(map, $CASH_BUCKET_FIELDS, member, struct.pack('$CASH_SETTLED_FORMAT', u, h, v))
+    local packed = struct.pack('$CASH_CREDITED_FORMAT', u)
+    hashmap_set_member(map, $CASH_BUCKET_FIELDS, member, packed)
+    return u - struct.unpack('$CASH_CREDITED_FORMAT', packed)
   end
+  hashmap_set_member(map, $CASH_BUCKET_FIELDS, member, struct.pack('$CASH_SETTLED_FORMAT', u, h, v))
+  return 0
 end
-local function get(map, fp) return cash_get(map, fp_member(fp)) end
-local function put(map, fp, u, h, v) return cash_put(map, fp_member(fp), u, h, v) end
