@@ -20,12 +20,12 @@ from extensions.backends.redis.contentseen import (
     pack64,
 )
 from extensions.backends.redis.nearindex import (
-    DOC_BUCKET,
+    BUCKET_BYTES,
     TABLE_BUCKET,
     RedisNearDuplicateIndex,
     TableGeometry,
     bucket_entries,
-    doc_member,
+    member_of,
     pack_record,
     pack_sketch,
     unpack_records,
@@ -210,10 +210,10 @@ def test_a_documents_partition_past_many_buckets_keeps_every_record(redis_server
             buckets = map_buckets(client, index.keys.near_doc(values[0]))
         finally:
             client.close()
-        assert len(buckets) >= 8 and all(len(bucket) <= DOC_BUCKET + 400 for bucket in buckets.values())
+        assert len(buckets) >= 8 and all(len(bucket) <= BUCKET_BYTES + 400 for bucket in buckets.values())
         entries = dict(entry for bucket in buckets.values() for entry in bucket_entries(bucket))
-        assert sorted(entries) == sorted(doc_member(value) for value in values)
-        assert len(unpack_records(entries[doc_member(values[0])])) == 2
+        assert sorted(entries) == sorted(member_of(value) for value in values)
+        assert len(unpack_records(entries[member_of(values[0])])) == 2
         for number, (value, sketch) in enumerate(zip(values, sketches)):
             records = unpack_records(index.store.call(index.records_read(value))[0][0])
             assert [(doc, group) for doc, group, _, _ in records][:1] == [(groups[number], groups[number])]

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
 from extensions.backends.redis.connection import (
@@ -226,31 +226,12 @@ class RedisContentStore:
         self._beat_due = now + self.ttl / 3
         return [self.registry.heartbeat_command()]
 
-    def flush(self) -> bool:
-        """Send the buffered writes (and a due heartbeat); whether anything went."""
-        before = self.round_trips
-        self.call()
-        return self.round_trips > before
-
-    def scan(self, pattern: str) -> Iterator[bytes]:
-        """Every key matching ``pattern`` (on every master of a cluster)."""
-        self.call()
-        try:
-            yield from self.connection.scan(pattern)
-        except RedisLayerError as err:
-            raise ContentStoreError(str(err)) from err
-
     def _mapped(self, method: Callable[..., Any], *args: Any) -> Any:
         """``method(*args)``, a Redis failure as this store's error."""
         try:
             return method(*args)
         except RedisLayerError as err:
             raise ContentStoreError(f"{err} (content-seen keys {self.keys.base}:*)") from err
-
-    @property
-    def cluster(self) -> bool:
-        """Whether the store talks to a Redis Cluster (after open)."""
-        return self.connection.cluster
 
     def _require(self) -> None:
         if not self._open:
@@ -272,8 +253,10 @@ class RedisContentPart:
         self.write: Callable[..., None] = store.write
 
     def flush(self) -> None:
-        """Send what the shared connection buffered (the index's writes)."""
-        if self.store.flush():
+        """Send what the shared connection buffered (and a due heartbeat)."""
+        before = self.store.round_trips
+        self.store.call()
+        if self.store.round_trips > before:
             self.counters["flushes"] += 1
 
     def close(self) -> None:

@@ -46,8 +46,6 @@ from extensions.contentseen.resemblance import SKETCH_VALUE_BITS, sketch_shift
 
 TABLE_PARTITION_BITS = 8  # a table's partitions: the top 8 bits of its key (more past 32 bits)
 TABLE_BUCKET = 256  # members of a table partition's bucket before it splits
-DOC_BUCKET = BUCKET_BYTES  # bytes of a documents' partition's bucket before it splits
-DOC_MEMBER = MEMBER_BYTES  # bytes of a simhash's member in its documents' partition (lua/include/nearmap.lua's NEAR_WIDTH)
 ID_BLOCK = 1024  # document ids reserved per INCRBY
 _TOP_BITS = 24  # a member's first 3 bytes: the table key below the partition
 
@@ -157,13 +155,10 @@ def bucket_entries(bucket: bytes) -> list[tuple[bytes, bytes]]:
     """Every ``(member, records)`` of one bucket of a documents' partition."""
     entries, offset = [], 0
     while offset < len(bucket):
-        length, start = read_varint(bucket, offset + DOC_MEMBER)
-        entries.append((bucket[offset:offset + DOC_MEMBER], bucket[start:start + length]))
+        length, start = read_varint(bucket, offset + MEMBER_BYTES)
+        entries.append((bucket[offset:offset + MEMBER_BYTES], bucket[start:start + length]))
         offset = start + length
     return entries
-
-
-doc_member = member_of  # a simhash's member in its documents' partition
 
 
 class TableGeometry:
@@ -338,14 +333,14 @@ class RedisNearDuplicateIndex(RedisContentPart):
         """The reads of ``simhash``'s table members (one script; one per table on a cluster)."""
         places = self._places(simhash)
         width = self.geometry.width
-        if self.store.cluster:
+        if self.store.connection.cluster:
             return [("EVAL", READ, 1, key, width, top) for key, top, _ in places]
         return [("EVAL", READ, len(places), *[key for key, _, _ in places], width,
                  *[top for _, top, _ in places])]
 
     def candidate_values(self, answers: list[Any]) -> list[Any]:
         """Per table, the members read by :meth:`candidate_reads`."""
-        if self.store.cluster:
+        if self.store.connection.cluster:
             return [found[0] for found in answers]
         return list(answers[0]) if answers else []
 
@@ -374,7 +369,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         candidates = self._candidates(simhash, values)
         if self._recent and self._recent[-1][0] >= since:
             # stored by this process after the read was sent: it could not see them
-            fields = self._locations(simhash)
+            fields = frozenset((key, top) for key, top, _ in self._places(simhash))
             candidates |= {other for number, other, at in self._recent if number >= since and fields & at}
         self.counters["candidates"] += len(candidates)
         self.counters["max_candidates"] = max(self.counters["max_candidates"], len(candidates))
@@ -401,7 +396,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
 
     def records_read(self, simhash: int) -> tuple[Any, ...]:
         """The command reading the records stored under ``simhash`` (answers a list of one: bytes or None)."""
-        return ("EVAL", RECORDS, 1, self.keys.near_doc(simhash), doc_member(simhash))
+        return ("EVAL", RECORDS, 1, self.keys.near_doc(simhash), member_of(simhash))
 
     def _resembling_matches(self, records: bytes, distance: int, sketch: bytes | None) -> list[Match]:
         """The documents of one simhash's records that resemble ``sketch``."""
@@ -416,18 +411,14 @@ class RedisNearDuplicateIndex(RedisContentPart):
         return matches
 
     # -- storing -------------------------------------------------------------------
-    def _locations(self, simhash: int) -> frozenset[tuple[str, int]]:
-        """Where ``simhash`` sits in each table: (partition key, top)."""
-        return frozenset((key, top) for key, top, _ in self._places(simhash))
-
     def _store(self, simhash: int, doc_id: int, group_id: int, url: str | int, sketch: bytes | None) -> None:
         """Buffer the record, then the table members (a reader skips a member without its record)."""
         self.counters["stored"] += 1
-        self.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), DOC_BUCKET, doc_member(simhash),
+        self.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), BUCKET_BYTES, member_of(simhash),
                    pack_record(doc_id, group_id, sketch or b"", url if isinstance(url, int) else encode_url(url)))
         places = self._places(simhash)
         head = (TABLE_BUCKET, self.geometry.width)
-        for group in ([[place] for place in places] if self.store.cluster else [places]):
+        for group in ([[place] for place in places] if self.store.connection.cluster else [places]):
             self.write("EVAL", ADD, len(group), *[key for key, _, _ in group], *head,
                        *[self.geometry.member(top, rest) for _, top, rest in group])
         self._recent.append((self.stored, simhash, frozenset((key, top) for key, top, _ in places)))
