@@ -17,12 +17,12 @@ from extensions.backends.redis.bloom import (
     bloom_hashes,
 )
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
+from extensions.backends.redis.contentseen import MEMBER_BYTES, RedisContentSeen, RedisContentStore
 from extensions.backends.redis.dispatch import SharedDispatch
 from extensions.backends.redis.keys import positions_by, scatter
 from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
-from extensions.backends.redis.rows import tag_of
+from extensions.backends.redis.rows import read_varint, tag_of
 from extensions.backends.redis.store import RedisStore
 from extensions.contentseen.nearindex import (
     DEFAULT_BLOCKS,
@@ -101,6 +101,16 @@ def shard_bytes(layout: BloomLayout, urls: int) -> int:
 
 def _total(values: Iterable[Any]) -> int:
     return sum(int(value) for value in values)
+
+
+def bucket_entries(bucket: bytes) -> list[tuple[bytes, bytes]]:
+    """Every ``(member, records)`` of one bucket of a packed partition (the exact set's or the documents')."""
+    entries, offset = [], 0
+    while offset < len(bucket):
+        length, start = read_varint(bucket, offset + MEMBER_BYTES)
+        entries.append((bucket[offset:offset + MEMBER_BYTES], bucket[start:start + length]))
+        offset = start + length
+    return entries
 
 
 def open_exact(url: str, prefix: str = "web", **options: Any) -> RedisContentSeen:

@@ -27,7 +27,7 @@ from scrapy.utils.test import get_crawler
 from crawler.items import PageItem
 from extensions.backends.redis.connection import connect
 from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
-from extensions.backends.redis.nearindex import RedisNearDuplicateIndex, bucket_entries
+from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.store import RedisStore
 from extensions.contentseen.exact import ContentSeen, ContentStoreError
 from extensions.contentseen.features import content_features
@@ -37,7 +37,7 @@ from extensions.contentseen.simhash import shingle_set, simhash
 from extensions.contentseen.text import visible_text
 from extensions.pipelines.contentseen import ContentSeenPipeline
 from tests.conftest import fetched_urls
-from tests.redis_helpers import map_buckets, open_exact, open_near
+from tests.redis_helpers import bucket_entries, map_buckets, open_exact, open_near
 from tests.test_contentseen_nearindex import assert_near_is_exact, flip, planted_web
 from tests.test_distributed import crawl_settings, crawlers, wait_all
 from tests.test_frontier_e2e import fetched_urls_of

@@ -24,7 +24,6 @@ from extensions.backends.redis.nearindex import (
     TABLE_BUCKET,
     RedisNearDuplicateIndex,
     TableGeometry,
-    bucket_entries,
     member_of,
     pack_record,
     pack_sketch,
@@ -39,7 +38,7 @@ from extensions.contentseen.resemblance import (
     resemblance,
     sketch_shift,
 )
-from tests.redis_helpers import map_buckets, open_near
+from tests.redis_helpers import bucket_entries, map_buckets, open_near
 from testweb.crawlrun import run_web_crawl
 from testweb.redisserver import RedisServer, unique_prefix
 

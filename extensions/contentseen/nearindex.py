@@ -273,7 +273,7 @@ class NearDuplicateIndex(SQLiteSet):
         self._query = self.levels.query(len(layout.tables))
         # every key in the file was stored by this object: the filter can tell
         self.key_filter = None if keys_on_disk else KeyFilter()
-        self._reserve()
+        self._write([], [])  # persist that ids below next_id + buffer_entries may be in use
 
     @classmethod
     def open(cls, path: Path, distance: int = DEFAULT_DISTANCE, blocks: int = DEFAULT_BLOCKS,
@@ -403,10 +403,6 @@ class NearDuplicateIndex(SQLiteSet):
                 self.key_filter = None
         if len(self.pending_docs) >= self.buffer_entries:
             self.flush()
-
-    def _reserve(self) -> None:
-        """Persist that ids below ``next_id + buffer_entries`` may be in use."""
-        self._write([], [])
 
     def _write(self, docs: list[tuple[int, int, int, str, bytes | None]], rows: list[tuple[int, int]]) -> None:
         started = time.perf_counter()

@@ -151,16 +151,6 @@ def unpack_records(data: bytes) -> list[tuple[int, int, bytes, bytes | int]]:
     return records
 
 
-def bucket_entries(bucket: bytes) -> list[tuple[bytes, bytes]]:
-    """Every ``(member, records)`` of one bucket of a documents' partition."""
-    entries, offset = [], 0
-    while offset < len(bucket):
-        length, start = read_varint(bucket, offset + MEMBER_BYTES)
-        entries.append((bucket[offset:offset + MEMBER_BYTES], bucket[start:start + length]))
-        offset = start + length
-    return entries
-
-
 class TableGeometry:
     """Where a simhash sits in each permuted table of ``layout``: the
     partition (the key's top bits), the member's top (the key's other bits,
