@@ -50,7 +50,6 @@ class ContentSeenPipeline:
         mode = settings.get("CONTENTSEEN_MODE", defaults.CONTENTSEEN_MODE)
         if mode not in MODES:
             raise ValueError(f"CONTENTSEEN_MODE must be one of {MODES}, not {mode!r}")
-        self.crawler = crawler
         self.stats = crawler.stats
         self.min_shingles = settings.getint("CONTENTSEEN_NEAR_MIN_SHINGLES", defaults.CONTENTSEEN_NEAR_MIN_SHINGLES)
         self.flush_interval = settings.getfloat("CONTENTSEEN_FLUSH_INTERVAL", defaults.CONTENTSEEN_FLUSH_INTERVAL)

@@ -61,10 +61,6 @@ class AsyncRedisContentSeen:
                            lambda err: self._failed(page, err))
         return page.done
 
-    def pending(self) -> int:
-        """Pages answered by the exact test and waiting for their decision."""
-        return len(self._deciding)
-
     def timing(self) -> dict[str, float]:
         """The worker's round trips and waits, and its jobs (``redis/*``)."""
         return {**self.worker.timing(), "redis/jobs": self.worker.jobs}
