@@ -128,10 +128,6 @@ class DistinctCounter:
             return m * math.log(m / zeros)
         return raw
 
-    def memory_entries(self) -> int:
-        """Strings held exactly (0 once estimating)."""
-        return 0 if self.exact is None else len(self.exact)
-
 
 class ProgressReporter:
     """Counts pages, hosts and errors; logs progress and writes the report."""
