@@ -72,14 +72,16 @@ local function bq_level(dir, level)
   local got = redis.call('HMGET', dir, 'l' .. level, 'o' .. level)
   return got[1] or '', tonumber(got[2] or '0')
 end
-local function bq_save(dir, level, inline, spilled)
+local function bq_save(dir, level, inline, spilled, was)
   if inline == '' then redis.call('HDEL', dir, 'l' .. level) else redis.call('HSET', dir, 'l' .. level, inline) end
+  if spilled == was then return end
   if spilled > 0 then redis.call('HSET', dir, 'o' .. level, spilled) else redis.call('HDEL', dir, 'o' .. level) end
 end
 -- a URL into its level's queue (at its head with front)
 local function bq_push(dir, level, fp, front)
   local member = fp_member(fp)
   local inline, spilled = bq_level(dir, level)
+  local was = spilled
   if front then
     inline = member .. inline
     if #inline > BQ_INLINE then  -- the last member in the hash moves to the list's head
@@ -88,15 +90,17 @@ local function bq_push(dir, level, fp, front)
     end
   elseif spilled > 0 or #inline >= BQ_INLINE then
     redis.call('RPUSH', bq_key(dir, level), member)
-    spilled = spilled + 1
+    redis.call('HSET', dir, 'o' .. level, spilled + 1)
+    return
   else
     inline = inline .. member
   end
-  bq_save(dir, level, inline, spilled)
+  bq_save(dir, level, inline, spilled, was)
 end
 -- the head of a level's queue, out (false: none); and how many that level has left
 local function bq_pop(dir, level)
   local inline, spilled = bq_level(dir, level)
+  local was = spilled
   if spilled > 0 and #inline < BQ_INLINE then  -- the hash's members first come from the list
     local want = math.min(spilled, (BQ_INLINE - #inline) / 5)
     local moved = redis.call('LPOP', bq_key(dir, level), want) or {}
@@ -104,10 +108,10 @@ local function bq_pop(dir, level)
     if #moved < want then spilled = 0 end  -- the list was shorter: its count was wrong
   end
   if inline == '' then
-    bq_save(dir, level, '', 0)
+    bq_save(dir, level, '', 0, was)
     return false, 0
   end
-  bq_save(dir, level, string.sub(inline, 6), spilled)
+  bq_save(dir, level, string.sub(inline, 6), spilled, was)
   return bq_fp(dir, string.sub(inline, 1, 5)), (#inline - 5) / 5 + spilled
 end
 local function bq_park(dir, level, fp)
