@@ -131,11 +131,6 @@ def test_a_host_is_rate_limited_when_its_own_gap_exceeds_the_common_delay():
     assert politeness.rate_limited("b.test")
 
 
-def test_invalid_politeness_values_fail_with_names():
-    with pytest.raises(ValueError, match="delay=-1"):
-        Politeness(delay=-1)
-
-
 # -- the biased selector -----------------------------------------------------
 def test_selector_serves_levels_in_proportion_to_weights():
     selector = BiasedSelector.linear(4)  # weights 1, 2, 3, 4

@@ -320,12 +320,3 @@ def test_invalid_max_share_raises_naming_the_setting(value: object) -> None:
     with pytest.raises(ValueError, match="REVISIT_MAX_SHARE") as raised:
         max_share_from_settings(Settings({"REVISIT_MAX_SHARE": value}))
     assert repr(value) in str(raised.value)
-
-
-def test_policy_refuses_inconsistent_values() -> None:
-    for kwargs in ({"initial": HOUR, "minimum": DAY, "maximum": 2 * DAY},
-                   {"initial": DAY, "minimum": HOUR, "maximum": math.inf},
-                   {"initial": DAY, "minimum": HOUR, "maximum": 2 * DAY, "gone_after": 0},
-                   {"initial": DAY, "minimum": HOUR, "maximum": 2 * DAY, "schedule": "uniform"}):
-        with pytest.raises(ValueError):
-            RevisitPolicy(**kwargs)

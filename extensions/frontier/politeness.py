@@ -39,11 +39,6 @@ class Politeness:
         concurrency: int = 1,
         slots: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
-        if delay < 0 or factor < 0 or concurrency < 1:
-            raise ValueError(
-                f"politeness needs delay >= 0, factor >= 0, concurrency >= 1; got "
-                f"delay={delay!r} factor={factor!r} concurrency={concurrency!r}"
-            )
         self.delay = delay
         self.factor = factor
         self.concurrency = concurrency

@@ -21,11 +21,6 @@ class DepthPrioritizer:
     ``level = clamp(levels - 1 - depth // depth_step + priority // priority_step)``."""
 
     def __init__(self, levels: int = 8, depth_step: int = 1, priority_step: int = 1) -> None:
-        if levels < 1 or depth_step < 1 or priority_step < 1:
-            raise ValueError(
-                f"DepthPrioritizer needs levels, depth_step, priority_step >= 1; got "
-                f"{levels!r}, {depth_step!r}, {priority_step!r}"
-            )
         self.levels = levels
         self.depth_step = depth_step
         self.priority_step = priority_step
@@ -52,8 +47,6 @@ class CashPrioritizer:
     depth level."""
 
     def __init__(self, levels: int = 8, priority_step: int = 1) -> None:
-        if levels < 1 or priority_step < 1:
-            raise ValueError(f"CashPrioritizer needs levels, priority_step >= 1; got {levels!r}, {priority_step!r}")
         self.levels = levels
         self.priority_step = priority_step
         self.fallback = DepthPrioritizer(levels)

@@ -15,8 +15,6 @@ class BufferedQueue:
     """A FIFO of entries with bounded memory; the middle lives in the store."""
 
     def __init__(self, name: str, store: FrontierStore, capacity: int) -> None:
-        if capacity < 1:
-            raise ValueError(f"FRONTIER_QUEUE_BUFFER must be >= 1, got {capacity!r}")
         self.name = name
         self.store = store
         self.capacity = capacity
@@ -131,8 +129,6 @@ class FrontQueues:
         capacity: int,
         selector: BiasedSelector | None = None,
     ) -> None:
-        if levels < 1:
-            raise ValueError(f"FRONTIER_FRONT_QUEUES must be >= 1, got {levels!r}")
         self.queues = [BufferedQueue(f"front/{i}", store, capacity) for i in range(levels)]
         self.selector = selector or BiasedSelector.linear(levels)
         if len(self.selector.weights) != levels:
@@ -159,8 +155,6 @@ class BackQueues:
     """B back queues, the host table and the pool of free queues."""
 
     def __init__(self, store: FrontierStore, count: int, capacity: int) -> None:
-        if count < 1:
-            raise ValueError(f"FRONTIER_BACK_QUEUES must be >= 1, got {count!r}")
         self.queues = [BufferedQueue(f"back/{i}", store, capacity) for i in range(count)]
         self.host_of: list[str | None] = [None] * count
         self.queue_of: dict[str, int] = {}

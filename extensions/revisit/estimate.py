@@ -61,23 +61,9 @@ def optimal_interval(rate: float, mu: float) -> float:
     return _solve_gain(u) / rate
 
 
-def _shortest_ratio() -> float:
-    """``min over u of x(u) / u``: the optimal interval never falls below this
-    many ``mu`` (golden-section search; the curve is unimodal)."""
-    a, b = 1e-3, 1 - 1e-3
-    ratio = (math.sqrt(5) - 1) / 2
-    for _ in range(80):
-        c, d = b - ratio * (b - a), a + ratio * (b - a)
-        if _solve_gain(c) / c < _solve_gain(d) / d:
-            b = d
-        else:
-            a = c
-    u = (a + b) / 2
-    return _solve_gain(u) / u
-
-
-#: The shortest freshness-optimal interval, in units of ``mu`` (about 3.35).
-SHORTEST_INTERVAL_MU = _shortest_ratio()
+#: The shortest freshness-optimal interval, in units of ``mu``: ``min over u of x(u) / u``
+#: with ``marginal_gain(x(u)) == u`` (found by a golden-section search; the curve is unimodal).
+SHORTEST_INTERVAL_MU = 3.350918871511673
 
 
 def change_rate(visits: int, changes: int, observed: float) -> float | None:

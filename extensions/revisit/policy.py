@@ -30,18 +30,6 @@ class RevisitPolicy:
     increase: float = 0.4
     decrease: float = 0.2
 
-    def __post_init__(self) -> None:
-        if not 0 < self.minimum <= self.initial <= self.maximum < math.inf:
-            raise ValueError(f"re-visit intervals need 0 < minimum <= initial <= maximum < inf; got "
-                             f"minimum={self.minimum!r} initial={self.initial!r} maximum={self.maximum!r}")
-        if self.gone_after < 1:
-            raise ValueError(f"gone_after must be >= 1, got {self.gone_after!r}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if self.increase < 0 or not 0 <= self.decrease < 1:
-            raise ValueError(f"the adaptive schedule needs increase >= 0 and 0 <= decrease < 1; got "
-                             f"increase={self.increase!r} decrease={self.decrease!r}")
-
     @property
     def mu(self) -> float:
         """The budget's marginal gain: the optimal interval is never below
