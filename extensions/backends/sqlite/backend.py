@@ -30,22 +30,6 @@ DB_NAME = "frontier.sqlite3"
 CONTENTSEEN_DB_NAME = "contentseen.sqlite3"
 
 
-def local_content_sets(directory: Path | None, options: ContentOptions) -> ContentSets:
-    """The content-seen sets in this process's SQLite files in ``directory`` (None: temporary)."""
-    temporary = None if directory else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
-    path = (directory or temporary) / CONTENTSEEN_DB_NAME  # type: ignore[operator]
-
-    def opener(sets: ContentSets) -> None:
-        sets.exact = ContentSeen.open(path, memory_entries=options.memory_entries, cache_kib=options.cache_kib)
-        if options.near_enabled:
-            sets.near = NearDuplicateIndex.open(path.with_suffix(".near.sqlite3"), distance=options.distance,
-                                                cache_kib=options.cache_kib,
-                                                min_resemblance=options.min_resemblance)
-
-    cleanup = (lambda: shutil.rmtree(temporary, ignore_errors=True)) if temporary else None
-    return ContentSets(exact=None, opener=opener, cleanup=cleanup)  # type: ignore[arg-type]
-
-
 class SQLiteBackend:
     """SQLite stores on local disk; the frontier's host dispatch is its own."""
 
@@ -86,7 +70,20 @@ class SQLiteBackend:
         return None
 
     def content_sets(self, options: ContentOptions) -> ContentSets:
-        return local_content_sets(self.jobdir(), options)
+        """The content-seen sets in this process's SQLite files in JOBDIR (none: temporary)."""
+        directory = self.jobdir()
+        temporary = None if directory else Path(tempfile.mkdtemp(prefix="webcrawler-contentseen-"))
+        path = (directory or temporary) / CONTENTSEEN_DB_NAME  # type: ignore[operator]
+
+        def opener(sets: ContentSets) -> None:
+            sets.exact = ContentSeen.open(path, memory_entries=options.memory_entries, cache_kib=options.cache_kib)
+            if options.near_enabled:
+                sets.near = NearDuplicateIndex.open(path.with_suffix(".near.sqlite3"), distance=options.distance,
+                                                    cache_kib=options.cache_kib,
+                                                    min_resemblance=options.min_resemblance)
+
+        cleanup = (lambda: shutil.rmtree(temporary, ignore_errors=True)) if temporary else None
+        return ContentSets(exact=None, opener=opener, cleanup=cleanup)  # type: ignore[arg-type]
 
     def archive_index(self) -> ArchiveIndex:
         from extensions.output.archive import SqliteArchiveIndex  # noqa: PLC0415 - only with WARC output

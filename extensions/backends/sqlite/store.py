@@ -12,7 +12,6 @@ from pathlib import Path
 
 from extensions.backends.sqlite.rowcache import RowCache
 from extensions.backends.sqlite.tables import (
-    REVISITS_SCHEMA,
     SQLiteCashTable,
     SQLiteCensus,
     SQLiteContentGroups,
@@ -29,6 +28,21 @@ SCHEMA_VERSION = "1"
 WAL_CHECKPOINT_PAGES = 8000
 
 _SCHEMA = """
+CREATE TABLE IF NOT EXISTS revisits (
+  fingerprint   INTEGER PRIMARY KEY,  -- the URL's fingerprint (urls.fingerprint)
+  due           REAL,                 -- unix time it is next due; NULL: not scheduled (taken, or given up)
+  interval      REAL    NOT NULL,     -- current re-visit interval, seconds
+  visits        INTEGER NOT NULL,     -- fetches answered (200, 304, 404/410)
+  changes       INTEGER NOT NULL,     -- visits that found the page changed
+  first_visit   REAL    NOT NULL,     -- unix time of the first fetch
+  last_visit    REAL    NOT NULL,     -- unix time of the latest fetch
+  last_change   REAL    NOT NULL,     -- unix time the latest change was seen
+  content       INTEGER,              -- content fingerprint of the latest 200
+  etag          TEXT,                 -- validators of the latest 200
+  last_modified TEXT,
+  gone          INTEGER NOT NULL);    -- consecutive 404/410 after a 200
+CREATE INDEX IF NOT EXISTS revisits_due ON revisits (due) WHERE due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS revisits_gone ON revisits (fingerprint) WHERE gone > 0;
 CREATE TABLE IF NOT EXISTS urls (
   fingerprint INTEGER PRIMARY KEY,  -- signed 64-bit: high 24 bits the host's, low 40 the URL's
   url TEXT NOT NULL, host TEXT NOT NULL,  -- as requested; host lower case
@@ -71,8 +85,6 @@ CREATE VIEW urls_readable AS
   FROM urls u JOIN statuses s USING (status) LEFT JOIN cash c USING (fingerprint)
   LEFT JOIN content_groups g USING (fingerprint) LEFT JOIN revisits r USING (fingerprint);
 """
-
-_SCHEMA = REVISITS_SCHEMA + _SCHEMA  # the view reads the revisits table
 
 
 class SQLiteStore:

@@ -349,25 +349,6 @@ class SQLiteCensus:
         return Census(loads, *events, fetched, first, last, recent)
 
 
-#: The table and its indexes (run by the SQLite store's schema script).
-REVISITS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS revisits (
-  fingerprint   INTEGER PRIMARY KEY,  -- the URL's fingerprint (urls.fingerprint)
-  due           REAL,                 -- unix time it is next due; NULL: not scheduled (taken, or given up)
-  interval      REAL    NOT NULL,     -- current re-visit interval, seconds
-  visits        INTEGER NOT NULL,     -- fetches answered (200, 304, 404/410)
-  changes       INTEGER NOT NULL,     -- visits that found the page changed
-  first_visit   REAL    NOT NULL,     -- unix time of the first fetch
-  last_visit    REAL    NOT NULL,     -- unix time of the latest fetch
-  last_change   REAL    NOT NULL,     -- unix time the latest change was seen
-  content       INTEGER,              -- content fingerprint of the latest 200
-  etag          TEXT,                 -- validators of the latest 200
-  last_modified TEXT,
-  gone          INTEGER NOT NULL);    -- consecutive 404/410 after a 200
-CREATE INDEX IF NOT EXISTS revisits_due ON revisits (due) WHERE due IS NOT NULL;
-CREATE INDEX IF NOT EXISTS revisits_gone ON revisits (fingerprint) WHERE gone > 0;
-"""
-
 _REVISIT_COLUMNS = ("fingerprint, due, interval, visits, changes, first_visit, last_visit, "
             "last_change, content, etag, last_modified, gone")
 
