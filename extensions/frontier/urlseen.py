@@ -18,11 +18,6 @@ class BloomSeen:
     """A scalable Bloom filter of fingerprints, persisted to a file."""
 
     def __init__(self, initial_capacity: int = 1_000_000, error_rate: float = 0.001) -> None:
-        if not 0 < error_rate < 1 or initial_capacity < 1:
-            raise ValueError(
-                "FRONTIER_BLOOM_ERROR_RATE must be in (0, 1) and "
-                f"FRONTIER_BLOOM_INITIAL_CAPACITY >= 1; got {error_rate!r}, {initial_capacity!r}"
-            )
         self.filter = ScalableBloomFilter(
             initial_capacity=initial_capacity,
             error_rate=error_rate,

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.job import job_dir
 
 from extensions.aopic.ledger import AOPICLedger
-from extensions.backends.settings import number_setting, seen_backend, setting
+from extensions.backends.settings import number_setting, seen_backend
 from extensions.backends.sqlite.store import SQLiteStore
 from extensions.contentseen.exact import ContentSeen
 from extensions.contentseen.nearindex import NearDuplicateIndex
 from extensions.contentseen.sets import ContentOptions, ContentSets
+from extensions.defaults import checked
 from extensions.frontier.urlseen import BloomSeen
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class SQLiteBackend:
             return None
         return BloomSeen(
             initial_capacity=number_setting(self.settings, "FRONTIER_BLOOM_INITIAL_CAPACITY", 1, int),
-            error_rate=float(setting(self.settings, "FRONTIER_BLOOM_ERROR_RATE")))
+            error_rate=checked(self.settings, "FRONTIER_BLOOM_ERROR_RATE", lambda rate: 0 < rate < 1, "in (0, 1)"))
 
     def ledger(self, store: FrontierStore, initial_cash: float, tax: float) -> AOPICLedger:
         return AOPICLedger(store, initial_cash, tax)
