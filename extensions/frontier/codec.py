@@ -111,8 +111,6 @@ def encode(request: Request, fingerprint: int, host: str, level: int, spider: An
 
 def decode(entry: Entry, spider: Any) -> Request:
     """The request ``entry`` stands for (not for ``FLAG_MEMORY`` entries)."""
-    if entry.flags & FLAG_MEMORY:
-        raise ValueError(f"{entry.url} was kept in memory only and is gone")
     if entry.flags & FLAG_BLOB:
         assert entry.blob is not None
         return request_from_dict(pickle.loads(entry.blob), spider=spider)  # noqa: S301 - our own file

@@ -101,8 +101,7 @@ class OriginHolds:
     def defer(self, origin: str, reason: str) -> list[Entry]:
         """Defer ``origin`` for the rest of the run; return its parked URLs."""
         self.deferred[origin] = reason
-        hold = self.held.pop(origin, None)
-        return [] if hold is None else list(hold.parked.values())
+        return self.release(origin)
 
     def defer_all_held(self, prefix: str) -> dict[str, tuple[str, list[Entry]]]:
         """Defer every held origin: origin -> (reason, its parked URLs)."""
