@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["ContentFeatureExtractor"]
-
 #: Types parsed as HTML by the processors too (text/plain is not).
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 

@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["HtmlLinkExtractor", "LinkScan"]
-
 #: Element -> attribute holding its link.
 LINK_ATTRIBUTES: dict[str, str] = {
     "a": "href", "area": "href", "link": "href", "frame": "src", "iframe": "src",

@@ -11,8 +11,6 @@ from lxml import etree
 
 from extensions.contentseen.text import codec_name
 
-__all__ = ["CHUNK_BYTES", "ScanTarget", "scan_html"]
-
 #: Bytes decoded and fed per step; a done target stops within one chunk.
 CHUNK_BYTES = 64 * 1024
 

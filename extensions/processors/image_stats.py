@@ -13,8 +13,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["ImageStats", "image_dimensions"]
-
 #: signature -> (format, Pillow's reader of its header); each reads only what it must
 _FORMATS = {
     b"GIF87a": ("gif", GifImagePlugin.GifImageFile),

@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 
     from extensions.processors.htmlscan import ScanTarget
 
-__all__ = ["LINK_ELEMENTS", "TREE_MAX_BYTES", "ParsedPage", "parse_page", "parsed_page"]
-
 #: Largest document (bytes read) parsed into a tree; larger ones are streamed.
 TREE_MAX_BYTES: int = defaults.CONTENTSEEN_MAX_TEXT_BYTES
 #: Elements a link extractor looks at, in document order.

@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["Processor", "ProcessorRegistry"]
-
 logger = logging.getLogger(__name__)
 
 class Processor(Protocol):

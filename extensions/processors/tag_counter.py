@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["TagCounter"]
 
 class _TagScan:
     """A scan target counting start tags."""
