@@ -46,9 +46,6 @@ class InFlightTable(dict[Request, InFlight]):
         self.clear()
         return records
 
-    def engine_tracks(self) -> bool:
-        return self.in_progress() is not None
-
     def gone(self) -> list[Request]:
         """Requests the engine no longer holds."""
         in_progress = self.in_progress()

@@ -34,12 +34,11 @@ class BufferedQueue:
         if len(self.tail) >= self.capacity:
             self.flush()
 
-    def push_front(self, entry: Entry, behind: Callable[[Entry], bool] | None = None) -> None:
-        """``entry`` first in the queue, or after the head entries ``behind`` accepts."""
+    def push_revisit(self, entry: Entry) -> None:
+        """``entry`` first in the queue, behind the re-visits already at its head."""
         position = 0
-        if behind is not None:
-            while position < len(self.head) and behind(self.head[position]):
-                position += 1
+        while position < len(self.head) and self.head[position].flags & FLAG_REVISIT:
+            position += 1
         self.head.insert(position, entry)
         self.count += 1
 
@@ -191,7 +190,7 @@ class BackQueues:
 
     def push_revisit(self, host: str, entry: Entry) -> None:
         """``entry`` first in ``host``'s back queue, behind the re-visits already at its head."""
-        self.queues[self.queue_of[host]].push_front(entry, behind=lambda queued: bool(queued.flags & FLAG_REVISIT))
+        self.queues[self.queue_of[host]].push_revisit(entry)
 
     def head_level(self, host: str) -> int:
         """The front-queue level of the URL ``host`` would fetch next (-1: none)."""

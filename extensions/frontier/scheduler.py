@@ -357,7 +357,7 @@ class Frontier(BaseScheduler):
             return
         if self.inflight.release(record, now, duration):
             self.dispatch.reschedule(record.host)
-        if not self.inflight.engine_tracks():  # no engine to tell us when it is done
+        if self.inflight.in_progress() is None:  # no engine to tell us when it is done
             self._finish(request)
 
     def _sweep(self) -> None:
