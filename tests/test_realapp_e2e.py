@@ -7,8 +7,8 @@ commit's diff and patch, logs at every offset, mostly near-copies. One
 ``scrapy crawl web`` with every default except what loopback needs
 (``DNS_HOSTS``) and two outputs (``JOBDIR``; ``WARC_DIR``: the bodies the
 crawler got, for the checks below), seeded with both roots and the two host
-names as ``allowed_domains``, is judged from nginx's access log, the WARC
-records and the items:
+names as ``allowed_domains``, on the embedded store and on Redis, is judged
+from nginx's access log, the WARC records and the items:
 
 * the crawl ends by itself, exit 0, the application's origin deferred as
   ``low-yield`` in the final report and in ``scrapy crawlstatus``; a crawl
@@ -42,6 +42,7 @@ import glob
 import signal
 import subprocess
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin
@@ -55,6 +56,7 @@ from extensions.contentseen.text import visible_text
 from testweb.crawlrun import ROOT, SCRAPY, CrawlResult, read_result, start_web_crawl
 from testweb.realapp import APP_CRAWL_DELAY, APP_HOST, APP_ROBOTS, RealApp, start_realapp
 from testweb.realweb import LogEntry, MissingTool
+from testweb.redisserver import RedisServer
 from testweb.waiting import CrawlActivity, NoProgress, wait_until
 from tests.realweb_truth import PRODUCT_TOKEN, Truth, html_links, reachable_pages
 
@@ -88,6 +90,7 @@ class AppCrawl:
     entries: list[LogEntry] = field(repr=False)  # the crawler's requests, in log order
     responses: dict[str, Response] = field(repr=False)  # by canonical URL, the first
     ended_by_itself: bool
+    store: dict[str, str] = field(default_factory=dict)  # the store's settings (none: the embedded one)
 
     def url(self, entry: LogEntry) -> str:
         return f"{entry.scheme}://{entry.host}:{entry.port}{entry.uri}"
@@ -114,13 +117,13 @@ def realapp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealApp]:
         pytest.fail(str(err), pytrace=False)
 
 
-def run_until_end(workdir: Path, app: RealApp) -> tuple[CrawlResult, bool]:
+def run_until_end(workdir: Path, app: RealApp, store: dict[str, str]) -> tuple[CrawlResult, bool]:
     """Run the crawl to its end; interrupt it (SIGINT: Scrapy closes
     gracefully) once it stalled for :data:`STALL_POLLS` polls or sent
     :data:`MAX_APP_REQUESTS` requests to the application."""
     proc = start_web_crawl(
         workdir, ",".join(app.seeds()),
-        settings={"DNS_HOSTS": app.hosts_file, "JOBDIR": workdir / "job", "WARC_DIR": workdir / "warc"},
+        settings={"DNS_HOSTS": app.hosts_file, "JOBDIR": workdir / "job", "WARC_DIR": workdir / "warc", **store},
         spider_args={"allowed_domains": ",".join(app.hosts)}, robots_overrides=False)
 
     def app_requests() -> int:
@@ -159,13 +162,21 @@ def warc_responses(directory: Path) -> dict[str, Response]:
     return responses
 
 
-@pytest.fixture(scope="module")
-def crawl(realapp: RealApp, tmp_path_factory: pytest.TempPathFactory) -> AppCrawl:
+@pytest.fixture(scope="module", params=["sqlite", "redis"])
+def crawl(request: pytest.FixtureRequest, realapp: RealApp,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppCrawl]:
+    """The crawl on the embedded store, and on Redis (a redis-server of its own)."""
     before = len(realapp.entries())
-    workdir = tmp_path_factory.mktemp("realapp-crawl")
-    result, ended = run_until_end(workdir, realapp)
-    entries = [e for e in realapp.entries()[before:] if e.user_agent.startswith(PRODUCT_TOKEN)]
-    return AppCrawl(realapp, result, entries, warc_responses(workdir / "warc"), ended)
+    workdir = tmp_path_factory.mktemp(f"realapp-crawl-{request.param}")
+    with ExitStack() as stack:
+        store = {}
+        if request.param == "redis":
+            server = stack.enter_context(RedisServer(workdir / "redis"))
+            store = {"FRONTIER_BACKEND": "redis", "REDIS_URL": server.url, "FRONTIER_REDIS_PREFIX": "realapp",
+                     "SCHEDULER_PERSIST": "True"}  # kept at the end, for crawlstatus
+        result, ended = run_until_end(workdir, realapp, store)
+        entries = [e for e in realapp.entries()[before:] if e.user_agent.startswith(PRODUCT_TOKEN)]
+        yield AppCrawl(realapp, result, entries, warc_responses(workdir / "warc"), ended, store)
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +190,9 @@ def test_the_crawl_ends_by_itself_stopping_the_application_for_low_yield(crawl: 
     origin = crawl.app.origin(APP_HOST)
     assert result.report["deferred"].get(origin) == LOW_YIELD, result.report["deferred"]
     assert result.stats["hostyield/stopped_hosts"] == 1, crawl.summary()
-    status = subprocess.run([SCRAPY, "crawlstatus", "-s", f"JOBDIR={result.workdir / 'job'}"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120, check=False)
+    settings = {"JOBDIR": result.workdir / "job", **crawl.store}
+    status = subprocess.run([SCRAPY, "crawlstatus", *(f"-s{name}={value}" for name, value in settings.items())],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert status.returncode == 0, status.stderr
     assert f"{origin} since" in status.stdout and LOW_YIELD in status.stdout, status.stdout
 
