@@ -19,7 +19,7 @@ from extensions.backends.redis.tail import (
     unpack_block,
     with_members,
 )
-from extensions.frontier.fingerprint import url_fingerprint
+from extensions.frontier.fingerprint import url_fingerprint, use_fingerprinter
 from extensions.frontier.store import Entry, Status
 
 
@@ -96,3 +96,21 @@ def test_a_record_leaves_out_a_member_its_url_gives_back() -> None:
     scripts = with_members(tag, data)  # the refill script reads every member: the first's put back
     assert scripts == varint(7) + member(fp) + data[1:]
     assert [(found, level) for found, level, _ in tail_records(tag, b"\x00" + scripts)] == [(fp, 3), (copy, 3)]
+
+
+def test_under_a_projects_fingerprinter_every_record_keeps_its_member() -> None:
+    """A project's REQUEST_FINGERPRINTER_CLASS keys URLs its own way: the URL
+    alone does not give the fingerprint back."""
+
+    class Fixed:
+        def fingerprint(self, request: object) -> bytes:
+            return b"\x01" * 20
+
+    url = "http://h1.test/p/7.html"
+    use_fingerprinter(Fixed())
+    try:
+        fp, _ = url_fingerprint(url)
+        assert record_code(fp, url, 2) == 5
+    finally:
+        use_fingerprinter(None)
+    assert record_code(url_fingerprint(url)[0], url, 2) == 4

@@ -93,6 +93,8 @@ def url_fingerprint(url: str, method: str = "GET", body: bytes = b"",
 def default_fingerprint(url: str) -> int:
     """The fingerprint of a GET of ``url`` without a project's fingerprinter."""
     canonical = canonicalize(url)
+    if _project is None:
+        return canonical_fingerprint(canonical)  # the link recorder's, cached
     return fingerprint(url_key(canonical), host_of(canonical))
 
 
