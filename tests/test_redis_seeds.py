@@ -17,11 +17,17 @@ from crawler.spiders.web import WebSpider
 from extensions.backends.redis.seeds import RedisSeeds, parse_entry
 from testweb.crawlrun import run_web_crawl
 from testweb.redisserver import RedisServer, unique_prefix
-from testweb.waiting import CrawlActivity, ended, wait_until
-from tests.test_distributed import assert_ground_truth, assert_polite, crawl_settings, crawlers, wait_all
+from tests.test_distributed import (
+    WAITING,
+    assert_ground_truth,
+    assert_polite,
+    crawl_settings,
+    crawlers,
+    wait_all,
+    wait_for_log,
+)
 
 WEB = {"hosts": 12, "pages": 6, "links": 4, "seed": 5}
-WAITING = "Waiting for seeds at Redis key"
 
 
 def test_an_entry_is_a_url_or_a_json_object_with_url_and_meta() -> None:
@@ -49,15 +55,6 @@ def test_a_redis_error_while_pulling_is_counted_and_the_crawl_goes_on(tmp_path: 
         assert crawler.stats.get_value("seeds/redis_errors") == 1
     finally:
         seeds.spider_closed()
-
-
-def wait_for_log(paths: list[Path], needle: str, procs: list[Any]) -> None:
-    """Until every log holds ``needle`` (bounded by what the crawls write;
-    fails if a process exits first)."""
-    wait_until(lambda: ended(procs) or all(
-        path.exists() and needle in path.read_text(errors="replace") for path in paths),
-        f"{needle!r} in every log", CrawlActivity({path.parent for path in paths}))
-    assert not ended(procs), "a crawler exited before the seeds came"
 
 
 @pytest.mark.parametrize("as_set", [False, True], ids=["list", "set"])
