@@ -235,6 +235,7 @@ def test_never_two_requests_in_flight_to_one_host_nor_a_gap_below_its_delay(thre
 
 
 def test_aopic_cash_is_conserved_across_processes(three_on_one_redis: Any) -> None:
+    """The seeds pushed to Redis get their cash as -a seeds' do (they had none: put in 0)."""
     _, _, url, prefix = three_on_one_redis
     assert_cash_conserved(url, prefix)
 

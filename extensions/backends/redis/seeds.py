@@ -141,6 +141,7 @@ class RedisSeeds:
             stats.inc_value("seeds/redis_filtered")
             return None
         stats.inc_value("seeds/redis_accepted")
+        request.meta["is_start_request"] = True  # a seed as Scrapy marks -a seeds' (AOPIC gives it its cash)
         if meta:
             request.meta.update(meta)
         return request
