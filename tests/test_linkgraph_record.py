@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 import pytest
+import redis
 from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 from twisted.internet.task import Clock
@@ -265,14 +266,21 @@ def test_on_redis_every_process_records_into_the_shared_store(tmp_path: Any, sta
     from testweb.crawlrun import kill_crawl, start_web_crawl  # noqa: PLC0415
     from testweb.redisserver import unique_prefix  # noqa: PLC0415
     from testweb.waiting import wait_for_exit  # noqa: PLC0415
+    from tests.test_distributed import WAITING, wait_for_log  # noqa: PLC0415
 
     web = start_web(**WEB)
     prefix = unique_prefix()
+    key = f"{prefix}:start_urls"
     settings = crawl_settings(web, FRONTIER_BACKEND="redis", REDIS_URL=redis_server.url,
-                              FRONTIER_REDIS_PREFIX=prefix, SCHEDULER_PERSIST=True,
-                              DOWNLOAD_DELAY=0.3)  # hosts last long enough for both processes to lease some
-    procs = [start_web_crawl(tmp_path / f"crawl{i}", str(web.seeds_file), settings) for i in range(2)]
-    try:
+                              FRONTIER_REDIS_PREFIX=prefix, SCHEDULER_PERSIST=True, REDIS_START_URLS_KEY=key,
+                              MAX_IDLE_TIME_BEFORE_CLOSE=2,
+                              DOWNLOAD_DELAY=1.0)  # hosts outlast a lease renewal: the first poller gives some back
+    procs = [start_web_crawl(tmp_path / f"crawl{i}", "", settings) for i in range(2)]
+    try:  # the seeds come once both processes wait for them, whatever their start-up times
+        wait_for_log([tmp_path / f"crawl{i}" / "crawl.log" for i in range(2)], WAITING, procs)
+        redis_client = redis.Redis.from_url(redis_server.url)
+        redis_client.lpush(key, *[line for line in web.seeds_file.read_text().split() if line])
+        redis_client.close()
         wait_for_exit(procs, [tmp_path / f"crawl{i}" for i in range(2)])
     finally:
         for proc in procs:
