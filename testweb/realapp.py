@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -262,11 +263,14 @@ def _wait(ready: object, process: subprocess.Popen[bytes], what: str, log: Path)
 
 
 def _stop_wrapper(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=STOP_TIMEOUT)
+    """fcgiwrap and the children it forked (its own session: one process group)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=STOP_TIMEOUT)
+            return
+        except subprocess.TimeoutExpired:
+            continue
