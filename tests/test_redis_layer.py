@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import re
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -229,19 +230,20 @@ def test_a_back_queue_list_keeps_a_fingerprint_as_its_member_and_gives_it_back_i
 def test_the_lua_cash_accessors_write_settled_rows_python_reads(
         redis_server: RedisServer, row: tuple[float, float, int]) -> None:
     """Lua (lua/include/cash.lua) writes a row settled at dividend 0: u
-    alone (8 bytes) until fetched, then u, history, visits (24); the bytes
-    pack_cash writes for mark 0, read back as Python reads them."""
+    alone in single precision (4 bytes) until fetched, then u, history,
+    visits (24, the bytes pack_cash writes for mark 0), read back as Python
+    reads them."""
     client = redis.Redis.from_url(redis_server.url)
     fp = -(1 << 62) - 12345
     read, written = client.eval(source("include/cash") + """
-      put(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
-      local row = get(KEYS[1], ARGV[1])
+      cash_put(KEYS[1], fp_member(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
+      local row = cash_get(KEYS[1], fp_member(ARGV[1]))
       return {{tostring(row[1]), tostring(row[2]), tostring(row[3])}, hashmap_get(KEYS[1], ARGV[1])}
     """, 1, "cash-test", fp, *row)
     u, history, visits = row
     assert [float(value) for value in read] == [u, history, visits]
-    assert len(written) == (8 if visits == 0 else 24)
-    assert written == pack_cash(u, history, 0.0, visits) and unpack_cash(written) == (u, history, 0.0, visits)
+    assert written == (struct.pack(">f", u) if visits == 0 else pack_cash(u, history, 0.0, visits))
+    assert unpack_cash(written) == (u, history, 0.0, visits)
     client.delete("cash-test", *client.keys("cash-test:*"))
     client.close()
 
@@ -257,7 +259,7 @@ def test_the_lua_cash_accessors_read_rows_with_a_mark_settled(
     assert len(packed) == (16 if row[3] == 0 else 32) and unpack_cash(packed) == row
     read = client.eval(source("include/cash") + """
       hashmap_set_member(KEYS[1], 63, fp_member(ARGV[1]), ARGV[2])
-      local row = get(KEYS[1], ARGV[1])
+      local row = cash_get(KEYS[1], fp_member(ARGV[1]))
       return {tostring(row[1]), tostring(row[2]), tostring(row[3])}
     """, 1, "cash-test", fp, packed)
     cash, history, mark, visits = row
