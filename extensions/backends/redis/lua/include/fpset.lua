@@ -78,15 +78,25 @@ local function fp_numbers(s, at, width)
   end
   return (a * 256 + b) * 256 + c, rest, tail
 end
--- the index (0-based, in members) at which probe belongs in bucket, and whether it is there
+-- the index (0-based, in members) at which probe belongs in bucket, and
+-- whether it is there (members compared by their top 3 bytes first: the rest only on a tie)
 local function fp_search(bucket, probe, width)
   local lo, hi = 0, #bucket / width
-  local top, rest, tail = fp_numbers(probe, 1, width)
+  local top, rest, tail = fp_top(probe, 1), nil, nil
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    local t, r, l = fp_numbers(bucket, mid * width + 1, width)
-    if t == top and r == rest and l == tail then return mid, true end
-    if t < top or (t == top and (r < rest or (r == rest and l < tail))) then lo = mid + 1 else hi = mid end
+    local at = mid * width + 1
+    local t = fp_top(bucket, at)
+    if t == top then
+      if not rest then rest, tail = select(2, fp_numbers(probe, 1, width)) end
+      local _, r, l = fp_numbers(bucket, at, width)
+      if r == rest and l == tail then return mid, true end
+      if r < rest or (r == rest and l < tail) then lo = mid + 1 else hi = mid end
+    elseif t < top then
+      lo = mid + 1
+    else
+      hi = mid
+    end
   end
   return lo, false
 end
@@ -135,9 +145,11 @@ end
 -- the members of width bytes whose top 24 bits are top, as one string
 local function fpset_with_top(key, top, width)
   local _, _, bucket = fpset_bucket(key, top)
-  local probe = string.char(math.floor(top / 65536), math.floor(top / 256) % 256, top % 256)
-  local first = fp_search(bucket, probe .. string.rep('\0', width - 3), width)
-  local last = first
+  local first, last = 0, #bucket / width
+  while first < last do  -- the first member whose top is not below top
+    local mid = math.floor((first + last) / 2)
+    if fp_top(bucket, mid * width + 1) < top then first = mid + 1 else last = mid end
+  end
   while last * width < #bucket and fp_top(bucket, last * width + 1) == top do last = last + 1 end
   return string.sub(bucket, first * width + 1, last * width)
 end
