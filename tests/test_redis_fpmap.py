@@ -182,3 +182,33 @@ def test_a_queued_url_row_costs_little_more_than_its_url_and_referer(redis_serve
     assert store.urls.get_many([e.fingerprint for e in entries]) == {e.fingerprint: e for e in entries}
     store.delete_crawl()
     store.close()
+
+
+def test_reading_every_row_survives_another_process_deleting_a_tags_map(redis_server: RedisServer) -> None:
+    """A scan of the URL rows (``count_by_status``, the census) reads each
+    tag's host field ``H`` in the round trip that reads its buckets: a
+    map deleted by another process meanwhile (its last row gone) leaves the
+    rows as they were read, not an error that stops the crawl (it was read a
+    round trip later and found missing)."""
+    store = opened(redis_server.url)
+    entries = []
+    for host in ("one.example.test", "two.example.test", "three.example.test"):
+        for i in range(3):
+            url = f"http://{host}/page-{i}.html"
+            fingerprint, found = url_fingerprint(url)
+            entries.append(Entry(fingerprint, url, found))
+    assert all(store.urls.insert_new(entries, 1.0))
+    store.checkpoint()
+    rows = store.urls.rows.items()
+    first_fp, _ = next(rows)
+    first_key = store.keys.urls(tag_of(first_fp))
+    other = redis.Redis.from_url(redis_server.url)
+    for entry in entries:  # every other tag's map goes, as its last row's deletion takes it
+        key = store.keys.urls(tag_of(entry.fingerprint))
+        if key != first_key:
+            other.delete(key, *other.scan_iter(match=key + ":*"))
+    read = [first_fp] + [fp for fp, _ in rows]
+    assert set(read) <= {entry.fingerprint for entry in entries} and len(read) == len(set(read))
+    other.close()
+    store.delete_crawl()
+    store.close()

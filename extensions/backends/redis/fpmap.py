@@ -102,19 +102,24 @@ class FingerprintMaps:
         keys = self._keys()
         return sum(int(n or 0) for n in self._connection().call(*[("HGET", key, "N") for key in keys])) if keys else 0
 
-    def buckets(self, batch: int = 1000) -> Iterator[tuple[bytes, bytes]]:
-        """``(directory key, bucket)`` of every tag's map (a SCAN of the bucket keys)."""
+    def buckets(self, batch: int = 1000, field: str | None = None) -> Iterator[tuple[bytes, bytes, Any]]:
+        """``(directory key, bucket, the directory's field)`` of every tag's map
+        (a SCAN of the bucket keys; the field read in the bucket's round trip)."""
         connection = self._connection()
         keys = list(connection.scan(self.pattern + ":*"))
         for start in range(0, len(keys), batch):
             chunk = keys[start:start + batch]
-            for key, bucket in zip(chunk, connection.call(*[("GET", key) for key in chunk])):
+            directories = [key.rsplit(b":", 2)[0] for key in chunk]
+            answers = connection.call(*[("GET", key) for key in chunk],
+                                      *[("HGET", key, field) for key in directories if field is not None])
+            fields = answers[len(chunk):] or [None] * len(chunk)
+            for directory, bucket, value in zip(directories, answers, fields):
                 if bucket:
-                    yield key.rsplit(b":", 2)[0], bucket
+                    yield directory, bucket, value
 
     def items(self, batch: int = 1000) -> Iterator[tuple[int, bytes]]:
         """Every ``(fingerprint, value)`` of every tag's map (a SCAN)."""
-        for key, bucket in self.buckets(batch):
+        for key, bucket, _ in self.buckets(batch):
             for member, value in records(bucket):
                 yield fingerprint_of(key, member), value
 
@@ -126,12 +131,14 @@ class URLRowMaps(FingerprintMaps):
     GET, PUT = ROW_GET, ROW_PUT
 
     def items(self, batch: int = 1000) -> Iterator[tuple[int, bytes]]:
-        hosts: dict[bytes, bytes | None] = {}
-        for key, bucket in self.buckets(batch):
-            if key not in hosts:
-                hosts[key] = self._connection().call(("HGET", key, "H"))[0]
-            for member, value in records(bucket):
-                yield fingerprint_of(key, member), expand_row(value, hosts[key])
+        """Every ``(fingerprint, whole row)``; a bucket whose map another
+        process deleted between the reads (``H`` gone) is skipped."""
+        for key, bucket, host in self.buckets(batch, "H"):
+            try:
+                rows = [(fingerprint_of(key, member), expand_row(value, host)) for member, value in records(bucket)]
+            except ValueError:
+                continue
+            yield from rows
 
 
 class HashMaps(FingerprintMaps):
