@@ -22,6 +22,7 @@ from extensions.frontier.politeness import Politeness
 from extensions.frontier.store import Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout
+from extensions.backends.redis.leases import Taken
 from testweb.redisserver import shared_server, unique_prefix
 
 DEAD = "https://dead.test"
@@ -295,5 +296,36 @@ def test_an_origin_deferred_by_its_robots_txt_retries_is_finished_at_once() -> N
         assert not frontier.has_pending_requests()
         for url in held_urls:
             assert status(frontier, url) == Status.DEFERRED
+    finally:
+        frontier.close("finished")
+
+
+def test_a_take_answered_after_its_hold_ended_does_not_park_the_host_for_a_lease() -> None:
+    """With the worker thread a take's answer can come after the hold it
+    met has ended and its URLs were unparked: "only held origins' URLs" must
+    then not park the host for a lease TTL (a pushback of 0.2 s kept a
+    bench.distributed crawl waiting 10 s for its last URL): it is looked at
+    again within a poll interval and its URLs go out."""
+    clock = Clock()
+    clock.advance(1000.0)
+    frontier = process(unique_prefix(), clock, lease_ttl=10.0)
+    dispatch = frontier.dispatch
+    try:
+        frontier.origin_held(HELD, 0.5, REASON)
+        held_urls = [f"{HELD}/s{i}" for i in range(3)]
+        for url in held_urls:
+            frontier.enqueue_request(Request(url))
+        assert frontier.next_request() is None  # the host taken, its URLs parked
+        host = "a.test"
+        assert host in dispatch.held and dispatch.held[host].parked
+        clock.advance(0.6)
+        dispatch.end_holds(clock.seconds())  # the hold ends: its URLs are unparked
+        assert not dispatch.held[host].parked
+        late = Taken("held", queued=len(held_urls), head=dispatch.held[host].head)  # sent while it held
+        assert dispatch.use_taken(host, late, clock.seconds()) is None
+        assert dispatch.held[host].parked_until <= clock.seconds() + 0.1 + 1e-9
+        handed = drive([frontier], clock, clock.seconds() + 1.0,
+                       stop=lambda handed: len(handed) == len(held_urls))
+        assert sorted(url for _, url in handed) == held_urls
     finally:
         frontier.close("finished")

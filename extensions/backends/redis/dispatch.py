@@ -436,9 +436,11 @@ class SharedDispatch:
         return [origin for origin in self.parts.holds.held if host_of_origin(origin) == host]
 
     def park(self, host: str, now: float) -> None:
-        """Look at ``host`` again when its first hold ends, at least once a lease TTL."""
+        """Look at ``host`` again when its first hold ends, at least once a lease
+        TTL; within a poll interval if none is held any more (a take answered
+        after its hold ended and its URLs were unparked)."""
         ends = [self.parts.holds.held[origin].until for origin in self.held_origins(host)]
-        until = min([*ends, now + self.lease_ttl])
+        until = min([*ends, now + self.lease_ttl]) if ends else now
         self.held[host].parked_until = max(until, now + self.poll_interval)
         self.reschedule(host)
 
