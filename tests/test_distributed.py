@@ -525,6 +525,45 @@ def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServe
     frontier.close("finished")
 
 
+def test_a_renewal_meeting_this_process_s_own_release_is_not_a_lost_lease(redis_server: RedisServer) -> None:
+    """With the worker thread an idle release runs in Redis before its answer
+    comes back: a renewal in between finds the lease no longer ours. That is
+    this process's own release, not a take-over: no "stalled longer than
+    FRONTIER_LEASE_TTL" warning, no frontier/leases_lost; the release's
+    answer gives the host back. (The late answer is the worker thread's
+    timing, played here by answers held back; Redis runs every command.)"""
+    from scrapy import Request
+
+    from extensions.backends.redis.worker import DirectIO
+    from tests.redis_helpers import DistributedFrontier
+
+    class LateAnswers(DirectIO):
+        def __init__(self, store: Any) -> None:
+            super().__init__(store)
+            self.held_back: list[Any] = []
+
+        def submit(self, commands: Any, then: Any, failed: Any = None, follow: Any = None) -> None:
+            super().submit(commands, lambda answers: self.held_back.append((then, answers)) if then else None,
+                           failed, follow)
+
+    frontier = DistributedFrontier(RedisStore(redis_server.url, unique_prefix()))
+    frontier.open(None)
+    assert frontier.enqueue_request(Request("http://h1.test/a"))
+    request = frontier.next_request()
+    assert request is not None
+    late = LateAnswers(frontier.store)
+    frontier.dispatch.leases.io = late
+    frontier.fetch_finished(request, duration=0.0, ok=True)  # nothing left: an idle release, run, unanswered
+    assert late.held_back and "h1.test" in frontier.dispatch.held
+    frontier.dispatch.renew()
+    assert frontier.stats.get_value("frontier/leases_lost") is None
+    for then, answers in late.held_back:
+        then(answers)
+    assert "h1.test" not in frontier.dispatch.held
+    assert frontier.stats.get_value("frontier/leases_released") == 1
+    frontier.close("finished")
+
+
 def test_hosts_of_one_level_go_in_the_order_they_became_ready(redis_server: RedisServer) -> None:
     """Not by their head URL's discovery order: then a host found later
     waited while earlier hosts had URLs of the same level (seconds, in the

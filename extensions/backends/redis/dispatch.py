@@ -57,6 +57,7 @@ class HeldHost:
     since: float  # when we took it (local clock)
     inflight: int = 0  # requests of ours in flight, and a take waiting for its answer
     taking: bool = False  # a take or release is on its way (off the heap until it answers)
+    releasing: bool = False  # an idle release is on its way (a renewal may find it gone first)
     parked_until: float = 0.0
 
     @property
@@ -601,6 +602,7 @@ class SharedDispatch:
             state, queued, head = outcome
             if (current := self._answered(host)) is None:
                 return
+            current.releasing = False
             if state == 0:  # work came meanwhile: kept
                 current.queued, current.head = queued, head
                 self.reschedule(host)
@@ -609,7 +611,13 @@ class SharedDispatch:
                 self.parts.stats.inc_value("frontier/leases_released")
             self._wake()
 
-        self.leases.release(host, wait, True, held.heap_score, released, lambda err: self._busy_failed(host))
+        held.releasing = True
+        self.leases.release(host, wait, True, held.heap_score, released, lambda err: self._release_failed(host))
+
+    def _release_failed(self, host: str) -> None:
+        if host in self.held:
+            self.held[host].releasing = False
+        self._busy_failed(host)
 
     def _wake(self) -> None:
         if self.worker is None:  # answered at once, inside the engine's own call
@@ -627,10 +635,13 @@ class SharedDispatch:
         try:
             waits = {host: self.wait(host) for host in self.held}
             for host, expires in self.leases.renew(waits).items():
-                if expires == -1:
+                held = self.held.get(host)
+                if held is None:
+                    continue
+                if expires != -1:
+                    held.heap_score = expires
+                elif not held.releasing:  # not our own release, whose answer comes later
                     self.lost(host)
-                elif host in self.held:
-                    self.held[host].heap_score = expires
             self.alive = max(1, self.leases.heartbeat(self.lease_ttl))
             self.share_holds()
             # not while a take is on its way: its URL is in flight in Redis, not yet here
