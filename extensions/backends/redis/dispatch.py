@@ -565,7 +565,7 @@ class SharedDispatch:
         self.busy -= 1
         held = self.held.get(host)
         if held is not None:
-            held.taking, held.inflight = False, max(0, held.inflight - 1)
+            held.taking, held.releasing, held.inflight = False, False, max(0, held.inflight - 1)
         return held
 
     def _take_answered(self, host: str, taken: Taken) -> None:
@@ -602,7 +602,6 @@ class SharedDispatch:
             state, queued, head = outcome
             if (current := self._answered(host)) is None:
                 return
-            current.releasing = False
             if state == 0:  # work came meanwhile: kept
                 current.queued, current.head = queued, head
                 self.reschedule(host)
@@ -612,12 +611,7 @@ class SharedDispatch:
             self._wake()
 
         held.releasing = True
-        self.leases.release(host, wait, True, held.heap_score, released, lambda err: self._release_failed(host))
-
-    def _release_failed(self, host: str) -> None:
-        if host in self.held:
-            self.held[host].releasing = False
-        self._busy_failed(host)
+        self.leases.release(host, wait, True, held.heap_score, released, lambda err: self._busy_failed(host))
 
     def _wake(self) -> None:
         if self.worker is None:  # answered at once, inside the engine's own call

@@ -110,9 +110,9 @@ class FingerprintMaps:
         for start in range(0, len(keys), batch):
             chunk = keys[start:start + batch]
             directories = [key.rsplit(b":", 2)[0] for key in chunk]
-            answers = connection.call(*[("GET", key) for key in chunk],
-                                      *[("HGET", key, field) for key in directories if field is not None])
-            fields = answers[len(chunk):] or [None] * len(chunk)
+            reads = [("HGET", key, field) for key in directories] if field is not None else []
+            answers = connection.call(*[("GET", key) for key in chunk], *reads)
+            fields = answers[len(chunk):] if reads else [None] * len(chunk)
             for directory, bucket, value in zip(directories, answers, fields):
                 if bucket:
                     yield directory, bucket, value
