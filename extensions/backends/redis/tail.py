@@ -32,6 +32,9 @@ from extensions.frontier.fingerprint import default_fingerprint
 STRING_BYTES = 384  # appended records past this go into the newest block
 BLOCK_BYTES = 4096  # a block's records at most (before compression)
 MEMBER = 5  # bytes of a record's member (fpmap.py's)
+#: deflate's window: 8 KB holds a whole block, and a smaller window and hash
+#: table make a compressor cheaper to set up than its 32 KB default
+WINDOW_BITS = 13
 
 
 @dataclass(slots=True)
@@ -126,7 +129,7 @@ def with_members(tag: str, records: bytes) -> bytes:
 
 def pack_block(records: bytes) -> bytes:
     """Records as a block (raw deflate)."""
-    packer = zlib.compressobj(6, zlib.DEFLATED, -15)
+    packer = zlib.compressobj(6, zlib.DEFLATED, -WINDOW_BITS, 5)
     return packer.compress(records) + packer.flush()
 
 
