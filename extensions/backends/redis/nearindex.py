@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -232,6 +233,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
             raise
         self.keys = self.store.keys
         self.geometry = geometry
+        self._places = lru_cache(maxsize=256)(self._places)  # a page asks up to four times
         self.next_id, self.id_end = 0, 0
         self._prefetched: tuple[int, Prefetched] | None = None  # (simhash, its candidates)
         #: documents this process stored (numbered from 0), and the recent ones:
