@@ -98,6 +98,32 @@ def test_a_script_is_its_file_with_each_include_once_and_every_parameter_filled(
     assert "fmt(4503599627370496)" in source("lease_take", LEVEL_SPAN=1 << 40, PARKED=1 << 52)
 
 
+def test_a_script_keeps_every_definition_it_reaches_and_leaves_out_the_others(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A script's text keeps, of its includes' top-level definitions, those its
+    code names (directly or through another kept one), so none is missing when
+    it runs, and no others (they would be re-created on every call)."""
+    package = Path(scripts.__file__).parent
+    declared = re.compile(r"^local (?:function )?([\w, ]+?)\s*(?:[=(\n]|$)", re.MULTILINE)
+
+    def names(text: str) -> set[str]:
+        return {name.strip() for found in declared.findall(text) for name in found.split(",")}
+
+    parameters = {"LEVEL_SPAN": 1 << 40, "PARKED": 1 << 52, "GET": "row_get", "SET": "row_set"}
+    for path in (package / "lua").glob("*.lua"):
+        text = source(path.stem, **parameters)
+        with monkeypatch.context() as patched:
+            patched.setattr(scripts, "reached", lambda definitions, body: definitions)
+            defined = names(source(path.stem, **parameters))  # every definition of its includes
+        code = re.sub(r"--[^\n]*", "", re.sub(r"^local (?:function )?[\w, ]+", "", text, flags=re.M))
+        assert set(re.findall(r"[A-Za-z_]\w*", code)) & defined <= names(text), path.stem
+    take = source("lease_take", **parameters)
+    assert "local function bq_pop(" in take and "local function bq_push(" not in take
+    assert "local function bloom_add(" not in take and "local function fpset_add(" not in take
+    assert "local function fpmap_record(" in take  # reached only through other kept definitions
+    assert source("near_read").count("local function") < 6
+
+
 def test_every_lua_file_is_a_script_the_redis_backend_loads() -> None:
     package = Path(scripts.__file__).parent
     python = "".join(path.read_text() for path in package.glob("*.py"))
