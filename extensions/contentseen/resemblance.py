@@ -1,14 +1,5 @@
-"""Resemblance of two pages from bottom-k sketches (Broder 1997).
-
-A simhash candidate is a near-duplicate only when the estimated Jaccard
-similarity of the pages' distinct word 3-shingle sets reaches a threshold.
-Sketch: the :data:`SKETCH_SIZE` smallest distinct top-32-bit shingle hash
-values, big-endian ``uint32`` (a page with fewer shingles keeps them all, so
-short pages get the exact value). Two sketches are compared at
-:data:`SKETCH_VALUE_BITS` significant bits of the larger of their largest
-values: a store may keep each value to its own sketch's precision
-(:func:`sketch_shift`) and give the same estimates.
-"""
+"""Resemblance of two pages from bottom-k sketches (Broder 1997; the sketch:
+docs/reference/formats.md)."""
 
 from __future__ import annotations
 
