@@ -35,11 +35,8 @@ def wants_text(mime: str, mode: str, near: bool) -> bool:
 def content_features(body: bytes, encoding: str | None, mime: str, *, mode: str = NORMALISED,
                      max_text_bytes: int = 1 << 20, near: bool = True,
                      text: str | None = None) -> ContentFeatures:
-    """The features of ``body`` (``mime``: lower-case, without parameters).
-
-    ``text``: the visible text of ``body[:max_text_bytes]`` when the caller
-    has it already (the page's one parse); otherwise parsed here if wanted.
-    """
+    """The features of ``body`` (``mime``: lower-case, without parameters); ``text``: the
+    visible text of ``body[:max_text_bytes]`` if the caller has it (else parsed here)."""
     if mode not in MODES:
         raise ValueError(f"fingerprint mode must be one of {MODES}, not {mode!r}")
     large = len(body) > max_text_bytes

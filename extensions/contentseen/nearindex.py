@@ -233,11 +233,8 @@ class LeveledKeys:
 
 
 class NearDuplicateIndex(SQLiteSet):
-    """Stored simhashes with their first URL and group, searchable within distance k.
-
-    :meth:`add_or_match` sees every document added in this run or (after
-    :meth:`flush`) an earlier run on the same file; a file keeps its layout.
-    """
+    """Stored simhashes with their first URL and group, searchable within distance k, from
+    this run and (after :meth:`flush`) earlier runs on the same file, which keeps its layout."""
 
     def __init__(self, connection: sqlite3.Connection, path: Path, layout: BlockLayout,
                  next_id: int, buffer_entries: int = 4096, levels: str | None = None,

@@ -53,13 +53,8 @@ def sketch_shift(largest: int, bits: int = SKETCH_VALUE_BITS) -> int:
 
 
 def resemblance(first: bytes, second: bytes, size: int = SKETCH_SIZE, bits: int = SKETCH_VALUE_BITS) -> float:
-    """Estimated resemblance of two pages from their sketches (0.0 .. 1.0).
-
-    Both sketches must come from :func:`sketch_of` with the same ``size``;
-    an empty sketch resembles nothing. Values are compared without the low
-    :func:`sketch_shift` bits of the larger sketch's largest value (``bits``:
-    the significant bits kept).
-    """
+    """Estimated resemblance (0.0 .. 1.0) of two :func:`sketch_of` sketches of one ``size``,
+    compared at ``bits`` significant bits (:func:`sketch_shift`); an empty one resembles nothing."""
     ours = np.frombuffer(first, dtype=_BIG_U32)
     theirs = np.frombuffer(second, dtype=_BIG_U32)
     if len(ours) and len(theirs):

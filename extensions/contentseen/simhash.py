@@ -151,9 +151,8 @@ def _word_hashes(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """The distinct ``values``, sorted ascending, same dtype (``np.unique``'s
-    result, by a sort: numpy 2's ``np.unique`` hashes first, many times slower
-    on a page's few thousand shingle hashes)."""
+    """The distinct ``values``, sorted ascending, same dtype: ``np.unique``'s result by a sort
+    (numpy 2's ``np.unique`` hashes first, slower on a page's shingles)."""
     ordered = np.sort(values)
     if len(ordered) < 2:
         return ordered
@@ -164,10 +163,8 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 def shingle_hashes(tokens: np.ndarray, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> np.ndarray:
-    """One 64-bit hash per overlapping ``shingle_words``-token shingle.
-
-    Fewer tokens than ``shingle_words`` make one shingle of all of them.
-    """
+    """One 64-bit hash per overlapping ``shingle_words``-token shingle (fewer tokens: one
+    shingle of all of them)."""
     if not 1 <= shingle_words <= MAX_SHINGLE_WORDS:
         raise ValueError(f"shingle_words must be 1..{MAX_SHINGLE_WORDS}, not {shingle_words}")
     if len(tokens) == 0:

@@ -34,10 +34,8 @@ def decode_body(body: bytes, encoding: str | None = None) -> str:
 
 
 def visible_text(body: bytes, encoding: str | None = None) -> str:
-    """The whitespace-normalised visible text of the HTML document ``body``.
-
-    Never raises on bad input: an empty or unparsable body gives ``""``.
-    """
+    """The whitespace-normalised visible text of the HTML document ``body`` (``""`` for an
+    empty or unparsable one: it never raises)."""
     root, _ = text_tree(body, encoding)
     return text_of(root)
 

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DAY = 86400.0
 #: origins remembered for log-once, and sitemap URLs already announced; each set
 #: starts again empty at this size (memory does not grow with the hosts)
 REMEMBERED_LIMIT = 10_000
