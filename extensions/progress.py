@@ -1,10 +1,5 @@
-"""Progress log and final report of a crawl (instead of Scrapy's LogStats).
-
-Every ``PROGRESS_INTERVAL`` seconds::
-
-    Progress: 1234 pages (56.7 pages/s, 60.1 overall), queue 789, 42 hosts, 3 errors
-
-and a summary at ``spider_closed`` (and a JSON ``PROGRESS_REPORT_FILE``)."""
+"""Progress log (every ``PROGRESS_INTERVAL`` seconds) and final report of a crawl, at
+``spider_closed`` and in a JSON ``PROGRESS_REPORT_FILE``, instead of Scrapy's LogStats."""
 
 from __future__ import annotations
 

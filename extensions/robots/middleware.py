@@ -1,10 +1,6 @@
-"""robots.txt exclusion by RFC 9309, in place of Scrapy's ``RobotsTxtMiddleware``
-(same ``ROBOTSTXT_OBEY``).
-
-One fetch per origin serves every waiting request; parsed rules live in a
-bounded, expiring LRU. An unreachable robots.txt holds the origin and is
-retried with back-off. Signals: ``robots_rules_parsed`` (the Crawl-delay),
-``request_excluded``, ``origin_held``, ``origin_deferred``."""
+"""robots.txt exclusion by RFC 9309, in place of Scrapy's ``RobotsTxtMiddleware`` (same
+``ROBOTSTXT_OBEY``): one fetch per origin, rules in a bounded expiring LRU, an unreachable
+robots.txt holds its origin and is retried with back-off."""
 
 from __future__ import annotations
 
