@@ -39,7 +39,7 @@ HASH_BITS = 64
 
 
 def error_count(stats: dict[str, Any], server_errors: int) -> int:
-    """Failed fetches and 5xx answers, the crawl's decisions left out (see the module doc)."""
+    """Failed fetches and 5xx answers, the crawl's decisions left out."""
     failed = stats.get("downloader/exception_count", 0) - stats.get(IGNORED, 0)
     pushed_back = sum(value for key, value in stats.items()
                       if key.startswith(PUSHBACK_STATUS) and key[len(PUSHBACK_STATUS):].startswith("5"))
