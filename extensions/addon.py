@@ -1,9 +1,6 @@
-"""One Scrapy add-on that switches on every webcrawler component.
-
-It applies :mod:`extensions.defaults` at ``addon`` priority and adds our
-components where the project has not placed them (an order of ``None``
-disables one).
-"""
+"""One Scrapy add-on that switches on every webcrawler component: :mod:`extensions.defaults`
+at ``addon`` priority, and our components where the project has not placed them (an order
+of ``None`` disables one)."""
 
 from __future__ import annotations
 

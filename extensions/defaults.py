@@ -1,10 +1,5 @@
-"""All of webcrawler's default settings, grouped by component.
-
-The add-on (:mod:`extensions.addon`) applies every upper-case name of this
-module at ``addon`` priority, so ``crawler/settings.py`` and ``-s NAME=VALUE``
-override any of them. Inside a group: the enabling flag first, then
-alphabetical.
-"""
+"""All of webcrawler's default settings, grouped by component (the enabling flag first,
+then alphabetical); the add-on applies every upper-case name at ``addon`` priority."""
 
 from __future__ import annotations
 

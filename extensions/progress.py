@@ -1,10 +1,5 @@
-"""Progress log and final report of a crawl (instead of Scrapy's LogStats).
-
-Every ``PROGRESS_INTERVAL`` seconds::
-
-    Progress: 1234 pages (56.7 pages/s, 60.1 overall), queue 789, 42 hosts, 3 errors
-
-and a summary at ``spider_closed`` (and a JSON ``PROGRESS_REPORT_FILE``)."""
+"""Progress log (every ``PROGRESS_INTERVAL`` seconds) and final report of a crawl, at
+``spider_closed`` and in a JSON ``PROGRESS_REPORT_FILE``, instead of Scrapy's LogStats."""
 
 from __future__ import annotations
 
@@ -44,7 +39,7 @@ HASH_BITS = 64
 
 
 def error_count(stats: dict[str, Any], server_errors: int) -> int:
-    """Failed fetches and 5xx answers, the crawl's decisions left out (see the module doc)."""
+    """Failed fetches and 5xx answers, the crawl's decisions left out."""
     failed = stats.get("downloader/exception_count", 0) - stats.get(IGNORED, 0)
     pushed_back = sum(value for key, value in stats.items()
                       if key.startswith(PUSHBACK_STATUS) and key[len(PUSHBACK_STATUS):].startswith("5"))

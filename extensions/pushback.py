@@ -1,9 +1,6 @@
-"""Sites that push back are obeyed (429, 503), as a downloader middleware
-before ``RetryMiddleware`` (a pushback spends no retry).
-
-A pushback holds its origin (``origin_held``) for its ``Retry-After`` or a
-back-off; repeated ones widen the host's delay (``politeness_widened``) and
-at last defer the origin (``origin_deferred``)."""
+"""Sites that push back (429, 503) are obeyed, as a downloader middleware before
+``RetryMiddleware`` (a pushback spends no retry): the origin is held for its ``Retry-After``
+or a back-off, then the host's delay widened, at last the origin deferred."""
 
 from __future__ import annotations
 

@@ -151,8 +151,9 @@ def test_seeds_get_cash_and_richer_urls_are_fetched_first(store: Any) -> None:
     frontier.page_done(PageVerdict("http://a.test/", links))  # 0.15 each, before they are enqueued
     for url in links:
         frontier.enqueue_request(Request(url))
-    # b.test/5 gets a lot more cash while it waits (other pages link to it)
-    frontier.aopic.grant([url_fingerprint("http://b.test/5")[0]], 4.0)
+    # b.test/5 gets a lot more cash while it waits: a rich page links to it
+    frontier.ledger.credit_many([(url_fingerprint("http://c.test/")[0], 40.0)])
+    frontier.page_done(PageVerdict("http://c.test/", ["http://b.test/5"]))
     assert frontier.stats.get_value("aopic/promoted") == 1
     order = [url for _, url in drain(frontier, clock)]
     assert order[0] == "http://b.test/5"

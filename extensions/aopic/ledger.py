@@ -1,20 +1,6 @@
-"""AOPIC's cash ledger (Abiteboul, Preda and Cobena, WWW 2003).
-
-Every seed starts with cash ``X``. Fetching page P moves P's cash to its
-history (its importance), takes a tax to the virtual page Lambda and splits
-the rest equally among P's outlinks (none: all to Lambda); a page may pay a
-higher tax of its own (:func:`tax_for_share`). When Lambda holds more cash
-than the page about to be fetched, Lambda is spread over every known page,
-lazily: a global dividend ``D`` grows by ``lambda / N`` and each row keeps
-the ``mark`` of ``D`` it was paid up to (row cash = ``cash + D - mark``).
-
-Conservation (:meth:`AOPICLedger.totals`)::
-
-sum of cash over rows + unpaid dividends + Lambda == cash put in (seeds)
-
-The scalars live in the store's meta, the rows in its cash table, so the
-ledger resumes with the frontier.
-"""
+"""AOPIC's cash ledger (Abiteboul, Preda and Cobena, WWW 2003): cash, history,
+Lambda and a lazy dividend, conserved; it resumes with the frontier's store
+(arithmetic: docs/reference/formats.md)."""
 
 from __future__ import annotations
 

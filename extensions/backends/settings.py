@@ -1,7 +1,5 @@
-"""Readers of the backends' settings, with our defaults (the crawler may
-run without the add-on). Invalid values raise ``ValueError`` naming the
-setting and its value.
-"""
+"""Readers of the backends' settings with our defaults (the crawler may run without the
+add-on); an invalid value raises ``ValueError`` naming the setting and its value."""
 
 from __future__ import annotations
 

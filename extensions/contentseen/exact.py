@@ -1,11 +1,7 @@
-"""The exact content-seen test: every body fingerprint seen, with its first URL.
-
-One SQLite file chosen by the caller (it may be shared with
-:mod:`extensions.contentseen.nearindex`), tables as in :data:`_SCHEMA`.
-Memory: an LRU of ``memory_entries`` fingerprints plus a batch of at most
-``batch_size`` new ones. WAL, ``synchronous=NORMAL``: a crash loses at most
-the unflushed batch. One writer, not thread-safe.
-"""
+"""The exact content-seen test: every body fingerprint seen, with its first URL, in
+one SQLite file chosen by the caller (tables: :data:`_SCHEMA`). Memory: an LRU of
+``memory_entries`` fingerprints plus at most ``batch_size`` new ones, which a crash
+may lose. One writer, not thread-safe."""
 
 from __future__ import annotations
 
@@ -33,11 +29,8 @@ class ContentStoreError(RuntimeError):
 
 
 def open_database(path: Path, cache_kib: int = 8192) -> sqlite3.Connection:
-    """A connection to ``path`` in WAL mode, autocommit (callers use BEGIN/COMMIT).
-
-    ``cache_kib`` is SQLite's page cache. Raises :class:`ContentStoreError`
-    naming the file when it is not a usable SQLite database.
-    """
+    """A connection to ``path`` in WAL mode, autocommit (callers use BEGIN/COMMIT), with a
+    ``cache_kib`` page cache; :class:`ContentStoreError` naming the file if it is unusable."""
     try:
         connection = sqlite3.connect(path, isolation_level=None)
     except sqlite3.Error as err:
@@ -55,11 +48,8 @@ def open_database(path: Path, cache_kib: int = 8192) -> sqlite3.Connection:
 
 def check_schema(connection: sqlite3.Connection, path: Path, table: str, script: str,
                  expected: dict[str, str]) -> dict[str, str]:
-    """Create the tables if new; check the stored ``meta`` values match ``expected``.
-
-    Returns the meta table's contents. Raises :class:`ContentStoreError` on a
-    corrupt file or a mismatch (a store written with another schema or layout).
-    """
+    """Create the tables if new; the meta table's contents, which must match ``expected``
+    (:class:`ContentStoreError` on a corrupt file or another schema or layout)."""
     try:
         connection.executescript(script)
         meta = dict(connection.execute(f"SELECT key, value FROM {table}"))
@@ -119,11 +109,8 @@ class SQLiteSet:
 
 
 class ContentSeen(SQLiteSet, ExactSet):
-    """The set of content fingerprints seen, each with the first URL it came from.
-
-    :meth:`add_or_get` sees every fingerprint added in this run or (after
-    :meth:`flush`) an earlier run on the same file; a full batch flushes itself.
-    """
+    """The content fingerprints seen, each with its first URL, from this run and (after
+    :meth:`flush`) earlier runs on the same file; a full batch flushes itself."""
 
     def __init__(self, connection: sqlite3.Connection, path: Path,
                  memory_entries: int = 65536, batch_size: int = 1024, file_empty: bool = False) -> None:
@@ -151,10 +138,8 @@ class ContentSeen(SQLiteSet, ExactSet):
             raise
 
     def add_or_get(self, fingerprint: int, url: str) -> str:
-        """The first URL recorded for ``fingerprint``; records ``url`` if there is none.
-
-        The content is a duplicate when the result is not ``url`` itself.
-        """
+        """The first URL recorded for ``fingerprint`` (a duplicate unless it is ``url``);
+        records ``url`` if there is none."""
         key = to_signed64(fingerprint)
         first = self._lookup(key)
         if first is None:

@@ -1,11 +1,8 @@
 """What the content-seen test needs of one document, computed where the body is.
 
-``fingerprint``: the visible text's in ``normalised`` mode; the body bytes'
-in ``raw`` mode, for a non-text document, for one without visible text
-(``empty_text``) and for one over ``max_text_bytes``. ``near``: simhash,
-sketch and shingle count of the visible text, None when not text, empty or
-the near test is off. Only the first ``max_text_bytes`` of a body are parsed.
-"""
+``fingerprint``: the visible text's in ``normalised`` mode; else, and for a non-text,
+textless (``empty_text``) or over-``max_text_bytes`` document, the body bytes'. ``near``:
+the visible text's simhash, sketch and shingle count (None: not text, empty, or off)."""
 
 from __future__ import annotations
 
@@ -35,11 +32,8 @@ def wants_text(mime: str, mode: str, near: bool) -> bool:
 def content_features(body: bytes, encoding: str | None, mime: str, *, mode: str = NORMALISED,
                      max_text_bytes: int = 1 << 20, near: bool = True,
                      text: str | None = None) -> ContentFeatures:
-    """The features of ``body`` (``mime``: lower-case, without parameters).
-
-    ``text``: the visible text of ``body[:max_text_bytes]`` when the caller
-    has it already (the page's one parse); otherwise parsed here if wanted.
-    """
+    """The features of ``body`` (``mime``: lower-case, without parameters); ``text``: the
+    visible text of ``body[:max_text_bytes]`` if the caller has it (else parsed here)."""
     if mode not in MODES:
         raise ValueError(f"fingerprint mode must be one of {MODES}, not {mode!r}")
     large = len(body) > max_text_bytes

@@ -1,10 +1,6 @@
-"""64-bit content fingerprints (MurmurHash3 x64, first half) for the exact test.
-
-``raw`` hashes the body bytes as fetched; ``normalised`` hashes the visible
-text (:func:`extensions.contentseen.text.visible_text`) as UTF-8 (see
-:func:`extensions.contentseen.features.content_features`). Fingerprints are
-unsigned 64-bit; :func:`to_signed64` converts for SQLite's INTEGER.
-"""
+"""64-bit content fingerprints (MurmurHash3 x64, first half) for the exact test: ``raw``
+hashes the body bytes, ``normalised`` the visible text as UTF-8; unsigned, with
+:func:`to_signed64` for SQLite's INTEGER."""
 
 from __future__ import annotations
 

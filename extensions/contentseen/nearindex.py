@@ -1,15 +1,7 @@
 """Near-duplicate look-up: which stored simhash is within Hamming distance k?
 
-Manku, Jain and Das Sarma's permuted tables (WWW 2007): the 64 bits are split
-into ``b`` blocks; two simhashes within ``k`` agree on at least ``b - k``
-blocks, so one table per choice of ``b - k`` blocks gives every candidate,
-each checked for the real distance (exact). Storage: one SQLite file chosen
-by the caller (it may be the exact set's), tables as in :data:`_SCHEMA`.
-Writes are buffered (``buffer_entries`` documents) and committed in one
-transaction; a crash loses at most the buffer, and ids are reserved on disk
-before use. With sketches on both sides a match must also reach
-``min_resemblance``. A new document joins its closest match's group (ties:
-the earliest); an identical one (distance 0) is not stored. One writer.
+Manku, Jain and Das Sarma's permuted tables in one SQLite file, buffered
+writes, one writer (details: docs/reference/formats.md).
 """
 
 from __future__ import annotations
@@ -175,14 +167,8 @@ class BlockLayout:
 
 
 class LeveledKeys:
-    """The key rows of all permuted tables on disk, as levels of one B-tree.
-
-    A small log-structured merge tree (O'Neil et al. 1996) inside SQLite:
-    flushes go into level 0; level ``L`` holds at most ``level0_rows *
-    LEVEL_RATIO**L`` rows, and an over-full level moves the next slice in key
-    order (a cursor cycles) to ``L + 1``. Sizes and cursors are saved in the
-    flush's transaction, so every row is in exactly one level.
-    """
+    """The key rows of all permuted tables on disk, as levels of one B-tree (a
+    small LSM tree: docs/reference/formats.md); every row is in exactly one level."""
 
     def __init__(self, connection: sqlite3.Connection, level0_rows: int,
                  sizes: list[int] | None = None, cursors: list[int] | None = None) -> None:
@@ -247,11 +233,8 @@ class LeveledKeys:
 
 
 class NearDuplicateIndex(SQLiteSet):
-    """Stored simhashes with their first URL and group, searchable within distance k.
-
-    :meth:`add_or_match` sees every document added in this run or (after
-    :meth:`flush`) an earlier run on the same file; a file keeps its layout.
-    """
+    """Stored simhashes with their first URL and group, searchable within distance k, from
+    this run and (after :meth:`flush`) earlier runs on the same file, which keeps its layout."""
 
     def __init__(self, connection: sqlite3.Connection, path: Path, layout: BlockLayout,
                  next_id: int, buffer_entries: int = 4096, levels: str | None = None,

@@ -1,14 +1,5 @@
-"""Resemblance of two pages from bottom-k sketches (Broder 1997).
-
-A simhash candidate is a near-duplicate only when the estimated Jaccard
-similarity of the pages' distinct word 3-shingle sets reaches a threshold.
-Sketch: the :data:`SKETCH_SIZE` smallest distinct top-32-bit shingle hash
-values, big-endian ``uint32`` (a page with fewer shingles keeps them all, so
-short pages get the exact value). Two sketches are compared at
-:data:`SKETCH_VALUE_BITS` significant bits of the larger of their largest
-values: a store may keep each value to its own sketch's precision
-(:func:`sketch_shift`) and give the same estimates.
-"""
+"""Resemblance of two pages from bottom-k sketches (Broder 1997; the sketch:
+docs/reference/formats.md)."""
 
 from __future__ import annotations
 
@@ -62,13 +53,8 @@ def sketch_shift(largest: int, bits: int = SKETCH_VALUE_BITS) -> int:
 
 
 def resemblance(first: bytes, second: bytes, size: int = SKETCH_SIZE, bits: int = SKETCH_VALUE_BITS) -> float:
-    """Estimated resemblance of two pages from their sketches (0.0 .. 1.0).
-
-    Both sketches must come from :func:`sketch_of` with the same ``size``;
-    an empty sketch resembles nothing. Values are compared without the low
-    :func:`sketch_shift` bits of the larger sketch's largest value (``bits``:
-    the significant bits kept).
-    """
+    """Estimated resemblance (0.0 .. 1.0) of two :func:`sketch_of` sketches of one ``size``,
+    compared at ``bits`` significant bits (:func:`sketch_shift`); an empty one resembles nothing."""
     ours = np.frombuffer(first, dtype=_BIG_U32)
     theirs = np.frombuffer(second, dtype=_BIG_U32)
     if len(ours) and len(theirs):

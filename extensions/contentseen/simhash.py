@@ -1,13 +1,5 @@
-"""64-bit simhash (Charikar) over word shingles, vectorised with numpy.
-
-Features are the distinct overlapping ``shingle_words``-word shingles of the
-text, each hashed to 64 bits; bit ``i`` of the simhash is 1 when more than
-half of the hashes have it set. Tokens: lower-cased runs of ASCII letters,
-digits and non-ASCII characters; ``fold_digits`` makes every digit ``0``.
-A word's hash is a polynomial hash of its bytes plus MurmurHash3's
-finaliser; a shingle's hash mixes its words' hashes. Short texts are hashed
-in Python from a word cache, to the same values.
-"""
+"""64-bit simhash (Charikar) over word shingles, vectorised with numpy
+(features and hashes: docs/reference/formats.md)."""
 
 from __future__ import annotations
 
@@ -104,7 +96,7 @@ def _fmix64(values: np.ndarray) -> np.ndarray:
 
 
 def normalised_bytes(text: str, fold_digits: bool = False) -> np.ndarray:
-    """``text`` lower-cased, UTF-8, separators as spaces (see module docstring)."""
+    """``text`` lower-cased, UTF-8, separators as spaces (docs/reference/formats.md)."""
     data = text.lower().encode("utf-8", "surrogatepass").translate(_TRANSLATIONS[fold_digits])
     return np.frombuffer(data, dtype=np.uint8)
 
@@ -150,7 +142,7 @@ def _chunk_token_hashes(data: np.ndarray, fold_too: bool = False) -> tuple[np.nd
 
 
 def _word_hashes(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The hash of each word ``data[starts[i]:ends[i]]`` (module docstring)."""
+    """The hash of each word ``data[starts[i]:ends[i]]``."""
     length = len(data)
     prefix = np.zeros(length + 1, dtype=_U64)
     np.multiply(data, _POWERS[:length], out=prefix[1:])
@@ -159,9 +151,8 @@ def _word_hashes(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """The distinct ``values``, sorted ascending, same dtype (``np.unique``'s
-    result, by a sort: numpy 2's ``np.unique`` hashes first, many times slower
-    on a page's few thousand shingle hashes)."""
+    """The distinct ``values``, sorted ascending, same dtype: ``np.unique``'s result by a sort
+    (numpy 2's ``np.unique`` hashes first, slower on a page's shingles)."""
     ordered = np.sort(values)
     if len(ordered) < 2:
         return ordered
@@ -172,10 +163,8 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 def shingle_hashes(tokens: np.ndarray, shingle_words: int = DEFAULT_SHINGLE_WORDS) -> np.ndarray:
-    """One 64-bit hash per overlapping ``shingle_words``-token shingle.
-
-    Fewer tokens than ``shingle_words`` make one shingle of all of them.
-    """
+    """One 64-bit hash per overlapping ``shingle_words``-token shingle (fewer tokens: one
+    shingle of all of them)."""
     if not 1 <= shingle_words <= MAX_SHINGLE_WORDS:
         raise ValueError(f"shingle_words must be 1..{MAX_SHINGLE_WORDS}, not {shingle_words}")
     if len(tokens) == 0:

@@ -1,10 +1,6 @@
-"""The visible text of an HTML body, whitespace-normalised.
-
-Markup, comments, PIs and ``<script>``, ``<style>``, ``<noscript>``,
-``<template>`` content are dropped, ``<title>`` kept; every tag boundary
-counts as a space. Bytes that do not decode in the caller's encoding become
-U+FFFD.
-"""
+"""The visible text of an HTML body, whitespace-normalised: markup, comments, PIs and the
+content of ``<script>``, ``<style>``, ``<noscript>``, ``<template>`` dropped, ``<title>``
+kept, every tag boundary a space, undecodable bytes U+FFFD."""
 
 from __future__ import annotations
 
@@ -34,10 +30,8 @@ def decode_body(body: bytes, encoding: str | None = None) -> str:
 
 
 def visible_text(body: bytes, encoding: str | None = None) -> str:
-    """The whitespace-normalised visible text of the HTML document ``body``.
-
-    Never raises on bad input: an empty or unparsable body gives ``""``.
-    """
+    """The whitespace-normalised visible text of the HTML document ``body`` (``""`` for an
+    empty or unparsable one: it never raises)."""
     root, _ = text_tree(body, encoding)
     return text_of(root)
 

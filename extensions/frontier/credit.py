@@ -5,7 +5,7 @@ The cash lives in a ledger (:mod:`extensions.aopic.ledger` or a backend's)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -70,15 +70,6 @@ class AOPICCredit:
         by_url = {link: given for link, link_fp in zip(links, fingerprints)
                   if (given := credit.get(link_fp)) is not None}
         return PageDone(paid.history, by_url)
-
-    def grant(self, fingerprints: Sequence[int], amount: float) -> None:
-        """Add ``amount`` of cash to each URL; queued ones whose level rises move up."""
-        if not fingerprints:
-            return
-        fingerprints = list(fingerprints)
-        credit, rising = self._rising(fingerprints, self.ledger.credit_many([(fp, amount) for fp in fingerprints]))
-        if rising:
-            self._promote(rising, credit, None)
 
     def _rising(self, links: list[int], changes: list[tuple[float, float, bool]],
                 ) -> tuple[dict[int, tuple[float, float]], list[int]]:

@@ -1,9 +1,6 @@
-"""Mercator's host dispatch in one process: front queues, back queues, host heap.
-
-A held origin's URLs are parked (:mod:`.holds`) and released through one
-probe. The URL table is authoritative: after a crash the front queues are
-refilled from its queued and in-flight rows; after a clean close the saved
-back queues are restored unless the queue counts changed."""
+"""Mercator's host dispatch in one process: front queues, back queues, host heap. A held
+origin's URLs are parked and released through one probe; after a crash the queues are
+rebuilt from the URL table, after a clean close restored if the queue counts match."""
 
 from __future__ import annotations
 

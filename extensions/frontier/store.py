@@ -5,7 +5,6 @@ queued and in-flight rows. A :class:`FrontierStore` hands out the tables."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from enum import IntEnum
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -237,13 +236,9 @@ class RevisitCounts(NamedTuple):
     gone: int  # records with ``gone > 0``
 
 
-#: The due time of a record that is not scheduled.
-NOT_SCHEDULED = math.inf
-
-
 @runtime_checkable
 class RevisitTable(Protocol):
-    """Per-URL re-visit records and their due order (wall-clock, or :data:`NOT_SCHEDULED`)."""
+    """Per-URL re-visit records and their due order (wall-clock; ``math.inf``: not scheduled)."""
 
     def get(self, fingerprints: Sequence[int]) -> dict[int, RevisitRecord]:
         """The records of the known ``fingerprints``."""

@@ -1,9 +1,6 @@
-"""Build the compressed link graph from the outlinks a crawl recorded (``store.links``).
-
-Written into one directory (``JOBDIR/linkgraph`` by default): ``graph.*`` and
-``graph-t.*`` (:mod:`.bvgraph`), ``urls.txt`` with ``urls.offsets.npy``,
-``fingerprints.npy`` with ``fingerprint_ids.npy``, and ``build.json``
-(:class:`BuildReport`). Targets without a URL are left out and counted."""
+"""Build the compressed link graph from the outlinks a crawl recorded (``store.links``) into
+one directory: ``graph.*``, ``graph-t.*``, the URL and fingerprint tables and ``build.json``
+(:class:`BuildReport`, written last). Targets without a URL are left out and counted."""
 
 from __future__ import annotations
 

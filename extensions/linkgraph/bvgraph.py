@@ -1,17 +1,5 @@
 """BVGraph: Boldi and Vigna's compressed adjacency lists in WebGraph's format
-(read with webgraph-rs). A graph ``B`` is four files:
-
-- ``B.graph``: per node, its outdegree (gamma); then a reference ``r``
-  (unary, 0 = none) to one of the previous ``window`` lists and copy blocks
-  over it (count and lengths, gamma); then the other arcs as intervals of at
-  least ``min_interval`` ids (gamma) and residual gaps (zeta_k, the first
-  relative to the node, sign folded).
-- ``B.offsets``: ``nodes + 1`` gamma-coded gaps between list starts.
-- ``B.properties``: Java properties (class, nodes, arcs, parameters).
-- ``B.ef``: the offsets as webgraph-rs maps them (:mod:`.webgraph_ef`).
-
-References are chosen greedily (fewest bits), never chaining more than
-``max_ref_count`` deep."""
+(files: docs/reference/formats.md)."""
 
 from __future__ import annotations
 

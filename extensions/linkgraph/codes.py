@@ -1,8 +1,5 @@
-"""Instantaneous codes (unary, gamma, zeta_k) and MSB-first bit streams, as WebGraph writes them.
-
-Every code is one ``(value, length)`` pair: ``length`` bits holding ``value``
-with its leading zeros; writers build numpy arrays of pairs and
-:class:`BitPacker` packs them."""
+"""Instantaneous codes (unary, gamma, zeta_k) as ``(value, length)`` pairs in numpy arrays,
+and :class:`BitPacker`'s MSB-first bit streams, as WebGraph writes them."""
 
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
-"""Link segments: each process's outlink records, appended to compressed files of its own.
-
-A file ``links-<host>-<pid>-<start>-<sequence>.seg`` (one writer per name)
-is :data:`MAGIC`, then frames::
-
-    b"LGF1"  <u32 payload bytes> <u32 CRC-32 of the payload> <u32 records>
-    payload: the next piece of the file's one zlib stream, ended by a sync flush
-
-A record: ``<q source fingerprint> <d wall time> <I URL bytes> <I targets>
-<I target URL bytes>``, the source URL, the targets' fingerprints as int64,
-the targets' URLs joined by newlines (or nothing).
-
-:meth:`SegmentWriter.flush` writes a whole frame with one ``write`` (no
-fsync): a SIGKILL loses only unflushed records. A torn or corrupt frame ends
-its file for readers, counted in :class:`SegmentScan`. Of several records of
-one source, the latest by wall time wins. :class:`SegmentLinkTable` is a
-store's ``links`` in these files: it records into this process's files and
-reads every process's (its own pending records flushed first)."""
+"""Link segments: each process's outlink records, appended to compressed files of its own
+(format: docs/reference/formats.md)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """The ``.ef`` file webgraph-rs maps for random access: the offsets as an
-Elias-Fano sequence, written here so graphs load without a Rust toolchain.
-
-Layout: ``sux`` 0.15's ``EliasFano<u64, SelectAdaptConst<BitVec<Box<
-[usize]>>, Box<[usize]>, 11, 3>, BitFieldVecU<Box<[u64]>>>`` under an
-``epserde`` 0.13 header (format 2.0); the header hashes are the constants
-PyPI ``webgraph`` 0.2.0 expects."""
+Elias-Fano sequence (layout: docs/reference/formats.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""WARC output: every download as WARC 1.1 records, with a CDXJ index.
-
-:class:`WarcWriter` writes each ``response_downloaded`` as a ``request`` and a
-``response`` or ``revisit`` record (and a ``metadata`` record with
-``WARC_OUTLINKS``) before the frontier marks the URL done. A failed write is
-logged once, counted and undone. Stats ``warc/*``."""
+"""WARC output: each ``response_downloaded`` as WARC 1.1 ``request`` and ``response`` or
+``revisit`` records (and ``metadata`` with ``WARC_OUTLINKS``), with a CDXJ index, before the
+frontier marks the URL done; a failed write is logged once, counted and undone."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The content-seen test as an item pipeline: exact duplicates and
-near-duplicates of documents already fetched under another URL.
-
-Reads the item's ``content_features`` (removed here) and sets ``fingerprint``,
-``duplicate_of``, ``simhash``, ``near_duplicate_of`` and the internal
-``content_group`` (None when not judged). The sets come from
-``CONTENTSEEN_BACKEND``.
-"""
+"""The content-seen test as an item pipeline: the item's ``content_features`` (removed
+here) judged against ``CONTENTSEEN_BACKEND``'s sets into ``fingerprint``, ``duplicate_of``,
+``simhash``, ``near_duplicate_of`` and the internal ``content_group`` (None: not judged)."""
 
 from __future__ import annotations
 

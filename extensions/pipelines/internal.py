@@ -1,9 +1,6 @@
-"""The last item pipeline: internal fields never reach a feed.
-
-It removes what is left of fields declared ``scrapy.Field(internal=True)``;
-one still here that names its ``consumer`` is logged once as an error and
-counted (``items/unconsumed/<field>``).
-"""
+"""The last item pipeline: internal fields (``scrapy.Field(internal=True)``) never reach a
+feed; one left that names its ``consumer`` is logged once and counted
+(``items/unconsumed/<field>``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Change-rate arithmetic of Cho and Garcia-Molina (pure).
-
-Rate (Poisson, 2003): X changes in n visits over mean interval I give
-``lambda = -log((n - X + 0.5) / (n + 0.5)) / I``. Freshness-optimal interval:
-``1 - (1 + x) exp(-x) = mu * lambda`` with ``x = lambda * I`` (infinite when
-``mu * lambda >= 1``). A copy fetched ``t`` seconds ago is fresh with
-probability ``exp(-lambda t)``, expected age ``t - (1 - exp(-lambda t)) / lambda``;
-a URL visited once takes the pooled rate."""
+"""Change-rate arithmetic of Cho and Garcia-Molina, pure (formulas:
+docs/reference/formats.md)."""
 
 from __future__ import annotations
 
@@ -74,7 +68,7 @@ def change_rate(visits: int, changes: int, observed: float) -> float | None:
         return None
     seen = min(max(changes, 0), intervals)
     if seen == 0:
-        r = math.log1p(0.5 / intervals)  # half a change: see the module docstring
+        r = math.log1p(0.5 / intervals)  # half a change: the estimator's +0.5
     else:
         r = -math.log((intervals - seen + 0.5) / (intervals + 0.5))
     return r * intervals / observed

@@ -1,10 +1,6 @@
-"""When a fetched URL is due again: :class:`RevisitPolicy` (pure: the caller
-passes time and outcome and stores the record returned).
-
-Schedules: ``"estimate"`` (default, the freshness-optimal interval for the
-estimated change rate) or ``"adaptive"`` (shorter after a change, longer
-otherwise), clamped to ``[minimum, maximum]``. A page answering 404/410 is
-given up after ``gone_after`` answers."""
+"""When a fetched URL is due again (pure: the caller passes time and outcome and stores the
+record returned): the ``"estimate"`` (freshness-optimal) or ``"adaptive"`` interval,
+clamped to ``[minimum, maximum]``; 404/410 given up after ``gone_after`` answers."""
 
 from __future__ import annotations
 

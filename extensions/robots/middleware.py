@@ -1,10 +1,6 @@
-"""robots.txt exclusion by RFC 9309, in place of Scrapy's ``RobotsTxtMiddleware``
-(same ``ROBOTSTXT_OBEY``).
-
-One fetch per origin serves every waiting request; parsed rules live in a
-bounded, expiring LRU. An unreachable robots.txt holds the origin and is
-retried with back-off. Signals: ``robots_rules_parsed`` (the Crawl-delay),
-``request_excluded``, ``origin_held``, ``origin_deferred``."""
+"""robots.txt exclusion by RFC 9309, in place of Scrapy's ``RobotsTxtMiddleware`` (same
+``ROBOTSTXT_OBEY``): one fetch per origin, rules in a bounded expiring LRU, an unreachable
+robots.txt holds its origin and is retried with back-off."""
 
 from __future__ import annotations
 
@@ -34,7 +30,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DAY = 86400.0
 #: origins remembered for log-once, and sitemap URLs already announced; each set
 #: starts again empty at this size (memory does not grow with the hosts)
 REMEMBERED_LIMIT = 10_000

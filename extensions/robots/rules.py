@@ -1,9 +1,6 @@
-"""What one host's robots.txt says, by RFC 9309. Pure: the middleware fetches.
-
-2xx: the body's rules (its first 500 KiB); 4xx: no restrictions; 5xx or a
-network error: everything disallowed for now. Protego parses after
-:func:`prepare` rewrites the file to RFC 9309's reading; a URL is fetched
-only if both Protego's reading and Google's allow it."""
+"""What one host's robots.txt says, by RFC 9309 (pure: the middleware fetches): 2xx its
+rules, 4xx none, 5xx or a network error everything disallowed for now. A URL is fetched
+only if both Protego's reading (of :func:`prepare`'s rewrite) and Google's allow it."""
 
 from __future__ import annotations
 

@@ -37,6 +37,13 @@ def unpack_targets(blob: bytes) -> list[int]:
     return np.frombuffer(blob, dtype=_PACKED).tolist()
 
 
+class _OnConnection:
+    """A table read and written through the store's one connection."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+
 class SQLiteQueues:
     """``queue_items`` rows; lengths and bounds kept in memory (:meth:`load`)."""
 
@@ -283,11 +290,8 @@ class SQLiteCashTable:
         return self.get_cash(fingerprints), None
 
 
-class SQLiteContentGroups:
+class SQLiteContentGroups(_OnConnection):
     """``content_groups`` rows (content-seen verdicts)."""
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
 
     def set_content_group(self, fingerprint: int, group_id: int, duplicate: bool) -> None:
         self._connection().execute("INSERT OR REPLACE INTO content_groups VALUES (?, ?, ?)",
@@ -299,11 +303,8 @@ class SQLiteContentGroups:
         return None if row is None else row[0]
 
 
-class SQLiteLinkTable:
+class SQLiteLinkTable(_OnConnection):
     """The ``links`` table on the SQLite store's connection."""
-
-    def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
-        self._connection = connection
 
     def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
         self._connection().execute("INSERT OR REPLACE INTO links VALUES (?, ?)",
@@ -326,11 +327,8 @@ class SQLiteLinkTable:
         """None: the graph's nodes are named through the store's URL rows."""
 
 
-class SQLiteCensus:
+class SQLiteCensus(_OnConnection):
     """The census on the SQLite store's connection."""
-
-    def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
-        self._connection = connection
 
     def census(self, hosts: int, errors: int, since: float) -> Census:
         db = self._connection()
@@ -361,11 +359,8 @@ def _revisit_record(row: Sequence) -> RevisitRecord:
     return RevisitRecord(row[0], math.inf if row[1] is None else row[1], *row[2:])
 
 
-class SQLiteRevisitTable:
+class SQLiteRevisitTable(_OnConnection):
     """The ``revisits`` table: one row per fetched URL, written with the page's ``done``."""
-
-    def __init__(self, connection: Callable[[], sqlite3.Connection]) -> None:
-        self._connection = connection
 
     def get(self, fingerprints: Sequence[int]) -> dict[int, RevisitRecord]:
         sql = f"SELECT {_REVISIT_COLUMNS} FROM revisits WHERE fingerprint IN ({{marks}})"
