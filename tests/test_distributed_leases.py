@@ -363,6 +363,22 @@ def test_a_host_queued_but_never_listed_is_found_by_the_sweep(pair: Any) -> None
     assert b.sweep_orphans() == 0
 
 
+def test_a_sweep_looks_at_every_host_in_a_few_round_trips(pair: Any) -> None:
+    """Run when a process finds nothing to do: one round trip per host would
+    hold its reactor thread for as many round trips as the crawl has hosts."""
+    a, b, _ = pair
+    hosts = [f"h{i}.test" for i in range(12)]
+    for host in hosts:
+        enqueue(a, f"http://{host}/x")
+    before = b.store.connection.round_trips
+    assert b.sweep_orphans() == 0
+    assert b.store.connection.round_trips - before <= 2  # the scan, then the twelve hosts' checks at once
+    for host in hosts[::3]:  # four orphans: queued, never listed
+        a.store.call(("ZREM", a.heap(host), host), ("HSET", a.keys.lease(host), "listed", "0"))
+    assert b.sweep_orphans() == 4
+    assert sorted(host for host, _ in b.poll(20).due) == sorted(hosts)
+
+
 def test_an_unconfirmed_listing_is_repaired_by_the_next_enqueue(pair: Any) -> None:
     a, b, _ = pair
     enqueue(a, "http://h1.test/x")

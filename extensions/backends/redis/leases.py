@@ -53,6 +53,9 @@ HOLD, ACTIVE, HELD = lua("hold_hold"), lua("hold_active"), lua("hold_held")
 IDLE_DEFER, TAKE_ALL = lua("hold_idle_defer"), lua("hold_take_all")
 
 
+SWEEP_BATCH = 256  # hosts a sweep for orphans looks at per round trip
+
+
 def queue_score(level: int, seq: int) -> float:
     """Back-queue order: higher level first, then discovery order."""
     return -level * LEVEL_SPAN + (seq % int(LEVEL_SPAN))
@@ -452,18 +455,20 @@ class HostLeases:
 
     # -- repairs -------------------------------------------------------------
     def sweep_orphans(self) -> int:
-        """List every host with work, no live owner and no heap entry; how many."""
+        """List every host with work, no live owner and no heap entry; how many
+        (two round trips per :data:`SWEEP_BATCH` hosts)."""
         listed = 0
-        for key in list(self.store.scan(self.keys.lease_pattern)):
-            host = self.keys.host_of_lease(key)
-            lease, back, inflight, _ = self._host_keys(host)
-            answer = self.io.call(("EVAL", ORPHAN, 3, lease, back, inflight, self._now()))[0]
-            if answer[0] != 1:
-                continue
-            if self.io.call(("ZSCORE", self.heap(host), host))[0] is None:
-                commands, confirm = self._list_commands(host, answer[2] / 1000.0, answer[1])
-                self.io.submit(commands, None, follow=confirm)
-                listed += 1
+        hosts = [self.keys.host_of_lease(key) for key in self.store.scan(self.keys.lease_pattern)]
+        for at in range(0, len(hosts), SWEEP_BATCH):
+            batch = hosts[at:at + SWEEP_BATCH]
+            answers = self.io.call(*[("EVAL", ORPHAN, 3, *self._host_keys(host)[:3], self._now()) for host in batch])
+            orphans = [(host, answer) for host, answer in zip(batch, answers) if answer[0] == 1]
+            scores = self.io.call(*[("ZSCORE", self.heap(host), host) for host, _ in orphans]) if orphans else []
+            for (host, answer), score in zip(orphans, scores):
+                if score is None:
+                    commands, confirm = self._list_commands(host, answer[2] / 1000.0, answer[1])
+                    self.io.submit(commands, None, follow=confirm)
+                    listed += 1
         return listed
 
     # -- held origins and the idle close, crawl-wide (on the store's pipeline) ------
