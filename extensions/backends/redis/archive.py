@@ -1,15 +1,5 @@
 """The WARC archive index in Redis, shared by every process of a crawl
-(:class:`extensions.output.archive.ArchiveIndex`). Keys::
-
-    P:{archive-DD}:digests  hash  payload digest ("sha1:BASE32") -> the first
-                            record holding it: "date TAB record-id TAB uri"
-    P:{T}:captures          hash  URI -> its latest capture:
-                            "digest TAB date TAB record-id"
-
-``DD`` is the digest's first two base-32 characters, ``T`` the host tag of
-the URI's host; both go with the frontier's keys (``P:{*}:*``). A look-up is
-one round trip; additions are buffered; the first writer of a digest stays.
-"""
+(:class:`extensions.output.archive.ArchiveIndex`; keys: docs/reference/redis-layout.md)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
-"""The exact URL-seen set of the Redis store: fingerprints packed five bytes apiece.
-
-``FRONTIER_SEEN_BACKEND = "exact"`` on Redis. One set per host tag,
-``P:{T}:seen``, in the slot of the tag's URL rows, so the test-and-set runs
-inside the script that inserts a URL's row (``fpset_add`` of
-``lua/include/fpset.lua``): one round trip, atomic with the insert, on a
-single Redis as on a cluster. The tag is the fingerprint's top 24 bits; a
-member is its other 40 bits, big-endian, so the set is exact: two URLs are
-one member only if their 64-bit fingerprints are equal.
-
-The set is an extendible hash table (Fagin et al. 1979): the string
-``P:{T}:seen:d:p`` holds, as one string of sorted members, the members whose
-top ``d`` bits are ``p``; field ``D`` of the hash ``P:{T}:seen`` is the
-deepest ``d`` (a set never split is one string). A bucket past
-:attr:`FingerprintSetLayout.bucket` members splits in two on its next bit,
-so a host of any size costs five bytes a URL and a bucket's overhead
-(tens of bytes) per ``bucket / 2`` to ``bucket`` URLs, and no insert
-rewrites more than one bucket. URL rows then hold only URLs not yet
-finished (:class:`~extensions.backends.redis.tables.RedisURLTable` trims).
-"""
+"""The exact URL-seen set of the Redis store (``FRONTIER_SEEN_BACKEND = "exact"``):
+fingerprints packed five bytes apiece, tested and set inside the row scripts
+(layout: docs/reference/redis-layout.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Host leases in Redis: several crawler processes share one polite frontier.
-
-Per host (keys in :mod:`.keys`): its back queue (a list per level and one
-of parked URLs, ``lua/include/backq.lua``; its head as :func:`queue_score`),
-its in-flight set and its lease (owner, expiry, next fetch time). The host
-heap holds every host with work: empty, the crawl is over. A lapsed lease's
-in-flight URLs go back to their queue. Held origins and the idle close are
-crawl-wide (``P:{holds}:*``). Scripts read the server's clock."""
+"""Host leases in Redis: several crawler processes share one polite frontier
+(per-host keys: docs/reference/redis-layout.md). Scripts read the server's clock."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
-"""AOPIC's ledger shared by the crawler processes of one Redis frontier.
-
-The scalars (Lambda, the dividend ``D``, cash put in, rows, Lambda's crawls)
-live in one hash, ``P:{aopic}:ledger``, and change with the cash rows only
-inside scripts, atomically and once: :data:`CASH` (a fetched page's take and
-split, or a seed's cash) and :data:`CRAWL_LAMBDA`. On a single Redis a page
-is one script; a Redis Cluster runs :data:`CASH` per slot, then :data:`JOIN`
-charges the tax and the dividends owed by rows created with a stale ``d``
-to Lambda, so the total stays exact in any order. The scripts write each
-row settled at dividend 0 (its cash at ``D`` is ``u + D``: lua/include/cash.lua);
-on a cluster a process settles at its own view ``d`` of the dividend, never
-above ``D``, and a take leaves ``D - d`` in the row. Conservation, summed
-over the rows in Redis (:meth:`SharedLedger.totals`; mark 0 in settled rows)::
-
-    sum(cash + D - mark) + Lambda == put_in
-
-:meth:`SharedLedger.distribute_then` sends a page's payment through the
-frontier's worker channel, after the store's buffered writes; the other
-writes go through the same code answered at once on the store.
-"""
+"""AOPIC's ledger shared by the crawler processes of one Redis frontier: its
+scalars change with the cash rows only inside scripts, so the cash is
+conserved (docs/reference/redis-layout.md). :meth:`SharedLedger.distribute_then`
+sends a page's payment through the frontier's worker channel."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """Per-URL re-visit history in Redis: the RevisitTable of
-:class:`~extensions.backends.redis.store.RedisStore`.
-
-A record lives in ``P:{T}:revisit`` next to the URL's row; its due time in
-the due-order shard ``P:{revisit-N}:due``, the authority for ``due``. The
-record is written before its due entry: after a crash a record may lack it,
-never the reverse."""
+:class:`~extensions.backends.redis.store.RedisStore` (layout: docs/reference/redis-layout.md)."""
 
 from __future__ import annotations
 
