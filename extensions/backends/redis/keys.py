@@ -112,7 +112,6 @@ class Keys:
         self.processes = f"{prefix}:processes"
         self.stats = f"{prefix}:stats"
         self.ledger = f"{prefix}:{{aopic}}:ledger"
-        self.start_urls = f"{prefix}:start_urls"
         #: what deleting the crawl removes (SCHEDULER_PERSIST off, a flush)
         self.all_patterns = (f"{literal}:{{*}}:*", self.queue_pattern)
         self.singles = (self.meta, self.seq, self.hosts, self.crawl_delays, self.processes, self.stats,
