@@ -32,8 +32,7 @@ MEMBER_BYTES = 7  # a fingerprint's or simhash's member in its partition: its ot
 BUCKET_BYTES = 2048  # bytes of a packed partition's bucket before it splits
 HEARTBEAT_TTL = 60.0  # seconds a process counts as alive without renewing
 _U64 = struct.Struct(">Q")
-#: the scripts: lua/exact_add.lua, lua/near_records.lua (each says its KEYS, ARGV and answer)
-ADD, READ = lua("exact_add"), lua("near_records")
+ADD, RECORDS = lua("exact_add"), lua("near_records")
 _TEXT = ("utf-8", "surrogatepass")
 
 def pack64(value: int) -> bytes:
@@ -50,9 +49,10 @@ def member_of(value: int) -> bytes:
     return (value & (1 << 8 * MEMBER_BYTES) - 1).to_bytes(MEMBER_BYTES, "big")
 
 
-def read_first_url(keys: ContentKeys, fingerprint: int) -> tuple[Any, ...]:
-    """The command reading the exact set's first URL of ``fingerprint`` (answers a list of one: bytes or None)."""
-    return ("EVAL", READ, 1, keys.exact(fingerprint), member_of(fingerprint))
+def read_records(key: str, value: int) -> tuple[Any, ...]:
+    """The command reading the records of ``value`` in the packed partition ``key``: the exact set's
+    first URL of a fingerprint, a simhash's documents (answers a list of one: bytes or None)."""
+    return ("EVAL", RECORDS, 1, key, member_of(value))
 
 
 def encode_url(url: str) -> bytes:
@@ -288,7 +288,7 @@ class RedisContentSeen(RedisContentPart, ExactSet):
     def get(self, fingerprint: int) -> str | None:
         """The first URL recorded for ``fingerprint``, without recording anything."""
         self.counters["lookups"] += 1
-        found = self._call(read_first_url(self.store.keys, fingerprint))[0][0]
+        found = self._call(read_records(self.store.keys.exact(fingerprint), fingerprint))[0][0]
         return None if found is None else decode_url(found)
 
     def stats(self) -> dict[str, int]:

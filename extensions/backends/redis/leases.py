@@ -33,7 +33,6 @@ PARKED = 1 << 52
 PARK_FLOOR = 1 << 51
 MAX_LEVELS = 2048
 
-#: the scripts: lua/lease_*.lua (each says its KEYS, ARGV and answer); a back queue is lua/include/backq.lua
 _BACKQ = {"LEVEL_SPAN": int(LEVEL_SPAN), "PARKED": PARKED}
 ACQUIRE, CONFIRM, DELIST_IF = lua("lease_acquire", **_BACKQ), lua("lease_confirm"), lua("lease_delist_if")
 ENQUEUE, FINISH = lua("lease_enqueue", **_BACKQ), lua("lease_finish")
@@ -42,7 +41,6 @@ PROMOTE, PUT_BACK = lua("lease_promote", **_BACKQ), lua("lease_put_back", **_BAC
 RELEASE, RENEW = lua("lease_release", **_BACKQ), lua("lease_renew")
 TAKE, UNPARK = lua("lease_take", **_BACKQ), lua("lease_unpark", **_BACKQ)
 REWRITE = lua("tail_rewrite", **_BACKQ)
-#: lua/hold_*.lua
 HOLD, ACTIVE, HELD = lua("hold_hold"), lua("hold_active"), lua("hold_held")
 IDLE_DEFER, TAKE_ALL = lua("hold_idle_defer"), lua("hold_take_all")
 

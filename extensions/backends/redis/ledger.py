@@ -24,7 +24,6 @@ _CREDIT = struct.Struct(">ddB")  # a credit in CASH's answer: before, after, exi
 #: the ledger hash's fields, in the order every script returns them
 FIELDS = ("lambda", "dividend", "put_in", "rows", "crawls")
 
-#: the scripts: lua/ledger_*.lua (each says its KEYS, ARGV and answer)
 CASH, JOIN = lua("ledger_cash"), lua("ledger_join")
 CRAWL_LAMBDA, MIGRATE = lua("ledger_crawl_lambda"), lua("ledger_migrate")
 

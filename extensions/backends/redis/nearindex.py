@@ -28,7 +28,7 @@ from extensions.backends.redis.contentseen import (
     encode_url,
     member_of,
     pack64,
-    read_first_url,
+    read_records,
     unpack64,
 )
 from extensions.backends.redis.rows import read_varint, varint
@@ -49,10 +49,7 @@ TABLE_BUCKET = 256  # members of a table partition's bucket before it splits
 ID_BLOCK = 1024  # document ids reserved per INCRBY
 _TOP_BITS = 24  # a member's first 3 bytes: the table key below the partition
 
-#: the scripts: lua/near_*.lua (each says its KEYS, ARGV and answer)
 APPEND_RECORD, ADD, READ = lua("near_append_record"), lua("near_add"), lua("near_read")
-RECORDS = lua("near_records")
-
 
 _EMPTY, _RAW = 0xFE, 0xFF  # no sketch; a sketch kept as it came (not ascending uint32 values)
 _FIRST = (SKETCH_VALUE_BITS + 7) // 8  # bytes of a packed sketch's first value
@@ -368,7 +365,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         if not within:
             return [], extra_answers
         # every record within the distance: the closest may not resemble the query
-        records = yield [self.records_read(other) for other in within]
+        records = yield [read_records(self.keys.near_doc(other), other) for other in within]
         matches: list[Match] = []
         for (other, distance), record in zip(within.items(), records):
             # None: another process's table write arrived before its record
@@ -378,15 +375,11 @@ class RedisNearDuplicateIndex(RedisContentPart):
             matches = [found for found in matches if found.distance == matches[0].distance]
         referred = [found for found in matches if isinstance(found.url, int)]
         if referred and named:  # their URLs are in the exact set
-            urls = yield [read_first_url(self.keys, found.url) for found in referred]
+            urls = yield [read_records(self.keys.exact(found.url), found.url) for found in referred]
             named = {found.doc_id: decode_url(url[0]) for found, url in zip(referred, urls) if url[0] is not None}
             matches = [found if not isinstance(found.url, int) else found._replace(url=named[found.doc_id])
                        for found in matches if not isinstance(found.url, int) or found.doc_id in named]
         return matches, extra_answers
-
-    def records_read(self, simhash: int) -> tuple[Any, ...]:
-        """The command reading the records stored under ``simhash`` (answers a list of one: bytes or None)."""
-        return ("EVAL", RECORDS, 1, self.keys.near_doc(simhash), member_of(simhash))
 
     def _resembling_matches(self, records: bytes, distance: int, sketch: bytes | None) -> list[Match]:
         """The documents of one simhash's records that resemble ``sketch``."""

@@ -18,7 +18,6 @@ from extensions.backends.redis.scripts import lua
 
 logger = logging.getLogger(__name__)
 
-#: the scripts: lua/registry_*.lua (each says its KEYS, ARGV and answer)
 HEARTBEAT, OTHERS = lua("registry_heartbeat"), lua("registry_others")
 ENTER, FENCE = lua("registry_enter"), lua("registry_fence")
 

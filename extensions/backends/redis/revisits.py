@@ -29,7 +29,6 @@ _CONTENT, _DATE, _TEXT_DATE, _ETAG, _SMALL_COUNTS, _FLOAT_INTERVAL = 1, 2, 4, 8,
 _INT64, _UINT32, _UINT16 = struct.Struct("<q"), struct.Struct("<I"), struct.Struct("<H")
 _UTF8 = "surrogatepass"  # any str round-trips
 
-#: lua/revisit_take.lua: the due entries of one shard, taken once (retry-safe)
 TAKE = lua("revisit_take")
 
 

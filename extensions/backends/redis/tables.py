@@ -41,7 +41,6 @@ CashRow = tuple[float, float, float, int]
 #: a URL-seen set kept beside the URL rows, tested inside the row scripts
 #: (``lua/include/seen.lua``); without one the rows are the set
 SeenLayout = BloomLayout | FingerprintSetLayout
-#: the scripts: lua/store_*.lua, lua/multi_*.lua (each says its KEYS, ARGV and answer)
 INSERT_NEW, POP_ONCE, REQUEUE = lua("store_insert_new"), lua("store_pop_once"), lua("store_requeue")
 SET_STATUS, TRIM = lua("store_set_status"), lua("store_trim")
 SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
