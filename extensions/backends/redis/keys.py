@@ -149,14 +149,11 @@ class Keys:
         return f"{self.prefix}:{{{shard_tag(tag)}}}:bloom"
 
     def lease(self, host: str) -> str:
+        """The host's lease hash, also its back queue's directory (other fields)."""
         return f"{self.prefix}:{{{host_tag(host)}}}:lease:{host}"
 
-    def back(self, host: str) -> str:
-        """The host's back-queue directory: its lease hash (the fields differ)."""
-        return self.lease(host)
-
     def back_list(self, host: str, level: str) -> str:
-        """One list of :meth:`back` (a level's, or ``p``: the parked)."""
+        """One list of the host's back queue (a level's, or ``p``: the parked)."""
         return f"{self.prefix}:{{{host_tag(host)}}}:bq:{host}:{level}"
 
     def tail(self, host: str) -> str:
@@ -166,15 +163,10 @@ class Keys:
     def inflight(self, host: str) -> str:
         return f"{self.prefix}:{{{host_tag(host)}}}:inflight:{host}"
 
-    def host_of_tail(self, key: bytes | str) -> str:
-        """The host of a :meth:`tail` key."""
+    def host_of(self, key: bytes | str, kind: str) -> str:
+        """The host of a per-host key of ``kind`` (``lease``, ``tail``)."""
         key = key.decode() if isinstance(key, bytes) else key
-        return key.split("}:tail:", 1)[1]
-
-    def host_of_lease(self, key: bytes | str) -> str:
-        """The host of a :meth:`lease` key."""
-        key = key.decode() if isinstance(key, bytes) else key
-        return key.split("}:lease:", 1)[1]
+        return key.split(f"}}:{kind}:", 1)[1]
 
     def host_heap(self, shard: int) -> str:
         return f"{self.prefix}:{{heap-{shard}}}:heap"

@@ -164,8 +164,9 @@ class HostLeases:
         return None
 
     def _host_keys(self, host: str) -> tuple[str, str, str, str]:
-        keys, tag_urls = self.keys, self.keys.urls(host_tag(host))
-        return keys.lease(host), keys.back(host), keys.inflight(host), tag_urls
+        """Lease, back-queue directory (the same hash), in-flight set and the tag's URL rows."""
+        lease = self.keys.lease(host)
+        return lease, lease, self.keys.inflight(host), self.keys.urls(host_tag(host))
 
     # -- enqueue -------------------------------------------------------------
     def enqueue(self, host: str, entries: Sequence[Entry], force: bool = False,
@@ -249,7 +250,7 @@ class HostLeases:
                 lambda _: ([("EVAL", CONFIRM, 1, self.keys.lease(host), ver)], None))
 
     def requeue(self, host: str, fingerprint: int, level: int) -> None:
-        self.io.write("EVAL", PROMOTE, 2, self.keys.back(host), self.keys.urls(host_tag(host)), fingerprint, level)
+        self.io.write("EVAL", PROMOTE, 2, self.keys.lease(host), self.keys.urls(host_tag(host)), fingerprint, level)
 
     # -- the host heap -------------------------------------------------------
     def poll(self, limit: int, then: Callable[[Poll], None] | None = None,
@@ -296,43 +297,38 @@ class HostLeases:
         return acquired
 
     def take(self, host: str, held: Sequence[str] = (), then: Callable[[Taken], None] | None = None,
-             failed: Callable[[Exception], None] | None = None, max_skip: int = 64) -> Taken:
-        """The best queued URL of an origin not in ``held`` (met ones parked), now in flight."""
+             failed: Callable[[Exception], None] | None = None, max_skip: int = 64) -> Taken | None:
+        """The best queued URL of an origin not in ``held`` (met ones parked), now in flight;
+        an empty window with a tail is refilled, then taken from again. To ``then``, and
+        returned if answered at once."""
         command = ("EVAL", TAKE, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
                    self._now(), self.owner, max_skip, self.ttl_ms, *held)
         read = ("GET", self.keys.tail(host))
         before = [0, 0, 0]  # skipped, parked, refilled by the takes that found the window empty
-        if then is None:  # an empty window with a tail: refill it, then take again
-            answer = self.io.call(command)[0]
-            for _ in range(MAX_REFILLS):
-                if answer[0] != 4:
-                    break
-                _add_counts(before, answer, self.io.call(self._refill_command(host, self.io.call(read)[0]))[0])
-                answer = self.io.call(command)[0]
-            if self._refill_ahead(answer):
-                self._count_ahead(self.io.call(self._refill_command(host, self.io.call(read)[0])))
-            return self._taken(answer, before)
         ends: list[Any] = []  # the answer handed to then (decided on io's thread, before then runs)
+        found: list[Taken] = []
 
         def refill(answers: list[Any]) -> tuple[Any, ...] | None:
             answer = answers[0]
             if answer[0] != 4 or len(ends) >= MAX_REFILLS:
                 ends.append(answers)
                 if self._refill_ahead(answer):  # off the take's path: the next take finds URLs
-                    return [read], lambda found: ([self._refill_command(host, found[0])], self._count_ahead)
+                    return [read], lambda tail: ([self._refill_command(host, tail[0])], self._count_ahead)
                 return None
             ends.append(None)
 
             def again(moved: list[Any]) -> tuple[Any, ...]:
                 _add_counts(before, answer, moved[0])
                 return [command], refill, answered, failed
-            return [read], lambda found: ([self._refill_command(host, found[0])], again, None, failed), None, failed
+            return [read], lambda tail: ([self._refill_command(host, tail[0])], again, None, failed), None, failed
 
         def answered(answers: list[Any]) -> None:
             if ends and ends[-1] is answers:
-                then(self._taken(answers[0], before))
+                found.append(self._taken(answers[0], before))
+                if then is not None:
+                    then(found[0])
         self.io.submit([command], answered, failed, follow=refill)
-        return None
+        return found[0] if found else None
 
     def _refill_ahead(self, answer: list[Any]) -> bool:
         """Whether a take's answer left the window at half of it or less with a tail behind it."""
@@ -342,33 +338,28 @@ class HostLeases:
         self.refilled_ahead += max(0, int(answers[0]))
 
     @staticmethod
-    def _taken(answer: list[Any], before: Sequence[int] = (0, 0, 0)) -> Taken:
+    def _taken(answer: list[Any], before: Sequence[int]) -> Taken:
         """The take's answer, with the skipped, parked and refilled counts of the takes
         before it that found the window empty (``before``)."""
-        taken = HostLeases._answer(answer)
-        taken.skipped, taken.parked, taken.refilled = (
-            taken.skipped + before[0], taken.parked + before[1], before[2])
-        return taken
-
-    @staticmethod
-    def _answer(answer: list[Any]) -> Taken:
         state = answer[0]
         if state == -1:
-            return Taken("lost")
-        if state == 0:
-            return Taken("empty", skipped=int(answer[1]), parked=int(answer[2]))
-        if state in (2, 3, 4):  # 4: the window still empty after a refill (another process's meanwhile)
+            taken = Taken("lost")
+        elif state == 0:
+            taken = Taken("empty", skipped=int(answer[1]), parked=int(answer[2]))
+        elif state in (2, 3, 4):  # 4: the window still empty after a refill (another process's meanwhile)
             _, skipped, parked, queued, head = answer
-            return Taken("held" if state == 3 else "stale", None, int(queued), head_score(head), int(skipped),
-                         parked=int(parked))
-        _, fp, row, queued, head, skipped, cash, parked, *_ = answer
-        fingerprint = int(fp)
-        return Taken("taken", unpack_entry(fingerprint, row), int(queued), head_score(head), int(skipped),
-                     unpack_cash(cash) if cash else None, int(parked))
+            taken = Taken("held" if state == 3 else "stale", None, int(queued), head_score(head), int(skipped),
+                          parked=int(parked))
+        else:
+            _, fp, row, queued, head, skipped, cash, parked, *_ = answer
+            taken = Taken("taken", unpack_entry(int(fp), row), int(queued), head_score(head), int(skipped),
+                          unpack_cash(cash) if cash else None, int(parked))
+        taken.skipped, taken.parked, taken.refilled = taken.skipped + before[0], taken.parked + before[1], before[2]
+        return taken
 
     def unpark(self, host: str) -> tuple[int, float]:
         """Unpark every URL of ``host``; how many, and the queue's head score now."""
-        count, head = self.io.call(("EVAL", UNPARK, 1, self.keys.back(host)))[0]
+        count, head = self.io.call(("EVAL", UNPARK, 1, self.keys.lease(host)))[0]
         return int(count), head_score(head)
 
     def finish(self, host: str, fingerprint: int, status: Status | None, fetched: float | None = None) -> None:
@@ -386,7 +377,7 @@ class HostLeases:
     def queued(self, host: str) -> list[int]:
         """The fingerprints in ``host``'s back queue in taking order, promoted copies included,
         then those of its tail."""
-        lease = self.io.call(("HGETALL", self.keys.back(host)))[0]
+        lease = self.io.call(("HGETALL", self.keys.lease(host)))[0]
         levels = sorted((int(name) for name in back_queue_counts(lease) if name != b"p"), reverse=True)
         lists = [self.keys.back_list(host, name) for name in [*map(str, levels), "p"]]
         found = self.io.call(*[("LRANGE", key, 0, -1) for key in lists])
@@ -447,7 +438,7 @@ class HostLeases:
         """List every host with work, no live owner and no heap entry; how many."""
         listed = 0
         for key in list(self.store.scan(self.keys.lease_pattern)):
-            host = self.keys.host_of_lease(key)
+            host = self.keys.host_of(key, "lease")
             lease, back, inflight, _ = self._host_keys(host)
             answer = self.io.call(("EVAL", ORPHAN, 3, lease, back, inflight, self._now()))[0]
             if answer[0] != 1:

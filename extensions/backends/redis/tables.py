@@ -159,7 +159,7 @@ class RedisURLTable:
         """The hosts with a tail (of ``tags``; None: of every tag)."""
         if tags is None:
             keys = self._connection().scan(self.keys.tails_pattern)
-            return [self.keys.host_of_tail(key) for key in keys]
+            return [self.keys.host_of(key, "tail") for key in keys]
         tags = list(tags)
         found = self._connection().call(*[("HKEYS", self.keys.host_urls(tag)) for tag in tags])
         return [field.decode() for fields in found for field in fields if b"#" not in field]
