@@ -9,7 +9,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from extensions.aopic.ledger import AOPICLedger
-from extensions.backends.redis.bloom import HEADER_BITS, MAX_BITS, BloomLayout, bloom_hashes
+from extensions.backends.redis.bloom import (
+    BLOOM_ADD,
+    HEADER_BITS,
+    MAX_BITS,
+    BloomLayout,
+    bloom_hashes,
+)
 from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.contentseen import MEMBER_BYTES, RedisContentSeen, RedisContentStore
 from extensions.backends.redis.dispatch import SharedDispatch
@@ -17,7 +23,6 @@ from extensions.backends.redis.keys import positions_by, scatter
 from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.rows import read_varint, tag_of
-from extensions.backends.redis.scripts import lua
 from extensions.backends.redis.store import RedisStore
 from extensions.contentseen.nearindex import (
     DEFAULT_BLOCKS,
@@ -27,9 +32,6 @@ from extensions.contentseen.nearindex import (
 )
 from extensions.frontier.options import frontier_arguments
 from extensions.frontier.scheduler import Frontier
-
-#: add URLs to one Bloom shard alone (the row scripts include the same ``bloom_add``)
-BLOOM_ADD = lua("bloom_add")
 
 
 def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:

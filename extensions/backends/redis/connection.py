@@ -158,10 +158,6 @@ class RedisConnection:
         self.users = 0
 
     @property
-    def is_open(self) -> bool:
-        return self.client is not None
-
-    @property
     def cluster(self) -> bool:
         return isinstance(self.client, RedisCluster)
 

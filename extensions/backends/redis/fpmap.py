@@ -74,12 +74,9 @@ class FingerprintMaps:
         for command in self._commands(self.PUT, [self.bucket_size], items):
             connection.write(*command)
 
-    def _keys(self) -> list[bytes]:
-        return list(self._connection().scan(self.pattern))
-
     def count(self) -> int:
         """Values over every tag's map (a SCAN)."""
-        keys = self._keys()
+        keys = list(self._connection().scan(self.pattern))
         return sum(int(n or 0) for n in self._connection().call(*[("HGET", key, "N") for key in keys])) if keys else 0
 
     def buckets(self, batch: int = 1000, field: str | None = None) -> Iterator[tuple[bytes, bytes, Any]]:

@@ -50,10 +50,8 @@ def member(fingerprint: int) -> bytes:
 
 
 class RedisFingerprintSet:
-    """The exact set as a :class:`~extensions.frontier.store.SeenSet` on an
-    open :class:`~extensions.backends.redis.store.RedisStore`: for inspection,
-    tests and callers that have only fingerprints (the store's own scripts
-    test and set URLs together with their rows)."""
+    """The exact set alone as a :class:`~extensions.frontier.store.SeenSet` on an open
+    :class:`~extensions.backends.redis.store.RedisStore`, for callers that have only fingerprints."""
 
     def __init__(self, store: Any, layout: FingerprintSetLayout) -> None:
         self.store, self.layout = store, layout
@@ -66,15 +64,12 @@ class RedisFingerprintSet:
             for tag, indexes in by_tag.items()])
         return scatter(by_tag, answers, len(fingerprints))
 
-    def keys(self) -> list[bytes]:
-        """Every tag's set's keys: its buckets, and its directory once split (a SCAN)."""
-        pattern = self.store.keys.seen_pattern
-        return [*self.store.scan(pattern), *self.store.scan(pattern + ":*")]
-
     def size_bytes(self) -> int:
-        """Redis' own ``MEMORY USAGE`` of every tag's set (a SCAN: for reports, not per page)."""
-        return sum(int(size or 0) for size in self.store.call(*[("MEMORY", "USAGE", key, "SAMPLES", "0")
-                                                                  for key in self.keys()]))
+        """Redis' own ``MEMORY USAGE`` of every tag's set, directory and buckets (a SCAN: for reports)."""
+        pattern = self.store.keys.seen_pattern
+        keys = [*self.store.scan(pattern), *self.store.scan(pattern + ":*")]
+        sizes = self.store.call(*[("MEMORY", "USAGE", key, "SAMPLES", "0") for key in keys])
+        return sum(int(size or 0) for size in sizes)
 
     def count(self) -> int:
         """Members over every tag's set."""

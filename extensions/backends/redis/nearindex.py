@@ -1,14 +1,9 @@
-"""The near-duplicate index in Redis, shared by every crawler process of a crawl.
-
-:class:`~extensions.contentseen.nearindex.NearDuplicateIndex`'s look-up,
-answers and groups over permuted tables (:class:`BlockLayout`) stored in
-Redis (keys and record layout: :mod:`extensions.backends.redis.contentseen`,
-``lua/include/fpset.lua``, ``lua/include/nearmap.lua``). A look-up is one
-round trip for the tables' members and, only when some are within the
-distance, a second for their records. Document ids are reserved in blocks
-per process: ties between equally close matches go to the smallest id, and
-two near-duplicates judged at once by two processes may both start a group.
-"""
+"""The near-duplicate index in Redis, shared by every crawler process of a crawl:
+:class:`~extensions.contentseen.nearindex.NearDuplicateIndex`'s look-up, answers and
+groups over permuted tables in Redis (layout: docs/reference/redis-layout.md). A look-up
+is one round trip, and a second for the records when some members are within the
+distance. Document ids are reserved in blocks per process: ties go to the smallest id,
+and two near-duplicates judged at once by two processes may both start a group."""
 
 from __future__ import annotations
 
