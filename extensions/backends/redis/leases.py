@@ -206,14 +206,10 @@ class HostLeases:
         self.store.counters.count_known(sum(added))
         return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
 
-    def _listing(self, host: str, answer: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
-        needs, wait, ver = answer[1], answer[5], answer[6]
-        return self._list_commands(host, wait / 1000.0, ver) if needs else None
-
     def _after_enqueue(self, host: str, answer: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
-        """The listing, and the tail read once its appended records pass
-        :data:`~extensions.backends.redis.tail.STRING_BYTES` (then compacted)."""
-        listing = self._listing(host, answer)
+        """The listing if the host needs one (answer: needs, ..., wait, ver), and the tail read once
+        its appended records pass :data:`~extensions.backends.redis.tail.STRING_BYTES` (then compacted)."""
+        listing = self._list_commands(host, answer[5] / 1000.0, answer[6]) if answer[1] else None
         if answer[7] < STRING_BYTES:
             return listing
         commands, confirm = listing or ([], None)
@@ -318,7 +314,9 @@ class HostLeases:
             ends.append(None)
 
             def again(moved: list[Any]) -> tuple[Any, ...]:
-                _add_counts(before, answer, moved[0])
+                before[0] += int(answer[1])  # the take's skipped and parked, the URLs the refill moved
+                before[1] += int(answer[2])
+                before[2] += max(0, int(moved[0]))
                 return [command], refill, answered, failed
             return [read], lambda tail: ([self._refill_command(host, tail[0])], again, None, failed), None, failed
 
@@ -500,13 +498,6 @@ class HostLeases:
     def stats_totals(self) -> dict[str, float]:
         found = self.io.call(("HGETALL", self.keys.stats))[0]
         return {name.decode(): _number(value) for name, value in found.items()}
-
-
-def _add_counts(counts: list[int], answer: list[Any], moved: int) -> None:
-    """A take's skipped and parked counts, and the URLs a refill moved, into ``counts``."""
-    counts[0] += int(answer[1])
-    counts[1] += int(answer[2])
-    counts[2] += max(0, int(moved))
 
 
 def _triples(answer: list[Any]) -> dict[str, tuple[float, str]]:

@@ -122,15 +122,34 @@ class SharedLedger(AOPICLedger):
              failed: Callable[[Exception], None]) -> None:
         """:data:`CASH` through ``io`` after the store's buffered writes: the
         take, the credits' changes and the URL rows of ``entries_of`` to
-        ``then``. On a cluster :data:`CASH` runs per slot (the credits sent by
-        the worker thread from the take's answer); the reactor thread buffers
-        the :data:`JOIN`."""
-        if callable(entries_of) and not self.store.cluster:
-            self._pay_then_read(io, take, credits, outlinks, amount, mode, entries_of, tax, then, failed)
-            return
-        reads, rows_of = self.store.urls.entry_reads(entries_of if not callable(entries_of) else credits)
+        ``then``; a function of the changes names the rows to read, in a second
+        round trip on a single Redis. On a cluster :data:`CASH` runs per slot (the
+        credits sent by the worker thread from the take's answer); the reactor
+        thread buffers the :data:`JOIN`."""
+        select = entries_of if callable(entries_of) and not self.store.cluster else None
+        if select is None:
+            reads, rows_of = self.store.urls.entry_reads(entries_of if not callable(entries_of) else credits)
         writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
         at = len(writes)
+        if select is not None:
+            def read(answers: list[Any]) -> tuple[Any, ...]:  # on io's thread: no state touched
+                try:
+                    reads, rows_of = self.store.urls.entry_reads(select(_decode(answers[at])[1]))
+                except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
+                    return [], None, lambda _, error=err: failed(error)
+                return reads, None, lambda found: read_paid(answers, rows_of(found)), failed
+
+            def read_paid(answers: list[Any], entries: dict[int, Entry]) -> None:  # on the reactor thread
+                try:
+                    taken, changes, _, _ = _decode(answers[at])
+                    self._update(answers[at][8])
+                except Exception as err:  # noqa: BLE001 - the page's pipeline must end
+                    failed(err)
+                    return
+                then(taken, changes, entries)
+            io.submit([*writes, self._cash_command(take, credits, outlinks, amount, mode, tax)], None, failed,
+                      follow=read)
+            return
         if not self.store.cluster:
             def answered(answers: list[Any]) -> None:
                 taken, changes, _, _ = _decode(answers[at])
@@ -170,33 +189,6 @@ class SharedLedger(AOPICLedger):
             self.store.write("EVAL", JOIN, 1, self._key, repr(to_lambda), new + tag_new, d, repr(put_in))
             then(taken, changes, entries)
         io.submit([*writes, *first, *reads], None, failed, follow=credit)
-
-    def _pay_then_read(self, io: Any, take: int | None, credits: list[int], outlinks: int, amount: float | None,
-                       mode: str, select: Callable[[list[Change]], Sequence[int]], tax: float | None,
-                       then: Callable[[Taken, list[Change], dict[int, Entry]], None],
-                       failed: Callable[[Exception], None]) -> None:
-        """:meth:`_pay` on a single Redis reading only the rows ``select``
-        names from the changes, in a second round trip if it names any."""
-        writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
-        at = len(writes)
-
-        def read(answers: list[Any]) -> tuple[Any, ...]:  # on io's thread: no state touched
-            try:
-                reads, rows_of = self.store.urls.entry_reads(select(_decode(answers[at])[1]))
-            except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
-                return [], None, lambda _, error=err: failed(error)
-            return reads, None, lambda found: paid(answers, rows_of(found)), failed
-
-        def paid(answers: list[Any], entries: dict[int, Entry]) -> None:  # on the reactor thread
-            try:
-                taken, changes, _, _ = _decode(answers[at])
-                self._update(answers[at][8])
-            except Exception as err:  # noqa: BLE001 - the page's pipeline must end
-                failed(err)
-                return
-            then(taken, changes, entries)
-        io.submit([*writes, self._cash_command(take, credits, outlinks, amount, mode, tax)], None, failed,
-                  follow=read)
 
     def _cash_command(self, take: int | None, credits: list[int], outlinks: int, amount: float | None,
                       mode: str, tax: float | None = None, d: str | None = None) -> tuple[Any, ...]:
