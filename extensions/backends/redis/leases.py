@@ -112,8 +112,7 @@ class Poll:
 
 
 def back_queue_counts(lease: dict[bytes, bytes]) -> dict[bytes, int]:
-    """A back queue's directory among its host's lease fields (lua/include/backq.lua):
-    queue name (``b"0"``, ``b"1"`` ... a level, ``b"p"`` the parked) -> its length."""
+    """Queue name (``b"0"``, ``b"1"`` ... a level, ``b"p"`` the parked) -> length, from a lease's fields."""
     counts: Counter[bytes] = Counter()
     for field, value in lease.items():
         if field == b"p":
@@ -124,8 +123,7 @@ def back_queue_counts(lease: dict[bytes, bytes]) -> dict[bytes, int]:
 
 
 def queued_fingerprint(key: str | bytes, item: bytes) -> int:
-    """The fingerprint of an item of the back-queue list ``key``: a level's
-    member (lua/include/backq.lua) or a parked ``"fingerprint level"``."""
+    """The fingerprint of an item of the back-queue list ``key``: a member, or a parked ``"fingerprint level"``."""
     key = key.encode() if isinstance(key, str) else key
     return int(item.split()[0]) if key.endswith(b":p") else fingerprint_of(key, item)
 
@@ -222,8 +220,7 @@ class HostLeases:
         return [*commands, ("GET", self.keys.tail(host))], compact
 
     def compact_command(self, host: str, read: bytes | None) -> tuple[Any, ...] | None:
-        """The tail string ``read``'s appended records into its newest block, if they
-        are past :data:`~extensions.backends.redis.tail.STRING_BYTES`."""
+        """The tail string ``read``'s appended records into its newest block, if past :data:`STRING_BYTES`."""
         tail = Tail.parse(read)
         if read is None or len(tail.records) < STRING_BYTES:
             return None
@@ -373,8 +370,7 @@ class HostLeases:
                       b"" if fetched is None else fetched_bytes(fetched), fingerprint, self.owner)
 
     def queued(self, host: str) -> list[int]:
-        """The fingerprints in ``host``'s back queue in taking order, promoted copies included,
-        then those of its tail."""
+        """``host``'s queued fingerprints in taking order (promoted copies included), then its tail's."""
         lease = self.io.call(("HGETALL", self.keys.lease(host)))[0]
         levels = sorted((int(name) for name in back_queue_counts(lease) if name != b"p"), reverse=True)
         lists = [self.keys.back_list(host, name) for name in [*map(str, levels), "p"]]

@@ -76,11 +76,9 @@ class SharedLedger(AOPICLedger):
                         entries_of: list[int] | Callable[[list[Change]], Sequence[int]],
                         then: Callable[[Paid, dict[int, Entry]], None],
                         failed: Callable[[Exception], None], tax: float | None = None) -> None:
-        """:meth:`distribute` through ``io``: ``then`` gets its result on the
-        reactor thread, ``failed`` a Redis failure. ``entries_of`` may be a
-        function of the credits' changes (called on ``io``'s thread, where
-        Redis answered): only the rows it names are read, in a second round
-        trip if it names any."""
+        """:meth:`distribute` through ``io``: ``then`` gets its result on the reactor thread,
+        ``failed`` a Redis failure. ``entries_of`` may be a function of the credits' changes
+        (called on ``io``'s thread): only the rows it names are read, in a second round trip."""
         self._pay(io, fingerprint, links, len(links), None, "", entries_of, tax,
                   lambda taken, changes, entries: then(Paid(taken[0], taken[1], taken[2], changes), entries),
                   failed)

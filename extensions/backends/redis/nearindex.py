@@ -80,11 +80,9 @@ def rice_decode(data: bytes, offset: int, count: int, k: int) -> tuple[list[int]
 
 
 def pack_sketch(sketch: bytes, bits: int = SKETCH_VALUE_BITS) -> bytes:
-    """A sketch of ascending big-endian uint32 values without the low
-    :func:`~extensions.contentseen.resemblance.sketch_shift` bits of its
-    largest: the shift, the count, the first value, the Rice parameter, then
-    the gaps between the values (:func:`rice_code`; any other bytes as they
-    are). ``bits`` other than the default: a size to compare, not for :func:`unpack_sketch`."""
+    """A sketch of ascending big-endian uint32 values without the low :func:`sketch_shift` bits
+    of its largest, its gaps Rice-coded (any other bytes as they are; docs/reference/redis-layout.md).
+    ``bits`` other than the default: a size to compare, not for :func:`unpack_sketch`."""
     if not sketch:
         return bytes((_EMPTY,))
     count = len(sketch) // 4
@@ -116,9 +114,8 @@ def unpack_sketch(data: bytes, offset: int) -> tuple[bytes, int]:
 
 
 def pack_record(doc_id: int, group_id: int, sketch: bytes, url: bytes | int) -> bytes:
-    """A document's record under its simhash: its id, its group (as the
-    difference, zigzag), the sketch, then ``url``: its URL, or its content
-    fingerprint (the exact set's field holding the URL)."""
+    """A document's record under its simhash; ``url``: its URL, or its content fingerprint
+    (the exact set's field holding the URL)."""
     delta = doc_id - group_id
     where = b"\0" + pack64(url) if isinstance(url, int) else varint(len(url) + 1) + url
     return b"".join((varint(doc_id), varint(delta << 1 if delta >= 0 else (-delta << 1) - 1),
@@ -205,9 +202,8 @@ Prefetched = tuple[list[Any], int]
 
 
 class RedisNearDuplicateIndex(RedisContentPart):
-    """Stored simhashes with their first URL and group, searchable within
-    distance k: sees every document this process added before and every one
-    other processes delivered; the keys keep the layout they were created with."""
+    """Stored simhashes with their first URL and group, searchable within distance k: sees every
+    document this process added and every one other processes delivered; the keys keep their layout."""
 
     def __init__(self, store: RedisContentStore, layout: BlockLayout,
                  min_resemblance: float = DEFAULT_MIN_RESEMBLANCE) -> None:
@@ -232,19 +228,16 @@ class RedisNearDuplicateIndex(RedisContentPart):
         self._recent: deque[tuple[int, int, frozenset[tuple[str, int]]]] = deque()
 
     def match(self, simhash: int, sketch: bytes | None = None) -> Match | None:
-        """The closest stored document within the distance and resembling
-        (ties: the smallest id), or None."""
+        """The closest resembling document within the distance (ties: the smallest id), or None."""
         return self.run(self.match_steps(simhash, sketch, self._take_prefetched(simhash)))
 
     def near(self, simhash: int, sketch: bytes | None = None) -> list[Match]:
-        """Every stored document within the distance and resembling, closest
-        (then smallest id) first."""
+        """Every resembling document within the distance, closest (then smallest id) first."""
         return self.run(self._lookup(simhash, sketch, False, self._take_prefetched(simhash)))[0]
 
     def prefetch(self, simhash: int) -> None:
-        """Read ``simhash``'s candidates (and a new block of ids, if needed)
-        with the store's next round trip, for the :meth:`add_or_match` that
-        will probably follow."""
+        """Read ``simhash``'s candidates (and a new block of ids, if needed) with the store's
+        next round trip, for the :meth:`add_or_match` that will probably follow."""
         reads = self.candidate_reads(simhash)
         reserve = self.reserve_commands()
         since = self.stored
@@ -269,9 +262,8 @@ class RedisNearDuplicateIndex(RedisContentPart):
         self.next_id, self.id_end = end - ID_BLOCK + 1, end + 1
 
     def add_or_match(self, simhash: int, url: str, sketch: bytes | None = None) -> tuple[int, str | None]:
-        """``(group_id, near_duplicate_of)`` for a new document, which is
-        stored: it joins the group of the closest resembling document within
-        the distance, else starts its own."""
+        """``(group_id, near_duplicate_of)`` for a new document, stored: it joins the group of
+        the closest resembling document within the distance, else starts its own."""
         found = self.run(self.add_or_match_steps(simhash, url, sketch, self._take_prefetched(simhash)))
         self.forget_stored(self.stored)  # every later read sees the documents stored so far
         return found

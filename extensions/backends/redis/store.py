@@ -93,8 +93,7 @@ class RedisStore:
         except FrontierStoreError:
             self.abandon()
             raise
-        schema, clean, tails = self._call(("HGET", self.keys.meta, "schema"), ("HGET", self.keys.meta, "clean"),
-                                          ("HGET", self.keys.meta, "tails"))
+        schema, clean, tails = self._call(("HMGET", self.keys.meta, "schema", "clean", "tails"))[0]
         self.urls.tails = tails == b"1"
         if schema is not None and schema.decode() != SCHEMA_VERSION:
             self._refuse()

@@ -128,10 +128,9 @@ class RedisQueues:
 
 
 class RedisURLTable:
-    """URL rows in ``P:{T}:urls``, per-host counts in ``P:{T}:host_urls``.
-    With ``seen`` (a URL-seen set tested inside the insert scripts) a row
-    goes when its URL is finished unless ``keep_rows`` (:attr:`trims`);
-    without, the rows are the set."""
+    """URL rows in ``P:{T}:urls``, per-host counts in ``P:{T}:host_urls``. With ``seen`` (a URL-seen
+    set tested inside the insert scripts) a row goes when its URL is finished unless ``keep_rows``
+    (:attr:`trims`); without, the rows are the set."""
 
     def __init__(self, keys: Keys, connection: Connection, counters: URLCounters,
                  seen: SeenLayout | None, keep_rows: bool = False) -> None:
@@ -286,8 +285,7 @@ class RedisURLTable:
     # -- for the shared AOPIC ledger (no protocol: Redis round trips) ----------------
     def entry_reads(self, fingerprints: Sequence[int]) -> tuple[
             list[tuple[Any, ...]], Callable[[list[Any]], dict[int, Entry]]]:
-        """The commands reading the rows of ``fingerprints``, and how to turn
-        their answers into entries."""
+        """The commands reading the rows of ``fingerprints``, and how to turn their answers into entries."""
         reads, values = self.rows.reads(fingerprints)
 
         def rows_of(answers: list[Any]) -> dict[int, Entry]:
@@ -340,10 +338,8 @@ class RedisHostTable:
 
 
 class RedisCashTable:
-    """AOPIC's cash rows in the hashmaps ``P:{T}:cash`` (formats: :mod:`.rows`, :mod:`.fpmap`).
-
-    Rows read back as they were put; the ledger's scripts write rows settled
-    at mark 0, read as ``(u, history, 0.0, visits)``."""
+    """AOPIC's cash rows in the hashmaps ``P:{T}:cash``, read back as they were put (the
+    ledger's scripts write rows settled at mark 0, read as ``(u, history, 0.0, visits)``)."""
 
     def __init__(self, keys: Keys, connection: Connection, rows: FingerprintMaps) -> None:
         self.keys, self._connection, self._rows = keys, connection, rows
@@ -377,8 +373,7 @@ class RedisCashTable:
 
 
 class RedisContentGroups:
-    """Content-seen verdicts in the fpmaps ``P:{T}:groups``: fingerprint ->
-    ``group_id * 2 + duplicate`` as a varint."""
+    """Content-seen verdicts in the fpmaps ``P:{T}:groups``: fingerprint -> ``group_id * 2 + duplicate``."""
 
     def __init__(self, keys: Keys, connection: Connection) -> None:
         self.maps = FingerprintMaps(keys.groups, keys.groups_pattern, connection, ROW_BUCKET_BYTES)
