@@ -305,9 +305,9 @@ def busy_hosts_of(client: Any, keys: Keys, pid: int) -> list[str]:
     URLs is in flight and another is queued (it cannot give them back soon)."""
     busy = []
     for key in client.scan_iter(match=keys.lease_pattern):
-        host = keys.host_of_lease(key)
+        host = keys.host_of(key, "lease")
         owner = client.hget(keys.lease(host), "owner")
-        queued = sum(back_queue_counts(client.hgetall(keys.back(host))).values())
+        queued = sum(back_queue_counts(client.hgetall(keys.lease(host))).values())
         inflight = client.zcard(keys.inflight(host))
         if owner is not None and owner.decode().rsplit(":", 2)[1] == str(pid) and inflight and queued:
             busy.append(host)

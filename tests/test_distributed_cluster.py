@@ -59,7 +59,7 @@ def test_a_hosts_frontier_keys_share_its_slot_and_hosts_spread_over_the_masters(
     client = RedisCluster.from_url(url)
     masters_of_leases = set()
     for host in web.model.hosts:
-        host_keys = (keys.urls(host_tag(host)), keys.lease(host), keys.back(host), keys.back_list(host, "0"),
+        host_keys = (keys.urls(host_tag(host)), keys.lease(host), keys.back_list(host, "0"),
                      keys.back_list(host, "p"), keys.inflight(host))
         assert len({key_slot(key.encode()) for key in host_keys}) == 1, host
         if client.exists(keys.lease(host)):

@@ -91,7 +91,7 @@ def test_a_promoted_url_goes_first_and_is_handed_out_once(pair: Any) -> None:
     last = a.take("h1.test")
     assert (last.state, last.skipped) == ("empty", 1)
     assert not a.store.call(("EXISTS", a.keys.back_list("h1.test", "0")))[0]
-    lease = a.store.call(("HGETALL", a.keys.back("h1.test")))[0]  # the directory's fields went
+    lease = a.store.call(("HGETALL", a.keys.lease("h1.test")))[0]  # the directory's fields went
     assert lease and not back_queue_counts(lease)
 
 
@@ -104,7 +104,7 @@ def test_a_queued_url_costs_a_list_entry_not_a_sorted_set_member(pair: Any) -> N
     urls = [f"http://h1.test/page/{n}" for n in range(2000)]
     for start in range(0, len(urls), 500):
         enqueue(a, *urls[start:start + 500])
-    keys = (a.keys.back("h1.test"), a.keys.back_list("h1.test", "0"))
+    keys = (a.keys.lease("h1.test"), a.keys.back_list("h1.test", "0"))
     size = sum(a.store.call(("MEMORY", "USAGE", key, "SAMPLES", "0"))[0] for key in keys)
     fingerprints = [url_fingerprint(url)[0] for url in urls]
     assert a.queued("h1.test") == fingerprints and size / 2000 < 8.5, size / 2000

@@ -25,7 +25,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.contentseen import READ, ContentKeys, member_of
+from extensions.backends.redis.contentseen import RECORDS, ContentKeys, member_of
 from extensions.backends.redis.keys import Keys
 from extensions.backends.redis.registry import (
     CrawlClosingError,
@@ -84,8 +84,8 @@ def test_a_process_joining_while_the_last_one_deletes_the_crawl_waits_and_keeps_
         assert len(members) == 1, members
         assert observer.hget(f"{prefix}:meta", "schema") is not None
         content = ContentKeys(prefix)
-        assert observer.eval(READ, 1, content.exact(2), member_of(2)) == [b"http://b.test/"]
-        assert observer.eval(READ, 1, content.exact(1), member_of(1)) == [None]
+        assert observer.eval(RECORDS, 1, content.exact(2), member_of(2)) == [b"http://b.test/"]
+        assert observer.eval(RECORDS, 1, content.exact(1), member_of(1)) == [None]
         reader = RedisStore(redis_server.url, prefix)
         reader.open_read_only()
         assert reader.urls.status_of(url_fingerprint("http://b.test/")[0]) == Status.QUEUED

@@ -335,7 +335,7 @@ def test_one_crawler_opens_one_connection_for_the_frontier_and_the_content_seen_
     assert connection.client.connection_pool._created_connections == 1
     pipeline.close()
     frontier.close("finished")
-    assert not connection.is_open  # the last user closed it
+    assert connection.client is None  # the last user closed it
     observer.close()
 
 

@@ -18,6 +18,7 @@ from extensions.backends.redis.contentseen import (
     RedisContentSeen,
     RedisContentStore,
     pack64,
+    read_records,
 )
 from extensions.backends.redis.nearindex import (
     BUCKET_BYTES,
@@ -161,7 +162,7 @@ def test_a_record_keeps_the_content_fingerprint_and_a_match_reads_the_url(redis_
     group, near_of = index.run(index.add_or_match_steps(simhash, url, sketch, None, fingerprint))
     assert near_of is None
     index.flush()
-    record = store.call(index.records_read(simhash))[0][0]
+    record = store.call(read_records(index.keys.near_doc(simhash), simhash))[0][0]
     assert unpack_records(record)[0][3] == fingerprint
     assert url.encode() not in record and pack64(fingerprint) in record
     trips = index.counters["round_trips"]
@@ -214,7 +215,7 @@ def test_a_documents_partition_past_many_buckets_keeps_every_record(redis_server
         assert sorted(entries) == sorted(member_of(value) for value in values)
         assert len(unpack_records(entries[member_of(values[0])])) == 2
         for number, (value, sketch) in enumerate(zip(values, sketches)):
-            records = unpack_records(index.store.call(index.records_read(value))[0][0])
+            records = unpack_records(index.store.call(read_records(index.keys.near_doc(value), value))[0][0])
             assert [(doc, group) for doc, group, _, _ in records][:1] == [(groups[number], groups[number])]
             assert records[0][2] == (coarse(sketch) if len(sketch) > 4 else sketch)
             assert records[0][3] == f"http://a.test/{number}".encode()

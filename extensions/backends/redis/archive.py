@@ -1,15 +1,5 @@
 """The WARC archive index in Redis, shared by every process of a crawl
-(:class:`extensions.output.archive.ArchiveIndex`). Keys::
-
-    P:{archive-DD}:digests  hash  payload digest ("sha1:BASE32") -> the first
-                            record holding it: "date TAB record-id TAB uri"
-    P:{T}:captures          hash  URI -> its latest capture:
-                            "digest TAB date TAB record-id"
-
-``DD`` is the digest's first two base-32 characters, ``T`` the host tag of
-the URI's host; both go with the frontier's keys (``P:{*}:*``). A look-up is
-one round trip; additions are buffered; the first writer of a digest stays.
-"""
+(:class:`extensions.output.archive.ArchiveIndex`; keys: docs/reference/redis-layout.md)."""
 
 from __future__ import annotations
 
@@ -55,28 +45,23 @@ class RedisArchiveIndex:
         self.attached = True
 
     def find(self, digest: str | None, uri: str | None) -> tuple[Capture | None, Capture | None]:
-        commands = []
-        if digest is not None:
-            commands.append(("HGET", self.keys.digests(digest), digest))
-        if uri is not None:
-            commands.append(("HGET", self.keys.captures(uri), uri))
-        if not commands:
+        asked = [(self.keys.digests(digest), digest)] if digest is not None else []
+        asked += [(self.keys.captures(uri), uri)] if uri is not None else []
+        if not asked:
             return None, None
         try:
-            answers = list(self.connection.call(*commands))
+            answers = [_text(value) for value in self.connection.call(*[("HGET", key, name) for key, name in asked])]
         except RedisLayerError as err:
             raise ArchiveIndexError(f"WARC archive index: {err}") from err
+        payload = answers.pop(0) if digest is not None else None
+        latest = answers.pop(0) if uri is not None else None
         same_payload = same_uri = None
-        if digest is not None:
-            found = _text(answers.pop(0))
-            if found is not None:
-                date, record_id, original_uri = found.split(_SEPARATOR, 2)
-                same_payload = Capture(original_uri, date, record_id or None, digest)
-        if uri is not None:
-            found = _text(answers.pop(0))
-            if found is not None:
-                stored_digest, date, record_id = found.split(_SEPARATOR, 2)
-                same_uri = Capture(uri, date, record_id or None, stored_digest)
+        if payload is not None:
+            date, record_id, original_uri = payload.split(_SEPARATOR, 2)
+            same_payload = Capture(original_uri, date, record_id or None, digest)
+        if latest is not None:
+            stored_digest, date, record_id = latest.split(_SEPARATOR, 2)
+            same_uri = Capture(uri, date, record_id or None, stored_digest)
         return same_payload, same_uri
 
     def add(self, capture: Capture, original: bool, latest: bool) -> None:

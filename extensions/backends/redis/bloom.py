@@ -1,18 +1,6 @@
 """The URL-seen Bloom filter in Redis bitmaps, shared by every crawler process
 (``FRONTIER_SEEN_BACKEND = "bloom"``): a false positive is a new URL never
-crawled, at the configured rate.
-
-Shards: one bitmap per Redis Cluster slot in use, ``P:{bloom-N}:bloom``,
-``bloom-N`` being the first such tag in the slot of the host tag ``{T}``
-(:func:`~extensions.backends.redis.keys.shard_tag`), so the test-and-set runs inside the script that inserts
-the URL's row (``lua/include/bloom.lua``). Each shard is a scalable Bloom
-filter (Almeida et al. 2007): a first layer for
-``FRONTIER_REDIS_BLOOM_CAPACITY / 16384`` URLs at 0.4 x the error rate,
-then layers twice as large at half the error, appended to the same string
-(:meth:`BloomLayout.layer`); its first 64 bits count its URLs. A shard stops
-growing before Redis' 512 MB string limit. The layout is fixed when the
-crawl's keys are created (recorded in its meta hash).
-"""
+crawled, at the configured rate (layout: docs/reference/redis-layout.md)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ import heapq
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.keys import Keys
@@ -19,12 +20,12 @@ from extensions.frontier.store import Census, HostLoad, Status, URLEvent
 Kept = list[tuple[tuple[float, int], URLEvent]]
 
 
+@dataclass(slots=True)
 class _HostSum:
-    __slots__ = ("queued", "inflight", "done", "last_fetch")
-
-    def __init__(self, done: int = 0, last_fetch: float | None = None) -> None:
-        self.queued = self.inflight = 0
-        self.done, self.last_fetch = done, last_fetch
+    done: int = 0
+    last_fetch: float | None = None
+    queued: int = 0
+    inflight: int = 0
 
 
 class RedisCensus:

@@ -95,10 +95,9 @@ def sha_of(source: str) -> str:
 
 
 class RedisConnection:
-    """One client and one non-transactional pipeline to one Redis, shared by a
-    crawler's Redis components: :meth:`write` buffers, :meth:`call` sends the
-    buffer and its own commands in order. Scripts a server lost are loaded and
-    their commands resent. Not thread-safe."""
+    """One client and one non-transactional pipeline to one Redis, shared by a crawler's Redis
+    components: :meth:`write` buffers, :meth:`call` sends the buffer and its own commands in
+    order. Scripts a server lost are loaded and their commands resent. Not thread-safe."""
 
     def __init__(self, url: str, *, retries: int = 6, timeout: float | None = 10.0, batch: int = 1024) -> None:
         self.url, self.location = url, redact(url)
@@ -156,10 +155,6 @@ class RedisConnection:
         self.client = self._pipe = None
         self._commands = []
         self.users = 0
-
-    @property
-    def is_open(self) -> bool:
-        return self.client is not None
 
     @property
     def cluster(self) -> bool:

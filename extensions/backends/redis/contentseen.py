@@ -1,33 +1,7 @@
-"""The content-seen sets in Redis, shared by every crawler process of a crawl.
-
-Keys (``P`` is ``FRONTIER_REDIS_PREFIX``)::
-
-    P:contentseen:{X}:exact       hash  the first URL of each content fingerprint whose
-                                        top 8 bits are X, packed as the documents' records
-                                        are (the fingerprint's other 56 bits, the URL;
-                                        lua/include/nearmap.lua)
-    P:contentseen:{Z}:near_docs   hash  the records of the documents whose simhash's
-                                        top 8 bits are Z, packed: buckets of entries
-                                        (the simhash's other 56 bits, its records:
-                                        doc id, group, sketch, the content fingerprint
-                                        or URL; extensions/backends/redis/nearindex.py)
-    P:contentseen:{tN-Y}:near_table  hash  permuted table N's partition Y (its key's
-                                        top 8 bits): the simhashes stored, as a
-                                        packed set of 8-byte members (the key's
-                                        other bits, the simhash's bits outside
-                                        the key; extensions/backends/redis/nearindex.py)
-    P:contentseen:meta            hash  schema, distance, blocks (the index layout)
-    P:contentseen:near_ids        int   document ids, reserved in blocks
-
-``X`` is the top 8 bits of the fingerprint and ``Z`` of the simhash (2 hex
-digits), ``Y`` the top 8 bits of the table's key: Redis Cluster hash tags.
-First writer wins across processes (a script adds a URL only where none is). A :class:`RedisContentStore` buffers writes on the
-crawler's shared connection; they go with the next read. With
-``persist=False`` the keys are deleted at close by the crawl's last process
-only, behind the registry's closing fence (a process joining meanwhile waits:
-:mod:`extensions.backends.redis.registry`). Redis failures raise
-:class:`~extensions.contentseen.exact.ContentStoreError`.
-"""
+"""The content-seen sets in Redis, shared by every crawler process of a crawl
+(keys: docs/reference/redis-layout.md); the first writer of a fingerprint wins.
+Writes wait on the crawler's shared connection for its next read. Redis
+failures raise :class:`~extensions.contentseen.exact.ContentStoreError`."""
 
 from __future__ import annotations
 
@@ -52,14 +26,13 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = "5"  # 4: near_docs records packed in buckets, 16-bit sketch values; 5: the exact set packed
+SCHEMA_VERSION = "5"  # P:contentseen:meta "schema" (docs/reference/redis-layout.md)
 PARTITION_BITS = 8  # exact set and near-duplicate document partitions: the top 8 bits (2 hex digits)
 MEMBER_BYTES = 7  # a fingerprint's or simhash's member in its partition: its other 56 bits
 BUCKET_BYTES = 2048  # bytes of a packed partition's bucket before it splits
 HEARTBEAT_TTL = 60.0  # seconds a process counts as alive without renewing
 _U64 = struct.Struct(">Q")
-#: the scripts: lua/exact_add.lua, lua/near_records.lua (each says its KEYS, ARGV and answer)
-ADD, READ = lua("exact_add"), lua("near_records")
+ADD, RECORDS = lua("exact_add"), lua("near_records")
 _TEXT = ("utf-8", "surrogatepass")
 
 def pack64(value: int) -> bytes:
@@ -76,9 +49,10 @@ def member_of(value: int) -> bytes:
     return (value & (1 << 8 * MEMBER_BYTES) - 1).to_bytes(MEMBER_BYTES, "big")
 
 
-def read_first_url(keys: ContentKeys, fingerprint: int) -> tuple[Any, ...]:
-    """The command reading the exact set's first URL of ``fingerprint`` (answers a list of one: bytes or None)."""
-    return ("EVAL", READ, 1, keys.exact(fingerprint), member_of(fingerprint))
+def read_records(key: str, value: int) -> tuple[Any, ...]:
+    """The command reading the records of ``value`` in the packed partition ``key``: the exact set's
+    first URL of a fingerprint, a simhash's documents (answers a list of one: bytes or None)."""
+    return ("EVAL", RECORDS, 1, key, member_of(value))
 
 
 def encode_url(url: str) -> bytes:
@@ -314,7 +288,7 @@ class RedisContentSeen(RedisContentPart, ExactSet):
     def get(self, fingerprint: int) -> str | None:
         """The first URL recorded for ``fingerprint``, without recording anything."""
         self.counters["lookups"] += 1
-        found = self._call(read_first_url(self.store.keys, fingerprint))[0][0]
+        found = self._call(read_records(self.store.keys.exact(fingerprint), fingerprint))[0][0]
         return None if found is None else decode_url(found)
 
     def stats(self) -> dict[str, int]:

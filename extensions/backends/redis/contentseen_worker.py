@@ -1,12 +1,7 @@
-"""The content-seen test in Redis without the reactor waiting for Redis.
-
-:class:`AsyncRedisContentSeen` sends the synchronous sets' commands through
-a :class:`~extensions.backends.redis.worker.RedisWorker` of its own and
-answers each page with a Deferred of its
-:class:`~extensions.contentseen.verdict.Verdict`, near-duplicate decisions
-taken one page at a time in the order asked. A failed round trip fails its
-page's Deferred with :class:`~extensions.contentseen.exact.ContentStoreError`.
-"""
+"""The content-seen test in Redis without the reactor waiting for Redis: each page's
+:class:`~extensions.contentseen.verdict.Verdict` comes as a Deferred from a worker thread,
+near-duplicate decisions taken one page at a time in the order asked; a failed round
+trip fails its page's Deferred with :class:`~extensions.contentseen.exact.ContentStoreError`."""
 
 from __future__ import annotations
 

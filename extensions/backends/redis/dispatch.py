@@ -1,9 +1,7 @@
-"""Host dispatch shared by several crawler processes through Redis host leases.
-
-This process serves a few leased hosts (:mod:`.leases`) politely from a local
-host heap and takes more from the shared heap when none may fetch now. Lease
-commands go through one FIFO (:mod:`.worker`), so a page's FINISH reaches
-Redis after the ENQUEUEs of its links."""
+"""Host dispatch shared by several crawler processes through Redis host leases (:mod:`.leases`):
+this process serves a few leased hosts politely from a local host heap and takes more from the
+shared heap when none may fetch now. Lease commands go through one FIFO (:mod:`.worker`), so a
+page's FINISH reaches Redis after the ENQUEUEs of its links."""
 
 from __future__ import annotations
 
@@ -437,9 +435,8 @@ class SharedDispatch:
         return [origin for origin in self.parts.holds.held if host_of_origin(origin) == host]
 
     def park(self, host: str, now: float) -> None:
-        """Look at ``host`` again when its first hold ends, at least once a lease
-        TTL; within a poll interval if none is held any more (a take answered
-        after its hold ended and its URLs were unparked)."""
+        """Look at ``host`` again when its first hold ends, at least once a lease TTL; within a
+        poll interval if none is held any more (a take answered after its URLs were unparked)."""
         ends = [self.parts.holds.held[origin].until for origin in self.held_origins(host)]
         until = min([*ends, now + self.lease_ttl]) if ends else now
         self.held[host].parked_until = max(until, now + self.poll_interval)

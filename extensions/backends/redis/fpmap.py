@@ -1,25 +1,5 @@
-"""A value per fingerprint, packed per host tag: the Redis store's fpmap and hashmap.
-
-fpmap: one map per tag (``P:{T}:urls``: URL rows), an extendible hash
-table like :mod:`extensions.backends.redis.fpset`'s: the string ``P:{T}:urls:d:p`` holds the
-records of the members whose top ``d`` bits are ``p`` (a record: the 5-byte
-member, the fingerprint's 40 bits below its tag; the value's length, a
-varint; the value; in no order); the hash ``P:{T}:urls`` holds ``D``, the deepest ``d``, and ``N``, how many
-records (the map goes with its last record). A
-bucket past ``bucket_size`` bytes splits in two on its next bit, so a value costs
-its bytes and six more, plus a bucket's overhead shared by tens of records.
-Scripts: ``lua/include/fpmap.lua``.
-
-hashmap (``P:{T}:cash``: AOPIC's cash rows, small values written on every
-credit): the same extendible hash with each bucket a Redis hash of its own,
-``P:{T}:cash:d:p`` (field: the 5-byte member; value: the value; field ``''``
-keeps an emptied bucket), kept under Redis' listpack limit of 128 fields, so
-Redis reads and writes one value in place (a member and a short value cost
-about their bytes and four more); ``P:{T}:cash`` holds ``D`` and ``N`` and,
-until it first splits, the first bucket's members (a small map is one key).
-Scripts: ``lua/include/hashmap.lua`` (the Lua side of AOPIC reads and writes
-cash rows there too).
-"""
+"""A value per fingerprint, packed per host tag in extendible hash tables: the fpmap
+(string buckets) and the hashmap (Redis-hash buckets); layout: docs/reference/redis-layout.md."""
 
 from __future__ import annotations
 
@@ -94,12 +74,9 @@ class FingerprintMaps:
         for command in self._commands(self.PUT, [self.bucket_size], items):
             connection.write(*command)
 
-    def _keys(self) -> list[bytes]:
-        return list(self._connection().scan(self.pattern))
-
     def count(self) -> int:
         """Values over every tag's map (a SCAN)."""
-        keys = self._keys()
+        keys = list(self._connection().scan(self.pattern))
         return sum(int(n or 0) for n in self._connection().call(*[("HGET", key, "N") for key in keys])) if keys else 0
 
     def buckets(self, batch: int = 1000, field: str | None = None) -> Iterator[tuple[bytes, bytes, Any]]:

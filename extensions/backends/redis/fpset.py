@@ -1,23 +1,6 @@
-"""The exact URL-seen set of the Redis store: fingerprints packed five bytes apiece.
-
-``FRONTIER_SEEN_BACKEND = "exact"`` on Redis. One set per host tag,
-``P:{T}:seen``, in the slot of the tag's URL rows, so the test-and-set runs
-inside the script that inserts a URL's row (``fpset_add`` of
-``lua/include/fpset.lua``): one round trip, atomic with the insert, on a
-single Redis as on a cluster. The tag is the fingerprint's top 24 bits; a
-member is its other 40 bits, big-endian, so the set is exact: two URLs are
-one member only if their 64-bit fingerprints are equal.
-
-The set is an extendible hash table (Fagin et al. 1979): the string
-``P:{T}:seen:d:p`` holds, as one string of sorted members, the members whose
-top ``d`` bits are ``p``; field ``D`` of the hash ``P:{T}:seen`` is the
-deepest ``d`` (a set never split is one string). A bucket past
-:attr:`FingerprintSetLayout.bucket` members splits in two on its next bit,
-so a host of any size costs five bytes a URL and a bucket's overhead
-(tens of bytes) per ``bucket / 2`` to ``bucket`` URLs, and no insert
-rewrites more than one bucket. URL rows then hold only URLs not yet
-finished (:class:`~extensions.backends.redis.tables.RedisURLTable` trims).
-"""
+"""The exact URL-seen set of the Redis store (``FRONTIER_SEEN_BACKEND = "exact"``):
+fingerprints packed five bytes apiece, tested and set inside the row scripts
+(layout: docs/reference/redis-layout.md)."""
 
 from __future__ import annotations
 
@@ -67,10 +50,8 @@ def member(fingerprint: int) -> bytes:
 
 
 class RedisFingerprintSet:
-    """The exact set as a :class:`~extensions.frontier.store.SeenSet` on an
-    open :class:`~extensions.backends.redis.store.RedisStore`: for inspection,
-    tests and callers that have only fingerprints (the store's own scripts
-    test and set URLs together with their rows)."""
+    """The exact set alone as a :class:`~extensions.frontier.store.SeenSet` on an open
+    :class:`~extensions.backends.redis.store.RedisStore`, for callers that have only fingerprints."""
 
     def __init__(self, store: Any, layout: FingerprintSetLayout) -> None:
         self.store, self.layout = store, layout
@@ -83,15 +64,12 @@ class RedisFingerprintSet:
             for tag, indexes in by_tag.items()])
         return scatter(by_tag, answers, len(fingerprints))
 
-    def keys(self) -> list[bytes]:
-        """Every tag's set's keys: its buckets, and its directory once split (a SCAN)."""
-        pattern = self.store.keys.seen_pattern
-        return [*self.store.scan(pattern), *self.store.scan(pattern + ":*")]
-
     def size_bytes(self) -> int:
-        """Redis' own ``MEMORY USAGE`` of every tag's set (a SCAN: for reports, not per page)."""
-        return sum(int(size or 0) for size in self.store.call(*[("MEMORY", "USAGE", key, "SAMPLES", "0")
-                                                                  for key in self.keys()]))
+        """Redis' own ``MEMORY USAGE`` of every tag's set, directory and buckets (a SCAN: for reports)."""
+        pattern = self.store.keys.seen_pattern
+        keys = [*self.store.scan(pattern), *self.store.scan(pattern + ":*")]
+        sizes = self.store.call(*[("MEMORY", "USAGE", key, "SAMPLES", "0") for key in keys])
+        return sum(int(size or 0) for size in sizes)
 
     def count(self) -> int:
         """Members over every tag's set."""

@@ -1,74 +1,5 @@
-"""Key layout of the Redis store (pure: no I/O).
-
- (``P`` is ``FRONTIER_REDIS_PREFIX``, default ``web``; ``T`` is a
-host tag, six hex digits: the top 24 bits of a fingerprint, which
-:mod:`extensions.frontier.fingerprint` makes a hash of the URL's host)::
-
-    P:{T}:urls        hash  URL rows (status, fetched, seq, entry) per fingerprint,
-                      packed in buckets (extensions/backends/redis/fpmap.py)
-    P:{T}:seen        hash  the tag's exact URL-seen set: its fingerprints' low 40
-                      bits, packed in buckets (FRONTIER_SEEN_BACKEND "exact",
-                      see extensions/backends/redis/fpset.py)
-    P:{T}:host_urls   hash  host -> how many URLs of that host are known; and
-                      #done, #failed, #excluded, #refused: rows trimmed in that
-                      status; #fetched, #first, #last: how many trimmed rows were
-                      fetched, when first and last; HOST#done, HOST#last: a host's
-                      trimmed done rows and its last fetch (for the census)
-    P:{bloom-N}:bloom string the URL-seen Bloom filter's shard for the slot of
-                      the tags {T} it serves (FRONTIER_SEEN_BACKEND "bloom",
-                      see extensions/backends/redis/bloom.py)
-    P:{T}:cash        hash  AOPIC's cash row per fingerprint (settled at dividend 0, rows.py):
-                      the directory (D, N) of the bucket hashes P:{T}:cash:d:p, and
-                      the first bucket's rows until it splits
-                      (extensions/backends/redis/fpmap.py, HashMaps)
-    P:{T}:groups      hash  content-seen group per fingerprint (group id * 2 +
-                      duplicate, a varint), an fpmap as the URL rows
-    P:{T}:revisit     hash  fingerprint of a fetched URL -> its re-visit record
-                      (packed, without its due time; extensions/backends/redis/revisits.py)
-    P:{revisit-N}:due zset  fingerprint -> due time (+inf: not scheduled), in shards
-    P:{revisit-N}:gone set  fingerprints of records with gone > 0; and
-    P:{revisit-N}:taken hash process -> its last take of due records (retry-safe)
-    P:{aopic}:ledger  hash  AOPIC's shared scalars: lambda, dividend, put_in,
-                      rows, crawls (extensions/backends/redis/ledger.py)
-    P:{T}:lease:HOST  hash  a host's lease and politeness state, shared by
-                      several crawler processes (owner, expires, next, listed, ver),
-                      and its back queue's directory: URLs queued per level
-                      (lLEVEL) and parked (p), in the lists
-    P:{T}:bq:HOST:L   list  its queued fingerprints of level L, in discovery order,
-                      each its low 40 bits (5 bytes), and (L = p) its parked
-                      ones, "fingerprint level"
-                      (extensions/backends/redis/lua/include/backq.lua)
-    P:{T}:tail:HOST   str   the host's queued URLs past its window (FRONTIER_REDIS_QUEUE_WINDOW):
-                      compressed blocks, then records appended
-                      (extensions/backends/redis/tail.py)
-    P:{T}:inflight:HOST zset the host's fingerprints handed to a crawler, not
-                      finished, scored by level
-    P:{heap-N}:heap   zset  host -> when another process may next look at it (the
-                      shared host heap, in shards); the last four are the
-                      multi-process frontier's, see extensions/backends/redis/leases.py
-    P:queue:NAME      list  fingerprints of one front or back queue (FIFO)
-    P:hosts           set   every host seen (host_count)
-    P:crawl_delays    hash  host -> robots.txt Crawl-delay (seconds)
-    P:deferrals       hash  origin -> "when reason" of a deferred origin
-    P:widened         hash  host -> its delay widened after pushback (seconds)
-    P:{holds}:origins hash  origin -> "until reason" of an origin held now, and
-    P:{holds}:active  str   the last time some process had work no hold keeps
-                      back (both ms; the multi-process frontier's idle close,
-                      see extensions/backends/redis/leases.py)
-    P:meta            hash  schema, clean, front_queues, back_queues, ...
-    P:seq             int   discovery-order counter (reserved in blocks)
-    P:known           int   URLs inserted as new (for memory per URL)
-    P:processes       zset  crawler process id -> heartbeat expiry (ms)
-    P:stats           hash  stats summed over the crawler processes
-    P:start_urls      list  seeds pushed to a running crawl (scrapy-redis'
-                      convention; kept when the crawl's keys are deleted)
-
-``{T}`` is a Redis Cluster hash tag: every key of one host sits in one slot.
-It is the host's hash, not its name, because a fingerprint carries it, so a
-lookup by fingerprint finds its slot without a host-name index (hosts whose
-hashes collide share a tag; rows stay apart). The other keys are global,
-each in a slot of its own. Row formats: :mod:`extensions.backends.redis.rows`.
-"""
+"""Every key name of the Redis store (pure: no I/O); the layout is in
+docs/reference/redis-layout.md."""
 
 from __future__ import annotations
 
@@ -81,7 +12,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "11"  # 2: the exact URL-seen set of fpset.py beside trimmed rows; 3: rows and cash in fpmaps; 4: cash in hashmaps; 5: back queues in lists; 6: a row leaves out its tag's host; 7: a row leaves out its fields that are 0 or None; 8: back-queue lists of 5-byte members, a Referer without the bytes it shares with its URL, content groups in fpmaps; 9: a cash map's first bucket in its directory hash, a back queue's directory in its host's lease hash, a row's flags with FLAG_HAS_DEPTH flipped; 10: a host's queued URLs past its window in its tail; 11: a tail record without the member its URL gives, a back queue's first members per level in its host's lease hash, an extendible-hash set's or map's buckets in strings of their own, a cash row never fetched in single precision
+SCHEMA_VERSION = "11"  # P:meta "schema" (its versions: docs/reference/redis-layout.md)
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",
@@ -181,7 +112,6 @@ class Keys:
         self.processes = f"{prefix}:processes"
         self.stats = f"{prefix}:stats"
         self.ledger = f"{prefix}:{{aopic}}:ledger"
-        self.start_urls = f"{prefix}:start_urls"
         #: what deleting the crawl removes (SCHEDULER_PERSIST off, a flush)
         self.all_patterns = (f"{literal}:{{*}}:*", self.queue_pattern)
         self.singles = (self.meta, self.seq, self.hosts, self.crawl_delays, self.processes, self.stats,
@@ -219,14 +149,11 @@ class Keys:
         return f"{self.prefix}:{{{shard_tag(tag)}}}:bloom"
 
     def lease(self, host: str) -> str:
+        """The host's lease hash, also its back queue's directory (other fields)."""
         return f"{self.prefix}:{{{host_tag(host)}}}:lease:{host}"
 
-    def back(self, host: str) -> str:
-        """The host's back-queue directory: its lease hash (the fields differ)."""
-        return self.lease(host)
-
     def back_list(self, host: str, level: str) -> str:
-        """One list of :meth:`back` (a level's, or ``p``: the parked)."""
+        """One list of the host's back queue (a level's, or ``p``: the parked)."""
         return f"{self.prefix}:{{{host_tag(host)}}}:bq:{host}:{level}"
 
     def tail(self, host: str) -> str:
@@ -236,15 +163,10 @@ class Keys:
     def inflight(self, host: str) -> str:
         return f"{self.prefix}:{{{host_tag(host)}}}:inflight:{host}"
 
-    def host_of_tail(self, key: bytes | str) -> str:
-        """The host of a :meth:`tail` key."""
+    def host_of(self, key: bytes | str, kind: str) -> str:
+        """The host of a per-host key of ``kind`` (``lease``, ``tail``)."""
         key = key.decode() if isinstance(key, bytes) else key
-        return key.split("}:tail:", 1)[1]
-
-    def host_of_lease(self, key: bytes | str) -> str:
-        """The host of a :meth:`lease` key."""
-        key = key.decode() if isinstance(key, bytes) else key
-        return key.split("}:lease:", 1)[1]
+        return key.split(f"}}:{kind}:", 1)[1]
 
     def host_heap(self, shard: int) -> str:
         return f"{self.prefix}:{{heap-{shard}}}:heap"

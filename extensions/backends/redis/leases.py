@@ -1,11 +1,5 @@
-"""Host leases in Redis: several crawler processes share one polite frontier.
-
-Per host (keys in :mod:`.keys`): its back queue (a list per level and one
-of parked URLs, ``lua/include/backq.lua``; its head as :func:`queue_score`),
-its in-flight set and its lease (owner, expiry, next fetch time). The host
-heap holds every host with work: empty, the crawl is over. A lapsed lease's
-in-flight URLs go back to their queue. Held origins and the idle close are
-crawl-wide (``P:{holds}:*``). Scripts read the server's clock."""
+"""Host leases in Redis: several crawler processes share one polite frontier
+(per-host keys: docs/reference/redis-layout.md). Scripts read the server's clock."""
 
 from __future__ import annotations
 
@@ -39,7 +33,6 @@ PARKED = 1 << 52
 PARK_FLOOR = 1 << 51
 MAX_LEVELS = 2048
 
-#: the scripts: lua/lease_*.lua (each says its KEYS, ARGV and answer); a back queue is lua/include/backq.lua
 _BACKQ = {"LEVEL_SPAN": int(LEVEL_SPAN), "PARKED": PARKED}
 ACQUIRE, CONFIRM, DELIST_IF = lua("lease_acquire", **_BACKQ), lua("lease_confirm"), lua("lease_delist_if")
 ENQUEUE, FINISH = lua("lease_enqueue", **_BACKQ), lua("lease_finish")
@@ -48,7 +41,6 @@ PROMOTE, PUT_BACK = lua("lease_promote", **_BACKQ), lua("lease_put_back", **_BAC
 RELEASE, RENEW = lua("lease_release", **_BACKQ), lua("lease_renew")
 TAKE, UNPARK = lua("lease_take", **_BACKQ), lua("lease_unpark", **_BACKQ)
 REWRITE = lua("tail_rewrite", **_BACKQ)
-#: lua/hold_*.lua
 HOLD, ACTIVE, HELD = lua("hold_hold"), lua("hold_active"), lua("hold_held")
 IDLE_DEFER, TAKE_ALL = lua("hold_idle_defer"), lua("hold_take_all")
 
@@ -123,8 +115,7 @@ class Poll:
 
 
 def back_queue_counts(lease: dict[bytes, bytes]) -> dict[bytes, int]:
-    """A back queue's directory among its host's lease fields (lua/include/backq.lua):
-    queue name (``b"0"``, ``b"1"`` ... a level, ``b"p"`` the parked) -> its length."""
+    """Queue name (``b"0"``, ``b"1"`` ... a level, ``b"p"`` the parked) -> length, from a lease's fields."""
     counts: Counter[bytes] = Counter()
     for field, value in lease.items():
         if field == b"p":
@@ -135,8 +126,7 @@ def back_queue_counts(lease: dict[bytes, bytes]) -> dict[bytes, int]:
 
 
 def queued_fingerprint(key: str | bytes, item: bytes) -> int:
-    """The fingerprint of an item of the back-queue list ``key``: a level's
-    member (lua/include/backq.lua) or a parked ``"fingerprint level"``."""
+    """The fingerprint of an item of the back-queue list ``key``: a member, or a parked ``"fingerprint level"``."""
     key = key.encode() if isinstance(key, str) else key
     return int(item.split()[0]) if key.endswith(b":p") else fingerprint_of(key, item)
 
@@ -175,8 +165,9 @@ class HostLeases:
         return None
 
     def _host_keys(self, host: str) -> tuple[str, str, str, str]:
-        keys, tag_urls = self.keys, self.keys.urls(host_tag(host))
-        return keys.lease(host), keys.back(host), keys.inflight(host), tag_urls
+        """Lease, back-queue directory (the same hash), in-flight set and the tag's URL rows."""
+        lease = self.keys.lease(host)
+        return lease, lease, self.keys.inflight(host), self.keys.urls(host_tag(host))
 
     # -- enqueue -------------------------------------------------------------
     def enqueue(self, host: str, entries: Sequence[Entry], force: bool = False,
@@ -216,14 +207,10 @@ class HostLeases:
         self.store.counters.count_known(sum(added))
         return [Enqueued(bool(new), bool(mine), int(queued), head_score(head), bool(needs)) for new in added]
 
-    def _listing(self, host: str, answer: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
-        needs, wait, ver = answer[1], answer[5], answer[6]
-        return self._list_commands(host, wait / 1000.0, ver) if needs else None
-
     def _after_enqueue(self, host: str, answer: list[Any]) -> tuple[list[tuple[Any, ...]], Any] | None:
-        """The listing, and the tail read once its appended records pass
-        :data:`~extensions.backends.redis.tail.STRING_BYTES` (then compacted)."""
-        listing = self._listing(host, answer)
+        """The listing if the host needs one (answer: needs, ..., wait, ver), and the tail read once
+        its appended records pass :data:`~extensions.backends.redis.tail.STRING_BYTES` (then compacted)."""
+        listing = self._list_commands(host, answer[5] / 1000.0, answer[6]) if answer[1] else None
         if answer[7] < STRING_BYTES:
             return listing
         commands, confirm = listing or ([], None)
@@ -236,8 +223,7 @@ class HostLeases:
         return [*commands, ("GET", self.keys.tail(host))], compact
 
     def compact_command(self, host: str, read: bytes | None) -> tuple[Any, ...] | None:
-        """The tail string ``read``'s appended records into its newest block, if they
-        are past :data:`~extensions.backends.redis.tail.STRING_BYTES`."""
+        """The tail string ``read``'s appended records into its newest block, if past :data:`STRING_BYTES`."""
         tail = Tail.parse(read)
         if read is None or len(tail.records) < STRING_BYTES:
             return None
@@ -260,7 +246,7 @@ class HostLeases:
                 lambda _: ([("EVAL", CONFIRM, 1, self.keys.lease(host), ver)], None))
 
     def requeue(self, host: str, fingerprint: int, level: int) -> None:
-        self.io.write("EVAL", PROMOTE, 2, self.keys.back(host), self.keys.urls(host_tag(host)), fingerprint, level)
+        self.io.write("EVAL", PROMOTE, 2, self.keys.lease(host), self.keys.urls(host_tag(host)), fingerprint, level)
 
     # -- the host heap -------------------------------------------------------
     def poll(self, limit: int, then: Callable[[Poll], None] | None = None,
@@ -307,43 +293,40 @@ class HostLeases:
         return acquired
 
     def take(self, host: str, held: Sequence[str] = (), then: Callable[[Taken], None] | None = None,
-             failed: Callable[[Exception], None] | None = None, max_skip: int = 64) -> Taken:
-        """The best queued URL of an origin not in ``held`` (met ones parked), now in flight."""
+             failed: Callable[[Exception], None] | None = None, max_skip: int = 64) -> Taken | None:
+        """The best queued URL of an origin not in ``held`` (met ones parked), now in flight;
+        an empty window with a tail is refilled, then taken from again. To ``then``, and
+        returned if answered at once."""
         command = ("EVAL", TAKE, 5, *self._host_keys(host), self.keys.cash(host_tag(host)),
                    self._now(), self.owner, max_skip, self.ttl_ms, *held)
         read = ("GET", self.keys.tail(host))
         before = [0, 0, 0]  # skipped, parked, refilled by the takes that found the window empty
-        if then is None:  # an empty window with a tail: refill it, then take again
-            answer = self.io.call(command)[0]
-            for _ in range(MAX_REFILLS):
-                if answer[0] != 4:
-                    break
-                _add_counts(before, answer, self.io.call(self._refill_command(host, self.io.call(read)[0]))[0])
-                answer = self.io.call(command)[0]
-            if self._refill_ahead(answer):
-                self._count_ahead(self.io.call(self._refill_command(host, self.io.call(read)[0])))
-            return self._taken(answer, before)
         ends: list[Any] = []  # the answer handed to then (decided on io's thread, before then runs)
+        found: list[Taken] = []
 
         def refill(answers: list[Any]) -> tuple[Any, ...] | None:
             answer = answers[0]
             if answer[0] != 4 or len(ends) >= MAX_REFILLS:
                 ends.append(answers)
                 if self._refill_ahead(answer):  # off the take's path: the next take finds URLs
-                    return [read], lambda found: ([self._refill_command(host, found[0])], self._count_ahead)
+                    return [read], lambda tail: ([self._refill_command(host, tail[0])], self._count_ahead)
                 return None
             ends.append(None)
 
             def again(moved: list[Any]) -> tuple[Any, ...]:
-                _add_counts(before, answer, moved[0])
+                before[0] += int(answer[1])  # the take's skipped and parked, the URLs the refill moved
+                before[1] += int(answer[2])
+                before[2] += max(0, int(moved[0]))
                 return [command], refill, answered, failed
-            return [read], lambda found: ([self._refill_command(host, found[0])], again, None, failed), None, failed
+            return [read], lambda tail: ([self._refill_command(host, tail[0])], again, None, failed), None, failed
 
         def answered(answers: list[Any]) -> None:
             if ends and ends[-1] is answers:
-                then(self._taken(answers[0], before))
+                found.append(self._taken(answers[0], before))
+                if then is not None:
+                    then(found[0])
         self.io.submit([command], answered, failed, follow=refill)
-        return None
+        return found[0] if found else None
 
     def _refill_ahead(self, answer: list[Any]) -> bool:
         """Whether a take's answer left the window at half of it or less with a tail behind it."""
@@ -353,33 +336,28 @@ class HostLeases:
         self.refilled_ahead += max(0, int(answers[0]))
 
     @staticmethod
-    def _taken(answer: list[Any], before: Sequence[int] = (0, 0, 0)) -> Taken:
+    def _taken(answer: list[Any], before: Sequence[int]) -> Taken:
         """The take's answer, with the skipped, parked and refilled counts of the takes
         before it that found the window empty (``before``)."""
-        taken = HostLeases._answer(answer)
-        taken.skipped, taken.parked, taken.refilled = (
-            taken.skipped + before[0], taken.parked + before[1], before[2])
-        return taken
-
-    @staticmethod
-    def _answer(answer: list[Any]) -> Taken:
         state = answer[0]
         if state == -1:
-            return Taken("lost")
-        if state == 0:
-            return Taken("empty", skipped=int(answer[1]), parked=int(answer[2]))
-        if state in (2, 3, 4):  # 4: the window still empty after a refill (another process's meanwhile)
+            taken = Taken("lost")
+        elif state == 0:
+            taken = Taken("empty", skipped=int(answer[1]), parked=int(answer[2]))
+        elif state in (2, 3, 4):  # 4: the window still empty after a refill (another process's meanwhile)
             _, skipped, parked, queued, head = answer
-            return Taken("held" if state == 3 else "stale", None, int(queued), head_score(head), int(skipped),
-                         parked=int(parked))
-        _, fp, row, queued, head, skipped, cash, parked, *_ = answer
-        fingerprint = int(fp)
-        return Taken("taken", unpack_entry(fingerprint, row), int(queued), head_score(head), int(skipped),
-                     unpack_cash(cash) if cash else None, int(parked))
+            taken = Taken("held" if state == 3 else "stale", None, int(queued), head_score(head), int(skipped),
+                          parked=int(parked))
+        else:
+            _, fp, row, queued, head, skipped, cash, parked, *_ = answer
+            taken = Taken("taken", unpack_entry(int(fp), row), int(queued), head_score(head), int(skipped),
+                          unpack_cash(cash) if cash else None, int(parked))
+        taken.skipped, taken.parked, taken.refilled = taken.skipped + before[0], taken.parked + before[1], before[2]
+        return taken
 
     def unpark(self, host: str) -> tuple[int, float]:
         """Unpark every URL of ``host``; how many, and the queue's head score now."""
-        count, head = self.io.call(("EVAL", UNPARK, 1, self.keys.back(host)))[0]
+        count, head = self.io.call(("EVAL", UNPARK, 1, self.keys.lease(host)))[0]
         return int(count), head_score(head)
 
     def finish(self, host: str, fingerprint: int, status: Status | None, fetched: float | None = None) -> None:
@@ -395,9 +373,8 @@ class HostLeases:
                       b"" if fetched is None else fetched_bytes(fetched), fingerprint, self.owner)
 
     def queued(self, host: str) -> list[int]:
-        """The fingerprints in ``host``'s back queue in taking order, promoted copies included,
-        then those of its tail."""
-        lease = self.io.call(("HGETALL", self.keys.back(host)))[0]
+        """``host``'s queued fingerprints in taking order (promoted copies included), then its tail's."""
+        lease = self.io.call(("HGETALL", self.keys.lease(host)))[0]
         levels = sorted((int(name) for name in back_queue_counts(lease) if name != b"p"), reverse=True)
         lists = [self.keys.back_list(host, name) for name in [*map(str, levels), "p"]]
         found = self.io.call(*[("LRANGE", key, 0, -1) for key in lists])
@@ -458,7 +435,7 @@ class HostLeases:
         """List every host with work, no live owner and no heap entry; how many
         (two round trips per :data:`SWEEP_BATCH` hosts)."""
         listed = 0
-        hosts = [self.keys.host_of_lease(key) for key in self.store.scan(self.keys.lease_pattern)]
+        hosts = [self.keys.host_of(key, "lease") for key in self.store.scan(self.keys.lease_pattern)]
         for at in range(0, len(hosts), SWEEP_BATCH):
             batch = hosts[at:at + SWEEP_BATCH]
             answers = self.io.call(*[("EVAL", ORPHAN, 3, *self._host_keys(host)[:3], self._now()) for host in batch])
@@ -522,13 +499,6 @@ class HostLeases:
     def stats_totals(self) -> dict[str, float]:
         found = self.io.call(("HGETALL", self.keys.stats))[0]
         return {name.decode(): _number(value) for name, value in found.items()}
-
-
-def _add_counts(counts: list[int], answer: list[Any], moved: int) -> None:
-    """A take's skipped and parked counts, and the URLs a refill moved, into ``counts``."""
-    counts[0] += int(answer[1])
-    counts[1] += int(answer[2])
-    counts[2] += max(0, int(moved))
 
 
 def _triples(answer: list[Any]) -> dict[str, tuple[float, str]]:

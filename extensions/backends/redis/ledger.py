@@ -1,23 +1,7 @@
-"""AOPIC's ledger shared by the crawler processes of one Redis frontier.
-
-The scalars (Lambda, the dividend ``D``, cash put in, rows, Lambda's crawls)
-live in one hash, ``P:{aopic}:ledger``, and change with the cash rows only
-inside scripts, atomically and once: :data:`CASH` (a fetched page's take and
-split, or a seed's cash) and :data:`CRAWL_LAMBDA`. On a single Redis a page
-is one script; a Redis Cluster runs :data:`CASH` per slot, then :data:`JOIN`
-charges the tax and the dividends owed by rows created with a stale ``d``
-to Lambda, so the total stays exact in any order. The scripts write each
-row settled at dividend 0 (its cash at ``D`` is ``u + D``: lua/include/cash.lua);
-on a cluster a process settles at its own view ``d`` of the dividend, never
-above ``D``, and a take leaves ``D - d`` in the row. Conservation, summed
-over the rows in Redis (:meth:`SharedLedger.totals`; mark 0 in settled rows)::
-
-    sum(cash + D - mark) + Lambda == put_in
-
-:meth:`SharedLedger.distribute_then` sends a page's payment through the
-frontier's worker channel, after the store's buffered writes; the other
-writes go through the same code answered at once on the store.
-"""
+"""AOPIC's ledger shared by the crawler processes of one Redis frontier: its
+scalars change with the cash rows only inside scripts, so the cash is
+conserved (docs/reference/redis-layout.md). :meth:`SharedLedger.distribute_then`
+sends a page's payment through the frontier's worker channel."""
 
 from __future__ import annotations
 
@@ -40,7 +24,6 @@ _CREDIT = struct.Struct(">ddB")  # a credit in CASH's answer: before, after, exi
 #: the ledger hash's fields, in the order every script returns them
 FIELDS = ("lambda", "dividend", "put_in", "rows", "crawls")
 
-#: the scripts: lua/ledger_*.lua (each says its KEYS, ARGV and answer)
 CASH, JOIN = lua("ledger_cash"), lua("ledger_join")
 CRAWL_LAMBDA, MIGRATE = lua("ledger_crawl_lambda"), lua("ledger_migrate")
 
@@ -93,11 +76,9 @@ class SharedLedger(AOPICLedger):
                         entries_of: list[int] | Callable[[list[Change]], Sequence[int]],
                         then: Callable[[Paid, dict[int, Entry]], None],
                         failed: Callable[[Exception], None], tax: float | None = None) -> None:
-        """:meth:`distribute` through ``io``: ``then`` gets its result on the
-        reactor thread, ``failed`` a Redis failure. ``entries_of`` may be a
-        function of the credits' changes (called on ``io``'s thread, where
-        Redis answered): only the rows it names are read, in a second round
-        trip if it names any."""
+        """:meth:`distribute` through ``io``: ``then`` gets its result on the reactor thread,
+        ``failed`` a Redis failure. ``entries_of`` may be a function of the credits' changes
+        (called on ``io``'s thread): only the rows it names are read, in a second round trip."""
         self._pay(io, fingerprint, links, len(links), None, "", entries_of, tax,
                   lambda taken, changes, entries: then(Paid(taken[0], taken[1], taken[2], changes), entries),
                   failed)
@@ -139,15 +120,34 @@ class SharedLedger(AOPICLedger):
              failed: Callable[[Exception], None]) -> None:
         """:data:`CASH` through ``io`` after the store's buffered writes: the
         take, the credits' changes and the URL rows of ``entries_of`` to
-        ``then``. On a cluster :data:`CASH` runs per slot (the credits sent by
-        the worker thread from the take's answer); the reactor thread buffers
-        the :data:`JOIN`."""
-        if callable(entries_of) and not self.store.cluster:
-            self._pay_then_read(io, take, credits, outlinks, amount, mode, entries_of, tax, then, failed)
-            return
-        reads, rows_of = self.store.urls.entry_reads(entries_of if not callable(entries_of) else credits)
+        ``then``; a function of the changes names the rows to read, in a second
+        round trip on a single Redis. On a cluster :data:`CASH` runs per slot (the
+        credits sent by the worker thread from the take's answer); the reactor
+        thread buffers the :data:`JOIN`."""
+        select = entries_of if callable(entries_of) and not self.store.cluster else None
+        if select is None:
+            reads, rows_of = self.store.urls.entry_reads(entries_of if not callable(entries_of) else credits)
         writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
         at = len(writes)
+        if select is not None:
+            def read(answers: list[Any]) -> tuple[Any, ...]:  # on io's thread: no state touched
+                try:
+                    reads, rows_of = self.store.urls.entry_reads(select(_decode(answers[at])[1]))
+                except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
+                    return [], None, lambda _, error=err: failed(error)
+                return reads, None, lambda found: read_paid(answers, rows_of(found)), failed
+
+            def read_paid(answers: list[Any], entries: dict[int, Entry]) -> None:  # on the reactor thread
+                try:
+                    taken, changes, _, _ = _decode(answers[at])
+                    self._update(answers[at][8])
+                except Exception as err:  # noqa: BLE001 - the page's pipeline must end
+                    failed(err)
+                    return
+                then(taken, changes, entries)
+            io.submit([*writes, self._cash_command(take, credits, outlinks, amount, mode, tax)], None, failed,
+                      follow=read)
+            return
         if not self.store.cluster:
             def answered(answers: list[Any]) -> None:
                 taken, changes, _, _ = _decode(answers[at])
@@ -187,33 +187,6 @@ class SharedLedger(AOPICLedger):
             self.store.write("EVAL", JOIN, 1, self._key, repr(to_lambda), new + tag_new, d, repr(put_in))
             then(taken, changes, entries)
         io.submit([*writes, *first, *reads], None, failed, follow=credit)
-
-    def _pay_then_read(self, io: Any, take: int | None, credits: list[int], outlinks: int, amount: float | None,
-                       mode: str, select: Callable[[list[Change]], Sequence[int]], tax: float | None,
-                       then: Callable[[Taken, list[Change], dict[int, Entry]], None],
-                       failed: Callable[[Exception], None]) -> None:
-        """:meth:`_pay` on a single Redis reading only the rows ``select``
-        names from the changes, in a second round trip if it names any."""
-        writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
-        at = len(writes)
-
-        def read(answers: list[Any]) -> tuple[Any, ...]:  # on io's thread: no state touched
-            try:
-                reads, rows_of = self.store.urls.entry_reads(select(_decode(answers[at])[1]))
-            except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
-                return [], None, lambda _, error=err: failed(error)
-            return reads, None, lambda found: paid(answers, rows_of(found)), failed
-
-        def paid(answers: list[Any], entries: dict[int, Entry]) -> None:  # on the reactor thread
-            try:
-                taken, changes, _, _ = _decode(answers[at])
-                self._update(answers[at][8])
-            except Exception as err:  # noqa: BLE001 - the page's pipeline must end
-                failed(err)
-                return
-            then(taken, changes, entries)
-        io.submit([*writes, self._cash_command(take, credits, outlinks, amount, mode, tax)], None, failed,
-                  follow=read)
 
     def _cash_command(self, take: int | None, credits: list[int], outlinks: int, amount: float | None,
                       mode: str, tax: float | None = None, d: str | None = None) -> tuple[Any, ...]:

@@ -1,14 +1,9 @@
-"""The near-duplicate index in Redis, shared by every crawler process of a crawl.
-
-:class:`~extensions.contentseen.nearindex.NearDuplicateIndex`'s look-up,
-answers and groups over permuted tables (:class:`BlockLayout`) stored in
-Redis (keys and record layout: :mod:`extensions.backends.redis.contentseen`,
-``lua/include/fpset.lua``, ``lua/include/nearmap.lua``). A look-up is one
-round trip for the tables' members and, only when some are within the
-distance, a second for their records. Document ids are reserved in blocks
-per process: ties between equally close matches go to the smallest id, and
-two near-duplicates judged at once by two processes may both start a group.
-"""
+"""The near-duplicate index in Redis, shared by every crawler process of a crawl:
+:class:`~extensions.contentseen.nearindex.NearDuplicateIndex`'s look-up, answers and
+groups over permuted tables in Redis (layout: docs/reference/redis-layout.md). A look-up
+is one round trip, and a second for the records when some members are within the
+distance. Document ids are reserved in blocks per process: ties go to the smallest id,
+and two near-duplicates judged at once by two processes may both start a group."""
 
 from __future__ import annotations
 
@@ -29,7 +24,7 @@ from extensions.backends.redis.contentseen import (
     encode_url,
     member_of,
     pack64,
-    read_first_url,
+    read_records,
     unpack64,
 )
 from extensions.backends.redis.rows import read_varint, varint
@@ -50,10 +45,7 @@ TABLE_BUCKET = 256  # members of a table partition's bucket before it splits
 ID_BLOCK = 1024  # document ids reserved per INCRBY
 _TOP_BITS = 24  # a member's first 3 bytes: the table key below the partition
 
-#: the scripts: lua/near_*.lua (each says its KEYS, ARGV and answer)
 APPEND_RECORD, ADD, READ = lua("near_append_record"), lua("near_add"), lua("near_read")
-RECORDS = lua("near_records")
-
 
 _EMPTY, _RAW = 0xFE, 0xFF  # no sketch; a sketch kept as it came (not ascending uint32 values)
 _FIRST = (SKETCH_VALUE_BITS + 7) // 8  # bytes of a packed sketch's first value
@@ -89,11 +81,9 @@ def rice_decode(data: bytes, offset: int, count: int, k: int) -> tuple[list[int]
 
 
 def pack_sketch(sketch: bytes, bits: int = SKETCH_VALUE_BITS) -> bytes:
-    """A sketch of ascending big-endian uint32 values without the low
-    :func:`~extensions.contentseen.resemblance.sketch_shift` bits of its
-    largest: the shift, the count, the first value, the Rice parameter, then
-    the gaps between the values (:func:`rice_code`; any other bytes as they
-    are). ``bits`` other than the default: a size to compare, not for :func:`unpack_sketch`."""
+    """A sketch of ascending big-endian uint32 values without the low :func:`sketch_shift` bits
+    of its largest, its gaps Rice-coded (any other bytes as they are; docs/reference/redis-layout.md).
+    ``bits`` other than the default: a size to compare, not for :func:`unpack_sketch`."""
     if not sketch:
         return bytes((_EMPTY,))
     count = len(sketch) // 4
@@ -125,9 +115,8 @@ def unpack_sketch(data: bytes, offset: int) -> tuple[bytes, int]:
 
 
 def pack_record(doc_id: int, group_id: int, sketch: bytes, url: bytes | int) -> bytes:
-    """A document's record under its simhash: its id, its group (as the
-    difference, zigzag), the sketch, then ``url``: its URL, or its content
-    fingerprint (the exact set's field holding the URL)."""
+    """A document's record under its simhash; ``url``: its URL, or its content fingerprint
+    (the exact set's field holding the URL)."""
     delta = doc_id - group_id
     where = b"\0" + pack64(url) if isinstance(url, int) else varint(len(url) + 1) + url
     return b"".join((varint(doc_id), varint(delta << 1 if delta >= 0 else (-delta << 1) - 1),
@@ -214,9 +203,8 @@ Prefetched = tuple[list[Any], int]
 
 
 class RedisNearDuplicateIndex(RedisContentPart):
-    """Stored simhashes with their first URL and group, searchable within
-    distance k: sees every document this process added before and every one
-    other processes delivered; the keys keep the layout they were created with."""
+    """Stored simhashes with their first URL and group, searchable within distance k: sees every
+    document this process added and every one other processes delivered; the keys keep their layout."""
 
     def __init__(self, store: RedisContentStore, layout: BlockLayout,
                  min_resemblance: float = DEFAULT_MIN_RESEMBLANCE) -> None:
@@ -242,19 +230,16 @@ class RedisNearDuplicateIndex(RedisContentPart):
         self._recent: deque[tuple[int, int, frozenset[tuple[str, int]]]] = deque()
 
     def match(self, simhash: int, sketch: bytes | None = None) -> Match | None:
-        """The closest stored document within the distance and resembling
-        (ties: the smallest id), or None."""
+        """The closest resembling document within the distance (ties: the smallest id), or None."""
         return self.run(self.match_steps(simhash, sketch, self._take_prefetched(simhash)))
 
     def near(self, simhash: int, sketch: bytes | None = None) -> list[Match]:
-        """Every stored document within the distance and resembling, closest
-        (then smallest id) first."""
+        """Every resembling document within the distance, closest (then smallest id) first."""
         return self.run(self._lookup(simhash, sketch, False, self._take_prefetched(simhash)))[0]
 
     def prefetch(self, simhash: int) -> None:
-        """Read ``simhash``'s candidates (and a new block of ids, if needed)
-        with the store's next round trip, for the :meth:`add_or_match` that
-        will probably follow."""
+        """Read ``simhash``'s candidates (and a new block of ids, if needed) with the store's
+        next round trip, for the :meth:`add_or_match` that will probably follow."""
         reads = self.candidate_reads(simhash)
         reserve = self.reserve_commands()
         since = self.stored
@@ -279,9 +264,8 @@ class RedisNearDuplicateIndex(RedisContentPart):
         self.next_id, self.id_end = end - ID_BLOCK + 1, end + 1
 
     def add_or_match(self, simhash: int, url: str, sketch: bytes | None = None) -> tuple[int, str | None]:
-        """``(group_id, near_duplicate_of)`` for a new document, which is
-        stored: it joins the group of the closest resembling document within
-        the distance, else starts its own."""
+        """``(group_id, near_duplicate_of)`` for a new document, stored: it joins the group of
+        the closest resembling document within the distance, else starts its own."""
         found = self.run(self.add_or_match_steps(simhash, url, sketch, self._take_prefetched(simhash)))
         self.forget_stored(self.stored)  # every later read sees the documents stored so far
         return found
@@ -370,7 +354,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         if not within:
             return [], extra_answers
         # every record within the distance: the closest may not resemble the query
-        records = yield [self.records_read(other) for other in within]
+        records = yield [read_records(self.keys.near_doc(other), other) for other in within]
         matches: list[Match] = []
         for (other, distance), record in zip(within.items(), records):
             # None: another process's table write arrived before its record
@@ -380,15 +364,11 @@ class RedisNearDuplicateIndex(RedisContentPart):
             matches = [found for found in matches if found.distance == matches[0].distance]
         referred = [found for found in matches if isinstance(found.url, int)]
         if referred and named:  # their URLs are in the exact set
-            urls = yield [read_first_url(self.keys, found.url) for found in referred]
+            urls = yield [read_records(self.keys.exact(found.url), found.url) for found in referred]
             named = {found.doc_id: decode_url(url[0]) for found, url in zip(referred, urls) if url[0] is not None}
             matches = [found if not isinstance(found.url, int) else found._replace(url=named[found.doc_id])
                        for found in matches if not isinstance(found.url, int) or found.doc_id in named]
         return matches, extra_answers
-
-    def records_read(self, simhash: int) -> tuple[Any, ...]:
-        """The command reading the records stored under ``simhash`` (answers a list of one: bytes or None)."""
-        return ("EVAL", RECORDS, 1, self.keys.near_doc(simhash), member_of(simhash))
 
     def _resembling_matches(self, records: bytes, distance: int, sketch: bytes | None) -> list[Match]:
         """The documents of one simhash's records that resemble ``sketch``."""

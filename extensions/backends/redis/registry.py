@@ -1,11 +1,5 @@
-"""The crawler processes of one crawl on Redis: who is alive, who is last,
-and the closing fence.
-
-``P:processes`` maps each process's id to its heartbeat's expiry (server ms).
-The last process out deletes the crawl's keys behind a closing fence
-(``{P:processes}:closing``, with a TTL): a process entering meanwhile waits
-for the deletion to end, then joins anew; a killed deleter's fence expires.
-"""
+"""The crawler processes of one crawl on Redis: who is alive, who is last, and
+the closing fence behind which the last one deletes the crawl's keys."""
 
 from __future__ import annotations
 
@@ -24,7 +18,6 @@ from extensions.backends.redis.scripts import lua
 
 logger = logging.getLogger(__name__)
 
-#: the scripts: lua/registry_*.lua (each says its KEYS, ARGV and answer)
 HEARTBEAT, OTHERS = lua("registry_heartbeat"), lua("registry_others")
 ENTER, FENCE = lua("registry_enter"), lua("registry_fence")
 

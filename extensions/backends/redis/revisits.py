@@ -1,10 +1,5 @@
 """Per-URL re-visit history in Redis: the RevisitTable of
-:class:`~extensions.backends.redis.store.RedisStore`.
-
-A record lives in ``P:{T}:revisit`` next to the URL's row; its due time in
-the due-order shard ``P:{revisit-N}:due``, the authority for ``due``. The
-record is written before its due entry: after a crash a record may lack it,
-never the reverse."""
+:class:`~extensions.backends.redis.store.RedisStore` (layout: docs/reference/redis-layout.md)."""
 
 from __future__ import annotations
 
@@ -34,7 +29,6 @@ _CONTENT, _DATE, _TEXT_DATE, _ETAG, _SMALL_COUNTS, _FLOAT_INTERVAL = 1, 2, 4, 8,
 _INT64, _UINT32, _UINT16 = struct.Struct("<q"), struct.Struct("<I"), struct.Struct("<H")
 _UTF8 = "surrogatepass"  # any str round-trips
 
-#: lua/revisit_take.lua: the due entries of one shard, taken once (retry-safe)
 TAKE = lua("revisit_take")
 
 

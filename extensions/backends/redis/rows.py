@@ -1,42 +1,5 @@
-"""The Redis store's row formats, in Python and in Lua, from one set of constants.
-
-Pure: no I/O. A URL row (a URL's value in the fpmap ``P:{T}:urls``; a
-*varint* is an unsigned LEB128 number, one byte below 128)::
-
-    status   1 byte   ASCII digit: 0 queued, 1 inflight, 2 done, 3 failed, 4 excluded,
-                      5 deferred, 6 refused; the digit + 16 (``@`` .. ``F``) in a row
-                      never fetched, which has no fetch time; + 32 more in a stored
-                      row whose host is its tag's (field ``H`` of the map), left out
-    fetched  8 bytes  big-endian double, unix time the last fetch ended
-    host     varint length * 2 + 1 if a port follows, then the host in UTF-8 and
-             ``:PORT`` if the URL names one after its host
-    present  1 byte   which of the eight fields below are in the row (bit i: the
-                      i-th of seq .. blob); a field left out is 0 or None
-    seq, level, priority (zigzag: 0, -1, 1 ... as 0, 1, 2 ...), depth, flags: varints
-             (seq, the discovery order, is 0 in rows the host leases file: their
-             back queues' lists keep the order; flags with FLAG_HAS_DEPTH flipped,
-             so a link's usual flags are 0)
-    url, extra, blob: a varint, length * 4 + form + 1, then the bytes
-             after what the form leaves out: 0 nothing, 1 ``http://HOST[:PORT]``,
-             2 ``https://HOST[:PORT]`` (as in the host field); the URL is always there
-    referer  how many first bytes it shares with the URL, then the length of the
-             rest and the rest (two varints, then the bytes)
-
-A cash row (a URL's value in the hashmap ``P:{T}:cash``), big-endian: its
-cash settled at dividend 0, ``u`` (double; its cash at dividend ``D`` is
-``u + D``), then, once fetched, history (double) and visits (int64): 8 or
-24 bytes. The credit script writes a row never fetched as ``u`` in single
-precision (4 bytes; what rounding takes goes to Lambda, so the cash is
-conserved). Rows with a mark (the older forms, and rows Python writes with a
-mark other than 0) are cash, mark (16 bytes) or cash, history, mark, visits
-(32 bytes); every reader takes the five lengths.
-
-Scripts read rows only through ``lua/include/rows.lua`` (which stores a
-row without its host when it is the tag's, and puts it back when read:
-:func:`expand_row`) and ``cash.lua``,
-parameterised by :data:`LUA_PARAMETERS` (from the same structs); they change
-only a row's status and fetch time in place.
-"""
+"""The Redis store's URL-row and cash-row formats (docs/reference/redis-layout.md),
+in Python and, through :data:`LUA_PARAMETERS`, in Lua, from one set of constants. Pure: no I/O."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Every Lua script of the Redis backend: the files in ``lua/``, each saying its
-KEYS, ARGV and answer in its first comment. :func:`lua` reads one, with its
-``--- @include "NAME"`` lines and ``$NAME`` parameters filled in, and
-registers it (called by SHA)."""
+"""Every Lua script of the Redis backend: the files in ``lua/``, each saying its KEYS, ARGV and
+answer in its first comment. :func:`lua` reads one, its ``--- @include "NAME"`` lines and ``$NAME``
+parameters filled in, and registers it (called by SHA)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Seeds pushed to a running crawl through Redis, as scrapy-redis does.
-
-Every crawler process watches ``REDIS_START_URLS_KEY`` (default
-``%(name)s:start_urls``; a set with ``REDIS_START_URLS_AS_SET``)::
-
-    redis-cli -u redis://host:6379/0 lpush web:start_urls https://example.org/
-
-An entry is a URL or a JSON object ``{"url": ..., "meta": {...}}``, popped atomically."""
+"""Seeds pushed to a running crawl through Redis, as scrapy-redis does: every crawler
+process pops ``REDIS_START_URLS_KEY`` (a list, or a set with ``REDIS_START_URLS_AS_SET``),
+whose entries are URLs or JSON objects ``{"url": ..., "meta": {...}}``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The frontier's store in Redis, a single instance or a Redis Cluster.
-
-Writes wait in the connection's pipeline; the next read sends them first.
-With a URL-seen set (``seen`` in ``P:meta``, kept for the crawl) a row lives
-only while its URL is queued or in flight (unless ``keep_rows``). After a
-crash the store holds a prefix of the command stream (``clean`` is ``0``
-while a crawl runs). ``persist=False`` deletes the crawl's keys at close
-when no other process is alive (:mod:`.registry`).
-"""
+"""The frontier's store in Redis, a single instance or a Redis Cluster. Writes wait
+in the connection's pipeline for the next read; after a crash the store holds a prefix
+of the command stream (``clean`` is ``0`` while a crawl runs). ``persist=False`` deletes
+the crawl's keys at close when no other process is alive (:mod:`.registry`)."""
 
 from __future__ import annotations
 
@@ -98,8 +93,7 @@ class RedisStore:
         except FrontierStoreError:
             self.abandon()
             raise
-        schema, clean, tails = self._call(("HGET", self.keys.meta, "schema"), ("HGET", self.keys.meta, "clean"),
-                                          ("HGET", self.keys.meta, "tails"))
+        schema, clean, tails = self._call(("HMGET", self.keys.meta, "schema", "clean", "tails"))[0]
         self.urls.tails = tails == b"1"
         if schema is not None and schema.decode() != SCHEMA_VERSION:
             self._refuse()

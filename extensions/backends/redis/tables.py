@@ -41,7 +41,6 @@ CashRow = tuple[float, float, float, int]
 #: a URL-seen set kept beside the URL rows, tested inside the row scripts
 #: (``lua/include/seen.lua``); without one the rows are the set
 SeenLayout = BloomLayout | FingerprintSetLayout
-#: the scripts: lua/store_*.lua, lua/multi_*.lua (each says its KEYS, ARGV and answer)
 INSERT_NEW, POP_ONCE, REQUEUE = lua("store_insert_new"), lua("store_pop_once"), lua("store_requeue")
 SET_STATUS, TRIM = lua("store_set_status"), lua("store_trim")
 SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
@@ -129,10 +128,9 @@ class RedisQueues:
 
 
 class RedisURLTable:
-    """URL rows in ``P:{T}:urls``, per-host counts in ``P:{T}:host_urls``.
-    With ``seen`` (a URL-seen set tested inside the insert scripts) a row
-    goes when its URL is finished unless ``keep_rows`` (:attr:`trims`);
-    without, the rows are the set."""
+    """URL rows in ``P:{T}:urls``, per-host counts in ``P:{T}:host_urls``. With ``seen`` (a URL-seen
+    set tested inside the insert scripts) a row goes when its URL is finished unless ``keep_rows``
+    (:attr:`trims`); without, the rows are the set."""
 
     def __init__(self, keys: Keys, connection: Connection, counters: URLCounters,
                  seen: SeenLayout | None, keep_rows: bool = False) -> None:
@@ -160,7 +158,7 @@ class RedisURLTable:
         """The hosts with a tail (of ``tags``; None: of every tag)."""
         if tags is None:
             keys = self._connection().scan(self.keys.tails_pattern)
-            return [self.keys.host_of_tail(key) for key in keys]
+            return [self.keys.host_of(key, "tail") for key in keys]
         tags = list(tags)
         found = self._connection().call(*[("HKEYS", self.keys.host_urls(tag)) for tag in tags])
         return [field.decode() for fields in found for field in fields if b"#" not in field]
@@ -287,8 +285,7 @@ class RedisURLTable:
     # -- for the shared AOPIC ledger (no protocol: Redis round trips) ----------------
     def entry_reads(self, fingerprints: Sequence[int]) -> tuple[
             list[tuple[Any, ...]], Callable[[list[Any]], dict[int, Entry]]]:
-        """The commands reading the rows of ``fingerprints``, and how to turn
-        their answers into entries."""
+        """The commands reading the rows of ``fingerprints``, and how to turn their answers into entries."""
         reads, values = self.rows.reads(fingerprints)
 
         def rows_of(answers: list[Any]) -> dict[int, Entry]:
@@ -341,10 +338,8 @@ class RedisHostTable:
 
 
 class RedisCashTable:
-    """AOPIC's cash rows in the hashmaps ``P:{T}:cash`` (formats: :mod:`.rows`, :mod:`.fpmap`).
-
-    Rows read back as they were put; the ledger's scripts write rows settled
-    at mark 0, read as ``(u, history, 0.0, visits)``."""
+    """AOPIC's cash rows in the hashmaps ``P:{T}:cash``, read back as they were put (the
+    ledger's scripts write rows settled at mark 0, read as ``(u, history, 0.0, visits)``)."""
 
     def __init__(self, keys: Keys, connection: Connection, rows: FingerprintMaps) -> None:
         self.keys, self._connection, self._rows = keys, connection, rows
@@ -378,8 +373,7 @@ class RedisCashTable:
 
 
 class RedisContentGroups:
-    """Content-seen verdicts in the fpmaps ``P:{T}:groups``: fingerprint ->
-    ``group_id * 2 + duplicate`` as a varint."""
+    """Content-seen verdicts in the fpmaps ``P:{T}:groups``: fingerprint -> ``group_id * 2 + duplicate``."""
 
     def __init__(self, keys: Keys, connection: Connection) -> None:
         self.maps = FingerprintMaps(keys.groups, keys.groups_pattern, connection, ROW_BUCKET_BYTES)

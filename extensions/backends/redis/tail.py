@@ -1,22 +1,5 @@
-"""A host's tail in Redis: its queued URLs past its window, without a row or
-a back-queue entry of their own (Mercator's back-queue file; the scripts:
-``lua/include/tail.lua``). Pure: no I/O.
-
-The string ``P:{T}:tail:HOST``::
-
-    header   varint   bytes of the blocks that follow it
-    blocks   each a varint length, then raw deflate of records
-    records  appended by the enqueue script, one after another: code (varint:
-             level * 2, + 1 if a member follows), member (5 bytes; left out
-             when the fingerprint is its URL's default one,
-             :func:`~extensions.frontier.fingerprint.default_fingerprint`),
-             row length (varint), row
-
-Oldest first: the blocks, then the records. The lease's field ``t`` counts
-the URLs of both. The crawler process that sees the records pass
-:data:`STRING_BYTES` merges them into the newest block; the lease holder
-refills an empty window with a window's worth from the oldest block.
-"""
+"""A host's tail in Redis: its queued URLs past its window, without a row or a
+back-queue entry of their own (the format: docs/reference/redis-layout.md). Pure: no I/O."""
 
 from __future__ import annotations
 
