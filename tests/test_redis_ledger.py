@@ -86,6 +86,24 @@ def test_what_single_precision_rounds_off_a_credit_goes_to_lambda(redis_server: 
     ledger.store.close()
 
 
+def test_lambda_is_asked_of_redis_only_when_this_process_s_view_says_it_wins(redis_server: RedisServer) -> None:
+    """Called at every hand-out: a script call a page for what the view can
+    answer; when the view says Lambda wins, Redis crawls it."""
+    ledger = ledger_on(redis_server.url, unique_prefix())
+    for seed in ("a", "b"):
+        ledger.seed(fp(seed))
+    ledger.distribute(fp("a"), [fp("c")])  # Lambda 0.5
+    ledger.store.connection.flush()
+    assert not ledger.maybe_crawl_lambda(1.0)  # b holds 1.0
+    assert ledger.store.connection.pending() == 0
+    assert ledger.maybe_crawl_lambda(0.25) and ledger.store.connection.pending() == 1
+    ledger.store.connection.flush()
+    ledger.refresh()
+    assert (ledger.lambda_cash, ledger.lambda_crawls) == (0.0, 1)
+    ledger.store.delete_crawl()
+    ledger.store.close()
+
+
 def test_a_stale_dividend_on_a_cluster_takes_less_and_leaves_the_rest_in_the_row(
         redis_cluster: RedisClusterServers) -> None:
     """Three processes on a cluster: c's view of the dividend is from its

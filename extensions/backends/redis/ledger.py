@@ -99,10 +99,13 @@ class SharedLedger(AOPICLedger):
         return changes
 
     def maybe_crawl_lambda(self, rival_cash: float) -> bool:
-        """Ask Redis to crawl Lambda if it holds at least ``rival_cash``
-        (buffered); whether this process's view says it will."""
+        """Whether this process's view (as of its last answer) has Lambda hold at
+        least ``rival_cash``; if so, ask Redis to crawl it (buffered; Redis checks
+        again). A view that is behind defers the crawl to a later hand-out."""
+        if not super().maybe_crawl_lambda(rival_cash):
+            return False
         self.store.write("EVAL", CRAWL_LAMBDA, 1, self._key, repr(float(rival_cash)))
-        return super().maybe_crawl_lambda(rival_cash)
+        return True
 
     # -- the scripts ------------------------------------------------------------------
     def _run(self, take: int | None, credits: list[int], outlinks: int, amount: float | None = None,
