@@ -127,20 +127,12 @@ class SharedLedger(AOPICLedger):
         round trip on a single Redis. On a cluster :data:`CASH` runs per slot (the
         credits sent by the worker thread from the take's answer); the reactor
         thread buffers the :data:`JOIN`."""
-        select = entries_of if callable(entries_of) and not self.store.cluster else None
-        if select is None:
-            reads, rows_of = self.store.urls.entry_reads(entries_of if not callable(entries_of) else credits)
         writes = self.store.connection.take_buffered()  # before the CASH, as a store call would send them
         at = len(writes)
-        if select is not None:
-            def read(answers: list[Any]) -> tuple[Any, ...]:  # on io's thread: no state touched
-                try:
-                    reads, rows_of = self.store.urls.entry_reads(select(_decode(answers[at])[1]))
-                except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
-                    return [], None, lambda _, error=err: failed(error)
-                return reads, None, lambda found: read_paid(answers, rows_of(found)), failed
+        if not self.store.cluster:
+            cash = [*writes, self._cash_command(take, credits, outlinks, amount, mode, tax)]
 
-            def read_paid(answers: list[Any], entries: dict[int, Entry]) -> None:  # on the reactor thread
+            def settled(answers: list[Any], entries: dict[int, Entry]) -> None:  # on the reactor thread
                 try:
                     taken, changes, _, _ = _decode(answers[at])
                     self._update(answers[at][8])
@@ -148,17 +140,20 @@ class SharedLedger(AOPICLedger):
                     failed(err)
                     return
                 then(taken, changes, entries)
-            io.submit([*writes, self._cash_command(take, credits, outlinks, amount, mode, tax)], None, failed,
-                      follow=read)
+            if not callable(entries_of):
+                reads, rows_of = self.store.urls.entry_reads(entries_of)
+                io.submit([*cash, *reads], lambda answers: settled(answers, rows_of(answers[at + 1:])), failed)
+                return
+
+            def read(answers: list[Any]) -> tuple[Any, ...]:  # on io's thread: no state touched
+                try:
+                    reads, rows_of = self.store.urls.entry_reads(entries_of(_decode(answers[at])[1]))
+                except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
+                    return [], None, lambda _, error=err: failed(error)
+                return reads, None, lambda found: settled(answers, rows_of(found)), failed
+            io.submit(cash, None, failed, follow=read)
             return
-        if not self.store.cluster:
-            def answered(answers: list[Any]) -> None:
-                taken, changes, _, _ = _decode(answers[at])
-                self._update(answers[at][8])
-                then(taken, changes, rows_of(answers[at + 1:]))
-            io.submit([*writes, self._cash_command(take, credits, outlinks, amount, mode, tax), *reads],
-                      answered, failed)
-            return
+        reads, rows_of = self.store.urls.entry_reads(entries_of if not callable(entries_of) else credits)
         d, view = repr(self.dividend), ("HMGET", self._key, *FIELDS)  # the dividend for the next page
         first = [] if take is None else [self._cash_command(take, [], outlinks, None, "", tax, d), view]
         by_tag = positions_by(credits, tag_of)
