@@ -12,7 +12,7 @@ from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Status
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-SCHEMA_VERSION = "11"  # P:meta "schema" (its versions: docs/reference/redis-layout.md)
+SCHEMA_VERSION = "11"  # P:meta "schema" (docs/reference/redis-layout.md; its changes: CHANGELOG.md)
 
 #: Finished statuses, and the ``host_urls`` field counting their trimmed rows.
 FINISHED_FIELD = {Status.DONE: "#done", Status.FAILED: "#failed", Status.EXCLUDED: "#excluded",
