@@ -189,8 +189,9 @@ def redis_counts(url: str, prefix: str) -> dict[str, int]:
     client = redis.Redis.from_url(url)
     counts: Counter[int] = Counter()
     for key in client.scan_iter(match=f"{prefix}:{{*}}:urls:*", count=1000):  # the row maps' buckets
+        bucket = client.get(key)  # before H: H is set before the first row that needs it
         host = client.hget(key.rsplit(b":", 2)[0], "H")
-        counts.update(int(row_status(expand_row(row, host))) for _, row in records(client.get(key)))
+        counts.update(int(row_status(expand_row(row, host))) for _, row in records(bucket))
     finished = {"#done": Status.DONE, "#failed": Status.FAILED, "#excluded": Status.EXCLUDED,
                 "#refused": Status.REFUSED}
     for key in client.scan_iter(match=f"{prefix}:{{*}}:host_urls", count=1000):

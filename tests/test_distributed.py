@@ -369,8 +369,10 @@ def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
 
     def rows_of(tag: str) -> dict[bytes, bytes]:  # the tag's fpmap (fpmap.py): member -> row
         if tag not in tags:
-            host = client.hget(keys.urls(tag), "H")
+            # the buckets first: a map's H is set before its first row that leaves
+            # the host out and never removed, so read after them it is there
             buckets = map_buckets(client, keys.urls(tag)).values()
+            host = client.hget(keys.urls(tag), "H")
             tags[tag] = {m: expand_row(row, host) for bucket in buckets for m, row in records(bucket)}
         return tags[tag]
     for pattern in (f"{keys.prefix}:{{*}}:bq:*", f"{keys.prefix}:{{*}}:lease:*", f"{keys.prefix}:{{*}}:inflight:*"):
