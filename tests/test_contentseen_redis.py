@@ -254,6 +254,32 @@ def test_a_document_stored_by_one_client_is_matched_by_another(redis_url: str) -
         assert near is None and other != group  # ids come from disjoint blocks
 
 
+def test_the_table_read_adds_the_simhash_only_for_a_document_to_be_stored(redis_url: str) -> None:
+    """add_or_match's table read adds the simhash to every table (one script); match and near
+    read only; an identical simhash adds nothing."""
+    prefix, rng = unique_prefix(), random.Random(13)
+    client = connect(redis_url, 10.0, Retry(NoBackoff(), 0))
+
+    def members(index: RedisNearDuplicateIndex) -> int:
+        return sum(len(bucket) // index.geometry.width
+                   for table in client.scan_iter(match=f"{prefix}*:near_table*", count=1000)
+                   if b":near_table:" in table for bucket in [client.get(table)])
+
+    with open_near(redis_url, prefix) as index:
+        tables = len(index.layout.tables)
+        base = rng.getrandbits(64)
+        index.match(base), index.near(flip(base, 1, rng))
+        assert members(index) == 0
+        index.add_or_match(base, "http://a.test/")
+        index.flush()
+        assert members(index) == tables
+        index.add_or_match(base, "http://b.test/")  # identical: not stored
+        index.add_or_match(flip(base, 2, rng), "http://c.test/")
+        index.flush()
+        assert members(index) == 2 * tables
+    client.close()
+
+
 def test_the_exact_set_on_redis_is_packed_and_stays_exact_through_bucket_splits(redis_server: Any) -> None:
     """3,000 fingerprints of one partition (one top byte) split its buckets many
     times: every URL is found again under its fingerprint, none under another,

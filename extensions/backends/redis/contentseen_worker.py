@@ -49,7 +49,8 @@ class AsyncRedisContentSeen:
         if page.near is not None:
             page.since = self.near.stored  # type: ignore[union-attr]
             self._reading[page.since] += 1
-            commands += self.near.candidate_reads(page.near.simhash)  # type: ignore[union-attr]
+            # the read adds the simhash too: an exact copy's is its original's, there already
+            commands += self.near.candidate_reads(page.near.simhash, add=True)  # type: ignore[union-attr]
         self.exact.counters["lookups"] += 1
         self.exact.counters["round_trips"] += 1
         self.worker.submit(commands, lambda answers: self._answered(page, answers[skip:]),

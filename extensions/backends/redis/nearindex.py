@@ -1,8 +1,8 @@
 """The near-duplicate index in Redis, shared by every crawler process of a crawl:
 :class:`~extensions.contentseen.nearindex.NearDuplicateIndex`'s look-up, answers and
 groups over permuted tables in Redis (layout: docs/reference/redis-layout.md). A look-up
-is one round trip, and a second for the records when some members are within the
-distance. Document ids are reserved in blocks per process: ties go to the smallest id,
+is one round trip (which also adds the simhash to the tables when the document is to be
+stored), and a second for the records when some members are within the distance. Document ids are reserved in blocks per process: ties go to the smallest id,
 and two near-duplicates judged at once by two processes may both start a group."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ TABLE_BUCKET = 256  # members of a table partition's bucket before it splits
 ID_BLOCK = 1024  # document ids reserved per INCRBY
 _TOP_BITS = 24  # a member's first 3 bytes: the table key below the partition
 
-APPEND_RECORD, ADD, READ = lua("near_append_record"), lua("near_add"), lua("near_read")
+APPEND_RECORD, READ = lua("near_append_record"), lua("near_read")
 
 _EMPTY, _RAW = 0xFE, 0xFF  # no sketch; a sketch kept as it came (not ascending uint32 values)
 _FIRST = (SKETCH_VALUE_BITS + 7) // 8  # bytes of a packed sketch's first value
@@ -240,7 +240,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
     def prefetch(self, simhash: int) -> None:
         """Read ``simhash``'s candidates (and a new block of ids, if needed) with the store's
         next round trip, for the :meth:`add_or_match` that will probably follow."""
-        reads = self.candidate_reads(simhash)
+        reads = self.candidate_reads(simhash, add=True)
         reserve = self.reserve_commands()
         since = self.stored
 
@@ -276,7 +276,8 @@ class RedisNearDuplicateIndex(RedisContentPart):
         """:meth:`add_or_match` as round trips; with the page's content
         ``fingerprint``, already recorded with ``url`` in the exact set, the
         record keeps the fingerprint instead of the URL."""
-        matches, reserved = yield from self._lookup(simhash, sketch, True, prefetched, self.reserve_commands())
+        matches, reserved = yield from self._lookup(simhash, sketch, True, prefetched, self.reserve_commands(),
+                                                    add=True)
         if reserved:
             self._reserved(reserved[0])
         return near_verdict(self, matches[0] if matches else None,
@@ -305,14 +306,16 @@ class RedisNearDuplicateIndex(RedisContentPart):
         return [(self.keys.near_table(table, partition), top, rest)
                 for table, (partition, top, rest) in enumerate(self.geometry.located(simhash))]
 
-    def candidate_reads(self, simhash: int) -> list[tuple[Any, ...]]:
-        """The reads of ``simhash``'s table members (one script; one per table on a cluster)."""
+    def candidate_reads(self, simhash: int, add: bool) -> list[tuple[Any, ...]]:
+        """The reads of ``simhash``'s table members (one script; one per table on a cluster);
+        with ``add``, each then adds ``simhash`` to its table (a document about to be stored:
+        every one but an identical one, whose simhash is there already)."""
         places = self._places(simhash)
-        width = self.geometry.width
+        head = (TABLE_BUCKET if add else 0, self.geometry.width)
+        members = [(key, self.geometry.member(top, rest)) for key, top, rest in places]
         if self.store.connection.cluster:
-            return [("EVAL", READ, 1, key, width, top) for key, top, _ in places]
-        return [("EVAL", READ, len(places), *[key for key, _, _ in places], width,
-                 *[top for _, top, _ in places])]
+            return [("EVAL", READ, 1, key, *head, member) for key, member in members]
+        return [("EVAL", READ, len(members), *[key for key, _ in members], *head, *[member for _, member in members])]
 
     def candidate_values(self, answers: list[Any]) -> list[Any]:
         """Per table, the members read by :meth:`candidate_reads`."""
@@ -330,16 +333,17 @@ class RedisNearDuplicateIndex(RedisContentPart):
 
     def _lookup(self, simhash: int, sketch: bytes | None, closest: bool, prefetched: Prefetched | None,
                 extra: list[tuple[Any, ...]] | None = None,
-                named: bool = True) -> Steps[tuple[list[Match], list[Any]]]:
+                named: bool = True, add: bool = False) -> Steps[tuple[list[Match], list[Any]]]:
         """Stored documents within the distance and resembling, sorted (only
-        the closest if ``closest``), with their URLs if ``named``, and the answers to ``extra``."""
+        the closest if ``closest``), with their URLs if ``named``, and the answers to ``extra``;
+        ``add``: the read adds ``simhash`` to the tables (:meth:`candidate_reads`)."""
         self.counters["lookups"] += 1
         if prefetched is not None:
             values, since = prefetched
             extra_answers = (yield extra) if extra and self.next_id >= self.id_end else []
         else:
             since = self.stored
-            reads = self.candidate_reads(simhash)
+            reads = self.candidate_reads(simhash, add)
             answers = yield [*reads, *(extra or [])]
             values, extra_answers = self.candidate_values(answers[:len(reads)]), answers[len(reads):]
         candidates = self._candidates(simhash, values)
@@ -384,16 +388,12 @@ class RedisNearDuplicateIndex(RedisContentPart):
 
     # -- storing -------------------------------------------------------------------
     def _store(self, simhash: int, doc_id: int, group_id: int, url: str | int, sketch: bytes | None) -> None:
-        """Buffer the record, then the table members (a reader skips a member without its record)."""
+        """Buffer the record (its table members were added by the read; a reader skips a member
+        without its record)."""
         self.counters["stored"] += 1
         self.write("EVAL", APPEND_RECORD, 1, self.keys.near_doc(simhash), BUCKET_BYTES, member_of(simhash),
                    pack_record(doc_id, group_id, sketch or b"", url if isinstance(url, int) else encode_url(url)))
-        places = self._places(simhash)
-        head = (TABLE_BUCKET, self.geometry.width)
-        for group in ([[place] for place in places] if self.store.connection.cluster else [places]):
-            self.write("EVAL", ADD, len(group), *[key for key, _, _ in group], *head,
-                       *[self.geometry.member(top, rest) for _, top, rest in group])
-        self._recent.append((self.stored, simhash, frozenset((key, top) for key, top, _ in places)))
+        self._recent.append((self.stored, simhash, frozenset((key, top) for key, top, _ in self._places(simhash))))
         self.stored += 1
 
     def _check_layout(self) -> None:
