@@ -78,6 +78,13 @@ def test_a_new_url_is_queued_once_and_its_host_goes_on_the_heap(pair: Any) -> No
     assert len(a.queued("h1.test")) == 2
 
 
+def test_the_host_counts_every_new_url_of_one_enqueue(pair: Any) -> None:
+    a, b, _ = pair
+    enqueue(a, "http://h1.test/x", "http://h1.test/y", "http://h1.test/z")
+    enqueue(b, "http://h1.test/x", "http://h1.test/w")
+    assert b.store.urls.count_host(entry("http://h1.test/x").fingerprint, "h1.test") == 4
+
+
 def test_a_promoted_url_goes_first_and_is_handed_out_once(pair: Any) -> None:
     """A promotion files a copy at the higher level; the copy left behind is
     skipped when reached, so the URL is fetched once."""

@@ -20,7 +20,7 @@ local first, stride = rows_from(6, 6)
 local added = {}
 local window = tonumber(ARGV[5])
 if #KEYS < 6 then window = 0 end  -- the URL rows are the URL-seen set: every URL needs its row
-local in_window, tail, records = 0, 0, {}
+local in_window, tail, records, counted = 0, 0, {}, 0
 if window > 0 then
   local _, _, queued
   _, _, queued, tail = bq_state(KEYS[3])
@@ -39,11 +39,11 @@ for i = first, #ARGV, stride do
     end
   end
   if new == 1 then
-    redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
+    counted = counted + 1
     bq_push(KEYS[3], level, ARGV[i])
     in_window = in_window + 1
   elseif new == 2 then
-    redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
+    counted = counted + 1
     new = 1
   elseif ARGV[3] == '1' then
     local old = row_get(KEYS[1], ARGV[i])
@@ -54,6 +54,7 @@ for i = first, #ARGV, stride do
   added[#added + 1] = new
 end
 tail_flush(KEYS[3], records)
+if counted > 0 then redis.call('HINCRBY', KEYS[2], ARGV[4], counted) end
 local now = now_ms(ARGV[1])
 local st = redis.call('HMGET', KEYS[5], 'owner', 'expires', 'listed', 'next', 'ver')
 local top, parked, queued
