@@ -49,12 +49,12 @@ def with_worker(frontier: DistributedFrontier, reactor: Reactor) -> RedisWorker:
     return worker
 
 
-def open_frontier(url: str, prefix: str, clock: Clock, reactor: Reactor) -> DistributedFrontier:
+def open_frontier(url: str, prefix: str, clock: Clock, reactor: Reactor, **values: Any) -> DistributedFrontier:
     """One process's frontier on the crawl ``prefix`` at ``url``, its worker
     on; Redis reads the leases' time off ``clock`` too."""
     frontier = DistributedFrontier(RedisStore(url, prefix), clock=clock.seconds, lease_clock=clock.seconds,
                                    politeness=Politeness(), back_queues=4, queue_buffer=8,
-                                   call_later=clock.callLater, wake=lambda: None)
+                                   call_later=clock.callLater, wake=lambda: None, **values)
     frontier.open(None)
     with_worker(frontier, reactor)
     return frontier
@@ -99,6 +99,61 @@ def test_a_host_listed_by_an_enqueue_on_its_way_keeps_the_process_running(
     assert frontier.has_pending_requests()
     reactor.turn()
     assert frontier.has_pending_requests()  # the host is on the heap, or held here
+
+
+def test_a_poll_sent_before_an_enqueues_listing_does_not_hide_the_listed_hosts(
+        idle_frontier: tuple[DistributedFrontier, Reactor]) -> None:
+    """Was: ``next_request``'s poll of the heap, sent while enqueues were on
+    their way, ran in Redis before their hosts' listings and was answered
+    after them: its count (0 hosts) was taken as fresh and
+    ``has_pending_requests`` answered False with three hosts queued (the
+    engine may close the spider)."""
+    frontier, reactor = idle_frontier
+    for host in range(3):
+        assert frontier.enqueue_request(Request(f"http://h{host}.test/"))
+    assert frontier.next_request() is None  # sends a poll
+    worker = frontier.dispatch.worker  # type: ignore[attr-defined]
+    wait_until(lambda: reactor.calls or worker.idle(), "the answers", patience=200, interval=0.01)
+    reactor.turn()
+    assert frontier.has_pending_requests()
+
+
+def test_the_host_budget_reads_a_new_hosts_count_through_the_worker_and_holds(
+        clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host new to a process: its count in the store is read through the
+    worker (was a round trip of the reactor thread per new host) and added
+    when it comes; the budget holds with it."""
+    url, prefix, reactor = shared_server().url, unique_prefix(), Reactor()
+    first = open_frontier(url, prefix, clock, reactor, host_budget=5)
+    second = open_frontier(url, prefix, clock, reactor, host_budget=5)
+    frontiers = (first, second)
+
+    def answered() -> None:
+        workers = [frontier.dispatch.worker for frontier in frontiers]  # type: ignore[attr-defined]
+        for _ in range(20):  # an answer's callback may send more
+            wait_until(lambda: reactor.calls or all(w.idle() for w in workers),  # noqa: B023 - called at once
+                       "the answers", patience=200, interval=0.01)
+            if not reactor.calls:
+                return
+            reactor.turn()
+    try:
+        for page in range(3):
+            assert first.enqueue_request(Request(f"http://budget.test/{page}"))
+        answered()
+
+        def on_the_reactor(*_: Any) -> int:
+            raise AssertionError("the reactor thread read a host's count")
+        monkeypatch.setattr(second.store.urls, "count_host", on_the_reactor)
+        assert second.enqueue_request(Request("http://budget.test/3"))  # counted from 0 until the 3 come
+        answered()
+        assert second.enqueue_request(Request("http://budget.test/4"))  # the host's 5th
+        assert not second.enqueue_request(Request("http://budget.test/5"))
+        assert second.stats.get_value("frontier/host_budget_refused") == 1
+        assert not reactor.errors
+    finally:
+        answered()
+        for frontier in frontiers:
+            frontier.close("finished")
 
 
 @pytest.mark.parametrize("kind", ["single", "cluster"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import mmh3
@@ -27,8 +28,10 @@ class Admission:
     """The URL-seen test's rules and the rows it writes."""
 
     def __init__(self, store: FrontierStore, seen: URLSeen, stats: Any, wall_clock: Callable[[], float],
-                 memory_only: dict[int, Request], host_budget: int = 0, record_refusals: bool = True) -> None:
+                 memory_only: dict[int, Request], host_budget: int = 0, record_refusals: bool = True,
+                 dispatch: Any = None) -> None:
         self.store, self.seen, self.stats, self.wall_clock = store, seen, stats, wall_clock
+        self.dispatch = dispatch  # a HostDispatch: its io's worker, if any, reads hosts' counts
         self.memory_only = memory_only  # requests kept in memory, by fingerprint (shared with the dispatch)
         self.host_budget = host_budget  # URLs accepted per host; 0: unlimited
         self.record_refusals = record_refusals  # refused URLs get a row (status refused)
@@ -81,12 +84,27 @@ class Admission:
             self.host_counts.add(entry.host, self._host_count(entry) + 1)
 
     def _host_count(self, entry: Entry) -> int:
-        """URLs known of ``entry``'s host (the LRU's, else the store's count), made most recent."""
+        """URLs known of ``entry``'s host (the LRU's, else the store's count), made most recent.
+        With the dispatch's worker thread the store's count is read through it and added when
+        it comes, this process's filings counted from 0 meanwhile (so over a host at its budget
+        already, those of one round trip may pass)."""
         count = self.host_counts.get(entry.host)
         if count is None:
-            count = self.store.urls.count_host(entry.fingerprint, entry.host)
+            io = getattr(self.dispatch, "io", None)
+            worker = io.worker if io is not None else None
+            if worker is None:
+                count = self.store.urls.count_host(entry.fingerprint, entry.host)
+            else:  # read after every filing sent before, before those to come (one FIFO)
+                count = 0
+                self.store.urls.count_host_then(  # type: ignore[attr-defined]
+                    worker, entry.fingerprint, entry.host, partial(self._add_stored_count, entry.host))
             self.host_counts.add(entry.host, count)
         return count
+
+    def _add_stored_count(self, host: str, stored: int) -> None:
+        count = self.host_counts.get(host)
+        if count is not None:  # else forgotten meanwhile: read again when next needed
+            self.host_counts.add(host, count + stored)
 
     # -- URLs kept out -----------------------------------------------------------------
     def refuse(self, refusals: Sequence[tuple[str, str]]) -> None:

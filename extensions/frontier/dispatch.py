@@ -111,5 +111,6 @@ class HostDispatch(Protocol):
     levels: int
     #: its store round trips' worker thread, with ``settle()`` (wait for the
     #: writes on their way) and ``worker`` (the running thread a shared ledger
-    #: may pay through, or None); None: the round trips are made on this thread
+    #: may pay through and the URL table count a host's URLs through, or None);
+    #: None: the round trips are made on this thread
     io: Any

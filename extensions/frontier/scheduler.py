@@ -140,7 +140,7 @@ class Frontier(BaseScheduler):
         self.holds = OriginHolds()  # origins that cannot be crawled now (see .holds)
         self.memory_only: dict[int, Request] = {}  # requests that cannot be serialised, by fingerprint
         self.admission = Admission(store, self.seen, self.stats, self.wall_clock, self.memory_only,
-                                   options.host_budget, options.record_refusals)
+                                   options.host_budget, options.record_refusals, self.dispatch)
         self.excluded = self.admission.excluded  # excluded while queued: skip at dequeue
         self.parts = FrontierParts(
             store=store, politeness=self.politeness, holds=self.holds, inflight=self.inflight,

@@ -131,8 +131,8 @@ class SeenSet(Protocol):
 class HostTable(Protocol):
     """Per-host state that survives a resume."""
 
-    def add_hosts(self, hosts: Iterable[str]) -> int:
-        """Record hosts; return how many were new."""
+    def add_hosts(self, hosts: Iterable[str]) -> None:
+        """Record hosts (:meth:`host_count` counts them; the write may be buffered)."""
 
     def host_count(self) -> int:
         """How many distinct hosts are known."""

@@ -97,6 +97,7 @@ class SharedDispatch:
         self.alive = 1  # crawler processes alive at the last heartbeat
         self.heap_hosts: int | None = None  # hosts on the shared heap at the last poll (None: poll again)
         self.heap_checked = -INFINITY  # when the heap was last polled
+        self.listings = 0  # hosts this process's enqueues listed on the heap (a poll sent before is stale)
         self.next_poll = 0.0  # when this process may poll again
         self._swept_at = -INFINITY
         self._lease_loop: Any = None
@@ -486,6 +487,7 @@ class SharedDispatch:
                 parts.memory_only.pop(entry.fingerprint, None)
             return False
         if result.listed:  # the heap count seen last is stale
+            self.listings += 1
             self.heap_checked = -INFINITY
             if self.alive == 1:
                 self.next_poll = 0.0  # a host is due on the heap and nobody else polls
@@ -506,13 +508,13 @@ class SharedDispatch:
         room = min(self.max_hosts - len(held), POLL_BATCH if len(held) < self.share() else 1)
         if room <= 0 or now < self.next_poll or self.polling:
             return False
-        before = len(held)
+        before, listings = len(held), self.listings
         self.polling = True
 
         def polled(poll: Poll) -> None:
             candidates = [(host, score) for host, score in poll.due if host not in held][:room]
             try:
-                self.leases.acquire(candidates, lambda acquired: self._acquired(poll, acquired, now),
+                self.leases.acquire(candidates, lambda acquired: self._acquired(poll, acquired, now, listings),
                                     self._poll_failed)
             except Exception:
                 self.polling = False  # or this process never polls again (it starves)
@@ -521,13 +523,16 @@ class SharedDispatch:
         self.leases.poll(room, polled, self._poll_failed)
         return len(held) > before
 
-    def _acquired(self, poll: Poll, acquired: list[Acquired], now: float) -> None:
+    def _acquired(self, poll: Poll, acquired: list[Acquired], now: float, listings: int) -> None:
+        """``listings``: :attr:`listings` when the poll was sent (one answered since: the poll may
+        predate its listing, the count is stale)."""
         parts = self.parts
         self.polling = False
         if self.worker is not None:  # answered later
             now = parts.clock()
         stats = parts.stats
-        self.heap_hosts, self.heap_checked = poll.hosts, now
+        self.heap_hosts = poll.hosts
+        self.heap_checked = now if listings == self.listings else -INFINITY
         if acquired:  # know holds made since our last renewal before a take
             self.adopt_holds()
         for got in acquired:

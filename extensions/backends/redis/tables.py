@@ -253,6 +253,11 @@ class RedisURLTable:
         count = self._connection().call(("HGET", self.keys.host_urls(tag_of(fingerprint)), host))[0]
         return 0 if count is None else int(count)
 
+    def count_host_then(self, io: Any, fingerprint: int, host: str, then: Callable[[int], None]) -> None:
+        """:meth:`count_host` through ``io`` (a worker): ``then`` gets the count on the reactor thread."""
+        io.submit([("HGET", self.keys.host_urls(tag_of(fingerprint)), host)],
+                  lambda answers: then(0 if answers[0] is None else int(answers[0])))
+
     def requeue_inflight(self) -> int:
         return self._back_to_queued(Status.INFLIGHT)[1]
 
@@ -299,9 +304,10 @@ class RedisHostTable:
     def __init__(self, keys: Keys, connection: Connection) -> None:
         self.keys, self._connection = keys, connection
 
-    def add_hosts(self, hosts: Iterable[str], now: float = 0.0) -> int:
+    def add_hosts(self, hosts: Iterable[str], now: float = 0.0) -> None:
         hosts = list(hosts)
-        return int(self._connection().call(("SADD", self.keys.hosts, *hosts))[0]) if hosts else 0
+        if hosts:  # sent with the next round trip: the reactor does not wait for it
+            self._connection().write("SADD", self.keys.hosts, *hosts)
 
     def host_count(self) -> int:
         return int(self._connection().call(("SCARD", self.keys.hosts))[0])

@@ -215,14 +215,13 @@ class SQLiteHostTable:
     def load(self) -> None:
         self._host_count = self._connection().execute("SELECT COUNT(*) FROM hosts").fetchone()[0]
 
-    def add_hosts(self, hosts: Iterable[str], now: float | None = None) -> int:
+    def add_hosts(self, hosts: Iterable[str], now: float | None = None) -> None:
         db = self._connection()
         first_seen = time.time() if now is None else now
         new = 0
         for host in hosts:
             new += db.execute("INSERT OR IGNORE INTO hosts VALUES (?, NULL, ?)", (host, first_seen)).rowcount
         self._host_count += new
-        return new
 
     def host_count(self) -> int:
         return self._host_count
