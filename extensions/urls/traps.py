@@ -17,8 +17,8 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
 from extensions import defaults
+from extensions.defaults import number_setting
 from extensions.signals import urls_refused
-from extensions.urls.filters import non_negative_int
 from extensions.urls.recent import LruCache
 from extensions.urls.split import netloc_path
 
@@ -243,7 +243,7 @@ class TrapFilter:
         settings = crawler.settings
         if not settings.getbool("URL_FILTER_TRAPS_ENABLED", defaults.URL_FILTER_TRAPS_ENABLED):
             raise NotConfigured("URL_FILTER_TRAPS_ENABLED is off")
-        dates, descent, session_links, memory = (non_negative_int(settings, name) for name in (
+        dates, descent, session_links, memory = (number_setting(settings, name, 0, int) for name in (
             "URL_FILTER_MAX_DATES", "URL_FILTER_MAX_DESCENT", "URL_FILTER_SESSION_MIN_LINKS",
             "URL_FILTER_TRAP_MEMORY"))
         signals = TrapSignals(dates, descent, session_links, max(1, memory))
