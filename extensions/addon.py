@@ -30,7 +30,6 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # HttpCacheMiddleware (900), which must not answer or eat its 304
         "extensions.revisit.conditional.ConditionalGetMiddleware": 800,
     },
-    "SPIDER_MIDDLEWARES": {},
     # links: last, after every pipeline that judges the page
     "ITEM_PIPELINES": {
         "extensions.pipelines.contentseen.ContentSeenPipeline": 300,

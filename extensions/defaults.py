@@ -33,6 +33,12 @@ def checked(settings: Any, name: str, valid: Callable[[Any], bool], must: str, k
         raise ValueError(f"{name} must be {must}, got {raw!r}")
     return value
 
+
+def number_setting(settings: Any, name: str, minimum: float, kind: type = float) -> Any:
+    """:func:`checked` for a number (``kind``) of at least ``minimum``."""
+    return checked(settings, name, lambda value: value >= minimum,
+                   f"{'an integer' if kind is int else 'a number'} >= {minimum}", kind)
+
 # --- Scrapy settings we give a crawler's values -----------------------------
 # A broad crawl: polite per host, no cookies (session cookies breed traps),
 # every fetched document reaches the spider (one item per document, 4xx/5xx

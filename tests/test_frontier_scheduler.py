@@ -144,9 +144,10 @@ def test_back_queues_never_mix_hosts_and_are_bounded(store):
         frontier.enqueue_request(Request(f"http://h{i % 7}.test/{i}"))
     frontier.next_request()
     assert frontier.dispatch.back.in_use() <= 3
+    owners = {index: host for host, index in frontier.dispatch.back.queue_of.items()}
     for index, queue in enumerate(frontier.dispatch.back.queues):
         hosts = {entry.host for entry in list(queue.head) + queue.tail}
-        assert hosts <= {frontier.dispatch.back.host_of[index]}
+        assert hosts <= {owners.get(index)}
 
 
 def test_refill_follows_the_textbook_rule(store):
@@ -155,12 +156,12 @@ def test_refill_follows_the_textbook_rule(store):
     for url in ["http://a.test/1", "http://a.test/2", "http://b.test/1", "http://c.test/1"]:
         frontier.enqueue_request(Request(url))
     frontier.dispatch._refill()
-    assert frontier.dispatch.back.host_of == ["a.test", "b.test"]
+    assert frontier.dispatch.back.queue_of == {"a.test": 0, "b.test": 1}
     assert [len(queue) for queue in frontier.dispatch.back.queues] == [2, 1]
     assert len(frontier.dispatch.front) == 1  # c.test waits for a free back queue
     got = [frontier.next_request().url for _ in range(2)]
     assert got == ["http://a.test/1", "http://b.test/1"]
-    assert frontier.dispatch.back.host_of[1] == "c.test"  # b's queue emptied and refilled at once
+    assert frontier.dispatch.back.queue_of["c.test"] == 1  # b's queue emptied and refilled at once
     assert len(frontier.dispatch.front) == 0
 
 

@@ -22,7 +22,8 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from protego import Protego
 
-from extensions.urls.canonical import SESSION_PARAMS, strip_params
+from extensions import defaults
+from extensions.urls.canonical import strip_params
 from testweb.model import (
     MIRROR_HOST, USER_AGENT, Page, SiteModel, canonical_url,
 )
@@ -195,7 +196,7 @@ def compute_truth(model: SiteModel, seeds: list[str] | None = None, depth_limit:
 
 #: Query arguments a crawler strips from links (the crawler's default
 #: ``LINKS_STRIP_PARAMS``): a session id in a URL is a trap, not a page.
-STRIPPED_PARAMS = frozenset(SESSION_PARAMS)
+STRIPPED_PARAMS = frozenset(defaults.LINKS_STRIP_PARAMS)
 
 
 def fetched_html_pages(model: SiteModel, depth_limit: int = 8) -> list[tuple[str, bytes, str]]:

@@ -6,16 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from extensions import defaults
+from extensions.defaults import number_setting  # noqa: F401 - the backends' readers, in one place
 
 
 def setting(settings: Any, name: str) -> Any:
     """A setting with our default (the crawler may run without the add-on)."""
     value = settings.get(name)
     return getattr(defaults, name) if value is None else value
-
-
-def number_setting(settings: Any, name: str, minimum: float, kind: type = float) -> Any:
-    return defaults.checked(settings, name, lambda value: value >= minimum, f"a number >= {minimum}", kind)
 
 
 def flag_setting(settings: Any, name: str) -> bool:

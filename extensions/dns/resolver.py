@@ -12,7 +12,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from scrapy.resolver import dnscache as scrapy_dnscache
-from scrapy.utils.datatypes import LocalCache
 from twisted.internet import defer
 from twisted.internet.error import DNSLookupError
 from twisted.internet.interfaces import IResolverSimple
@@ -24,6 +23,7 @@ from extensions import defaults
 from extensions.backends.settings import number_setting
 from extensions.dns.policy import AddressPolicy, describe_refusal, parse_address, policy_from_settings
 from extensions.resolver import HostsTable, StatsSink, hosts_table, normalise_name
+from extensions.urls.recent import LruCache
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -83,8 +83,9 @@ class CacheEntry(NamedTuple):
     reason: str | None = None
 
 
-class DnsCache(LocalCache[str, CacheEntry]):
-    """LRU of at most ``size`` names, each an address or a negative answer until its TTL."""
+class DnsCache(LruCache):
+    """LRU of at most ``size`` names, each an address or a negative answer until its TTL
+    (the least recently used name goes first when full)."""
 
     def __init__(self, size: int) -> None:
         if size < 0:
@@ -101,11 +102,6 @@ class DnsCache(LocalCache[str, CacheEntry]):
             return None
         self.move_to_end(name)
         return entry
-
-    def put(self, name: str, entry: CacheEntry) -> None:
-        self[name] = entry  # the least recently used name goes first when full
-        if name in self:
-            self.move_to_end(name)
 
 
 class LatencySample:
@@ -335,7 +331,7 @@ class CachingResolver:
     def resolved(self, answer: Answer, name: str, started: float) -> None:
         now = self.clock()
         self.record_time(now - started)
-        self.cache.put(name, CacheEntry(now + self.ttl.clamp(answer.ttl), address=answer.address))
+        self.cache[name] = CacheEntry(now + self.ttl.clamp(answer.ttl), address=answer.address)
         scrapy_dnscache[name] = answer.address  # Scrapy's per-IP download slots read it
         for waiter in self.in_flight.pop(name, ()):
             if not waiter.called:  # a caller may have cancelled its wait
@@ -350,7 +346,7 @@ class CachingResolver:
             error = DnsLookupError(name, "error", f"{type(error).__name__}: {error}")
         if error.negative_ttl is not None or error.reason in ("nxdomain", "no_address"):
             ttl = self.ttl.negative if error.negative_ttl is None else error.negative_ttl
-            self.cache.put(name, CacheEntry(now + self.ttl.clamp(ttl), reason=error.reason))
+            self.cache[name] = CacheEntry(now + self.ttl.clamp(ttl), reason=error.reason)
         for waiter in self.in_flight.pop(name, ()):
             if not waiter.called:
                 self.failure(error).chainDeferred(waiter)

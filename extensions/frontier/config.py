@@ -13,7 +13,7 @@ from scrapy.utils.defer import _schedule_coro
 from scrapy.utils.misc import load_object
 
 from extensions import defaults
-from extensions.defaults import checked
+from extensions.defaults import checked, number_setting
 from extensions.backends import crawl_backend
 from extensions.frontier.dispatch import HostKey
 from extensions.frontier.queues import BiasedSelector
@@ -31,14 +31,6 @@ if TYPE_CHECKING:
 
 BLOOM_NAME = "frontier.bloom"
 SECONDS = "a number of seconds > 0"
-
-
-def _positive_int(settings: Any, name: str, minimum: int = 1) -> int:
-    return checked(settings, name, lambda value: value >= minimum, f"an integer >= {minimum}", int)
-
-
-def _non_negative(settings: Any, name: str) -> float:
-    return checked(settings, name, lambda value: value >= 0, ">= 0")
 
 
 def _engine_hooks(crawler: Crawler) -> dict[str, Any]:
@@ -104,9 +96,9 @@ def call_soon(func: Callable[[], None]) -> None:
 def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
     """Every argument of ``Frontier.__init__`` from the crawler's settings."""
     settings = defaults.with_defaults(crawler.settings, "FRONTIER_")
-    front_queues = _positive_int(settings, "FRONTIER_FRONT_QUEUES")
-    back_queues = settings.getint("FRONTIER_BACK_QUEUES") or 3 * _positive_int(
-        settings, "CONCURRENT_REQUESTS"
+    front_queues = number_setting(settings, "FRONTIER_FRONT_QUEUES", 1, int)
+    back_queues = settings.getint("FRONTIER_BACK_QUEUES") or 3 * number_setting(
+        settings, "CONCURRENT_REQUESTS", 1, int
     )
     if back_queues < 1:
         raise ValueError(f"FRONTIER_BACK_QUEUES must be >= 0, got {settings.get('FRONTIER_BACK_QUEUES')!r}")
@@ -116,9 +108,9 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
     if dispatch is None:  # Mercator's front queues, back queues and host heap in this process
         weights = settings.getlist("FRONTIER_FRONT_QUEUE_WEIGHTS")
         dispatch = LocalDispatch(front_queues, back_queues,
-                                 queue_buffer=_positive_int(settings, "FRONTIER_QUEUE_BUFFER"),
+                                 queue_buffer=number_setting(settings, "FRONTIER_QUEUE_BUFFER", 1, int),
                                  selector=BiasedSelector([int(w) for w in weights]) if weights else None,
-                                 refill_budget=_positive_int(settings, "FRONTIER_REFILL_BUDGET"))
+                                 refill_budget=number_setting(settings, "FRONTIER_REFILL_BUDGET", 1, int))
     prioritizer_cls = load_object(settings.get("FRONTIER_PRIORITIZER"))
     store, directory, cleanup = backend.frontier_store()
     bloom = backend.url_filter()
@@ -127,9 +119,9 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
         "dispatch": dispatch,
         "prioritizer": prioritizer_cls(levels=front_queues),
         "politeness": Politeness(
-            delay=_non_negative(settings, "DOWNLOAD_DELAY"),
-            factor=_non_negative(settings, "FRONTIER_POLITENESS_FACTOR"),
-            concurrency=per_ip or _positive_int(settings, "CONCURRENT_REQUESTS_PER_DOMAIN"),
+            delay=number_setting(settings, "DOWNLOAD_DELAY", 0),
+            factor=number_setting(settings, "FRONTIER_POLITENESS_FACTOR", 0),
+            concurrency=per_ip or number_setting(settings, "CONCURRENT_REQUESTS_PER_DOMAIN", 1, int),
             slots=settings.getdict("DOWNLOAD_SLOTS"),
         ),
         "hostkey": HostKey(per_ip=bool(per_ip)),
@@ -141,11 +133,11 @@ def frontier_kwargs(crawler: Crawler) -> dict[str, Any]:
                                             max_share=max_share_from_settings(settings))
         if settings.getbool("REVISIT_ENABLED") else None,
         "options": FrontierOptions(
-            seen_cache_size=_positive_int(settings, "FRONTIER_SEEN_CACHE_SIZE", 0),
-            checkpoint_interval=_non_negative(settings, "FRONTIER_CHECKPOINT_INTERVAL"),
-            host_budget=_positive_int(settings, "FRONTIER_HOST_BUDGET", 0),
-            revisits=_positive_int(settings, "FRONTIER_AOPIC_REVISITS", 0),
-            idle_close=_non_negative(settings, "FRONTIER_IDLE_CLOSE"),
+            seen_cache_size=number_setting(settings, "FRONTIER_SEEN_CACHE_SIZE", 0, int),
+            checkpoint_interval=number_setting(settings, "FRONTIER_CHECKPOINT_INTERVAL", 0),
+            host_budget=number_setting(settings, "FRONTIER_HOST_BUDGET", 0, int),
+            revisits=number_setting(settings, "FRONTIER_AOPIC_REVISITS", 0, int),
+            idle_close=number_setting(settings, "FRONTIER_IDLE_CLOSE", 0),
             write_ahead=settings.getbool("FRONTIER_WRITE_AHEAD") and isinstance(store, WriteAheadStore),
             record_refusals=settings.getbool("FRONTIER_RECORD_REFUSALS"),
             linkgraph_record=settings.getbool("LINKGRAPH_RECORD", defaults.LINKGRAPH_RECORD),

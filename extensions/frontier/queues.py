@@ -155,7 +155,6 @@ class BackQueues:
 
     def __init__(self, store: FrontierStore, count: int, capacity: int) -> None:
         self.queues = [BufferedQueue(f"back/{i}", store, capacity) for i in range(count)]
-        self.host_of: list[str | None] = [None] * count
         self.queue_of: dict[str, int] = {}
         self.free: deque[int] = deque(range(count))
 
@@ -175,14 +174,12 @@ class BackQueues:
             index = self.free.popleft()
         else:
             self.free.remove(index)
-        self.host_of[index] = host
         self.queue_of[host] = index
         return index
 
     def release(self, host: str) -> None:
         """An empty back queue goes back to the free pool."""
         index = self.queue_of.pop(host)
-        self.host_of[index] = None
         self.free.append(index)
 
     def append(self, host: str, entry: Entry) -> None:
@@ -241,7 +238,6 @@ class BackQueues:
         for queue in self.queues:
             queue.drop_buffers()
         self.queue_of.clear()
-        self.host_of = [None] * len(self.queues)
         self.free = deque(range(len(self.queues)))
 
     def in_memory(self) -> int:

@@ -49,8 +49,7 @@ class BloomSeen:
                 if f.read(32).decode(errors="replace").strip() != tag:
                     return False
                 self.filter = ScalableBloomFilter.fromfile(f)
-        except (OSError, ValueError, EOFError) as err:
-            del err  # a missing or damaged filter is rebuilt from the URL table
+        except (OSError, ValueError, EOFError):  # a missing or damaged filter is rebuilt from the URL table
             return False
         return True
 

@@ -257,7 +257,6 @@ class SegmentLinkTable:
         self.directory = Path(directory)
         self.segment_bytes, self.block_bytes, self.clock = segment_bytes, block_bytes, clock
         self.writer: SegmentWriter | None = None
-        self.last_scan = SegmentScan()  # what the latest full read met
         self._read: tuple[tuple[tuple[str, int, int], ...], dict[int, SegmentRecord]] | None = None
 
     def record(self, source: int, targets: Sequence[int], url: str = "", target_urls: Sequence[str] = ()) -> None:
@@ -328,8 +327,7 @@ class SegmentLinkTable:
         self.flush()
         state = _directory_state(self.directory)
         if self._read is None or self._read[0] != state:
-            self.last_scan = SegmentScan()
-            self._read = state, latest_records(self.directory, self.last_scan)
+            self._read = state, latest_records(self.directory)
         return self._read[1]
 
 

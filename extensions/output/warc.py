@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import scrapy
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.datatypes import LocalCache
 
 import extensions
 from extensions import defaults
@@ -36,6 +35,7 @@ from extensions.output.warcrecords import (
     warcinfo_record,
 )
 from extensions.signals import page_outlinks
+from extensions.urls.recent import LruCache
 from extensions.backends.settings import flag_setting, number_setting, setting
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class WarcWriter:
         self.recover = recover
         self.clock = clock
         self.info_fields = list(info_fields or [])  # the spider's are added when it opens
-        self.recent: LocalCache[str, str] = LocalCache(RECENT_RECORDS)  # URL -> its last response/revisit record id
+        self.recent: LruCache = LruCache(RECENT_RECORDS)  # URL -> its last response/revisit record id
         self.failed = self.index_failed = False
 
     @classmethod
@@ -143,7 +143,6 @@ class WarcWriter:
         if not self._write([request_part, answer]):
             return
         self.recent[response.url] = record_id(answer)
-        self.recent.move_to_end(response.url)
         if kind is not RecordKind.RESPONSE:
             self.stats.inc_value(f"warc/revisit/{'identical' if kind is RecordKind.IDENTICAL else 'not_modified'}")
         if kind is RecordKind.IDENTICAL:

@@ -260,10 +260,6 @@ def _backslashes_to_slashes(base: str, href: str) -> str:
     return href[:end].replace("\\", "/") + href[end:]
 
 
-#: Query arguments that only carry a session (the session-id crawler trap).
-SESSION_PARAMS = ("jsessionid", "phpsessid", "aspsessionid", "sessionid", "session_id", "sessid", "sid")
-
-
 def strip_params(url: str, names: frozenset[str]) -> str:
     """``url`` without the query arguments ``names`` (any case) and ``;jsessionid=...``."""
     base, question, query = url.partition("?")

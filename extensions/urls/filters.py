@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from extensions import defaults
+from extensions.defaults import number_setting
 from extensions.urls.split import host_of
 
 if TYPE_CHECKING:
@@ -60,12 +61,13 @@ class UrlFilter:
                 raise ValueError(
                     f"URL_FILTER_DENY: invalid regular expression {pattern!r}: {err}"
                 ) from err
-        max_length = non_negative_int(settings, "URL_FILTER_MAX_LENGTH")
-        max_depth = non_negative_int(settings, "URL_FILTER_MAX_DEPTH") or non_negative_int(settings, "DEPTH_LIMIT")
+        max_length = number_setting(settings, "URL_FILTER_MAX_LENGTH", 0, int)
+        max_depth = number_setting(settings, "URL_FILTER_MAX_DEPTH", 0, int) or \
+            number_setting(settings, "DEPTH_LIMIT", 0, int)
         user_filter = _build_user_filter(crawler, settings.get("URL_FILTER_CLASS"))
         return cls(schemes, deny, max_length, max_depth, user_filter,
-                   non_negative_int(settings, "URL_FILTER_MAX_SEGMENT_REPEATS"),
-                   non_negative_int(settings, "URL_FILTER_MAX_QUERY_PARAMS"))
+                   number_setting(settings, "URL_FILTER_MAX_SEGMENT_REPEATS", 0, int),
+                   number_setting(settings, "URL_FILTER_MAX_QUERY_PARAMS", 0, int))
 
     def set_allowed_domains(self, domains: Iterable[str]) -> None:
         """Restrict to these domains and their subdomains; empty: unrestricted."""
@@ -128,10 +130,6 @@ class UrlFilter:
                 return False
             host = host[dot + 1:]
         return True
-
-
-def non_negative_int(settings: Any, name: str) -> int:
-    return defaults.checked(settings, name, lambda value: value >= 0, "an integer >= 0", int)
 
 
 def _build_user_filter(crawler: Crawler, path: Any) -> UserUrlFilter | None:

@@ -1,4 +1,4 @@
-"""What a process saw recently, in bounded memory: a two-generation cache,
+"""What a process saw recently, in bounded memory: an LRU, a two-generation cache,
 and the links passed on lately (a cheap cache before the exact URL-seen test)."""
 
 from __future__ import annotations
@@ -6,7 +6,18 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+from scrapy.utils.datatypes import LocalCache
+
 _MISSING = object()
+
+
+class LruCache(LocalCache):  # type: ignore[type-arg]
+    """A LocalCache that forgets its least recently set keys first (``limit`` 0: keeps none)."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        if key in self:
+            self.move_to_end(key)
 
 
 class TwoGenerationCache:

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.datatypes import LocalCache
 
 from extensions import defaults
+from extensions.defaults import number_setting
 from extensions.signals import urls_refused
-from extensions.urls.filters import non_negative_int
+from extensions.urls.recent import LruCache
 from extensions.urls.split import netloc_path
 
 if TYPE_CHECKING:
@@ -70,14 +70,6 @@ def date_template(url: str) -> tuple[str, str] | None:
     return (template, found) if found else None
 
 
-class _Lru(LocalCache):  # type: ignore[type-arg]
-    """A LocalCache that forgets its least recently set keys first."""
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        super().__setitem__(key, value)
-        self.move_to_end(key)
-
-
 class TrapSignals:
     """The three trap tests over one page's links; pure."""
 
@@ -86,11 +78,11 @@ class TrapSignals:
         self.max_dates = max_dates
         self.max_descent = max_descent
         self.session_min_links = session_min_links
-        self.sessions: _Lru = _Lru(memory)  # host -> {proven place: canonical value or ""}
-        self.suspects: _Lru = _Lru(memory)  # (host, place) suspected, not proven
-        self.fetched: _Lru = _Lru(memory)  # page URL -> {suspected place: value in its links}
-        self.dates: _Lru = _Lru(memory)  # (host, template) -> set of dates
-        self.descents: _Lru = _Lru(memory)  # url -> descent steps that reached it
+        self.sessions: LruCache = LruCache(memory)  # host -> {proven place: canonical value or ""}
+        self.suspects: LruCache = LruCache(memory)  # (host, place) suspected, not proven
+        self.fetched: LruCache = LruCache(memory)  # page URL -> {suspected place: value in its links}
+        self.dates: LruCache = LruCache(memory)  # (host, template) -> set of dates
+        self.descents: LruCache = LruCache(memory)  # url -> descent steps that reached it
         self.counts: dict[str, int] = {}
 
     def _count(self, key: str, amount: int = 1) -> None:
@@ -251,7 +243,7 @@ class TrapFilter:
         settings = crawler.settings
         if not settings.getbool("URL_FILTER_TRAPS_ENABLED", defaults.URL_FILTER_TRAPS_ENABLED):
             raise NotConfigured("URL_FILTER_TRAPS_ENABLED is off")
-        dates, descent, session_links, memory = (non_negative_int(settings, name) for name in (
+        dates, descent, session_links, memory = (number_setting(settings, name, 0, int) for name in (
             "URL_FILTER_MAX_DATES", "URL_FILTER_MAX_DESCENT", "URL_FILTER_SESSION_MIN_LINKS",
             "URL_FILTER_TRAP_MEMORY"))
         signals = TrapSignals(dates, descent, session_links, max(1, memory))
