@@ -222,6 +222,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
         self.keys = self.store.keys
         self.geometry = geometry
         self._places = lru_cache(maxsize=256)(self._places)  # a page asks up to four times
+        self._located = lru_cache(maxsize=256)(geometry.located)  # and for its candidates
         self.next_id, self.id_end = 0, 0
         self._prefetched: tuple[int, Prefetched] | None = None  # (simhash, its candidates)
         #: documents this process stored (numbered from 0), and the recent ones:
@@ -304,7 +305,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
     def _places(self, simhash: int) -> list[tuple[str, int, int]]:
         """Per table: the partition key, the member's top and rest of ``simhash``."""
         return [(self.keys.near_table(table, partition), top, rest)
-                for table, (partition, top, rest) in enumerate(self.geometry.located(simhash))]
+                for table, (partition, top, rest) in enumerate(self._located(simhash))]
 
     def candidate_reads(self, simhash: int, add: bool) -> list[tuple[Any, ...]]:
         """The reads of ``simhash``'s table members (one script; one per table on a cluster);
@@ -326,7 +327,7 @@ class RedisNearDuplicateIndex(RedisContentPart):
     def _candidates(self, simhash: int, values: list[Any]) -> set[int]:
         """The simhashes in the tables' members read for ``simhash``."""
         found: set[int] = set()
-        for table, ((partition, top, _), members) in enumerate(zip(self.geometry.located(simhash), values)):
+        for table, ((partition, top, _), members) in enumerate(zip(self._located(simhash), values)):
             if members:
                 found.update(self.geometry.simhashes(table, partition, top, members))
         return found
