@@ -112,7 +112,9 @@ def unpack_record(fingerprint: int, due: float, value: bytes) -> RevisitRecord:
 
 
 def _pairs(answer: list[Any]) -> list[tuple[int, float]]:
-    """A flat ``member, score, ...`` answer as (fingerprint, score)."""
+    """A flat ``member, score, ...`` answer (or redis-py's pairs) as (fingerprint, score)."""
+    if answer and isinstance(answer[0], (list, tuple)):
+        return [(int(member), float(score)) for member, score in answer]
     return [(int(answer[i]), float(answer[i + 1])) for i in range(0, len(answer), 2)]
 
 
