@@ -15,7 +15,6 @@ from typing import Any
 
 from extensions.backends.redis.contentseen import (
     BUCKET_BYTES,
-    MEMBER_BYTES,
     SCHEMA_VERSION,
     RedisContentPart,
     RedisContentStore,
