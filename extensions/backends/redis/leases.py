@@ -359,15 +359,11 @@ class HostLeases:
         answers = self.io.call(*[("ZRANGE", self.keys.inflight(host), 0, -1) for host in hosts])
         return {host: [int(fp) for fp in found] for host, found in zip(hosts, answers)}
 
-    def put_back(self, host: str, fingerprint: int, level: int, parked: bool = False) -> float:
-        """A handed-out URL back to its queue (buffered; ``parked``: behind the others); its score."""
+    def put_back(self, host: str, fingerprint: int, level: int, parked: bool = False) -> None:
+        """A handed-out URL back to its queue (buffered; ``parked``: behind the others)."""
         lease, back, inflight, urls = self._host_keys(host)
-        seq = self.store.counters.sequence_numbers(1)[0]
-        score = queue_score(level, seq)
-        score = parked_score(score) if parked else score
         self.io.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, level,
                       "1" if parked else "", self.owner)
-        return score
 
     def release(self, host: str, wait: float, idle_only: bool, heap_score: float | None,
                 then: Callable[[tuple[int, int, float]], None] | None = None,
