@@ -5,6 +5,7 @@ the content-seen sets on connections of their own."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -19,11 +20,14 @@ from extensions.backends.redis.bloom import (
 from extensions.backends.redis.connection import RedisConnection
 from extensions.backends.redis.contentseen import MEMBER_BYTES, RedisContentSeen, RedisContentStore
 from extensions.backends.redis.dispatch import SharedDispatch
+from extensions.backends.redis.fpmap import fingerprint_of
 from extensions.backends.redis.keys import positions_by, scatter
+from extensions.backends.redis.leases import HostLeases
 from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.rows import read_varint, tag_of
 from extensions.backends.redis.store import RedisStore
+from extensions.backends.redis.tail import MEMBER
 from extensions.contentseen.nearindex import (
     DEFAULT_BLOCKS,
     DEFAULT_DISTANCE,
@@ -141,3 +145,32 @@ def map_buckets(client: Any, key: str | bytes) -> dict[tuple[int, int], bytes]:
     pattern = re.sub(rb"([*?\[\]\\])", rb"\\\1", key) + b":*"
     return {tuple(map(int, name[len(key) + 1:].split(b":"))): client.get(name)  # type: ignore[misc]
             for name in client.scan_iter(match=pattern)}
+
+
+def back_queue_counts(lease: dict[bytes, bytes]) -> dict[bytes, int]:
+    """Queue name (``b"0"``, ``b"1"`` ... a level, ``b"p"`` the parked) -> length, from a lease's fields."""
+    counts: Counter[bytes] = Counter()
+    for field, value in lease.items():
+        if field == b"p":
+            counts[field] += int(value)
+        elif field[:1] in (b"l", b"o") and field[1:].isdigit():
+            counts[field[1:]] += len(value) // MEMBER if field[:1] == b"l" else int(value)
+    return dict(counts)
+
+
+def queued_fingerprint(key: str | bytes, item: bytes) -> int:
+    """The fingerprint of an item of the back-queue list ``key``: a member, or a parked ``"fingerprint level"``."""
+    key = key.encode() if isinstance(key, str) else key
+    return int(item.split()[0]) if key.endswith(b":p") else fingerprint_of(key, item)
+
+
+def queued(leases: HostLeases, host: str) -> list[int]:
+    """``host``'s queued fingerprints in taking order (promoted copies included), then its tail's."""
+    lease = leases.io.call(("HGETALL", leases.keys.lease(host)))[0]
+    levels = sorted((int(name) for name in back_queue_counts(lease) if name != b"p"), reverse=True)
+    lists = [leases.keys.back_list(host, name) for name in [*map(str, levels), "p"]]
+    found = leases.io.call(*[("LRANGE", key, 0, -1) for key in lists])
+    inline = [lease.get(b"l%d" % level, b"") for level in levels] + [b""]
+    return [*(queued_fingerprint(key, item) for key, members, items in zip(lists, inline, found)
+              for item in [*(members[at:at + MEMBER] for at in range(0, len(members), MEMBER)), *items]),
+            *(fingerprint for fingerprint, _ in leases.store.urls.tail_rows([host]))]

@@ -29,10 +29,9 @@ from extensions.frontier.store import Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.connection import connect
 from extensions.backends.redis.bloom import BloomLayout
-from tests.redis_helpers import RedisBloom
+from tests.redis_helpers import RedisBloom, back_queue_counts, queued, queued_fingerprint
 from extensions.backends.redis.fpset import RedisFingerprintSet
 from extensions.backends.redis.keys import Keys
-from extensions.backends.redis.leases import back_queue_counts, queued_fingerprint
 from tests.conftest import fetched_urls
 from testweb.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
 from testweb.model import canonical_url
@@ -521,9 +520,9 @@ def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServe
     inflight = frontier.dispatch.leases.inflight_of(["h1.test"])["h1.test"]
     assert inflight == [frontier.inflight[first].entry.fingerprint]
     from extensions.frontier.fingerprint import url_fingerprint
-    queued = set(frontier.dispatch.leases.queued("h1.test"))
+    found = set(queued(frontier.dispatch.leases, "h1.test"))
     others = {url_fingerprint(f"http://h1.test/{path}")[0] for path in "abc"} - {url_fingerprint(first.url)[0]}
-    assert queued == others and url_fingerprint(lost.entry.url)[0] in queued
+    assert found == others and url_fingerprint(lost.entry.url)[0] in found
     frontier.close("finished")
 
 

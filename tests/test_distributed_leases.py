@@ -13,7 +13,6 @@ import pytest
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.backends.redis.leases import (
     HostLeases,
-    back_queue_counts,
     is_parked,
     level_of_score,
     parked_score,
@@ -23,6 +22,7 @@ from extensions.frontier.store import Entry, Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.tail import Tail
+from tests.redis_helpers import back_queue_counts, queued
 from testweb.redisserver import shared_cluster, shared_server, unique_prefix
 
 TTL = 10.0
@@ -75,7 +75,7 @@ def test_a_new_url_is_queued_once_and_its_host_goes_on_the_heap(pair: Any) -> No
     assert enqueue(b, "http://h1.test/x") == [False]
     poll = b.poll(10)
     assert poll.hosts == 1 and [host for host, _ in poll.due] == ["h1.test"]
-    assert len(a.queued("h1.test")) == 2
+    assert len(queued(a, "h1.test")) == 2
 
 
 def test_the_host_counts_every_new_url_of_one_enqueue(pair: Any) -> None:
@@ -114,7 +114,7 @@ def test_a_queued_url_costs_a_list_entry_not_a_sorted_set_member(pair: Any) -> N
     keys = (a.keys.lease("h1.test"), a.keys.back_list("h1.test", "0"))
     size = sum(a.store.call(("MEMORY", "USAGE", key, "SAMPLES", "0"))[0] for key in keys)
     fingerprints = [url_fingerprint(url)[0] for url in urls]
-    assert a.queued("h1.test") == fingerprints and size / 2000 < 8.5, size / 2000
+    assert queued(a, "h1.test") == fingerprints and size / 2000 < 8.5, size / 2000
 
 
 def _same_tag_hosts() -> tuple[str, str]:
@@ -225,14 +225,14 @@ def test_a_short_level_queue_sits_in_the_lease_hash_and_a_long_one_goes_on_in_it
     enqueue(a, *urls[12:])
     assert a.store.call(("LLEN", list_key))[0] == 3
     assert back_queue_counts(a.store.call(("HGETALL", lease))[0]) == {b"0": 15}
-    assert a.queued("h1.test") == [entry(url).fingerprint for url in urls]
+    assert queued(a, "h1.test") == [entry(url).fingerprint for url in urls]
     a.acquire(a.poll(10).due)
     assert [a.take("h1.test").entry.url for _ in range(2)] == urls[:2]  # A is killed with both in flight
     clock.advance(TTL + 0.5)
     assert [g.recovered for g in b.acquire(b.poll(10).due)] == [2]
-    queued = b.queued("h1.test")  # the in-flight URLs first (in the in-flight set's order)
-    assert set(queued[:2]) == {entry(url).fingerprint for url in urls[:2]}
-    assert queued[2:] == [entry(url).fingerprint for url in urls[2:]]
+    found = queued(b, "h1.test")  # the in-flight URLs first (in the in-flight set's order)
+    assert set(found[:2]) == {entry(url).fingerprint for url in urls[:2]}
+    assert found[2:] == [entry(url).fingerprint for url in urls[2:]]
     taken = [b.take("h1.test").entry.url for _ in range(15)]
     assert set(taken[:2]) == set(urls[:2]) and taken[2:] == urls[2:]
     assert b.take("h1.test").state == "empty"
@@ -405,7 +405,7 @@ def test_put_back_and_requeue_keep_a_url_queued_once(pair: Any) -> None:
     assert a.take("h1.test").entry.url == taken.url
     y = a.take("h1.test").entry
     a.requeue("h1.test", y.fingerprint, 2)
-    assert a.queued("h1.test") == []  # y is in flight: not queued again
+    assert queued(a, "h1.test") == []  # y is in flight: not queued again
 
 
 def test_stats_add_up_over_processes(pair: Any) -> None:
@@ -444,7 +444,7 @@ def test_take_parks_a_held_origins_urls_and_hands_out_the_hosts_other_origin(pai
     assert a.take("h1.test", ["https://h1.test"]).entry.url == "HTTP://h1.test:80/p1"
     only = a.take("h1.test", ["https://h1.test"])
     assert (only.state, only.queued, only.parked) == ("held", 2, 0) and is_parked(only.head)
-    for fp in a.queued("h1.test"):
+    for fp in queued(a, "h1.test"):
         assert a.store.urls.status_of(fp) == Status.QUEUED
     # the hold ended: back in their places, the higher level first
     assert a.unpark("h1.test")[0] == 2
@@ -463,7 +463,7 @@ def test_a_host_with_more_parked_urls_than_a_take_looks_at_is_held_not_stale(pai
     a.acquire(a.poll(10).due)
     states = [a.take("h1.test", ["https://h1.test"], max_skip=64).state for _ in range(4)]
     assert states == ["stale", "stale", "held", "held"], states
-    assert sorted(a.queued("h1.test")) == sorted(entry(url).fingerprint for url in urls)
+    assert sorted(queued(a, "h1.test")) == sorted(entry(url).fingerprint for url in urls)
 
 
 def test_a_parked_url_stays_parked_through_a_promotion_and_a_take_over(pair: Any) -> None:
@@ -482,7 +482,7 @@ def test_a_parked_url_stays_parked_through_a_promotion_and_a_take_over(pair: Any
     got = b.acquire(b.poll(10).due)
     # queued: the three, and s0's parked copy from before its promotion (skipped when reached)
     assert [(g.host, g.recovered, g.queued) for g in got] == [("h1.test", 3, 4)]
-    assert sorted(set(b.queued("h1.test"))) == sorted(entry(url).fingerprint for url in (
+    assert sorted(set(queued(b, "h1.test"))) == sorted(entry(url).fingerprint for url in (
         "https://h1.test/s0", "http://h1.test/p0", "http://h1.test/p1"))
     taken = b.take("h1.test", ["https://h1.test"])
     assert taken.entry.url in ("http://h1.test/p0", "http://h1.test/p1")
@@ -528,7 +528,7 @@ def test_a_queue_past_its_window_waits_compressed_in_its_tail_and_comes_back_in_
     assert Tail.parse(a.store.call(("GET", a.keys.tail("h1.test")))[0]).blocks
     assert tail_bytes(a, "h1.test") / 298 < 8, tail_bytes(a, "h1.test") / 298  # no 5-byte member but the POSTs' 
     fingerprints = [e.fingerprint for e in entries]
-    assert a.queued("h1.test") == fingerprints
+    assert queued(a, "h1.test") == fingerprints
     assert a.store.urls.status_of(fingerprints[200]) == a.store.urls.status_of(fingerprints[205]) == Status.QUEUED
     assert a.store.urls.get_many([fingerprints[250]])[fingerprints[250]].url == urls[250]
     assert a.store.urls.count_by_status()[Status.QUEUED] == 300

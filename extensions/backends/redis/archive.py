@@ -29,12 +29,6 @@ class ArchiveKeys:
         return f"{self.prefix}:{{{host_tag(host)}}}:captures"
 
 
-def _text(value: bytes | str | None) -> str | None:
-    if value is None:
-        return None
-    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
-
-
 class RedisArchiveIndex:
     """The archive index on one Redis prefix."""
 
@@ -50,7 +44,8 @@ class RedisArchiveIndex:
         if not asked:
             return None, None
         try:
-            answers = [_text(value) for value in self.connection.call(*[("HGET", key, name) for key, name in asked])]
+            answers = [None if value is None else value.decode("utf-8", "surrogatepass")
+                       for value in self.connection.call(*[("HGET", key, name) for key, name in asked])]
         except RedisLayerError as err:
             raise ArchiveIndexError(f"WARC archive index: {err}") from err
         payload = answers.pop(0) if digest is not None else None

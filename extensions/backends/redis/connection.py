@@ -111,7 +111,7 @@ class RedisConnection:
         self.client: Any = None
         self._pipe: Any = None
         self._commands: list[tuple[Any, ...]] = []  # what the pipeline holds, for a NOSCRIPT replay
-        self._retry: LoggingRetry | None = None
+        self.retry: LoggingRetry | None = None  # its failures count the failed calls
         self._registries: dict[str, Any] = {}
         self._loaded: set[str] = set()  # SHAs of the scripts the server has
 
@@ -134,8 +134,8 @@ class RedisConnection:
 
     def open(self, purpose: str, error: type[Exception] = FrontierStoreError) -> None:
         try:
-            self._retry = LoggingRetry(self.location, self.retries)
-            self.client = connect(self.url, self.timeout, self._retry)
+            self.retry = LoggingRetry(self.location, self.retries)
+            self.client = connect(self.url, self.timeout, self.retry)
             self._pipe = self.client.pipeline(transaction=False)
             self.load_scripts()
         except ValueError as err:
@@ -163,11 +163,7 @@ class RedisConnection:
     @property
     def failures(self) -> int:
         """Failed Redis calls so far (each retried: a command may have run twice)."""
-        return self._retry.failures if self._retry is not None else 0
-
-    @property
-    def retry(self) -> LoggingRetry | None:
-        return self._retry
+        return self.retry.failures if self.retry is not None else 0
 
     def registry(self, key: str, factory: Callable[[], T]) -> T:
         """The one object of ``key`` on this connection, made by ``factory`` on first use."""

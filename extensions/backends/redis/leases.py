@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from extensions.backends.redis.fpmap import fingerprint_of
 from extensions.backends.redis.keys import FINISHED_FIELD, host_tag
 from extensions.backends.redis.rows import (
     STATUS_BYTE,
@@ -20,7 +18,7 @@ from extensions.backends.redis.rows import (
     unpack_entry,
 )
 from extensions.backends.redis.scripts import lua
-from extensions.backends.redis.tail import MEMBER, STRING_BYTES, Tail, record_code, with_members
+from extensions.backends.redis.tail import STRING_BYTES, Tail, record_code, with_members
 from extensions.backends.redis.worker import DirectIO
 from extensions.frontier.fingerprint import host_hash
 from extensions.frontier.store import Entry, Status
@@ -112,23 +110,6 @@ class Poll:
     hosts: int  # hosts on the heap (with work, held or not)
     due: list[tuple[str, bytes]]  # (host, score) due now, shuffled
     wait: float | None  # seconds until the earliest entry is due (None: heap empty)
-
-
-def back_queue_counts(lease: dict[bytes, bytes]) -> dict[bytes, int]:
-    """Queue name (``b"0"``, ``b"1"`` ... a level, ``b"p"`` the parked) -> length, from a lease's fields."""
-    counts: Counter[bytes] = Counter()
-    for field, value in lease.items():
-        if field == b"p":
-            counts[field] += int(value)
-        elif field[:1] in (b"l", b"o") and field[1:].isdigit():
-            counts[field[1:]] += len(value) // MEMBER if field[:1] == b"l" else int(value)
-    return dict(counts)
-
-
-def queued_fingerprint(key: str | bytes, item: bytes) -> int:
-    """The fingerprint of an item of the back-queue list ``key``: a member, or a parked ``"fingerprint level"``."""
-    key = key.encode() if isinstance(key, str) else key
-    return int(item.split()[0]) if key.endswith(b":p") else fingerprint_of(key, item)
 
 
 class HostLeases:
@@ -372,32 +353,17 @@ class HostLeases:
                       b"" if status is None else STATUS_BYTE[status],
                       b"" if fetched is None else fetched_bytes(fetched), fingerprint, self.owner)
 
-    def queued(self, host: str) -> list[int]:
-        """``host``'s queued fingerprints in taking order (promoted copies included), then its tail's."""
-        lease = self.io.call(("HGETALL", self.keys.lease(host)))[0]
-        levels = sorted((int(name) for name in back_queue_counts(lease) if name != b"p"), reverse=True)
-        lists = [self.keys.back_list(host, name) for name in [*map(str, levels), "p"]]
-        found = self.io.call(*[("LRANGE", key, 0, -1) for key in lists])
-        inline = [lease.get(b"l%d" % level, b"") for level in levels] + [b""]
-        return [*(queued_fingerprint(key, item) for key, members, items in zip(lists, inline, found)
-                  for item in [*(members[at:at + MEMBER] for at in range(0, len(members), MEMBER)), *items]),
-                *(fingerprint for fingerprint, _ in self.store.urls.tail_rows([host]))]
-
     def inflight_of(self, hosts: list[str]) -> dict[str, list[int]]:
         if not hosts:
             return {}
         answers = self.io.call(*[("ZRANGE", self.keys.inflight(host), 0, -1) for host in hosts])
         return {host: [int(fp) for fp in found] for host, found in zip(hosts, answers)}
 
-    def put_back(self, host: str, fingerprint: int, level: int, parked: bool = False) -> float:
-        """A handed-out URL back to its queue (buffered; ``parked``: behind the others); its score."""
+    def put_back(self, host: str, fingerprint: int, level: int, parked: bool = False) -> None:
+        """A handed-out URL back to its queue (buffered; ``parked``: behind the others)."""
         lease, back, inflight, urls = self._host_keys(host)
-        seq = self.store.counters.sequence_numbers(1)[0]
-        score = queue_score(level, seq)
-        score = parked_score(score) if parked else score
         self.io.write("EVAL", PUT_BACK, 4, inflight, urls, back, lease, fingerprint, level,
                       "1" if parked else "", self.owner)
-        return score
 
     def release(self, host: str, wait: float, idle_only: bool, heap_score: float | None,
                 then: Callable[[tuple[int, int, float]], None] | None = None,

@@ -160,8 +160,10 @@ class SharedLedger(AOPICLedger):
 
         def credit(answers: list[Any]) -> tuple[Any, ...]:  # on the worker thread: no state touched
             try:
-                share = amount if take is None else float(answers[at][3])
-                commands = self._credit_commands(by_tag, credits, d, outlinks, share or 0.0, mode)
+                share = (amount if take is None else float(answers[at][3])) or 0.0
+                commands = [] if share <= 0 else [  # one CASH per slot crediting the share
+                    self._cash_command(None, [credits[p] for p in positions], outlinks, share, mode, d=d)
+                    for positions in by_tag.values()]
             except Exception as err:  # noqa: BLE001 - reported on the reactor thread, the page's pipeline ends
                 return [], None, lambda _, error=err: failed(error)
             if not commands and take is not None:  # the view came with the take
@@ -202,22 +204,10 @@ class SharedLedger(AOPICLedger):
 
         take_index = 0 if take is None else key_of(take)
         pairs = [item for fp in credits for item in (key_of(fp), member(fp))]
-        args = ["1" if d is None else "0", d or "0", self._tax(tax), outlinks, take_index,
-                b"" if take is None else member(take),
-                "" if amount is None else repr(float(amount)), mode, *pairs]
+        tax = self.tax if tax is None else tax  # a page's own, else the ledger's
+        args = ["1" if d is None else "0", d or "0", repr(float(tax)), outlinks, take_index,
+                b"" if take is None else member(take), "" if amount is None else repr(float(amount)), mode, *pairs]
         return ("EVAL", CASH, len(keys), *keys, *args)
-
-    def _tax(self, tax: float | None) -> str:
-        """The tax argument of :data:`CASH`: a page's own, else the ledger's."""
-        return repr(float(self.tax if tax is None else tax))
-
-    def _credit_commands(self, by_tag: dict[str, list[int]], credits: list[int], d: str, outlinks: int,
-                         amount: float, mode: str) -> list[tuple[Any, ...]]:
-        """A cluster's :data:`CASH` crediting ``amount`` to ``credits``, one per slot."""
-        if amount <= 0:
-            return []
-        return [self._cash_command(None, [credits[p] for p in positions], outlinks, amount, mode, d=d)
-                for positions in by_tag.values()]
 
     # -- reads ------------------------------------------------------------------------
     def refresh(self) -> None:

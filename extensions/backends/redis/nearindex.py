@@ -15,7 +15,6 @@ from typing import Any
 
 from extensions.backends.redis.contentseen import (
     BUCKET_BYTES,
-    MEMBER_BYTES,
     SCHEMA_VERSION,
     RedisContentPart,
     RedisContentStore,
@@ -311,18 +310,15 @@ class RedisNearDuplicateIndex(RedisContentPart):
         """The reads of ``simhash``'s table members (one script; one per table on a cluster);
         with ``add``, each then adds ``simhash`` to its table (a document about to be stored:
         every one but an identical one, whose simhash is there already)."""
-        places = self._places(simhash)
         head = (TABLE_BUCKET if add else 0, self.geometry.width)
-        members = [(key, self.geometry.member(top, rest)) for key, top, rest in places]
-        if self.store.connection.cluster:
-            return [("EVAL", READ, 1, key, *head, member) for key, member in members]
-        return [("EVAL", READ, len(members), *[key for key, _ in members], *head, *[member for _, member in members])]
+        members = [(key, self.geometry.member(top, rest)) for key, top, rest in self._places(simhash)]
+        groups = [[item] for item in members] if self.store.connection.cluster else [members]
+        return [("EVAL", READ, len(group), *[key for key, _ in group], *head, *[member for _, member in group])
+                for group in groups]
 
     def candidate_values(self, answers: list[Any]) -> list[Any]:
         """Per table, the members read by :meth:`candidate_reads`."""
-        if self.store.connection.cluster:
-            return [found[0] for found in answers]
-        return list(answers[0]) if answers else []
+        return [found for answer in answers for found in answer]
 
     def _candidates(self, simhash: int, values: list[Any]) -> set[int]:
         """The simhashes in the tables' members read for ``simhash``."""

@@ -112,9 +112,8 @@ def unpack_record(fingerprint: int, due: float, value: bytes) -> RevisitRecord:
 
 
 def _pairs(answer: list[Any]) -> list[tuple[int, float]]:
-    """A flat ``member, score, ...`` answer (or redis-py's pairs) as (fingerprint, score)."""
-    if answer and isinstance(answer[0], (list, tuple)):
-        return [(int(member), float(score)) for member, score in answer]
+    """A script's flat ``member, score, ...`` answer as (fingerprint, score) (redis-py gives
+    a ZRANGE ... WITHSCORES as such pairs already)."""
     return [(int(answer[i]), float(answer[i + 1])) for i in range(0, len(answer), 2)]
 
 
@@ -198,7 +197,7 @@ class RedisRevisitTable:
             ("ZRANGE", self.keys.revisit_due(shard), "-inf", repr(float(now)), "BYSCORE", "LIMIT", 0, limit,
              "WITHSCORES") for shard in range(self.shards)])
         entries = heapq.nsmallest(limit, ((due, shard) for shard, answer in enumerate(heads)
-                                          for _, due in _pairs(answer)))
+                                          for _, due in answer))
         wanted: dict[int, int] = {}
         for _, shard in entries:
             wanted[shard] = wanted.get(shard, 0) + 1
@@ -215,7 +214,7 @@ class RedisRevisitTable:
     def next_due(self) -> float | None:
         heads = self._connection().call(*[("ZRANGE", self.keys.revisit_due(shard), 0, 0, "WITHSCORES")
                                           for shard in range(self.shards)])
-        dues = [due for answer in heads for _, due in _pairs(answer) if not math.isinf(due)]
+        dues = [due for answer in heads for _, due in answer if not math.isinf(due)]
         return min(dues) if dues else None
 
     def count_due(self, now: float) -> int:

@@ -48,11 +48,12 @@ def parse_entry(raw: bytes | str) -> tuple[str, dict[str, Any]]:
 class RedisSeeds:
     """Pops seeds from a Redis list or set into the running crawl."""
 
-    def __init__(self, crawler: Crawler, client: Any, key: str, *, as_set: bool, batch_size: int,
+    def __init__(self, crawler: Crawler, connection: Any, key: str, *, as_set: bool, batch_size: int,
                  poll_interval: float, max_idle: float, waiting: bool, client_error: type[Exception],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.crawler = crawler
-        self.client, self.key = client, key
+        self.connection = connection  # the shared RedisConnection (attached), whose client pops the seeds
+        self.client, self.key = connection.client, key
         self.client_error = client_error  # what the client raises once its retries are spent
         self.as_set, self.batch_size = as_set, batch_size
         self.poll_interval, self.max_idle = poll_interval, max_idle
@@ -61,7 +62,6 @@ class RedisSeeds:
         self._loop: task.LoopingCall | None = None
         self._idle_since: float | None = None
         self._activity: tuple[int, ...] = ()
-        self.connection: Any = None  # the shared RedisConnection the client belongs to
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisSeeds:
@@ -80,12 +80,10 @@ class RedisSeeds:
 
         connection = redis_connection(crawler)  # the crawler's one connection, shared with the frontier
         connection.attach(f"seeds ({key})", RuntimeError)
-        client = connection.client
         waiting = not getattr(spider, "seed_lines", None)
-        extension = cls(crawler, client, key, as_set=settings.getbool("REDIS_START_URLS_AS_SET"),
+        extension = cls(crawler, connection, key, as_set=settings.getbool("REDIS_START_URLS_AS_SET"),
                         batch_size=batch_size, poll_interval=poll_interval, max_idle=max_idle,
                         waiting=waiting, client_error=RedisError)
-        extension.connection = connection
         crawler.signals.connect(extension.spider_opened, signals.spider_opened)
         crawler.signals.connect(extension.spider_idle, signals.spider_idle)
         crawler.signals.connect(extension.spider_closed, signals.spider_closed)
@@ -100,8 +98,7 @@ class RedisSeeds:
     def spider_closed(self) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        if self.connection is not None:
-            self.connection.detach()
+        self.connection.detach()
 
     def pull(self) -> int:
         """Pop one batch of seeds and schedule the valid ones; their number."""

@@ -55,9 +55,6 @@ class DirectIO:
         for chained_then, chained_answers in later:  # in the order the worker would deliver them
             chained_then(chained_answers)
 
-    def idle(self) -> bool:
-        return True
-
 
 class _Job:
     __slots__ = ("commands", "then", "failed", "follow", "done", "answers", "error")
