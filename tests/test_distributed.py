@@ -368,11 +368,15 @@ def refetches_pending(client: Any, keys: Keys, fetched: set[str]) -> int:
 
     def rows_of(tag: str) -> dict[bytes, bytes]:  # the tag's fpmap (fpmap.py): member -> row
         if tag not in tags:
-            # the buckets first: a map's H is set before its first row that leaves
-            # the host out and never removed, so read after them it is there
-            buckets = map_buckets(client, keys.urls(tag)).values()
-            host = client.hget(keys.urls(tag), "H")
-            tags[tag] = {m: expand_row(row, host) for bucket in buckets for m, row in records(bucket)}
+            # the buckets and H in one transaction: a map emptied by a crawler goes
+            # whole (H too) and a new one may take another host as its H
+            names = [b"%s:%d:%d" % (keys.urls(tag).encode(), *place) for place in map_buckets(client, keys.urls(tag))]
+            pipe = client.pipeline(transaction=True)
+            for name in names:
+                pipe.get(name)
+            pipe.hget(keys.urls(tag), "H")
+            *buckets, host = pipe.execute()
+            tags[tag] = {m: expand_row(row, host) for bucket in buckets if bucket for m, row in records(bucket)}
         return tags[tag]
     for pattern in (f"{keys.prefix}:{{*}}:bq:*", f"{keys.prefix}:{{*}}:lease:*", f"{keys.prefix}:{{*}}:inflight:*"):
         for key in client.scan_iter(match=pattern):
