@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mmh3
 from scrapy import Request
@@ -16,6 +16,9 @@ from extensions.frontier.fingerprint import URL_BITS, url_fingerprint
 from extensions.frontier.store import Entry, FrontierStore, Status
 from extensions.frontier.urlseen import URLSeen
 from extensions.urls.recent import TwoGenerationCache
+
+if TYPE_CHECKING:
+    from extensions.frontier.dispatch import HostDispatch
 
 logger = logging.getLogger("extensions.frontier.scheduler")  # the frontier's one log name
 
@@ -29,9 +32,9 @@ class Admission:
 
     def __init__(self, store: FrontierStore, seen: URLSeen, stats: Any, wall_clock: Callable[[], float],
                  memory_only: dict[int, Request], host_budget: int = 0, record_refusals: bool = True,
-                 dispatch: Any = None) -> None:
+                 dispatch: HostDispatch | None = None) -> None:
         self.store, self.seen, self.stats, self.wall_clock = store, seen, stats, wall_clock
-        self.dispatch = dispatch  # a HostDispatch: its io's worker, if any, reads hosts' counts
+        self.dispatch = dispatch  # its io's worker, if any, reads hosts' counts
         self.memory_only = memory_only  # requests kept in memory, by fingerprint (shared with the dispatch)
         self.host_budget = host_budget  # URLs accepted per host; 0: unlimited
         self.record_refusals = record_refusals  # refused URLs get a row (status refused)
@@ -90,7 +93,7 @@ class Admission:
         already, those of one round trip may pass)."""
         count = self.host_counts.get(entry.host)
         if count is None:
-            io = getattr(self.dispatch, "io", None)
+            io = self.dispatch.io if self.dispatch is not None else None
             worker = io.worker if io is not None else None
             if worker is None:
                 count = self.store.urls.count_host(entry.fingerprint, entry.host)

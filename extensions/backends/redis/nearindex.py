@@ -2,8 +2,9 @@
 :class:`~extensions.contentseen.nearindex.NearDuplicateIndex`'s look-up, answers and
 groups over permuted tables in Redis (layout: docs/reference/redis-layout.md). A look-up
 is one round trip (which also adds the simhash to the tables when the document is to be
-stored), and a second for the records when some members are within the distance. Document ids are reserved in blocks per process: ties go to the smallest id,
-and two near-duplicates judged at once by two processes may both start a group."""
+stored), and a second for the records when some members are within the distance.
+Document ids are reserved in blocks per process: ties go to the smallest id, and two
+near-duplicates judged at once by two processes may both start a group."""
 
 from __future__ import annotations
 
