@@ -227,7 +227,6 @@ FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's advice)
 FRONTIER_BLOOM_ERROR_RATE = 0.001  # false-positive rate of the in-memory URL-seen Bloom filter (FRONTIER_SEEN_BACKEND="bloom")
 FRONTIER_BLOOM_INITIAL_CAPACITY = 1_000_000  # URLs its first slice holds (it grows by slices)
 FRONTIER_CHECKPOINT_INTERVAL = 5.0  # seconds between checkpoints (commit, Bloom filter file, gauges)
-FRONTIER_DISTRIBUTED = True  # redis backend: processes on one REDIS_URL and prefix share the frontier
 FRONTIER_FRONT_QUEUES = 8  # Mercator's front queues: priority levels
 # most URLs accepted per host, a backstop for what host yield cannot judge; 0: unlimited
 FRONTIER_HOST_BUDGET = 100_000

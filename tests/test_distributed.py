@@ -461,7 +461,6 @@ def test_the_redis_backend_makes_the_shared_frontier_the_scheduler(redis_server:
     from extensions.backends.redis.dispatch import SharedDispatch
 
     assert type(scheduler({"FRONTIER_BACKEND": "redis"}).dispatch) is SharedDispatch
-    assert type(scheduler({"FRONTIER_BACKEND": "redis", "FRONTIER_DISTRIBUTED": False}).dispatch) is LocalDispatch
     assert type(scheduler({}).dispatch) is LocalDispatch
     shared = scheduler({"FRONTIER_BACKEND": "redis", "FRONTIER_LEASE_TTL": 4, "FRONTIER_LEASE_POLL_INTERVAL": 0.5})
     assert (shared.dispatch.lease_ttl, shared.dispatch.poll_interval) == (4.0, 0.5)
@@ -482,20 +481,6 @@ def test_invalid_shared_frontier_settings_fail_at_start_naming_the_setting(
                                    "SCHEDULER": "extensions.frontier.scheduler.Frontier", **settings})
     with pytest.raises(ValueError, match=named):
         load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
-
-
-def test_a_single_process_crawl_under_the_prefix_is_a_clear_error(redis_server: RedisServer) -> None:
-    from tests.redis_helpers import DistributedFrontier
-    from extensions.frontier.store import FrontierStoreError
-
-    prefix = unique_prefix()
-    store = RedisStore(redis_server.url, prefix)
-    store.open()
-    store.queues.push("front/0", [1, 2])
-    store.close()
-    frontier = DistributedFrontier(RedisStore(redis_server.url, prefix))
-    with pytest.raises(FrontierStoreError, match="FRONTIER_DISTRIBUTED=False"):
-        frontier.open(None)
 
 
 def test_a_take_run_twice_by_a_retried_call_is_repaired(redis_server: RedisServer) -> None:

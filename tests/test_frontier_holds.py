@@ -376,7 +376,7 @@ def test_a_widened_delay_outlives_the_process_and_reaches_the_others(store: Any)
     first.politeness_widened("http://a.test", 2.0)  # narrower: the wider one stays
     assert first.politeness.widened == {"a.test": 8.0}
     first.checkpoint()  # what it wrote is committed
-    if _KINDS.get(store, "").startswith(("redis", "shared")):
+    if _KINDS.get(store, "").startswith("redis"):
         other = make_frontier(reopen_store(store), clock)
         assert other.politeness.widened.get("a.test") == 8.0  # at open
         first.politeness_widened("http://b.test", 3.0)

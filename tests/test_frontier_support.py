@@ -33,13 +33,12 @@ from extensions.backends.sqlite.store import SQLiteStore
 from testweb.redisserver import shared_server, unique_prefix
 
 # "redis": a real redis-server (one per test process, a key prefix per
-# store); "redis-bloom": the same with the shared URL-seen Bloom filter,
-# whose store trims finished rows. Each with the local host dispatch (back
-# queues in this process); "shared" and "shared-bloom": the same stores
-# with the shared host dispatch (host leases on Redis), the frontier that
-# FRONTIER_BACKEND=redis composes. Without the binary these fail, naming
-# the fix (`make test` installs it): never left out.
-STORES = ["memory", "third-party", "sqlite", "redis", "redis-bloom", "shared", "shared-bloom"]
+# store) with the shared host dispatch (host leases on Redis), the frontier
+# that FRONTIER_BACKEND=redis composes; "redis-bloom": the same with the
+# shared URL-seen Bloom filter, whose store trims finished rows. Without
+# the binary these fail, naming the fix (`make test` installs it): never
+# left out.
+STORES = ["memory", "third-party", "sqlite", "redis", "redis-bloom"]
 
 #: the kind each store of make_store was made as (make_frontier picks the dispatch by it)
 _KINDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
@@ -52,7 +51,7 @@ def make_store(kind: str, directory: Path, keep_rows: bool = False) -> Any:
     elif kind == "third-party":  # plugged in by class path (tests/thirdparty_backend.py)
         settings = Settings({"FRONTIER_BACKEND": "tests.thirdparty_backend.ThirdPartyBackend"})
         store = backend_class(settings).for_reading(settings).frontier_store()[0]
-    elif kind.startswith(("redis", "shared")):
+    elif kind.startswith("redis"):
         # a crawl's layouts: the exact fingerprint set (default) or the Bloom filter
         seen = BloomLayout(1_000_000, 1e-6) if kind.endswith("-bloom") else FingerprintSetLayout()
         store = RedisStore(shared_server().url, unique_prefix(), seen=seen, keep_rows=keep_rows)
@@ -78,7 +77,7 @@ def reopen_store(store: Any) -> Any:
 
 def shared(store: Any) -> bool:
     """Whether frontiers on ``store`` compose the shared host dispatch."""
-    return _KINDS.get(store, "").startswith("shared")
+    return isinstance(store, RedisStore)  # as FRONTIER_BACKEND=redis composes it
 
 
 def local_only(store: Any, reason: str) -> None:
@@ -106,7 +105,7 @@ def looping_call(clock: Clock, function: Any) -> LoopingCall:
 
 def make_frontier(store: Any, clock: Clock | None = None, **kwargs: Any) -> Frontier:
     """An open frontier on ``store`` driven by ``clock``: the shared host
-    dispatch for a store made as "shared"/"shared-bloom", else the local one
+    dispatch for a Redis store, else the local one
     (``front_queues``, ``back_queues``, ``queue_buffer``, ``selector``,
     ``refill_budget`` configure either's share); other keywords as
     :func:`~extensions.frontier.options.frontier_arguments` takes them."""

@@ -172,8 +172,7 @@ def test_a_crawl_keeps_the_url_seen_backend_it_began_with(
 
 # -- settings -------------------------------------------------------------------------
 def _frontier(url: str, **settings: Any) -> Frontier:
-    return Frontier.from_crawler(get_crawler(Spider, {"FRONTIER_BACKEND": "redis", "REDIS_URL": url,
-                                                       "FRONTIER_DISTRIBUTED": False, **settings}))
+    return Frontier.from_crawler(get_crawler(Spider, {"FRONTIER_BACKEND": "redis", "REDIS_URL": url, **settings}))
 
 
 def _bloom_frontier(settings: dict[str, Any]) -> Frontier:

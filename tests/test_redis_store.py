@@ -34,7 +34,7 @@ from tests.conftest import fetched_urls
 from testweb.crawlrun import run_web_crawl
 from testweb.redisserver import RedisClusterServers, RedisServer, free_port, unique_prefix
 from tests.test_frontier_e2e import repeats_other_than_retries
-from tests.test_frontier_support import drain, make_frontier
+from tests.test_frontier_support import drain, make_frontier, make_store
 
 
 def real(url: str) -> Entry:
@@ -85,40 +85,39 @@ def test_every_url_row_lives_under_its_hosts_tag(redis_server: RedisServer) -> N
 
 # -- round trips ----------------------------------------------------------------------
 @pytest.mark.parametrize("seen", ["exact", "bloom"])
-def test_round_trips_per_frontier_operation(redis_server: RedisServer, seen: str) -> None:
-    """The table in extensions/backends/redis/store.py's docstring, for either URL-seen
-    backend: the Bloom filter is tested and set in the row's own script."""
-    bloom = BloomLayout(1_000_000, 0.001) if seen == "bloom" else None
-    store = RedisStore(redis_server.url, unique_prefix(), seen=bloom)
+def test_round_trips_per_frontier_operation(tmp_path: Path, seen: str) -> None:
+    """Round trips per frontier operation with either URL-seen backend (the
+    Bloom filter is tested and set in the row's own script)."""
+    store = make_store("redis-bloom" if seen == "bloom" else "redis", tmp_path)
     clock = Clock()
-    frontier = make_frontier(store, clock, queue_buffer=8, back_queues=4)
+    frontier = make_frontier(store, clock, back_queues=4)
 
     def trips(action: Any) -> int:
         before = store.round_trips
         action()
         return store.round_trips - before
 
-    # sequence block + insert_new (the new host's SADD goes with the next round trip)
-    assert trips(lambda: frontier.enqueue_request(Request("http://h0.test/0"))) == 2
+    # sequence block + insert_new + the new host's listing on the shared heap
+    assert trips(lambda: frontier.enqueue_request(Request("http://h0.test/0"))) == 3
     assert trips(lambda: frontier.enqueue_request(Request("http://h0.test/1"))) == 1
     assert trips(lambda: frontier.enqueue_request(Request("http://h0.test/1"))) == 0  # cached
     assert trips(lambda: [frontier.enqueue_request(Request(f"http://h{i % 10}.test/p{i}"))
-                          for i in range(100)]) == 100  # 9 new hosts: none of their own
+                          for i in range(100)]) == 100 + 2 * 9  # 9 new hosts
     frontier.seen.cache = type(frontier.seen.cache)(0)
     assert trips(lambda: [frontier.enqueue_request(Request(f"http://h{i % 10}.test/p{i}"))
                           for i in range(100)]) == 100  # known, found in Redis
     fetched: list[Any] = []
     draining = trips(lambda: fetched.extend(drain(frontier, clock)))
     assert len(fetched) == 102
-    assert draining <= 2 * (102 // 8 + 2 * 4 + 2)  # pop + get_many per buffer, statuses free
+    assert draining <= 102 + 3 * 10  # a take per URL; a lease, its release and a poll per host
     counted_at = frontier.stats.get_value("frontier/urls_counted_at")
     checkpoint = trips(frontier.checkpoint)
     recounted = frontier.stats.get_value("frontier/urls_counted_at") != counted_at
     assert trips(store.checkpoint) == 0
     counting = trips(store.urls.count_by_status)
-    # widened delays (other processes'); gauges; memory per URL (INFO included); URLs by status
-    # unless counted lately (gauges.status_gauges)
-    assert checkpoint == 3 + (counting if recounted else 0)
+    # widened delays (other processes'); gauges; memory per URL (INFO included); the
+    # crawl-wide stats; URLs by status unless counted lately (gauges.status_gauges)
+    assert checkpoint == 4 + (counting if recounted else 0)
     assert store.urls.count_by_status() == {Status.DONE: 102}
     assert frontier.stats.get_value("frontier/redis_known_urls") == 102
 
@@ -126,13 +125,13 @@ def test_round_trips_per_frontier_operation(redis_server: RedisServer, seen: str
 def test_buffered_writes_wait_for_the_next_read_or_checkpoint(redis_server: RedisServer) -> None:
     store = opened(redis_server.url)
     before = store.round_trips
-    store.queues.push("front/0", [1, 2])
+    store.hosts.defer_origin("http://a.test", "held", 1.0)
     store.urls.set_status([1], Status.DONE)
     store.set_meta("k", "v")
     assert store.round_trips == before
     assert store.get_meta("k") == "v"  # the read carries the writes
     assert store.round_trips == before + 1
-    store.queues.push("front/0", [3])
+    store.hosts.clear_deferrals()
     store.checkpoint()
     store.checkpoint()  # nothing buffered: no round trip
     assert store.round_trips == before + 2
@@ -143,7 +142,7 @@ def test_a_full_buffer_is_sent_without_waiting(redis_server: RedisServer) -> Non
     store = opened(redis_server.url, batch=10)
     before = store.round_trips
     for i in range(25):
-        store.queues.push("front/0", [i])
+        store.hosts.defer_origin(f"http://h{i}.test", "held", 1.0)
     assert store.round_trips == before + 2
     store.close()
 
@@ -162,7 +161,7 @@ def test_without_persist_a_clean_close_deletes_the_crawls_keys_only(redis_server
     for prefix, persist in ((kept, True), (dropped, False)):
         store = opened(redis_server.url, prefix, persist=persist)
         store.urls.insert_new([real("http://a.test/")], 1.0)
-        store.queues.push("front/0", [1])
+        store.hosts.defer_origin("http://a.test", "held", 1.0)
         store.cash.put_cash([(1, 1.0, 0.0, 0.0, 0)])
         store.close()
     assert _crawl_keys(redis_server.url, dropped) == []
@@ -173,10 +172,10 @@ def test_flush_on_start_starts_an_empty_crawl(redis_server: RedisServer) -> None
     prefix = unique_prefix()
     store = opened(redis_server.url, prefix)
     store.urls.insert_new([real("http://a.test/")], 1.0)
-    store.queues.push("front/0", [1])
+    store.hosts.defer_origin("http://a.test", "held", 1.0)
     store.close()
     fresh = opened(redis_server.url, prefix, flush_on_start=True)
-    assert fresh.urls.count_by_status() == {} and fresh.queues.length("front/0") == 0 and fresh.clean
+    assert fresh.urls.count_by_status() == {} and fresh.hosts.deferrals() == {} and fresh.clean
     fresh.close()
 
 
@@ -243,7 +242,7 @@ def test_a_redis_crash_with_aof_keeps_every_acknowledged_write(redis_aof_server:
     entries = [real(f"http://h{i % 5}.test/{i}") for i in range(50)]
     store.urls.insert_new(entries, 1.0)
     store.urls.set_status([entries[0].fingerprint], Status.DONE, 2.0)
-    store.queues.push("front/0", [e.fingerprint for e in entries])
+    store.hosts.set_crawl_delay("h0.test", 2.0)
     store.set_meta("last", "write")
     store.checkpoint()  # acknowledged; written to the AOF within about a second
     assert redis_aof_server.wait_until_in_aof(b"last") < 2.0
@@ -253,7 +252,7 @@ def test_a_redis_crash_with_aof_keeps_every_acknowledged_write(redis_aof_server:
     reopened = opened(redis_aof_server.url, prefix)
     assert not reopened.clean
     assert reopened.urls.count_by_status() == {Status.QUEUED: 49, Status.DONE: 1}
-    assert reopened.queues.pop("front/0", 100) == [e.fingerprint for e in entries]
+    assert reopened.hosts.crawl_delays() == {"h0.test": 2.0}
     reopened.close()
 
 
@@ -327,18 +326,16 @@ def test_invalid_backend_settings_fail_at_start_naming_the_setting(settings: dic
 CRAWL_BLOOM = BloomLayout(10_000_000, 1e-6)
 
 
-@pytest.mark.parametrize(("topology", "seen", "distributed"), [
-    ("single", "exact", True), ("cluster", "exact", True),
-    ("single", "bloom", True), ("cluster", "bloom", True), ("single", "bloom", False),
+@pytest.mark.parametrize(("topology", "seen"), [
+    ("single", "exact"), ("cluster", "exact"), ("single", "bloom"), ("cluster", "bloom"),
 ])
 def test_crawl_on_redis_fetches_exactly_the_ground_truth(
-    topology: str, seen: str, distributed: bool, start_web: Any, tmp_path: Path,
+    topology: str, seen: str, start_web: Any, tmp_path: Path,
     redis_server: RedisServer, redis_cluster: RedisClusterServers,
 ) -> None:
     """The exact fingerprint set (the default) or, with
-    FRONTIER_SEEN_BACKEND=bloom, the shared filter is the URL-seen test, for
-    the shared frontier and the single-process one, and every finished row
-    is gone at the end."""
+    FRONTIER_SEEN_BACKEND=bloom, the shared filter is the URL-seen test, and
+    every finished row is gone at the end."""
     url = redis_cluster.url if topology == "cluster" else redis_server.url
     prefix = unique_prefix()
     layout = CRAWL_BLOOM if seen == "bloom" else FingerprintSetLayout()
@@ -347,7 +344,7 @@ def test_crawl_on_redis_fetches_exactly_the_ground_truth(
         "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": 6, "CONCURRENT_REQUESTS": 16,
         "CONTENTSEEN_ENABLED": False,  # the truth follows copies' links
         "FRONTIER_BACKEND": "redis", "REDIS_URL": url, "FRONTIER_REDIS_PREFIX": prefix,
-        "SCHEDULER_PERSIST": True, "FRONTIER_DISTRIBUTED": distributed, "FRONTIER_SEEN_BACKEND": seen,
+        "SCHEDULER_PERSIST": True, "FRONTIER_SEEN_BACKEND": seen,
         "FRONTIER_REDIS_BLOOM_CAPACITY": CRAWL_BLOOM.capacity,
         "FRONTIER_REDIS_BLOOM_ERROR_RATE": CRAWL_BLOOM.error_rate,
     }, timeout=180)
@@ -404,23 +401,3 @@ def test_a_pages_links_cash_and_rows_come_in_one_round_trip(
     store.close()
 
 
-@pytest.mark.parametrize("topology", ["single", "cluster"])
-def test_a_pop_sent_again_by_a_retry_returns_the_same_batch(
-    topology: str, redis_server: RedisServer, redis_cluster: RedisClusterServers,
-) -> None:
-    """A time-out after Redis ran a pop makes redis-py's retry send it again:
-    the second run must hand back the same batch, not lose it by popping the
-    next one (the single-process frontier would never fetch those URLs)."""
-    from extensions.backends.redis.tables import POP_ONCE
-
-    store = opened(redis_cluster.url if topology == "cluster" else redis_server.url)
-    store.queues.push("front/0", list(range(1, 11)))
-    assert store.queues.pop("front/0", 3) == [1, 2, 3]
-    keys = (store.keys.queue("front/0"), store.keys.last_pop("front/0"))
-    first = store.call(("EVAL", POP_ONCE, 2, *keys, 3, "retried-call"))[0]
-    again = store.call(("EVAL", POP_ONCE, 2, *keys, 3, "retried-call"))[0]
-    assert [int(fp) for fp in first] == [int(fp) for fp in again] == [4, 5, 6]
-    store.queues._lengths["front/0"] -= 3  # what pop() would have counted
-    assert store.queues.pop("front/0", 10) == [7, 8, 9, 10]
-    assert store.queues.pop("front/0", 10) == []
-    store.close()

@@ -34,6 +34,7 @@ from extensions.frontier.store import (
     FrontierStoreError,
     HostTable,
     LinkTable,
+    QueuedStore,
     RequestQueues,
     RevisitCounts,
     RevisitRecord,
@@ -59,6 +60,8 @@ THIRD_PARTY = "tests.thirdparty_backend.ThirdPartyBackend"
 #: stores in this process: no round trips to save, no memory figure of their own
 EMBEDDED = ("sqlite", "memory", "third-party")
 KINDS = ["memory", "third-party", *PERSISTENT, *(f"{kind}-reopen" for kind in PERSISTENT)]
+#: backends that leave the host dispatch to the frontier: their stores keep its request queues
+QUEUED = [kind for kind in KINDS if not kind.startswith("redis")]
 
 
 class Backend:
@@ -115,6 +118,14 @@ def backend(request: Any, tmp_path: Path) -> Any:
     wrapper.store.close()
 
 
+@pytest.fixture(params=QUEUED)
+def queued(request: Any, tmp_path: Path) -> Any:
+    kind = request.param.removesuffix("-reopen")
+    wrapper = Backend(kind, tmp_path, request.param.endswith("-reopen"))
+    yield wrapper
+    wrapper.store.close()
+
+
 @pytest.fixture(params=PERSISTENT)
 def persistent(request: Any, tmp_path: Path) -> Any:
     wrapper = Backend(request.param, tmp_path, reopen=True)
@@ -136,7 +147,9 @@ def real(url: str, level: int = 0) -> Entry:
 def test_store_implements_every_protocol(backend: Backend) -> None:
     store = backend.store
     assert isinstance(store, FrontierStore)
-    assert isinstance(store.queues, RequestQueues)
+    # Redis' host dispatch keeps its own queues (host leases); the frontier's needs the store's
+    assert isinstance(store, QueuedStore) == (not backend.kind.startswith("redis"))
+    assert not isinstance(store, QueuedStore) or isinstance(store.queues, RequestQueues)
     assert isinstance(store.urls, URLTable)
     assert isinstance(store.hosts, HostTable)
     assert isinstance(store.cash, CashTable)
@@ -151,8 +164,10 @@ def test_store_implements_every_protocol(backend: Backend) -> None:
 
 def test_each_table_is_an_object_of_its_own_with_only_its_protocol(backend: Backend) -> None:
     store = backend.store
-    tables = {"queues": RequestQueues, "urls": URLTable, "hosts": HostTable, "cash": CashTable,
+    tables = {"urls": URLTable, "hosts": HostTable, "cash": CashTable,
               "groups": ContentGroups, "links": LinkTable, "revisits": RevisitTable, "census": URLCensus}
+    if isinstance(store, QueuedStore):
+        tables["queues"] = RequestQueues
     assert len({id(getattr(store, name)) for name in tables}) == len(tables)
     for name, protocol in tables.items():
         if name != "census":  # whose one method is named as the store's table
@@ -172,12 +187,12 @@ def test_memory_usage_is_measured_or_none(backend: Backend) -> None:
         assert usage is not None and usage[1] == 2 and usage[0] >= 0
 
 
-# -- request queues ------------------------------------------------------------------
-def test_queues_are_fifo_per_name(backend: Backend) -> None:
-    backend.store.queues.push("front/0", [1, 2, 3])
-    backend.store.queues.push("front/1", [10])
-    backend.store.queues.push("front/0", [4])
-    queues = backend.cycle().queues
+# -- request queues (a backend whose host dispatch is the frontier's) ----------------
+def test_queues_are_fifo_per_name(queued: Backend) -> None:
+    queued.store.queues.push("front/0", [1, 2, 3])
+    queued.store.queues.push("front/1", [10])
+    queued.store.queues.push("front/0", [4])
+    queues = queued.cycle().queues
     assert queues.length("front/0") == 4
     assert queues.pop("front/0", 2) == [1, 2]
     assert queues.pop("front/1", 5) == [10]
@@ -186,56 +201,59 @@ def test_queues_are_fifo_per_name(backend: Backend) -> None:
     assert queues.length("front/0") == 0
 
 
-def test_push_front_puts_items_back_at_the_head_in_order(backend: Backend) -> None:
-    backend.store.queues.push("back/0", [3, 4])
-    backend.store.queues.push_front("back/0", [1, 2])
-    backend.store.queues.push_front("back/0", [0])
-    assert backend.cycle().queues.pop("back/0", 10) == [0, 1, 2, 3, 4]
+def test_push_front_puts_items_back_at_the_head_in_order(queued: Backend) -> None:
+    queued.store.queues.push("back/0", [3, 4])
+    queued.store.queues.push_front("back/0", [1, 2])
+    queued.store.queues.push_front("back/0", [0])
+    assert queued.cycle().queues.pop("back/0", 10) == [0, 1, 2, 3, 4]
 
 
-def test_pop_takes_at_most_count_and_length_follows(backend: Backend) -> None:
-    queues = backend.store.queues
+def test_pop_takes_at_most_count_and_length_follows(queued: Backend) -> None:
+    queues = queued.store.queues
     queues.push("back/1", list(range(100, 110)))
     assert queues.pop("back/1", 3) == [100, 101, 102]
-    queues = backend.cycle().queues
+    queues = queued.cycle().queues
     assert queues.length("back/1") == 7
     assert queues.pop("back/1", 100) == list(range(103, 110))
     assert queues.length("back/1") == 0
     assert queues.pop("never/pushed", 5) == [] and queues.length("never/pushed") == 0
 
 
-def test_pushing_nothing_changes_nothing(backend: Backend) -> None:
-    backend.store.queues.push("front/0", [])
-    backend.store.queues.push_front("front/0", [])
-    assert backend.cycle().queues.length("front/0") == 0
+def test_pushing_nothing_changes_nothing(queued: Backend) -> None:
+    queued.store.queues.push("front/0", [])
+    queued.store.queues.push_front("front/0", [])
+    assert queued.cycle().queues.length("front/0") == 0
 
 
-def test_extreme_fingerprints_round_trip(backend: Backend) -> None:
+def test_extreme_fingerprints_round_trip(queued: Backend) -> None:
     fps = [-(1 << 63), -1, 0, 1, (1 << 63) - 1]
-    backend.store.queues.push("q", fps)
-    backend.store.urls.insert_new([entry(fp) for fp in fps], 1.0)
-    store = backend.cycle()
-    assert store.queues.pop("q", 10) == fps
-    assert sorted(store.urls.get_many(fps)) == sorted(fps)
+    queued.store.queues.push("q", fps)
+    assert queued.cycle().queues.pop("q", 10) == fps
 
 
-def test_clear_empties_every_queue(backend: Backend) -> None:
-    backend.store.queues.push("a", [1])
-    backend.store.queues.push("b", [2])
-    backend.store.queues.clear()
-    store = backend.cycle()
+def test_clear_empties_every_queue(queued: Backend) -> None:
+    queued.store.queues.push("a", [1])
+    queued.store.queues.push("b", [2])
+    queued.store.queues.clear()
+    store = queued.cycle()
     assert store.queues.length("a") == store.queues.length("b") == 0
     assert store.queues.pop("a", 5) == []
 
 
-def test_clear_after_reopen_also_empties_queues_of_the_previous_run(backend: Backend) -> None:
-    backend.store.queues.push("front/3", [1, 2])
-    store = backend.cycle()
+def test_clear_after_reopen_also_empties_queues_of_the_previous_run(queued: Backend) -> None:
+    queued.store.queues.push("front/3", [1, 2])
+    store = queued.cycle()
     store.queues.clear()
-    assert backend.cycle().queues.length("front/3") == 0
+    assert queued.cycle().queues.length("front/3") == 0
 
 
 # -- URL table -----------------------------------------------------------------------
+def test_extreme_fingerprints_are_rows_like_any_other(backend: Backend) -> None:
+    fps = [-(1 << 63), -1, 0, 1, (1 << 63) - 1]
+    backend.store.urls.insert_new([entry(fp) for fp in fps], 1.0)
+    assert sorted(backend.cycle().urls.get_many(fps)) == sorted(fps)
+
+
 def test_insert_new_is_add_if_new_and_keeps_the_first_entry(backend: Backend) -> None:
     urls = backend.store.urls
     assert urls.insert_new([entry(1), entry(2)], 1.0) == [True, True]
@@ -722,14 +740,16 @@ def test_a_crash_keeps_every_checkpointed_change(persistent: Backend) -> None:
     store = persistent.store
     store.urls.insert_new([entry(1), entry(2)], 1.0)
     store.urls.set_status([1], Status.INFLIGHT)
-    store.queues.push("front/0", [1, 2])
+    queued = isinstance(store, QueuedStore)
+    if queued:
+        store.queues.push("front/0", [1, 2])
     store.cash.put_cash([(2, 1.0, 0.0, 0.0, 0)])
     store.links.record(1, [2, 3])
     store.revisits.put([RevisitRecord(1, 50.0, 60.0, visits=1)])
     store.set_meta("k", "v")
     store = persistent.crash()
     assert store.urls.status_of(1) == Status.INFLIGHT
-    assert store.queues.pop("front/0", 5) == [1, 2]
+    assert not queued or store.queues.pop("front/0", 5) == [1, 2]
     assert store.cash.get_cash([2]) == {2: (1.0, 0.0, 0.0, 0)}
     assert store.links.targets_of(1) == [2, 3]
     assert store.revisits.take_due(50.0, 5) == [RevisitRecord(1, 50.0, 60.0, visits=1)]

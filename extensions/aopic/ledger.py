@@ -5,8 +5,6 @@ Lambda and a lazy dividend, conserved; it resumes with the frontier's store
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
-
 from extensions.frontier.store import Entry, FrontierStore
 
 META_KEY = "aopic"
@@ -45,9 +43,6 @@ class Paid:
 
 class AOPICLedger:
     """Cash, history and Lambda over a store with a cash table."""
-
-    #: the state lives in Redis, shared by every process (:class:`~extensions.backends.redis.ledger.SharedLedger`)
-    shared: ClassVar[bool] = False
 
     def __init__(self, store: FrontierStore, initial_cash: float = 1.0, tax: float = 0.1) -> None:
         if initial_cash <= 0 or not 0.0 <= tax < 1.0:

@@ -45,7 +45,7 @@ class Backend(Protocol):
         """AOPIC's ledger over ``store``."""
 
     def host_dispatch(self, front_queues: int, back_queues: int) -> HostDispatch | None:
-        """A host dispatch shared with other processes, or None: the frontier's local one."""
+        """A host dispatch shared with other processes, or None: the frontier's local one (a QueuedStore's)."""
 
     def content_sets(self, options: ContentOptions) -> ContentSets:
         """The content-seen sets (not yet opened)."""

@@ -41,7 +41,7 @@ class AOPICCredit:
         share = page.credit_share
         tax = None if share >= 1.0 else tax_for_share(self.ledger.tax, share)
         io = self.dispatch.io
-        worker = io.worker if self.ledger.shared and io is not None else None
+        worker = None if io is None else io.worker
         if worker is None:
             paid, entries = self.ledger.distribute(fingerprint, fingerprints, entries_of=fingerprints, tax=tax)
             return replace(self._paid(fingerprint, links, fingerprints, paid, entries), links=stored)

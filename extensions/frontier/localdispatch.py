@@ -15,7 +15,7 @@ from extensions.frontier.queues import BackQueues, BiasedSelector, FrontQueues
 from extensions.frontier.holds import origin_of
 from extensions.frontier.hostheap import HostHeap
 from extensions.frontier.inflight import InFlight
-from extensions.frontier.store import FLAG_REVISIT, Entry, Status
+from extensions.frontier.store import FLAG_REVISIT, Entry, QueuedStore, Status
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,9 @@ class LocalDispatch:
         self._idle_since: float | None = None
 
     def bind(self, parts: FrontierParts) -> None:
+        if not isinstance(parts.store, QueuedStore):
+            raise TypeError(f"the frontier's own host dispatch keeps its queues in the store: "
+                            f"{type(parts.store).__name__} has no request queues (a QueuedStore)")
         self.parts = parts
         self.store = parts.store
         self.front = FrontQueues(parts.store, self.levels, self.queue_buffer, self.selector)

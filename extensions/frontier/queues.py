@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from extensions.frontier.store import FLAG_REVISIT, Entry, FrontierStore
+from extensions.frontier.store import FLAG_REVISIT, Entry, QueuedStore
 
 
 class BufferedQueue:
     """A FIFO of entries with bounded memory; the middle lives in the store."""
 
-    def __init__(self, name: str, store: FrontierStore, capacity: int) -> None:
+    def __init__(self, name: str, store: QueuedStore, capacity: int) -> None:
         self.name = name
         self.store = store
         self.capacity = capacity
@@ -123,7 +123,7 @@ class FrontQueues:
 
     def __init__(
         self,
-        store: FrontierStore,
+        store: QueuedStore,
         levels: int,
         capacity: int,
         selector: BiasedSelector | None = None,
@@ -153,7 +153,7 @@ class FrontQueues:
 class BackQueues:
     """B back queues, the host table and the pool of free queues."""
 
-    def __init__(self, store: FrontierStore, count: int, capacity: int) -> None:
+    def __init__(self, store: QueuedStore, count: int, capacity: int) -> None:
         self.queues = [BufferedQueue(f"back/{i}", store, capacity) for i in range(count)]
         self.queue_of: dict[str, int] = {}
         self.free: deque[int] = deque(range(count))

@@ -1,7 +1,8 @@
 """The frontier's storage seams, one narrow protocol per concern (as Frontera).
 
 The :class:`URLTable` is authoritative: the queues can be rebuilt from its
-queued and in-flight rows. A :class:`FrontierStore` hands out the tables."""
+queued and in-flight rows. A :class:`FrontierStore` hands out the tables; a
+:class:`QueuedStore` the request queues too, for the frontier's local dispatch."""
 
 from __future__ import annotations
 
@@ -310,7 +311,6 @@ class URLCensus(Protocol):
 class FrontierStore(Protocol):
     """One table object per concern plus the lifecycle; every store implements all of it."""
 
-    queues: RequestQueues
     urls: URLTable
     hosts: HostTable
     cash: CashTable
@@ -345,6 +345,13 @@ class FrontierStore(Protocol):
 
     def memory_usage(self) -> tuple[int, int] | None:
         """``(bytes, URLs)`` of the crawl in a server's memory; None where not measured."""
+
+
+@runtime_checkable
+class QueuedStore(FrontierStore, Protocol):
+    """A store whose backend leaves the host dispatch to the frontier (``host_dispatch`` None)."""
+
+    queues: RequestQueues
 
 
 @runtime_checkable

@@ -1,6 +1,5 @@
 """The Redis backend: the crawl's state in one Redis (or a Redis Cluster)
-shared by every crawler process of the crawl; with ``FRONTIER_DISTRIBUTED``
-the host dispatch is shared too (:mod:`.dispatch`)."""
+shared by every crawler process of the crawl, the host dispatch too (:mod:`.dispatch`)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.project import data_path
 
 from extensions import defaults
-from extensions.aopic.ledger import AOPICLedger
 from extensions.backends.settings import seen_backend
 
 if TYPE_CHECKING:
@@ -21,6 +19,7 @@ if TYPE_CHECKING:
 
     from extensions.backends.redis.archive import RedisArchiveIndex
     from extensions.backends.redis.dispatch import SharedDispatch
+    from extensions.backends.redis.ledger import SharedLedger
     from extensions.contentseen.sets import ContentOptions, ContentSets
     from extensions.frontier.store import FrontierStore
 
@@ -56,24 +55,17 @@ class RedisBackend:
     def url_filter(self) -> None:
         return None  # the store's own filter, shared by every process (FRONTIER_SEEN_BACKEND="bloom")
 
-    def distributed(self) -> bool:
-        return self.settings.getbool("FRONTIER_DISTRIBUTED", defaults.FRONTIER_DISTRIBUTED)
-
-    def ledger(self, store: FrontierStore, initial_cash: float, tax: float) -> AOPICLedger:
-        """With the shared dispatch, one ledger for every process (its scalars in Redis)."""
-        if not self.distributed():
-            return AOPICLedger(store, initial_cash, tax)
+    def ledger(self, store: FrontierStore, initial_cash: float, tax: float) -> SharedLedger:
+        """One ledger for every process (its scalars in Redis)."""
         from extensions.backends.redis.ledger import SharedLedger  # noqa: PLC0415
 
         return SharedLedger(store, initial_cash, tax)
 
-    def host_dispatch(self, front_queues: int, back_queues: int) -> SharedDispatch | None:
-        """The dispatch shared by every process (host leases), with ``FRONTIER_DISTRIBUTED``."""
+    def host_dispatch(self, front_queues: int, back_queues: int) -> SharedDispatch:
+        """The dispatch shared by every process (host leases)."""
         settings = self.settings
-        if not self.distributed():
-            return None
         if settings.getint("CONCURRENT_REQUESTS_PER_IP"):
-            raise ValueError("CONCURRENT_REQUESTS_PER_IP is not supported with FRONTIER_DISTRIBUTED "
+            raise ValueError("CONCURRENT_REQUESTS_PER_IP is not supported on the Redis backend "
                              f"(politeness is per host name), got {settings.get('CONCURRENT_REQUESTS_PER_IP')!r}")
         from extensions.backends.redis.dispatch import SharedDispatch  # noqa: PLC0415
 

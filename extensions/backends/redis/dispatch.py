@@ -109,16 +109,9 @@ class SharedDispatch:
     def bind(self, parts: FrontierParts) -> None:
         self.parts = parts
         self.store = parts.store
-        if parts.ledger is not None and not parts.ledger.shared:
-            raise ValueError("the shared host dispatch needs the shared AOPIC ledger (RedisBackend.ledger)")
 
     # -- lifecycle -----------------------------------------------------------
     def open(self) -> None:
-        if any(True for _ in self.store.scan(self.store.keys.queue_pattern)):
-            self.store.abandon()
-            raise FrontierStoreError(
-                f"{self.store.location} holds a single-process frontier's queues: resume it with "
-                "FRONTIER_DISTRIBUTED=False, or choose another FRONTIER_REDIS_PREFIX")
         self.leases = HostLeases(self.store, self.owner, self.lease_ttl, self._heap_shards(),
                                  clock=self.lease_clock, window=self.window)
         if self.window:  # readers of the rows read the tails too (meta "tails")

@@ -95,7 +95,6 @@ class Keys:
         self.widened = f"{prefix}:widened"
         self.held_origins = f"{prefix}:{{holds}}:origins"
         self.active = f"{prefix}:{{holds}}:active"
-        self.queue_prefix = f"{prefix}:queue:"
         literal = glob_escape(prefix)
         self.urls_pattern = f"{literal}:{{*}}:urls"
         self.host_urls_pattern = f"{literal}:{{*}}:host_urls"
@@ -105,7 +104,6 @@ class Keys:
         self.cash_pattern = f"{literal}:{{*}}:cash"
         self.groups_pattern = f"{literal}:{{*}}:groups"
         self.revisit_pattern = f"{literal}:{{*}}:revisit"
-        self.queue_pattern = f"{glob_escape(self.queue_prefix)}*"
         self.lease_pattern = f"{literal}:{{*}}:lease:*"
         self.back_lists_pattern = f"{literal}:{{*}}:bq:*"
         self.tails_pattern = f"{literal}:{{*}}:tail:*"
@@ -113,7 +111,7 @@ class Keys:
         self.stats = f"{prefix}:stats"
         self.ledger = f"{prefix}:{{aopic}}:ledger"
         #: what deleting the crawl removes (SCHEDULER_PERSIST off, a flush)
-        self.all_patterns = (f"{literal}:{{*}}:*", self.queue_pattern)
+        self.all_patterns = (f"{literal}:{{*}}:*",)
         self.singles = (self.meta, self.seq, self.hosts, self.crawl_delays, self.processes, self.stats,
                         self.known, self.deferrals, self.widened)
 
@@ -170,14 +168,3 @@ class Keys:
 
     def host_heap(self, shard: int) -> str:
         return f"{self.prefix}:{{heap-{shard}}}:heap"
-
-    def queue(self, name: str) -> str:
-        return self.queue_prefix + name
-
-    def last_pop(self, name: str) -> str:
-        """The last batch popped from queue ``name``, in the queue's slot."""
-        return f"{self.prefix}:{{{self.queue(name)}}}:last_pop"
-
-    def queue_name(self, key: bytes | str) -> str:
-        key = key.decode() if isinstance(key, bytes) else key
-        return key[len(self.queue_prefix):]

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from extensions.aopic.ledger import META_KEY, AOPICLedger, LedgerTotals, Paid
+from extensions.aopic.ledger import AOPICLedger, LedgerTotals, Paid
 from extensions.backends.redis.fpset import member
 from extensions.backends.redis.keys import positions_by
 from extensions.backends.redis.rows import tag_of
@@ -25,23 +25,16 @@ _CREDIT = struct.Struct(">ddB")  # a credit in CASH's answer: before, after, exi
 FIELDS = ("lambda", "dividend", "put_in", "rows", "crawls")
 
 CASH, JOIN = lua("ledger_cash"), lua("ledger_join")
-CRAWL_LAMBDA, MIGRATE = lua("ledger_crawl_lambda"), lua("ledger_migrate")
+CRAWL_LAMBDA = lua("ledger_crawl_lambda")
 
 
 class SharedLedger(AOPICLedger):
     """:class:`AOPICLedger` whose scalars live in Redis; its attributes are
     this process's latest view of them."""
 
-    shared: ClassVar[bool] = True
-
     # -- persistence: nothing to save, the state is in Redis -----------------------
     def load(self) -> None:
-        """Read the shared scalars (taking over a crawl's old per-process copy)."""
-        old = self.store.get_meta(META_KEY)
-        if old:
-            lam, dividend, put_in, rows, crawls = old.split(",")
-            self.store.call(("EVAL", MIGRATE, 1, self._key, lam, dividend, put_in,
-                             str(int(float(rows))), str(int(float(crawls)))))
+        """Read the shared scalars."""
         self.refresh()
 
     def save(self) -> None:

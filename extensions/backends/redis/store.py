@@ -23,7 +23,6 @@ from extensions.backends.redis.tables import (
     RedisCashTable,
     RedisContentGroups,
     RedisHostTable,
-    RedisQueues,
     RedisURLTable,
     SeenLayout,
     URLCounters,
@@ -73,7 +72,6 @@ class RedisStore:
         self.clean = True
         self._attached = self.read_only = False
         self.counters = URLCounters(self.keys, self._require)
-        self.queues = RedisQueues(self.keys, self._require)
         self.urls = RedisURLTable(self.keys, self._require, self.counters, self.seen, keep_rows)
         self.hosts = RedisHostTable(self.keys, self._require)
         self.cash = RedisCashTable(self.keys, self._require, self.urls.rows)
@@ -108,7 +106,6 @@ class RedisStore:
         if schema is None:  # a new crawl: the baseline of its memory use
             self.write("HSETNX", self.keys.meta, "memory_base", self.connection.used_memory()[0])
         self._flush()
-        self.queues.load()
 
     def open_read_only(self) -> None:
         """Attach to an existing (maybe running) crawl's keys to read them only."""
@@ -179,7 +176,6 @@ class RedisStore:
         self._flush()
         deleted = self.registry.delete(self.keys.all_patterns, self.keys.singles, self.batch)
         self.links.delete()
-        self.queues.load()  # none left
         self.counters.reset()
         return deleted
 

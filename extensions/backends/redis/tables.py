@@ -4,7 +4,6 @@ store's error when the store is not open). Scripts: ``lua/store_*.lua``."""
 
 from __future__ import annotations
 
-import uuid
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -41,7 +40,7 @@ CashRow = tuple[float, float, float, int]
 #: a URL-seen set kept beside the URL rows, tested inside the row scripts
 #: (``lua/include/seen.lua``); without one the rows are the set
 SeenLayout = BloomLayout | FingerprintSetLayout
-INSERT_NEW, POP_ONCE, REQUEUE = lua("store_insert_new"), lua("store_pop_once"), lua("store_requeue")
+INSERT_NEW, REQUEUE = lua("store_insert_new"), lua("store_requeue")
 SET_STATUS, TRIM = lua("store_set_status"), lua("store_trim")
 SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
 SCAN_BATCH = 10_000
@@ -79,52 +78,6 @@ class URLCounters:
         if self._known:
             self._connection().write("INCRBY", self.keys.known, self._known)
             self._known = 0
-
-
-class RedisQueues:
-    """Lists ``P:queue:NAME``; their lengths kept here (a queue has one writer)."""
-
-    def __init__(self, keys: Keys, connection: Connection) -> None:
-        self.keys, self._connection = keys, connection
-        self._owner, self._pops = uuid.uuid4().hex, 0
-        self._lengths: dict[str, int] = {}
-
-    def load(self) -> None:
-        """Read the queue lengths from the server."""
-        connection = self._connection()
-        names = [self.keys.queue_name(key) for key in connection.scan(self.keys.queue_pattern)]
-        lengths = connection.call(*[("LLEN", self.keys.queue(name)) for name in names]) if names else []
-        self._lengths = {name: length for name, length in zip(names, lengths) if length}
-
-    def push(self, name: str, fingerprints: Sequence[int]) -> None:
-        if fingerprints:
-            self._connection().write("RPUSH", self.keys.queue(name), *fingerprints)
-            self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
-
-    def push_front(self, name: str, fingerprints: Sequence[int]) -> None:
-        if fingerprints:
-            self._connection().write("LPUSH", self.keys.queue(name), *reversed(fingerprints))
-            self._lengths[name] = self._lengths.get(name, 0) + len(fingerprints)
-
-    def pop(self, name: str, count: int) -> list[int]:
-        if not self._lengths.get(name) or count < 1:
-            return []
-        self._pops += 1  # the call's id: a retry sends the same one (store_pop_once)
-        popped = self._connection().call(("EVAL", POP_ONCE, 2, self.keys.queue(name), self.keys.last_pop(name),
-                                          count, f"{self._owner}:{self._pops}"))[0] or []
-        self._lengths[name] = max(0, self._lengths[name] - len(popped))
-        return [int(fp) for fp in popped]
-
-    def length(self, name: str) -> int:
-        return self._lengths.get(name, 0)
-
-    def clear(self) -> None:
-        connection = self._connection()
-        names = set(self._lengths) | {self.keys.queue_name(k) for k in connection.scan(self.keys.queue_pattern)}
-        for name in names:
-            connection.write("UNLINK", self.keys.queue(name))
-        connection.flush()
-        self._lengths.clear()
 
 
 class RedisURLTable:
