@@ -143,7 +143,7 @@ def crawl_stock(web, workdir: Path, depth: int, concurrency: int, timeout: float
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cmd = [
         SCRAPY, "runspider", str(spider), "-a", f"seeds={web.seeds_file}",
-        "-s", "TWISTED_DNS_RESOLVER=extensions.resolver.HostsFileResolver",
+        "-s", "TWISTED_DNS_RESOLVER=testweb.hostsresolver.HostsFileResolver",
         "-s", f"DNS_HOSTS={web.hosts_file}", "-s", f"DEPTH_LIMIT={depth}",
         "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO", *extra,
     ]
@@ -163,7 +163,7 @@ def crawl_floor(web, workdir: Path, depth: int, concurrency: int, timeout: float
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cmd = [
         SCRAPY, "runspider", str(spider), "-a", f"urls={urls}",
-        "-s", "TWISTED_DNS_RESOLVER=extensions.resolver.HostsFileResolver",
+        "-s", "TWISTED_DNS_RESOLVER=testweb.hostsresolver.HostsFileResolver",
         "-s", f"DNS_HOSTS={web.hosts_file}",
         "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO",
     ]

@@ -118,7 +118,7 @@ def scrapy_redis_command(web, workdir: Path, args: argparse.Namespace, url: str)
         # kept at close: the first process to go idle must not delete the
         # queue under the others (and the dupefilter is measured afterwards)
         "SCHEDULER_PERSIST": True, "REDIS_URL": url,
-        "TWISTED_DNS_RESOLVER": "extensions.resolver.HostsFileResolver",
+        "TWISTED_DNS_RESOLVER": "testweb.hostsresolver.HostsFileResolver",
         "DNS_HOSTS": web.hosts_file, "DEPTH_LIMIT": args.depth,
         "CONCURRENT_REQUESTS": args.concurrency, "LOG_LEVEL": "INFO",
         "LOG_FILE": workdir / "crawl.log",

@@ -85,7 +85,7 @@ def crawl_stock(app: RealApp, workdir: Path, timeout: float, pages: int, seconds
     seeds = workdir / "seeds.txt"
     seeds.write_text("".join(f"{url}\n" for url in app.seeds()))
     command = [SCRAPY, "runspider", str(spider), "-a", f"seeds={seeds}", "-a", f"allowed_domains={','.join(app.hosts)}",
-               "-s", "TWISTED_DNS_RESOLVER=extensions.resolver.HostsFileResolver",
+               "-s", "TWISTED_DNS_RESOLVER=testweb.hostsresolver.HostsFileResolver",
                "-s", f"DNS_HOSTS={app.hosts_file}", "-s", "ROBOTSTXT_OBEY=True", "-s", "LOG_LEVEL=INFO",
                "-s", f"CLOSESPIDER_PAGECOUNT={pages}", "-s", f"CLOSESPIDER_TIMEOUT={seconds}"]
     log = workdir / "crawl.log"

@@ -72,7 +72,7 @@ def crawl_stock(web: RealWeb, workdir: Path, concurrency: int, timeout: float) -
     cmd = [
         SCRAPY, "runspider", str(spider), "-a", f"seeds={seeds}",
         "-a", f"allowed_domains={','.join(site.host for site in web.sites)}",
-        "-s", "TWISTED_DNS_RESOLVER=extensions.resolver.HostsFileResolver",
+        "-s", "TWISTED_DNS_RESOLVER=testweb.hostsresolver.HostsFileResolver",
         "-s", f"DNS_HOSTS={web.hosts_file}", "-s", "ROBOTSTXT_OBEY=True",
         "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO",
     ]
@@ -89,7 +89,7 @@ def crawl_floor(web: RealWeb, workdir: Path, concurrency: int, timeout: float, u
     listing.write_text("".join(f"{url}\n" for url in urls))
     cmd = [
         SCRAPY, "runspider", str(spider), "-a", f"urls={listing}",
-        "-s", "TWISTED_DNS_RESOLVER=extensions.resolver.HostsFileResolver",
+        "-s", "TWISTED_DNS_RESOLVER=testweb.hostsresolver.HostsFileResolver",
         "-s", f"DNS_HOSTS={web.hosts_file}",
         "-s", f"CONCURRENT_REQUESTS={concurrency}", "-s", "LOG_LEVEL=INFO",
     ]

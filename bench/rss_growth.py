@@ -198,7 +198,7 @@ def crawl_command(name: str, web, rundir: Path, args: argparse.Namespace
     spider = rundir / "stock_spider.py"
     shutil.copy(ROOT / "bench" / "stock_spider.py", spider)
     cmd = [SCRAPY, "runspider", str(spider), *common,
-           "-s", "TWISTED_DNS_RESOLVER=extensions.resolver.HostsFileResolver"]
+           "-s", "TWISTED_DNS_RESOLVER=testweb.hostsresolver.HostsFileResolver"]
     if name == "stock+JOBDIR":
         cmd += ["-s", f"JOBDIR={rundir / 'job'}"]
     return cmd, rundir, dict(os.environ, PYTHONPATH=str(ROOT))

@@ -1,6 +1,5 @@
-"""Hosts-file overrides in front of Scrapy's DNS resolution (``DNS_HOSTS``):
-:class:`HostsFileResolver` answers a hosts(5) file's names (the first IPv4
-entry first) and hands others to ``DNS_HOSTS_FALLBACK_RESOLVER``."""
+"""Hosts-file overrides (``DNS_HOSTS``): a hosts(5) file read as glibc reads it
+(the first IPv4 entry of a name first), and the resolvers' stats sink."""
 
 from __future__ import annotations
 
@@ -10,27 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from twisted.internet import defer
-from twisted.internet.interfaces import IResolverSimple
-from zope.interface import implementer
-
-from scrapy.utils.misc import build_from_crawler, load_object
-
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from twisted.internet.defer import Deferred
-    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
-HIT_STAT = "dns/hosts_file/hit"
-MALFORMED_STAT = "dns/hosts_file/malformed"
 SYSTEM_HOSTS = "/etc/hosts"
 
 
 class SimpleResolver(Protocol):
-    """What the overrides need from the resolver behind them."""
+    """What is asked of a resolver: a name's address."""
 
     def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> Deferred[str]: ...
 
@@ -129,35 +119,3 @@ class StatsSink:
     def set(self, key: str, value: Any) -> None:
         for stats in self.collectors():
             stats.set_value(key, value)
-
-
-@implementer(IResolverSimple)
-class HostsFileResolver:
-    """``TWISTED_DNS_RESOLVER``: ``DNS_HOSTS`` entries first (not cached), then ``inner``."""
-
-    def __init__(self, reactor: Any, inner: SimpleResolver, table: HostsTable,
-                 stats: StatsSink | None = None):
-        self.reactor = reactor
-        self.inner: SimpleResolver = inner
-        self.table: HostsTable = table
-        self.stats: StatsSink = stats or StatsSink()
-
-    @classmethod
-    def from_crawler(cls, crawler: Any, reactor: Any) -> Self:
-        settings = crawler.settings
-        inner_cls = load_object(settings.get("DNS_HOSTS_FALLBACK_RESOLVER")
-                                or "scrapy.resolver.CachingThreadedResolver")
-        inner = build_from_crawler(inner_cls, crawler, reactor=reactor)
-        return cls(reactor, inner, hosts_table(settings.get("DNS_HOSTS"), system=False), StatsSink(crawler))
-
-    def install_on_reactor(self) -> None:
-        self.reactor.installResolver(self)
-
-    def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> Deferred[str]:
-        address = self.table.lookup(name)
-        if address is None:
-            return self.inner.getHostByName(name, timeout)
-        self.stats.inc(HIT_STAT)
-        if self.table.malformed:
-            self.stats.set(MALFORMED_STAT, self.table.malformed)
-        return defer.succeed(address)

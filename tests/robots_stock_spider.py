@@ -4,7 +4,7 @@ of the robots.txt conformance test.
 ``scrapy runspider tests/robots_stock_spider.py -a seeds=FILE`` from a
 directory without a project, so only Scrapy's defaults apply: its own
 ``RobotsTxtMiddleware`` with Protego. The test adds ``DNS_HOSTS`` and our
-hosts-file resolver (``extensions.resolver.HostsFileResolver``) so that the
+hosts-file resolver (``testweb.hostsresolver.HostsFileResolver``) so that the
 case host names reach the loopback server; nothing else is ours.
 """
 

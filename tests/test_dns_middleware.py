@@ -19,9 +19,10 @@ from scrapy.utils.test import get_crawler
 
 from extensions.dns.middleware import AddressPolicyMiddleware
 from extensions.dns.resolver import CachingResolver
-from extensions.resolver import HostsFileResolver, parse_hosts
+from extensions.resolver import parse_hosts
 from extensions.signals import host_assigned
 from testweb.dnsserver import DnsServer
+from testweb.hostsresolver import HostsFileResolver
 from tests.loopreactor import LoopReactor, PublishedStats
 
 

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from extensions.resolver import HostsFileResolver, HostsTable, load_hosts_file, parse_hosts
+from extensions.resolver import HostsTable, load_hosts_file, parse_hosts
 from testweb.crawlrun import run_spider
+from testweb.hostsresolver import HostsFileResolver
 from testweb.localserver import LocalWeb
 from tests._sup_spiders import FOLLOW_SPIDER, follow_args
 
-RESOLVER = "extensions.resolver.HostsFileResolver"
+RESOLVER = "testweb.hostsresolver.HostsFileResolver"
 
 
 def test_first_entry_wins_and_names_are_case_insensitive() -> None:

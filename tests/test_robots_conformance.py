@@ -241,7 +241,7 @@ def run_stock(server: HostsServer, agent: str, cases: list[Case], workdir: Path)
     seeds = write_seeds(workdir / "seeds.txt", cases, server.port)
     settings = {
         "ROBOTSTXT_OBEY": True, "USER_AGENT": agent, "ROBOTSTXT_USER_AGENT": agent,
-        "TWISTED_DNS_RESOLVER": "extensions.resolver.HostsFileResolver",
+        "TWISTED_DNS_RESOLVER": "testweb.hostsresolver.HostsFileResolver",
         "DNS_HOSTS": server.hosts_file, "CONCURRENT_REQUESTS": 64, "URLLENGTH_LIMIT": 20_000,
         "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False,
     }
