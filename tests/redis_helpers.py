@@ -5,6 +5,7 @@ the content-seen sets on connections of their own."""
 from __future__ import annotations
 
 import re
+import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -174,3 +175,14 @@ def queued(leases: HostLeases, host: str) -> list[int]:
     return [*(queued_fingerprint(key, item) for key, members, items in zip(lists, inline, found)
               for item in [*(members[at:at + MEMBER] for at in range(0, len(members), MEMBER)), *items]),
             *(fingerprint for fingerprint, _ in leases.store.urls.tail_rows([host]))]
+
+
+_SETTLED, _CREDITED = struct.Struct(">ddq"), struct.Struct(">f")
+
+
+def put_cash(store: RedisStore, rows: Sequence[tuple[int, float, float, int]]) -> None:
+    """Cash rows ``(fingerprint, u, history, visits)`` written as the shared ledger's
+    scripts write them (lua/include/cash.lua): ``u`` alone in single precision
+    until fetched, then all three; read back as ``(u, history, 0.0, visits)``."""
+    store.cash.maps.put([(fp, _SETTLED.pack(u, history, visits) if history or visits else _CREDITED.pack(u))
+                         for fp, u, history, visits in rows])

@@ -14,13 +14,22 @@ from extensions.frontier.page import PageVerdict
 from twisted.internet.task import Clock
 
 from extensions.aopic.ledger import AOPICLedger
+from extensions.backends.redis.ledger import SharedLedger
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.prioritizer import CashPrioritizer
-from tests.test_frontier_support import STORES, drain, make_frontier, make_store, shared
+from tests.test_frontier_support import LEDGER_STORES, STORES, drain, make_frontier, make_store, shared
 
 
 @pytest.fixture(params=STORES)
 def store(request: Any, tmp_path: Any) -> Any:
+    store = make_store(request.param, tmp_path)
+    store.open()
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=LEDGER_STORES)
+def ledger_store(request: Any, tmp_path: Any) -> Any:
     store = make_store(request.param, tmp_path)
     store.open()
     yield store
@@ -33,8 +42,9 @@ def assert_conserved(ledger: AOPICLedger) -> None:
 
 
 def test_the_seeds_example_splits_cash_after_tax(store: Any) -> None:
-    """The seeds' worked example: 100 credits, 10 links, 10% tax -> 9 each."""
-    ledger = AOPICLedger(store, initial_cash=100.0, tax=0.1)
+    """The seeds' worked example: 100 credits, 10 links, 10% tax -> 9 each
+    (with the ledger the store's backend gives: on Redis the shared one)."""
+    ledger = (SharedLedger if shared(store) else AOPICLedger)(store, initial_cash=100.0, tax=0.1)
     ledger.seed(1)
     paid, _ = ledger.distribute(1, list(range(2, 12)))
     assert (paid.cash, paid.history) == (100.0, 100.0)
@@ -45,8 +55,8 @@ def test_the_seeds_example_splits_cash_after_tax(store: Any) -> None:
     assert_conserved(ledger)
 
 
-def test_a_page_without_outlinks_gives_everything_to_lambda(store: Any) -> None:
-    ledger = AOPICLedger(store)
+def test_a_page_without_outlinks_gives_everything_to_lambda(ledger_store: Any) -> None:
+    ledger = AOPICLedger(ledger_store)
     ledger.seed(1)
     cash, _, _ = ledger.take(1)
     assert ledger.split(cash, 0) == 0.0
@@ -54,8 +64,8 @@ def test_a_page_without_outlinks_gives_everything_to_lambda(store: Any) -> None:
     assert_conserved(ledger)
 
 
-def test_lambda_is_crawled_when_richest_and_spreads_over_every_page(store: Any) -> None:
-    ledger = AOPICLedger(store, initial_cash=1.0, tax=0.5)
+def test_lambda_is_crawled_when_richest_and_spreads_over_every_page(ledger_store: Any) -> None:
+    ledger = AOPICLedger(ledger_store, initial_cash=1.0, tax=0.5)
     for fp in (1, 2, 3, 4):
         ledger.seed(fp)
     cash, _, _ = ledger.take(1)
@@ -69,11 +79,11 @@ def test_lambda_is_crawled_when_richest_and_spreads_over_every_page(store: Any) 
     assert_conserved(ledger)
 
 
-def test_cash_is_conserved_over_a_random_crawl(store: Any) -> None:
+def test_cash_is_conserved_over_a_random_crawl(ledger_store: Any) -> None:
     """Random seeds, fetches, outlinks (known and new) and Lambda crawls:
     cash on pages + unpaid dividends + Lambda == cash put in, always."""
     rng = random.Random(5)
-    ledger = AOPICLedger(store, initial_cash=1.0, tax=0.1)
+    ledger = AOPICLedger(ledger_store, initial_cash=1.0, tax=0.1)
     known: list[int] = []
     for fp in range(10):
         ledger.seed(fp)

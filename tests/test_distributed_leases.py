@@ -22,7 +22,7 @@ from extensions.frontier.store import Entry, Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.tail import Tail
-from tests.redis_helpers import back_queue_counts, queued
+from tests.redis_helpers import back_queue_counts, put_cash, queued
 from testweb.redisserver import shared_cluster, shared_server, unique_prefix
 
 TTL = 10.0
@@ -188,12 +188,12 @@ def test_take_brings_the_urls_aopic_cash_row_along(pair: Any) -> None:
     a, _, _ = pair
     enqueue(a, "http://h1.test/rich", "http://h1.test/poor")
     rich = entry("http://h1.test/rich").fingerprint
-    a.store.cash.put_cash([(rich, 2.5, 0.75, 0.125, 1)])
+    put_cash(a.store, [(rich, 2.5, 0.75, 1)])
     a.acquire(a.poll(10).due)
     trips = a.store.round_trips
     taken = a.take("h1.test")
     assert a.store.round_trips == trips + 1
-    assert (taken.entry.fingerprint, taken.cash) == (rich, (2.5, 0.75, 0.125, 1))
+    assert (taken.entry.fingerprint, taken.cash) == (rich, (2.5, 0.75, 0.0, 1))
     assert a.take("h1.test").cash is None  # never given cash
 
 

@@ -39,6 +39,8 @@ from testweb.redisserver import shared_server, unique_prefix
 # the binary these fail, naming the fix (`make test` installs it): never
 # left out.
 STORES = ["memory", "third-party", "sqlite", "redis", "redis-bloom"]
+#: stores whose AOPIC ledger is AOPICLedger over their cash table (Redis': SharedLedger, tests/test_redis_ledger.py)
+LEDGER_STORES = [kind for kind in STORES if not kind.startswith("redis")]
 
 #: the kind each store of make_store was made as (make_frontier picks the dispatch by it)
 _KINDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()

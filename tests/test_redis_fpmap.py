@@ -22,6 +22,7 @@ from extensions.backends.redis.store import RedisStore
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.store import Entry
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
+from tests.redis_helpers import put_cash
 
 
 def opened(url: str) -> RedisStore:
@@ -63,9 +64,9 @@ def test_cash_rows_read_back_exactly_through_splits_and_overwrites(
     expected: dict[int, tuple[float, float, float, int]] = {}
     for round_ in range(3):
         chosen = rng.sample(fps, 1500)
-        rows = [(fp, rng.random(), 0.0 if round_ == 0 else rng.random(), rng.random(), round_) for fp in chosen]
-        store.cash.put_cash(rows)
-        expected.update({fp: (cash, history, mark, visits) for fp, cash, history, mark, visits in rows})
+        rows = [(fp, rng.random(), 0.0 if round_ == 0 else rng.random(), round_ + 1) for fp in chosen]
+        put_cash(store, rows)
+        expected.update({fp: (u, history, 0.0, visits) for fp, u, history, visits in rows})
     assert store.cash.get_cash(fps) == expected
     assert store.cash.cash_count() == len(expected)
     totals = store.cash.cash_totals()
@@ -99,14 +100,14 @@ def test_a_small_cash_map_is_one_key_until_its_first_split(redis_server: RedisSe
     fps = signed_fingerprints(random.Random(13), 1, 400)[:400]
     key = store.keys.cash(tag_of(fps[0]))
     small = fps[:CASH_BUCKET_FIELDS]
-    store.cash.put_cash([(fp, i + 0.5, 0.0, 0.0, 0) for i, fp in enumerate(small)])
+    put_cash(store, [(fp, i + 0.5, 0.0, 0) for i, fp in enumerate(small)])
     store.checkpoint()
     assert list(store.scan(key + ":*")) == []
     assert client.hlen(key) == len(small) + 1 and client.hget(key, "N") == str(len(small)).encode()
     assert client.object("encoding", key) == b"listpack"
     assert store.cash.get_cash(small) == {fp: (i + 0.5, 0.0, 0.0, 0) for i, fp in enumerate(small)}
     assert dict(store.cash.maps.items()).keys() == set(small)
-    store.cash.put_cash([(fp, i + 0.25, 1.0, 0.0, 1) for i, fp in enumerate(fps)])
+    put_cash(store, [(fp, i + 0.25, 1.0, 1) for i, fp in enumerate(fps)])
     store.checkpoint()
     buckets = list(store.scan(key + ":*"))
     assert len(buckets) >= 2
@@ -120,20 +121,20 @@ def test_a_small_cash_map_is_one_key_until_its_first_split(redis_server: RedisSe
 
 def test_a_cash_row_costs_far_less_than_a_hash_field_each(redis_server: RedisServer) -> None:
     """The memory Redis itself reports for 20,000 never-fetched cash rows of
-    one tag as the ledger's scripts write them (settled at mark 0: 8 bytes
+    one tag as the ledger's scripts write them (settled at mark 0: 4 bytes
     each; its directory and every bucket): under 22 bytes a row (a hash
-    field each took over 80, rows with a mark 16 bytes)."""
+    field each took over 80)."""
     store = opened(redis_server.url)
     rng = random.Random(11)
     fps = signed_fingerprints(rng, 1, 20_000)[:20_000]
     for start in range(0, len(fps), 1000):
-        store.cash.put_cash([(fp, 1.0 / (i + 1), 0.0, 0.0, 0) for i, fp in enumerate(fps[start:start + 1000])])
+        put_cash(store, [(fp, 1.0 / (i + 1), 0.0, 0) for i, fp in enumerate(fps[start:start + 1000])])
     store.checkpoint()
     key = store.keys.cash(tag_of(fps[0]))
     keys = [key, *store.scan(key + ":*")]
     size = sum(store.call(*[("MEMORY", "USAGE", k, "SAMPLES", "0") for k in keys]))
     assert size / len(fps) < 22, size / len(fps)
-    assert {len(value) for value in store.cash.maps.get(fps[:100]).values()} == {8}
+    assert {len(value) for value in store.cash.maps.get(fps[:100]).values()} == {4}
     store.delete_crawl()
     store.close()
 

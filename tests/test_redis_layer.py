@@ -20,7 +20,6 @@ from extensions.backends.redis import scripts
 from extensions.backends.redis.contentseen import RedisContentSeen
 from extensions.backends.redis.factory import redis_connection, redis_store
 from extensions.backends.redis.rows import (
-    pack_cash,
     pack_row,
     row_head,
     unpack_cash,
@@ -259,8 +258,7 @@ def test_the_lua_cash_accessors_write_settled_rows_python_reads(
         redis_server: RedisServer, row: tuple[float, float, int]) -> None:
     """Lua (lua/include/cash.lua) writes a row settled at dividend 0: u
     alone in single precision (4 bytes) until fetched, then u, history,
-    visits (24, the bytes pack_cash writes for mark 0), read back as Python
-    reads them."""
+    visits (24), read back as Python reads them."""
     client = redis.Redis.from_url(redis_server.url)
     fp = -(1 << 62) - 12345
     read, written = client.eval(source("include/cash") + """
@@ -270,28 +268,8 @@ def test_the_lua_cash_accessors_write_settled_rows_python_reads(
     """, 1, "cash-test", fp, *row)
     u, history, visits = row
     assert [float(value) for value in read] == [u, history, visits]
-    assert written == (struct.pack(">f", u) if visits == 0 else pack_cash(u, history, 0.0, visits))
+    assert written == (struct.pack(">f", u) if visits == 0 else struct.pack(">ddq", u, history, visits))
     assert unpack_cash(written) == (u, history, 0.0, visits)
-    client.delete("cash-test", *client.keys("cash-test:*"))
-    client.close()
-
-
-@pytest.mark.parametrize("row", [(0.25, 0.0, 3.5, 0), (0.25, 1.5, 3.5, 2)], ids=["never-fetched", "fetched"])
-def test_the_lua_cash_accessors_read_rows_with_a_mark_settled(
-        redis_server: RedisServer, row: tuple[float, float, float, int]) -> None:
-    """A row Python wrote with a mark (16 or 32 bytes) reads in Lua as
-    u = cash - mark, its history and visits, and in Python as it was put."""
-    client = redis.Redis.from_url(redis_server.url)
-    fp = -(1 << 62) - 12345
-    packed = pack_cash(*row)
-    assert len(packed) == (16 if row[3] == 0 else 32) and unpack_cash(packed) == row
-    read = client.eval(source("include/cash") + """
-      hashmap_set_member(KEYS[1], 63, fp_member(ARGV[1]), ARGV[2])
-      local row = cash_get(KEYS[1], fp_member(ARGV[1]))
-      return {tostring(row[1]), tostring(row[2]), tostring(row[3])}
-    """, 1, "cash-test", fp, packed)
-    cash, history, mark, visits = row
-    assert [float(value) for value in read] == [cash - mark, history, visits]
     client.delete("cash-test", *client.keys("cash-test:*"))
     client.close()
 

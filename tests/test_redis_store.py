@@ -26,9 +26,9 @@ from extensions.frontier.store import Entry, FrontierStoreError, Status
 from extensions.backends.memory.backend import MemoryStore
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout
-from tests.redis_helpers import RedisBloom
+from tests.redis_helpers import RedisBloom, put_cash
 from extensions.backends.redis.fpset import FingerprintSetLayout, RedisFingerprintSet
-from extensions.backends.redis.keys import host_tag
+from extensions.backends.redis.keys import SCHEMA_VERSION, host_tag
 from extensions.backends.sqlite.store import SQLiteStore
 from tests.conftest import fetched_urls
 from testweb.crawlrun import run_web_crawl
@@ -54,7 +54,7 @@ def test_a_hosts_keys_share_one_slot_and_hosts_spread_over_every_shard(redis_clu
     hosts = [f"h{i:03d}.test" for i in range(40)]
     entries = [real(f"http://{host}/{page}") for host in hosts for page in range(3)]
     store.urls.insert_new(entries, 1.0)
-    store.cash.put_cash([(e.fingerprint, 1.0, 0.0, 0.0, 0) for e in entries])
+    put_cash(store, [(e.fingerprint, 1.0, 0.0, 0) for e in entries])
     store.groups.set_content_group(entries[0].fingerprint, 1, False)
     store.checkpoint()
     keys = store.keys
@@ -162,7 +162,7 @@ def test_without_persist_a_clean_close_deletes_the_crawls_keys_only(redis_server
         store = opened(redis_server.url, prefix, persist=persist)
         store.urls.insert_new([real("http://a.test/")], 1.0)
         store.hosts.defer_origin("http://a.test", "held", 1.0)
-        store.cash.put_cash([(1, 1.0, 0.0, 0.0, 0)])
+        put_cash(store, [(1, 1.0, 0.0, 0)])
         store.close()
     assert _crawl_keys(redis_server.url, dropped) == []
     assert len(_crawl_keys(redis_server.url, kept)) >= 5
@@ -220,6 +220,21 @@ def test_a_crawl_written_by_an_earlier_layout_is_refused_naming_how_to_start_ove
     assert f"written in layout {layout}, this release reads layout 11" in result.log, result.log[-3000:]
     assert "SCHEDULER_FLUSH_ON_START=True" in result.log and "FRONTIER_REDIS_PREFIX" in result.log
     assert not [e for e in web.entries() if e.path != "/robots.txt"]
+    assert {key: client.dump(key) for key in client.keys(f"{prefix}:*")} == before
+    client.close()
+
+
+def test_a_crawl_begun_by_the_removed_single_process_frontier_is_refused(redis_server: RedisServer) -> None:
+    """Its queued URLs are in request-queue lists and its ledger in the store's
+    meta, which the shared frontier does not read: it stops at start, says how
+    to go on, and leaves the keys as they were."""
+    prefix = unique_prefix()
+    client = redis.Redis.from_url(redis_server.url)
+    client.hset(f"{prefix}:meta", mapping={"schema": SCHEMA_VERSION, "clean": "1", "aopic": "0.5,0.0,2.0,2.0,0.0"})
+    client.rpush(f"{prefix}:queue:front/0", 7)
+    before = {key: client.dump(key) for key in client.keys(f"{prefix}:*")}
+    with pytest.raises(FrontierStoreError, match="single-process frontier.*SCHEDULER_FLUSH_ON_START.*PREFIX"):
+        opened(redis_server.url, prefix)
     assert {key: client.dump(key) for key in client.keys(f"{prefix}:*")} == before
     client.close()
 
@@ -380,24 +395,5 @@ def test_unreachable_redis_at_start_stops_the_crawl_with_a_clear_error(start_web
     assert result.returncode != 0
     assert f"cannot reach Redis at {url}" in result.log
     assert not [e for e in web.entries() if e.path != "/robots.txt"]
-
-
-@pytest.mark.parametrize("topology", ["single", "cluster"])
-def test_a_pages_links_cash_and_rows_come_in_one_round_trip(
-    topology: str, redis_server: RedisServer, redis_cluster: RedisClusterServers,
-) -> None:
-    """What AOPIC's credit and promotion of a page's links read: the same as
-    get_cash and get_many, in one round trip, whatever hosts the links are on."""
-    store = opened(redis_cluster.url if topology == "cluster" else redis_server.url)
-    entries = [real(f"http://h{i % 7}.test/{i}") for i in range(40)]
-    store.urls.insert_new(entries[:30], 1.0)
-    store.cash.put_cash([(e.fingerprint, 0.5 + i, 0.25, 0.0, i) for i, e in enumerate(entries[:20])])
-    fps = [e.fingerprint for e in entries] + [entries[3].fingerprint]  # a link twice
-    trips = store.round_trips
-    cash, rows = store.cash.get_cash_and_entries(fps)
-    assert store.round_trips == trips + 1
-    assert cash == store.cash.get_cash(fps) and len(cash) == 20
-    assert rows == store.urls.get_many(fps) and len(rows) == 30
-    store.close()
 
 

@@ -42,6 +42,7 @@ from extensions.frontier.store import (
     Status,
     URLCensus,
     URLTable,
+    WritableCashTable,
 )
 from extensions.backends import backend_class
 from extensions.backends.memory.backend import MemoryStore
@@ -60,8 +61,9 @@ THIRD_PARTY = "tests.thirdparty_backend.ThirdPartyBackend"
 #: stores in this process: no round trips to save, no memory figure of their own
 EMBEDDED = ("sqlite", "memory", "third-party")
 KINDS = ["memory", "third-party", *PERSISTENT, *(f"{kind}-reopen" for kind in PERSISTENT)]
-#: backends that leave the host dispatch to the frontier: their stores keep its request queues
-QUEUED = [kind for kind in KINDS if not kind.startswith("redis")]
+#: backends that leave the host dispatch and the AOPIC ledger to the frontier: their stores
+#: keep its request queues and a cash table it writes (Redis' scripts write its own)
+LOCAL = [kind for kind in KINDS if not kind.startswith("redis")]
 
 
 class Backend:
@@ -118,8 +120,8 @@ def backend(request: Any, tmp_path: Path) -> Any:
     wrapper.store.close()
 
 
-@pytest.fixture(params=QUEUED)
-def queued(request: Any, tmp_path: Path) -> Any:
+@pytest.fixture(params=LOCAL)
+def local(request: Any, tmp_path: Path) -> Any:
     kind = request.param.removesuffix("-reopen")
     wrapper = Backend(kind, tmp_path, request.param.endswith("-reopen"))
     yield wrapper
@@ -150,6 +152,7 @@ def test_store_implements_every_protocol(backend: Backend) -> None:
     # Redis' host dispatch keeps its own queues (host leases); the frontier's needs the store's
     assert isinstance(store, QueuedStore) == (not backend.kind.startswith("redis"))
     assert not isinstance(store, QueuedStore) or isinstance(store.queues, RequestQueues)
+    assert isinstance(store.cash, WritableCashTable) == (not backend.kind.startswith("redis"))
     assert isinstance(store.urls, URLTable)
     assert isinstance(store.hosts, HostTable)
     assert isinstance(store.cash, CashTable)
@@ -159,7 +162,7 @@ def test_store_implements_every_protocol(backend: Backend) -> None:
     assert isinstance(store.groups, ContentGroups)
     # what callers read without probing: every store has these
     assert isinstance(store.round_trips, int)
-    assert callable(store.abandon) and callable(store.cash.get_cash_and_entries)
+    assert callable(store.abandon)
 
 
 def test_each_table_is_an_object_of_its_own_with_only_its_protocol(backend: Backend) -> None:
@@ -188,11 +191,11 @@ def test_memory_usage_is_measured_or_none(backend: Backend) -> None:
 
 
 # -- request queues (a backend whose host dispatch is the frontier's) ----------------
-def test_queues_are_fifo_per_name(queued: Backend) -> None:
-    queued.store.queues.push("front/0", [1, 2, 3])
-    queued.store.queues.push("front/1", [10])
-    queued.store.queues.push("front/0", [4])
-    queues = queued.cycle().queues
+def test_queues_are_fifo_per_name(local: Backend) -> None:
+    local.store.queues.push("front/0", [1, 2, 3])
+    local.store.queues.push("front/1", [10])
+    local.store.queues.push("front/0", [4])
+    queues = local.cycle().queues
     assert queues.length("front/0") == 4
     assert queues.pop("front/0", 2) == [1, 2]
     assert queues.pop("front/1", 5) == [10]
@@ -201,50 +204,50 @@ def test_queues_are_fifo_per_name(queued: Backend) -> None:
     assert queues.length("front/0") == 0
 
 
-def test_push_front_puts_items_back_at_the_head_in_order(queued: Backend) -> None:
-    queued.store.queues.push("back/0", [3, 4])
-    queued.store.queues.push_front("back/0", [1, 2])
-    queued.store.queues.push_front("back/0", [0])
-    assert queued.cycle().queues.pop("back/0", 10) == [0, 1, 2, 3, 4]
+def test_push_front_puts_items_back_at_the_head_in_order(local: Backend) -> None:
+    local.store.queues.push("back/0", [3, 4])
+    local.store.queues.push_front("back/0", [1, 2])
+    local.store.queues.push_front("back/0", [0])
+    assert local.cycle().queues.pop("back/0", 10) == [0, 1, 2, 3, 4]
 
 
-def test_pop_takes_at_most_count_and_length_follows(queued: Backend) -> None:
-    queues = queued.store.queues
+def test_pop_takes_at_most_count_and_length_follows(local: Backend) -> None:
+    queues = local.store.queues
     queues.push("back/1", list(range(100, 110)))
     assert queues.pop("back/1", 3) == [100, 101, 102]
-    queues = queued.cycle().queues
+    queues = local.cycle().queues
     assert queues.length("back/1") == 7
     assert queues.pop("back/1", 100) == list(range(103, 110))
     assert queues.length("back/1") == 0
     assert queues.pop("never/pushed", 5) == [] and queues.length("never/pushed") == 0
 
 
-def test_pushing_nothing_changes_nothing(queued: Backend) -> None:
-    queued.store.queues.push("front/0", [])
-    queued.store.queues.push_front("front/0", [])
-    assert queued.cycle().queues.length("front/0") == 0
+def test_pushing_nothing_changes_nothing(local: Backend) -> None:
+    local.store.queues.push("front/0", [])
+    local.store.queues.push_front("front/0", [])
+    assert local.cycle().queues.length("front/0") == 0
 
 
-def test_extreme_fingerprints_round_trip(queued: Backend) -> None:
+def test_extreme_fingerprints_round_trip(local: Backend) -> None:
     fps = [-(1 << 63), -1, 0, 1, (1 << 63) - 1]
-    queued.store.queues.push("q", fps)
-    assert queued.cycle().queues.pop("q", 10) == fps
+    local.store.queues.push("q", fps)
+    assert local.cycle().queues.pop("q", 10) == fps
 
 
-def test_clear_empties_every_queue(queued: Backend) -> None:
-    queued.store.queues.push("a", [1])
-    queued.store.queues.push("b", [2])
-    queued.store.queues.clear()
-    store = queued.cycle()
+def test_clear_empties_every_queue(local: Backend) -> None:
+    local.store.queues.push("a", [1])
+    local.store.queues.push("b", [2])
+    local.store.queues.clear()
+    store = local.cycle()
     assert store.queues.length("a") == store.queues.length("b") == 0
     assert store.queues.pop("a", 5) == []
 
 
-def test_clear_after_reopen_also_empties_queues_of_the_previous_run(queued: Backend) -> None:
-    queued.store.queues.push("front/3", [1, 2])
-    store = queued.cycle()
+def test_clear_after_reopen_also_empties_queues_of_the_previous_run(local: Backend) -> None:
+    local.store.queues.push("front/3", [1, 2])
+    store = local.cycle()
     store.queues.clear()
-    assert queued.cycle().queues.length("front/3") == 0
+    assert local.cycle().queues.length("front/3") == 0
 
 
 # -- URL table -----------------------------------------------------------------------
@@ -414,31 +417,16 @@ def test_host_table_keeps_widened_delays(backend: Backend) -> None:
 
 
 # -- cash table (AOPIC) ----------------------------------------------------------------
-def test_cash_rows_round_trip_and_add_up(backend: Backend) -> None:
-    cash = backend.store.cash
+def test_cash_rows_round_trip_and_add_up(local: Backend) -> None:
+    cash = local.store.cash
     far = real("http://far.test/x").fingerprint
     cash.put_cash([(1, 1.5, 2.0, 0.25, 1), (far, 3.0, 0.0, 0.0, 0)])
     cash.put_cash([(1, 0.5, 2.5, 0.5, 2)])  # overwrite
-    cash = backend.cycle().cash
+    cash = local.cycle().cash
     assert cash.get_cash([1, far, 404]) == {1: (0.5, 2.5, 0.5, 2), far: (3.0, 0.0, 0.0, 0)}
     assert cash.get_cash([]) == {}
     assert cash.cash_count() == 2
     assert cash.cash_totals() == pytest.approx((3.5, 2.5, 0.5))
-
-
-def test_cash_and_entries_in_one_read_match_the_two_reads(backend: Backend) -> None:
-    entries = [real(f"http://{host}.test/p") for host in ("a", "b", "c")]
-    backend.store.urls.insert_new(entries, 0.0)
-    backend.store.cash.put_cash([(entries[0].fingerprint, 1.0, 0.5, 0.0, 1), (entries[2].fingerprint, 2.0, 0.0, 0.0, 0)])
-    store = backend.cycle()
-    fps = [entry.fingerprint for entry in entries] + [404]
-    cash, rows = store.cash.get_cash_and_entries(fps)
-    assert cash == store.cash.get_cash(fps) and len(cash) == 2
-    if backend.kind.startswith(EMBEDDED):
-        assert rows is None  # embedded: no round trip to save, rows read when needed
-    else:
-        assert rows == store.urls.get_many(fps) and set(rows) == set(fps[:3])
-    assert store.cash.get_cash_and_entries([])[0] == {}
 
 
 def test_an_empty_cash_table_adds_up_to_zero(backend: Backend) -> None:
@@ -740,17 +728,17 @@ def test_a_crash_keeps_every_checkpointed_change(persistent: Backend) -> None:
     store = persistent.store
     store.urls.insert_new([entry(1), entry(2)], 1.0)
     store.urls.set_status([1], Status.INFLIGHT)
-    queued = isinstance(store, QueuedStore)
-    if queued:
+    local = isinstance(store, QueuedStore)
+    if local:
         store.queues.push("front/0", [1, 2])
-    store.cash.put_cash([(2, 1.0, 0.0, 0.0, 0)])
+        store.cash.put_cash([(2, 1.0, 0.0, 0.0, 0)])
     store.links.record(1, [2, 3])
     store.revisits.put([RevisitRecord(1, 50.0, 60.0, visits=1)])
     store.set_meta("k", "v")
     store = persistent.crash()
     assert store.urls.status_of(1) == Status.INFLIGHT
-    assert not queued or store.queues.pop("front/0", 5) == [1, 2]
-    assert store.cash.get_cash([2]) == {2: (1.0, 0.0, 0.0, 0)}
+    assert not local or store.queues.pop("front/0", 5) == [1, 2]
+    assert not local or store.cash.get_cash([2]) == {2: (1.0, 0.0, 0.0, 0)}
     assert store.links.targets_of(1) == [2, 3]
     assert store.revisits.take_due(50.0, 5) == [RevisitRecord(1, 50.0, 60.0, visits=1)]
     assert store.get_meta("k") == "v"

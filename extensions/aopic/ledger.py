@@ -141,15 +141,15 @@ class AOPICLedger:
     def distribute(self, fingerprint: int, links: list[int], entries_of: list[int] | None = None,
                    tax: float | None = None) -> tuple[Paid, dict[int, Entry] | None]:
         """The page was fetched: its cash to its history, the tax (``tax``, else the
-        ledger's) to Lambda, the rest split over ``links``; also the URL rows of
-        ``entries_of`` where the store reads them with the cash (else None)."""
-        rows, entries = self.store.cash.get_cash_and_entries(list(dict.fromkeys([fingerprint, *links])))
+        ledger's) to Lambda, the rest split over ``links``; no URL rows (None: an
+        embedded store reads them when needed; ``entries_of`` is for a shared ledger)."""
+        rows = self.store.cash.get_cash(list(dict.fromkeys([fingerprint, *links])))
         cash, history, visits = self._take(fingerprint, rows)
         share = self.split(cash, len(links), tax)
         changed = {fingerprint: rows[fingerprint]}  # the page's row, then its outlinks': one write
         changes = self._credit([(fp, share) for fp in links], rows, changed) if share > 0 and links else []
         self.store.cash.put_cash([(fp, *row) for fp, row in changed.items()])
-        return Paid(cash, history, visits, changes), entries
+        return Paid(cash, history, visits, changes), None
 
     def split(self, cash: float, outlinks: int, tax: float | None = None) -> float:
         """Tax (``tax``, else the ledger's) to Lambda and the share of each

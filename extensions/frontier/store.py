@@ -167,18 +167,20 @@ class CashTable(Protocol):
     def get_cash(self, fingerprints: Sequence[int]) -> dict[int, tuple[float, float, float, int]]:
         """``(cash, history, mark, visits)`` of the known ``fingerprints``."""
 
-    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
-        """Insert or overwrite ``(fingerprint, cash, history, mark, visits)`` rows."""
-
     def cash_count(self) -> int:
         """How many URLs have a cash row (Lambda's dividend is split among them)."""
 
     def cash_totals(self) -> tuple[float, float, float]:
         """Sums of cash, history and mark over all rows (for the conservation check)."""
 
-    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
-            dict[int, tuple[float, float, float, int]], dict[int, Entry] | None]:
-        """:meth:`get_cash`, and the URLs' entries where one round trip reads both (else None)."""
+
+@runtime_checkable
+class WritableCashTable(CashTable, Protocol):
+    """The cash table of a store whose rows :class:`~extensions.aopic.ledger.AOPICLedger`
+    writes (a backend whose own ledger writes them, as Redis' scripts do, has none)."""
+
+    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
+        """Insert or overwrite ``(fingerprint, cash, history, mark, visits)`` rows."""
 
 
 @runtime_checkable

@@ -16,11 +16,8 @@ def tag_of(fingerprint: int) -> str:
 
 _STATUS = struct.Struct(">c")
 _FETCHED = struct.Struct(">d")
-_CASH = struct.Struct(">dddq")  # cash, history, mark, visits
-_CASH_SHORT = struct.Struct(">dd")  # a row never fetched: cash, mark
 _CASH_SETTLED = struct.Struct(">ddq")  # settled at mark 0: u, history, visits
-_CASH_SETTLED_SHORT = struct.Struct(">d")  # a row never fetched settled at mark 0: u
-_CASH_CREDITED = struct.Struct(">f")  # the same as the credit script writes it: u in single precision
+_CASH_CREDITED = struct.Struct(">f")  # a row never fetched: u in single precision
 HOST_AT = _STATUS.size + _FETCHED.size  # byte offset of a fetched row's host (its length first)
 UNFETCHED = 16  # added to the status byte of a row never fetched (no fetch time)
 ELIDED = 32  # added to the status byte of a stored row whose host is its tag's (left out)
@@ -41,13 +38,7 @@ LUA_PARAMETERS = {
     "HOST_AT": HOST_AT,
     "UNFETCHED": UNFETCHED,
     "ELIDED": ELIDED,
-    "CASH_FORMAT": _CASH.format.replace("q", "i8"),
-    "CASH_SHORT_FORMAT": _CASH_SHORT.format,
-    "CASH_SHORT_SIZE": _CASH_SHORT.size,
     "CASH_SETTLED_FORMAT": _CASH_SETTLED.format.replace("q", "i8"),
-    "CASH_SETTLED_SHORT_FORMAT": _CASH_SETTLED_SHORT.format,
-    "CASH_SETTLED_SIZE": _CASH_SETTLED.size,
-    "CASH_SETTLED_SHORT_SIZE": _CASH_SETTLED_SHORT.size,
     "CASH_CREDITED_FORMAT": _CASH_CREDITED.format,
     "CASH_CREDITED_SIZE": _CASH_CREDITED.size,
     "CASH_BUCKET_FIELDS": CASH_BUCKET_FIELDS,
@@ -223,29 +214,11 @@ def fetched_bytes(now: float) -> bytes:
     return _FETCHED.pack(now)
 
 
-def pack_cash(cash: float, history: float, mark: float, visits: int) -> bytes:
-    """A cash row as the scripts write it (mark 0: 8 bytes, or 24 once
-    fetched), or with its mark (16 or 32 bytes); read back as it was put."""
-    fetched = bool(history or visits)
-    if mark == 0.0:
-        return _CASH_SETTLED.pack(cash, history, visits) if fetched else _CASH_SETTLED_SHORT.pack(cash)
-    return _CASH.pack(cash, history, mark, visits) if fetched else _CASH_SHORT.pack(cash, mark)
-
-
 def unpack_cash(value: bytes) -> tuple[float, float, float, int]:
-    """``(cash, history, mark, visits)`` of a row of any of the five forms
-    (its cash at dividend ``D``: ``cash + D - mark``)."""
-    size = len(value)
-    if size == _CASH_CREDITED.size:
+    """``(u, history, 0.0, visits)`` of a row as the scripts write it (its cash at dividend ``D``: ``u + D``)."""
+    if len(value) == _CASH_CREDITED.size:
         return _CASH_CREDITED.unpack(value)[0], 0.0, 0.0, 0
-    if size == _CASH_SETTLED_SHORT.size:
-        return _CASH_SETTLED_SHORT.unpack(value)[0], 0.0, 0.0, 0
-    if size == _CASH_SETTLED.size:
-        cash, history, visits = _CASH_SETTLED.unpack(value)
-        return cash, history, 0.0, visits
-    if size == _CASH_SHORT.size:
-        cash, mark = _CASH_SHORT.unpack(value)
-        return cash, 0.0, mark, 0
-    if size == _CASH.size:
-        return _CASH.unpack(value)  # type: ignore[return-value]
-    raise ValueError(f"a cash row of {size} bytes (4, 8, 16, 24 or 32 expected)")
+    if len(value) == _CASH_SETTLED.size:
+        u, history, visits = _CASH_SETTLED.unpack(value)
+        return u, history, 0.0, visits
+    raise ValueError(f"a cash row of {len(value)} bytes (4 or 24 expected)")

@@ -74,7 +74,7 @@ class RedisStore:
         self.counters = URLCounters(self.keys, self._require)
         self.urls = RedisURLTable(self.keys, self._require, self.counters, self.seen, keep_rows)
         self.hosts = RedisHostTable(self.keys, self._require)
-        self.cash = RedisCashTable(self.keys, self._require, self.urls.rows)
+        self.cash = RedisCashTable(self.keys, self._require)
         self.groups = RedisContentGroups(self.keys, self._require)
         self.links = links or SegmentLinkTable(segments_directory(prefix))  # on disk, not in Redis
         self.revisits = RedisRevisitTable(self.keys, self._require, lambda: not self.read_only)
@@ -91,13 +91,16 @@ class RedisStore:
         except FrontierStoreError:
             self.abandon()
             raise
-        schema, clean, tails = self._call(("HMGET", self.keys.meta, "schema", "clean", "tails"))[0]
+        schema, clean, tails, ledger = self._call(("HMGET", self.keys.meta, "schema", "clean", "tails", "aopic"))[0]
         self.urls.tails = tails == b"1"
-        if schema is not None and schema.decode() != SCHEMA_VERSION:
+        began = None if schema is None or schema.decode() == SCHEMA_VERSION else f"in layout {schema.decode()}"
+        if ledger is not None:  # a per-process ledger's copy: queues and cash rows this release cannot read
+            began = "by a single-process frontier (FRONTIER_DISTRIBUTED=False, removed)"
+        if began:
             self._refuse()
             raise FrontierStoreError(
-                f"the frontier keys at {self.location} were written in layout {schema.decode()}, this "
-                f"release reads layout {SCHEMA_VERSION} only: finish that crawl with the release that "
+                f"the frontier keys at {self.location} were written {began}, this release reads layout "
+                f"{SCHEMA_VERSION} of the shared frontier only: finish that crawl with the release that "
                 "began it, or start it over (SCHEDULER_FLUSH_ON_START=True deletes its keys) or under "
                 "another FRONTIER_REDIS_PREFIX")
         self._check_seen_backend()

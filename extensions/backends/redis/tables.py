@@ -21,7 +21,6 @@ from extensions.backends.redis.rows import (
     ROW_BUCKET_BYTES,
     STATUS_BYTE,
     fetched_bytes,
-    pack_cash,
     pack_row,
     read_varint,
     row_head,
@@ -297,38 +296,24 @@ class RedisHostTable:
 
 
 class RedisCashTable:
-    """AOPIC's cash rows in the hashmaps ``P:{T}:cash``, read back as they were put (the
-    ledger's scripts write rows settled at mark 0, read as ``(u, history, 0.0, visits)``)."""
+    """AOPIC's cash rows in the hashmaps ``P:{T}:cash``, written only by the shared
+    ledger's scripts (settled at mark 0: read as ``(u, history, 0.0, visits)``)."""
 
-    def __init__(self, keys: Keys, connection: Connection, rows: FingerprintMaps) -> None:
-        self.keys, self._connection, self._rows = keys, connection, rows
+    def __init__(self, keys: Keys, connection: Connection) -> None:
         self.maps = HashMaps(keys.cash, keys.cash_pattern, connection, CASH_BUCKET_FIELDS)
 
     def get_cash(self, fingerprints: Sequence[int]) -> dict[int, CashRow]:
         return {fp: unpack_cash(value) for fp, value in self.maps.get(fingerprints).items()}
 
-    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[dict[int, CashRow], dict[int, Entry]]:
-        """The cash rows and the URL rows of the same URLs in one round trip."""
-        if not fingerprints:
-            return {}, {}
-        cash_reads, cash_of = self.maps.reads(fingerprints)
-        row_reads, rows_of = self._rows.reads(fingerprints)
-        answers = self._connection().call(*cash_reads, *row_reads)
-        return ({fp: unpack_cash(value) for fp, value in cash_of(answers[:len(cash_reads)]).items()},
-                {fp: unpack_entry(fp, row) for fp, row in rows_of(answers[len(cash_reads):]).items()})
-
-    def put_cash(self, rows: Sequence[tuple[int, float, float, float, int]]) -> None:
-        self.maps.put([(fp, pack_cash(cash, history, mark, visits)) for fp, cash, history, mark, visits in rows])
-
     def cash_count(self) -> int:
         return self.maps.count()
 
     def cash_totals(self) -> tuple[float, float, float]:
-        cash = history = mark = 0.0
+        cash = history = 0.0
         for _, value in self.maps.items():
             row = unpack_cash(value)
-            cash, history, mark = cash + row[0], history + row[1], mark + row[2]
-        return cash, history, mark
+            cash, history = cash + row[0], history + row[1]
+        return cash, history, 0.0
 
 
 class RedisContentGroups:

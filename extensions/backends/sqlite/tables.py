@@ -283,11 +283,6 @@ class SQLiteCashTable:
         ).fetchone()
         return float(row[0]), float(row[1]), float(row[2])
 
-    def get_cash_and_entries(self, fingerprints: Sequence[int]) -> tuple[
-            dict[int, tuple[float, float, float, int]], dict[int, Entry] | None]:
-        """The cash rows only: a URL row is read when needed, at no round trip's cost."""
-        return self.get_cash(fingerprints), None
-
 
 class SQLiteContentGroups(_OnConnection):
     """``content_groups`` rows (content-seen verdicts)."""

@@ -2,28 +2,17 @@
 -- settled at dividend 0 (its cash at dividend D is u + D; format:
 -- extensions/backends/redis/rows.py). Rows are written settled: u alone
 -- in single precision (4 bytes; cash_put answers what rounding took, for
--- Lambda) until fetched, then u, history, visits (24); u alone in double
--- precision (8) is read too; rows with a mark
--- (16 or 32 bytes: cash, mark or cash, history, mark, visits) are read as
--- u = cash - mark. By member (5 bytes, fpmap.py's).
+-- Lambda) until fetched, then u, history, visits (24). By member (5
+-- bytes, fpmap.py's).
 --- @include "hashmap"
 local function cash_get(map, member)
   local packed = hashmap_get_member(map, member)
   if not packed then return nil end
-  local size = #packed
-  if size == $CASH_CREDITED_SIZE then
+  if #packed == $CASH_CREDITED_SIZE then
     return {struct.unpack('$CASH_CREDITED_FORMAT', packed), 0, 0}
-  elseif size == $CASH_SETTLED_SHORT_SIZE then
-    return {struct.unpack('$CASH_SETTLED_SHORT_FORMAT', packed), 0, 0}
-  elseif size == $CASH_SETTLED_SIZE then
-    local u, h, v = struct.unpack('$CASH_SETTLED_FORMAT', packed)
-    return {u, h, v}
-  elseif size == $CASH_SHORT_SIZE then
-    local c, m = struct.unpack('$CASH_SHORT_FORMAT', packed)
-    return {c - m, 0, 0}
   end
-  local c, h, m, v = struct.unpack('$CASH_FORMAT', packed)
-  return {c - m, h, v}
+  local u, h, v = struct.unpack('$CASH_SETTLED_FORMAT', packed)
+  return {u, h, v}
 end
 -- (answers the cash rounding took: u minus the u kept)
 local function cash_put(map, member, u, h, v)
