@@ -342,39 +342,47 @@ def test_every_status_round_trips(backend: Backend) -> None:
     assert urls.count_by_status() == {status: 1 for status in Status}
 
 
-def test_iter_pending_gives_queued_and_inflight_in_discovery_order(backend: Backend) -> None:
+def test_iter_all_gives_every_known_url_with_its_level(backend: Backend) -> None:
     urls = backend.store.urls
     urls.insert_new([entry(30, level=1), entry(10, level=2), entry(20)], 1.0)
     urls.insert_new([entry(5)], 2.0)
     urls.set_status([20], Status.INFLIGHT)
     urls.set_status([5], Status.DONE)
-    urls = backend.cycle().urls
+    done = [(5, 0)] if backend.finished(Status.DONE) else []
+    assert sorted(backend.cycle().urls.iter_all()) == [*done, (10, 2), (20, 0), (30, 1)]
+
+
+def test_iter_pending_gives_queued_and_inflight_in_discovery_order(local: Backend) -> None:
+    urls = local.store.urls
+    urls.insert_new([entry(30, level=1), entry(10, level=2), entry(20)], 1.0)
+    urls.insert_new([entry(5)], 2.0)
+    urls.set_status([20], Status.INFLIGHT)
+    urls.set_status([5], Status.DONE)
+    urls = local.cycle().urls
     assert list(urls.iter_pending(batch=2)) == [(30, 1), (10, 2), (20, 0)]
     assert urls.requeue_inflight() == 1
     assert urls.count_by_status() == {Status.QUEUED: 3, Status.DONE: 1}
-    done = [(5, 0)] if backend.finished(Status.DONE) else []
-    assert sorted(urls.iter_all()) == [*done, (10, 2), (20, 0), (30, 1)]
 
 
-def test_a_requeued_url_moves_to_the_end_of_discovery_order(backend: Backend) -> None:
-    urls = backend.store.urls
+def test_a_requeued_url_moves_to_the_end_of_discovery_order(local: Backend) -> None:
+    urls = local.store.urls
     urls.insert_new([entry(1), entry(2), entry(3)], 1.0)
     urls.requeue(entry(1, level=4), 2.0)
-    assert list(backend.cycle().urls.iter_pending()) == [(2, 0), (3, 0), (1, 4)]
+    assert list(local.cycle().urls.iter_pending()) == [(2, 0), (3, 0), (1, 4)]
 
 
-def test_discovery_order_holds_across_many_hosts(backend: Backend) -> None:
+def test_discovery_order_holds_across_many_hosts(local: Backend) -> None:
     entries = [real(f"http://h{i % 37}.test/{i}") for i in range(300)]
-    urls = backend.store.urls
+    urls = local.store.urls
     for start in range(0, 300, 50):
         urls.insert_new(entries[start:start + 50], 1.0)
-    assert [fp for fp, _ in backend.cycle().urls.iter_pending()] == [e.fingerprint for e in entries]
+    assert [fp for fp, _ in local.cycle().urls.iter_pending()] == [e.fingerprint for e in entries]
 
 
-def test_requeue_inflight_on_an_idle_store_changes_nothing(backend: Backend) -> None:
-    backend.store.urls.insert_new([entry(1)], 1.0)
-    assert backend.cycle().urls.requeue_inflight() == 0
-    assert backend.store.urls.count_by_status() == {Status.QUEUED: 1}
+def test_requeue_inflight_on_an_idle_store_changes_nothing(local: Backend) -> None:
+    local.store.urls.insert_new([entry(1)], 1.0)
+    assert local.cycle().urls.requeue_inflight() == 0
+    assert local.store.urls.count_by_status() == {Status.QUEUED: 1}
 
 
 def test_count_host_counts_the_urls_of_that_host_only(backend: Backend) -> None:

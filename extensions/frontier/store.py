@@ -98,23 +98,28 @@ class URLTable(Protocol):
     def status_of(self, fingerprint: int) -> Status | None:
         """The status of one URL, None if unknown."""
 
-    def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
-        """``(fingerprint, level)`` of every queued or in-flight URL, in discovery order."""
-
     def iter_all(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
         """``(fingerprint, level)`` of every known URL (to rebuild a Bloom filter)."""
 
     def count_host(self, fingerprint: int, host: str) -> int:
         """How many URLs of ``host`` are known (``fingerprint``: any of them)."""
 
-    def requeue_inflight(self) -> int:
-        """Every in-flight URL back to queued; return how many."""
-
     def count_by_status(self) -> dict[Status, int]:
         """How many URLs in each status."""
 
     def take_deferred(self) -> list[int]:
         """Every deferred URL back to queued; their fingerprints."""
+
+
+@runtime_checkable
+class QueuedURLTable(URLTable, Protocol):
+    """The URL table of a :class:`QueuedStore`, from which the local dispatch rebuilds its queues."""
+
+    def iter_pending(self, batch: int = 10_000) -> Iterator[tuple[int, int]]:
+        """``(fingerprint, level)`` of every queued or in-flight URL, in discovery order."""
+
+    def requeue_inflight(self) -> int:
+        """Every in-flight URL back to queued; return how many."""
 
 
 @runtime_checkable
@@ -354,6 +359,7 @@ class QueuedStore(FrontierStore, Protocol):
     """A store whose backend leaves the host dispatch to the frontier (``host_dispatch`` None)."""
 
     queues: RequestQueues
+    urls: QueuedURLTable
 
 
 @runtime_checkable

@@ -4,12 +4,9 @@ store's error when the store is not open). Scripts: ``lua/store_*.lua``."""
 
 from __future__ import annotations
 
-from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
-
-import numpy as np
 
 from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.connection import RedisConnection
@@ -43,7 +40,6 @@ INSERT_NEW, REQUEUE = lua("store_insert_new"), lua("store_requeue")
 SET_STATUS, TRIM = lua("store_set_status"), lua("store_trim")
 SEQ_BLOCK = 1024  # discovery-order numbers reserved per INCRBY
 SCAN_BATCH = 10_000
-_PENDING = (Status.QUEUED, Status.INFLIGHT)
 
 
 class URLCounters:
@@ -186,17 +182,6 @@ class RedisURLTable:
         if self.tails:
             yield from self.tail_rows(self._tail_hosts())
 
-    def iter_pending(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, int]]:
-        seqs, fps, levels = array("q"), array("q"), array("q")
-        for fp, row in self.all_rows(batch):
-            status, _, seq, level = row_head(row)
-            if status in _PENDING:
-                seqs.append(seq)
-                fps.append(fp)
-                levels.append(level)
-        for index in np.argsort(np.frombuffer(seqs, dtype=np.int64), kind="stable"):
-            yield fps[index], levels[index]
-
     def iter_all(self, batch: int = SCAN_BATCH) -> Iterator[tuple[int, int]]:
         for fp, row in self.all_rows(batch):
             yield fp, row_head(row)[3]
@@ -210,23 +195,15 @@ class RedisURLTable:
         io.submit([("HGET", self.keys.host_urls(tag_of(fingerprint)), host)],
                   lambda answers: then(0 if answers[0] is None else int(answers[0])))
 
-    def requeue_inflight(self) -> int:
-        return self._back_to_queued(Status.INFLIGHT)[1]
-
     def take_deferred(self) -> list[int]:
-        return self._back_to_queued(Status.DEFERRED)[0]
-
-    def _back_to_queued(self, status: Status) -> tuple[list[int], int]:
-        """Every row in ``status`` back to queued: their fingerprints, how many changed."""
         rows = self.rows.items(max(1, SCAN_BATCH // 16))  # not the tails': their URLs are all queued
-        found = [fp for fp, row in rows if row_status(row) == status]
-        changed = 0
+        found = [fp for fp, row in rows if row_status(row) == Status.DEFERRED]
         for start in range(0, len(found), SCAN_BATCH):
             by_tag = group_by_tag(found[start:start + SCAN_BATCH], tag_of)
-            changed += sum(self._connection().call(*[
-                ("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[Status.QUEUED], STATUS_BYTE[status],
-                 b"", *fps) for tag, fps in by_tag.items()]))
-        return found, changed
+            self._connection().call(*[
+                ("EVAL", SET_STATUS, 1, self.keys.urls(tag), STATUS_BYTE[Status.QUEUED],
+                 STATUS_BYTE[Status.DEFERRED], b"", *fps) for tag, fps in by_tag.items()])
+        return found
 
     def count_by_status(self) -> dict[Status, int]:
         """Rows by status, plus the rows trimmed in each finished status."""
