@@ -34,8 +34,8 @@ from extensions.contentseen.nearindex import (
     DEFAULT_MIN_RESEMBLANCE,
     BlockLayout,
 )
-from extensions.frontier.options import frontier_arguments
 from extensions.frontier.scheduler import Frontier
+from testweb.frontierargs import frontier_arguments
 
 
 def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
@@ -48,7 +48,7 @@ def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
 class DistributedFrontier(Frontier):
     """A :class:`Frontier` composed with the shared dispatch from plain
     values; the other keywords as
-    :func:`~extensions.frontier.options.frontier_arguments` takes them. A
+    :func:`~testweb.frontierargs.frontier_arguments` takes them. A
     host's window is 2 URLs: the rest of its queue goes through its tail."""
 
     def __init__(self, store: Any, *, lease_ttl: float = 10.0, poll_interval: float = 0.1,
