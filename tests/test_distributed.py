@@ -30,11 +30,11 @@ from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.connection import connect
 from extensions.backends.redis.bloom import BloomLayout
 from tests.redis_helpers import RedisBloom, back_queue_counts, queued, queued_fingerprint
-from extensions.backends.redis.fpset import RedisFingerprintSet
 from extensions.backends.redis.keys import Keys
 from tests.conftest import fetched_urls
 from testweb.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
 from testweb.model import canonical_url
+from testweb.redisseen import RedisFingerprintSet
 from testweb.redisserver import RedisServer, unique_prefix
 from testweb.waiting import CrawlActivity, all_ended, ended, wait_for_exit, wait_until
 from tests.test_frontier_e2e import _by_host, fetched_urls_of, repeats_other_than_retries
