@@ -32,7 +32,7 @@ from extensions.backends.redis.store import RedisStore
 from extensions.contentseen.exact import ContentSeen, ContentStoreError
 from extensions.contentseen.features import content_features
 from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
-from extensions.contentseen.resemblance import exact_resemblance, near_features
+from extensions.contentseen.resemblance import near_features
 from extensions.contentseen.simhash import shingle_set, simhash
 from extensions.contentseen.text import visible_text
 from extensions.pipelines.contentseen import ContentSeenPipeline
@@ -41,7 +41,7 @@ from tests.redis_helpers import bucket_entries, map_buckets, open_exact, open_ne
 from tests.test_contentseen_nearindex import assert_near_is_exact, flip, planted_web
 from tests.test_distributed import crawl_settings, crawlers, wait_all
 from tests.test_frontier_e2e import fetched_urls_of
-from testweb.neardup_truth import split_url
+from testweb.neardup_truth import exact_resemblance, expected_candidates, split_url
 from testweb.redisserver import (
     RedisClusterServers,
     RedisServer,
@@ -195,7 +195,7 @@ def test_candidates_per_lookup_stay_small(sets: Sets) -> None:
         before = index.stats()["candidates"]
         for _ in range(500):
             index.match(rng.getrandbits(64))
-        assert (index.stats()["candidates"] - before) / 500 <= 10 * BlockLayout().expected_candidates(3000) + 0.05
+        assert (index.stats()["candidates"] - before) / 500 <= 10 * expected_candidates(BlockLayout(), 3000) + 0.05
 
 
 def test_the_index_keeps_its_layout(sets: Sets) -> None:
