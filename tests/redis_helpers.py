@@ -17,7 +17,13 @@ from extensions.backends.redis.bloom import (
     bloom_hashes,
 )
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.contentseen import MEMBER_BYTES, RedisContentSeen, RedisContentStore
+from extensions.backends.redis.contentseen import (
+    MEMBER_BYTES,
+    RedisContentSeen,
+    RedisContentStore,
+    decode_url,
+    read_records,
+)
 from extensions.backends.redis.dispatch import SharedDispatch
 from extensions.backends.redis.fpmap import fingerprint_of
 from extensions.backends.redis.keys import Keys, glob_escape, host_tag, positions_by, scatter
@@ -123,6 +129,12 @@ def bucket_entries(bucket: bytes) -> list[tuple[bytes, bytes]]:
         entries.append((bucket[offset:offset + MEMBER_BYTES], bucket[start:start + length]))
         offset = start + length
     return entries
+
+
+def recorded_url(seen: RedisContentSeen, fingerprint: int) -> str | None:
+    """The first URL the exact set recorded for ``fingerprint``, without recording anything."""
+    found = seen.store.call(read_records(seen.store.keys.exact(fingerprint), fingerprint))[0][0]
+    return None if found is None else decode_url(found)
 
 
 def open_exact(url: str, prefix: str = "web", **options: Any) -> RedisContentSeen:
