@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from extensions.backends.redis.fpset import FingerprintSetLayout, member
-from extensions.backends.redis.keys import positions_by, scatter
+from extensions.backends.redis.keys import glob_escape, positions_by, scatter
 from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.scripts import lua
 
@@ -21,6 +21,7 @@ class RedisFingerprintSet:
 
     def __init__(self, store: Any, layout: FingerprintSetLayout) -> None:
         self.store, self.layout = store, layout
+        self.pattern = f"{glob_escape(store.keys.prefix)}:{{*}}:seen"  # every tag's set (SCAN MATCH)
 
     def add_if_new(self, fingerprints: Sequence[int]) -> list[bool]:
         by_tag = positions_by(fingerprints, tag_of)
@@ -32,13 +33,12 @@ class RedisFingerprintSet:
 
     def size_bytes(self) -> int:
         """Redis' own ``MEMORY USAGE`` of every tag's set, directory and buckets (a SCAN: for reports)."""
-        pattern = self.store.keys.seen_pattern
-        keys = [*self.store.scan(pattern), *self.store.scan(pattern + ":*")]
+        keys = [*self.store.scan(self.pattern), *self.store.scan(self.pattern + ":*")]
         sizes = self.store.call(*[("MEMORY", "USAGE", key, "SAMPLES", "0") for key in keys])
         return sum(int(size or 0) for size in sizes)
 
     def count(self) -> int:
         """Members over every tag's set."""
-        buckets = list(self.store.scan(self.store.keys.seen_pattern + ":*"))
+        buckets = list(self.store.scan(self.pattern + ":*"))
         return sum(len(bucket or b"") // 5 for bucket in self.store.call(*[("GET", key) for key in buckets])) \
             if buckets else 0

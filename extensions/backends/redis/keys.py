@@ -98,7 +98,6 @@ class Keys:
         literal = glob_escape(prefix)
         self.urls_pattern = f"{literal}:{{*}}:urls"
         self.host_urls_pattern = f"{literal}:{{*}}:host_urls"
-        self.seen_pattern = f"{literal}:{{*}}:seen"
         self.known = f"{prefix}:known"
         self.cash_pattern = f"{literal}:{{*}}:cash"
         self.groups_pattern = f"{literal}:{{*}}:groups"
