@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from testweb.model import SiteModel, WebConfig, host_name
+from testweb.neardup_truth import expected_candidates
 from extensions.contentseen.exact import ContentSeen
 from extensions.contentseen.nearindex import NearDuplicateIndex
 from extensions.contentseen.text import visible_text
@@ -194,7 +195,7 @@ def near_costs(path: Path, blocks: int, stored: np.ndarray, runs: int, ops: int)
         layout, stats = index.layout, index.stats()
     costs = {name: statistics.median(values) for name, values in results.items()}
     costs["candidates"] = candidates / (runs * ops)
-    costs["expected"] = layout.expected_candidates(len(stored))
+    costs["expected"] = expected_candidates(layout, len(stored))
     costs["tables"] = len(layout.tables)
     costs["bytes/doc"] = os.path.getsize(path) / len(stored)
     costs["levels"] = stats["levels"]

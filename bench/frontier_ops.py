@@ -90,7 +90,7 @@ def _drive(args: argparse.Namespace, ours: str | None) -> dict:
     from scrapy import Request  # noqa: PLC0415 - keep the parent process light
 
     from extensions.frontier.localdispatch import LocalDispatch  # noqa: PLC0415
-    from extensions.frontier.options import frontier_arguments  # noqa: PLC0415
+    from testweb.frontierargs import frontier_arguments  # noqa: PLC0415
     from extensions.frontier.politeness import Politeness  # noqa: PLC0415
     from extensions.frontier.scheduler import Frontier  # noqa: PLC0415
     from extensions.frontier.urlseen import BloomSeen  # noqa: PLC0415

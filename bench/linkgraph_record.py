@@ -50,7 +50,7 @@ def page_done_cost(pages: int = 5000, links: int = 8, repeats: int = 5) -> dict[
     import time  # noqa: PLC0415
 
     from extensions.aopic.ledger import AOPICLedger  # noqa: PLC0415
-    from extensions.frontier.options import frontier_arguments  # noqa: PLC0415
+    from testweb.frontierargs import frontier_arguments  # noqa: PLC0415
     from extensions.frontier.page import PageVerdict  # noqa: PLC0415
     from extensions.frontier.prioritizer import CashPrioritizer  # noqa: PLC0415
     from extensions.frontier.scheduler import Frontier  # noqa: PLC0415

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from testweb.model import SiteModel, WebConfig
-from testweb.neardup_truth import near_duplicate_truth
+from testweb.neardup_truth import exact_resemblance, near_duplicate_truth
 from extensions import defaults
 from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
@@ -58,7 +58,7 @@ from extensions.contentseen.exact import ContentSeen
 from extensions.contentseen.nearindex import BlockLayout, NearDuplicateIndex
 from extensions.contentseen.text import visible_text
 from extensions.contentseen.fingerprint import bytes_fingerprint, text_fingerprint
-from extensions.contentseen.resemblance import exact_resemblance, near_features
+from extensions.contentseen.resemblance import near_features
 from extensions.contentseen.simhash import (
     _fmix64,
     normalised_bytes,

@@ -39,13 +39,13 @@ from extensions.frontier.page import PageVerdict
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.frontier.localdispatch import LocalDispatch
-from extensions.frontier.options import frontier_arguments
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.tables import SeenLayout
+from testweb.frontierargs import frontier_arguments
 from testweb.redisserver import RedisServer
 
 

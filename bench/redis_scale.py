@@ -44,7 +44,7 @@ from redis.cluster import RedisCluster
 
 from extensions import defaults
 from extensions.backends.redis.contentseen import RedisContentSeen, RedisContentStore
-from extensions.backends.redis.fpset import FingerprintSetLayout, RedisFingerprintSet
+from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.leases import HostLeases
 from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
@@ -54,6 +54,7 @@ from extensions.contentseen.nearindex import BlockLayout
 from extensions.contentseen.resemblance import SKETCH_SIZE
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.store import Entry, Status
+from testweb.redisseen import RedisFingerprintSet
 from testweb.redisserver import RedisClusterServers, RedisServer, set_config
 
 VARIANTS = ("urlseen", "frontier", "aopic", "exact", "near", "all")

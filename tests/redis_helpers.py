@@ -12,21 +12,27 @@ from typing import Any
 
 from extensions.aopic.ledger import AOPICLedger
 from extensions.backends.redis.bloom import (
-    BLOOM_ADD,
     HEADER_BITS,
     MAX_BITS,
     BloomLayout,
     bloom_hashes,
 )
 from extensions.backends.redis.connection import RedisConnection
-from extensions.backends.redis.contentseen import MEMBER_BYTES, RedisContentSeen, RedisContentStore
+from extensions.backends.redis.contentseen import (
+    MEMBER_BYTES,
+    RedisContentSeen,
+    RedisContentStore,
+    decode_url,
+    read_records,
+)
 from extensions.backends.redis.dispatch import SharedDispatch
 from extensions.backends.redis.fpmap import fingerprint_of
-from extensions.backends.redis.keys import positions_by, scatter
+from extensions.backends.redis.keys import Keys, glob_escape, host_tag, positions_by, scatter
 from extensions.backends.redis.leases import HostLeases
 from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.rows import read_varint, tag_of
+from extensions.backends.redis.scripts import lua
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.tail import MEMBER
 from extensions.contentseen.nearindex import (
@@ -35,8 +41,11 @@ from extensions.contentseen.nearindex import (
     DEFAULT_MIN_RESEMBLANCE,
     BlockLayout,
 )
-from extensions.frontier.options import frontier_arguments
 from extensions.frontier.scheduler import Frontier
+from testweb.frontierargs import frontier_arguments
+
+#: add URLs to one shard alone (the row scripts include the same ``bloom_add``)
+BLOOM_ADD = lua("bloom_add")
 
 
 def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
@@ -49,7 +58,7 @@ def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:
 class DistributedFrontier(Frontier):
     """A :class:`Frontier` composed with the shared dispatch from plain
     values; the other keywords as
-    :func:`~extensions.frontier.options.frontier_arguments` takes them. A
+    :func:`~testweb.frontierargs.frontier_arguments` takes them. A
     host's window is 2 URLs: the rest of its queue goes through its tail."""
 
     def __init__(self, store: Any, *, lease_ttl: float = 10.0, poll_interval: float = 0.1,
@@ -80,7 +89,7 @@ class RedisBloom:
 
     def shards(self) -> list[bytes]:
         """Every shard's key (a SCAN)."""
-        return list(self.store.scan(self.store.keys.bloom_pattern))
+        return list(self.store.scan(bloom_pattern(self.store.keys)))
 
     def size_bytes(self) -> int:
         """Bytes of every shard's string."""
@@ -90,6 +99,11 @@ class RedisBloom:
         """URLs added, over every shard."""
         answers = self.store.call(*[("BITFIELD", key, "GET", "i64", 0) for key in self.shards()])
         return _total(answer[0] for answer in answers)
+
+
+def bloom_pattern(keys: Keys) -> str:
+    """Every shard of the URL-seen Bloom filter (a SCAN MATCH pattern)."""
+    return f"{glob_escape(keys.prefix)}:{{*}}:bloom"
 
 
 def shard_bytes(layout: BloomLayout, urls: int) -> int:
@@ -116,6 +130,12 @@ def bucket_entries(bucket: bytes) -> list[tuple[bytes, bytes]]:
         entries.append((bucket[offset:offset + MEMBER_BYTES], bucket[start:start + length]))
         offset = start + length
     return entries
+
+
+def recorded_url(seen: RedisContentSeen, fingerprint: int) -> str | None:
+    """The first URL the exact set recorded for ``fingerprint``, without recording anything."""
+    found = seen.store.call(read_records(seen.store.keys.exact(fingerprint), fingerprint))[0][0]
+    return None if found is None else decode_url(found)
 
 
 def open_exact(url: str, prefix: str = "web", **options: Any) -> RedisContentSeen:
@@ -148,6 +168,17 @@ def map_buckets(client: Any, key: str | bytes) -> dict[tuple[int, int], bytes]:
             for name in client.scan_iter(match=pattern)}
 
 
+def back_list(keys: Keys, host: str, level: str) -> str:
+    """One list of the host's back queue (a level's, or ``p``: the parked), as
+    ``bq_key`` of ``lua/include/backq.lua`` names it."""
+    return f"{keys.prefix}:{{{host_tag(host)}}}:bq:{host}:{level}"
+
+
+def back_lists_pattern(keys: Keys) -> str:
+    """Every back-queue list of the crawl (a SCAN MATCH pattern)."""
+    return f"{glob_escape(keys.prefix)}:{{*}}:bq:*"
+
+
 def back_queue_counts(lease: dict[bytes, bytes]) -> dict[bytes, int]:
     """Queue name (``b"0"``, ``b"1"`` ... a level, ``b"p"`` the parked) -> length, from a lease's fields."""
     counts: Counter[bytes] = Counter()
@@ -169,7 +200,7 @@ def queued(leases: HostLeases, host: str) -> list[int]:
     """``host``'s queued fingerprints in taking order (promoted copies included), then its tail's."""
     lease = leases.io.call(("HGETALL", leases.keys.lease(host)))[0]
     levels = sorted((int(name) for name in back_queue_counts(lease) if name != b"p"), reverse=True)
-    lists = [leases.keys.back_list(host, name) for name in [*map(str, levels), "p"]]
+    lists = [back_list(leases.keys, host, name) for name in [*map(str, levels), "p"]]
     found = leases.io.call(*[("LRANGE", key, 0, -1) for key in lists])
     inline = [lease.get(b"l%d" % level, b"") for level in levels] + [b""]
     return [*(queued_fingerprint(key, item) for key, members, items in zip(lists, inline, found)

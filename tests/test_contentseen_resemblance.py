@@ -20,7 +20,6 @@ from extensions.contentseen.nearindex import NearDuplicateIndex
 from extensions.contentseen.fingerprint import NORMALISED
 from extensions.contentseen.resemblance import (
     SKETCH_SIZE,
-    exact_resemblance,
     near_features,
     resemblance,
     sketch_of,
@@ -28,6 +27,7 @@ from extensions.contentseen.resemblance import (
 from extensions.contentseen.simhash import shingle_set
 from extensions.contentseen.features import content_features
 from extensions.pipelines.contentseen import ContentSeenPipeline
+from testweb.neardup_truth import exact_resemblance
 
 FRAMESET_A = b'<html><frameset cols="50%,50%"><frame src="/a1.html"><frame src="/a2.html"></frameset></html>'
 FRAMESET_B = b'<html><frameset cols="50%,50%"><frame src="/b1.html"><frame src="/b2.html"></frameset></html>'

@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 
 from testweb.model import SiteModel, WebConfig
-from testweb.neardup_truth import NearDuplicateTruth, family, near_duplicate_truth
+from testweb.neardup_truth import NearDuplicateTruth, exact_resemblance, family, near_duplicate_truth
 from extensions.contentseen.exact import ContentSeen
 from extensions.contentseen.nearindex import NearDuplicateIndex
 from extensions.contentseen.text import visible_text
 from extensions import defaults
 from extensions.contentseen.fingerprint import bytes_fingerprint, text_fingerprint
-from extensions.contentseen.resemblance import exact_resemblance, near_features
+from extensions.contentseen.resemblance import near_features
 from extensions.contentseen.simhash import shingle_set
 
 PORT = 8000

@@ -29,12 +29,12 @@ from extensions.frontier.store import Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.connection import connect
 from extensions.backends.redis.bloom import BloomLayout
-from tests.redis_helpers import RedisBloom, back_queue_counts, queued, queued_fingerprint
-from extensions.backends.redis.fpset import RedisFingerprintSet
+from tests.redis_helpers import RedisBloom, back_lists_pattern, back_queue_counts, queued, queued_fingerprint
 from extensions.backends.redis.keys import Keys
 from tests.conftest import fetched_urls
 from testweb.crawlrun import CrawlResult, kill_crawl, read_result, start_web_crawl
 from testweb.model import canonical_url
+from testweb.redisseen import RedisFingerprintSet
 from testweb.redisserver import RedisServer, unique_prefix
 from testweb.waiting import CrawlActivity, all_ended, ended, wait_for_exit, wait_until
 from tests.test_frontier_e2e import _by_host, fetched_urls_of, repeats_other_than_retries
@@ -145,7 +145,7 @@ def assert_nothing_left(url: str, prefix: str, truth_size: int, bloom: BloomLayo
     counts = store.urls.count_by_status()
     assert counts.get(Status.QUEUED, 0) == counts.get(Status.INFLIGHT, 0) == 0, counts
     assert counts.get(Status.DONE, 0) + counts.get(Status.FAILED, 0) >= truth_size
-    assert not list(store.scan(store.keys.back_lists_pattern))  # every back-queue list empty
+    assert not list(store.scan(back_lists_pattern(store.keys)))  # every back-queue list empty
     assert not list(store.scan(store.keys.tails_pattern))  # and every tail
     assert not list(store.scan(store.keys.urls_pattern))
     seen_set = RedisFingerprintSet(store, store.seen) if bloom is None else RedisBloom(store, bloom)

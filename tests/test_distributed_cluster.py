@@ -14,6 +14,7 @@ from redis.crc import key_slot
 
 from extensions.backends.redis.keys import Keys, host_tag
 from testweb.redisserver import RedisClusterServers, unique_prefix
+from tests.redis_helpers import back_list
 from tests.test_distributed import (
     BLOOM,
     BLOOM_SETTINGS,
@@ -59,8 +60,8 @@ def test_a_hosts_frontier_keys_share_its_slot_and_hosts_spread_over_the_masters(
     client = RedisCluster.from_url(url)
     masters_of_leases = set()
     for host in web.model.hosts:
-        host_keys = (keys.urls(host_tag(host)), keys.lease(host), keys.back_list(host, "0"),
-                     keys.back_list(host, "p"), keys.inflight(host))
+        host_keys = (keys.urls(host_tag(host)), keys.lease(host), back_list(keys, host, "0"),
+                     back_list(keys, host, "p"), keys.inflight(host))
         assert len({key_slot(key.encode()) for key in host_keys}) == 1, host
         if client.exists(keys.lease(host)):
             masters_of_leases.add(client.get_node_from_key(keys.lease(host)).name)

@@ -22,7 +22,7 @@ from extensions.frontier.store import Entry, Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.tail import Tail
-from tests.redis_helpers import back_queue_counts, put_cash, queued
+from tests.redis_helpers import back_list, back_queue_counts, put_cash, queued
 from testweb.redisserver import shared_cluster, shared_server, unique_prefix
 
 TTL = 10.0
@@ -97,7 +97,7 @@ def test_a_promoted_url_goes_first_and_is_handed_out_once(pair: Any) -> None:
     assert [a.take("h1.test").entry.url for _ in range(2)] == ["http://h1.test/x", "http://h1.test/y"]
     last = a.take("h1.test")
     assert (last.state, last.skipped) == ("empty", 1)
-    assert not a.store.call(("EXISTS", a.keys.back_list("h1.test", "0")))[0]
+    assert not a.store.call(("EXISTS", back_list(a.keys, "h1.test", "0")))[0]
     lease = a.store.call(("HGETALL", a.keys.lease("h1.test")))[0]  # the directory's fields went
     assert lease and not back_queue_counts(lease)
 
@@ -111,7 +111,7 @@ def test_a_queued_url_costs_a_list_entry_not_a_sorted_set_member(pair: Any) -> N
     urls = [f"http://h1.test/page/{n}" for n in range(2000)]
     for start in range(0, len(urls), 500):
         enqueue(a, *urls[start:start + 500])
-    keys = (a.keys.lease("h1.test"), a.keys.back_list("h1.test", "0"))
+    keys = (a.keys.lease("h1.test"), back_list(a.keys, "h1.test", "0"))
     size = sum(a.store.call(("MEMORY", "USAGE", key, "SAMPLES", "0"))[0] for key in keys)
     fingerprints = [url_fingerprint(url)[0] for url in urls]
     assert queued(a, "h1.test") == fingerprints and size / 2000 < 8.5, size / 2000
@@ -220,7 +220,7 @@ def test_a_short_level_queue_sits_in_the_lease_hash_and_a_long_one_goes_on_in_it
     a, b, clock = pair
     urls = [f"http://h1.test/p/{n}" for n in range(15)]
     enqueue(a, *urls[:12])
-    lease, list_key = a.keys.lease("h1.test"), a.keys.back_list("h1.test", "0")
+    lease, list_key = a.keys.lease("h1.test"), back_list(a.keys, "h1.test", "0")
     assert a.store.call(("EXISTS", list_key), ("OBJECT", "ENCODING", lease)) == [0, b"listpack"]
     enqueue(a, *urls[12:])
     assert a.store.call(("LLEN", list_key))[0] == 3

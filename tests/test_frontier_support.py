@@ -20,7 +20,6 @@ from twisted.internet.task import Clock, LoopingCall
 
 from extensions.backends import backend_class
 from extensions.frontier.localdispatch import LocalDispatch
-from extensions.frontier.options import frontier_arguments
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.scheduler import Frontier
 from extensions.backends.redis.dispatch import SharedDispatch
@@ -30,6 +29,7 @@ from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout
 from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.sqlite.store import SQLiteStore
+from testweb.frontierargs import frontier_arguments
 from testweb.redisserver import shared_server, unique_prefix
 
 # "redis": a real redis-server (one per test process, a key prefix per
@@ -110,7 +110,7 @@ def make_frontier(store: Any, clock: Clock | None = None, **kwargs: Any) -> Fron
     dispatch for a Redis store, else the local one
     (``front_queues``, ``back_queues``, ``queue_buffer``, ``selector``,
     ``refill_budget`` configure either's share); other keywords as
-    :func:`~extensions.frontier.options.frontier_arguments` takes them."""
+    :func:`~testweb.frontierargs.frontier_arguments` takes them."""
     clock = clock or Clock()
     kwargs.setdefault("politeness", Politeness())
     front_queues = kwargs.pop("front_queues", 8)

@@ -30,7 +30,7 @@ from extensions.frontier.scheduler import Frontier
 from extensions.frontier.store import Entry, FrontierStoreError, Status
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout
-from tests.redis_helpers import RedisBloom, shard_bytes
+from tests.redis_helpers import RedisBloom, bloom_pattern, shard_bytes
 from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.keys import host_tag
 from extensions.backends.redis.rows import tag_of
@@ -125,7 +125,7 @@ def test_shards_sit_in_their_hosts_slots_and_spread_over_the_masters(redis_clust
         assert key_slot(store.keys.bloom(tag).encode()) == key_slot(store.keys.urls(tag).encode()), host
     client = RedisCluster.from_url(redis_cluster.url)
     holding = {node.name for node in client.get_primaries()
-               if any(True for _ in client.scan_iter(match=store.keys.bloom_pattern, target_nodes=node))}
+               if any(True for _ in client.scan_iter(match=bloom_pattern(store.keys), target_nodes=node))}
     client.close()
     assert len(holding) == 3
     store.close()

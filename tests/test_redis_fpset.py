@@ -15,10 +15,11 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from extensions.backends.redis.fpset import FingerprintSetLayout, RedisFingerprintSet, member
+from extensions.backends.redis.fpset import FingerprintSetLayout, member
 from extensions.backends.redis.rows import tag_of
 from extensions.backends.redis.store import RedisStore
 from tests.redis_helpers import map_buckets
+from testweb.redisseen import RedisFingerprintSet
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
 
 

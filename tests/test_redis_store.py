@@ -27,11 +27,12 @@ from extensions.backends.memory.backend import MemoryStore
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.bloom import BloomLayout
 from tests.redis_helpers import RedisBloom, put_cash
-from extensions.backends.redis.fpset import FingerprintSetLayout, RedisFingerprintSet
+from extensions.backends.redis.fpset import FingerprintSetLayout
 from extensions.backends.redis.keys import SCHEMA_VERSION, host_tag
 from extensions.backends.sqlite.store import SQLiteStore
 from tests.conftest import fetched_urls
 from testweb.crawlrun import run_web_crawl
+from testweb.redisseen import RedisFingerprintSet
 from testweb.redisserver import RedisClusterServers, RedisServer, free_port, unique_prefix
 from tests.test_frontier_e2e import repeats_other_than_retries
 from tests.test_frontier_support import drain, make_frontier, make_store

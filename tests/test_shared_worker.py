@@ -19,7 +19,7 @@ import pytest
 from scrapy import Request
 from twisted.internet.task import Clock
 
-from tests.redis_helpers import DistributedFrontier
+from tests.redis_helpers import DistributedFrontier, back_lists_pattern
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.politeness import Politeness
 from extensions.frontier.store import Status
@@ -196,7 +196,7 @@ def test_two_processes_with_the_worker_hand_out_every_url_once(kind: str, clock:
     store = RedisStore(url, prefix)
     store.open()
     try:
-        assert not list(store.scan(store.keys.back_lists_pattern))  # every back-queue list empty
+        assert not list(store.scan(back_lists_pattern(store.keys)))  # every back-queue list empty
         assert store.urls.count_by_status().get(Status.DONE, 0) == len(urls)
     finally:
         store.close()

@@ -17,7 +17,9 @@ on pairs of fetched 2xx HTML pages (the streamed big page excluded):
   are one document, so they are scored neither way.
 
 Pure: a function of the model, no server. Pages come from
-``SiteModel.page(host, target)``.
+``SiteModel.page(host, target)``. With them, the exact figures the
+detector's estimates are checked against: :func:`exact_resemblance` (what a
+sketch estimates) and :func:`expected_candidates` (an index's look-up cost).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from urllib.parse import urlsplit
 
+import numpy as np
+
+from extensions.contentseen.nearindex import BlockLayout
+from extensions.contentseen.simhash import sorted_unique
 from testweb.model import SLOW_HOST, SPECIAL_HOST, TRAP_HOST, Page, SiteModel
 from testweb.truth import Truth, compute_truth
 
@@ -99,3 +105,15 @@ def near_duplicate_truth(model: SiteModel, truth: Truth | None = None) -> NearDu
             if copy in truth.duplicates:
                 result.exact.add(frozenset((copy, original)))
     return result
+
+
+def exact_resemblance(first: np.ndarray, second: np.ndarray) -> float:
+    """The exact resemblance of two shingle sets
+    (:func:`~extensions.contentseen.simhash.shingle_set` output)."""
+    union = len(sorted_unique(np.concatenate((first, second))))
+    return len(np.intersect1d(first, second, assume_unique=True)) / union if union else 0.0
+
+
+def expected_candidates(layout: BlockLayout, stored: int) -> float:
+    """Random-query candidates per look-up in an index of ``layout`` with ``stored`` uniform simhashes."""
+    return sum(stored / 2 ** sum(layout.block_bits[b][1] for b in table) for table in layout.tables)

@@ -78,10 +78,6 @@ class AOPICLedger:
         row = self.store.cash.get_cash([fingerprint]).get(fingerprint)
         return None if row is None else row[0] + (self.dividend - row[2])
 
-    def history_of(self, fingerprint: int) -> float:
-        row = self.store.cash.get_cash([fingerprint]).get(fingerprint)
-        return 0.0 if row is None else row[1]
-
     def mean_cash(self) -> float:
         """Average cash per known page: the scale the prioritiser compares to."""
         return self.put_in / self.rows if self.rows else self.initial_cash

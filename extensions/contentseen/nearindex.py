@@ -161,10 +161,6 @@ class BlockLayout:
             keys.append(base)
         return keys
 
-    def expected_candidates(self, stored: int) -> float:
-        """Random-query candidates per look-up with ``stored`` uniform simhashes."""
-        return sum(stored / 2 ** sum(self.block_bits[b][1] for b in table) for table in self.tables)
-
 
 class LeveledKeys:
     """The key rows of all permuted tables on disk, as levels of one B-tree (a

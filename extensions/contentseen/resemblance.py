@@ -66,9 +66,3 @@ def resemblance(first: bytes, second: bytes, size: int = SKETCH_SIZE, bits: int 
         return 0.0
     both = np.intersect1d(ours, theirs, assume_unique=True)
     return int(np.count_nonzero(both <= union[-1])) / len(union)
-
-
-def exact_resemblance(first: np.ndarray, second: np.ndarray) -> float:
-    """The exact resemblance of two shingle sets (:func:`shingle_set` output)."""
-    union = len(sorted_unique(np.concatenate((first, second))))
-    return len(np.intersect1d(first, second, assume_unique=True)) / union if union else 0.0

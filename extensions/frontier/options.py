@@ -1,12 +1,11 @@
 """The frontier's plain values: :class:`FrontierOptions` (``FRONTIER_*``
-policy numbers) and :class:`Runtime` (clocks, timers, engine hooks), sorted
-by :func:`frontier_arguments`."""
+policy numbers) and :class:`Runtime` (clocks, timers, engine hooks)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,18 +44,3 @@ class Runtime:
     looping_call: Callable[[Callable[[], None]], Any] | None = None  # checkpoints, lease upkeep
     on_store_error: Callable[[Exception], None] | None = None  # a failure outside a scheduler call
 
-
-PARTS = ("dispatch", "prioritizer", "politeness", "hostkey", "ledger", "bloom", "revisit_schedule")
-OPTIONS = frozenset(field.name for field in fields(FrontierOptions))
-RUNTIME = frozenset(field.name for field in fields(Runtime))
-
-
-def frontier_arguments(**values: Any) -> dict[str, Any]:
-    """Flat keyword values as ``Frontier.__init__``'s keyword arguments; unknown: TypeError."""
-    unknown = set(values) - OPTIONS - RUNTIME - set(PARTS)
-    if unknown:
-        raise TypeError(f"unknown frontier arguments: {', '.join(sorted(unknown))}")
-    arguments = {name: values[name] for name in PARTS if name in values}
-    arguments["options"] = FrontierOptions(**{k: v for k, v in values.items() if k in OPTIONS})
-    arguments["runtime"] = Runtime(**{k: v for k, v in values.items() if k in RUNTIME})
-    return arguments

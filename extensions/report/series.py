@@ -72,9 +72,6 @@ class BoundedTally:
     def most_common(self, n: int | None = None) -> list[tuple[str, int]]:
         return self.counts.most_common(n)
 
-    def total(self) -> int:
-        return sum(self.counts.values()) + self.other
-
 
 def _number(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):

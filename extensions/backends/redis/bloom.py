@@ -11,7 +11,6 @@ from typing import Any
 
 import mmh3
 
-from extensions.backends.redis.scripts import lua
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS
 
 MIN_LAYER = 64  # URLs in a shard's first layer at the least
@@ -19,10 +18,6 @@ HEADER_BITS = 64  # the shard's URL count (BITFIELD i64 at offset 0)
 MAX_BITS = 1 << 32  # a Redis string holds at most 512 MB
 _SEED = 0x6D657263  # mmh3 seed of the Bloom hashes
 _EPSILON = 1e-9  # log2(1/p) within this of an integer counts as that integer
-
-#: add URLs to one shard alone (the row scripts include the same ``bloom_add``)
-BLOOM_ADD = lua("bloom_add")
-
 
 @dataclass(frozen=True)
 class BloomLayout:

@@ -285,12 +285,6 @@ class RedisContentSeen(RedisContentPart, ExactSet):
             self.counters["duplicates"] += 1
         return found
 
-    def get(self, fingerprint: int) -> str | None:
-        """The first URL recorded for ``fingerprint``, without recording anything."""
-        self.counters["lookups"] += 1
-        found = self._call(read_records(self.store.keys.exact(fingerprint), fingerprint))[0][0]
-        return None if found is None else decode_url(found)
-
     def stats(self) -> dict[str, int]:
         """Counters since open."""
         return dict(self.counters)

@@ -4,17 +4,12 @@ fingerprints packed five bytes apiece, tested and set inside the row scripts
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from extensions.backends.redis.keys import Keys, positions_by, scatter
-from extensions.backends.redis.rows import tag_of
-from extensions.backends.redis.scripts import lua
+from extensions.backends.redis.keys import Keys
 
 MEMBER_BITS = 40
 _MEMBER_MASK = (1 << MEMBER_BITS) - 1
-FPSET_ADD = lua("fpset_add")
 
 
 @dataclass(frozen=True)
@@ -48,31 +43,3 @@ def member(fingerprint: int) -> bytes:
     """A fingerprint's member in its tag's set: the 40 bits below the tag."""
     return (fingerprint & _MEMBER_MASK).to_bytes(5, "big")
 
-
-class RedisFingerprintSet:
-    """The exact set alone as a :class:`~extensions.frontier.store.SeenSet` on an open
-    :class:`~extensions.backends.redis.store.RedisStore`, for callers that have only fingerprints."""
-
-    def __init__(self, store: Any, layout: FingerprintSetLayout) -> None:
-        self.store, self.layout = store, layout
-
-    def add_if_new(self, fingerprints: Sequence[int]) -> list[bool]:
-        by_tag = positions_by(fingerprints, tag_of)
-        answers = self.store.call(*[
-            ("EVAL", FPSET_ADD, 1, self.store.keys.seen(tag), *self.layout.args(),
-             *(member(fingerprints[i]) for i in indexes))
-            for tag, indexes in by_tag.items()])
-        return scatter(by_tag, answers, len(fingerprints))
-
-    def size_bytes(self) -> int:
-        """Redis' own ``MEMORY USAGE`` of every tag's set, directory and buckets (a SCAN: for reports)."""
-        pattern = self.store.keys.seen_pattern
-        keys = [*self.store.scan(pattern), *self.store.scan(pattern + ":*")]
-        sizes = self.store.call(*[("MEMORY", "USAGE", key, "SAMPLES", "0") for key in keys])
-        return sum(int(size or 0) for size in sizes)
-
-    def count(self) -> int:
-        """Members over every tag's set."""
-        buckets = list(self.store.scan(self.store.keys.seen_pattern + ":*"))
-        return sum(len(bucket or b"") // 5 for bucket in self.store.call(*[("GET", key) for key in buckets])) \
-            if buckets else 0

@@ -98,14 +98,11 @@ class Keys:
         literal = glob_escape(prefix)
         self.urls_pattern = f"{literal}:{{*}}:urls"
         self.host_urls_pattern = f"{literal}:{{*}}:host_urls"
-        self.bloom_pattern = f"{literal}:{{*}}:bloom"
-        self.seen_pattern = f"{literal}:{{*}}:seen"
         self.known = f"{prefix}:known"
         self.cash_pattern = f"{literal}:{{*}}:cash"
         self.groups_pattern = f"{literal}:{{*}}:groups"
         self.revisit_pattern = f"{literal}:{{*}}:revisit"
         self.lease_pattern = f"{literal}:{{*}}:lease:*"
-        self.back_lists_pattern = f"{literal}:{{*}}:bq:*"
         self.tails_pattern = f"{literal}:{{*}}:tail:*"
         self.processes = f"{prefix}:processes"
         self.stats = f"{prefix}:stats"
@@ -149,10 +146,6 @@ class Keys:
     def lease(self, host: str) -> str:
         """The host's lease hash, also its back queue's directory (other fields)."""
         return f"{self.prefix}:{{{host_tag(host)}}}:lease:{host}"
-
-    def back_list(self, host: str, level: str) -> str:
-        """One list of the host's back queue (a level's, or ``p``: the parked)."""
-        return f"{self.prefix}:{{{host_tag(host)}}}:bq:{host}:{level}"
 
     def tail(self, host: str) -> str:
         """The host's tail: records past its window, appended."""
