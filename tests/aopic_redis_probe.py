@@ -42,6 +42,7 @@ from extensions.frontier.prioritizer import CashPrioritizer
 from extensions.frontier.revisits import RevisitSchedule
 from extensions.revisit.policy import RevisitPolicy
 from extensions.backends.redis.store import RedisStore
+from tests.aopic_helpers import ledger_totals
 
 TICK = 0.01
 MAX_TICKS = 3000
@@ -160,7 +161,7 @@ class Probe:
             self.result["done"] = [[answer.history, sorted([link, *credit] for link, credit in answer.credit.items())]
                                    for answer in answers]
             self.result["promoted"] = self.frontier.stats.get_value("aopic/promoted", 0)
-            totals = self.frontier.ledger.totals()
+            totals = ledger_totals(self.frontier.ledger)
             self.result["totals"] = [totals.conserved, totals.put_in, totals.rows, totals.history]
             self.finish()
         # pages of low-yield hosts pass on part of their cash (a tax of their own)

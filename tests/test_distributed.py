@@ -38,6 +38,7 @@ from testweb.redisseen import RedisFingerprintSet
 from testweb.redisserver import RedisServer, unique_prefix
 from testweb.waiting import CrawlActivity, all_ended, ended, wait_for_exit, wait_until
 from tests.test_frontier_e2e import _by_host, fetched_urls_of, repeats_other_than_retries
+from tests.aopic_helpers import ledger_totals
 
 DELAY = 0.15
 DEPTH = 10
@@ -175,7 +176,7 @@ def assert_cash_conserved(url: str, prefix: str, bloom: BloomLayout | None = Non
     store = RedisStore(url, prefix)
     store.open()
     try:
-        totals = SharedLedger(store).totals()
+        totals = ledger_totals(SharedLedger(store))
     finally:
         store.close()
     assert abs(totals.conserved - totals.put_in) <= 1e-9 * totals.put_in, (totals, totals.conserved)

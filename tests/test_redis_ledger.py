@@ -18,6 +18,7 @@ from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.store import RedisStore
 from extensions.frontier.fingerprint import url_fingerprint
 from testweb.redisserver import RedisClusterServers, RedisServer, unique_prefix
+from tests.aopic_helpers import ledger_totals
 
 
 def fp(name: str) -> int:
@@ -41,7 +42,7 @@ def raw(ledger: SharedLedger, *names: str) -> dict[str, bytes]:
 
 def exact_totals(ledger: SharedLedger) -> tuple[float, float, float, float]:
     ledger.store.connection.flush()  # a cluster's JOINs are buffered
-    totals = ledger.totals()
+    totals = ledger_totals(ledger)
     return totals.cash + totals.unpaid, totals.lambda_cash, totals.conserved, totals.put_in
 
 
@@ -160,7 +161,7 @@ def long_crawl(ledger: SharedLedger, urls: int, pages: int, seed: int = 5) -> tu
         paid, _ = ledger.distribute(rng.choice(known), links)
         known += [link for link, (_, _, existed) in zip(links, paid.changes) if not existed]
         ledger.maybe_crawl_lambda(0.0)
-    totals = ledger.totals()
+    totals = ledger_totals(ledger)
     return abs(totals.conserved - totals.put_in) / totals.put_in, ledger.dividend / ledger.mean_cash()
 
 

@@ -5,25 +5,10 @@ Lambda and a lazy dividend, conserved; it resumes with the frontier's store
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from extensions.frontier.store import Entry, FrontierStore
 
 META_KEY = "aopic"
-
-
-@dataclass
-class LedgerTotals:
-    """The conserved sum and its parts."""
-
-    cash: float  # settled cash on rows
-    unpaid: float  # dividends spread but not yet settled on rows
-    lambda_cash: float
-    put_in: float
-    history: float
-    rows: int
-
-    @property
-    def conserved(self) -> float:
-        return self.cash + self.unpaid + self.lambda_cash
 
 
 def tax_for_share(tax: float, share: float) -> float:
@@ -166,8 +151,3 @@ class AOPICLedger:
         self.lambda_cash = 0.0
         self.lambda_crawls += 1
         return True
-
-    def totals(self) -> LedgerTotals:
-        cash, history, marks = self.store.cash.cash_totals()
-        unpaid = self.rows * self.dividend - marks
-        return LedgerTotals(cash, unpaid, self.lambda_cash, self.put_in, history, self.rows)

@@ -175,9 +175,6 @@ class CashTable(Protocol):
     def cash_count(self) -> int:
         """How many URLs have a cash row (Lambda's dividend is split among them)."""
 
-    def cash_totals(self) -> tuple[float, float, float]:
-        """Sums of cash, history and mark over all rows (for the conservation check)."""
-
 
 @runtime_checkable
 class WritableCashTable(CashTable, Protocol):

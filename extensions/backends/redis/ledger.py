@@ -9,7 +9,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from extensions.aopic.ledger import AOPICLedger, LedgerTotals, Paid
+from extensions.aopic.ledger import AOPICLedger, Paid
 from extensions.backends.redis.fpset import member
 from extensions.backends.redis.keys import positions_by
 from extensions.backends.redis.rows import tag_of
@@ -206,13 +206,6 @@ class SharedLedger(AOPICLedger):
     def refresh(self) -> None:
         """Read the shared scalars again (this process's view)."""
         self._update(self.store.call(("HMGET", self._key, *FIELDS))[0])
-
-    def totals(self) -> LedgerTotals:
-        """The conserved sum over every row in Redis (scans: tests, tools)."""
-        self.refresh()
-        cash, history, marks = self.store.cash.cash_totals()
-        count = self.store.cash.cash_count()
-        return LedgerTotals(cash, count * self.dividend - marks, self.lambda_cash, self.put_in, history, count)
 
 
 def _raise(err: Exception) -> None:

@@ -93,10 +93,8 @@ class RedisStore:
             raise
         schema, clean, tails, ledger = self._call(("HMGET", self.keys.meta, "schema", "clean", "tails", "aopic"))[0]
         self.urls.tails = tails == b"1"
-        began = None if schema is None or schema.decode() == SCHEMA_VERSION else f"in layout {schema.decode()}"
-        if ledger is not None:  # a per-process ledger's copy: queues and cash rows this release cannot read
-            began = "by a single-process frontier (FRONTIER_DISTRIBUTED=False, removed)"
-        if began:
+        if ledger is not None or schema not in (None, SCHEMA_VERSION.encode()):  # aopic: a single-process crawl
+            began = f"in layout {schema.decode()}" if ledger is None else "by an earlier single-process frontier"
             self._refuse()
             raise FrontierStoreError(
                 f"the frontier keys at {self.location} were written {began}, this release reads layout "

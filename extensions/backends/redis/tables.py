@@ -285,13 +285,6 @@ class RedisCashTable:
     def cash_count(self) -> int:
         return self.maps.count()
 
-    def cash_totals(self) -> tuple[float, float, float]:
-        cash = history = 0.0
-        for _, value in self.maps.items():
-            row = unpack_cash(value)
-            cash, history = cash + row[0], history + row[1]
-        return cash, history, 0.0
-
 
 class RedisContentGroups:
     """Content-seen verdicts in the fpmaps ``P:{T}:groups``: fingerprint -> ``group_id * 2 + duplicate``."""

@@ -277,12 +277,6 @@ class SQLiteCashTable:
     def cash_count(self) -> int:
         return self._connection().execute("SELECT COUNT(*) FROM cash").fetchone()[0]
 
-    def cash_totals(self) -> tuple[float, float, float]:
-        row = self._connection().execute(
-            "SELECT COALESCE(SUM(cash), 0), COALESCE(SUM(history), 0), COALESCE(SUM(mark), 0) FROM cash"
-        ).fetchone()
-        return float(row[0]), float(row[1]), float(row[2])
-
 
 class SQLiteContentGroups(_OnConnection):
     """``content_groups`` rows (content-seen verdicts)."""
