@@ -32,7 +32,7 @@ from extensions.backends.redis.leases import HostLeases
 from extensions.backends.redis.ledger import SharedLedger
 from extensions.backends.redis.nearindex import RedisNearDuplicateIndex
 from extensions.backends.redis.rows import read_varint, tag_of
-from extensions.backends.redis.scripts import lua
+from extensions.backends.redis.scripts import source
 from extensions.backends.redis.store import RedisStore
 from extensions.backends.redis.tail import MEMBER
 from extensions.contentseen.nearindex import (
@@ -44,8 +44,15 @@ from extensions.contentseen.nearindex import (
 from extensions.frontier.scheduler import Frontier
 from testweb.frontierargs import frontier_arguments
 
-#: add URLs to one shard alone (the row scripts include the same ``bloom_add``)
-BLOOM_ADD = lua("bloom_add")
+#: add URLs to one shard alone (the row scripts include the same ``bloom_add``). KEYS: shard.
+#: ARGV: first capacity, first error, then h1, h2, h3 per URL. Returns 1 (new) or 0 (seen) per URL.
+BLOOM_ADD = source("include/bloom") + """
+local added = {}
+for i = 3, #ARGV, 3 do
+  added[#added + 1] = bloom_add(KEYS[1], ARGV[1], ARGV[2], ARGV[i], ARGV[i + 1], ARGV[i + 2])
+end
+return added
+"""
 
 
 def shared_ledger(ledger: AOPICLedger | None, store: Any) -> AOPICLedger | None:

@@ -10,9 +10,15 @@ from typing import Any
 from extensions.backends.redis.fpset import FingerprintSetLayout, member
 from extensions.backends.redis.keys import glob_escape, positions_by, scatter
 from extensions.backends.redis.rows import tag_of
-from extensions.backends.redis.scripts import lua
+from extensions.backends.redis.scripts import source
 
-FPSET_ADD = lua("fpset_add")
+#: add URLs to one host tag's exact URL-seen set. KEYS: the set. ARGV: its kind ('fpset'),
+#: bucket size, '', then one member per URL. Returns 1 (new) or 0 (seen) per URL.
+FPSET_ADD = source("include/fpset") + """
+local added = {}
+for i = 4, #ARGV do added[#added + 1] = fpset_add(KEYS[1], ARGV[2], ARGV[i]) end
+return added
+"""
 
 
 class RedisFingerprintSet:
