@@ -166,6 +166,18 @@ def test_store_implements_every_protocol(backend: Backend) -> None:
     assert callable(store.abandon)
 
 
+def test_the_local_dispatch_names_a_store_without_request_queues() -> None:
+    """A backend whose host_dispatch is None hands out a QueuedStore: the
+    frontier's own dispatch refuses any other store, naming it."""
+    from extensions.frontier.localdispatch import LocalDispatch  # noqa: PLC0415
+    from extensions.frontier.scheduler import Frontier  # noqa: PLC0415
+    from testweb.frontierargs import frontier_arguments  # noqa: PLC0415
+
+    with pytest.raises(TypeError, match="RedisStore has no request queues"):
+        Frontier(RedisStore(shared_server().url, unique_prefix()), **frontier_arguments(dispatch=LocalDispatch()))
+    assert isinstance(Frontier(MemoryStore(), **frontier_arguments(dispatch=LocalDispatch())).dispatch, LocalDispatch)
+
+
 def test_each_table_is_an_object_of_its_own_with_only_its_protocol(backend: Backend) -> None:
     store = backend.store
     tables = {"urls": URLTable, "hosts": HostTable, "cash": CashTable,
