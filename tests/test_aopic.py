@@ -17,24 +17,18 @@ from extensions.aopic.ledger import AOPICLedger
 from extensions.backends.redis.ledger import SharedLedger
 from extensions.frontier.fingerprint import url_fingerprint
 from extensions.frontier.prioritizer import CashPrioritizer
-from tests.test_frontier_support import LEDGER_STORES, STORES, drain, make_frontier, make_store, shared
+from tests.test_frontier_support import LEDGER_STORES, STORES, drain, make_frontier, make_store, opened_store, shared
 from tests.aopic_helpers import ledger_totals
 
 
 @pytest.fixture(params=STORES)
 def store(request: Any, tmp_path: Any) -> Any:
-    store = make_store(request.param, tmp_path)
-    store.open()
-    yield store
-    store.close()
+    yield from opened_store(request.param, tmp_path)
 
 
 @pytest.fixture(params=LEDGER_STORES)
 def ledger_store(request: Any, tmp_path: Any) -> Any:
-    store = make_store(request.param, tmp_path)
-    store.open()
-    yield store
-    store.close()
+    yield from opened_store(request.param, tmp_path)
 
 
 def assert_conserved(ledger: AOPICLedger) -> None:

@@ -8,6 +8,7 @@ timer), so politeness is tested without sleeping.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,14 @@ def make_store(kind: str, directory: Path, keep_rows: bool = False) -> Any:
         store = SQLiteStore(directory / "frontier.sqlite3")
     _KINDS[store] = kind
     return store
+
+
+def opened_store(kind: str, directory: Path) -> Iterator[Any]:
+    """A fixture's store of ``kind``, open until the test ends."""
+    store = make_store(kind, directory)
+    store.open()
+    yield store
+    store.close()
 
 
 def reopen_store(store: Any) -> Any:

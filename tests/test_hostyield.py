@@ -21,7 +21,7 @@ from extensions.frontier.prioritizer import CashPrioritizer
 from extensions.pipelines.hostyield import HostYieldPipeline, page_kind
 from extensions.pipelines.links import verdict
 from extensions.signals import origin_deferred
-from tests.test_frontier_support import STORES, drain, make_frontier, make_store
+from tests.test_frontier_support import STORES, drain, make_frontier, opened_store
 from tests.aopic_helpers import ledger_totals
 
 NEW, OLD, ERROR = PageKind.NEW, PageKind.OLD, PageKind.ERROR
@@ -206,10 +206,7 @@ def test_the_tax_for_a_share_leaves_the_outlinks_that_share() -> None:
 
 @pytest.fixture(params=STORES)
 def store(request: Any, tmp_path: Any) -> Any:
-    store = make_store(request.param, tmp_path)
-    store.open()
-    yield store
-    store.close()
+    yield from opened_store(request.param, tmp_path)
 
 
 def test_a_page_passing_half_its_cash_gives_its_links_half_and_lambda_the_rest(store: Any) -> None:

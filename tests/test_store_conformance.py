@@ -19,6 +19,7 @@ import math
 import sqlite3
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,20 +114,21 @@ class Backend:
         return self.store
 
 
-@pytest.fixture(params=KINDS)
-def backend(request: Any, tmp_path: Path) -> Any:
-    kind = request.param.removesuffix("-reopen")
-    wrapper = Backend(kind, tmp_path, request.param.endswith("-reopen"))
+def opened_backend(param: str, tmp_path: Path) -> Iterator[Backend]:
+    """A fixture's backend of kind ``param`` (``-reopen``: reopened at each cycle), closed at the end."""
+    wrapper = Backend(param.removesuffix("-reopen"), tmp_path, param.endswith("-reopen"))
     yield wrapper
     wrapper.store.close()
+
+
+@pytest.fixture(params=KINDS)
+def backend(request: Any, tmp_path: Path) -> Any:
+    yield from opened_backend(request.param, tmp_path)
 
 
 @pytest.fixture(params=LOCAL)
 def local(request: Any, tmp_path: Path) -> Any:
-    kind = request.param.removesuffix("-reopen")
-    wrapper = Backend(kind, tmp_path, request.param.endswith("-reopen"))
-    yield wrapper
-    wrapper.store.close()
+    yield from opened_backend(request.param, tmp_path)
 
 
 @pytest.fixture(params=PERSISTENT)

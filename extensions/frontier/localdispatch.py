@@ -40,7 +40,7 @@ class LocalDispatch:
 
     def bind(self, parts: FrontierParts) -> None:
         if not isinstance(parts.store, QueuedStore):
-            raise TypeError(f"the frontier's own host dispatch keeps its queues in the store: "
+            raise TypeError("the frontier's own host dispatch keeps its queues in the store: "
                             f"{type(parts.store).__name__} has no request queues (a QueuedStore)")
         self.parts = parts
         self.store = parts.store
